@@ -1,0 +1,199 @@
+import type { Range } from '../parsing/source';
+
+/**
+ * What the scan finds in one Python file, as plain data with source ranges: the input of resolution, the
+ * estimator, the lint rules and every surface. Lines are 1-based; ranges are 0-based (VS Code's convention).
+ */
+export interface FileFacts {
+  path: string;
+  calls: WrapCall[];
+  meshes: MeshFact[];
+  optimizers: OptimizerFact[];
+  models: ModelFact[];
+  checkpointing: CheckpointFact[];
+  /** Other facts later stages read: LoRA, quantisation, frozen modules, dtype casts, gradient-sync toggles. */
+  training: TrainingFact[];
+  /** `# fsdp: key=value ...` annotation comments. */
+  annotations: AnnotationFact[];
+  /** `# noqa` comments, by 0-based line: the codes listed, or null for a bare `# noqa`. */
+  noqa: Record<number, string[] | null>;
+  /** Imports that matter to the analysis (FSDP modules), for rules that rewrite them. */
+  imports: ImportFact[];
+  /** Problems that kept the scan from reading part of the file. */
+  problems: ScanProblem[];
+}
+
+export type WrapApi = 'fully_shard' | 'FSDP' | 'wrap';
+
+export interface OptionFact {
+  /** The argument's source text. */
+  text: string;
+  /** The resolved value as JSON (numbers, strings, booleans, objects describing policies), or null. */
+  value: unknown;
+  range: Range;
+  /** Where the value came from when it is not written inline (`mp_policy` bound at line 12, `**cfg` key). */
+  via?: string;
+  /** The option is set only under these conditions (a key added to a `**config` dict inside an `if`). */
+  conditions?: string[];
+}
+
+export interface LoopFact {
+  /** The loop target as written (`layer`, `layer_id, block`). */
+  target: string;
+  /** The iterable as written (`model.layers.items()`). */
+  iterable: string;
+  line: number;
+  range: Range;
+}
+
+export interface WrapCall {
+  api: WrapApi;
+  /** 1-based line of the call. */
+  line: number;
+  range: Range;
+  /** The callee as written (`fully_shard`, `tdf.fully_shard`, `FSDP`). */
+  callee: string;
+  calleeRange: Range;
+  /** Source text of the wrapped expression (a list's text for `fully_shard([a, b])`). */
+  target: string;
+  targetRange: Range | null;
+  /** The elements of a list argument (one unit holding all of them); a single-element list otherwise. */
+  targets: string[];
+  /** Module path of the wrapped object relative to a variable, with `*` for every child of a loop's iterable. */
+  paths: string[][];
+  /** The innermost enclosing loop, and all of them outermost first. */
+  loop: LoopFact | null;
+  loops: LoopFact[];
+  /** Source text of the `if` conditions the call sits under, outermost first. */
+  conditions: string[];
+  /** The enclosing function (`Trainer.setup`), or null at module level. */
+  function: string | null;
+  /** The module the API was imported from, or null when the file does not import it. */
+  importPath: string | null;
+  /** Imported through `torch.distributed._composable.fsdp`. */
+  legacy: boolean;
+  options: Record<string, OptionFact>;
+  /** `**mapping` arguments whose keys could not all be read. */
+  unresolvedSplats: string[];
+  /** The variable the result is assigned to (`model = FSDP(model, ...)`). */
+  assignedTo: string | null;
+  /** This call wraps an object whose children other calls wrap (the root of the plan). */
+  isRoot: boolean;
+  /** Indices (into `calls`) of the calls that wrap children of this call's target. */
+  children: number[];
+  /** Byte offsets of the statement holding the call, and its indentation, for quick fixes. */
+  statement: { start: number; end: number; range: Range; indent: string };
+  /** The outermost loop's statement when the call is in a loop (a fix inserts after it). */
+  loopStatement: { start: number; end: number; range: Range; indent: string } | null;
+  /** Read from code that does not parse yet (half-typed): only the callee and target are known. */
+  incomplete?: boolean;
+  /** Inside `with enable_wrap(...)` (FSDP1 manual wrapping): the options that block sets. */
+  enableWrap?: Record<string, OptionFact>;
+}
+
+export interface MeshFact {
+  /** The variable the mesh is bound to, if any. */
+  name: string | null;
+  line: number;
+  range: Range;
+  api: 'init_device_mesh' | 'DeviceMesh';
+  deviceType: string | null;
+  /** Mesh shape when known (`[8]`, `[2, 8]`); null entries for unknown sizes. */
+  shape: (number | null)[] | null;
+  shapeText: string;
+  dimNames: string[] | null;
+  function: string | null;
+}
+
+export interface OptimizerFact {
+  /** Class name (`AdamW`) and its qualified name. */
+  name: string;
+  qualified: string;
+  family: string;
+  line: number;
+  range: Range;
+  statement: { start: number; end: number; range: Range; indent: string };
+  /** The parameters argument as written (`model.parameters()`). */
+  paramsText: string;
+  /** The variable whose parameters it takes (`model`), when it reads `X.parameters()`. */
+  target: string | null;
+  function: string | null;
+  options: Record<string, OptionFact>;
+}
+
+export interface ModelFact {
+  /** The variable the model is bound to. */
+  variable: string | null;
+  line: number;
+  range: Range;
+  /** The class or factory as written (`Transformer`, `AutoModelForCausalLM.from_pretrained`). */
+  callee: string;
+  qualified: string;
+  /** `from_pretrained("org/name")` / `from_config`: the Hugging Face id when constant. */
+  pretrained: string | null;
+  /** Built under `with torch.device("meta")`. */
+  meta: boolean;
+  /** A dtype passed when loading (`torch_dtype=torch.bfloat16`). */
+  dtype: string | null;
+  args: Record<string, OptionFact>;
+  function: string | null;
+}
+
+export interface CheckpointFact {
+  api:
+    | 'checkpoint_wrapper'
+    | 'apply_activation_checkpointing'
+    | 'checkpoint'
+    | 'checkpoint_sequential'
+    | 'gradient_checkpointing_enable';
+  line: number;
+  range: Range;
+  text: string;
+  loop: LoopFact | null;
+  function: string | null;
+  options: Record<string, OptionFact>;
+}
+
+export interface TrainingFact {
+  kind:
+    | 'lora'
+    | 'peft'
+    | 'quantization'
+    | 'freeze'
+    | 'cast'
+    | 'no_sync'
+    | 'requires_gradient_sync'
+    | 'grad_accum'
+    | 'set_reshard_after_backward';
+  line: number;
+  range: Range;
+  text: string;
+  options: Record<string, OptionFact>;
+  /** The object acted on (`model`, `model.embed_tokens`). */
+  target: string | null;
+  function: string | null;
+}
+
+export interface AnnotationFact {
+  line: number;
+  range: Range;
+  /** Parsed `key=value` pairs. */
+  values: Record<string, string>;
+  /** Tokens that are not `key=value`. */
+  invalid: string[];
+}
+
+export interface ImportFact {
+  local: string;
+  qualified: string;
+  line: number;
+  /** The `from` module's text and offsets (for rewriting a legacy path). */
+  from?: { start: number; end: number; text: string; range: Range };
+  legacy: boolean;
+}
+
+export interface ScanProblem {
+  message: string;
+  line: number | null;
+  severity: 'error' | 'warning' | 'info';
+}

@@ -1,0 +1,186 @@
+import { classifyApi, SHARDING_STRATEGIES } from './apis';
+import { dtypeOf, toJson, type Val } from './values';
+
+/** Mixed precision as both FSDP generations describe it (FSDP1 `MixedPrecision` adds `buffer_dtype`). */
+export interface MixedPrecisionValue {
+  kind: 'MixedPrecisionPolicy' | 'MixedPrecision';
+  param_dtype: string | null;
+  reduce_dtype: string | null;
+  output_dtype?: string | null;
+  buffer_dtype?: string | null;
+  cast_forward_inputs?: boolean | null;
+  keep_low_precision_grads?: boolean | null;
+  /** Source text of the dtype arguments that could not be resolved. */
+  unresolved?: Record<string, string>;
+}
+
+export type WrapPolicyValue =
+  | { policy: 'transformer'; classes: string[]; unresolved?: string[] }
+  | { policy: 'size'; minNumParams: number | null }
+  | { policy: 'lambda'; text: string }
+  | { policy: 'module'; classes: string[]; unresolved?: string[] }
+  | { policy: 'custom'; text: string }
+  | { policy: 'always' }
+  | { policy: 'unknown'; text: string };
+
+export interface OffloadValue {
+  offloadParams: boolean;
+  pinMemory?: boolean | null;
+}
+
+/** The meaning of one wrap option's value, as the command line and the estimator read it. */
+export function interpretOption(name: string, v: Val): unknown {
+  switch (name) {
+    case 'mp_policy':
+    case 'mixed_precision':
+      return mixedPrecision(v) ?? toJson(v);
+    case 'auto_wrap_policy':
+      return wrapPolicy(v);
+    case 'sharding_strategy':
+      // None means the default, FULL_SHARD.
+      return v.k === 'none' ? 'FULL_SHARD' : enumMember(v, 'ShardingStrategy', SHARDING_STRATEGIES);
+    case 'backward_prefetch':
+      return v.k === 'none' ? null : enumMember(v, 'BackwardPrefetch', ['BACKWARD_PRE', 'BACKWARD_POST']);
+    case 'offload_policy':
+    case 'cpu_offload':
+      return offload(v) ?? toJson(v);
+    case 'reshard_after_forward':
+      if (v.k === 'bool' || v.k === 'none') return toJson(v);
+      if (v.k === 'num' && v.int) return v.v;
+      return null;
+    default:
+      return toJson(v);
+  }
+}
+
+export function mixedPrecision(v: Val): MixedPrecisionValue | null {
+  if (v.k !== 'call') return null;
+  const api = classifyApi(v.callee)?.kind ?? lastSegment(v.callee);
+  if (api !== 'MixedPrecisionPolicy' && api !== 'MixedPrecision') return null;
+  const arg = (name: string, index: number): Val | undefined => v.kwargs[name] ?? v.args[index];
+  const unresolved: Record<string, string> = {};
+  const dtype = (name: string, index: number): string | null => {
+    const a = arg(name, index);
+    const d = a ? (dtypeOf(a) ?? null) : null;
+    if (a && !d && a.k !== 'none') unresolved[name] = describe(a);
+    return d;
+  };
+  const withUnresolved = <T extends MixedPrecisionValue>(mp: T): T =>
+    Object.keys(unresolved).length ? { ...mp, unresolved } : mp;
+  const flag = (name: string, index: number, dflt: boolean): boolean | null => {
+    const a = arg(name, index);
+    if (!a) return dflt;
+    return a.k === 'bool' ? a.v : null;
+  };
+  if (api === 'MixedPrecisionPolicy') {
+    return withUnresolved({
+      kind: api,
+      param_dtype: dtype('param_dtype', 0),
+      reduce_dtype: dtype('reduce_dtype', 1),
+      output_dtype: dtype('output_dtype', 2),
+      cast_forward_inputs: flag('cast_forward_inputs', 3, true),
+    });
+  }
+  return withUnresolved({
+    kind: api,
+    param_dtype: dtype('param_dtype', 0),
+    reduce_dtype: dtype('reduce_dtype', 1),
+    buffer_dtype: dtype('buffer_dtype', 2),
+    keep_low_precision_grads: flag('keep_low_precision_grads', 3, false),
+  });
+}
+
+export function wrapPolicy(v: Val): WrapPolicyValue {
+  if (v.k === 'none') return { policy: 'unknown', text: 'None' };
+  if (v.k === 'ref') {
+    const kind = classifyApi(v.name)?.kind ?? lastSegment(v.name);
+    if (kind === 'always_wrap_policy') return { policy: 'always' };
+    if (kind === 'size_based_auto_wrap_policy') return { policy: 'size', minNumParams: 100_000_000 };
+    return { policy: 'unknown', text: v.name };
+  }
+  if (v.k === 'lambda') return { policy: 'lambda', text: v.text };
+  if (v.k !== 'call') return { policy: 'unknown', text: describe(v) };
+  const kind = classifyApi(v.callee)?.kind ?? lastSegment(v.callee);
+  if (kind === 'partial') {
+    const fn = v.args[0];
+    const fnKind = fn?.k === 'ref' ? (classifyApi(fn.name)?.kind ?? lastSegment(fn.name)) : undefined;
+    if (fnKind === 'transformer_auto_wrap_policy') {
+      return { policy: 'transformer', ...classNames(v.kwargs.transformer_layer_cls ?? v.args[4]) };
+    }
+    if (fnKind === 'size_based_auto_wrap_policy') {
+      const n = v.kwargs.min_num_params ?? v.args[4];
+      return { policy: 'size', minNumParams: n === undefined ? 100_000_000 : n.k === 'num' ? n.v : null };
+    }
+    if (fnKind === 'lambda_auto_wrap_policy') {
+      const fnv = v.kwargs.lambda_fn ?? v.args[4];
+      return { policy: 'lambda', text: fnv ? describe(fnv) : v.node.text };
+    }
+    return { policy: 'unknown', text: v.node.text };
+  }
+  if (kind === 'ModuleWrapPolicy') {
+    return { policy: 'module', ...classNames(v.kwargs.module_classes ?? v.args[0]) };
+  }
+  if (kind === 'CustomPolicy') return { policy: 'custom', text: v.node.text };
+  return { policy: 'unknown', text: v.node.text };
+}
+
+function classNames(v: Val | undefined): { classes: string[]; unresolved?: string[] } {
+  if (!v) return { classes: [] };
+  const items = v.k === 'seq' ? v.items : [v];
+  const classes: string[] = [];
+  const unresolved: string[] = [];
+  for (const it of items) {
+    if (it.k === 'ref') classes.push(lastSegment(it.name));
+    else if (it.k === 'str') classes.push(it.v);
+    else unresolved.push(describe(it));
+  }
+  return unresolved.length ? { classes, unresolved } : { classes };
+}
+
+function offload(v: Val): OffloadValue | null {
+  if (v.k === 'none') return { offloadParams: false };
+  if (v.k === 'bool') return { offloadParams: v.v };
+  if (v.k !== 'call') return null;
+  const kind = classifyApi(v.callee)?.kind ?? lastSegment(v.callee);
+  if (kind === 'CPUOffloadPolicy') {
+    const pin = v.kwargs.pin_memory ?? v.args[0];
+    return { offloadParams: true, pinMemory: pin ? (pin.k === 'bool' ? pin.v : null) : true };
+  }
+  if (kind === 'OffloadPolicy') return { offloadParams: false };
+  if (kind === 'CPUOffload') {
+    const p = v.kwargs.offload_params ?? v.args[0];
+    return { offloadParams: p ? p.k === 'bool' && p.v : false };
+  }
+  return null;
+}
+
+function enumMember(v: Val, enumName: string, members: readonly string[]): string | null {
+  if (v.k === 'ref') {
+    const m = lastSegment(v.name);
+    const owner = v.name.slice(0, v.name.length - m.length - 1);
+    if (members.includes(m) && lastSegment(owner) === enumName) return m;
+  }
+  if (v.k === 'str' && members.includes(v.v.toUpperCase())) return v.v.toUpperCase();
+  return null;
+}
+
+export function lastSegment(q: string): string {
+  return q.slice(q.lastIndexOf('.') + 1);
+}
+
+/** Short source-like text of a value, for messages. */
+export function describe(v: Val): string {
+  switch (v.k) {
+    case 'unknown':
+      return v.text;
+    case 'ref':
+      return v.name;
+    case 'call':
+    case 'lambda':
+      return v.node.text;
+    case 'param':
+      return v.name;
+    default:
+      return JSON.stringify(toJson(v));
+  }
+}

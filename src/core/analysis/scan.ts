@@ -1,0 +1,1037 @@
+import type { Node, PythonGrammar } from '../parsing/python';
+import { rangeOf, type SourceFile } from '../parsing/source';
+import {
+  classifyApi,
+  LEGACY_FSDP2_MODULES,
+  OPTIMIZERS,
+  POSITIONAL_PARAMS,
+  SEARCH_WORDS,
+  UNBOUND_FALLBACKS,
+  type ApiKind,
+} from './apis';
+import type {
+  AnnotationFact,
+  CheckpointFact,
+  FileFacts,
+  ImportFact,
+  LoopFact,
+  MeshFact,
+  ModelFact,
+  OptimizerFact,
+  OptionFact,
+  TrainingFact,
+  WrapCall,
+} from './facts';
+import { readImports, type ImportTable } from './imports';
+import { describe, interpretOption, lastSegment } from './options';
+import { conditionsOf, enclosingFunction, enclosingStatement, findBinding, qualifiedName } from './scope';
+import { dtypeOf, dottedText, Evaluator, toJson, type Val } from './values';
+
+/** Calls that are facts of the training setup rather than of FSDP itself. */
+const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpointing'> = {
+  from_pretrained: 'model',
+  from_config: 'model',
+  LoraConfig: 'lora',
+  get_peft_model: 'peft',
+  BitsAndBytesConfig: 'quantization',
+  requires_grad_: 'freeze',
+  no_sync: 'no_sync',
+  set_requires_gradient_sync: 'requires_gradient_sync',
+  set_reshard_after_backward: 'set_reshard_after_backward',
+  bfloat16: 'cast',
+  half: 'cast',
+  gradient_checkpointing_enable: 'checkpointing',
+};
+
+/** Scans one parsed file for everything later stages need. Never throws on odd input: problems are reported. */
+export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
+  const imports = readImports(grammar, file);
+  const ev = new Evaluator(file, imports);
+  const facts: FileFacts = {
+    path: file.path,
+    calls: [],
+    meshes: [],
+    optimizers: [],
+    models: [],
+    checkpointing: [],
+    training: [],
+    annotations: readAnnotations(file),
+    noqa: readNoqa(file),
+    imports: importFacts(file, imports),
+    problems: [],
+  };
+  if (file.root.hasError) {
+    const err = firstError(file.root);
+    facts.problems.push({
+      message: 'The file has syntax errors; the analysis reads the parts that parse.',
+      line: err ? err.startPosition.row + 1 : null,
+      severity: 'info',
+    });
+  }
+
+  const words = new Set<string>([...SEARCH_WORDS, ...Object.keys(TRAINING_WORDS)]);
+  // Local aliases of the APIs (`import ... as fs`, `fs = fully_shard`) are searched for too.
+  for (const b of imports.bindings) if (!b.isModule && classifyApi(b.qualified)) words.add(b.local);
+
+  const seen = new Set<number>();
+  const callNodes: Node[] = [];
+  const partial: Node[] = [];
+  for (const word of words) {
+    for (const id of file.identifiers(word)) {
+      const call = callOf(id);
+      if (call && !seen.has(call.startIndex)) {
+        seen.add(call.startIndex);
+        callNodes.push(call);
+      } else if (!call && id.parent?.type === 'ERROR' && id.nextSibling?.type === '(') partial.push(id);
+    }
+  }
+  for (const id of partial) {
+    const api = classify(file, imports, ev.calleeName(id), id);
+    if (api && (api.kind === 'fully_shard' || api.kind === 'FSDP' || api.kind === 'wrap'))
+      facts.calls.push(incompleteWrapCall(file, id, api.kind, api.module, api.legacy));
+  }
+  callNodes.sort((a, b) => a.startIndex - b.startIndex);
+
+  const modelVars = new Set<string>();
+  for (const call of callNodes) {
+    const fn = call.childForFieldName('function');
+    if (!fn) continue;
+    const qualified = ev.calleeName(fn);
+    const api = classify(file, imports, qualified, fn);
+    const last = lastSegment(dottedText(fn));
+    if (api) {
+      switch (api.kind) {
+        case 'fully_shard':
+        case 'FSDP':
+        case 'wrap':
+          facts.calls.push(wrapCall(file, ev, call, fn, api.kind, api.module, api.legacy));
+          continue;
+        case 'init_device_mesh':
+        case 'DeviceMesh':
+          facts.meshes.push(meshFact(file, ev, call, api.kind));
+          continue;
+        case 'optimizer':
+          facts.optimizers.push(optimizerFact(file, ev, call, qualified));
+          continue;
+        case 'checkpoint_wrapper':
+        case 'apply_activation_checkpointing':
+        case 'checkpoint':
+        case 'checkpoint_sequential':
+          facts.checkpointing.push(checkpointFact(file, ev, call, api.kind));
+          continue;
+        default:
+          continue;
+      }
+    }
+    const kind = TRAINING_WORDS[last];
+    if (!kind) continue;
+    if (kind === 'checkpointing') {
+      facts.checkpointing.push(checkpointFact(file, ev, call, 'gradient_checkpointing_enable'));
+    } else if (kind === 'model') {
+      const m = modelFact(file, ev, call, qualified, fn);
+      facts.models.push(m);
+      if (m.variable) modelVars.add(m.variable);
+    } else {
+      const t = trainingFact(file, ev, call, kind, fn);
+      if (t) facts.training.push(t);
+    }
+  }
+  facts.training.push(...frozenAssignments(file));
+
+  facts.calls.sort(
+    (a, b) => a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character,
+  );
+  linkRoots(file, facts.calls);
+  // Model construction sites: behind the wrapped variables, assigned to a `model`, or built on the meta device.
+  const modelLines = new Set(facts.models.map((m) => m.line));
+  const addModel = (m: ModelFact | null) => {
+    if (m && !modelLines.has(m.line)) {
+      modelLines.add(m.line);
+      facts.models.push(m);
+    }
+  };
+  for (const c of facts.calls) {
+    const base = c.paths[0]?.[0];
+    if (!base || modelVars.has(base) || base === 'self') continue;
+    const at = file.root.descendantForIndex(c.statement.start, c.statement.start + 1);
+    const b = at ? findBinding(file, base, at) : null;
+    if (b?.kind === 'assign' && b.value?.type === 'call') addModel(constructionAt(file, ev, b.value, base));
+  }
+  for (const { call, variable } of modelAssignments(file)) addModel(constructionAt(file, ev, call, variable));
+  facts.models.sort((a, b) => a.line - b.line);
+  return facts;
+}
+
+function classify(file: SourceFile, imports: ImportTable, qualified: string, fn: Node) {
+  const api = classifyApi(qualified);
+  if (api) return api;
+  // Unimported names that can only mean the FSDP API (snippets, half-typed code, star imports).
+  const head = dottedText(fn).split('.')[0]!;
+  if (fn.type !== 'identifier' || imports.qualify(head).bound) return undefined;
+  const fallback = UNBOUND_FALLBACKS[fn.text];
+  if (!fallback) return undefined;
+  const b = findBinding(file, fn.text, fn);
+  if (b && b.kind !== 'loop') return undefined;
+  const star = imports.wildcards.find((w) => classifyApi(`${w.module}.${fn.text}`));
+  if (star) return classifyApi(`${star.module}.${fn.text}`);
+  return { kind: fallback, module: '', legacy: false };
+}
+
+/** The call whose callee ends with `id` (`fully_shard(...)`, `tdf.fully_shard(...)`), if any. */
+function callOf(id: Node): Node | null {
+  let callee: Node = id;
+  const p = id.parent;
+  if (p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id) callee = p;
+  const call = callee.parent;
+  if (call?.type === 'call' && call.childForFieldName('function')?.id === callee.id) return call;
+  return null;
+}
+
+interface Args {
+  positional: Node[];
+  keywords: Map<string, Node>;
+  splats: Node[];
+}
+
+function readArgs(call: Node): Args {
+  const out: Args = { positional: [], keywords: new Map(), splats: [] };
+  const list = call.childForFieldName('arguments');
+  if (list?.type !== 'argument_list') {
+    if (list) out.positional.push(list); // `f(x for x in y)`: a generator argument
+    return out;
+  }
+  for (const a of list.namedChildren) {
+    if (a.type === 'keyword_argument') {
+      const n = a.childForFieldName('name');
+      const v = a.childForFieldName('value');
+      if (n && v) out.keywords.set(n.text, v);
+    } else if (a.type === 'dictionary_splat') {
+      const inner = a.namedChild(0);
+      if (inner) out.splats.push(inner);
+    } else if (a.type !== 'comment' && a.type !== 'list_splat') out.positional.push(a);
+  }
+  return out;
+}
+
+/** Options of a call by parameter name: positional arguments mapped through the API's signature, keywords, and `**dict` keys. */
+function readOptions(
+  ev: Evaluator,
+  args: Args,
+  kind: ApiKind,
+  skip: string[],
+): { options: Record<string, OptionFact>; unresolvedSplats: string[] } {
+  const options: Record<string, OptionFact> = {};
+  const names = POSITIONAL_PARAMS[kind] ?? [];
+  const put = (name: string, node: Node, extra: Partial<OptionFact> = {}, val?: Val) => {
+    if (skip.includes(name)) return;
+    const value =
+      name === 'mesh' || name === 'device_mesh'
+        ? meshOption(ev, node)
+        : interpretOption(name, val ?? ev.eval(node));
+    options[name] = { text: node.text, value, range: rangeOf(node), ...extra };
+  };
+  args.positional.forEach((node, i) => {
+    const name = names[i];
+    if (name) put(name, node);
+  });
+  const unresolvedSplats: string[] = [];
+  for (const splat of args.splats) {
+    const v = ev.eval(splat);
+    if (v.k !== 'dict') {
+      unresolvedSplats.push(splat.text);
+      continue;
+    }
+    for (const e of v.entries) {
+      if (e.key.k !== 'str') continue;
+      const node = e.valueNode;
+      const extra: Partial<OptionFact> = { via: `**${splat.text}` };
+      if (e.conditions) extra.conditions = e.conditions;
+      if (node) put(e.key.v, node, extra, e.value);
+      else if (!skip.includes(e.key.v))
+        options[e.key.v] = {
+          text: describe(e.value),
+          value: interpretOption(e.key.v, e.value),
+          range: rangeOf(splat),
+          ...extra,
+        };
+    }
+  }
+  for (const [name, node] of args.keywords) put(name, node);
+  return { options, unresolvedSplats };
+}
+
+function statementInfo(file: SourceFile, stmt: Node) {
+  return { start: stmt.startIndex, end: stmt.endIndex, range: rangeOf(stmt), indent: file.indentOf(stmt) };
+}
+
+function wrapCall(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  fn: Node,
+  api: 'fully_shard' | 'FSDP' | 'wrap',
+  module: string,
+  legacy: boolean,
+): WrapCall {
+  const args = readArgs(call);
+  const targetNode = args.keywords.get('module') ?? args.positional[0] ?? null;
+  const { options, unresolvedSplats } = readOptions(ev, args, api, ['module']);
+  const scope = enclosingFunction(call);
+  const loops = loopsOf(file, call, scope);
+  const targets =
+    targetNode?.type === 'list' || targetNode?.type === 'tuple'
+      ? targetNode.namedChildren.filter((c) => c.type !== 'comment')
+      : targetNode
+        ? [targetNode]
+        : [];
+  const parent = call.parent;
+  const assignedTo =
+    parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
+      ? (parent.childForFieldName('left')?.text ?? null)
+      : null;
+  const stmt = enclosingStatement(call);
+  const outerLoop = loops[0] ? outermostLoopStatement(call, scope) : null;
+  const fact: WrapCall = {
+    api,
+    line: file.line(call),
+    range: rangeOf(call),
+    callee: fn.text,
+    calleeRange: rangeOf(fn),
+    target: targetNode?.text ?? '',
+    targetRange: targetNode ? rangeOf(targetNode) : null,
+    targets: targets.map((t) => t.text),
+    paths: targets.map((t) => pathOf(file, t, loops.length ? call : null)),
+    loop: loops[loops.length - 1] ?? null,
+    loops,
+    conditions: conditionsOf(call, scope),
+    function: scope ? qualifiedName(scope) : null,
+    importPath: module || null,
+    legacy,
+    options,
+    unresolvedSplats,
+    assignedTo,
+    isRoot: false,
+    children: [],
+    statement: statementInfo(file, stmt),
+    loopStatement: outerLoop ? statementInfo(file, outerLoop) : null,
+  };
+  const enable = enableWrapOptions(ev, call, scope);
+  if (enable) fact.enableWrap = enable;
+  return fact;
+}
+
+/** A wrap call in code that does not parse yet (`fully_shard(layer, mesh=` being typed): callee and target only. */
+function incompleteWrapCall(
+  file: SourceFile,
+  id: Node,
+  api: 'fully_shard' | 'FSDP' | 'wrap',
+  module: string,
+  legacy: boolean,
+): WrapCall {
+  const open = id.nextSibling!;
+  const targetNode =
+    open.nextNamedSibling && ['identifier', 'attribute', 'subscript'].includes(open.nextNamedSibling.type)
+      ? open.nextNamedSibling
+      : null;
+  const errorNode = id.parent!;
+  const loopNode = errorNode.parent?.type === 'for_statement' ? errorNode.parent : null;
+  const loops: LoopFact[] = [];
+  if (loopNode) {
+    const left = loopNode.childForFieldName('left');
+    const right = loopNode.childForFieldName('right');
+    if (left && right)
+      loops.push({
+        target: left.text,
+        iterable: right.text,
+        line: file.line(loopNode),
+        range: rangeOf(loopNode),
+      });
+  }
+  const end = targetNode ?? open;
+  const range = { start: rangeOf(id).start, end: rangeOf(end).end };
+  const stmt = loopNode ?? errorNode;
+  const scope = enclosingFunction(id);
+  return {
+    api,
+    line: file.line(id),
+    range,
+    callee: id.text,
+    calleeRange: rangeOf(id),
+    target: targetNode?.text ?? '',
+    targetRange: targetNode ? rangeOf(targetNode) : null,
+    targets: targetNode ? [targetNode.text] : [],
+    paths: targetNode
+      ? [
+          loopNode && targetNode.type === 'identifier' && loops[0]?.target === targetNode.text
+            ? iterablePath(file, loopNode, 0)
+            : pathOf(file, targetNode, null),
+        ]
+      : [],
+    loop: loops[0] ?? null,
+    loops,
+    conditions: [],
+    function: scope ? qualifiedName(scope) : null,
+    importPath: module || null,
+    legacy,
+    options: {},
+    unresolvedSplats: [],
+    assignedTo: null,
+    isRoot: false,
+    children: [],
+    statement: statementInfo(file, stmt),
+    loopStatement: loopNode ? statementInfo(file, loopNode) : null,
+    incomplete: true,
+  };
+}
+
+/** The options of an enclosing `with enable_wrap(wrapper_cls=FSDP, **kwargs):` block. */
+function enableWrapOptions(
+  ev: Evaluator,
+  call: Node,
+  scope: Node | null,
+): Record<string, OptionFact> | undefined {
+  for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) {
+    if (p.type !== 'with_statement') continue;
+    for (const item of p.descendantsOfType('with_item')) {
+      const v = item.childForFieldName('value');
+      if (v?.type !== 'call') continue;
+      const f = v.childForFieldName('function');
+      if (!f || classifyApi(ev.calleeName(f))?.kind !== 'enable_wrap') continue;
+      return readOptions(ev, readArgs(v), 'FSDP', ['wrapper_cls', 'module']).options;
+    }
+  }
+  return undefined;
+}
+
+function loopsOf(file: SourceFile, node: Node, scope: Node | null): LoopFact[] {
+  const loops: LoopFact[] = [];
+  let child = node;
+  for (let p = node.parent; p && p.id !== scope?.id; p = p.parent) {
+    if (p.type === 'for_statement') {
+      const body = p.childForFieldName('body');
+      const left = p.childForFieldName('left');
+      const right = p.childForFieldName('right');
+      if (body && child.id === body.id && left && right)
+        loops.unshift({ target: left.text, iterable: right.text, line: file.line(p), range: rangeOf(p) });
+    } else if (
+      p.type === 'list_comprehension' ||
+      p.type === 'generator_expression' ||
+      p.type === 'set_comprehension'
+    ) {
+      const bodyNode = p.childForFieldName('body');
+      if (bodyNode && child.id === bodyNode.id) {
+        for (const clause of p.namedChildren.filter((c) => c.type === 'for_in_clause')) {
+          const left = clause.childForFieldName('left');
+          const right = clause.childForFieldName('right');
+          if (left && right)
+            loops.unshift({
+              target: left.text,
+              iterable: right.text,
+              line: file.line(clause),
+              range: rangeOf(clause),
+            });
+        }
+      }
+    } else if (p.type === 'function_definition' || p.type === 'class_definition') break;
+    child = p;
+  }
+  return loops;
+}
+
+function outermostLoopStatement(node: Node, scope: Node | null): Node | null {
+  let found: Node | null = null;
+  for (let p = node.parent; p && p.id !== scope?.id; p = p.parent) if (p.type === 'for_statement') found = p;
+  return found;
+}
+
+/**
+ * The module path a wrapped expression denotes, relative to a variable: `model.layers[3]` → model/layers/3,
+ * a loop variable over `model.layers.items()` → model/layers/*, over `model.named_modules()` → model/**.
+ */
+function pathOf(file: SourceFile, expr: Node, inLoopAt: Node | null, depth = 0): string[] {
+  if (depth > 8) return [expr.text];
+  switch (expr.type) {
+    case 'identifier': {
+      const b = findBinding(file, expr.text, expr);
+      if (b?.kind === 'loop' && inLoopAt) return iterablePath(file, b.loop, depth);
+      if (
+        b?.kind === 'assign' &&
+        b.value &&
+        ['attribute', 'subscript', 'call'].includes(b.value.type) &&
+        b.statement.startIndex < expr.startIndex
+      ) {
+        const v = b.value.type === 'call' ? unwrapCall(b.value) : b.value;
+        if (v) return pathOf(file, v, inLoopAt, depth + 1);
+      }
+      return [expr.text];
+    }
+    case 'attribute': {
+      const o = expr.childForFieldName('object');
+      const a = expr.childForFieldName('attribute');
+      return o && a ? [...pathOf(file, o, inLoopAt, depth + 1), a.text] : [expr.text];
+    }
+    case 'subscript': {
+      const v = expr.childForFieldName('value');
+      const s = expr.childForFieldName('subscript');
+      if (!v) return [expr.text];
+      let key = '*';
+      if (s?.type === 'integer') key = s.text;
+      else if (s?.type === 'string') key = stripQuotes(s.text);
+      return [...pathOf(file, v, inLoopAt, depth + 1), key];
+    }
+    case 'call': {
+      const viaGetattr = getattrPath(file, expr, inLoopAt, depth);
+      if (viaGetattr) return viaGetattr;
+      const inner = unwrapCall(expr);
+      return inner ? pathOf(file, inner, inLoopAt, depth + 1) : [expr.text];
+    }
+    default:
+      return [expr.text];
+  }
+}
+
+/** `checkpoint_wrapper(block, ...)` / `FSDP(block)` style calls pass their module through. */
+function unwrapCall(call: Node): Node | null {
+  const fn = call.childForFieldName('function');
+  const args = call.childForFieldName('arguments');
+  const first =
+    args?.type === 'argument_list'
+      ? args.namedChildren.find((c) => c.type !== 'keyword_argument' && c.type !== 'comment')
+      : undefined;
+  if (!fn || !first) return null;
+  const name = lastSegment(dottedText(fn));
+  return /checkpoint_wrapper|^wrap$|^FSDP$|FullyShardedDataParallel/.test(name) ? first : null;
+}
+
+/** `getattr(model, "layers")`: the attribute named by a constant string. */
+function getattrPath(file: SourceFile, call: Node, inLoopAt: Node | null, depth: number): string[] | null {
+  const fn = call.childForFieldName('function');
+  const args = call.childForFieldName('arguments')?.namedChildren ?? [];
+  if (fn?.type !== 'identifier' || fn.text !== 'getattr' || args.length < 2) return null;
+  const [obj, attr] = args;
+  if (!obj || attr?.type !== 'string') return null;
+  return [...pathOf(file, obj, inLoopAt, depth + 1), stripQuotes(attr.text)];
+}
+
+function stripQuotes(text: string): string {
+  return text.replace(/^[rbuf]*['"]{1,3}|['"]{1,3}$/gi, '');
+}
+
+function iterablePath(file: SourceFile, loop: Node, depth: number): string[] {
+  let it = loop.childForFieldName('right');
+  if (!it) return ['*'];
+  // enumerate(X), reversed(X), list(X), zip(X, ...)
+  for (let i = 0; i < 4 && it?.type === 'call'; i++) {
+    const fn = it.childForFieldName('function');
+    const name = fn ? lastSegment(dottedText(fn)) : '';
+    const args = it.childForFieldName('arguments');
+    const first: Node | undefined = args?.namedChildren.find((c) => c.type !== 'keyword_argument');
+    if (fn?.type === 'attribute') {
+      const obj = fn.childForFieldName('object');
+      if (!obj) break;
+      if (name === 'named_modules' || name === 'modules')
+        return [...pathOf(file, obj, null, depth + 1), '**'];
+      if (['items', 'values', 'named_children', 'children', 'keys'].includes(name))
+        return [...pathOf(file, obj, null, depth + 1), '*'];
+      break;
+    }
+    if (['enumerate', 'reversed', 'list', 'zip', 'tuple', 'sorted', 'iter'].includes(name) && first) {
+      it = first;
+      continue;
+    }
+    if (name === 'range') return ['*'];
+    break;
+  }
+  if (!it) return ['*'];
+  if (it.type === 'subscript' && it.childForFieldName('subscript')?.type === 'slice') {
+    const v = it.childForFieldName('value');
+    return v ? [...pathOf(file, v, null, depth + 1), '*'] : ['*'];
+  }
+  return [...pathOf(file, it, null, depth + 1), '*'];
+}
+
+/** A path is under another when the other is a strict prefix (`**` matches any depth). */
+export function isUnder(path: string[], root: string[]): boolean {
+  if (root.length >= path.length && !path.includes('**')) return false;
+  for (let i = 0; i < root.length; i++) {
+    if (path[i] === undefined) return false;
+    if (root[i] === '**') return true;
+    if (path[i] !== root[i] && path[i] !== '*' && root[i] !== '*') return false;
+  }
+  return path.length > root.length;
+}
+
+/**
+ * Marks which calls wrap the object whose children other calls wrap (the roots of the plan). A child is wrapped
+ * in the same function as the root, or in a function the root's function calls before the root call.
+ */
+function linkRoots(file: SourceFile, calls: WrapCall[]): void {
+  const reaches = (root: WrapCall, child: WrapCall): boolean => {
+    if (root.function === child.function) return true;
+    const name = child.function?.split('.').pop();
+    if (!name) return false;
+    const from = root.function ? functionStart(file, root) : 0;
+    const to = offsetOf(file, root.range.start);
+    return file.identifiers(name, from, to).some((id) => callOf(id) !== null);
+  };
+  calls.forEach((c, i) => {
+    if (c.paths.length !== 1 || !c.paths[0]) return;
+    const p = c.paths[0];
+    calls.forEach((d, j) => {
+      if (i !== j && d.paths.some((q) => isUnder(q, p)) && reaches(c, d)) c.children.push(j);
+    });
+  });
+  const isChild = new Set(calls.flatMap((c) => c.children));
+  calls.forEach((c, i) => {
+    const p = c.paths[0];
+    const standalone =
+      c.paths.length === 1 &&
+      p &&
+      c.loops.length === 0 &&
+      (p.length === 1 || (p.length === 2 && p[0] === 'self'));
+    c.isRoot = !isChild.has(i) && (c.children.length > 0 || !!standalone);
+  });
+}
+
+/** What a `mesh=` argument denotes: a mesh from `init_device_mesh`, or some of its named dimensions. */
+export interface MeshValue {
+  shape: (number | null)[] | null;
+  dimNames: string[] | null;
+  /** Line of the `init_device_mesh` call. */
+  line: number;
+}
+
+function meshOption(ev: Evaluator, node: Node): MeshValue | null {
+  let base = node;
+  let dims: string[] | null = null;
+  if (node.type === 'subscript') {
+    const v = node.childForFieldName('value');
+    const k = node.childForFieldName('subscript');
+    if (!v || !k) return null;
+    const key = ev.eval(k);
+    if (key.k === 'str') dims = [key.v];
+    else if (key.k === 'seq' && key.items.every((i) => i.k === 'str'))
+      dims = key.items.map((i) => (i as { v: string }).v);
+    else return null;
+    base = v;
+  }
+  const v = ev.eval(base);
+  if (v.k !== 'call' || classifyApi(v.callee)?.kind !== 'init_device_mesh') return null;
+  const shapeVal = v.kwargs.mesh_shape ?? v.args[1];
+  const namesVal = v.kwargs.mesh_dim_names ?? v.args[2];
+  let shape: (number | null)[] | null = null;
+  if (shapeVal?.k === 'seq') shape = shapeVal.items.map((x) => (x.k === 'num' && x.int ? x.v : null));
+  else if (shapeVal?.k === 'num') shape = [shapeVal.v];
+  const names =
+    namesVal?.k === 'seq' && namesVal.items.every((x) => x.k === 'str')
+      ? namesVal.items.map((x) => (x as { v: string }).v)
+      : null;
+  if (dims) {
+    if (!names) return { shape: dims.map(() => null), dimNames: dims, line: v.node.startPosition.row + 1 };
+    const idx = dims.map((d) => names.indexOf(d));
+    return {
+      shape: idx.map((i) => (i >= 0 && shape ? (shape[i] ?? null) : null)),
+      dimNames: dims,
+      line: v.node.startPosition.row + 1,
+    };
+  }
+  return { shape, dimNames: names, line: v.node.startPosition.row + 1 };
+}
+
+function offsetOf(file: SourceFile, pos: { line: number; character: number }): number {
+  let off = 0;
+  for (let l = 0; l < pos.line; l++) off = file.text.indexOf('\n', off) + 1;
+  return off + pos.character;
+}
+
+function functionStart(file: SourceFile, c: WrapCall): number {
+  const node = file.root.descendantForIndex(c.statement.start, c.statement.start + 1);
+  return (node && enclosingFunction(node)?.startIndex) ?? 0;
+}
+
+function meshFact(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  api: 'init_device_mesh' | 'DeviceMesh',
+): MeshFact {
+  const args = readArgs(call);
+  const shapeNode =
+    args.keywords.get('mesh_shape') ?? args.keywords.get('mesh') ?? args.positional[1] ?? null;
+  const deviceNode = args.keywords.get('device_type') ?? args.positional[0] ?? null;
+  const namesNode = args.keywords.get('mesh_dim_names') ?? null;
+  let shape: (number | null)[] | null = null;
+  if (shapeNode && api === 'init_device_mesh') {
+    const v = ev.eval(shapeNode);
+    if (v.k === 'seq') shape = v.items.map((x) => (x.k === 'num' && x.int ? x.v : null));
+    else if (v.k === 'num' && v.int) shape = [v.v];
+  }
+  let dimNames: string[] | null = null;
+  if (namesNode) {
+    const v = ev.eval(namesNode);
+    if (v.k === 'seq' && v.items.every((x) => x.k === 'str'))
+      dimNames = v.items.map((x) => (x as { v: string }).v);
+    else if (v.k === 'str') dimNames = [v.v];
+  }
+  const device = deviceNode ? ev.eval(deviceNode) : null;
+  const parent = call.parent;
+  const scope = enclosingFunction(call);
+  return {
+    name:
+      parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
+        ? (parent.childForFieldName('left')?.text ?? null)
+        : null,
+    line: file.line(call),
+    range: rangeOf(call),
+    api,
+    deviceType: device?.k === 'str' ? device.v : null,
+    shape,
+    shapeText: shapeNode?.text ?? '',
+    dimNames,
+    function: scope ? qualifiedName(scope) : null,
+  };
+}
+
+function optimizerFact(file: SourceFile, ev: Evaluator, call: Node, qualified: string): OptimizerFact {
+  const args = readArgs(call);
+  const paramsNode = args.keywords.get('params') ?? args.positional[0] ?? null;
+  const info = OPTIMIZERS[qualified];
+  let target: string | null = null;
+  if (paramsNode) {
+    const calls =
+      paramsNode.type === 'call'
+        ? [paramsNode, ...paramsNode.descendantsOfType('call')]
+        : paramsNode.descendantsOfType('call');
+    for (const c of calls) {
+      const f = c.childForFieldName('function');
+      const attr = f?.type === 'attribute' ? f.childForFieldName('attribute')?.text : undefined;
+      if (f && (attr === 'parameters' || attr === 'named_parameters')) {
+        target = f.childForFieldName('object')?.text ?? null;
+        break;
+      }
+    }
+    if (!target && paramsNode.type === 'identifier') {
+      // `params = model.parameters(); AdamW(params)`
+      const b = findBinding(file, paramsNode.text, paramsNode);
+      if (b?.kind === 'assign' && b.value) {
+        const f = b.value.type === 'call' ? b.value.childForFieldName('function') : null;
+        if (
+          f?.type === 'attribute' &&
+          /^(named_)?parameters$/.test(f.childForFieldName('attribute')?.text ?? '')
+        )
+          target = f.childForFieldName('object')?.text ?? null;
+      }
+    }
+  }
+  const scope = enclosingFunction(call);
+  let family = info?.family ?? 'adamw';
+  if (family === 'sgd') {
+    // SGD keeps a momentum buffer only when momentum is non-zero.
+    const momentum = args.keywords.get('momentum') ?? args.positional[2];
+    const v = momentum ? ev.eval(momentum) : null;
+    if (v && !(v.k === 'num' && v.v === 0)) family = 'sgd-momentum';
+  }
+  return {
+    name: info?.name ?? lastSegment(qualified),
+    qualified,
+    family,
+    line: file.line(call),
+    range: rangeOf(call),
+    statement: statementInfo(file, enclosingStatement(call)),
+    paramsText: paramsNode?.text ?? '',
+    target,
+    function: scope ? qualifiedName(scope) : null,
+    options: readOptions(ev, { ...args, positional: [] }, 'optimizer', ['params']).options,
+  };
+}
+
+function checkpointFact(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  api: CheckpointFact['api'],
+): CheckpointFact {
+  const scope = enclosingFunction(call);
+  const loops = loopsOf(file, call, scope);
+  return {
+    api,
+    line: file.line(call),
+    range: rangeOf(call),
+    text: call.text.length > 200 ? call.text.slice(0, 200) + '…' : call.text,
+    loop: loops[loops.length - 1] ?? null,
+    function: scope ? qualifiedName(scope) : null,
+    options: readOptions(
+      ev,
+      readArgs(call),
+      api === 'gradient_checkpointing_enable' ? 'optimizer' : (api as ApiKind),
+      [],
+    ).options,
+  };
+}
+
+function isMetaDevice(ev: Evaluator, call: Node): boolean {
+  for (let p = call.parent; p; p = p.parent) {
+    if (p.type !== 'with_statement') continue;
+    for (const item of p.descendantsOfType('with_item')) {
+      const v = item.childForFieldName('value');
+      if (v?.type !== 'call') continue;
+      const f = v.childForFieldName('function');
+      const name = f ? ev.calleeName(f) : '';
+      if (lastSegment(name) === 'init_empty_weights') return true;
+      if (name === 'torch.device') {
+        const a = readArgs(v).positional[0];
+        const val = a ? ev.eval(a) : null;
+        if (val?.k === 'str' && val.v === 'meta') return true;
+      }
+    }
+  }
+  return false;
+}
+
+function modelFact(file: SourceFile, ev: Evaluator, call: Node, qualified: string, fn: Node): ModelFact {
+  const args = readArgs(call);
+  const idNode = args.keywords.get('pretrained_model_name_or_path') ?? args.positional[0] ?? null;
+  const id = idNode ? ev.eval(idNode) : null;
+  const { options } = readOptions(ev, args, 'optimizer', []);
+  const dtypeNode = args.keywords.get('torch_dtype') ?? args.keywords.get('dtype');
+  const parent = call.parent;
+  const scope = enclosingFunction(call);
+  return {
+    variable:
+      parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
+        ? (parent.childForFieldName('left')?.text ?? null)
+        : null,
+    line: file.line(call),
+    range: rangeOf(call),
+    callee: fn.text,
+    qualified,
+    pretrained: id?.k === 'str' ? id.v : null,
+    meta: isMetaDevice(ev, call),
+    dtype: dtypeNode ? (dtypeOf(ev.eval(dtypeNode)) ?? null) : null,
+    args: options,
+    function: scope ? qualifiedName(scope) : null,
+  };
+}
+
+/** A model class constructed by `call` (`Transformer(args)`, `GPT.from_config(cfg).to(dev)`), if it is one. */
+function constructionAt(file: SourceFile, ev: Evaluator, value: Node, variable: string): ModelFact | null {
+  let call: Node = value;
+  // `Transformer(args).to(device)` chains: find the constructor.
+  for (let i = 0; i < 4; i++) {
+    const f = call.childForFieldName('function');
+    const obj = f?.type === 'attribute' ? f.childForFieldName('object') : null;
+    if (obj?.type === 'call') call = obj;
+    else break;
+  }
+  const fn = call.childForFieldName('function');
+  if (!fn || (fn.type !== 'identifier' && fn.type !== 'attribute')) return null;
+  const qualified = ev.calleeName(fn);
+  if (classifyApi(qualified)) return null;
+  // A class (`GPT`), or a class method on one (`Transformer.from_model_args`).
+  const segments = dottedText(fn).split('.');
+  const last = segments[segments.length - 1]!;
+  const owner = segments[segments.length - 2];
+  if (!/^[A-Z]/.test(last) && !(owner && /^[A-Z]/.test(owner))) return null;
+  const m = modelFact(file, ev, call, qualified, fn);
+  m.variable = variable;
+  if (!/^from_(pretrained|config)$/.test(last)) m.pretrained = null;
+  return m;
+}
+
+/** `model = X(...)` / `self.model = X(...)` and every `v = X(...)` inside `with torch.device("meta")`. */
+function modelAssignments(file: SourceFile): { call: Node; variable: string }[] {
+  const out: { call: Node; variable: string }[] = [];
+  for (const id of file.identifiers('model')) {
+    let left: Node = id;
+    const p = id.parent;
+    if (p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id) left = p;
+    const assign = left.parent;
+    const right = assign?.childForFieldName('right');
+    if (
+      assign?.type === 'assignment' &&
+      assign.childForFieldName('left')?.id === left.id &&
+      right?.type === 'call'
+    )
+      out.push({ call: right, variable: left.text });
+  }
+  for (const off of file.wordOffsets('meta')) {
+    const n = file.root.descendantForIndex(off, off + 4);
+    let w: Node | null = n;
+    while (w && w.type !== 'with_statement' && w.type !== 'block' && w.type !== 'module') w = w.parent;
+    const body = w?.type === 'with_statement' ? w.childForFieldName('body') : null;
+    if (!body) continue;
+    for (const stmt of body.namedChildren) {
+      const assign = stmt.type === 'expression_statement' ? stmt.namedChild(0) : null;
+      const left = assign?.childForFieldName('left');
+      const right = assign?.childForFieldName('right');
+      if (assign?.type === 'assignment' && left && right?.type === 'call')
+        out.push({ call: right, variable: left.text });
+    }
+  }
+  return out;
+}
+
+function trainingFact(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  kind: TrainingFact['kind'],
+  fn: Node,
+): TrainingFact | null {
+  const args = readArgs(call);
+  const scope = enclosingFunction(call);
+  const obj = fn.type === 'attribute' ? fn.childForFieldName('object') : null;
+  let target: string | null = obj?.text ?? null;
+  if (kind === 'cast') {
+    // `.bfloat16()` / `.half()` on a module; `torch.bfloat16` refs are not calls, so only method calls reach here.
+    if (!obj || fn.type !== 'attribute') return null;
+  }
+  if (kind === 'freeze') {
+    const a = args.positional[0] ?? args.keywords.get('requires_grad');
+    const v = a ? ev.eval(a) : { k: 'bool' as const, v: true };
+    if (!(v.k === 'bool' && v.v === false)) return null;
+  }
+  if (kind === 'peft') target = args.positional[0]?.text ?? null;
+  return {
+    kind,
+    line: file.line(call),
+    range: rangeOf(call),
+    text: call.text.length > 200 ? call.text.slice(0, 200) + '…' : call.text,
+    options: readOptions(ev, args, kind === 'lora' || kind === 'quantization' ? 'optimizer' : 'optimizer', [])
+      .options,
+    target,
+    function: scope ? qualifiedName(scope) : null,
+  };
+}
+
+/** `p.requires_grad = False` in a loop over `X.parameters()`: X is frozen. */
+function frozenAssignments(file: SourceFile): TrainingFact[] {
+  const out: TrainingFact[] = [];
+  for (const id of file.identifiers('requires_grad')) {
+    const attr = id.parent;
+    const assign = attr?.parent;
+    if (
+      attr?.type !== 'attribute' ||
+      assign?.type !== 'assignment' ||
+      assign.childForFieldName('left')?.id !== attr.id
+    )
+      continue;
+    if (assign.childForFieldName('right')?.type !== 'false') continue;
+    const scope = enclosingFunction(assign);
+    const loops = loopsOf(file, assign, scope);
+    const loop = loops[loops.length - 1];
+    const target = loop
+      ? loop.iterable.replace(/\.(named_)?parameters\(\)$/, '')
+      : (attr.childForFieldName('object')?.text ?? null);
+    out.push({
+      kind: 'freeze',
+      line: file.line(assign),
+      range: rangeOf(assign),
+      text: loop ? `for ${loop.target} in ${loop.iterable}: ${assign.text}` : assign.text,
+      options: {},
+      target,
+      function: scope ? qualifiedName(scope) : null,
+    });
+  }
+  return out;
+}
+
+function importFacts(file: SourceFile, imports: ImportTable): ImportFact[] {
+  const out: ImportFact[] = [];
+  for (const b of imports.bindings) {
+    const api = classifyApi(b.qualified);
+    const fromLegacy = b.fromNode && LEGACY_FSDP2_MODULES.includes(b.fromNode.text.replace(/\s+/g, ''));
+    const moduleLegacy = b.isModule && LEGACY_FSDP2_MODULES.includes(b.qualified);
+    if (!api && !fromLegacy && !moduleLegacy && !b.qualified.startsWith('torch.distributed')) continue;
+    const fact: ImportFact = {
+      local: b.local,
+      qualified: b.qualified,
+      line: b.line,
+      legacy: !!(api?.legacy || fromLegacy || moduleLegacy),
+    };
+    if (b.fromNode) {
+      const node = file.root.descendantForIndex(b.fromNode.start, b.fromNode.end);
+      fact.from = {
+        ...b.fromNode,
+        range: node
+          ? rangeOf(node)
+          : { start: { line: b.line - 1, character: 0 }, end: { line: b.line - 1, character: 0 } },
+      };
+    } else if (moduleLegacy) {
+      const stmt = file.root.descendantForIndex(b.statement.start, b.statement.start + 1);
+      const dotted = stmt ? findDotted(stmt, b.qualified) : null;
+      if (dotted)
+        fact.from = {
+          start: dotted.startIndex,
+          end: dotted.endIndex,
+          text: dotted.text,
+          range: rangeOf(dotted),
+        };
+    }
+    out.push(fact);
+  }
+  return out;
+}
+
+function findDotted(stmt: Node, text: string): Node | null {
+  let s: Node | null = stmt;
+  while (s && s.type !== 'import_statement') s = s.parent;
+  if (!s) return null;
+  return s.descendantsOfType('dotted_name').find((d) => d.text.replace(/\s+/g, '') === text) ?? null;
+}
+
+function firstError(node: Node): Node | null {
+  const errs = node.descendantsOfType('ERROR');
+  if (errs[0]) return errs[0];
+  // Missing nodes are not ERROR nodes: descend into the subtrees that have errors.
+  let n: Node | null = node;
+  while (n) {
+    const next: Node | undefined = n.children.find((c) => c.hasError || c.isMissing);
+    if (!next) break;
+    if (next.isMissing) return next;
+    n = next;
+  }
+  return n;
+}
+
+/** `# fsdp: model=path:Class world_size=8 gpu=h100-sxm-80gb` comments. */
+function readAnnotations(file: SourceFile): AnnotationFact[] {
+  const out: AnnotationFact[] = [];
+  const re = /#\s*fsdp:/g;
+  for (let m = re.exec(file.text); m; m = re.exec(file.text)) {
+    const node = file.root.descendantForIndex(m.index, m.index + 1);
+    if (node?.type !== 'comment') continue;
+    const body = node.text.slice(node.text.indexOf(':') + 1).trim();
+    const values: Record<string, string> = {};
+    const invalid: string[] = [];
+    for (const tok of body.split(/\s+/).filter(Boolean)) {
+      const eq = tok.indexOf('=');
+      if (eq > 0 && eq < tok.length - 1) values[tok.slice(0, eq)] = tok.slice(eq + 1);
+      else invalid.push(tok);
+    }
+    out.push({ line: file.line(node), range: rangeOf(node), values, invalid });
+  }
+  return out;
+}
+
+/** `# noqa` and `# noqa: FSDP001, FSDP004` comments by line. */
+function readNoqa(file: SourceFile): Record<number, string[] | null> {
+  const out: Record<number, string[] | null> = {};
+  const re = /#\s*noqa\b(?::\s*([A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?/gi;
+  for (let m = re.exec(file.text); m; m = re.exec(file.text)) {
+    const node = file.root.descendantForIndex(m.index, m.index + 1);
+    if (node?.type !== 'comment') continue;
+    const line = node.startPosition.row;
+    const codes = m[1]
+      ? m[1]
+          .split(/[\s,]+/)
+          .filter(Boolean)
+          .map((c) => c.toUpperCase())
+      : null;
+    const prev = out[line];
+    out[line] = codes === null || prev === null ? null : [...(prev ?? []), ...codes];
+  }
+  return out;
+}
+
+export { toJson };

@@ -1,0 +1,220 @@
+import type { Node } from '../parsing/python';
+import type { SourceFile } from '../parsing/source';
+
+/** How a name got its value at some point of a file. */
+export type Binding =
+  | { kind: 'assign'; name: Node; value: Node | null; statement: Node; scope: Node | null }
+  | { kind: 'param'; name: Node; default: Node | null; function: Node; index: number }
+  | { kind: 'loop'; name: Node; loop: Node; scope: Node | null }
+  | { kind: 'with'; name: Node; value: Node; scope: Node | null }
+  | { kind: 'def' | 'class'; name: Node; definition: Node; scope: Node | null };
+
+const FUNCTION = 'function_definition';
+
+/** The nearest enclosing `def` (lambdas are expressions, not scopes we read). */
+export function enclosingFunction(node: Node): Node | null {
+  for (let p = node.parent; p; p = p.parent) if (p.type === FUNCTION) return p;
+  return null;
+}
+
+/** `Trainer.setup` for a method, `main.apply` for a nested function, `apply_fsdp` for a plain one. */
+export function qualifiedName(def: Node): string {
+  const parts: string[] = [];
+  for (let p: Node | null = def; p; p = p.parent) {
+    if (p.type === FUNCTION || p.type === 'class_definition') {
+      const n = p.childForFieldName('name');
+      if (n) parts.unshift(n.text);
+    }
+  }
+  return parts.join('.');
+}
+
+/** The statement (a direct child of a block or of the module) that contains `node`. */
+export function enclosingStatement(node: Node): Node {
+  let n = node;
+  for (let p = node.parent; p; p = p.parent) {
+    if (p.type === 'block' || p.type === 'module') return n;
+    n = p;
+  }
+  return n;
+}
+
+/** Ancestors from the parent outwards, stopping at `stop` (exclusive) when given. */
+export function ancestors(node: Node, stop?: Node | null): Node[] {
+  const out: Node[] = [];
+  for (let p = node.parent; p; p = p.parent) {
+    if (stop && p.id === stop.id) break;
+    out.push(p);
+  }
+  return out;
+}
+
+/** One `if` test a node runs under: the condition, negated for `else` / later `elif` branches. */
+export interface ConditionPart {
+  node: Node;
+  negated: boolean;
+}
+
+/** The `if` tests under which `node` runs inside `scope`, outermost first. */
+export function conditionParts(node: Node, scope: Node | null): ConditionPart[] {
+  const parts: ConditionPart[] = [];
+  let child = node;
+  for (let p = node.parent; p && (!scope || p.id !== scope.id); p = p.parent) {
+    if (p.type === FUNCTION || p.type === 'class_definition') break;
+    if (p.type === 'if_statement') {
+      const cond = p.childForFieldName('condition');
+      const consequence = p.childForFieldName('consequence');
+      const here: ConditionPart[] = [];
+      if (cond && consequence && consequence.id === child.id) here.push({ node: cond, negated: false });
+      else if (child.type === 'else_clause' || child.type === 'elif_clause') {
+        if (cond) here.push({ node: cond, negated: true });
+        for (const alt of p.childrenForFieldName('alternative')) {
+          if (alt.id === child.id) break;
+          const c = alt.childForFieldName('condition');
+          if (c) here.push({ node: c, negated: true });
+        }
+        const c = child.type === 'elif_clause' ? child.childForFieldName('condition') : null;
+        if (c) here.push({ node: c, negated: false });
+      }
+      parts.unshift(...here);
+    }
+    child = p;
+  }
+  return parts;
+}
+
+/** Conditions under which `node` runs inside `scope`, as source text (`not (...)` for else branches). */
+export function conditionsOf(node: Node, scope: Node | null): string[] {
+  return conditionParts(node, scope).map((c) => (c.negated ? `not (${c.node.text})` : c.node.text));
+}
+
+/**
+ * The binding of `name` visible at `at`: the last assignment before it in the same function, else a parameter
+ * of that function, else the enclosing functions', else the module's (for code inside functions, the last
+ * module-level binding anywhere, since module code has run by the time a function is called).
+ */
+export function findBinding(file: SourceFile, name: string, at: Node): Binding | null {
+  let scope = enclosingFunction(at);
+  for (;;) {
+    const found = bindingIn(
+      file,
+      name,
+      scope,
+      scope === enclosingFunction(at) ? at.startIndex : Infinity,
+      at,
+    );
+    if (found) return found;
+    if (scope) {
+      const param = parameterOf(scope, name);
+      if (param) return param;
+    }
+    if (!scope) return null;
+    scope = enclosingFunction(scope);
+  }
+}
+
+/** Bindings of `name` in `scope` (a function, or null for module level) that start before `before`. */
+function bindingIn(
+  file: SourceFile,
+  name: string,
+  scope: Node | null,
+  before: number,
+  at: Node,
+): Binding | null {
+  const from = scope ? scope.startIndex : 0;
+  const to = Math.min(scope ? scope.endIndex : file.text.length, before);
+  const ids = file.identifiers(name, from, to);
+  let moduleBefore: Binding | null = null;
+  let last: Binding | null = null;
+  for (const id of ids) {
+    // A def's own name belongs to the scope around the def.
+    const p = id.parent;
+    const fn =
+      p?.type === FUNCTION && p.childForFieldName('name')?.id === id.id
+        ? enclosingFunction(p)
+        : enclosingFunction(id);
+    if ((fn?.id ?? null) !== (scope?.id ?? null)) continue;
+    const b = asBinding(id, scope);
+    if (!b) continue;
+    last = b;
+    if (id.startIndex < at.startIndex) moduleBefore = b;
+  }
+  // Inside the same scope only earlier bindings count; at module level prefer one before the use.
+  return scope ? last : (moduleBefore ?? last);
+}
+
+function asBinding(id: Node, scope: Node | null): Binding | null {
+  const p = id.parent;
+  if (!p) return null;
+  switch (p.type) {
+    case 'assignment':
+      if (p.childForFieldName('left')?.id === id.id)
+        return { kind: 'assign', name: id, value: p.childForFieldName('right'), statement: p, scope };
+      return null;
+    case 'for_statement':
+    case 'for_in_clause':
+      if (p.childForFieldName('left')?.id === id.id) return { kind: 'loop', name: id, loop: p, scope };
+      return null;
+    case 'pattern_list':
+    case 'tuple_pattern': {
+      const owner = p.parent;
+      if (owner && (owner.type === 'for_statement' || owner.type === 'for_in_clause'))
+        return { kind: 'loop', name: id, loop: owner, scope };
+      if (owner?.type === 'assignment')
+        return { kind: 'assign', name: id, value: null, statement: owner, scope };
+      return null;
+    }
+    case 'as_pattern_target': {
+      const item = p.parent?.parent;
+      const value = item?.childForFieldName('value') ?? p.parent?.namedChild(0);
+      return value ? { kind: 'with', name: id, value, scope } : null;
+    }
+    case 'function_definition':
+      return p.childForFieldName('name')?.id === id.id
+        ? { kind: 'def', name: id, definition: p, scope }
+        : null;
+    case 'class_definition':
+      return p.childForFieldName('name')?.id === id.id
+        ? { kind: 'class', name: id, definition: p, scope }
+        : null;
+    default:
+      return null;
+  }
+}
+
+/** The parameter `name` of a function, with its default value and position. */
+export function parameterOf(fn: Node, name: string): Binding | null {
+  const params = fn.childForFieldName('parameters');
+  if (!params) return null;
+  let index = 0;
+  for (const p of params.namedChildren) {
+    let id: Node | null = null;
+    let def: Node | null = null;
+    if (p.type === 'identifier') id = p;
+    else if (p.type === 'default_parameter' || p.type === 'typed_default_parameter') {
+      id = p.childForFieldName('name');
+      def = p.childForFieldName('value');
+    } else if (p.type === 'typed_parameter') id = p.namedChild(0);
+    if (id?.type === 'identifier' && id.text === name)
+      return { kind: 'param', name: id, default: def, function: fn, index };
+    index++;
+  }
+  return null;
+}
+
+/** Parameter names of a function, in order (`self` included). */
+export function parameterNames(fn: Node): string[] {
+  const params = fn.childForFieldName('parameters');
+  if (!params) return [];
+  const out: string[] = [];
+  for (const p of params.namedChildren) {
+    const id =
+      p.type === 'identifier'
+        ? p
+        : p.type === 'typed_parameter'
+          ? p.namedChild(0)
+          : (p.childForFieldName('name') ?? null);
+    if (id?.type === 'identifier') out.push(id.text);
+  }
+  return out;
+}

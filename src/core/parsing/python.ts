@@ -1,0 +1,117 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Edit, Language, Parser, Query, type Node, type Point, type Tree } from 'web-tree-sitter';
+import { QUERY_SOURCES, type QueryName } from './queries';
+
+export type { Node, Point, Tree };
+export { Edit };
+
+/** File names of the two WebAssembly modules the bundles ship beside themselves. */
+export const RUNTIME_WASM = 'web-tree-sitter.wasm';
+export const PYTHON_WASM = 'tree-sitter-python.wasm';
+
+/**
+ * The Python grammar, loaded once per process and shared by every document, the CLI and the tests.
+ * Parsing is synchronous once loaded, so one parser instance serves all callers on the one JS thread.
+ */
+export class PythonGrammar {
+  private readonly queries = new Map<QueryName, Query>();
+
+  private constructor(
+    readonly language: Language,
+    private readonly parser: Parser,
+  ) {}
+
+  /** Parses `text`; pass the previous tree, already edited, to re-parse incrementally. */
+  parse(text: string, oldTree?: Tree | null): Tree {
+    const tree = this.parser.parse(text, oldTree ?? null);
+    if (!tree) throw new Error('tree-sitter returned no tree');
+    return tree;
+  }
+
+  /** A compiled query from `queries/NAME.scm`, compiled on first use. */
+  query(name: QueryName): Query {
+    let q = this.queries.get(name);
+    if (!q) {
+      q = new Query(this.language, QUERY_SOURCES[name]);
+      this.queries.set(name, q);
+    }
+    return q;
+  }
+
+  static async load(wasmDir: string): Promise<PythonGrammar> {
+    const runtime = path.join(wasmDir, RUNTIME_WASM);
+    const grammar = path.join(wasmDir, PYTHON_WASM);
+    for (const f of [runtime, grammar]) {
+      if (!fs.existsSync(f))
+        throw new Error(`missing ${path.basename(f)} in ${wasmDir}: run "npm run build"`);
+    }
+    await Parser.init({ locateFile: () => runtime });
+    const language = await Language.load(fs.readFileSync(grammar));
+    const parser = new Parser();
+    parser.setLanguage(language);
+    return new PythonGrammar(language, parser);
+  }
+}
+
+let shared: Promise<PythonGrammar> | undefined;
+let sharedDir: string | undefined;
+
+/**
+ * The process-wide grammar. The WASM files are looked up beside the running bundle (`dist/`), or in `wasmDir`
+ * when given on the first call.
+ */
+export function loadPython(wasmDir?: string): Promise<PythonGrammar> {
+  if (!shared) {
+    sharedDir = wasmDir ?? defaultWasmDir();
+    shared = PythonGrammar.load(sharedDir);
+    shared.catch(() => {
+      shared = undefined;
+    });
+  }
+  return shared;
+}
+
+/** Where the WASM files were loaded from (for messages). */
+export function loadedWasmDir(): string | undefined {
+  return sharedDir;
+}
+
+function defaultWasmDir(): string {
+  const candidates = [__dirname, path.join(__dirname, '..'), path.join(__dirname, '..', '..', 'dist')];
+  return candidates.find((d) => fs.existsSync(path.join(d, PYTHON_WASM))) ?? __dirname;
+}
+
+/** The tree-sitter edit for replacing `[start, oldEnd)` of `oldText` with `newText`. Offsets in UTF-16 units. */
+export function editFor(oldText: string, start: number, oldEnd: number, newText: string): Edit {
+  const startPosition = pointAt(oldText, start);
+  const oldEndPosition = pointAt(oldText, oldEnd, startPosition, start);
+  const newEndPosition = advance(startPosition, newText);
+  return new Edit({
+    startIndex: start,
+    oldEndIndex: oldEnd,
+    newEndIndex: start + newText.length,
+    startPosition,
+    oldEndPosition,
+    newEndPosition,
+  });
+}
+
+function pointAt(text: string, offset: number, from: Point = { row: 0, column: 0 }, fromOffset = 0): Point {
+  let { row, column } = from;
+  for (let i = fromOffset; i < offset; i++) {
+    if (text.charCodeAt(i) === 10) {
+      row++;
+      column = 0;
+    } else column++;
+  }
+  return { row, column };
+}
+
+function advance(p: Point, inserted: string): Point {
+  const lastNl = inserted.lastIndexOf('\n');
+  if (lastNl < 0) return { row: p.row, column: p.column + inserted.length };
+  let rows = 0;
+  for (let i = 0; i < inserted.length; i++) if (inserted.charCodeAt(i) === 10) rows++;
+  return { row: p.row + rows, column: inserted.length - lastNl - 1 };
+}

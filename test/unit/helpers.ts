@@ -1,0 +1,32 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { FileFacts, WrapCall } from '../../src/core/analysis/facts';
+import { scanText } from '../../src/core/analysis/input';
+import { loadPython, type PythonGrammar } from '../../src/core/parsing/python';
+
+/** The repository root (tests run from out/test/unit). */
+export const ROOT = path.resolve(__dirname, '..', '..', '..');
+export const FIXTURES = path.join(ROOT, 'test', 'fixtures');
+
+export function grammar(): Promise<PythonGrammar> {
+  return loadPython(path.join(ROOT, 'out', 'test'));
+}
+
+export function fixture(rel: string): string {
+  return fs.readFileSync(path.join(FIXTURES, rel), 'utf8');
+}
+
+export async function scanFixture(rel: string): Promise<FileFacts> {
+  return scanText(await grammar(), rel, fixture(rel));
+}
+
+export async function scanSource(text: string, name = 'snippet.py'): Promise<FileFacts> {
+  return scanText(await grammar(), name, text);
+}
+
+/** The wrap call on a 1-based line. */
+export function callAt(f: FileFacts, line: number): WrapCall {
+  const c = f.calls.find((x) => x.line === line);
+  if (!c) throw new Error(`no wrap call on line ${line}; calls on ${f.calls.map((x) => x.line).join(', ')}`);
+  return c;
+}

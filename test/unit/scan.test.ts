@@ -1,0 +1,238 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { callAt, scanFixture, scanSource } from './helpers';
+
+describe('scan: FSDP2 fully_shard', () => {
+  it('reads a torchtitan-style apply_fsdp over model.layers.items() with a **config dict', async () => {
+    const f = await scanFixture('scan/torchtitan_style.py');
+    assert.equal(f.calls.length, 2);
+    const block = callAt(f, 38);
+    assert.equal(block.api, 'fully_shard');
+    assert.equal(block.importPath, 'torch.distributed.fsdp');
+    assert.equal(block.legacy, false);
+    assert.equal(block.target, 'transformer_block');
+    assert.deepEqual(block.loop && { target: block.loop.target, iterable: block.loop.iterable }, {
+      target: 'layer_id, transformer_block',
+      iterable: 'model.layers.items()',
+    });
+    assert.equal(block.function, 'apply_fsdp');
+    assert.deepEqual(block.paths, [['model', 'layers', '*']]);
+    assert.equal(block.isRoot, false);
+    // mp_policy comes through the dict; its dtypes through apply_fsdp's parameters from the one call site.
+    assert.equal(block.options.mp_policy?.via, '**fsdp_config');
+    assert.deepEqual(block.options.mp_policy?.value, {
+      kind: 'MixedPrecisionPolicy',
+      param_dtype: 'bfloat16',
+      reduce_dtype: 'float32',
+      output_dtype: null,
+      cast_forward_inputs: true,
+    });
+    // The mesh resolves to the 2-D init_device_mesh in main().
+    assert.deepEqual(block.options.mesh?.value, { shape: [2, 8], dimNames: ['dp_replicate', 'dp_shard'], line: 47 });
+    // reshard_after_forward depends on the loop: recorded as text, value unknown.
+    assert.equal(block.options.reshard_after_forward?.text, 'reshard_after_forward');
+    assert.equal(block.options.reshard_after_forward?.value, null);
+    // cpu_offload defaults to False and no call passes it: the conditional key is known not to be set.
+    assert.equal(block.options.offload_policy, undefined);
+
+    const root = callAt(f, 43);
+    assert.equal(root.isRoot, true);
+    assert.deepEqual(root.children, [0]);
+    assert.equal(root.options.reshard_after_forward?.value, true); // not pp_enabled, pp_enabled=False at the call
+
+    assert.equal(f.meshes.length, 1);
+    assert.deepEqual(f.meshes[0] && [f.meshes[0].name, f.meshes[0].shape, f.meshes[0].dimNames, f.meshes[0].deviceType], [
+      'world_mesh',
+      [2, 8],
+      ['dp_replicate', 'dp_shard'],
+      'cuda',
+    ]);
+    assert.equal(f.optimizers[0]?.name, 'AdamW');
+    assert.equal(f.optimizers[0]?.target, 'model');
+    assert.equal(f.checkpointing[0]?.api, 'checkpoint_wrapper');
+    assert.equal(f.checkpointing[0]?.loop?.iterable, 'model.layers.named_children()');
+    const model = f.models.find((m) => m.variable === 'model');
+    assert.equal(model?.meta, true);
+    assert.equal(model?.callee, 'Transformer.from_model_args');
+  });
+
+  it('records keys added to a **config under an unknown condition, with the condition', async () => {
+    const f = await scanFixture('scan/config_dict.py');
+    const block = callAt(f, 19);
+    assert.equal(block.callee, 'torch.distributed.fsdp.fully_shard');
+    assert.equal(block.importPath, 'torch.distributed.fsdp');
+    assert.equal(block.options.reshard_after_forward?.value, true);
+    assert.equal(block.options.reshard_after_forward?.via, '**config');
+    assert.equal((block.options.mp_policy?.value as { param_dtype: string }).param_dtype, 'bfloat16');
+    assert.deepEqual(block.options.offload_policy?.conditions, ['args.cpu_offload']);
+    assert.deepEqual(block.options.offload_policy?.value, { offloadParams: true, pinMemory: false });
+    assert.equal(callAt(f, 20).isRoot, true);
+    // Optimizer built before wrapping, on the same model.
+    assert.equal(f.optimizers[0]?.line, 12);
+    assert.equal(f.optimizers[0]?.name, 'Adam');
+    assert.deepEqual(
+      f.checkpointing.map((c) => [c.api, c.line]),
+      [
+        ['apply_activation_checkpointing', 17],
+        ['checkpoint', 26],
+      ],
+    );
+    const m = f.models.find((x) => x.line === 31);
+    assert.equal(m?.meta, true);
+    assert.equal(m?.callee, 'MyModel');
+  });
+
+  it('reads the legacy composable import path and a minimal GPT', async () => {
+    const f = await scanFixture('scan/minimal_gpt_legacy.py');
+    const block = callAt(f, 44);
+    assert.equal(block.legacy, true);
+    assert.equal(block.importPath, 'torch.distributed._composable.fsdp');
+    assert.deepEqual(block.paths, [['model', 'transformer', 'h', '*']]);
+    assert.equal(block.options.reshard_after_forward?.value, true);
+    assert.equal(block.options.mp_policy?.text, 'mp');
+    assert.equal((block.options.mp_policy?.value as { reduce_dtype: string }).reduce_dtype, 'float32');
+    const root = callAt(f, 45);
+    assert.equal(root.isRoot, true);
+    assert.equal(root.function, null);
+    assert.ok(f.imports.some((i) => i.legacy && i.from?.text === 'torch.distributed._composable.fsdp'));
+    assert.equal(f.models.find((m) => m.variable === 'model')?.callee, 'GPT');
+  });
+
+  it('reads a named_modules() loop with an isinstance condition and a module alias', async () => {
+    const f = await scanFixture('scan/named_modules.py');
+    const unit = callAt(f, 10);
+    assert.equal(unit.callee, 'tdf.fully_shard');
+    assert.equal(unit.importPath, 'torch.distributed.fsdp');
+    assert.deepEqual(unit.conditions, ['isinstance(module, TransformerBlock)']);
+    assert.equal(unit.loop?.iterable, 'model.named_modules()');
+    assert.deepEqual(unit.paths, [['model', '**']]);
+    assert.equal(unit.options.reshard_after_forward?.value, 2);
+    assert.equal(callAt(f, 11).isRoot, true);
+    assert.equal(f.optimizers[0]?.name, 'SGD');
+    assert.equal(f.optimizers[0]?.family, 'sgd-momentum');
+  });
+
+  it('reads aliases, list arguments, range(len()) indexing and slices', async () => {
+    const f = await scanFixture('scan/forms.py');
+    const list = callAt(f, 20);
+    assert.equal(list.callee, 'shard_it');
+    assert.equal(list.api, 'fully_shard');
+    assert.deepEqual(list.targets, ['model.tok_embeddings', 'model.norm']);
+    assert.deepEqual(list.paths, [
+      ['model', 'tok_embeddings'],
+      ['model', 'norm'],
+    ]);
+    assert.equal(list.options.reshard_after_forward?.value, false);
+    const indexed = callAt(f, 22);
+    assert.deepEqual(indexed.paths, [['model', 'layers', '*']]);
+    assert.equal(indexed.loop?.iterable, 'range(len(model.layers))');
+    assert.equal((indexed.options.mp_policy?.value as { param_dtype: string }).param_dtype, 'bfloat16');
+    assert.equal(callAt(f, 24).options.reshard_after_forward?.value, 4);
+    const root = callAt(f, 25);
+    assert.equal(root.isRoot, true);
+    assert.equal(root.children.length, 3);
+  });
+
+  it('never mistakes other functions named like the API for it', async () => {
+    const f = await scanSource('def fully_shard(x):\n    return x\n\nfully_shard(model)\nmy.fully_shard_helper(m)\n');
+    assert.equal(f.calls.length, 0);
+  });
+
+  it('accepts fully_shard without an import (a snippet), marking the import unknown', async () => {
+    const f = await scanFixture('scan/unimported.py');
+    assert.equal(f.calls.length, 2);
+    assert.equal(f.calls[0]?.importPath, null);
+    assert.equal(f.calls[1]?.isRoot, true);
+  });
+});
+
+describe('scan: FSDP1', () => {
+  it('reads a Hugging Face FSDP1 script with transformer_auto_wrap_policy', async () => {
+    const f = await scanFixture('scan/hf_fsdp1.py');
+    assert.equal(f.calls.length, 1);
+    const c = callAt(f, 25);
+    assert.equal(c.api, 'FSDP');
+    assert.equal(c.callee, 'FSDP');
+    assert.equal(c.isRoot, true);
+    assert.equal(c.assignedTo, 'model');
+    assert.deepEqual(c.options.auto_wrap_policy?.value, { policy: 'transformer', classes: ['LlamaDecoderLayer'] });
+    assert.equal(c.options.sharding_strategy?.value, 'HYBRID_SHARD');
+    assert.deepEqual(c.options.mixed_precision?.value, {
+      kind: 'MixedPrecision',
+      param_dtype: 'bfloat16',
+      reduce_dtype: 'float32',
+      buffer_dtype: 'bfloat16',
+      keep_low_precision_grads: false,
+    });
+    assert.equal(c.options.backward_prefetch?.value, 'BACKWARD_PRE');
+    assert.deepEqual(c.options.cpu_offload?.value, { offloadParams: false });
+    for (const [k, v] of [
+      ['forward_prefetch', true],
+      ['limit_all_gathers', true],
+      ['use_orig_params', true],
+      ['sync_module_states', true],
+    ] as const)
+      assert.equal(c.options[k]?.value, v, k);
+    assert.equal(c.options.device_id?.text, 'torch.cuda.current_device()');
+    const m = f.models[0];
+    assert.equal(m?.pretrained, 'meta-llama/Llama-3.1-8B');
+    assert.equal(m?.dtype, 'bfloat16');
+    assert.equal(f.checkpointing[0]?.api, 'gradient_checkpointing_enable');
+    assert.ok(f.optimizers[0]!.line > c.line);
+  });
+
+  it('reads size, lambda, module and custom policies, positional arguments and enable_wrap', async () => {
+    const f = await scanFixture('scan/forms.py');
+    assert.deepEqual(callAt(f, 30).options.auto_wrap_policy?.value, { policy: 'size', minNumParams: 100_000_000 });
+    const lambda = callAt(f, 35);
+    assert.equal((lambda.options.auto_wrap_policy?.value as { policy: string }).policy, 'lambda');
+    assert.equal(lambda.options.sharding_strategy?.value, 'FULL_SHARD'); // positional None = default
+    assert.deepEqual(callAt(f, 39).options.auto_wrap_policy?.value, { policy: 'module', classes: ['Block', 'Embedding'] });
+    assert.equal((callAt(f, 43).options.auto_wrap_policy?.value as { policy: string }).policy, 'custom');
+    const manual = callAt(f, 49);
+    assert.equal(manual.api, 'wrap');
+    assert.equal(manual.assignedTo, 'model.layers[i]');
+    assert.equal(manual.enableWrap?.limit_all_gathers?.value, true);
+    assert.deepEqual(manual.paths, [['model', 'layers', '*']]);
+    assert.equal(callAt(f, 50).isRoot, true);
+  });
+
+  it('reads module-qualified FSDP1 and the fully_sharded_data_parallel module path', async () => {
+    const f = await scanFixture('scan/fsdp1_forms.py');
+    assert.equal(callAt(f, 6).options.sharding_strategy?.value, 'SHARD_GRAD_OP');
+    assert.equal(callAt(f, 6).callee, 'fsdp_mod.FullyShardedDataParallel');
+    const inner = callAt(f, 11);
+    assert.equal(inner.options.sharding_strategy?.value, 'NO_SHARD');
+    assert.equal(inner.isRoot, false);
+    assert.equal(callAt(f, 12).isRoot, true);
+  });
+});
+
+describe('scan: bad input', () => {
+  it('reads what parses in half-typed code and says the file has syntax errors', async () => {
+    const f = await scanFixture('scan/broken.py');
+    assert.ok(f.problems.some((p) => /syntax errors/.test(p.message)));
+    assert.ok(f.calls.length >= 1);
+    assert.ok(f.calls.some((c) => c.incomplete && c.target === 'layer'));
+  });
+
+  it('survives empty, comment-only and odd input', async () => {
+    for (const text of ['', '# only a comment\n', '\u0000\u0001', 'fully_shard(', 'fully_shard(*', '((((((((((', 'é = 1\nfully_shard(é)\n']) {
+      const f = await scanSource(text);
+      assert.ok(Array.isArray(f.calls));
+    }
+  });
+
+  it('gives unknown for pathological constants instead of hanging', async () => {
+    const f = await scanSource(
+      'from torch.distributed.fsdp import fully_shard\nk = 2**2**2**2**2**2**2\nx = x + 1\nfully_shard(m, reshard_after_forward=k)\nfully_shard(m, reshard_after_forward=x)\n',
+    );
+    assert.equal(f.calls[0]?.options.reshard_after_forward?.value, null);
+    assert.equal(f.calls[1]?.options.reshard_after_forward?.value, null);
+  });
+
+  it('uses UTF-16 columns, as the editor does', async () => {
+    const f = await scanSource('from torch.distributed.fsdp import fully_shard\ns = "é€😀"; fully_shard(m)\n');
+    assert.equal(f.calls[0]?.range.start.character, 12);
+  });
+});
