@@ -1,1 +1,81 @@
-export function activate(): void {}
+import * as vscode from 'vscode';
+import { DocumentAnalyses } from './analyses';
+import { WrapCodeLensProvider } from './codeLens';
+import { COMMANDS } from './commands';
+import { FootprintPanel, PANEL_VIEW_TYPE, panelData } from './panel';
+import { SECTION } from './settings';
+
+const PYTHON: vscode.DocumentSelector = [
+  { language: 'python', scheme: 'file' },
+  { language: 'python', scheme: 'untitled' },
+  { language: 'python', scheme: 'vscode-remote' },
+];
+
+/** Wires the analysis service to the editor's providers and commands. */
+export function activate(context: vscode.ExtensionContext): void {
+  const wasmDir = vscode.Uri.joinPath(context.extensionUri, 'dist').fsPath;
+  const analyses = new DocumentAnalyses(wasmDir);
+  const lenses = new WrapCodeLensProvider(analyses);
+
+  context.subscriptions.push(
+    analyses,
+    vscode.languages.registerCodeLensProvider(PYTHON, lenses),
+    vscode.commands.registerCommand(COMMANDS.estimateFootprint, (uri?: vscode.Uri, unit?: number) =>
+      estimateFootprint(context, analyses, uri, unit),
+    ),
+    vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPE, {
+      async deserializeWebviewPanel(panel) {
+        FootprintPanel.revive(panel, context.extensionUri);
+      },
+    }),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration(SECTION)) lenses.refresh();
+    }),
+    analyses.onDidAnalyze((a) => {
+      const panel = FootprintPanel.active;
+      if (panel && panel.uri === a.uri) panel.update(panelData(a, null));
+      if (vscode.window.activeTextEditor?.document.uri.toString() === a.uri)
+        setHasWrapCalls(a.facts.calls.length > 0);
+    }),
+    vscode.window.onDidChangeActiveTextEditor((editor) => {
+      const a = editor && analyses.latest(editor.document.uri);
+      setHasWrapCalls(!!a && a.facts.calls.length > 0);
+      if (editor?.document.languageId === 'python') void analyses.analyze(editor.document);
+    }),
+  );
+  const active = vscode.window.activeTextEditor?.document;
+  if (active?.languageId === 'python') void analyses.analyze(active);
+}
+
+/** Gates the editor title button: shown on Python files that wrap something. */
+function setHasWrapCalls(value: boolean): void {
+  void vscode.commands.executeCommand('setContext', 'fsdpLens.hasWrapCalls', value);
+}
+
+async function estimateFootprint(
+  context: vscode.ExtensionContext,
+  analyses: DocumentAnalyses,
+  uri?: vscode.Uri,
+  unit?: number,
+): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const document = uri
+    ? await vscode.workspace.openTextDocument(uri)
+    : editor?.document.languageId === 'python'
+      ? editor.document
+      : undefined;
+  if (!document) {
+    void vscode.window.showInformationMessage(
+      'Open a Python training script to estimate its FSDP footprint.',
+    );
+    return;
+  }
+  const analysis = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: 'FSDP: analysing' },
+    () => analyses.analyze(document),
+  );
+  if (!analysis) return;
+  FootprintPanel.show(context.extensionUri, panelData(analysis, typeof unit === 'number' ? unit : null));
+}
+
+export function deactivate(): void {}

@@ -28,7 +28,11 @@ describe('scan: FSDP2 fully_shard', () => {
       cast_forward_inputs: true,
     });
     // The mesh resolves to the 2-D init_device_mesh in main().
-    assert.deepEqual(block.options.mesh?.value, { shape: [2, 8], dimNames: ['dp_replicate', 'dp_shard'], line: 47 });
+    assert.deepEqual(block.options.mesh?.value, {
+      shape: [2, 8],
+      dimNames: ['dp_replicate', 'dp_shard'],
+      line: 47,
+    });
     // reshard_after_forward depends on the loop: recorded as text, value unknown.
     assert.equal(block.options.reshard_after_forward?.text, 'reshard_after_forward');
     assert.equal(block.options.reshard_after_forward?.value, null);
@@ -41,12 +45,10 @@ describe('scan: FSDP2 fully_shard', () => {
     assert.equal(root.options.reshard_after_forward?.value, true); // not pp_enabled, pp_enabled=False at the call
 
     assert.equal(f.meshes.length, 1);
-    assert.deepEqual(f.meshes[0] && [f.meshes[0].name, f.meshes[0].shape, f.meshes[0].dimNames, f.meshes[0].deviceType], [
-      'world_mesh',
-      [2, 8],
-      ['dp_replicate', 'dp_shard'],
-      'cuda',
-    ]);
+    assert.deepEqual(
+      f.meshes[0] && [f.meshes[0].name, f.meshes[0].shape, f.meshes[0].dimNames, f.meshes[0].deviceType],
+      ['world_mesh', [2, 8], ['dp_replicate', 'dp_shard'], 'cuda'],
+    );
     assert.equal(f.optimizers[0]?.name, 'AdamW');
     assert.equal(f.optimizers[0]?.target, 'model');
     assert.equal(f.checkpointing[0]?.api, 'checkpoint_wrapper');
@@ -134,7 +136,9 @@ describe('scan: FSDP2 fully_shard', () => {
   });
 
   it('never mistakes other functions named like the API for it', async () => {
-    const f = await scanSource('def fully_shard(x):\n    return x\n\nfully_shard(model)\nmy.fully_shard_helper(m)\n');
+    const f = await scanSource(
+      'def fully_shard(x):\n    return x\n\nfully_shard(model)\nmy.fully_shard_helper(m)\n',
+    );
     assert.equal(f.calls.length, 0);
   });
 
@@ -155,7 +159,10 @@ describe('scan: FSDP1', () => {
     assert.equal(c.callee, 'FSDP');
     assert.equal(c.isRoot, true);
     assert.equal(c.assignedTo, 'model');
-    assert.deepEqual(c.options.auto_wrap_policy?.value, { policy: 'transformer', classes: ['LlamaDecoderLayer'] });
+    assert.deepEqual(c.options.auto_wrap_policy?.value, {
+      policy: 'transformer',
+      classes: ['LlamaDecoderLayer'],
+    });
     assert.equal(c.options.sharding_strategy?.value, 'HYBRID_SHARD');
     assert.deepEqual(c.options.mixed_precision?.value, {
       kind: 'MixedPrecision',
@@ -183,11 +190,17 @@ describe('scan: FSDP1', () => {
 
   it('reads size, lambda, module and custom policies, positional arguments and enable_wrap', async () => {
     const f = await scanFixture('scan/forms.py');
-    assert.deepEqual(callAt(f, 30).options.auto_wrap_policy?.value, { policy: 'size', minNumParams: 100_000_000 });
+    assert.deepEqual(callAt(f, 30).options.auto_wrap_policy?.value, {
+      policy: 'size',
+      minNumParams: 100_000_000,
+    });
     const lambda = callAt(f, 35);
     assert.equal((lambda.options.auto_wrap_policy?.value as { policy: string }).policy, 'lambda');
     assert.equal(lambda.options.sharding_strategy?.value, 'FULL_SHARD'); // positional None = default
-    assert.deepEqual(callAt(f, 39).options.auto_wrap_policy?.value, { policy: 'module', classes: ['Block', 'Embedding'] });
+    assert.deepEqual(callAt(f, 39).options.auto_wrap_policy?.value, {
+      policy: 'module',
+      classes: ['Block', 'Embedding'],
+    });
     assert.equal((callAt(f, 43).options.auto_wrap_policy?.value as { policy: string }).policy, 'custom');
     const manual = callAt(f, 49);
     assert.equal(manual.api, 'wrap');
@@ -217,7 +230,15 @@ describe('scan: bad input', () => {
   });
 
   it('survives empty, comment-only and odd input', async () => {
-    for (const text of ['', '# only a comment\n', '\u0000\u0001', 'fully_shard(', 'fully_shard(*', '((((((((((', 'é = 1\nfully_shard(é)\n']) {
+    for (const text of [
+      '',
+      '# only a comment\n',
+      '\u0000\u0001',
+      'fully_shard(',
+      'fully_shard(*',
+      '((((((((((',
+      'é = 1\nfully_shard(é)\n',
+    ]) {
       const f = await scanSource(text);
       assert.ok(Array.isArray(f.calls));
     }
@@ -232,7 +253,9 @@ describe('scan: bad input', () => {
   });
 
   it('uses UTF-16 columns, as the editor does', async () => {
-    const f = await scanSource('from torch.distributed.fsdp import fully_shard\ns = "é€😀"; fully_shard(m)\n');
+    const f = await scanSource(
+      'from torch.distributed.fsdp import fully_shard\ns = "é€😀"; fully_shard(m)\n',
+    );
     assert.equal(f.calls[0]?.range.start.character, 12);
   });
 });

@@ -81,37 +81,3 @@ function defaultWasmDir(): string {
   const candidates = [__dirname, path.join(__dirname, '..'), path.join(__dirname, '..', '..', 'dist')];
   return candidates.find((d) => fs.existsSync(path.join(d, PYTHON_WASM))) ?? __dirname;
 }
-
-/** The tree-sitter edit for replacing `[start, oldEnd)` of `oldText` with `newText`. Offsets in UTF-16 units. */
-export function editFor(oldText: string, start: number, oldEnd: number, newText: string): Edit {
-  const startPosition = pointAt(oldText, start);
-  const oldEndPosition = pointAt(oldText, oldEnd, startPosition, start);
-  const newEndPosition = advance(startPosition, newText);
-  return new Edit({
-    startIndex: start,
-    oldEndIndex: oldEnd,
-    newEndIndex: start + newText.length,
-    startPosition,
-    oldEndPosition,
-    newEndPosition,
-  });
-}
-
-function pointAt(text: string, offset: number, from: Point = { row: 0, column: 0 }, fromOffset = 0): Point {
-  let { row, column } = from;
-  for (let i = fromOffset; i < offset; i++) {
-    if (text.charCodeAt(i) === 10) {
-      row++;
-      column = 0;
-    } else column++;
-  }
-  return { row, column };
-}
-
-function advance(p: Point, inserted: string): Point {
-  const lastNl = inserted.lastIndexOf('\n');
-  if (lastNl < 0) return { row: p.row, column: p.column + inserted.length };
-  let rows = 0;
-  for (let i = 0; i < inserted.length; i++) if (inserted.charCodeAt(i) === 10) rows++;
-  return { row: p.row + rows, column: inserted.length - lastNl - 1 };
-}

@@ -1,0 +1,65 @@
+// Installs a real VS Code (1.100.3) server for the integration and UI tests without internet beyond the npm
+// registry: the `code-server@4.100.3` package carries the server build in lib/vscode. Cached under
+// .vscode-test/code-server-4.100.3; prints the server's folder.
+//   node scripts/vscode-server.mjs [--force]
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+export const CODE_SERVER_VERSION = '4.100.3';
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const cache = path.join(root, '.vscode-test', `code-server-${CODE_SERVER_VERSION}`);
+const vscodeDir = path.join(cache, 'node_modules', 'code-server', 'lib', 'vscode');
+const marker = path.join(cache, '.ready');
+
+const NATIVE = ['@vscode/spdlog', 'native-watchdog', 'node-pty', '@parcel/watcher'];
+const NATIVE_FILES = [
+  'node_modules/@vscode/spdlog/build/Release/spdlog.node',
+  'node_modules/native-watchdog/build/Release/watchdog.node',
+  'node_modules/node-pty/build/Release/pty.node',
+];
+
+function run(cmd, args, cwd) {
+  execFileSync(cmd, args, {
+    cwd,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false' },
+  });
+}
+
+/** The folder holding out/server-main.js, installing it first when needed. */
+export function ensureServer({ force = false, log = console.error } = {}) {
+  if (!force && fs.existsSync(marker)) return vscodeDir;
+  fs.rmSync(cache, { recursive: true, force: true });
+  fs.mkdirSync(cache, { recursive: true });
+  fs.writeFileSync(
+    path.join(cache, 'package.json'),
+    JSON.stringify({ name: 'vscode-server-cache', private: true }),
+  );
+  log(`Installing code-server@${CODE_SERVER_VERSION} (VS Code server) into ${path.relative(root, cache)} …`);
+  // Its own postinstall downloads ripgrep from GitHub, which is out of reach: install without scripts.
+  run('npm', ['install', '--ignore-scripts', '--no-save', `code-server@${CODE_SERVER_VERSION}`], cache);
+  run('npm', ['install', '--omit=dev', '--ignore-scripts'], vscodeDir);
+  log('Building the server’s native modules …');
+  try {
+    run('npm', ['rebuild', ...NATIVE], vscodeDir);
+  } catch {
+    // node-pty's post-install step may fail after pty.node is built; the file check below decides.
+  }
+  const missing = NATIVE_FILES.filter((f) => !fs.existsSync(path.join(vscodeDir, f)));
+  if (missing.length)
+    throw new Error(`VS Code server native modules missing after rebuild: ${missing.join(', ')}`);
+  // Search in the workbench needs ripgrep; Debian's binary stands in for the one the postinstall would fetch.
+  const rg = ['/usr/bin/rg', '/usr/local/bin/rg'].find((p) => fs.existsSync(p));
+  const rgDir = path.join(vscodeDir, 'node_modules', '@vscode', 'ripgrep', 'bin');
+  if (rg && fs.existsSync(path.dirname(rgDir))) {
+    fs.mkdirSync(rgDir, { recursive: true });
+    fs.copyFileSync(rg, path.join(rgDir, 'rg'));
+  }
+  fs.writeFileSync(marker, new Date().toISOString());
+  return vscodeDir;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(ensureServer({ force: process.argv.includes('--force') }));
+}

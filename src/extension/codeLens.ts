@@ -1,0 +1,43 @@
+import * as vscode from 'vscode';
+import { describeCall } from '../core/analysis/describe';
+import type { DocumentAnalyses } from './analyses';
+import { COMMANDS } from './commands';
+import { toRange } from './convert';
+import { readSettings } from './settings';
+
+/** A lens over each wrap call saying what was detected; the numbers join them once the estimate is known. */
+export class WrapCodeLensProvider implements vscode.CodeLensProvider {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeCodeLenses = this.changed.event;
+
+  constructor(private readonly analyses: DocumentAnalyses) {
+    analyses.onDidAnalyze(() => this.changed.fire());
+  }
+
+  refresh(): void {
+    this.changed.fire();
+  }
+
+  async provideCodeLenses(
+    document: vscode.TextDocument,
+    token: vscode.CancellationToken,
+  ): Promise<vscode.CodeLens[]> {
+    if (!readSettings(document.uri).codeLensEnabled) return [];
+    const analysis = (await this.analyses.analyze(document, token)) ?? this.analyses.latest(document.uri);
+    if (!analysis || token.isCancellationRequested) return [];
+    if (analysis.notice) {
+      const text = document.getText();
+      if (!/fully_shard|FullyShardedDataParallel|FSDP/.test(text.slice(0, 1_000_000))) return [];
+      return [new vscode.CodeLens(new vscode.Range(0, 0, 0, 0), { title: analysis.notice, command: '' })];
+    }
+    return analysis.facts.calls.map(
+      (call, index) =>
+        new vscode.CodeLens(toRange(call.range), {
+          title: describeCall(call),
+          tooltip: 'Open the FSDP footprint panel on this unit',
+          command: COMMANDS.estimateFootprint,
+          arguments: [document.uri, index],
+        }),
+    );
+  }
+}

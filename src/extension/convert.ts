@@ -1,0 +1,7 @@
+import * as vscode from 'vscode';
+import type { Range } from '../core/parsing/source';
+
+/** Core ranges (0-based lines, UTF-16 columns) to editor ranges. */
+export function toRange(r: Range): vscode.Range {
+  return new vscode.Range(r.start.line, r.start.character, r.end.line, r.end.character);
+}

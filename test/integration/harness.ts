@@ -1,0 +1,200 @@
+// Starts a real VS Code (the 1.100.3 server build from code-server's npm package) and drives it with headless
+// Chromium through playwright-core: the offline way to run the extension-host tests and the UI checks.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { format } from 'node:util';
+import { chromium, type Browser, type Page } from 'playwright-core';
+
+export const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+export interface Server {
+  port: number;
+  url: string;
+  process: ChildProcess;
+  log: string[];
+  stop(): Promise<void>;
+}
+
+/** The VS Code server folder, installed on first use (see scripts/vscode-server.mjs). */
+export function serverDir(): string {
+  const out = execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'vscode-server.mjs')], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return out.toString().trim().split('\n').pop()!;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts the bare VS Code server on a free loopback port and waits until it listens. */
+export async function startServer(userSettings: Record<string, unknown> = {}): Promise<Server> {
+  const dir = serverDir();
+  const port = await freePort();
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-vscode-'));
+  const dataDir = path.join(tmp, 'data');
+  const extDir = path.join(tmp, 'extensions');
+  fs.mkdirSync(path.join(dataDir, 'data', 'Machine'), { recursive: true });
+  fs.mkdirSync(extDir, { recursive: true });
+  fs.mkdirSync(path.join(dataDir, 'data', 'User'), { recursive: true });
+  fs.writeFileSync(
+    path.join(dataDir, 'data', 'User', 'settings.json'),
+    JSON.stringify(userSettings, null, 2),
+  );
+  const proc = spawn(
+    process.execPath,
+    [
+      path.join(dir, 'out', 'server-main.js'),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--without-connection-token',
+      '--enable-smoke-test-driver',
+      '--accept-server-license-terms',
+      '--disable-telemetry',
+      '--disable-workspace-trust',
+      '--server-data-dir',
+      dataDir,
+      '--extensions-dir',
+      extDir,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VSCODE_AGENT_FOLDER: dataDir } },
+  );
+  const log: string[] = [];
+  const listening = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`VS Code server did not start:\n${log.join('')}`)),
+      60_000,
+    );
+    const onData = (b: Buffer) => {
+      const s = b.toString();
+      log.push(s);
+      if (process.env.FSDP_LENS_TEST_VERBOSE) process.stderr.write(s);
+      if (s.includes('Extension host agent listening')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', onData);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`VS Code server exited (${code}):\n${log.join('')}`));
+    });
+  });
+  await listening;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    process: proc,
+    log,
+    async stop() {
+      proc.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 200));
+      if (proc.exitCode === null) proc.kill('SIGKILL');
+      fs.rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+export function chromiumPath(): string {
+  const candidates = [
+    process.env.CHROMIUM_PATH,
+    '/usr/bin/chromium',
+    '/usr/bin/chromium-browser',
+    '/usr/bin/google-chrome',
+  ];
+  const found = candidates.find((p): p is string => !!p && fs.existsSync(p));
+  if (!found)
+    throw new Error('Chromium not found: install Debian\'s "chromium" package or set CHROMIUM_PATH');
+  return found;
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
+  });
+}
+
+/** A copy of a fixture workspace in a temporary folder (tests may edit its files). */
+export function prepareWorkspace(fixture: string, settings: Record<string, unknown> = {}): string {
+  const src = path.join(ROOT, 'test', 'fixtures', fixture);
+  const dst = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-ws-'));
+  fs.cpSync(src, dst, { recursive: true });
+  fs.mkdirSync(path.join(dst, '.vscode'), { recursive: true });
+  fs.writeFileSync(
+    path.join(dst, '.vscode', 'settings.json'),
+    JSON.stringify(
+      {
+        'workbench.startupEditor': 'none',
+        'workbench.tips.enabled': false,
+        'security.workspace.trust.enabled': false,
+        'extensions.ignoreRecommendations': true,
+        'fsdpLens.analysisDelayMs': 50,
+        ...settings,
+      },
+      null,
+      2,
+    ),
+  );
+  return dst;
+}
+
+/** The workbench URL that loads this extension in development mode (and its tests, when given). */
+export function workbenchUrl(server: Server, workspace: string, testsIndex?: string): string {
+  const remote = (p: string) => `vscode-remote://127.0.0.1:${server.port}${p}`;
+  const payload: [string, string][] = [
+    ['extensionDevelopmentPath', remote(ROOT)],
+    ['skipWelcome', 'true'],
+  ];
+  if (testsIndex) payload.push(['extensionTestsPath', remote(testsIndex)]);
+  return `${server.url}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
+}
+
+/** Opens the workbench in a page that reports `codeAutomationExit` (the test runner's exit code). */
+export async function openWorkbench(
+  browser: Browser,
+  url: string,
+  opts: { colorScheme?: 'light' | 'dark'; onLog?: (s: string) => void } = {},
+): Promise<{ page: Page; exit: Promise<number> }> {
+  const context = await browser.newContext({
+    viewport: { width: 1500, height: 950 },
+    colorScheme: opts.colorScheme ?? 'dark',
+  });
+  const page = await context.newPage();
+  let resolveExit!: (code: number) => void;
+  const exit = new Promise<number>((r) => (resolveExit = r));
+  await page.exposeFunction('codeAutomationExit', (code: number) => resolveExit(code));
+  // The workbench forwards the extension host's console as (level, format, ...args).
+  await page.exposeFunction('codeAutomationLog', (_level: unknown, ...args: unknown[]) =>
+    opts.onLog?.(format(...(args as [string, ...unknown[]]))),
+  );
+  page.on('console', (m) => {
+    if (process.env.FSDP_LENS_TEST_VERBOSE) process.stderr.write(`[page] ${m.text()}\n`);
+  });
+  await page.goto(url);
+  return { page, exit };
+}

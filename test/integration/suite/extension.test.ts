@@ -1,0 +1,95 @@
+import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import { codeLenses, eventually, EXTENSION_ID, open, sleep } from './util';
+
+describe('extension', () => {
+  it('activates on a Python file and contributes its commands in the FSDP category', async () => {
+    await open('train_fsdp2.py');
+    const ext = vscode.extensions.getExtension(EXTENSION_ID);
+    assert.ok(ext, 'extension is installed in development mode');
+    await eventually(
+      () => ext.isActive,
+      (a) => a,
+      'activation',
+    );
+    const commands = await vscode.commands.getCommands(true);
+    assert.ok(commands.includes('fsdpLens.estimateFootprint'));
+    const contributed = (
+      ext.packageJSON as { contributes: { commands: { command: string; category: string; title: string }[] } }
+    ).contributes.commands;
+    const estimate = contributed.find((c) => c.command === 'fsdpLens.estimateFootprint');
+    assert.equal(estimate?.category, 'FSDP');
+    assert.equal(estimate?.title, 'Estimate FSDP footprint');
+  });
+
+  it('shows a lens over each wrap call with what was detected', async () => {
+    const editor = await open('train_fsdp2.py');
+    const lenses = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => l.length >= 2,
+      'two code lenses',
+    );
+    const byLine = new Map(lenses.map((l) => [l.range.start.line, l.command?.title ?? '']));
+    const text = editor.document.getText().split('\n');
+    const blockLine = text.findIndex((l) => l.includes('fully_shard(layer'));
+    const rootLine = text.findIndex((l) => l.includes('fully_shard(model'));
+    assert.match(byLine.get(blockLine) ?? '', /FSDP2 unit per block of model\.model\.layers/);
+    assert.match(byLine.get(blockLine) ?? '', /bf16 params \/ fp32 reduce/);
+    assert.match(byLine.get(rootLine) ?? '', /FSDP2 root \(model\)/);
+  });
+
+  it('updates the lenses after an edit, on the new version only', async () => {
+    const editor = await open('train_fsdp2.py');
+    const doc = editor.document;
+    const line = doc
+      .getText()
+      .split('\n')
+      .findIndex((l) => l.includes('fully_shard(layer'));
+    const old = doc.lineAt(line).text;
+    await editor.edit((b) =>
+      b.replace(
+        doc.lineAt(line).range,
+        old.replace('mp_policy=mp', 'mp_policy=mp, reshard_after_forward=False'),
+      ),
+    );
+    const lenses = await eventually(
+      () => codeLenses(doc.uri),
+      (l) =>
+        l.some(
+          (x) =>
+            /stays gathered from forward to backward/.test(x.command?.title ?? '') &&
+            x.range.start.line === line,
+        ),
+      'the lens to follow the edit',
+    );
+    assert.ok(lenses.length >= 2);
+    await vscode.commands.executeCommand('undo');
+    await sleep(100);
+  });
+
+  it('runs "Estimate FSDP footprint" and opens the panel', async () => {
+    await open('train_fsdp2.py');
+    await vscode.commands.executeCommand('fsdpLens.estimateFootprint');
+    await eventually(
+      () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label),
+      (labels) => labels.some((l) => l.startsWith('FSDP footprint')),
+      'the panel tab',
+    );
+  });
+
+  it('says so instead of analysing a file over the size cap', async () => {
+    const config = vscode.workspace.getConfiguration('fsdpLens');
+    await config.update('maxFileSizeKB', 1, vscode.ConfigurationTarget.Workspace);
+    try {
+      const editor = await open('large_fsdp.py');
+      const lenses = await eventually(
+        () => codeLenses(editor.document.uri),
+        (l) => l.length === 1,
+        'the size notice',
+      );
+      assert.match(lenses[0]!.command!.title, /not analysed: file is .* over the 1 KiB analysis limit/);
+    } finally {
+      await config.update('maxFileSizeKB', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+});

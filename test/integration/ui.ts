@@ -1,0 +1,169 @@
+// UI checks in a real browser: what a person sees in VS Code (the lens text over a fully_shard line, the panel),
+// in dark and light themes. Screenshots go to test-artifacts/ui/ (git-ignored): look there first when this fails.
+//   node out/test/integration/ui.js
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Frame, Page } from 'playwright-core';
+import {
+  launchBrowser,
+  openWorkbench,
+  prepareWorkspace,
+  ROOT,
+  startServer,
+  workbenchUrl,
+  type Server,
+} from './harness';
+
+const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'ui');
+
+interface Check {
+  name: string;
+  run(page: Page, theme: Theme): Promise<void>;
+}
+type Theme = 'dark' | 'light';
+
+/** Theme labels as the color theme picker lists them. */
+const THEMES: Record<Theme, string> = { dark: 'Dark Modern', light: 'Light Modern' };
+
+async function openFile(page: Page, name: string): Promise<void> {
+  await page.keyboard.press('Control+P');
+  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+  await page.keyboard.type(name, { delay: 10 });
+  await page.waitForSelector(`.quick-input-list .monaco-list-row[aria-label*="${name}"]`, {
+    timeout: 20_000,
+  });
+  await page.keyboard.press('Enter');
+  await page.waitForSelector(`.tab[data-resource-name="${name}"]`, { timeout: 20_000 });
+}
+
+async function runCommand(page: Page, title: string): Promise<void> {
+  await page.keyboard.press('Control+Shift+P');
+  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+  await page.keyboard.type(title, { delay: 10 });
+  // The exact command, not the first fuzzy match ("... Color Theme" also matches "Browse Color Themes").
+  const row = page.locator('.quick-input-list .monaco-list-row').filter({
+    has: page.locator('.label-name', {
+      hasText: new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
+    }),
+  });
+  await row.first().waitFor({ timeout: 10_000 });
+  await row.first().click();
+}
+
+async function lensTexts(page: Page): Promise<string[]> {
+  return page.$$eval('.codelens-decoration', (els) => els.map((e) => (e.textContent ?? '').trim()));
+}
+
+async function waitForLens(page: Page, pattern: RegExp): Promise<string[]> {
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const texts = await lensTexts(page);
+    if (texts.some((t) => pattern.test(t))) return texts;
+    if (Date.now() > end) throw new Error(`no lens matching ${pattern}; lenses: ${JSON.stringify(texts)}`);
+    await page.waitForTimeout(250);
+  }
+}
+
+/** The panel's document: webviews are nested iframes (the outer `iframe.webview.ready`, then `#active-frame`). */
+export async function panelFrame(page: Page): Promise<Frame> {
+  const end = Date.now() + 30_000;
+  for (;;) {
+    for (const f of page.frames()) {
+      if (f.name() === 'active-frame' || f.url().includes('fake.html')) {
+        const ok = await f.$('#app').catch(() => null);
+        if (ok) return f;
+      }
+    }
+    if (Date.now() > end) throw new Error('the panel webview did not appear');
+    await page.waitForTimeout(250);
+  }
+}
+
+async function setTheme(page: Page, theme: Theme): Promise<void> {
+  await runCommand(page, 'Preferences: Color Theme');
+  await page.waitForSelector(`.quick-input-list .monaco-list-row[aria-label*="${THEMES[theme]}"]`, {
+    timeout: 10_000,
+  });
+  await page.keyboard.type(THEMES[theme], { delay: 10 });
+  await page.waitForTimeout(300);
+  await page.keyboard.press('Enter');
+  await page.waitForTimeout(500);
+}
+
+export const CHECKS: Check[] = [
+  {
+    name: 'lens over fully_shard lines',
+    async run(page, theme) {
+      await openFile(page, 'train_fsdp2.py');
+      const texts = await waitForLens(page, /FSDP2 unit per block of model\.model\.layers/);
+      if (!texts.some((t) => /FSDP2 root \(model\)/.test(t)))
+        throw new Error(`no root lens: ${JSON.stringify(texts)}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `lens-${theme}.png`) });
+    },
+  },
+  {
+    name: 'footprint panel',
+    async run(page, theme) {
+      await runCommand(page, 'FSDP: Estimate FSDP footprint');
+      const frame = await panelFrame(page);
+      await frame.waitForSelector('table', { timeout: 20_000 });
+      const text = (await frame.textContent('#app')) ?? '';
+      if (!/train_fsdp2\.py/.test(text))
+        throw new Error(`panel does not name the file: ${text.slice(0, 300)}`);
+      await page.waitForTimeout(300);
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-${theme}.png`) });
+    },
+  },
+];
+
+async function main(): Promise<number> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  let passed = 0;
+  let failed = 0;
+  for (const theme of ['dark', 'light'] as Theme[]) {
+    const server: Server = await startServer({
+      'workbench.colorTheme': THEMES[theme],
+      'workbench.startupEditor': 'none',
+    });
+    const browser = await launchBrowser();
+    try {
+      const workspace = prepareWorkspace('workspace');
+      const { page } = await openWorkbench(browser, workbenchUrl(server, workspace), { colorScheme: theme });
+      await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+      await page.waitForTimeout(1500);
+      await setTheme(page, theme);
+      for (const check of CHECKS) {
+        try {
+          await check.run(page, theme);
+          passed++;
+          console.log(`  ✔ ${check.name} (${theme})`);
+        } catch (e) {
+          failed++;
+          console.log(`  ✖ ${check.name} (${theme}): ${e instanceof Error ? e.message : String(e)}`);
+          await page.screenshot({
+            path: path.join(ARTIFACTS, `FAILED-${check.name.replace(/\W+/g, '-')}-${theme}.png`),
+          });
+        }
+      }
+      await page.context().close();
+      fs.rmSync(workspace, { recursive: true, force: true });
+    } finally {
+      await browser.close();
+      await server.stop();
+    }
+  }
+  console.log(
+    `ui (VS Code server, Chromium; screenshots in ${path.relative(ROOT, ARTIFACTS)}): ${passed} passed, ${failed} failed`,
+  );
+  return failed ? 1 : 0;
+}
+
+if (require.main === module) {
+  main().then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      console.error(e instanceof Error ? e.message : e);
+      process.exit(1);
+    },
+  );
+}
