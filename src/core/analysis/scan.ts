@@ -157,7 +157,8 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
     const b = at ? findBinding(file, base, at) : null;
     if (b?.kind === 'assign' && b.value?.type === 'call') addModel(constructionAt(file, ev, b.value, base));
   }
-  for (const { call, variable } of modelAssignments(file)) addModel(constructionAt(file, ev, call, variable));
+  for (const { call, variable } of modelAssignments(file, ev))
+    addModel(constructionAt(file, ev, call, variable));
   facts.models.sort((a, b) => a.line - b.line);
   return facts;
 }
@@ -193,23 +194,25 @@ interface Args {
   splats: Node[];
 }
 
-function readArgs(call: Node): Args {
+/** A call's arguments: keywords and splats from the `arguments` query, positional ones in order. */
+function readArgs(file: SourceFile, call: Node): Args {
   const out: Args = { positional: [], keywords: new Map(), splats: [] };
   const list = call.childForFieldName('arguments');
   if (list?.type !== 'argument_list') {
     if (list) out.positional.push(list); // `f(x for x in y)`: a generator argument
     return out;
   }
-  for (const a of list.namedChildren) {
-    if (a.type === 'keyword_argument') {
-      const n = a.childForFieldName('name');
-      const v = a.childForFieldName('value');
-      if (n && v) out.keywords.set(n.text, v);
-    } else if (a.type === 'dictionary_splat') {
-      const inner = a.namedChild(0);
-      if (inner) out.splats.push(inner);
-    } else if (a.type !== 'comment' && a.type !== 'list_splat') out.positional.push(a);
+  const own = (n: Node) => n.parent?.parent?.id === list.id;
+  for (const m of file.matches('arguments', list)) {
+    const keyword = m.captures.find((c) => c.name === 'keyword')?.node;
+    const value = m.captures.find((c) => c.name === 'value')?.node;
+    const kwsplat = m.captures.find((c) => c.name === 'kwsplat')?.node;
+    if (keyword && value && own(keyword)) out.keywords.set(keyword.text, value);
+    else if (kwsplat && own(kwsplat)) out.splats.push(kwsplat);
   }
+  for (const a of list.namedChildren)
+    if (!['keyword_argument', 'dictionary_splat', 'list_splat', 'comment'].includes(a.type))
+      out.positional.push(a);
   return out;
 }
 
@@ -273,7 +276,7 @@ function wrapCall(
   module: string,
   legacy: boolean,
 ): WrapCall {
-  const args = readArgs(call);
+  const args = readArgs(file, call);
   const targetNode = args.keywords.get('module') ?? args.positional[0] ?? null;
   const { options, unresolvedSplats } = readOptions(ev, args, api, ['module']);
   const scope = enclosingFunction(call);
@@ -315,7 +318,7 @@ function wrapCall(
     statement: statementInfo(file, stmt),
     loopStatement: outerLoop ? statementInfo(file, outerLoop) : null,
   };
-  const enable = enableWrapOptions(ev, call, scope);
+  const enable = enableWrapOptions(file, ev, call, scope);
   if (enable) fact.enableWrap = enable;
   return fact;
 }
@@ -386,21 +389,55 @@ function incompleteWrapCall(
 
 /** The options of an enclosing `with enable_wrap(wrapper_cls=FSDP, **kwargs):` block. */
 function enableWrapOptions(
+  file: SourceFile,
   ev: Evaluator,
   call: Node,
   scope: Node | null,
 ): Record<string, OptionFact> | undefined {
   for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) {
     if (p.type !== 'with_statement') continue;
-    for (const item of p.descendantsOfType('with_item')) {
-      const v = item.childForFieldName('value');
-      if (v?.type !== 'call') continue;
-      const f = v.childForFieldName('function');
-      if (!f || classifyApi(ev.calleeName(f))?.kind !== 'enable_wrap') continue;
-      return readOptions(ev, readArgs(v), 'FSDP', ['wrapper_cls', 'module']).options;
+    for (const manager of withCalls(file, p)) {
+      const f = manager.childForFieldName('function');
+      if (f && classifyApi(ev.calleeName(f))?.kind === 'enable_wrap')
+        return readOptions(ev, readArgs(file, manager), 'FSDP', ['wrapper_cls', 'module']).options;
     }
   }
   return undefined;
+}
+
+/** The context-manager calls of one `with` statement (`torch.device("meta")`, `enable_wrap(...)`). */
+function withCalls(file: SourceFile, stmt: Node): Node[] {
+  const out: Node[] = [];
+  for (const m of file.matches('blocks', stmt)) {
+    if (!m.captures.some((c) => c.name === 'with' && c.node.id === stmt.id)) continue;
+    const call = m.captures.find((c) => c.name === 'manager')?.node.parent;
+    if (call) out.push(call);
+  }
+  return out;
+}
+
+/** `x = f(...)` statements directly in a block: (target, call) pairs. */
+function blockAssignments(file: SourceFile, block: Node): { target: Node; value: Node }[] {
+  const out: { target: Node; value: Node }[] = [];
+  for (const m of file.matches('blocks', block)) {
+    const target = m.captures.find((c) => c.name === 'target')?.node;
+    const value = m.captures.find((c) => c.name === 'value')?.node;
+    if (target && value && target.parent?.parent?.parent?.id === block.id) out.push({ target, value });
+  }
+  return out;
+}
+
+/** A `with torch.device("meta")` / `with init_empty_weights()` block. */
+function isMetaBlock(file: SourceFile, ev: Evaluator, stmt: Node): boolean {
+  return withCalls(file, stmt).some((manager) => {
+    const f = manager.childForFieldName('function');
+    const name = f ? ev.calleeName(f) : '';
+    if (lastSegment(name) === 'init_empty_weights') return true;
+    if (name !== 'torch.device') return false;
+    const a = readArgs(file, manager).positional[0];
+    const v = a ? ev.eval(a) : null;
+    return v?.k === 'str' && v.v === 'meta';
+  });
 }
 
 function loopsOf(file: SourceFile, node: Node, scope: Node | null): LoopFact[] {
@@ -655,7 +692,7 @@ function meshFact(
   call: Node,
   api: 'init_device_mesh' | 'DeviceMesh',
 ): MeshFact {
-  const args = readArgs(call);
+  const args = readArgs(file, call);
   const shapeNode =
     args.keywords.get('mesh_shape') ?? args.keywords.get('mesh') ?? args.positional[1] ?? null;
   const deviceNode = args.keywords.get('device_type') ?? args.positional[0] ?? null;
@@ -693,7 +730,7 @@ function meshFact(
 }
 
 function optimizerFact(file: SourceFile, ev: Evaluator, call: Node, qualified: string): OptimizerFact {
-  const args = readArgs(call);
+  const args = readArgs(file, call);
   const paramsNode = args.keywords.get('params') ?? args.positional[0] ?? null;
   const info = OPTIMIZERS[qualified];
   let target: string | null = null;
@@ -762,34 +799,21 @@ function checkpointFact(
     function: scope ? qualifiedName(scope) : null,
     options: readOptions(
       ev,
-      readArgs(call),
+      readArgs(file, call),
       api === 'gradient_checkpointing_enable' ? 'optimizer' : (api as ApiKind),
       [],
     ).options,
   };
 }
 
-function isMetaDevice(ev: Evaluator, call: Node): boolean {
-  for (let p = call.parent; p; p = p.parent) {
-    if (p.type !== 'with_statement') continue;
-    for (const item of p.descendantsOfType('with_item')) {
-      const v = item.childForFieldName('value');
-      if (v?.type !== 'call') continue;
-      const f = v.childForFieldName('function');
-      const name = f ? ev.calleeName(f) : '';
-      if (lastSegment(name) === 'init_empty_weights') return true;
-      if (name === 'torch.device') {
-        const a = readArgs(v).positional[0];
-        const val = a ? ev.eval(a) : null;
-        if (val?.k === 'str' && val.v === 'meta') return true;
-      }
-    }
-  }
+function isMetaDevice(file: SourceFile, ev: Evaluator, call: Node): boolean {
+  for (let p = call.parent; p; p = p.parent)
+    if (p.type === 'with_statement' && isMetaBlock(file, ev, p)) return true;
   return false;
 }
 
 function modelFact(file: SourceFile, ev: Evaluator, call: Node, qualified: string, fn: Node): ModelFact {
-  const args = readArgs(call);
+  const args = readArgs(file, call);
   const idNode = args.keywords.get('pretrained_model_name_or_path') ?? args.positional[0] ?? null;
   const id = idNode ? ev.eval(idNode) : null;
   const { options } = readOptions(ev, args, 'optimizer', []);
@@ -806,7 +830,7 @@ function modelFact(file: SourceFile, ev: Evaluator, call: Node, qualified: strin
     callee: fn.text,
     qualified,
     pretrained: id?.k === 'str' ? id.v : null,
-    meta: isMetaDevice(ev, call),
+    meta: isMetaDevice(file, ev, call),
     dtype: dtypeNode ? (dtypeOf(ev.eval(dtypeNode)) ?? null) : null,
     args: options,
     function: scope ? qualifiedName(scope) : null,
@@ -839,7 +863,7 @@ function constructionAt(file: SourceFile, ev: Evaluator, value: Node, variable: 
 }
 
 /** `model = X(...)` / `self.model = X(...)` and every `v = X(...)` inside `with torch.device("meta")`. */
-function modelAssignments(file: SourceFile): { call: Node; variable: string }[] {
+function modelAssignments(file: SourceFile, ev: Evaluator): { call: Node; variable: string }[] {
   const out: { call: Node; variable: string }[] = [];
   for (const id of file.identifiers('model')) {
     let left: Node = id;
@@ -855,18 +879,13 @@ function modelAssignments(file: SourceFile): { call: Node; variable: string }[] 
       out.push({ call: right, variable: left.text });
   }
   for (const off of file.wordOffsets('meta')) {
-    const n = file.root.descendantForIndex(off, off + 4);
-    let w: Node | null = n;
+    let w: Node | null = file.root.descendantForIndex(off, off + 4);
     while (w && w.type !== 'with_statement' && w.type !== 'block' && w.type !== 'module') w = w.parent;
-    const body = w?.type === 'with_statement' ? w.childForFieldName('body') : null;
-    if (!body) continue;
-    for (const stmt of body.namedChildren) {
-      const assign = stmt.type === 'expression_statement' ? stmt.namedChild(0) : null;
-      const left = assign?.childForFieldName('left');
-      const right = assign?.childForFieldName('right');
-      if (assign?.type === 'assignment' && left && right?.type === 'call')
-        out.push({ call: right, variable: left.text });
-    }
+    const body =
+      w?.type === 'with_statement' && isMetaBlock(file, ev, w) ? w.childForFieldName('body') : null;
+    if (body)
+      for (const { target, value } of blockAssignments(file, body))
+        out.push({ call: value, variable: target.text });
   }
   return out;
 }
@@ -878,7 +897,7 @@ function trainingFact(
   kind: TrainingFact['kind'],
   fn: Node,
 ): TrainingFact | null {
-  const args = readArgs(call);
+  const args = readArgs(file, call);
   const scope = enclosingFunction(call);
   const obj = fn.type === 'attribute' ? fn.childForFieldName('object') : null;
   let target: string | null = obj?.text ?? null;

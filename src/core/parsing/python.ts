@@ -1,9 +1,18 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Edit, Language, Parser, Query, type Node, type Point, type Tree } from 'web-tree-sitter';
+import {
+  Edit,
+  Language,
+  Parser,
+  Query,
+  type Node,
+  type Point,
+  type QueryMatch,
+  type Tree,
+} from 'web-tree-sitter';
 import { QUERY_SOURCES, type QueryName } from './queries';
 
-export type { Node, Point, Tree };
+export type { Node, Point, Query, QueryMatch, Tree };
 export { Edit };
 
 /** File names of the two WebAssembly modules the bundles ship beside themselves. */
@@ -14,9 +23,18 @@ export const PYTHON_WASM = 'tree-sitter-python.wasm';
  * The Python grammar, loaded once per process and shared by every document, the CLI and the tests.
  * Parsing is synchronous once loaded, so one parser instance serves all callers on the one JS thread.
  */
-export class PythonGrammar {
-  private readonly queries = new Map<QueryName, Query>();
+const compiled = new WeakMap<Language, Map<QueryName, Query>>();
 
+/** A query from `queries/NAME.scm` compiled for `language`, once per process. */
+export function compiledQuery(language: Language, name: QueryName): Query {
+  let byName = compiled.get(language);
+  if (!byName) compiled.set(language, (byName = new Map()));
+  let q = byName.get(name);
+  if (!q) byName.set(name, (q = new Query(language, QUERY_SOURCES[name])));
+  return q;
+}
+
+export class PythonGrammar {
   private constructor(
     readonly language: Language,
     private readonly parser: Parser,
@@ -31,12 +49,7 @@ export class PythonGrammar {
 
   /** A compiled query from `queries/NAME.scm`, compiled on first use. */
   query(name: QueryName): Query {
-    let q = this.queries.get(name);
-    if (!q) {
-      q = new Query(this.language, QUERY_SOURCES[name]);
-      this.queries.set(name, q);
-    }
-    return q;
+    return compiledQuery(this.language, name);
   }
 
   static async load(wasmDir: string): Promise<PythonGrammar> {

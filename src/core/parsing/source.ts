@@ -1,4 +1,5 @@
-import type { Node, Tree } from './python';
+import { compiledQuery, type Node, type QueryMatch, type Tree } from './python';
+import type { QueryName } from './queries';
 
 /** A position in a document: 0-based line and UTF-16 column, as VS Code counts them. */
 export interface Position {
@@ -63,6 +64,14 @@ export class SourceFile {
       if (n) out.push(n);
     }
     return out;
+  }
+
+  /** Matches of a declarative query within `node` (callers keep the ones at the depth they mean). */
+  matches(name: QueryName, node: Node): QueryMatch[] {
+    return compiledQuery(this.tree.language, name).matches(node, {
+      startIndex: node.startIndex,
+      endIndex: node.endIndex,
+    });
   }
 
   /** 1-based line of a node, as people and compilers print it. */
