@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const args = new Set(process.argv.slice(2));
+const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 const minify = args.has('--minify');
 
 const wasmFiles = [
@@ -36,6 +37,7 @@ const common = {
   // The CommonJS build of web-tree-sitter: its ES module build needs import.meta, which a CJS bundle lacks.
   alias: { 'web-tree-sitter': require.resolve('web-tree-sitter', { paths: [root] }) },
   logLevel: 'warning',
+  define: { __VERSION__: JSON.stringify(pkg.version) },
   absWorkingDir: root,
 };
 

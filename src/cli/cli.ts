@@ -1,7 +1,7 @@
-import * as fs from 'node:fs';
-import { decodeSource, scanText } from '../core/analysis/input';
-import { loadPython } from '../core/parsing/python';
-import { formatScanText } from './format';
+import { VERSION } from '../core/meta';
+import { lintCommand } from './commands/lint';
+import { rulesCommand } from './commands/rules';
+import { scanCommand } from './commands/scan';
 
 export interface Streams {
   out: { write(s: string): unknown };
@@ -11,15 +11,23 @@ export interface Streams {
 /** Exit codes: 0 clean, 1 findings (lint), 2 bad input or usage. */
 export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
 
-const USAGE = `Usage: fsdp-lens <command> [options]
+export const USAGE = `Usage: fsdp-lens <command> [options]
 
 Commands:
-  scan FILE...        List the FSDP wrap calls, meshes, optimizers, models and checkpointing in Python files.
+  scan FILE...              What each FSDP wrap call does, with meshes, optimizers, models, checkpointing.
+      --json                JSON instead of text.
 
-Options:
-  --json              Print JSON instead of text.
-  -h, --help          Show this help.
-  --version           Print the version.
+  lint FILE|DIR...          Wrapping mistakes (rules in docs/rules.md).
+      --format F            text (default: file:line:col: CODE message), json or sarif.
+      --min-torch V         Oldest PyTorch the code must run on (default 2.6).
+      --rule ID=LEVEL       Severity of a rule: error, warning, info, hint or off (repeatable).
+
+  rules                     The lint rules with their default severities.
+      --markdown            The full rules documentation (docs/rules.md).
+
+  -h, --help                This help.    --version    The version.
+
+Exit status: 0 clean, 1 a lint warning or error, 2 bad input or usage.
 `;
 
 export class UsageError extends Error {}
@@ -39,58 +47,18 @@ export async function runCli(argv: string[], io: Streams): Promise<number> {
     switch (command) {
       case 'scan':
         return await scanCommand(rest, io);
+      case 'lint':
+        return await lintCommand(rest, io);
+      case 'rules':
+        return rulesCommand(rest, io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
   } catch (e) {
     if (e instanceof UsageError) {
-      io.err.write(`fsdp-lens: ${e.message}\n\n${USAGE}`);
+      io.err.write(`fsdp-lens: ${e.message}\n\nRun "fsdp-lens --help" for usage.\n`);
       return EXIT.usage;
     }
     throw e;
   }
-}
-
-declare const __VERSION__: string | undefined;
-const VERSION = typeof __VERSION__ === 'string' ? __VERSION__ : '0.0.0-dev';
-
-/** Reads a Python file for analysis; a message for the user when it cannot be. */
-export function readPythonFile(file: string): { text: string } | { error: string } {
-  let bytes: Buffer;
-  try {
-    const st = fs.statSync(file);
-    if (st.isDirectory()) return { error: `${file}: is a directory` };
-    bytes = fs.readFileSync(file);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    return {
-      error: `${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : 'cannot be read'}`,
-    };
-  }
-  const decoded = decodeSource(bytes);
-  if (!decoded.ok) return { error: `${file}: ${decoded.reason}` };
-  return { text: decoded.text };
-}
-
-async function scanCommand(args: string[], io: Streams): Promise<number> {
-  const json = args.includes('--json');
-  const files = args.filter((a) => a !== '--json');
-  const unknown = files.find((f) => f.startsWith('-'));
-  if (unknown) throw new UsageError(`unknown option "${unknown}" for scan`);
-  if (!files.length) throw new UsageError('scan needs at least one FILE');
-  const grammar = await loadPython();
-  const results = [];
-  let failed = false;
-  for (const f of files) {
-    const read = readPythonFile(f);
-    if ('error' in read) {
-      io.err.write(`fsdp-lens: ${read.error}\n`);
-      failed = true;
-      continue;
-    }
-    results.push(scanText(grammar, f, read.text));
-  }
-  if (json) io.out.write(JSON.stringify({ files: results }, null, 2) + '\n');
-  else for (const r of results) io.out.write(formatScanText(r));
-  return failed ? EXIT.usage : EXIT.ok;
 }

@@ -1,5 +1,7 @@
 import * as vscode from 'vscode';
-import type { FileFacts } from '../core/analysis/facts';
+import { emptyFacts, type FileFacts } from '../core/analysis/facts';
+import { lintFacts } from '../core/lint/lint';
+import type { Finding } from '../core/lint/types';
 import { checkTextSize } from '../core/analysis/input';
 import { scanFile } from '../core/analysis/scan';
 import { ParsedDocument } from '../core/parsing/document';
@@ -12,6 +14,8 @@ export interface DocumentAnalysis {
   uri: string;
   version: number;
   facts: FileFacts;
+  /** Lint findings under the settings in force for the document. */
+  findings: Finding[];
   /** Set when the document was not analysed (too large, grammar unavailable): why, in words. */
   notice?: string;
 }
@@ -100,7 +104,8 @@ export class DocumentAnalyses implements vscode.Disposable {
           resolve({
             uri: document.uri.toString(),
             version,
-            facts: emptyFacts(document),
+            facts: emptyFacts(document.uri.fsPath),
+            findings: [],
             notice: `analysis failed: ${String(e)}`,
           });
         }
@@ -127,13 +132,15 @@ export class DocumentAnalyses implements vscode.Disposable {
       return {
         uri,
         version: document.version,
-        facts: emptyFacts(document),
+        facts: emptyFacts(document.uri.fsPath),
+        findings: [],
         notice: `fsdp-lens: not analysed: ${tooLarge} (setting fsdpLens.maxFileSizeKB)`,
       };
     }
     const tree = entry.doc.parse(text, document.version);
     const facts = scanFile(entry.doc.grammar, new SourceFile(document.uri.fsPath || uri, text, tree));
-    return { uri, version: document.version, facts };
+    const findings = settings.lint.enabled ? lintFacts({ facts, text, options: settings.lint }) : [];
+    return { uri, version: document.version, facts, findings };
   }
 
   private onChange(e: vscode.TextDocumentChangeEvent): void {
@@ -158,6 +165,11 @@ export class DocumentAnalyses implements vscode.Disposable {
       entry.timer = undefined;
       void this.analyze(e.document);
     }, delay);
+  }
+
+  /** Drops cached results (settings changed): the next request re-analyses; the trees stay. */
+  invalidate(): void {
+    for (const e of this.entries.values()) e.result = undefined;
   }
 
   private forget(uri: vscode.Uri): void {
@@ -195,20 +207,4 @@ function race<T>(p: Promise<T>, token?: vscode.CancellationToken): Promise<T | u
       },
     );
   });
-}
-
-function emptyFacts(document: vscode.TextDocument): FileFacts {
-  return {
-    path: document.uri.fsPath,
-    calls: [],
-    meshes: [],
-    optimizers: [],
-    models: [],
-    checkpointing: [],
-    training: [],
-    annotations: [],
-    noqa: {},
-    imports: [],
-    problems: [],
-  };
 }

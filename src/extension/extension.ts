@@ -1,7 +1,9 @@
 import * as vscode from 'vscode';
 import { DocumentAnalyses } from './analyses';
+import { FixProvider } from './codeActions';
 import { WrapCodeLensProvider } from './codeLens';
 import { COMMANDS } from './commands';
+import { Diagnostics } from './diagnostics';
 import { FootprintPanel, PANEL_VIEW_TYPE, panelData } from './panel';
 import { SECTION } from './settings';
 
@@ -19,7 +21,9 @@ export function activate(context: vscode.ExtensionContext): void {
 
   context.subscriptions.push(
     analyses,
+    new Diagnostics(analyses, context.extensionUri),
     vscode.languages.registerCodeLensProvider(PYTHON, lenses),
+    vscode.languages.registerCodeActionsProvider(PYTHON, new FixProvider(analyses), FixProvider.metadata),
     vscode.commands.registerCommand(COMMANDS.estimateFootprint, (uri?: vscode.Uri, unit?: number) =>
       estimateFootprint(context, analyses, uri, unit),
     ),
@@ -29,7 +33,11 @@ export function activate(context: vscode.ExtensionContext): void {
       },
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration(SECTION)) lenses.refresh();
+      if (!e.affectsConfiguration(SECTION)) return;
+      analyses.invalidate();
+      for (const doc of vscode.workspace.textDocuments)
+        if (doc.languageId === 'python') void analyses.analyze(doc);
+      lenses.refresh();
     }),
     analyses.onDidAnalyze((a) => {
       const panel = FootprintPanel.active;

@@ -144,6 +144,8 @@ export function prepareWorkspace(fixture: string, settings: Record<string, unkno
   const src = path.join(ROOT, 'test', 'fixtures', fixture);
   const dst = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-ws-'));
   fs.cpSync(src, dst, { recursive: true });
+  // The lint fixtures, for the quick-fix tests.
+  fs.cpSync(path.join(ROOT, 'test', 'fixtures', 'lint'), path.join(dst, 'lint'), { recursive: true });
   fs.mkdirSync(path.join(dst, '.vscode'), { recursive: true });
   fs.writeFileSync(
     path.join(dst, '.vscode', 'settings.json'),
@@ -188,10 +190,14 @@ export async function openWorkbench(
   let resolveExit!: (code: number) => void;
   const exit = new Promise<number>((r) => (resolveExit = r));
   await page.exposeFunction('codeAutomationExit', (code: number) => resolveExit(code));
-  // The workbench forwards the extension host's console as (level, format, ...args).
-  await page.exposeFunction('codeAutomationLog', (_level: unknown, ...args: unknown[]) =>
-    opts.onLog?.(format(...(args as [string, ...unknown[]]))),
-  );
+  // The workbench forwards the extension host's console as (level, args) with args the console call's arguments.
+  await page.exposeFunction('codeAutomationLog', (_level: unknown, ...rest: unknown[]) => {
+    const args = rest.length === 1 && Array.isArray(rest[0]) ? (rest[0] as unknown[]) : rest;
+    const line =
+      typeof args[0] === 'string' ? format(...(args as [string, ...unknown[]])) : args.map(String).join(' ');
+    // Keep the test runner's report; drop the workbench's own start-up chatter.
+    if (!/Service Worker|connection token|Creating a socket|^\s+at /.test(line)) opts.onLog?.(line);
+  });
   page.on('console', (m) => {
     if (process.env.FSDP_LENS_TEST_VERBOSE) process.stderr.write(`[page] ${m.text()}\n`);
   });

@@ -33,7 +33,7 @@ async function openFile(page: Page, name: string): Promise<void> {
     timeout: 20_000,
   });
   await page.keyboard.press('Enter');
-  await page.waitForSelector(`.tab[data-resource-name="${name}"]`, { timeout: 20_000 });
+  await page.waitForSelector(`.tab.active[data-resource-name="${name}"]`, { timeout: 20_000 });
 }
 
 async function runCommand(page: Page, title: string): Promise<void> {
@@ -80,14 +80,23 @@ export async function panelFrame(page: Page): Promise<Frame> {
 }
 
 async function setTheme(page: Page, theme: Theme): Promise<void> {
-  await runCommand(page, 'Preferences: Color Theme');
-  await page.waitForSelector(`.quick-input-list .monaco-list-row[aria-label*="${THEMES[theme]}"]`, {
-    timeout: 10_000,
-  });
-  await page.keyboard.type(THEMES[theme], { delay: 10 });
-  await page.waitForTimeout(300);
-  await page.keyboard.press('Enter');
-  await page.waitForTimeout(500);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await runCommand(page, 'Preferences: Color Theme');
+      const row = page.locator(`.quick-input-list .monaco-list-row[aria-label*="${THEMES[theme]}"]`);
+      await row.first().waitFor({ timeout: 15_000 });
+      await page.keyboard.type(THEMES[theme], { delay: 10 });
+      await page.waitForTimeout(300);
+      await page.keyboard.press('Enter');
+      await page.waitForTimeout(500);
+      return;
+    } catch (e) {
+      await page.screenshot({ path: path.join(ARTIFACTS, `FAILED-theme-${theme}-${attempt}.png`) });
+      if (attempt >= 2) throw e;
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(1000);
+    }
+  }
 }
 
 export const CHECKS: Check[] = [
@@ -102,8 +111,24 @@ export const CHECKS: Check[] = [
     },
   },
   {
+    name: 'Problems view shows a missing root wrap',
+    async run(page, theme) {
+      await openFile(page, 'missing_root_wrap.py');
+      await page.keyboard.press('Control+Shift+M');
+      const row = page.locator('.markers-panel .monaco-list-row', { hasText: 'FSDP001' });
+      await row.first().waitFor({ timeout: 30_000 });
+      const text = (await row.first().textContent()) ?? '';
+      if (!/never is/.test(text) || !/fsdp-lens/.test(text))
+        throw new Error(`unexpected problem text: ${text}`);
+      await page.waitForTimeout(300);
+      await page.screenshot({ path: path.join(ARTIFACTS, `problems-${theme}.png`) });
+      await page.keyboard.press('Control+Shift+M');
+    },
+  },
+  {
     name: 'footprint panel',
     async run(page, theme) {
+      await openFile(page, 'train_fsdp2.py');
       await runCommand(page, 'FSDP: Estimate FSDP footprint');
       const frame = await panelFrame(page);
       await frame.waitForSelector('table', { timeout: 20_000 });

@@ -1,4 +1,4 @@
-import type { Range } from '../parsing/source';
+import type { Position, Range } from '../parsing/source';
 
 /**
  * What the scan finds in one Python file, as plain data with source ranges: the input of resolution, the
@@ -17,10 +17,32 @@ export interface FileFacts {
   annotations: AnnotationFact[];
   /** `# noqa` comments, by 0-based line: the codes listed, or null for a bare `# noqa`. */
   noqa: Record<number, string[] | null>;
-  /** Imports that matter to the analysis (FSDP modules), for rules that rewrite them. */
+  /** Every import binding of the file (rules read them to rewrite or add imports). */
   imports: ImportFact[];
+  /** The functions that hold wrap calls: their parameters, and whether this file calls them. */
+  functions: Record<string, FunctionFact>;
+  /** `MixedPrecisionPolicy(...)` / `MixedPrecision(...)` bound to a variable, and whether the variable is used again. */
+  mixedPrecision: MixedPrecisionFact[];
+  /** Classes a `ModuleList` / `Sequential` of this file repeats (`nn.ModuleList([Block(c) for _ in ...])`). */
+  blockClasses: string[];
   /** Problems that kept the scan from reading part of the file. */
   problems: ScanProblem[];
+}
+
+export interface FunctionFact {
+  line: number;
+  parameters: string[];
+  /** Called somewhere in this file (otherwise its callers live in other files). */
+  calledInFile: boolean;
+}
+
+export interface MixedPrecisionFact {
+  api: 'MixedPrecisionPolicy' | 'MixedPrecision';
+  variable: string | null;
+  line: number;
+  range: Range;
+  /** The variable is read after its assignment (passed on, directly or through another name). */
+  used: boolean;
 }
 
 export type WrapApi = 'fully_shard' | 'FSDP' | 'wrap';
@@ -42,6 +64,8 @@ export interface LoopFact {
   target: string;
   /** The iterable as written (`model.layers.items()`). */
   iterable: string;
+  /** Where the target is written (a fix may rewrite it). */
+  targetRange: Range;
   line: number;
   range: Range;
 }
@@ -57,6 +81,8 @@ export interface WrapCall {
   /** Source text of the wrapped expression (a list's text for `fully_shard([a, b])`). */
   target: string;
   targetRange: Range | null;
+  /** End of the last argument (where a fix appends `, name=value`), or null for an empty argument list. */
+  argumentsEnd: Position | null;
   /** The elements of a list argument (one unit holding all of them); a single-element list otherwise. */
   targets: string[];
   /** Module path of the wrapped object relative to a variable, with `*` for every child of a loop's iterable. */
@@ -87,6 +113,8 @@ export interface WrapCall {
   loopStatement: { start: number; end: number; range: Range; indent: string } | null;
   /** Read from code that does not parse yet (half-typed): only the callee and target are known. */
   incomplete?: boolean;
+  /** Why the call can never run, when the scan can tell (a condition that is always false). */
+  neverRuns?: string;
   /** Inside `with enable_wrap(...)` (FSDP1 manual wrapping): the options that block sets. */
   enableWrap?: Record<string, OptionFact>;
 }
@@ -164,13 +192,16 @@ export interface TrainingFact {
     | 'no_sync'
     | 'requires_gradient_sync'
     | 'grad_accum'
-    | 'set_reshard_after_backward';
+    | 'set_reshard_after_backward'
+    | 'clip_grad_norm';
   line: number;
   range: Range;
   text: string;
   options: Record<string, OptionFact>;
   /** The object acted on (`model`, `model.embed_tokens`). */
   target: string | null;
+  /** The callee, fully qualified when imported (`torch.nn.utils.clip_grad_norm_`). */
+  qualified: string;
   function: string | null;
 }
 
@@ -187,6 +218,10 @@ export interface ImportFact {
   local: string;
   qualified: string;
   line: number;
+  /** 1-based last line of the import statement (parenthesised imports span several). */
+  endLine: number;
+  /** At module level (not inside a function or class). */
+  topLevel: boolean;
   /** The `from` module's text and offsets (for rewriting a legacy path). */
   from?: { start: number; end: number; text: string; range: Range };
   legacy: boolean;
@@ -196,4 +231,24 @@ export interface ScanProblem {
   message: string;
   line: number | null;
   severity: 'error' | 'warning' | 'info';
+}
+
+/** Facts of a file with nothing in it (not analysed, or empty). */
+export function emptyFacts(path: string): FileFacts {
+  return {
+    path,
+    calls: [],
+    meshes: [],
+    optimizers: [],
+    models: [],
+    checkpointing: [],
+    training: [],
+    annotations: [],
+    noqa: {},
+    imports: [],
+    functions: {},
+    mixedPrecision: [],
+    blockClasses: [],
+    problems: [],
+  };
 }

@@ -12,8 +12,8 @@ export interface ImportBinding {
   line: number;
   /** Start offset of the import statement. */
   offset: number;
-  /** The import statement's range, for quick fixes that rewrite it. */
-  statement: { start: number; end: number };
+  /** The import statement's offsets and last line, for quick fixes that rewrite it or add after it. */
+  statement: { start: number; end: number; endLine: number; topLevel: boolean };
   /** The source text of the module path in `from X import ...`, for rewriting it. */
   fromNode?: { start: number; end: number; text: string };
 }
@@ -44,7 +44,12 @@ export function readImports(grammar: PythonGrammar, file: SourceFile): ImportTab
     if (!stmt || seen.has(stmt.startIndex)) continue;
     seen.add(stmt.startIndex);
     const line = stmt.startPosition.row + 1;
-    const statement = { start: stmt.startIndex, end: stmt.endIndex };
+    const statement = {
+      start: stmt.startIndex,
+      end: stmt.endIndex,
+      endLine: stmt.endPosition.row + 1,
+      topLevel: stmt.parent?.type === 'module',
+    };
     for (const m of query.matches(stmt)) {
       const cap = (name: string) => m.captures.find((c) => c.name === name)?.node;
       const module = cap('module');

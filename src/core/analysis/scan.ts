@@ -1,5 +1,5 @@
 import type { Node, PythonGrammar } from '../parsing/python';
-import { rangeOf, type SourceFile } from '../parsing/source';
+import { rangeOf, type Position, type SourceFile } from '../parsing/source';
 import {
   classifyApi,
   LEGACY_FSDP2_MODULES,
@@ -9,23 +9,34 @@ import {
   UNBOUND_FALLBACKS,
   type ApiKind,
 } from './apis';
-import type {
-  AnnotationFact,
-  CheckpointFact,
-  FileFacts,
-  ImportFact,
-  LoopFact,
-  MeshFact,
-  ModelFact,
-  OptimizerFact,
-  OptionFact,
-  TrainingFact,
-  WrapCall,
+import {
+  emptyFacts,
+  type AnnotationFact,
+  type CheckpointFact,
+  type FileFacts,
+  type FunctionFact,
+  type ImportFact,
+  type LoopFact,
+  type MeshFact,
+  type MixedPrecisionFact,
+  type ModelFact,
+  type OptimizerFact,
+  type OptionFact,
+  type TrainingFact,
+  type WrapCall,
 } from './facts';
 import { readImports, type ImportTable } from './imports';
 import { describe, interpretOption, lastSegment } from './options';
-import { conditionsOf, enclosingFunction, enclosingStatement, findBinding, qualifiedName } from './scope';
-import { dtypeOf, dottedText, Evaluator, toJson, type Val } from './values';
+import {
+  conditionParts,
+  conditionsOf,
+  enclosingFunction,
+  enclosingStatement,
+  findBinding,
+  parameterNames,
+  qualifiedName,
+} from './scope';
+import { dtypeOf, dottedText, Evaluator, toJson, truthy, type Val } from './values';
 
 /** Calls that are facts of the training setup rather than of FSDP itself. */
 const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpointing'> = {
@@ -38,6 +49,7 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
   no_sync: 'no_sync',
   set_requires_gradient_sync: 'requires_gradient_sync',
   set_reshard_after_backward: 'set_reshard_after_backward',
+  clip_grad_norm_: 'clip_grad_norm',
   bfloat16: 'cast',
   half: 'cast',
   gradient_checkpointing_enable: 'checkpointing',
@@ -48,17 +60,11 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
   const imports = readImports(grammar, file);
   const ev = new Evaluator(file, imports);
   const facts: FileFacts = {
-    path: file.path,
-    calls: [],
-    meshes: [],
-    optimizers: [],
-    models: [],
-    checkpointing: [],
-    training: [],
+    ...emptyFacts(file.path),
     annotations: readAnnotations(file),
     noqa: readNoqa(file),
     imports: importFacts(file, imports),
-    problems: [],
+    blockClasses: repeatedBlockClasses(file, ev),
   };
   if (file.root.hasError) {
     const err = firstError(file.root);
@@ -113,6 +119,10 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
         case 'optimizer':
           facts.optimizers.push(optimizerFact(file, ev, call, qualified));
           continue;
+        case 'MixedPrecisionPolicy':
+        case 'MixedPrecision':
+          facts.mixedPrecision.push(mixedPrecisionFact(file, call, api.kind));
+          continue;
         case 'checkpoint_wrapper':
         case 'apply_activation_checkpointing':
         case 'checkpoint':
@@ -132,7 +142,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
       facts.models.push(m);
       if (m.variable) modelVars.add(m.variable);
     } else {
-      const t = trainingFact(file, ev, call, kind, fn);
+      const t = trainingFact(file, ev, call, kind, fn, qualified);
       if (t) facts.training.push(t);
     }
   }
@@ -142,6 +152,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
     (a, b) => a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character,
   );
   linkRoots(file, facts.calls);
+  facts.functions = functionFacts(file, facts.calls);
   // Model construction sites: behind the wrapped variables, assigned to a `model`, or built on the meta device.
   const modelLines = new Set(facts.models.map((m) => m.line));
   const addModel = (m: ModelFact | null) => {
@@ -220,11 +231,11 @@ function readArgs(file: SourceFile, call: Node): Args {
 function readOptions(
   ev: Evaluator,
   args: Args,
-  kind: ApiKind,
+  kind: ApiKind | null,
   skip: string[],
 ): { options: Record<string, OptionFact>; unresolvedSplats: string[] } {
   const options: Record<string, OptionFact> = {};
-  const names = POSITIONAL_PARAMS[kind] ?? [];
+  const names = (kind && POSITIONAL_PARAMS[kind]) ?? [];
   const put = (name: string, node: Node, extra: Partial<OptionFact> = {}, val?: Val) => {
     if (skip.includes(name)) return;
     const value =
@@ -302,6 +313,7 @@ function wrapCall(
     calleeRange: rangeOf(fn),
     target: targetNode?.text ?? '',
     targetRange: targetNode ? rangeOf(targetNode) : null,
+    argumentsEnd: lastArgumentEnd(call),
     targets: targets.map((t) => t.text),
     paths: targets.map((t) => pathOf(file, t, loops.length ? call : null)),
     loop: loops[loops.length - 1] ?? null,
@@ -320,7 +332,37 @@ function wrapCall(
   };
   const enable = enableWrapOptions(file, ev, call, scope);
   if (enable) fact.enableWrap = enable;
+  const never = neverRunsReason(ev, call, scope);
+  if (never) fact.neverRuns = never;
   return fact;
+}
+
+/** Methods whose iteration yields `(name, value)` pairs, not modules. */
+const PAIR_ITERATORS = /\.(named_modules|named_children|named_parameters|named_buffers|items)\(\)$/;
+
+/** Why a call can never run: an enclosing condition that is always false. */
+function neverRunsReason(ev: Evaluator, call: Node, scope: Node | null): string | null {
+  for (const part of conditionParts(call, scope)) {
+    const v = truthy(ev.eval(part.node));
+    if (v !== undefined && v === part.negated)
+      return `the condition \`${part.node.text}\` is always ${v ? 'true' : 'false'} here`;
+    if (part.negated || part.node.type !== 'call') continue;
+    // `for m in model.named_modules(): if isinstance(m, Block)`: m is a (name, module) pair, never a Block.
+    const fn = part.node.childForFieldName('function');
+    const subject = part.node.childForFieldName('arguments')?.namedChild(0);
+    if (fn?.text !== 'isinstance' || subject?.type !== 'identifier') continue;
+    for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) {
+      if (p.type !== 'for_statement') continue;
+      const left = p.childForFieldName('left');
+      const right = p.childForFieldName('right');
+      if (left?.type === 'identifier' && left.text === subject.text && right) {
+        const it = right.text.trim();
+        if (PAIR_ITERATORS.test(it) || /^enumerate\(/.test(it))
+          return `\`for ${left.text} in ${it}\` yields (name, module) pairs, so \`${part.node.text}\` is never true`;
+      }
+    }
+  }
+  return null;
 }
 
 /** A wrap call in code that does not parse yet (`fully_shard(layer, mesh=` being typed): callee and target only. */
@@ -342,13 +384,7 @@ function incompleteWrapCall(
   if (loopNode) {
     const left = loopNode.childForFieldName('left');
     const right = loopNode.childForFieldName('right');
-    if (left && right)
-      loops.push({
-        target: left.text,
-        iterable: right.text,
-        line: file.line(loopNode),
-        range: rangeOf(loopNode),
-      });
+    if (left && right) loops.push(loopFact(file, loopNode, left, right));
   }
   const end = targetNode ?? open;
   const range = { start: rangeOf(id).start, end: rangeOf(end).end };
@@ -362,6 +398,7 @@ function incompleteWrapCall(
     calleeRange: rangeOf(id),
     target: targetNode?.text ?? '',
     targetRange: targetNode ? rangeOf(targetNode) : null,
+    argumentsEnd: targetNode ? rangeOf(targetNode).end : null,
     targets: targetNode ? [targetNode.text] : [],
     paths: targetNode
       ? [
@@ -385,6 +422,13 @@ function incompleteWrapCall(
     loopStatement: loopNode ? statementInfo(file, loopNode) : null,
     incomplete: true,
   };
+}
+
+function lastArgumentEnd(call: Node): Position | null {
+  const args = call.childForFieldName('arguments');
+  const last =
+    args?.type === 'argument_list' ? args.namedChildren.filter((c) => c.type !== 'comment').pop() : undefined;
+  return last ? rangeOf(last).end : null;
 }
 
 /** The options of an enclosing `with enable_wrap(wrapper_cls=FSDP, **kwargs):` block. */
@@ -440,6 +484,16 @@ function isMetaBlock(file: SourceFile, ev: Evaluator, stmt: Node): boolean {
   });
 }
 
+function loopFact(file: SourceFile, loop: Node, left: Node, right: Node): LoopFact {
+  return {
+    target: left.text,
+    iterable: right.text,
+    line: file.line(loop),
+    range: rangeOf(loop),
+    targetRange: rangeOf(left),
+  };
+}
+
 function loopsOf(file: SourceFile, node: Node, scope: Node | null): LoopFact[] {
   const loops: LoopFact[] = [];
   let child = node;
@@ -448,8 +502,7 @@ function loopsOf(file: SourceFile, node: Node, scope: Node | null): LoopFact[] {
       const body = p.childForFieldName('body');
       const left = p.childForFieldName('left');
       const right = p.childForFieldName('right');
-      if (body && child.id === body.id && left && right)
-        loops.unshift({ target: left.text, iterable: right.text, line: file.line(p), range: rangeOf(p) });
+      if (body && child.id === body.id && left && right) loops.unshift(loopFact(file, p, left, right));
     } else if (
       p.type === 'list_comprehension' ||
       p.type === 'generator_expression' ||
@@ -460,13 +513,7 @@ function loopsOf(file: SourceFile, node: Node, scope: Node | null): LoopFact[] {
         for (const clause of p.namedChildren.filter((c) => c.type === 'for_in_clause')) {
           const left = clause.childForFieldName('left');
           const right = clause.childForFieldName('right');
-          if (left && right)
-            loops.unshift({
-              target: left.text,
-              iterable: right.text,
-              line: file.line(clause),
-              range: rangeOf(clause),
-            });
+          if (left && right) loops.unshift(loopFact(file, clause, left, right));
         }
       }
     } else if (p.type === 'function_definition' || p.type === 'class_definition') break;
@@ -778,7 +825,7 @@ function optimizerFact(file: SourceFile, ev: Evaluator, call: Node, qualified: s
     paramsText: paramsNode?.text ?? '',
     target,
     function: scope ? qualifiedName(scope) : null,
-    options: readOptions(ev, { ...args, positional: [] }, 'optimizer', ['params']).options,
+    options: readOptions(ev, { ...args, positional: [] }, null, ['params']).options,
   };
 }
 
@@ -797,12 +844,8 @@ function checkpointFact(
     text: call.text.length > 200 ? call.text.slice(0, 200) + '…' : call.text,
     loop: loops[loops.length - 1] ?? null,
     function: scope ? qualifiedName(scope) : null,
-    options: readOptions(
-      ev,
-      readArgs(file, call),
-      api === 'gradient_checkpointing_enable' ? 'optimizer' : (api as ApiKind),
-      [],
-    ).options,
+    options: readOptions(ev, readArgs(file, call), api === 'gradient_checkpointing_enable' ? null : api, [])
+      .options,
   };
 }
 
@@ -816,7 +859,7 @@ function modelFact(file: SourceFile, ev: Evaluator, call: Node, qualified: strin
   const args = readArgs(file, call);
   const idNode = args.keywords.get('pretrained_model_name_or_path') ?? args.positional[0] ?? null;
   const id = idNode ? ev.eval(idNode) : null;
-  const { options } = readOptions(ev, args, 'optimizer', []);
+  const { options } = readOptions(ev, args, null, []);
   const dtypeNode = args.keywords.get('torch_dtype') ?? args.keywords.get('dtype');
   const parent = call.parent;
   const scope = enclosingFunction(call);
@@ -896,31 +939,116 @@ function trainingFact(
   call: Node,
   kind: TrainingFact['kind'],
   fn: Node,
+  qualified: string,
 ): TrainingFact | null {
   const args = readArgs(file, call);
   const scope = enclosingFunction(call);
   const obj = fn.type === 'attribute' ? fn.childForFieldName('object') : null;
   let target: string | null = obj?.text ?? null;
-  if (kind === 'cast') {
-    // `.bfloat16()` / `.half()` on a module; `torch.bfloat16` refs are not calls, so only method calls reach here.
-    if (!obj || fn.type !== 'attribute') return null;
-  }
+  // `.bfloat16()` / `.half()` casts are method calls on a module.
+  if (kind === 'cast' && !obj) return null;
   if (kind === 'freeze') {
     const a = args.positional[0] ?? args.keywords.get('requires_grad');
-    const v = a ? ev.eval(a) : { k: 'bool' as const, v: true };
+    const v = a ? ev.eval(a) : ({ k: 'bool', v: true } as const);
     if (!(v.k === 'bool' && v.v === false)) return null;
   }
   if (kind === 'peft') target = args.positional[0]?.text ?? null;
+  if (kind === 'clip_grad_norm' && !qualified.startsWith('torch.')) target = obj?.text ?? null;
+  else if (kind === 'clip_grad_norm')
+    target = parametersOwner(args.keywords.get('parameters') ?? args.positional[0]);
   return {
     kind,
     line: file.line(call),
     range: rangeOf(call),
     text: call.text.length > 200 ? call.text.slice(0, 200) + '…' : call.text,
-    options: readOptions(ev, args, kind === 'lora' || kind === 'quantization' ? 'optimizer' : 'optimizer', [])
-      .options,
+    options: readOptions(ev, args, null, []).options,
     target,
+    qualified,
     function: scope ? qualifiedName(scope) : null,
   };
+}
+
+/** `model` in `model.parameters()` (or a comprehension / filter over it). */
+function parametersOwner(node: Node | undefined): string | null {
+  if (!node) return null;
+  const calls =
+    node.type === 'call' ? [node, ...node.descendantsOfType('call')] : node.descendantsOfType('call');
+  for (const c of calls) {
+    const f = c.childForFieldName('function');
+    const attr = f?.type === 'attribute' ? f.childForFieldName('attribute')?.text : undefined;
+    if (f && (attr === 'parameters' || attr === 'named_parameters'))
+      return f.childForFieldName('object')?.text ?? null;
+  }
+  return null;
+}
+
+function mixedPrecisionFact(
+  file: SourceFile,
+  call: Node,
+  api: 'MixedPrecisionPolicy' | 'MixedPrecision',
+): MixedPrecisionFact {
+  const parent = call.parent;
+  const left =
+    parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
+      ? parent.childForFieldName('left')
+      : null;
+  const variable = left?.type === 'identifier' ? left.text : null;
+  let used = true;
+  if (variable && parent) {
+    const scope = enclosingFunction(call);
+    const end = scope ? scope.endIndex : file.text.length;
+    // Read again after the assignment (module-level variables may be read by functions defined earlier, too).
+    const from = scope ? parent.endIndex : 0;
+    used = file
+      .identifiers(variable, from, end)
+      .some((id) => id.startIndex !== left!.startIndex && !isAssignedName(id));
+  }
+  return { api, variable, line: file.line(call), range: rangeOf(call), used };
+}
+
+function isAssignedName(id: Node): boolean {
+  const p = id.parent;
+  return p?.type === 'assignment' && p.childForFieldName('left')?.id === id.id;
+}
+
+/** Classes repeated by `nn.ModuleList([Block(cfg) for _ in range(n)])` and the `Sequential` equivalent. */
+function repeatedBlockClasses(file: SourceFile, ev: Evaluator): string[] {
+  const out = new Set<string>();
+  for (const word of ['ModuleList', 'Sequential']) {
+    for (const id of file.identifiers(word)) {
+      const call = callOf(id);
+      const arg = call && readArgs(file, call).positional[0];
+      const comp =
+        arg?.type === 'list_comprehension' || arg?.type === 'generator_expression'
+          ? arg
+          : call?.childForFieldName('arguments')?.type === 'generator_expression'
+            ? call.childForFieldName('arguments')
+            : null;
+      const body = comp?.childForFieldName('body');
+      const fn = body?.type === 'call' ? body.childForFieldName('function') : null;
+      if (!fn) continue;
+      const name = lastSegment(ev.calleeName(fn));
+      if (/^[A-Z]/.test(name)) out.add(name);
+    }
+  }
+  return [...out];
+}
+
+/** The functions holding wrap calls: their parameters and whether this file calls them. */
+function functionFacts(file: SourceFile, calls: WrapCall[]): Record<string, FunctionFact> {
+  const out: Record<string, FunctionFact> = {};
+  for (const c of calls) {
+    if (!c.function || out[c.function]) continue;
+    const node = file.root.descendantForIndex(c.statement.start, c.statement.start + 1);
+    const fn = node && enclosingFunction(node);
+    const name = fn?.childForFieldName('name')?.text;
+    if (!fn || !name) continue;
+    const calledInFile = file
+      .identifiers(name)
+      .some((id) => (id.startIndex < fn.startIndex || id.startIndex >= fn.endIndex) && callOf(id) !== null);
+    out[c.function] = { line: file.line(fn), parameters: parameterNames(fn), calledInFile };
+  }
+  return out;
 }
 
 /** `p.requires_grad = False` in a loop over `X.parameters()`: X is frozen. */
@@ -948,6 +1076,7 @@ function frozenAssignments(file: SourceFile): TrainingFact[] {
       range: rangeOf(assign),
       text: loop ? `for ${loop.target} in ${loop.iterable}: ${assign.text}` : assign.text,
       options: {},
+      qualified: 'requires_grad',
       target,
       function: scope ? qualifiedName(scope) : null,
     });
@@ -961,21 +1090,17 @@ function importFacts(file: SourceFile, imports: ImportTable): ImportFact[] {
     const api = classifyApi(b.qualified);
     const fromLegacy = b.fromNode && LEGACY_FSDP2_MODULES.includes(b.fromNode.text.replace(/\s+/g, ''));
     const moduleLegacy = b.isModule && LEGACY_FSDP2_MODULES.includes(b.qualified);
-    if (!api && !fromLegacy && !moduleLegacy && !b.qualified.startsWith('torch.distributed')) continue;
     const fact: ImportFact = {
       local: b.local,
       qualified: b.qualified,
       line: b.line,
+      endLine: b.statement.endLine,
+      topLevel: b.statement.topLevel,
       legacy: !!(api?.legacy || fromLegacy || moduleLegacy),
     };
     if (b.fromNode) {
       const node = file.root.descendantForIndex(b.fromNode.start, b.fromNode.end);
-      fact.from = {
-        ...b.fromNode,
-        range: node
-          ? rangeOf(node)
-          : { start: { line: b.line - 1, character: 0 }, end: { line: b.line - 1, character: 0 } },
-      };
+      if (node) fact.from = { ...b.fromNode, range: rangeOf(node) };
     } else if (moduleLegacy) {
       const stmt = file.root.descendantForIndex(b.statement.start, b.statement.start + 1);
       const dotted = stmt ? findDotted(stmt, b.qualified) : null;

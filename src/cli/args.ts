@@ -1,0 +1,15 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { UsageError } from './cli';
+
+/** `util.parseArgs` with usage errors the CLI reports as such. */
+export function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(
+  args: string[],
+  options: T,
+  command: string,
+) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError(`${command}: ${e instanceof Error ? e.message.replace(/^.*?: /, '') : String(e)}`);
+  }
+}

@@ -1,0 +1,52 @@
+import type { Rule } from './types';
+
+/** The anchor of a rule's section in docs/rules.md (GitHub's heading slugs). */
+export function ruleAnchor(rule: Rule): string {
+  return `${rule.id}-${rule.name}`.toLowerCase();
+}
+
+/** docs/rules.md, generated from the registry (a test keeps the file in step). */
+export function renderRulesDoc(rules: readonly Rule[]): string {
+  const out: string[] = [
+    '# FSDP Lens rules',
+    '',
+    '<!-- Generated from src/core/lint/rules by `npm run docs:rules`; edit the rules, not this file. -->',
+    '',
+    'Each rule has an id, a default severity, and a quick fix where one is safe. Change a severity or turn a rule off',
+    'with the `fsdpLens.lint.rules` setting (`{"FSDP004": "warning", "FSDP005": "off"}`) or `--rule ID=SEVERITY` on',
+    'the command line; suppress one finding with `# noqa: FSDP001` (or a bare `# noqa`) on its line.',
+    '',
+    '| Rule | Title | Default | Quick fix |',
+    '|---|---|---|---|',
+    ...rules.map(
+      (r) => `| [${r.id}](#${ruleAnchor(r)}) | ${r.title} | ${r.defaultSeverity} | ${r.fix ? 'yes' : 'no'} |`,
+    ),
+    '',
+  ];
+  for (const r of rules) {
+    out.push(
+      `## ${r.id} ${r.name}`,
+      '',
+      `**${r.title}.** Default severity: ${r.defaultSeverity}.`,
+      '',
+      r.rationale,
+      '',
+    );
+    out.push(
+      'Wrong:',
+      '',
+      '```python',
+      r.example.bad,
+      '```',
+      '',
+      'Right:',
+      '',
+      '```python',
+      r.example.good,
+      '```',
+      '',
+    );
+    if (r.fix) out.push(`Quick fix: ${r.fix}`, '');
+  }
+  return out.join('\n');
+}

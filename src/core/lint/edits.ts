@@ -1,0 +1,94 @@
+import type { Position, Range } from '../parsing/source';
+import type { TextEdit } from './types';
+
+/** Text helpers for building fixes from the original source. */
+export class TextIndex {
+  private readonly lineStarts: number[] = [0];
+
+  constructor(readonly text: string) {
+    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) this.lineStarts.push(i + 1);
+  }
+
+  offsetAt(p: Position): number {
+    const start = this.lineStarts[p.line] ?? this.text.length;
+    return Math.min(start + p.character, this.text.length);
+  }
+
+  positionAt(offset: number): Position {
+    let lo = 0;
+    let hi = this.lineStarts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.lineStarts[mid]! <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return { line: lo, character: offset - this.lineStarts[lo]! };
+  }
+
+  lineText(line: number): string {
+    const start = this.lineStarts[line] ?? this.text.length;
+    const next = this.lineStarts[line + 1];
+    return this.text.slice(start, next === undefined ? undefined : next - 1).replace(/\r$/, '');
+  }
+
+  /** End of a line's content (before `\r\n` / `\n`). */
+  lineEnd(line: number): Position {
+    return { line, character: this.lineText(line).length };
+  }
+
+  lineCount(): number {
+    return this.lineStarts.length;
+  }
+
+  slice(r: Range): string {
+    return this.text.slice(this.offsetAt(r.start), this.offsetAt(r.end));
+  }
+
+  /** The line break style of the file. */
+  eol(): string {
+    return this.text.includes('\r\n') ? '\r\n' : '\n';
+  }
+
+  /** Whole lines from `range.start.line` to `range.end.line`, including the final line break. */
+  wholeLines(range: Range): Range {
+    const end =
+      range.end.line + 1 < this.lineCount()
+        ? { line: range.end.line + 1, character: 0 }
+        : this.lineEnd(range.end.line);
+    return { start: { line: range.start.line, character: 0 }, end };
+  }
+}
+
+/** Inserts `lines` (already indented) as new lines after the statement that ends on `afterLine`. */
+export function insertLinesAfter(index: TextIndex, afterLine: number, lines: string[]): TextEdit {
+  const eol = index.eol();
+  const at = index.lineEnd(afterLine);
+  return { range: { start: at, end: at }, newText: lines.map((l) => eol + l).join('') };
+}
+
+/** Moves whole lines `from` to after the line `afterLine`, re-indented to `indent`. */
+export function moveLines(
+  index: TextIndex,
+  from: Range,
+  afterLine: number,
+  fromIndent: string,
+  indent: string,
+): TextEdit[] {
+  const lines: string[] = [];
+  for (let l = from.start.line; l <= from.end.line; l++) {
+    const t = index.lineText(l);
+    lines.push(t.startsWith(fromIndent) ? indent + t.slice(fromIndent.length) : t);
+  }
+  return [{ range: index.wholeLines(from), newText: '' }, insertLinesAfter(index, afterLine, lines)];
+}
+
+/** Applies non-overlapping edits to `text` (in any order). */
+export function applyEdits(text: string, edits: TextEdit[]): string {
+  const index = new TextIndex(text);
+  const sorted = edits
+    .map((e) => ({ start: index.offsetAt(e.range.start), end: index.offsetAt(e.range.end), text: e.newText }))
+    .sort((a, b) => b.start - a.start || b.end - a.end);
+  let out = text;
+  for (const e of sorted) out = out.slice(0, e.start) + e.text + out.slice(e.end);
+  return out;
+}

@@ -1,0 +1,63 @@
+import { TextIndex } from './edits';
+import { RULES } from './registry';
+import type { Finding, Fix, Rule, RuleContext } from './types';
+
+/**
+ * Runs every enabled rule over a file's facts; `# noqa` comments suppress findings. A rule that throws on odd input
+ * is skipped so that linting never fails as a whole (tests set FSDP_LENS_STRICT_RULES to see the exception).
+ */
+export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Finding[] {
+  const findings: Finding[] = [];
+  const index = new TextIndex(ctx.text);
+  for (const rule of rules) {
+    const severity = ctx.options.rules[rule.id] ?? rule.defaultSeverity;
+    if (severity === 'off') continue;
+    let drafts;
+    try {
+      drafts = rule.check(ctx);
+    } catch (e) {
+      if (process.env.FSDP_LENS_STRICT_RULES) throw e;
+      continue;
+    }
+    for (const d of drafts) {
+      if (isSuppressed(ctx, rule.id, d.range.start.line, d.range.end.line)) continue;
+      findings.push({
+        ...d,
+        rule: rule.id,
+        severity,
+        fixes: [...d.fixes, noqaFix(index, rule.id, d.range.start.line)],
+      });
+    }
+  }
+  return findings.sort(
+    (a, b) => a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character,
+  );
+}
+
+function isSuppressed(ctx: RuleContext, id: string, first: number, last: number): boolean {
+  for (let l = first; l <= last; l++) {
+    const codes = ctx.facts.noqa[l];
+    if (codes === null) return true;
+    if (codes?.includes(id)) return true;
+  }
+  return false;
+}
+
+/** Adds `# noqa: ID` at the end of the line (or the id to an existing `# noqa: ...` list). */
+export function noqaFix(index: TextIndex, id: string, line: number): Fix {
+  const text = index.lineText(line);
+  const m = /#\s*noqa:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)/i.exec(text);
+  if (m) {
+    const end = { line, character: m.index + m[0].length };
+    return {
+      title: `Suppress ${id} on this line`,
+      edits: [{ range: { start: end, end }, newText: `, ${id}` }],
+    };
+  }
+  const end = index.lineEnd(line);
+  const sep = text.trimEnd().length < text.length ? '' : '  ';
+  return {
+    title: `Suppress ${id} on this line (# noqa: ${id})`,
+    edits: [{ range: { start: end, end }, newText: `${sep}# noqa: ${id}` }],
+  };
+}

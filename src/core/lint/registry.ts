@@ -1,0 +1,23 @@
+import { missingRootWrap } from './rules/fsdp001-missing-root-wrap';
+import { rootBeforeChildren } from './rules/fsdp002-root-before-children';
+import { fsdp1WithoutPolicy } from './rules/fsdp003-fsdp1-without-policy';
+import { optimizerBeforeWrap } from './rules/fsdp004-optimizer-before-wrap';
+import { legacyImport } from './rules/fsdp005-legacy-import';
+import { unusedMixedPrecision } from './rules/fsdp007-unused-mixed-precision';
+import { wrapNeverRuns } from './rules/fsdp008-wrap-never-runs';
+import type { Rule } from './types';
+
+/** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
+export const RULES: readonly Rule[] = [
+  missingRootWrap,
+  rootBeforeChildren,
+  fsdp1WithoutPolicy,
+  optimizerBeforeWrap,
+  legacyImport,
+  unusedMixedPrecision,
+  wrapNeverRuns,
+];
+
+export function ruleById(id: string): Rule | undefined {
+  return RULES.find((r) => r.id === id);
+}

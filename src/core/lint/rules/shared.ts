@@ -1,0 +1,59 @@
+import type { FileFacts, WrapCall } from '../../analysis/facts';
+
+/** Unit wraps of parts of one object (`model`), in one function, with no wrap of the object itself. */
+export interface UnrootedGroup {
+  base: string[];
+  function: string | null;
+  calls: WrapCall[];
+}
+
+/** The expression that denotes the object a path starts from: `model`, or `self.model` inside a method. */
+export function rootExpression(base: string[]): string {
+  return base.join('.');
+}
+
+function basePath(c: WrapCall): string[] | null {
+  const p = c.paths[0];
+  if (!p?.length) return null;
+  const n = p[0] === 'self' ? 2 : 1;
+  if (p.length <= n) return null;
+  const base = p.slice(0, n);
+  return base.every((s) => /^[A-Za-z_]\w*$/.test(s)) ? base : null;
+}
+
+/**
+ * Groups of wraps of blocks (in a loop, or of an attribute of a variable) that no call in the file wraps as a root.
+ * A group in a function that takes the object as a parameter and that nothing in this file calls is left alone:
+ * its callers, in other files, may wrap the root.
+ */
+export function unitCallsWithoutRoot(facts: FileFacts): UnrootedGroup[] {
+  const childOfRoot = new Set(facts.calls.flatMap((c) => c.children));
+  const groups = new Map<string, UnrootedGroup>();
+  facts.calls.forEach((c, i) => {
+    if (c.isRoot || childOfRoot.has(i) || c.incomplete || c.neverRuns) return;
+    const base = basePath(c);
+    if (!base) return;
+    const fn = c.function ? facts.functions[c.function] : undefined;
+    if (fn && !fn.calledInFile && base[0] !== 'self' && fn.parameters.includes(base[0]!)) return;
+    const key = `${c.function ?? ''}\u0000${base.join('.')}`;
+    const g = groups.get(key);
+    if (g) g.calls.push(c);
+    else groups.set(key, { base, function: c.function, calls: [c] });
+  });
+  return [...groups.values()];
+}
+
+/** A call's options as they would be written again (`mesh=mesh`, `**fsdp_config`), minus `exclude`. */
+export function callOptionsText(c: WrapCall, exclude: string[]): string[] {
+  const out: string[] = [];
+  const splats = new Set<string>();
+  for (const [name, o] of Object.entries(c.options)) {
+    if (o.via) {
+      splats.add(o.via);
+      continue;
+    }
+    if (!exclude.includes(name)) out.push(`${name}=${o.text}`);
+  }
+  for (const s of c.unresolvedSplats) splats.add(`**${s}`);
+  return [...out, ...splats];
+}

@@ -1,0 +1,64 @@
+import type { FileFacts } from '../analysis/facts';
+import type { Range } from '../parsing/source';
+
+export type Severity = 'error' | 'warning' | 'info' | 'hint';
+export type SeveritySetting = Severity | 'off';
+
+/** A replacement of a range of the original text. */
+export interface TextEdit {
+  range: Range;
+  newText: string;
+}
+
+/** A fix a user can choose; never applied without them. */
+export interface Fix {
+  title: string;
+  edits: TextEdit[];
+  /** The fix an editor offers first (one per finding). */
+  preferred?: boolean;
+}
+
+export interface Finding {
+  rule: string;
+  severity: Severity;
+  range: Range;
+  message: string;
+  fixes: Fix[];
+  /** Other places that explain the finding (the blocks wrapped, the optimizer line...). */
+  related?: { range: Range; message: string }[];
+}
+
+/** Options every rule may read; each comes from a setting, a flag or its default. */
+export interface LintOptions {
+  /** The oldest PyTorch the project must run on (`2.4`); decides whether the legacy FSDP2 path is a finding. */
+  minTorchVersion: string;
+  /** Per-rule severity or `off`. */
+  rules: Record<string, SeveritySetting>;
+}
+
+export const DEFAULT_LINT_OPTIONS: LintOptions = { minTorchVersion: '2.6', rules: {} };
+
+export interface RuleContext {
+  facts: FileFacts;
+  text: string;
+  options: LintOptions;
+}
+
+/** A draft finding: the runner adds the rule id, the severity in force and the suppression fix. */
+export type Draft = Omit<Finding, 'rule' | 'severity'>;
+
+export interface Rule {
+  /** FSDP001 … */
+  id: string;
+  /** kebab-case name (`missing-root-wrap`), also the documentation anchor's suffix. */
+  name: string;
+  title: string;
+  defaultSeverity: Severity;
+  /** Why it matters: what goes wrong at run time and what it costs (Markdown). */
+  rationale: string;
+  /** A minimal wrong example and its correction (Python). */
+  example: { bad: string; good: string };
+  /** What the quick fix does, if there is one. */
+  fix?: string;
+  check(ctx: RuleContext): Draft[];
+}

@@ -1,0 +1,279 @@
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import Ajv from 'ajv';
+import { renderRulesDoc } from '../../src/core/lint/docs';
+import { applyEdits } from '../../src/core/lint/edits';
+import { lintFacts } from '../../src/core/lint/lint';
+import { RULES } from '../../src/core/lint/registry';
+import { toSarif } from '../../src/core/lint/sarif';
+import { DEFAULT_LINT_OPTIONS, type Finding, type LintOptions } from '../../src/core/lint/types';
+import { fixture, ROOT, scanSource } from './helpers';
+
+process.env.FSDP_LENS_STRICT_RULES = '1';
+
+async function lint(text: string, options: Partial<LintOptions> = {}): Promise<Finding[]> {
+  const facts = await scanSource(text);
+  return lintFacts({ facts, text, options: { ...DEFAULT_LINT_OPTIONS, ...options } });
+}
+
+async function lintFixture(name: string, options: Partial<LintOptions> = {}) {
+  const text = fixture(`lint/${name}`);
+  return { text, findings: await lint(text, options) };
+}
+
+function preferredFix(f: Finding) {
+  const fix = f.fixes.find((x) => x.preferred);
+  assert.ok(fix, `${f.rule} has a preferred fix`);
+  return fix;
+}
+
+describe('lint rules', () => {
+  it('FSDP001: blocks wrapped, model not: fires on the block wrap, fix inserts the root wrap with the same options', async () => {
+    const { text, findings } = await lintFixture('fsdp001_bad.py');
+    assert.deepEqual(
+      findings.map((f) => f.rule),
+      ['FSDP001'],
+    );
+    const f = findings[0]!;
+    assert.equal(f.severity, 'error');
+    assert.equal(f.range.start.line, 7);
+    assert.match(f.message, /replicated on every GPU with their gradients never reduced across ranks/);
+    const fixed = applyEdits(text, preferredFix(f).edits);
+    assert.equal(
+      fixed.split('\n').slice(6, 9).join('\n'),
+      [
+        '    for layer in model.layers:',
+        '        fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=True)',
+        '    fully_shard(model, mesh=mesh, mp_policy=mp)',
+      ].join('\n'),
+    );
+    assert.deepEqual(
+      (await lint(fixed)).map((x) => x.rule),
+      [],
+      'the fixed file is clean',
+    );
+  });
+
+  it('FSDP001: quiet when the root is wrapped, and for block-only helpers whose callers live elsewhere', async () => {
+    assert.deepEqual((await lintFixture('fsdp001_good.py')).findings, []);
+  });
+
+  it('FSDP001: FSDP1 per-block wraps in a method; the fix assigns the root wrap', async () => {
+    const { text, findings } = await lintFixture('fsdp001_fsdp1_bad.py');
+    assert.deepEqual(
+      findings.map((f) => f.rule),
+      ['FSDP001'],
+    );
+    const fixed = applyEdits(text, preferredFix(findings[0]!).edits);
+    assert.match(fixed, /\n {8}self\.model = FSDP\(self\.model, use_orig_params=True\)\n {8}self\.optimizer/);
+  });
+
+  it('FSDP002: root wrapped before its children; the fix moves it after the loop', async () => {
+    const { text, findings } = await lintFixture('fsdp002_bad.py');
+    assert.deepEqual(
+      findings.map((f) => f.rule),
+      ['FSDP002'],
+    );
+    assert.equal(
+      applyEdits(text, preferredFix(findings[0]!).edits),
+      'from torch.distributed.fsdp import fully_shard\n\nmodel = build()\nfor layer in model.layers:\n    fully_shard(layer)\nfully_shard(model)\n',
+    );
+  });
+
+  it('FSDP003: FSDP1 with no policy on a catalog model; the fix adds the transformer policy and imports', async () => {
+    const { text, findings } = await lintFixture('fsdp003_bad.py');
+    assert.deepEqual(
+      findings.map((f) => f.rule),
+      ['FSDP003'],
+    );
+    assert.match(findings[0]!.message, /MistralDecoderLayer/);
+    const fixed = applyEdits(text, preferredFix(findings[0]!).edits);
+    assert.match(fixed, /^import functools$/m);
+    assert.match(fixed, /^from torch\.distributed\.fsdp\.wrap import transformer_auto_wrap_policy$/m);
+    assert.match(fixed, /^from transformers\.models\.mistral\.modeling_mistral import MistralDecoderLayer$/m);
+    assert.match(
+      fixed,
+      /model = FSDP\(model, auto_wrap_policy=functools\.partial\(transformer_auto_wrap_policy, transformer_layer_cls=\{MistralDecoderLayer\}\), mixed_precision=/,
+    );
+    assert.deepEqual(await lint(fixed), []);
+    assert.deepEqual((await lintFixture('fsdp003_good.py')).findings, []);
+  });
+
+  it('FSDP004: optimizer before wrapping; the fix moves it after the root wrap', async () => {
+    const { text, findings } = await lintFixture('fsdp004_bad.py');
+    assert.deepEqual(
+      findings.map((f) => f.rule),
+      ['FSDP004'],
+    );
+    assert.equal(applyEdits(text, preferredFix(findings[0]!).edits), fixture('lint/fsdp004_good.py'));
+    assert.deepEqual((await lintFixture('fsdp004_good.py')).findings, []);
+  });
+
+  it('FSDP004: no move when something reads the optimizer before the wrap', async () => {
+    const text =
+      'from torch.distributed.fsdp import fully_shard\nopt = torch.optim.SGD(model.parameters())\nsched = make(opt)\nfully_shard(model)\n';
+    const findings = await lint(text);
+    assert.deepEqual(
+      findings.map((f) => f.rule),
+      ['FSDP004'],
+    );
+    assert.equal(findings[0]!.fixes.filter((f) => f.preferred).length, 0);
+  });
+
+  it('FSDP005: legacy path rewritten; quiet with an older minimum PyTorch', async () => {
+    const { text, findings } = await lintFixture('fsdp005_bad.py');
+    assert.deepEqual(
+      findings.map((f) => f.rule),
+      ['FSDP005', 'FSDP005'],
+    );
+    const fixed = applyEdits(
+      text,
+      findings.flatMap((f) => preferredFix(f).edits),
+    );
+    assert.match(fixed, /^from torch\.distributed\.fsdp import fully_shard, MixedPrecisionPolicy$/m);
+    assert.match(fixed, /^import torch\.distributed\.fsdp as cfsdp$/m);
+    assert.deepEqual((await lintFixture('fsdp005_bad.py', { minTorchVersion: '2.5' })).findings, []);
+  });
+
+  it('FSDP007: a mixed-precision policy that is never passed; quiet when passed', async () => {
+    const { findings } = await lintFixture('fsdp007_bad.py');
+    assert.deepEqual(
+      findings.map((f) => f.rule),
+      ['FSDP007'],
+    );
+    assert.deepEqual((await lintFixture('fsdp001_good.py')).findings, []);
+  });
+
+  it('FSDP008: isinstance on named_modules() pairs and an always-false flag; quiet on the correct loop', async () => {
+    const { findings } = await lintFixture('fsdp008_bad.py');
+    assert.deepEqual(
+      findings.map((f) => [f.rule, f.range.start.line + 1]),
+      [
+        ['FSDP008', 7],
+        ['FSDP008', 11],
+      ],
+    );
+    assert.match(findings[0]!.message, /yields \(name, module\) pairs/);
+    const fixed = applyEdits(fixture('lint/fsdp008_bad.py'), preferredFix(findings[0]!).edits);
+    assert.match(fixed, /for _, m in model\.named_modules\(\):/);
+    assert.equal(
+      findings[1]!.fixes.filter((f) => f.preferred).length,
+      0,
+      'no automatic fix for an always-false flag',
+    );
+    assert.deepEqual((await lintFixture('fsdp008_good.py')).findings, []);
+  });
+
+  it('every correct fixture of the project is quiet', async () => {
+    for (const f of [
+      'scan/torchtitan_style.py',
+      'scan/hf_fsdp1.py',
+      'scan/named_modules.py',
+      'scan/forms.py',
+      'scan/fsdp1_forms.py',
+    ]) {
+      const text = fixture(f);
+      assert.deepEqual(
+        (await lint(text)).map((x) => `${x.rule}:${x.range.start.line + 1}`),
+        [],
+        f,
+      );
+    }
+  });
+});
+
+describe('suppression and settings', () => {
+  it('honours # noqa: CODE and a bare # noqa', async () => {
+    assert.deepEqual((await lintFixture('noqa.py')).findings, []);
+  });
+
+  it('offers a fix that adds # noqa: CODE', async () => {
+    const { text, findings } = await lintFixture('fsdp007_bad.py');
+    const fix = findings[0]!.fixes.find((f) => /Suppress/.test(f.title))!;
+    const fixed = applyEdits(text, fix.edits);
+    assert.match(fixed.split('\n')[3]!, /\)  # noqa: FSDP007$/);
+    assert.deepEqual(await lint(fixed), []);
+  });
+
+  it('changes a severity or turns a rule off', async () => {
+    const text = fixture('lint/fsdp007_bad.py');
+    assert.equal((await lint(text, { rules: { FSDP007: 'error' } }))[0]?.severity, 'error');
+    assert.deepEqual(await lint(text, { rules: { FSDP007: 'off' } }), []);
+  });
+});
+
+describe('rules documentation', () => {
+  it('docs/rules.md is generated from the registry (run `npm run docs:rules` after changing a rule)', () => {
+    const doc = fs.readFileSync(path.join(ROOT, 'docs', 'rules.md'), 'utf8');
+    assert.equal(doc, renderRulesDoc(RULES));
+  });
+
+  it('every rule has an id, a name, a rationale and both examples', () => {
+    const ids = new Set<string>();
+    for (const r of RULES) {
+      assert.match(r.id, /^FSDP\d{3}$/);
+      assert.ok(!ids.has(r.id), `duplicate ${r.id}`);
+      ids.add(r.id);
+      assert.match(r.name, /^[a-z0-9-]+$/);
+      assert.ok(r.rationale.length > 100 && r.example.bad && r.example.good);
+    }
+  });
+});
+
+describe('SARIF', () => {
+  it('validates against the SARIF 2.1.0 schema, with rules and help links', async () => {
+    const { findings } = await lintFixture('fsdp001_bad.py');
+    const log = toSarif([{ uri: 'train/fsdp001_bad.py', findings }], RULES, {
+      version: '1.2.3',
+      docsUrl: 'https://example.org/rules.md',
+    });
+    const schemaPath = require.resolve('@microsoft/sarif-matcher-utils/lib/schemas/sarif-2.1.0-rtm.5.json', {
+      paths: [ROOT],
+    });
+    const schema = JSON.parse(fs.readFileSync(schemaPath, 'utf8')) as Record<string, unknown>;
+    // The published schema names itself with draft-04's `id`; Ajv (draft-07) wants `$id`.
+    delete schema.$schema;
+    if (typeof schema.id === 'string') {
+      schema.$id = schema.id;
+      delete schema.id;
+    }
+    const ajv = new Ajv({ strict: false, allErrors: true, unicodeRegExp: false });
+    const validate = ajv.compile(schema);
+    assert.ok(validate(log), JSON.stringify(validate.errors, null, 2));
+    // The validator does check: a result without a message, or a run without its tool, is rejected.
+    assert.equal(validate({ ...log, runs: [{ ...log.runs[0], tool: undefined }] }), false);
+    assert.equal(
+      validate({ version: '2.1.0', runs: [{ tool: log.runs[0]!.tool, results: [{ ruleId: 'FSDP001' }] }] }),
+      false,
+    );
+    const run = log.runs[0]!;
+    assert.equal(run.tool.driver.rules?.length, RULES.length);
+    assert.equal(
+      run.tool.driver.rules?.[0]?.helpUri,
+      'https://example.org/rules.md#fsdp001-missing-root-wrap',
+    );
+    const r = run.results![0]!;
+    assert.equal(r.ruleId, 'FSDP001');
+    assert.equal(r.level, 'error');
+    assert.deepEqual(r.locations![0]!.physicalLocation!.region, {
+      startLine: 8,
+      startColumn: 9,
+      endLine: 8,
+      endColumn: 80,
+    });
+  });
+});
+
+describe('extension manifest', () => {
+  it('offers a severity setting for every rule', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      contributes: {
+        configuration: { properties: Record<string, { properties?: Record<string, unknown> }> };
+      };
+    };
+    const props = pkg.contributes.configuration.properties['fsdpLens.lint.rules']?.properties ?? {};
+    assert.deepEqual(Object.keys(props).sort(), RULES.map((r) => r.id).sort());
+  });
+});
