@@ -193,7 +193,7 @@ describe('suppression and settings', () => {
     const { text, findings } = await lintFixture('fsdp007_bad.py');
     const fix = findings[0]!.fixes.find((f) => /Suppress/.test(f.title))!;
     const fixed = applyEdits(text, fix.edits);
-    assert.match(fixed.split('\n')[3]!, /\)  # noqa: FSDP007$/);
+    assert.match(fixed.split('\n')[3]!, /\) {2}# noqa: FSDP007$/);
     assert.deepEqual(await lint(fixed), []);
   });
 
