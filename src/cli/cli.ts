@@ -1,4 +1,5 @@
 import { VERSION } from '../core/meta';
+import { estimateCommand } from './commands/estimate';
 import { lintCommand } from './commands/lint';
 import { rulesCommand } from './commands/rules';
 import { scanCommand } from './commands/scan';
@@ -21,6 +22,16 @@ Commands:
       --format F            text (default: file:line:col: CODE message), json or sarif.
       --min-torch V         Oldest PyTorch the code must run on (default 2.6).
       --rule ID=LEVEL       Severity of a rule: error, warning, info, hint or off (repeatable).
+
+  estimate [FILE]           Per-GPU memory and traffic per step of the FSDP plan in FILE (or the default plan).
+      --model ORG/NAME      A Hugging Face model (local cache, else the built-in catalog).
+      --config PATH         A config.json.
+      --world-size N  --gpus-per-node G  --replicas R  --gpu ID
+      --batch B  --seq S  --grad-accum K  --ac none|full|selective|every-N
+      --optimizer adamw|adam|sgd|sgd-momentum|adam8bit|adafactor
+      --param-dtype D  --reduce-dtype D  --master-dtype D   (fp32, bf16, fp16)
+      --units GB|GiB        Decimal GB (default) or binary GiB.
+      --json                JSON with exact bytes, the terms of each figure and every assumption.
 
   rules                     The lint rules with their default severities.
       --markdown            The full rules documentation (docs/rules.md).
@@ -49,6 +60,8 @@ export async function runCli(argv: string[], io: Streams): Promise<number> {
         return await scanCommand(rest, io);
       case 'lint':
         return await lintCommand(rest, io);
+      case 'estimate':
+        return await estimateCommand(rest, io);
       case 'rules':
         return rulesCommand(rest, io);
       default:

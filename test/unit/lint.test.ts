@@ -277,3 +277,51 @@ describe('extension manifest', () => {
     assert.deepEqual(Object.keys(props).sort(), RULES.map((r) => r.id).sort());
   });
 });
+
+describe('lint rules that check values', () => {
+  it('FSDP006: an int reshard_after_forward that does not divide the mesh, and the int 1', async () => {
+    const text = [
+      'from torch.distributed.device_mesh import init_device_mesh',
+      'from torch.distributed.fsdp import fully_shard',
+      'mesh = init_device_mesh("cuda", (2, 8), mesh_dim_names=("replicate", "shard"))',
+      'for layer in model.layers:',
+      '    fully_shard(layer, mesh=mesh, reshard_after_forward=3)',
+      'for layer in model.heads:',
+      '    fully_shard(layer, mesh=mesh, reshard_after_forward=1)',
+      'for layer in model.blocks:',
+      '    fully_shard(layer, mesh=mesh, reshard_after_forward=4)',
+      'fully_shard(model, mesh=mesh)',
+      '',
+    ].join('\n');
+    const findings = (await lint(text)).filter((f) => f.rule === 'FSDP006');
+    assert.deepEqual(
+      findings.map((f) => f.range.start.line + 1),
+      [5, 7],
+    );
+    assert.match(findings[0]!.message, /does not divide the shard group size 8 .*ValueError/);
+    assert.match(findings[1]!.message, /like reshard_after_forward=False/);
+  });
+
+  it('FSDP009: torch.nn.utils.clip_grad_norm_ on an FSDP1 model; the fix calls the root method', async () => {
+    const text = [
+      'import torch',
+      'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+      'model = FSDP(model, auto_wrap_policy=policy)',
+      'torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)',
+      '',
+    ].join('\n');
+    const findings = await lint(text);
+    assert.deepEqual(
+      findings.map((f) => f.rule),
+      ['FSDP009'],
+    );
+    assert.equal(
+      applyEdits(text, preferredFix(findings[0]!).edits).split('\n')[3],
+      'model.clip_grad_norm_(max_norm=1.0)',
+    );
+    // FSDP2 gradients are DTensors: the plain function is right there.
+    const fsdp2 =
+      'import torch\nfrom torch.distributed.fsdp import fully_shard\nfully_shard(model)\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n';
+    assert.deepEqual(await lint(fsdp2), []);
+  });
+});

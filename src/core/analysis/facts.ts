@@ -113,6 +113,8 @@ export interface WrapCall {
   loopStatement: { start: number; end: number; range: Range; indent: string } | null;
   /** Read from code that does not parse yet (half-typed): only the callee and target are known. */
   incomplete?: boolean;
+  /** Classes an enclosing `isinstance(<target>, Cls)` test restricts the wrapped module to (null: no test). */
+  classFilter: string[] | null;
   /** Why the call can never run, when the scan can tell (a condition that is always false). */
   neverRuns?: string;
   /** Inside `with enable_wrap(...)` (FSDP1 manual wrapping): the options that block sets. */
@@ -198,10 +200,14 @@ export interface TrainingFact {
   range: Range;
   text: string;
   options: Record<string, OptionFact>;
+  /** Positional arguments as written. */
+  positional: string[];
   /** The object acted on (`model`, `model.embed_tokens`). */
   target: string | null;
   /** The callee, fully qualified when imported (`torch.nn.utils.clip_grad_norm_`). */
   qualified: string;
+  /** For casts: the dtype the module is cast to. */
+  dtype?: string;
   function: string | null;
 }
 

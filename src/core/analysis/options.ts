@@ -17,9 +17,9 @@ export interface MixedPrecisionValue {
 export type WrapPolicyValue =
   | { policy: 'transformer'; classes: string[]; unresolved?: string[] }
   | { policy: 'size'; minNumParams: number | null }
-  | { policy: 'lambda'; text: string }
+  | { policy: 'lambda'; text: string; classes?: string[] }
   | { policy: 'module'; classes: string[]; unresolved?: string[] }
-  | { policy: 'custom'; text: string }
+  | { policy: 'custom'; text: string; classes?: string[] }
   | { policy: 'always' }
   | { policy: 'unknown'; text: string };
 
@@ -98,7 +98,7 @@ export function wrapPolicy(v: Val): WrapPolicyValue {
     if (kind === 'size_based_auto_wrap_policy') return { policy: 'size', minNumParams: 100_000_000 };
     return { policy: 'unknown', text: v.name };
   }
-  if (v.k === 'lambda') return { policy: 'lambda', text: v.text };
+  if (v.k === 'lambda') return withClasses({ policy: 'lambda', text: v.text }, v);
   if (v.k !== 'call') return { policy: 'unknown', text: describe(v) };
   const kind = classifyApi(v.callee)?.kind ?? lastSegment(v.callee);
   if (kind === 'partial') {
@@ -113,14 +113,15 @@ export function wrapPolicy(v: Val): WrapPolicyValue {
     }
     if (fnKind === 'lambda_auto_wrap_policy') {
       const fnv = v.kwargs.lambda_fn ?? v.args[4];
-      return { policy: 'lambda', text: fnv ? describe(fnv) : v.node.text };
+      return withClasses({ policy: 'lambda', text: fnv ? describe(fnv) : v.node.text }, fnv);
     }
     return { policy: 'unknown', text: v.node.text };
   }
   if (kind === 'ModuleWrapPolicy') {
     return { policy: 'module', ...classNames(v.kwargs.module_classes ?? v.args[0]) };
   }
-  if (kind === 'CustomPolicy') return { policy: 'custom', text: v.node.text };
+  if (kind === 'CustomPolicy')
+    return withClasses({ policy: 'custom', text: v.node.text }, v.kwargs.lambda_fn ?? v.args[0]);
   return { policy: 'unknown', text: v.node.text };
 }
 
@@ -183,4 +184,26 @@ export function describe(v: Val): string {
     default:
       return JSON.stringify(toJson(v));
   }
+}
+
+/** The classes a lambda tests with `isinstance(m, Cls)` / `isinstance(m, (A, B))`, read from its tree. */
+function withClasses<T extends { policy: 'lambda' | 'custom'; text: string }>(
+  p: T,
+  fn: Val | undefined,
+): T & { classes?: string[] } {
+  if (fn?.k !== 'lambda') return p;
+  const classes: string[] = [];
+  for (const call of fn.node.descendantsOfType('call')) {
+    if (call.childForFieldName('function')?.text !== 'isinstance') continue;
+    const second = call.childForFieldName('arguments')?.namedChildren[1];
+    const items =
+      second?.type === 'tuple' || second?.type === 'parenthesized_expression'
+        ? second.namedChildren
+        : second
+          ? [second]
+          : [];
+    for (const it of items)
+      if (it.type === 'identifier' || it.type === 'attribute') classes.push(lastSegment(it.text));
+  }
+  return classes.length ? { ...p, classes } : p;
 }

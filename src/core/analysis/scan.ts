@@ -146,7 +146,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
       if (t) facts.training.push(t);
     }
   }
-  facts.training.push(...frozenAssignments(file));
+  facts.training.push(...frozenAssignments(file), ...castCalls(file, ev));
 
   facts.calls.sort(
     (a, b) => a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character,
@@ -329,12 +329,33 @@ function wrapCall(
     children: [],
     statement: statementInfo(file, stmt),
     loopStatement: outerLoop ? statementInfo(file, outerLoop) : null,
+    classFilter: classFilterOf(ev, call, scope, targetNode),
   };
   const enable = enableWrapOptions(file, ev, call, scope);
   if (enable) fact.enableWrap = enable;
   const never = neverRunsReason(ev, call, scope);
   if (never) fact.neverRuns = never;
   return fact;
+}
+
+/** Classes named by `isinstance(<target>, Cls)` / `isinstance(<target>, (A, B))` around a call. */
+function classFilterOf(ev: Evaluator, call: Node, scope: Node | null, target: Node | null): string[] | null {
+  if (target?.type !== 'identifier') return null;
+  for (const part of conditionParts(call, scope)) {
+    if (
+      part.negated ||
+      part.node.type !== 'call' ||
+      part.node.childForFieldName('function')?.text !== 'isinstance'
+    )
+      continue;
+    const [subject, cls] = part.node.childForFieldName('arguments')?.namedChildren ?? [];
+    if (subject?.text !== target.text || !cls) continue;
+    const items = cls.type === 'tuple' || cls.type === 'parenthesized_expression' ? cls.namedChildren : [cls];
+    return items.map((i) =>
+      lastSegment(i.type === 'identifier' || i.type === 'attribute' ? ev.calleeName(i) : i.text),
+    );
+  }
+  return null;
 }
 
 /** Methods whose iteration yields `(name, value)` pairs, not modules. */
@@ -420,6 +441,7 @@ function incompleteWrapCall(
     children: [],
     statement: statementInfo(file, stmt),
     loopStatement: loopNode ? statementInfo(file, loopNode) : null,
+    classFilter: null,
     incomplete: true,
   };
 }
@@ -953,6 +975,8 @@ function trainingFact(
     if (!(v.k === 'bool' && v.v === false)) return null;
   }
   if (kind === 'peft') target = args.positional[0]?.text ?? null;
+  const castDtype =
+    kind === 'cast' ? (lastSegment(qualified) === 'half' ? 'float16' : 'bfloat16') : undefined;
   if (kind === 'clip_grad_norm' && !qualified.startsWith('torch.')) target = obj?.text ?? null;
   else if (kind === 'clip_grad_norm')
     target = parametersOwner(args.keywords.get('parameters') ?? args.positional[0]);
@@ -962,8 +986,10 @@ function trainingFact(
     range: rangeOf(call),
     text: call.text.length > 200 ? call.text.slice(0, 200) + '…' : call.text,
     options: readOptions(ev, args, null, []).options,
+    positional: args.positional.map((a) => a.text),
     target,
     qualified,
+    ...(castDtype ? { dtype: castDtype } : {}),
     function: scope ? qualifiedName(scope) : null,
   };
 }
@@ -1051,6 +1077,37 @@ function functionFacts(file: SourceFile, calls: WrapCall[]): Record<string, Func
   return out;
 }
 
+/** `module.to(torch.bfloat16)` / `.to(dtype=torch.float16)`: the module's parameters change dtype. */
+function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
+  const out: TrainingFact[] = [];
+  for (const word of ['bfloat16', 'float16', 'half', 'float32']) {
+    for (const id of file.identifiers(word)) {
+      const attr = id.parent;
+      if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
+      const arg = attr.parent?.type === 'keyword_argument' ? attr.parent : attr;
+      const call = arg.parent?.type === 'argument_list' ? arg.parent.parent : null;
+      const fn = call?.type === 'call' ? call.childForFieldName('function') : null;
+      if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'to') continue;
+      const dtype = dtypeOf(ev.eval(attr));
+      if (!dtype) continue;
+      const scope = enclosingFunction(call!);
+      out.push({
+        kind: 'cast',
+        line: file.line(call!),
+        range: rangeOf(call!),
+        text: call!.text.length > 200 ? call!.text.slice(0, 200) + '…' : call!.text,
+        options: {},
+        positional: [],
+        target: fn.childForFieldName('object')?.text ?? null,
+        qualified: 'to',
+        dtype,
+        function: scope ? qualifiedName(scope) : null,
+      });
+    }
+  }
+  return out;
+}
+
 /** `p.requires_grad = False` in a loop over `X.parameters()`: X is frozen. */
 function frozenAssignments(file: SourceFile): TrainingFact[] {
   const out: TrainingFact[] = [];
@@ -1076,6 +1133,7 @@ function frozenAssignments(file: SourceFile): TrainingFact[] {
       range: rangeOf(assign),
       text: loop ? `for ${loop.target} in ${loop.iterable}: ${assign.text}` : assign.text,
       options: {},
+      positional: [],
       qualified: 'requires_grad',
       target,
       function: scope ? qualifiedName(scope) : null,

@@ -3,8 +3,10 @@ import { rootBeforeChildren } from './rules/fsdp002-root-before-children';
 import { fsdp1WithoutPolicy } from './rules/fsdp003-fsdp1-without-policy';
 import { optimizerBeforeWrap } from './rules/fsdp004-optimizer-before-wrap';
 import { legacyImport } from './rules/fsdp005-legacy-import';
+import { reshardIntDivisor } from './rules/fsdp006-reshard-int-divisor';
 import { unusedMixedPrecision } from './rules/fsdp007-unused-mixed-precision';
 import { wrapNeverRuns } from './rules/fsdp008-wrap-never-runs';
+import { fsdp1ClipGradNorm } from './rules/fsdp009-fsdp1-clip-grad-norm';
 import type { Rule } from './types';
 
 /** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
@@ -14,8 +16,10 @@ export const RULES: readonly Rule[] = [
   fsdp1WithoutPolicy,
   optimizerBeforeWrap,
   legacyImport,
+  reshardIntDivisor,
   unusedMixedPrecision,
   wrapNeverRuns,
+  fsdp1ClipGradNorm,
 ];
 
 export function ruleById(id: string): Rule | undefined {

@@ -6,10 +6,11 @@ export const rootBeforeChildren: Rule = {
   name: 'root-wrapped-before-children',
   title: 'The model is wrapped before its blocks',
   defaultSeverity: 'error',
-  rationale: `FSDP assigns each parameter to the first wrap that covers it. Wrapping the model first makes the root own
-**every** parameter, blocks included: one giant unit whose full weights are gathered for the whole forward and
-backward, so sharding saves nothing at the peak. PyTorch does not support wrapping children after their parent.
-Wrap the blocks first, then the model.`,
+  rationale: `FSDP assigns each parameter to the first wrap that covers it, so \`fully_shard\` must be called bottom-up.
+Wrapping the model first makes the root own **every** parameter, blocks included (one unit whose full weights are
+gathered for the whole forward and backward), and the later \`fully_shard(block)\` then fails: its parameters are
+already sharded DTensors, and PyTorch raises a confusing error from \`DeviceMesh\` (a \`TypeError\` or "Cannot
+concatenate overlapping meshes"). Wrap the blocks first, then the model.`,
   example: {
     bad: `fully_shard(model)
 for layer in model.layers:
@@ -36,9 +37,8 @@ fully_shard(model)`,
       const draft: Draft = {
         range: root.range,
         message:
-          `\`${root.target}\` is wrapped before its blocks (line ${later[0]!.line}): the root then owns every parameter, ` +
-          'blocks included, so one unit holds the whole model and its full weights stay gathered through forward and ' +
-          'backward. Wrap the blocks first, then the root.',
+          `\`${root.target}\` is wrapped before its blocks (line ${later[0]!.line}): the root claims every parameter, blocks ` +
+          'included, and the later block wraps fail at run time (their parameters are already sharded). Wrap the blocks first, then the root.',
         fixes: [],
         related: later.map((c) => ({ range: c.range, message: 'block wrapped after the root' })),
       };

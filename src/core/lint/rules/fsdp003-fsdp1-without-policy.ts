@@ -1,4 +1,4 @@
-import { ARCHITECTURES, catalogConfig } from '../../models/catalog';
+import { ARCHITECTURES, catalogConfig } from '../../model/catalog';
 import type { FileFacts, WrapCall } from '../../analysis/facts';
 import { insertLinesAfter, TextIndex } from '../edits';
 import type { Draft, Fix, Rule } from '../types';

@@ -1,0 +1,80 @@
+import * as path from 'node:path';
+import { emptyFacts, type FileFacts } from '../../core/analysis/facts';
+import { scanText } from '../../core/analysis/input';
+import { estimateJson } from '../../core/report/json';
+import { estimateText } from '../../core/report/text';
+import { estimateFile, parseSetupValue, type ModelChoice } from '../../core/resolve/analyze';
+import type { SetupValues } from '../../core/resolve/setup';
+import { loadPython } from '../../core/parsing/python';
+import { parseOptions } from '../args';
+import { EXIT, UsageError, type Streams } from '../cli';
+import { readPythonFile } from '../files';
+
+/** Flags that set an input, and the key each sets. */
+const SETUP_FLAGS: Record<string, keyof SetupValues> = {
+  'world-size': 'worldSize',
+  'gpus-per-node': 'gpusPerNode',
+  replicas: 'replicas',
+  gpu: 'gpu',
+  batch: 'microBatch',
+  seq: 'seqLen',
+  'grad-accum': 'gradAccum',
+  ac: 'checkpointing',
+  optimizer: 'optimizer',
+  'param-dtype': 'paramDtype',
+  'reduce-dtype': 'reduceDtype',
+  'master-dtype': 'masterDtype',
+  'link-efficiency': 'linkEfficiency',
+  mfu: 'mfu',
+};
+
+export async function estimateCommand(argv: string[], io: Streams): Promise<number> {
+  const options = {
+    json: { type: 'boolean' },
+    units: { type: 'string' },
+    model: { type: 'string' },
+    config: { type: 'string' },
+    ...Object.fromEntries(Object.keys(SETUP_FLAGS).map((k) => [k, { type: 'string' }])),
+  } as const;
+  const { values, positionals } = parseOptions(argv, options, 'estimate');
+  if (positionals.length > 1) throw new UsageError('estimate takes at most one FILE');
+  if (values.model && values.config) throw new UsageError('estimate: give --model or --config, not both');
+  const flags: SetupValues = {};
+  for (const [flag, key] of Object.entries(SETUP_FLAGS)) {
+    const raw = (values as Record<string, unknown>)[flag];
+    if (typeof raw !== 'string') continue;
+    try {
+      (flags as Record<string, unknown>)[key] = parseSetupValue(key, raw, `--${flag}`);
+    } catch (e) {
+      throw new UsageError(`estimate: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  const units = values.units ?? 'GB';
+  if (units !== 'GB' && units !== 'GiB') throw new UsageError('estimate: --units must be GB or GiB');
+  let model: ModelChoice | undefined;
+  if (values.model) model = { id: values.model, source: { kind: 'flag', detail: '--model' } };
+  if (values.config)
+    model = { config: path.resolve(values.config), source: { kind: 'flag', detail: '--config' } };
+
+  let facts: FileFacts = emptyFacts('(no file)');
+  const file = positionals[0];
+  if (file) {
+    const read = readPythonFile(file);
+    if ('error' in read) {
+      io.err.write(`fsdp-lens: ${read.error}\n`);
+      return EXIT.usage;
+    }
+    facts = scanText(await loadPython(), file, read.text);
+  } else if (!model) throw new UsageError('estimate needs a FILE, --model ORG/NAME or --config PATH');
+
+  const result = estimateFile(facts, { flags: { values: flags, ...(model ? { model } : {}) } });
+  if (!result.ok) {
+    io.err.write(
+      `fsdp-lens: ${file ? `${file}: ` : ''}no estimate: ${result.reason}${result.hint ? `\n  ${result.hint}` : ''}\n`,
+    );
+    return EXIT.usage;
+  }
+  if (values.json) io.out.write(JSON.stringify(estimateJson(result.estimate, result.model), null, 2) + '\n');
+  else io.out.write(estimateText(result.estimate, { units }));
+  return EXIT.ok;
+}

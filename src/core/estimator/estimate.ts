@@ -1,0 +1,533 @@
+import type { ShardingStrategyName } from '../analysis/apis';
+import { findGpu, findLink, type Gpu, type Link } from '../hardware/catalog';
+import type { ArchShape } from '../model/hf';
+import { DTYPE_BYTES, type DType, type ModuleNode } from '../model/tree';
+import { countBufferBytes } from '../model/tree';
+import { fmtBytes, fmtCount } from './format';
+import type {
+  Assumption,
+  Figure,
+  ParamGroup,
+  Plan,
+  Source,
+  Term,
+  TrainingSetup,
+  Traffic,
+  Unit,
+} from './types';
+import { assignParameters, type Ownership } from './units';
+
+/** Everything an estimate is computed from. */
+export interface EstimateInput {
+  model: { name: string; root: ModuleNode; shape?: ArchShape; source: Source };
+  plan: Plan;
+  setup: TrainingSetup;
+  assumptions: Assumption[];
+}
+
+/** How one unit is held between its forward and its backward. */
+export type Residency = { kind: 'reshard' } | { kind: 'keep' } | { kind: 'slice'; ranks: number };
+
+export interface UnitEstimate {
+  index: number;
+  name: string;
+  modules: string[];
+  classNames: string[];
+  isRoot: boolean;
+  params: number;
+  trainableParams: number;
+  /** The unit's parameters unsharded, in the all-gather dtype: what a forward or backward of it holds. */
+  gatheredBytes: number;
+  /** This rank's shard of the unit: parameters, gradients and optimizer state (on the GPU unless offloaded). */
+  shard: { params: number; grads: number; optimizer: number };
+  residency: Residency;
+  offload: boolean;
+  /** Collectives of this unit in one micro-batch. */
+  traffic: Traffic & { forwardAllGatherBytes: number; backwardAllGatherBytes: number };
+  /** Seconds on the link and of compute, per micro-batch. */
+  time: {
+    forwardGather: number;
+    backwardGather: number;
+    reduceScatter: number;
+    allReduce: number;
+    forwardCompute: number;
+    backwardCompute: number;
+  };
+  origin: string;
+}
+
+export interface Estimate {
+  model: { name: string; params: number; trainableParams: number; bufferBytes: number; source: Source };
+  plan: { api: Plan['api']; strategy: ShardingStrategyName; units: number; source: Source; notes: string[] };
+  mesh: {
+    worldSize: number;
+    shardGroup: number;
+    replicas: number;
+    nodes: number;
+    gpusPerNode: number;
+    hsdp: boolean;
+  };
+  units: UnitEstimate[];
+  /** Parameters in no unit: replicated, with full gradients and optimizer state on every rank. */
+  unowned: { params: number; bytes: number; modules: string[] };
+  perGpu: {
+    /** Everything that stays on the GPU through a step: sharded state, replicated leftovers, buffers. */
+    persistentBytes: number;
+    persistent: Figure;
+    /** Parameters, gradients and optimizer state only (ZeRO's "model state"), on this GPU. */
+    modelStateBytes: number;
+    hostBytes: number;
+    host: Figure;
+  };
+  /** Model state of the whole model, unsharded: what one GPU of plain data parallelism holds. */
+  modelStateTotalBytes: number;
+  comms: {
+    perMicroBatch: Traffic;
+    perStep: Traffic;
+    /** ZeRO-3's accounting: parameters all-gathered twice and gradients reduce-scattered once per step. */
+    zero3ReferenceBytes: number;
+    /** Plain data parallelism: one all-reduce of all gradients per step. */
+    ddpAllReduceBytes: number;
+    ddpDtype: DType;
+    gatherDtype: DType;
+    reduceDtype: DType;
+    /** Links the shard group's and the replicas' collectives cross. */
+    shardLink: Link;
+    replicaLink: Link | null;
+    /** Per optimizer step, seconds: time on the link if nothing overlapped, and compute. */
+    commSeconds: number;
+    computeSeconds: number;
+    /** Communication that cannot hide behind compute (forward gathers vs forward compute, backward likewise). */
+    exposedSeconds: number;
+  };
+  gpu: Gpu;
+  setup: TrainingSetup;
+  assumptions: Assumption[];
+  notes: string[];
+}
+
+const bytesOf = (d: DType) => DTYPE_BYTES[d];
+
+/** Rows each rank holds of a dim-0 of `dim0` rows split `ranks` ways (FSDP pads the last shard). */
+export function shardRows(dim0: number, ranks: number): number {
+  return Math.ceil(dim0 / ranks);
+}
+
+/** Elements per rank of a group of parameters sharded `ranks` ways: FSDP2 pads each parameter on dim 0. */
+function shardNumel(
+  groups: ParamGroup[],
+  ranks: number,
+  filter: (g: ParamGroup) => boolean = () => true,
+): number {
+  let n = 0;
+  for (const g of groups) if (filter(g)) n += g.count * shardRows(g.dim0, ranks) * g.rest;
+  return n;
+}
+
+/** FSDP1 flattens a unit into one FlatParameter padded to a multiple of the shard group. */
+function flatShardNumel(
+  groups: ParamGroup[],
+  ranks: number,
+  filter: (g: ParamGroup) => boolean = () => true,
+): number {
+  let n = 0;
+  for (const g of groups) if (filter(g)) n += g.count * g.dim0 * g.rest;
+  return Math.ceil(n / ranks);
+}
+
+/** Optimizer-state bytes for `numel` elements of a parameter shard of `rows` x `rest`. */
+function optimizerBytes(
+  family: TrainingSetup['optimizer'],
+  groups: ParamGroup[],
+  ranks: number,
+  fsdp1: boolean,
+  master: DType,
+): number {
+  const trainable = (g: ParamGroup) => g.trainable;
+  const numel = fsdp1 ? flatShardNumel(groups, ranks, trainable) : shardNumel(groups, ranks, trainable);
+  const b = bytesOf(master);
+  switch (family) {
+    case 'adam':
+    case 'adamw':
+      return 2 * numel * b;
+    case 'sgd-momentum':
+      return numel * b;
+    case 'sgd':
+      return 0;
+    case 'adam8bit':
+      // Two 8-bit states (block-wise quantisation constants are under 1% and not counted).
+      return 2 * numel;
+    case 'adafactor': {
+      // Factored second moment: a row and a column vector per matrix (of the local shard), full for vectors.
+      let n = 0;
+      for (const g of groups) {
+        if (!g.trainable) continue;
+        const rows = shardRows(g.dim0, ranks);
+        n += g.rest > 1 ? g.count * (rows + g.rest) : g.count * rows;
+      }
+      return n * 4;
+    }
+  }
+}
+
+/** Computes persistent memory per GPU and communication per step for a plan. */
+export function estimate(input: EstimateInput, ownership?: Ownership): Estimate {
+  const { setup, plan } = input;
+  const notes = [...plan.notes];
+  const gpu = findGpu(setup.gpu) ?? findGpu('h100-sxm-80gb')!;
+  const own = ownership ?? assignParameters(input.model.root, plan, setup.masterDtype);
+  const N = setup.worldSize;
+  const fsdp1 = plan.api === 'fsdp1';
+  const strategy = plan.strategy;
+  const noShard = strategy === 'NO_SHARD';
+  const hybrid = strategy === 'HYBRID_SHARD' || strategy === '_HYBRID_SHARD_ZERO2' || setup.replicas > 1;
+  const R = noShard ? 1 : hybrid ? Math.max(1, setup.replicas) : 1;
+  const W = noShard ? 1 : Math.max(1, Math.floor(N / R));
+  const gatherDtype = setup.paramDtype ?? setup.masterDtype;
+  const reduceDtype = setup.reduceDtype ?? gatherDtype;
+  const ag = bytesOf(gatherDtype);
+  const rd = bytesOf(reduceDtype);
+  const master = bytesOf(setup.masterDtype);
+  const keepAll = strategy === 'SHARD_GRAD_OP' || strategy === '_HYBRID_SHARD_ZERO2';
+
+  const shardLink = findLink(W <= setup.gpusPerNode ? gpu.intraNode : gpu.interNode)!;
+  const replicaLink = R > 1 ? findLink(N <= setup.gpusPerNode ? gpu.intraNode : gpu.interNode)! : null;
+  const bw = (l: Link) => l.perDirectionGBs * 1e9 * setup.linkEfficiency;
+  const flops = gpu.bf16Tflops * 1e12 * setup.mfu;
+  const tokens = setup.microBatch * setup.seqLen;
+  const recompute =
+    setup.checkpointing === 'full'
+      ? 1
+      : typeof setup.checkpointing === 'object'
+        ? 1 / setup.checkpointing.everyN
+        : 0;
+
+  const units: UnitEstimate[] = own.units.map((u) => {
+    const all = () => true;
+    const trainable = (g: ParamGroup) => g.trainable;
+    const numelW = fsdp1 ? flatShardNumel(u.groups, W, all) : shardNumel(u.groups, W, all);
+    const paramShard = fsdp1
+      ? numelW * master
+      : u.groups.reduce((s, g) => s + g.count * shardRows(g.dim0, W) * g.rest * bytesOf(g.dtype), 0);
+    const trainW = fsdp1 ? flatShardNumel(u.groups, W, trainable) : shardNumel(u.groups, W, trainable);
+    const gradShard = trainW * master;
+    const optShard = optimizerBytes(setup.optimizer, u.groups, W, fsdp1, setup.masterDtype);
+    const residency = residencyOf(u, plan, keepAll, W);
+    const gathered = u.params * ag;
+    // Ring accounting: each rank receives the other W-1 (padded) shards of an all-gather and sends as much in a
+    // reduce-scatter; an all-reduce moves twice that.
+    const agBytes = noShard ? 0 : (W - 1) * numelW * ag;
+    const bwdAg =
+      noShard || residency.kind === 'keep'
+        ? 0
+        : residency.kind === 'slice'
+          ? (residency.ranks - 1) *
+            (fsdp1 ? flatShardNumel(u.groups, residency.ranks) : shardNumel(u.groups, residency.ranks)) *
+            ag
+          : agBytes;
+    const rsBytes = noShard ? 0 : (W - 1) * trainW * rd;
+    const arBytes = noShard
+      ? N > 1
+        ? 2 * ((N - 1) / N) * u.trainableParams * rd
+        : 0
+      : R > 1
+        ? 2 * ((R - 1) / R) * trainW * rd
+        : 0;
+    const hasTrainable = u.trainableParams > 0;
+    const traffic = {
+      allGatherBytes: agBytes + bwdAg,
+      forwardAllGatherBytes: agBytes,
+      backwardAllGatherBytes: bwdAg,
+      reduceScatterBytes: rsBytes,
+      allReduceBytes: arBytes,
+      collectives: {
+        allGather: noShard || W === 1 ? 0 : 1 + (residency.kind === 'keep' ? 0 : 1),
+        reduceScatter: !noShard && W > 1 && hasTrainable ? 1 : 0,
+        allReduce: arBytes > 0 ? 1 : 0,
+      },
+    };
+    const active = activeParams(u, input.model.shape);
+    const attn = attentionFlops(u, input.model.shape, setup);
+    const fwdFlops = 2 * active * tokens + attn;
+    return {
+      index: u.index,
+      name: u.name,
+      modules: u.modules,
+      classNames: u.classNames,
+      isRoot: u.isRoot,
+      params: u.params,
+      trainableParams: u.trainableParams,
+      gatheredBytes: gathered,
+      shard: { params: paramShard, grads: gradShard, optimizer: optShard },
+      residency,
+      offload: u.offload,
+      traffic,
+      time: {
+        forwardGather: agBytes / bw(shardLink),
+        backwardGather: bwdAg / bw(shardLink),
+        reduceScatter: rsBytes / bw(shardLink),
+        allReduce: arBytes / bw(replicaLink ?? shardLink),
+        forwardCompute: fwdFlops / flops,
+        backwardCompute: ((2 + recompute) * fwdFlops) / flops,
+      },
+      origin: u.origin,
+    };
+  });
+
+  // Parameters outside every unit stay whole on every rank, with whole gradients and optimizer state.
+  const unownedParamBytes = own.unowned.groups.reduce(
+    (s, g) => s + g.count * g.dim0 * g.rest * bytesOf(g.dtype),
+    0,
+  );
+  const unownedTrainable = own.unowned.groups.reduce(
+    (s, g) => s + (g.trainable ? g.count * g.dim0 * g.rest : 0),
+    0,
+  );
+  const unownedGrads = unownedTrainable * master;
+  const unownedOpt = optimizerBytes(setup.optimizer, own.unowned.groups, 1, false, setup.masterDtype);
+  if (own.unowned.params > 0)
+    notes.push(
+      `${fmtCount(own.unowned.params)} parameters are in no FSDP unit (${own.unowned.modules.slice(0, 4).join(', ')}${own.unowned.modules.length > 4 ? ', …' : ''}): replicated on every GPU, and FSDP never reduces their gradients across ranks`,
+    );
+
+  const onGpu = units.filter((u) => !u.offload);
+  const offloaded = units.filter((u) => u.offload);
+  const sum = (us: UnitEstimate[], f: (u: UnitEstimate) => number) => us.reduce((s, u) => s + f(u), 0);
+  const bufferBytes = countBufferBytes(input.model.root);
+  const shardWords = fsdp1
+    ? `FlatParameter per unit padded to a multiple of ${W}`
+    : `each parameter's dim 0 split ${W} ways, padded`;
+  const persistentTerms: Term[] = [
+    {
+      name: 'sharded parameters',
+      bytes: sum(onGpu, (u) => u.shard.params),
+      formula: `${fmtCount(sum(onGpu, (u) => u.params))} params / ${W} GPUs x ${master} B (${setup.masterDtype}; ${shardWords})`,
+    },
+    {
+      name: 'sharded gradients',
+      bytes: sum(onGpu, (u) => u.shard.grads),
+      formula: `${fmtCount(sum(onGpu, (u) => u.trainableParams))} trainable params / ${W} x ${master} B (${setup.masterDtype})`,
+    },
+    {
+      name: 'optimizer state',
+      bytes: sum(onGpu, (u) => u.shard.optimizer),
+      formula: `${optimizerWords(setup)} on each GPU's shard`,
+    },
+  ];
+  if (own.unowned.params > 0)
+    persistentTerms.push({
+      name: 'replicated parameters outside every unit',
+      bytes: unownedParamBytes + unownedGrads + unownedOpt,
+      formula: `${fmtCount(own.unowned.params)} params whole on every GPU: parameters, gradients and optimizer state`,
+    });
+  if (bufferBytes > 0)
+    persistentTerms.push({ name: 'buffers', bytes: bufferBytes, formula: 'module buffers, never sharded' });
+  const persistent: Figure = {
+    bytes: persistentTerms.reduce((s, t) => s + t.bytes, 0),
+    terms: persistentTerms.filter((t) => t.bytes > 0 || t.name !== 'buffers'),
+  };
+  const hostTerms: Term[] = offloaded.length
+    ? [
+        {
+          name: 'offloaded sharded parameters',
+          bytes: sum(offloaded, (u) => u.shard.params),
+          formula: 'CPU offload: sharded parameters in host memory',
+        },
+        {
+          name: 'offloaded gradients',
+          bytes: sum(offloaded, (u) => u.shard.grads),
+          formula: 'sharded gradients in host memory',
+        },
+        {
+          name: 'offloaded optimizer state',
+          bytes: sum(offloaded, (u) => u.shard.optimizer),
+          formula: 'optimizer steps on the CPU',
+        },
+      ]
+    : [];
+  const host: Figure = { bytes: hostTerms.reduce((s, t) => s + t.bytes, 0), terms: hostTerms };
+
+  const perMicroBatch = addTraffic(units.map((u) => u.traffic));
+  const K = setup.gradAccum;
+  const perStep: Traffic = setup.syncEveryMicroBatch
+    ? scaleTraffic(perMicroBatch, K)
+    : {
+        // Gradients accumulate unsharded; only the last micro-batch reduces.
+        allGatherBytes: perMicroBatch.allGatherBytes * K,
+        reduceScatterBytes: perMicroBatch.reduceScatterBytes,
+        allReduceBytes: perMicroBatch.allReduceBytes,
+        collectives: {
+          allGather: perMicroBatch.collectives.allGather * K,
+          reduceScatter: perMicroBatch.collectives.reduceScatter,
+          allReduce: perMicroBatch.collectives.allReduce,
+        },
+      };
+  const totalParams = sum(units, (u) => u.params) + own.unowned.params;
+  const trainableParams = sum(units, (u) => u.trainableParams) + unownedTrainable;
+  const zero3ReferenceBytes = ((W - 1) / W) * totalParams * (2 * ag + rd) * K;
+  const ddpAllReduceBytes = 2 * ((N - 1) / N) * trainableParams * rd * K;
+
+  const commPerMb = sum(
+    units,
+    (u) => u.time.forwardGather + u.time.backwardGather + u.time.reduceScatter + u.time.allReduce,
+  );
+  const computePerMb = sum(units, (u) => u.time.forwardCompute + u.time.backwardCompute);
+  // Forward: unit i+1's all-gather runs under unit i's compute; backward likewise, with reduce-scatters too.
+  let exposed = units[0] ? units[0].time.forwardGather : 0;
+  for (let i = 0; i + 1 < units.length; i++)
+    exposed += Math.max(0, units[i + 1]!.time.forwardGather - units[i]!.time.forwardCompute);
+  for (const u of units)
+    exposed += Math.max(
+      0,
+      u.time.backwardGather + u.time.reduceScatter + u.time.allReduce - u.time.backwardCompute,
+    );
+
+  return {
+    model: {
+      name: input.model.name,
+      params: totalParams,
+      trainableParams,
+      bufferBytes,
+      source: input.model.source,
+    },
+    plan: { api: plan.api, strategy, units: units.length, source: plan.source, notes: plan.notes },
+    mesh: {
+      worldSize: N,
+      shardGroup: W,
+      replicas: R,
+      nodes: Math.ceil(N / setup.gpusPerNode),
+      gpusPerNode: setup.gpusPerNode,
+      hsdp: R > 1,
+    },
+    units,
+    unowned: {
+      params: own.unowned.params,
+      bytes: unownedParamBytes + unownedGrads + unownedOpt,
+      modules: own.unowned.modules,
+    },
+    perGpu: {
+      persistentBytes: persistent.bytes,
+      persistent,
+      modelStateBytes: persistent.bytes - bufferBytes + host.bytes,
+      hostBytes: host.bytes,
+      host,
+    },
+    modelStateTotalBytes: [...own.units.map((u) => u.groups), own.unowned.groups].reduce(
+      (s, g) => s + fullStateBytes(g, setup),
+      0,
+    ),
+    comms: {
+      perMicroBatch,
+      perStep,
+      zero3ReferenceBytes,
+      ddpAllReduceBytes,
+      ddpDtype: reduceDtype,
+      gatherDtype,
+      reduceDtype,
+      shardLink,
+      replicaLink,
+      commSeconds: commPerMb * K,
+      computeSeconds: computePerMb * K,
+      exposedSeconds: exposed * K,
+    },
+    gpu,
+    setup,
+    assumptions: input.assumptions,
+    notes,
+  };
+}
+
+/** Parameters, gradients and optimizer state of parameter groups held whole (one GPU of plain data parallelism). */
+function fullStateBytes(groups: ParamGroup[], setup: TrainingSetup): number {
+  const params = groups.reduce((s, g) => s + g.count * g.dim0 * g.rest * bytesOf(g.dtype), 0);
+  const grads =
+    groups.reduce((s, g) => s + (g.trainable ? g.count * g.dim0 * g.rest : 0), 0) *
+    bytesOf(setup.masterDtype);
+  return params + grads + optimizerBytes(setup.optimizer, groups, 1, false, setup.masterDtype);
+}
+
+/** Whether a unit is freed after forward (and gathered again for backward), kept, or kept as a 1/k slice. */
+function residencyOf(u: Unit, plan: Plan, keepAll: boolean, W: number): Residency {
+  if (plan.api === 'fsdp1') return keepAll || u.isRoot ? { kind: 'keep' } : { kind: 'reshard' };
+  const r = u.reshardAfterForward;
+  if (r === null) return u.isRoot ? { kind: 'keep' } : { kind: 'reshard' };
+  if (r === false) return { kind: 'keep' };
+  if (r === true) return { kind: 'reshard' };
+  if (r === W) return { kind: 'reshard' };
+  if (r <= 1) return { kind: 'keep' };
+  return { kind: 'slice', ranks: r };
+}
+
+/** Parameters a token passes through: an MoE block's routed experts count for top-k of E. */
+function activeParams(u: Unit, shape: ArchShape | undefined): number {
+  if (!shape || !shape.experts || !u.classNames.includes(shape.blockClass)) return u.params;
+  const expertParams = 3 * shape.hidden * (shape.moeIntermediate || shape.intermediate);
+  const blocks = u.modules.length;
+  const moeBlocks = Math.min(
+    blocks,
+    Math.max(0, blocks - (shape.denseLayers && shape.denseLayers < shape.layers ? 0 : 0)),
+  );
+  const idle = (shape.experts - shape.expertsPerToken) * expertParams * moeBlocks;
+  return Math.max(0, u.params - (u.params > idle ? idle : 0));
+}
+
+/** Attention score and value FLOPs of a block unit in forward (causal: half of 4·b·s²·heads·head_dim). */
+function attentionFlops(u: Unit, shape: ArchShape | undefined, setup: TrainingSetup): number {
+  if (!shape || !u.classNames.includes(shape.blockClass)) return 0;
+  const blocks = u.modules.length;
+  return blocks * 2 * setup.microBatch * setup.seqLen * setup.seqLen * shape.heads * shape.headDim;
+}
+
+function optimizerWords(s: TrainingSetup): string {
+  switch (s.optimizer) {
+    case 'adam':
+    case 'adamw':
+      return `${s.optimizer === 'adam' ? 'Adam' : 'AdamW'}: 2 states x ${bytesOf(s.masterDtype)} B (${s.masterDtype}) per trainable param`;
+    case 'sgd-momentum':
+      return `SGD with momentum: 1 state x ${bytesOf(s.masterDtype)} B per trainable param`;
+    case 'sgd':
+      return 'SGD: no state';
+    case 'adam8bit':
+      return '8-bit Adam: 2 one-byte states per trainable param';
+    case 'adafactor':
+      return 'Adafactor: factored second moment (a row and a column per matrix), 4 B each';
+  }
+}
+
+export function addTraffic(ts: Traffic[]): Traffic {
+  const out: Traffic = {
+    allGatherBytes: 0,
+    reduceScatterBytes: 0,
+    allReduceBytes: 0,
+    collectives: { allGather: 0, reduceScatter: 0, allReduce: 0 },
+  };
+  for (const t of ts) {
+    out.allGatherBytes += t.allGatherBytes;
+    out.reduceScatterBytes += t.reduceScatterBytes;
+    out.allReduceBytes += t.allReduceBytes;
+    out.collectives.allGather += t.collectives.allGather;
+    out.collectives.reduceScatter += t.collectives.reduceScatter;
+    out.collectives.allReduce += t.collectives.allReduce;
+  }
+  return out;
+}
+
+function scaleTraffic(t: Traffic, k: number): Traffic {
+  return {
+    allGatherBytes: t.allGatherBytes * k,
+    reduceScatterBytes: t.reduceScatterBytes * k,
+    allReduceBytes: t.allReduceBytes * k,
+    collectives: {
+      allGather: t.collectives.allGather * k,
+      reduceScatter: t.collectives.reduceScatter * k,
+      allReduce: t.collectives.allReduce * k,
+    },
+  };
+}
+
+/** Total bytes moved per step by this plan's collectives. */
+export function trafficBytes(t: Traffic): number {
+  return t.allGatherBytes + t.reduceScatterBytes + t.allReduceBytes;
+}
+
+export { fmtBytes };

@@ -1,0 +1,122 @@
+import type { OptimizerFamily, ShardingStrategyName } from '../analysis/apis';
+import type { DType } from '../model/tree';
+
+/** Where an input came from, highest precedence first (ESTIMATOR.md). */
+export type SourceKind =
+  'flag' | 'annotation' | 'pyproject' | 'launch' | 'setting' | 'detected' | 'config' | 'default';
+
+export interface Source {
+  kind: SourceKind;
+  /** `train.py:12`, `--world-size`, `fsdpLens.worldSize`, `torchrun --nproc_per_node in run.sh:3`. */
+  detail?: string;
+}
+
+/** One input the numbers rest on, with where it came from. */
+export interface Assumption {
+  key: string;
+  label: string;
+  value: string;
+  source: Source;
+}
+
+export type CheckpointMode = 'none' | 'full' | 'selective' | { everyN: number };
+
+/** Training inputs of an estimate (each also reported as an assumption with its source). */
+export interface TrainingSetup {
+  worldSize: number;
+  gpusPerNode: number;
+  /** HSDP replicas R (1 without HSDP); the shard group is worldSize / replicas. */
+  replicas: number;
+  gpu: string;
+  microBatch: number;
+  seqLen: number;
+  gradAccum: number;
+  /** With `set_requires_gradient_sync(False)` / `no_sync()` only the last micro-batch reduces. */
+  syncEveryMicroBatch: boolean;
+  checkpointing: CheckpointMode;
+  optimizer: OptimizerFamily;
+  /** The original (sharded, master) parameter dtype. */
+  masterDtype: DType;
+  /** Mixed precision: the dtype parameters are gathered and computed in (null: no mixed precision). */
+  paramDtype: DType | null;
+  /** The dtype gradients are reduced in (null: the param dtype, as FSDP2 does when reduce_dtype is unset). */
+  reduceDtype: DType | null;
+  attention: 'fused' | 'eager';
+  /** Fraction of per-direction link bandwidth collectives reach. */
+  linkEfficiency: number;
+  /** Fraction of dense bf16 peak that compute reaches (model FLOPs utilisation). */
+  mfu: number;
+}
+
+export type ReshardAfterForward = boolean | number | null;
+
+/** One FSDP unit as the plan applies it, before parameters are assigned. */
+export interface UnitPlan {
+  /** Module paths the unit wraps ('' is the model root). */
+  modules: string[];
+  isRoot: boolean;
+  /** FSDP2 `reshard_after_forward`: null means the default (False for the root, True otherwise). */
+  reshardAfterForward: ReshardAfterForward;
+  /** Parameters and gradients in host memory (CPUOffloadPolicy / CPUOffload(offload_params=True)). */
+  offload: boolean;
+  /** Where the plan said so (`train.py:14`), or how it was derived. */
+  origin: string;
+}
+
+export interface Plan {
+  api: 'fsdp2' | 'fsdp1';
+  /** FSDP1 sharding strategy (FSDP2 plans are FULL_SHARD, or HSDP with a 2-D mesh). */
+  strategy: ShardingStrategyName;
+  units: UnitPlan[];
+  /** How the plan was obtained. */
+  source: Source;
+  /** Things the plan could not map onto the model (a pattern that matched nothing). */
+  notes: string[];
+}
+
+/** Parameters of one unit grouped by what their shards depend on. */
+export interface ParamGroup {
+  dim0: number;
+  /** Elements per row (product of the dims after the first). */
+  rest: number;
+  count: number;
+  dtype: DType;
+  trainable: boolean;
+}
+
+/** A unit with the parameters it owns. */
+export interface Unit {
+  index: number;
+  name: string;
+  modules: string[];
+  classNames: string[];
+  isRoot: boolean;
+  params: number;
+  trainableParams: number;
+  groups: ParamGroup[];
+  /** Buffers of the unit's modules: never sharded. */
+  bufferBytes: number;
+  reshardAfterForward: ReshardAfterForward;
+  offload: boolean;
+  origin: string;
+}
+
+/** A sum with the terms that make it, for hovers and the panel. */
+export interface Figure {
+  bytes: number;
+  terms: Term[];
+}
+
+export interface Term {
+  name: string;
+  bytes: number;
+  /** The formula in words, with the numbers put in. */
+  formula: string;
+}
+
+export interface Traffic {
+  allGatherBytes: number;
+  reduceScatterBytes: number;
+  allReduceBytes: number;
+  collectives: { allGather: number; reduceScatter: number; allReduce: number };
+}

@@ -1,0 +1,167 @@
+/**
+ * GPUs and links the estimator knows. Memory is what the driver reports as total (nvidia-smi / rocm-smi), in
+ * MiB; compute is dense (no sparsity) bf16 from the vendor's datasheet; link bandwidth is per direction.
+ */
+
+export interface Link {
+  id: string;
+  name: string;
+  /** Bandwidth per direction, GB/s (1e9 bytes). Marketing figures for NVLink add both directions. */
+  perDirectionGBs: number;
+}
+
+export interface Gpu {
+  id: string;
+  name: string;
+  /** Total memory as the driver reports it, MiB. */
+  memoryMiB: number;
+  /** Dense bf16 tensor throughput, TFLOP/s (1e12). */
+  bf16Tflops: number;
+  /** Link between GPUs of one node. */
+  intraNode: string;
+  /** Typical per-GPU network between nodes for this class of system. */
+  interNode: string;
+}
+
+export const LINKS: readonly Link[] = [
+  // NVIDIA A100 datasheet: third-generation NVLink, 600 GB/s total (300 GB/s each way).
+  { id: 'nvlink3', name: 'NVLink 3 (A100)', perDirectionGBs: 300 },
+  // NVIDIA H100/H200 datasheets: fourth-generation NVLink, 900 GB/s total (450 GB/s each way).
+  { id: 'nvlink4', name: 'NVLink 4 (H100/H200)', perDirectionGBs: 450 },
+  // NVIDIA B200 (HGX B200) datasheet: fifth-generation NVLink, 1.8 TB/s total (900 GB/s each way).
+  { id: 'nvlink5', name: 'NVLink 5 (B200)', perDirectionGBs: 900 },
+  // PCI Express 4.0 x16: 16 GT/s x 16 lanes, 128b/130b encoding = 31.5 GB/s each way (64 GB/s "total").
+  { id: 'pcie4-x16', name: 'PCIe Gen4 x16', perDirectionGBs: 31.5 },
+  // PCI Express 5.0 x16: 32 GT/s x 16 lanes = 63 GB/s each way (128 GB/s "total").
+  { id: 'pcie5-x16', name: 'PCIe Gen5 x16', perDirectionGBs: 63 },
+  // AMD Instinct MI300X platform: 7 Infinity Fabric links per GPU at 64 GB/s each way (896 GB/s "aggregate" counts
+  // both directions): 448 GB/s each way to the other seven GPUs.
+  { id: 'infinity-fabric', name: 'AMD Infinity Fabric (MI300X platform)', perDirectionGBs: 448 },
+  // InfiniBand HDR 200 Gb/s and NDR 400 Gb/s per GPU NIC: 25 and 50 GB/s each way.
+  { id: 'ib-hdr', name: 'InfiniBand HDR 200 Gb/s per GPU', perDirectionGBs: 25 },
+  { id: 'ib-ndr', name: 'InfiniBand NDR 400 Gb/s per GPU', perDirectionGBs: 50 },
+  // Ethernet 100 and 400 Gb/s (RoCE), one NIC per GPU.
+  { id: 'eth-100g', name: 'Ethernet 100 Gb/s per GPU', perDirectionGBs: 12.5 },
+  { id: 'eth-400g', name: 'Ethernet 400 Gb/s per GPU', perDirectionGBs: 50 },
+];
+
+export const GPUS: readonly Gpu[] = [
+  // H100 SXM5 80GB: nvidia-smi reports 81559 MiB; 989 TFLOP/s dense bf16 (1979 with sparsity).
+  {
+    id: 'h100-sxm-80gb',
+    name: 'NVIDIA H100 SXM 80GB',
+    memoryMiB: 81559,
+    bf16Tflops: 989,
+    intraNode: 'nvlink4',
+    interNode: 'ib-ndr',
+  },
+  // H100 PCIe 80GB: 81559 MiB; 756 TFLOP/s dense bf16; GPUs of a node talk over PCIe Gen5 (NVLink bridges pair only two).
+  {
+    id: 'h100-pcie-80gb',
+    name: 'NVIDIA H100 PCIe 80GB',
+    memoryMiB: 81559,
+    bf16Tflops: 756,
+    intraNode: 'pcie5-x16',
+    interNode: 'ib-ndr',
+  },
+  // H200 SXM 141GB: nvidia-smi reports 143771 MiB; same Hopper compute as H100 SXM (989 TFLOP/s dense bf16).
+  {
+    id: 'h200-141gb',
+    name: 'NVIDIA H200 141GB',
+    memoryMiB: 143771,
+    bf16Tflops: 989,
+    intraNode: 'nvlink4',
+    interNode: 'ib-ndr',
+  },
+  // B200 (HGX B200, 180 GB usable): nvidia-smi reports 183359 MiB; 2.25 PFLOP/s dense bf16 per GPU.
+  {
+    id: 'b200-180gb',
+    name: 'NVIDIA B200 180GB',
+    memoryMiB: 183359,
+    bf16Tflops: 2250,
+    intraNode: 'nvlink5',
+    interNode: 'ib-ndr',
+  },
+  // A100 SXM4 80GB: nvidia-smi reports 81920 MiB; 312 TFLOP/s dense bf16.
+  {
+    id: 'a100-sxm-80gb',
+    name: 'NVIDIA A100 SXM 80GB',
+    memoryMiB: 81920,
+    bf16Tflops: 312,
+    intraNode: 'nvlink3',
+    interNode: 'ib-hdr',
+  },
+  // A100 SXM4 40GB: nvidia-smi reports 40960 MiB; 312 TFLOP/s dense bf16.
+  {
+    id: 'a100-sxm-40gb',
+    name: 'NVIDIA A100 SXM 40GB',
+    memoryMiB: 40960,
+    bf16Tflops: 312,
+    intraNode: 'nvlink3',
+    interNode: 'ib-hdr',
+  },
+  // L40S 48GB: 46068 MiB; 362 TFLOP/s dense bf16; PCIe Gen4, no NVLink.
+  {
+    id: 'l40s-48gb',
+    name: 'NVIDIA L40S',
+    memoryMiB: 46068,
+    bf16Tflops: 362,
+    intraNode: 'pcie4-x16',
+    interNode: 'eth-100g',
+  },
+  // L4 24GB: 23034 MiB; 121 TFLOP/s dense bf16; PCIe Gen4.
+  {
+    id: 'l4-24gb',
+    name: 'NVIDIA L4',
+    memoryMiB: 23034,
+    bf16Tflops: 121,
+    intraNode: 'pcie4-x16',
+    interNode: 'eth-100g',
+  },
+  // GeForce RTX 4090 24GB: 24564 MiB; 165 TFLOP/s dense bf16 with fp32 accumulation; PCIe Gen4, no peer NVLink.
+  {
+    id: 'rtx4090-24gb',
+    name: 'NVIDIA GeForce RTX 4090',
+    memoryMiB: 24564,
+    bf16Tflops: 165,
+    intraNode: 'pcie4-x16',
+    interNode: 'eth-100g',
+  },
+  // Instinct MI300X 192GB HBM3: rocm-smi reports 196592 MiB (206,141,652,992 bytes); 1307 TFLOP/s dense bf16.
+  {
+    id: 'mi300x-192gb',
+    name: 'AMD Instinct MI300X',
+    memoryMiB: 196592,
+    bf16Tflops: 1307,
+    intraNode: 'infinity-fabric',
+    interNode: 'eth-400g',
+  },
+];
+
+export const DEFAULT_GPU = 'h100-sxm-80gb';
+
+/** A GPU by id, or by a forgiving match on its name (`h100`, `H200`, `a100-80gb`). */
+export function findGpu(id: string): Gpu | undefined {
+  const exact = GPUS.find((g) => g.id === id);
+  if (exact) return exact;
+  const norm = id.toLowerCase().replace(/[^a-z0-9]/g, '');
+  return (
+    GPUS.find((g) => g.id.replace(/[^a-z0-9]/g, '') === norm) ??
+    GPUS.find((g) => g.id.replace(/[^a-z0-9]/g, '').startsWith(norm)) ??
+    GPUS.find((g) =>
+      g.name
+        .toLowerCase()
+        .replace(/[^a-z0-9]/g, '')
+        .includes(norm),
+    )
+  );
+}
+
+export function findLink(id: string): Link | undefined {
+  return LINKS.find((l) => l.id === id);
+}
+
+/** Usable bytes of a GPU as the driver reports it. */
+export function gpuBytes(g: Gpu): number {
+  return g.memoryMiB * 1024 * 1024;
+}

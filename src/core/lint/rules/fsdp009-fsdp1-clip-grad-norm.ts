@@ -1,0 +1,50 @@
+import type { Draft, Rule } from '../types';
+
+export const fsdp1ClipGradNorm: Rule = {
+  id: 'FSDP009',
+  name: 'fsdp1-clip-grad-norm',
+  title: '`torch.nn.utils.clip_grad_norm_` on an FSDP1 model',
+  defaultSeverity: 'warning',
+  rationale: `Under FSDP1 each rank holds only its shard of every gradient, so \`torch.nn.utils.clip_grad_norm_\` computes
+the norm of the local shard and every rank clips by a different, too small norm (the gradients then differ across
+ranks and the clipping threshold means nothing). FSDP1's documentation says to call the root module's
+\`FullyShardedDataParallel.clip_grad_norm_\`, which reduces the norm across ranks. (FSDP2's DTensor gradients make
+the plain function correct.)`,
+  example: {
+    bad: `model = FSDP(model, auto_wrap_policy=policy)
+torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)`,
+    good: `model = FSDP(model, auto_wrap_policy=policy)
+model.clip_grad_norm_(1.0)`,
+  },
+  fix: 'Replaces the call with `<model>.clip_grad_norm_(<max_norm>, ...)` on the FSDP root.',
+  check(ctx) {
+    const roots = ctx.facts.calls.filter((c) => c.api !== 'fully_shard' && c.isRoot);
+    if (!roots.length) return [];
+    const out: Draft[] = [];
+    for (const t of ctx.facts.training) {
+      if (t.kind !== 'clip_grad_norm' || !t.qualified.startsWith('torch.nn.utils')) continue;
+      const root =
+        roots.find((r) => r.assignedTo && (t.target === r.assignedTo || t.target === null)) ?? roots[0]!;
+      const model = t.target ?? root.assignedTo ?? root.target;
+      const rest = Object.entries(t.options)
+        .filter(([k]) => k !== 'parameters')
+        .map(([k, o]) => `${k}=${o.text}`);
+      const positional = t.positional.slice(1);
+      const args = [...positional, ...rest].join(', ');
+      out.push({
+        range: t.range,
+        message:
+          `clip_grad_norm_ over \`${model}\`'s sharded FSDP1 gradients computes each rank's local norm, so ranks clip differently ` +
+          `and by the wrong norm. Call \`${model}.clip_grad_norm_(...)\` on the FSDP root instead.`,
+        fixes: [
+          {
+            title: `Use ${model}.clip_grad_norm_`,
+            edits: [{ range: t.range, newText: `${model}.clip_grad_norm_(${args})` }],
+            preferred: true,
+          },
+        ],
+      });
+    }
+    return out;
+  },
+};

@@ -1,0 +1,95 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { catalogConfig, type HfConfig } from './catalog';
+import { ConfigError, modelFromHfConfig, type HfModel } from './hf';
+
+/** A model and where it came from, in words a person recognises. */
+export interface LoadedModel extends HfModel {
+  name: string;
+  /** `built-in catalog`, `config.json at PATH`, `Hugging Face cache (PATH)`. */
+  origin: string;
+  id?: string;
+}
+
+/** The local Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub. */
+export function hfHubCache(env: NodeJS.ProcessEnv = process.env, home = os.homedir()): string {
+  if (env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
+  if (env.HF_HOME) return path.join(env.HF_HOME, 'hub');
+  return path.join(home, '.cache', 'huggingface', 'hub');
+}
+
+/** The config.json of `ORG/NAME` in the hub cache (the snapshot `refs/main` names), if downloaded. */
+export function cachedConfigPath(id: string, cache = hfHubCache()): string | undefined {
+  if (!/^[\w.-]+\/[\w.-]+$/.test(id)) return undefined;
+  const repo = path.join(cache, `models--${id.replace('/', '--')}`);
+  try {
+    const ref = fs.readFileSync(path.join(repo, 'refs', 'main'), 'utf8').trim();
+    if (!/^[\w.-]+$/.test(ref)) return undefined;
+    const file = path.join(repo, 'snapshots', ref, 'config.json');
+    return fs.existsSync(file) ? file : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+
+/** Reads and parses a config.json; a ConfigError says what is wrong with it. */
+export function readConfigFile(file: string): HfConfig {
+  let text: string;
+  try {
+    const st = fs.statSync(file);
+    if (st.isDirectory()) file = path.join(file, 'config.json');
+    if (fs.statSync(file).size > MAX_CONFIG_BYTES)
+      throw new ConfigError(`${file} is too large to be a config.json`);
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if (e instanceof ConfigError) throw e;
+    throw new ConfigError(
+      `cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : String(e)}`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(`${file} is not valid JSON (${e instanceof Error ? e.message : String(e)})`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new ConfigError(`${file} is not a JSON object`);
+  // Multimodal wrappers keep the language model's config under text_config.
+  const cfg = json as HfConfig;
+  if (!cfg.model_type && typeof cfg.text_config === 'object' && cfg.text_config)
+    return cfg.text_config as HfConfig;
+  return cfg;
+}
+
+/** Loads a model from a config.json path. */
+export function loadConfigPath(file: string): LoadedModel {
+  const config = readConfigFile(file);
+  return {
+    ...modelFromHfConfig(config),
+    name: path.basename(path.dirname(path.resolve(file))) || file,
+    origin: `config.json at ${file}`,
+  };
+}
+
+/**
+ * Loads `ORG/NAME`: the local Hugging Face cache first (what `from_pretrained` would read), then the built-in
+ * catalog. Undefined when neither knows it.
+ */
+export function loadHubModel(id: string, cache = hfHubCache()): LoadedModel | undefined {
+  const cached = cachedConfigPath(id, cache);
+  if (cached)
+    return {
+      ...modelFromHfConfig(readConfigFile(cached)),
+      name: id,
+      id,
+      origin: `Hugging Face cache (${cached})`,
+    };
+  const entry = catalogConfig(id);
+  if (entry)
+    return { ...modelFromHfConfig(entry.config), name: entry.id, id: entry.id, origin: 'built-in catalog' };
+  return undefined;
+}

@@ -1,0 +1,184 @@
+/** Element types of parameters and buffers, and what one element takes in memory. */
+export type DType =
+  | 'float32'
+  | 'bfloat16'
+  | 'float16'
+  | 'float64'
+  | 'float8_e4m3fn'
+  | 'float8_e5m2'
+  | 'int8'
+  | 'uint8'
+  | 'int64'
+  | 'bool'
+  | 'nf4';
+
+/** Bytes per element; NF4 packs two values per byte (its quantisation constants are counted separately). */
+export const DTYPE_BYTES: Record<DType, number> = {
+  float32: 4,
+  bfloat16: 2,
+  float16: 2,
+  float64: 8,
+  float8_e4m3fn: 1,
+  float8_e5m2: 1,
+  int8: 1,
+  uint8: 1,
+  int64: 8,
+  bool: 1,
+  nf4: 0.5,
+};
+
+export function isDType(s: string): s is DType {
+  return s in DTYPE_BYTES;
+}
+
+export interface ParamInfo {
+  /** Local name (`weight`). */
+  name: string;
+  /** Shape as PyTorch reports it (`nn.Linear(in, out).weight` is `[out, in]`); sharding splits dim 0. */
+  shape: number[];
+  numel: number;
+  /** The parameter's own dtype; unset means the model's dtype. */
+  dtype?: DType;
+  /** Frozen parameters carry no gradient and no optimizer state. */
+  trainable: boolean;
+  /** Full path of the parameter this one is tied to (the same tensor, counted once). */
+  tiedTo?: string;
+}
+
+export interface BufferInfo {
+  name: string;
+  shape: number[];
+  numel: number;
+  dtype: DType;
+  /** Saved in the state dict (`persistent=True`), or not. Both take memory. */
+  persistent: boolean;
+}
+
+/** One `nn.Module` of a model, with its own (direct) parameters and buffers. */
+export interface ModuleNode {
+  /** Attribute name in the parent (`q_proj`, `3`); empty for the root. */
+  name: string;
+  /** Dotted path from the root (`model.layers.3.self_attn.q_proj`); empty for the root. */
+  path: string;
+  className: string;
+  params: ParamInfo[];
+  buffers: BufferInfo[];
+  children: ModuleNode[];
+}
+
+export function numelOf(shape: number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+export function joinPath(parent: string, name: string): string {
+  return parent ? `${parent}.${name}` : name;
+}
+
+/** Every module, parents before children. */
+export function* walk(node: ModuleNode): Generator<ModuleNode> {
+  const stack = [node];
+  while (stack.length) {
+    const n = stack.pop()!;
+    yield n;
+    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!);
+  }
+}
+
+/** The module at a dotted path, or undefined. */
+export function moduleAt(root: ModuleNode, path: string): ModuleNode | undefined {
+  if (!path) return root;
+  let n: ModuleNode | undefined = root;
+  for (const seg of path.split('.')) {
+    n = n?.children.find((c) => c.name === seg);
+    if (!n) return undefined;
+  }
+  return n;
+}
+
+/** Parameters counted once (tied parameters are the same tensor). */
+export function countParams(root: ModuleNode, filter: (p: ParamInfo) => boolean = () => true): number {
+  let n = 0;
+  for (const m of walk(root)) for (const p of m.params) if (!p.tiedTo && filter(p)) n += p.numel;
+  return n;
+}
+
+export function countBufferBytes(root: ModuleNode): number {
+  let n = 0;
+  for (const m of walk(root)) for (const b of m.buffers) n += Math.ceil(b.numel * DTYPE_BYTES[b.dtype]);
+  return n;
+}
+
+/**
+ * Builds module trees with PyTorch's names and shapes: `linear(name, in, out)` creates a child module of class
+ * `Linear` whose `weight` is `[out, in]`, as `nn.Linear` does.
+ */
+export class ModuleBuilder {
+  readonly node: ModuleNode;
+
+  constructor(name: string, path: string, className: string) {
+    this.node = { name, path, className, params: [], buffers: [], children: [] };
+  }
+
+  static root(className: string): ModuleBuilder {
+    return new ModuleBuilder('', '', className);
+  }
+
+  param(name: string, shape: number[], opts: { dtype?: DType; trainable?: boolean } = {}): this {
+    const p: ParamInfo = { name, shape, numel: numelOf(shape), trainable: opts.trainable ?? true };
+    if (opts.dtype) p.dtype = opts.dtype;
+    this.node.params.push(p);
+    return this;
+  }
+
+  buffer(name: string, shape: number[], dtype: DType, persistent = true): this {
+    this.node.buffers.push({ name, shape, numel: numelOf(shape), dtype, persistent });
+    return this;
+  }
+
+  child(name: string, className: string, build?: (b: ModuleBuilder) => void): ModuleBuilder {
+    const b = new ModuleBuilder(name, joinPath(this.node.path, name), className);
+    build?.(b);
+    this.node.children.push(b.node);
+    return b;
+  }
+
+  /** `nn.Linear(inFeatures, outFeatures, bias)`. */
+  linear(name: string, inFeatures: number, outFeatures: number, bias = false, className = 'Linear'): this {
+    this.child(name, className, (b) => {
+      b.param('weight', [outFeatures, inFeatures]);
+      if (bias) b.param('bias', [outFeatures]);
+    });
+    return this;
+  }
+
+  /** `nn.Embedding(num, dim)`. */
+  embedding(name: string, num: number, dim: number, className = 'Embedding'): this {
+    this.child(name, className, (b) => b.param('weight', [num, dim]));
+    return this;
+  }
+
+  /** A norm with a weight of `dim` (and a bias for LayerNorm-style norms). */
+  norm(name: string, dim: number, className: string, bias = false): this {
+    this.child(name, className, (b) => {
+      b.param('weight', [dim]);
+      if (bias) b.param('bias', [dim]);
+    });
+    return this;
+  }
+
+  /** `nn.ModuleList` of `n` modules built by `build(i)`. */
+  list(name: string, n: number, className: string, build: (b: ModuleBuilder, i: number) => void): this {
+    this.child(name, 'ModuleList', (l) => {
+      for (let i = 0; i < n; i++) l.child(String(i), className, (b) => build(b, i));
+    });
+    return this;
+  }
+
+  /** Marks `path.name` of this tree as tied to `target` (a full parameter path). */
+  tie(modulePath: string, paramName: string, target: string): this {
+    const m = moduleAt(this.node, modulePath);
+    const p = m?.params.find((x) => x.name === paramName);
+    if (p) p.tiedTo = target;
+    return this;
+  }
+}

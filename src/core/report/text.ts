@@ -1,0 +1,101 @@
+import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnits } from '../estimator/format';
+import type { Estimate, UnitEstimate } from '../estimator/estimate';
+import { trafficBytes } from '../estimator/estimate';
+import type { Source } from '../estimator/types';
+
+/** Where an input came from, in a few words. */
+export function sourceText(s: Source): string {
+  const kind: Record<Source['kind'], string> = {
+    flag: 'flag',
+    annotation: 'annotation',
+    pyproject: 'pyproject.toml',
+    launch: 'launch file',
+    setting: 'editor setting',
+    detected: 'detected',
+    config: 'config',
+    default: 'default',
+  };
+  return s.detail ? `${kind[s.kind]}: ${s.detail}` : kind[s.kind];
+}
+
+/** Groups alike units (32 decoder blocks) so a plan reads in one line. */
+export function planSummary(e: Estimate, units: ByteUnits = 'GB'): string {
+  const groups = new Map<string, UnitEstimate[]>();
+  for (const u of e.units) {
+    const key = u.isRoot ? `root:${u.name}` : `${u.classNames.join('+')}:${u.params}`;
+    groups.set(key, [...(groups.get(key) ?? []), u]);
+  }
+  const parts = [...groups.values()].map((us) => {
+    const u = us[0]!;
+    const what = u.isRoot
+      ? `root ${u.classNames[0] ?? ''}`.trim()
+      : us.length > 1
+        ? `${us.length} x ${u.classNames.join('+')}`
+        : u.name;
+    return `${what} (${fmtParams(u.params)} params, ${fmtBytes(u.gatheredBytes, units)} gathered)`;
+  });
+  return parts.join(' + ');
+}
+
+const pad = (s: string, n: number) => s.padEnd(n);
+
+/** The estimate as a person reads it in a terminal. */
+export function estimateText(e: Estimate, opts: { units?: ByteUnits } = {}): string {
+  const U = opts.units ?? 'GB';
+  const b = (n: number) => fmtBytes(n, U);
+  const L: string[] = [];
+  const api = e.plan.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${e.plan.strategy}`;
+  L.push(`${e.model.name}  ·  ${fmtCount(e.model.params)} parameters (${fmtParams(e.model.params)})`);
+  L.push(`Plan      ${api} · ${e.units.length} units: ${planSummary(e, U)}`);
+  const mesh = e.mesh.hsdp
+    ? `${e.mesh.worldSize} GPUs as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)`
+    : `${e.mesh.worldSize} GPUs, shard group ${e.mesh.shardGroup}`;
+  L.push(
+    `Mesh      ${mesh} · ${e.mesh.nodes} node${e.mesh.nodes > 1 ? 's' : ''} of ${e.mesh.gpusPerNode} · ${e.gpu.name}`,
+  );
+  L.push('');
+  L.push(
+    `Per GPU   persistent ${b(e.perGpu.persistentBytes)} (model state ${b(e.perGpu.modelStateBytes)} of ${b(e.modelStateTotalBytes)} in all; ` +
+      `plain data parallelism would hold all ${b(e.modelStateTotalBytes)} on every GPU)`,
+  );
+  for (const t of e.perGpu.persistent.terms)
+    L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
+  if (e.perGpu.hostBytes > 0) {
+    L.push(`Host      ${b(e.perGpu.hostBytes)} per GPU in CPU memory (offload)`);
+    for (const t of e.perGpu.host.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
+  }
+  L.push('');
+  const s = e.comms.perStep;
+  const k = e.setup.gradAccum > 1 ? ` (${e.setup.gradAccum} micro-batches)` : '';
+  L.push(`Traffic   ${b(trafficBytes(s))} per GPU per step${k}`);
+  L.push(
+    `  ${pad('all-gather', 16)} ${pad(b(s.allGatherBytes), 10)} ${s.collectives.allGather} collectives in ${e.comms.gatherDtype}`,
+  );
+  L.push(
+    `  ${pad('reduce-scatter', 16)} ${pad(b(s.reduceScatterBytes), 10)} ${s.collectives.reduceScatter} collectives in ${e.comms.reduceDtype}`,
+  );
+  if (s.collectives.allReduce)
+    L.push(
+      `  ${pad('all-reduce', 16)} ${pad(b(s.allReduceBytes), 10)} ${s.collectives.allReduce} collectives in ${e.comms.reduceDtype}`,
+    );
+  L.push(
+    `  ZeRO-3 reference ${b(e.comms.zero3ReferenceBytes)} · DDP all-reduce (${e.comms.ddpDtype}) ${b(e.comms.ddpAllReduceBytes)}`,
+  );
+  const link = e.comms.shardLink;
+  L.push(
+    `  ${link.name}, ${link.perDirectionGBs} GB/s each way at ${Math.round(e.setup.linkEfficiency * 100)}%: ` +
+      `${fmtSeconds(e.comms.commSeconds)} on the link against ${fmtSeconds(e.comms.computeSeconds)} of compute per step; ` +
+      (e.comms.exposedSeconds > 0.05 * e.comms.computeSeconds
+        ? `about ${fmtSeconds(e.comms.exposedSeconds)} cannot hide behind compute`
+        : 'transfers hide behind compute'),
+  );
+  L.push('');
+  L.push('Assumptions');
+  for (const a of e.assumptions) L.push(`  ${pad(a.label, 34)} ${pad(a.value, 28)} ${sourceText(a.source)}`);
+  if (e.notes.length) {
+    L.push('');
+    L.push('Notes');
+    for (const n of e.notes) L.push(`  - ${n}`);
+  }
+  return L.join('\n') + '\n';
+}

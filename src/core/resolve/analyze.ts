@@ -1,0 +1,296 @@
+import * as path from 'node:path';
+import type { FileFacts } from '../analysis/facts';
+import type { MixedPrecisionValue } from '../analysis/options';
+import type { MeshValue } from '../analysis/scan';
+import { estimate, type Estimate, type EstimateInput } from '../estimator/estimate';
+import type { Source } from '../estimator/types';
+import { ConfigError } from '../model/hf';
+import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
+import { isDType, type DType } from '../model/tree';
+import { planFromFacts } from './plan';
+import { PARSE, resolveSetup, type Layer, type SetupValues } from './setup';
+
+/** Where the model comes from when the caller names it (a flag or a setting). */
+export interface ModelChoice {
+  /** A Hugging Face id (`meta-llama/Llama-3.1-8B`). */
+  id?: string;
+  /** A config.json path. */
+  config?: string;
+  source: Source;
+}
+
+export interface AnalyzeOptions {
+  /** Command-line flags (highest precedence). */
+  flags?: { values: SetupValues; model?: ModelChoice };
+  /** Editor settings (below everything the workspace says). */
+  settings?: SetupValues;
+  /** The Hugging Face cache to read configs from (defaults to the environment's). */
+  hubCache?: string;
+}
+
+export type EstimateResult =
+  | { ok: true; input: EstimateInput; estimate: Estimate; model: LoadedModel }
+  | { ok: false; reason: string; hint?: string };
+
+/** The estimate for one scanned file, with every input's source; or why there is none. */
+export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): EstimateResult {
+  const file = path.basename(facts.path);
+  const annotation = annotationLayer(facts, file);
+  if ('error' in annotation) return { ok: false, reason: annotation.error };
+  const model = resolveModel(facts, file, opts, annotation.model);
+  if ('reason' in model) return { ok: false, reason: model.reason, hint: model.hint };
+  const layers: Layer[] = [];
+  if (opts.flags) layers.push({ source: { kind: 'flag' }, values: opts.flags.values });
+  layers.push(annotation.layer);
+  layers.push(detectedLayer(facts, file));
+  if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
+  const plan = planFromFacts(facts, model.loaded.root, model.loaded.shape, file);
+  const { setup, assumptions } = resolveSetup(layers);
+  // HYBRID_SHARD shards within a node and replicates across nodes, unless a mesh or flag says otherwise.
+  if ((plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2') && setup.replicas === 1) {
+    setup.replicas = Math.max(1, Math.ceil(setup.worldSize / setup.gpusPerNode));
+    assumptions.push({
+      key: 'replicas',
+      label: 'HSDP replicas',
+      value: String(setup.replicas),
+      source: { kind: 'detected', detail: `${plan.strategy}: one shard group per node` },
+    });
+  }
+  assumptions.unshift(
+    {
+      key: 'model',
+      label: 'model',
+      value: `${model.loaded.name} (${model.loaded.origin})`,
+      source: model.source,
+    },
+    {
+      key: 'plan',
+      label: 'plan',
+      value: `${plan.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${plan.strategy}`}, ${plan.units.length} units`,
+      source: plan.source,
+    },
+  );
+  const input: EstimateInput = {
+    model: {
+      name: model.loaded.name,
+      root: model.loaded.root,
+      shape: model.loaded.shape,
+      source: model.source,
+    },
+    plan,
+    setup,
+    assumptions,
+  };
+  return { ok: true, input, estimate: estimate(input), model: model.loaded };
+}
+
+function resolveModel(
+  facts: FileFacts,
+  file: string,
+  opts: AnalyzeOptions,
+  annotated: ModelChoice | undefined,
+): { loaded: LoadedModel; source: Source } | { reason: string; hint?: string } {
+  const cache = opts.hubCache ?? hfHubCache();
+  const candidates: ModelChoice[] = [];
+  if (opts.flags?.model) candidates.push(opts.flags.model);
+  if (annotated) candidates.push(annotated);
+  const pretrained = facts.models.find((m) => m.pretrained);
+  if (pretrained?.pretrained)
+    candidates.push({
+      id: pretrained.pretrained,
+      source: { kind: 'detected', detail: `${file}:${pretrained.line}` },
+    });
+  for (const c of candidates) {
+    try {
+      if (c.config) {
+        const base = c.source.kind === 'annotation' ? path.dirname(facts.path) : process.cwd();
+        return { loaded: loadConfigPath(path.resolve(base, c.config)), source: c.source };
+      }
+      if (c.id) {
+        const loaded = loadHubModel(c.id, cache);
+        if (loaded) return { loaded, source: c.source };
+        return {
+          reason: `model "${c.id}" is not in the Hugging Face cache (${cache}) nor in the built-in catalog`,
+          hint: 'pass --config path/to/config.json, or download the config with huggingface-cli',
+        };
+      }
+    } catch (e) {
+      if (e instanceof ConfigError) return { reason: e.message };
+      throw e;
+    }
+  }
+  return {
+    reason: 'the file does not say which model it trains',
+    hint: 'load it with from_pretrained("ORG/NAME"), add a "# fsdp: model=ORG/NAME" comment, or pass --model / --config',
+  };
+}
+
+const ANNOTATION_KEYS: Record<string, keyof SetupValues | 'model' | 'config'> = {
+  world_size: 'worldSize',
+  nproc: 'worldSize',
+  gpus_per_node: 'gpusPerNode',
+  replicas: 'replicas',
+  gpu: 'gpu',
+  batch: 'microBatch',
+  micro_batch: 'microBatch',
+  seq: 'seqLen',
+  seq_len: 'seqLen',
+  grad_accum: 'gradAccum',
+  ac: 'checkpointing',
+  checkpointing: 'checkpointing',
+  optimizer: 'optimizer',
+  param_dtype: 'paramDtype',
+  reduce_dtype: 'reduceDtype',
+  master_dtype: 'masterDtype',
+  model: 'model',
+  config: 'config',
+};
+
+/** Parses one `key=value` input as flags and annotations write it. */
+export function parseSetupValue(
+  key: keyof SetupValues,
+  raw: string,
+  name: string,
+): SetupValues[keyof SetupValues] {
+  switch (key) {
+    case 'worldSize':
+    case 'gpusPerNode':
+    case 'replicas':
+    case 'microBatch':
+    case 'seqLen':
+    case 'gradAccum':
+      return PARSE.positiveInt(name, raw);
+    case 'gpu':
+      return PARSE.gpu(name, raw);
+    case 'checkpointing':
+      return PARSE.checkpointing(name, raw);
+    case 'optimizer':
+      return PARSE.optimizer(name, raw);
+    case 'paramDtype':
+    case 'reduceDtype':
+    case 'masterDtype':
+      return PARSE.dtype(name, raw);
+    case 'linkEfficiency':
+    case 'mfu':
+      return PARSE.fraction(name, raw);
+    default:
+      throw new Error(`${name} cannot be set here`);
+  }
+}
+
+/** `# fsdp: key=value ...` comments of the file. */
+function annotationLayer(
+  facts: FileFacts,
+  file: string,
+): { layer: Layer; model?: ModelChoice } | { error: string } {
+  const values: SetupValues = {};
+  const details: Layer['details'] = {};
+  let model: ModelChoice | undefined;
+  for (const a of facts.annotations) {
+    const where = `# fsdp: at ${file}:${a.line}`;
+    for (const [k, raw] of Object.entries(a.values)) {
+      const key = ANNOTATION_KEYS[k];
+      if (!key) continue; // Unknown keys are reported by the annotation lint rule, not fatal here.
+      if (key === 'model' || key === 'config') {
+        model = {
+          ...(key === 'model' ? { id: raw } : { config: raw }),
+          source: { kind: 'annotation', detail: where },
+        };
+        continue;
+      }
+      try {
+        (values as Record<string, unknown>)[key] = parseSetupValue(key, raw, `${k} (${where})`);
+        details[key] = where;
+      } catch (e) {
+        return { error: e instanceof Error ? e.message : String(e) };
+      }
+    }
+  }
+  return { layer: { source: { kind: 'annotation' }, values, details }, ...(model ? { model } : {}) };
+}
+
+/** What the code itself says: its mesh, mixed precision, dtype, optimizer, checkpointing and gradient sync. */
+function detectedLayer(facts: FileFacts, file: string): Layer {
+  const values: SetupValues = {};
+  const details: Layer['details'] = {};
+  const at = (line: number) => `${file}:${line}`;
+  const calls = facts.calls.filter((c) => !c.incomplete && !c.neverRuns);
+
+  // Mesh: the one the wrap calls use, else the file's only one.
+  const meshCall = calls.find((c) => c.options.mesh?.value ?? c.options.device_mesh?.value);
+  const mesh = (meshCall?.options.mesh?.value ?? meshCall?.options.device_mesh?.value) as
+    MeshValue | undefined;
+  const shape = mesh?.shape ?? (facts.meshes.length === 1 ? facts.meshes[0]!.shape : null);
+  const meshLine = mesh?.line ?? facts.meshes[0]?.line;
+  if (shape && shape.every((n): n is number => typeof n === 'number') && meshLine) {
+    if (shape.length === 1) {
+      values.worldSize = shape[0]!;
+      details.worldSize = at(meshLine);
+    } else if (shape.length === 2) {
+      values.replicas = shape[0]!;
+      values.worldSize = shape[0]! * shape[1]!;
+      details.replicas = details.worldSize = at(meshLine);
+    }
+  }
+
+  // Mixed precision of the root wrap (or the first that sets one).
+  const mpCall =
+    calls.find((c) => c.isRoot && (c.options.mp_policy ?? c.options.mixed_precision)) ??
+    calls.find((c) => c.options.mp_policy ?? c.options.mixed_precision);
+  if (mpCall) {
+    const mp = (mpCall.options.mp_policy ?? mpCall.options.mixed_precision)!
+      .value as MixedPrecisionValue | null;
+    if (mp && typeof mp === 'object' && 'kind' in mp) {
+      if (!mp.unresolved?.param_dtype) {
+        values.paramDtype = asDType(mp.param_dtype);
+        details.paramDtype = at(mpCall.line);
+      }
+      if (!mp.unresolved?.reduce_dtype) {
+        values.reduceDtype = asDType(mp.reduce_dtype);
+        details.reduceDtype = at(mpCall.line);
+      }
+    }
+  } else if (calls.length && !calls.some((c) => c.unresolvedSplats.length)) {
+    // Wrap calls without any mixed-precision policy gather and reduce in the parameters' own dtype.
+    values.paramDtype = null;
+    values.reduceDtype = null;
+    details.paramDtype = details.reduceDtype = `${at(calls[0]!.line)} (no mp_policy / mixed_precision)`;
+  }
+
+  // The model's own dtype when it is loaded or cast in half precision.
+  const loaded = facts.models.find((m) => m.dtype);
+  const modelVar = calls.find((c) => c.isRoot)?.paths[0]?.join('.') ?? facts.models[0]?.variable;
+  const cast = facts.training.find(
+    (t) => t.kind === 'cast' && t.dtype && (!modelVar || t.target === modelVar),
+  );
+  if (loaded?.dtype && isDType(loaded.dtype)) {
+    values.masterDtype = loaded.dtype;
+    details.masterDtype = `${at(loaded.line)} (torch_dtype)`;
+  } else if (cast?.dtype && isDType(cast.dtype)) {
+    values.masterDtype = cast.dtype;
+    details.masterDtype = `${at(cast.line)} (cast)`;
+  }
+
+  const opt = facts.optimizers[0];
+  if (opt) {
+    values.optimizer = opt.family as SetupValues['optimizer'];
+    details.optimizer = `${at(opt.line)} (${opt.name})`;
+  }
+  const ac = facts.checkpointing[0];
+  if (ac) {
+    values.checkpointing = 'full';
+    details.checkpointing = `${at(ac.line)} (${ac.api})`;
+  }
+  const noSync = facts.training.find(
+    (t) => t.kind === 'no_sync' || (t.kind === 'requires_gradient_sync' && t.positional[0] === 'False'),
+  );
+  if (noSync) {
+    values.syncEveryMicroBatch = false;
+    details.syncEveryMicroBatch = at(noSync.line);
+  }
+  return { source: { kind: 'detected' }, values, details };
+}
+
+function asDType(d: string | null | undefined): DType | null {
+  return d && isDType(d) ? d : null;
+}

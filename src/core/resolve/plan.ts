@@ -1,0 +1,144 @@
+import type { ShardingStrategyName } from '../analysis/apis';
+import type { FileFacts, WrapCall } from '../analysis/facts';
+import type { OffloadValue, WrapPolicyValue } from '../analysis/options';
+import type { ArchShape } from '../model/hf';
+import type { ModuleNode } from '../model/tree';
+import type { Plan, ReshardAfterForward, UnitPlan } from '../estimator/types';
+import { defaultUnits, matchModules, unitsFromPolicy } from '../estimator/units';
+
+/** The path of the variable that holds the model (`model`, `self.model`), from the root wrap or the units' base. */
+export function modelVariable(calls: WrapCall[]): string[] | null {
+  const root = calls.find((c) => c.isRoot && c.paths.length === 1);
+  if (root?.paths[0]) return root.paths[0];
+  const p = calls.find((c) => c.paths[0]?.length)?.paths[0];
+  if (!p) return null;
+  return p.slice(0, p[0] === 'self' ? 2 : 1);
+}
+
+function stripPrefix(path: string[], prefix: string[]): string[] | null {
+  if (path.length < prefix.length) return null;
+  for (let i = 0; i < prefix.length; i++) if (path[i] !== prefix[i]) return null;
+  return path.slice(prefix.length);
+}
+
+function reshardOf(c: WrapCall, notes: string[], where: string): ReshardAfterForward {
+  const o = c.options.reshard_after_forward;
+  if (!o) return null;
+  if (typeof o.value === 'boolean' || typeof o.value === 'number') return o.value;
+  if (o.value === null && o.text === 'None') return null;
+  notes.push(
+    `${where}: reshard_after_forward=${o.text} is not known statically; assumed the default (reshard unless root)`,
+  );
+  return null;
+}
+
+function offloadOf(c: WrapCall, notes: string[], where: string): boolean {
+  const o = c.options.offload_policy ?? c.options.cpu_offload;
+  const v = o?.value as OffloadValue | null | undefined;
+  if (!o || !v || typeof v !== 'object') return false;
+  if (o.conditions?.length) {
+    notes.push(`${where}: CPU offload only when ${o.conditions.join(' and ')}; estimated without it`);
+    return false;
+  }
+  return v.offloadParams;
+}
+
+/**
+ * The FSDP plan a file describes, mapped onto the model's modules: FSDP2 wrap calls in the order they run, an
+ * FSDP1 auto-wrap policy applied as `wrap.py` does, or (no wrap call) one unit per decoder block plus the root.
+ */
+export function planFromFacts(
+  facts: FileFacts,
+  root: ModuleNode,
+  shape: ArchShape | undefined,
+  file: string,
+): Plan {
+  const calls = facts.calls.filter((c) => !c.incomplete && !c.neverRuns);
+  const notes: string[] = [];
+  if (!calls.length) {
+    return {
+      api: 'fsdp2',
+      strategy: 'FULL_SHARD',
+      units: defaultUnits(root, shape?.blockClass, 'default plan'),
+      source: {
+        kind: 'default',
+        detail: 'no wrap call in the file: one unit per decoder block, then the root',
+      },
+      notes,
+    };
+  }
+  const fsdp2 = calls.some((c) => c.api === 'fully_shard');
+  const prefix = modelVariable(calls) ?? [];
+  const units: UnitPlan[] = [];
+  const ordered = [...calls].sort((a, b) => a.line - b.line);
+  let strategy: ShardingStrategyName = 'FULL_SHARD';
+  let policyRoot: WrapCall | undefined;
+
+  for (const c of ordered) {
+    if (fsdp2 && c.api !== 'fully_shard') continue;
+    const where = `${file}:${c.line}`;
+    if (c.api !== 'fully_shard') {
+      const ss = c.options.sharding_strategy?.value;
+      if (c.isRoot && typeof ss === 'string') strategy = ss as ShardingStrategyName;
+      if (c.isRoot && c.options.auto_wrap_policy && !c.children.length) {
+        policyRoot = c;
+        continue;
+      }
+    }
+    const reshard = c.api === 'fully_shard' ? reshardOf(c, notes, where) : null;
+    const offload = offloadOf(c, notes, where);
+    const matched: string[][] = [];
+    for (const p of c.paths) {
+      const rel = stripPrefix(p, prefix);
+      if (!rel) {
+        notes.push(`${where}: ${c.target} is not part of ${prefix.join('.') || 'the model'}; not counted`);
+        continue;
+      }
+      const mods = matchModules(root, rel, c.classFilter);
+      if (!mods.length)
+        notes.push(`${where}: ${c.target} (${[...prefix, ...rel].join('.')}) matches no module of the model`);
+      matched.push(mods);
+    }
+    const all = matched.flat();
+    if (!all.length) continue;
+    const isRoot = all.length === 1 && all[0] === '';
+    if (c.targets.length > 1) {
+      // fully_shard([a, b]) makes one unit of both.
+      units.push({ modules: all, isRoot: false, reshardAfterForward: reshard, offload, origin: where });
+    } else {
+      for (const m of all)
+        units.push({
+          modules: [m],
+          isRoot: m === '' || isRoot,
+          reshardAfterForward: reshard,
+          offload,
+          origin: where,
+        });
+    }
+  }
+
+  if (!fsdp2) {
+    const root0 = policyRoot ?? ordered.find((c) => c.isRoot);
+    const ss = root0?.options.sharding_strategy?.value;
+    if (typeof ss === 'string') strategy = ss as ShardingStrategyName;
+    if (policyRoot) {
+      const where = `${file}:${policyRoot.line}`;
+      const policy = policyRoot.options.auto_wrap_policy?.value as WrapPolicyValue | null;
+      const r = unitsFromPolicy(root, policy, {
+        fallbackClasses: shape ? [shape.blockClass] : [],
+        origin: where,
+        offload: offloadOf(policyRoot, notes, where),
+        reshardAfterForward: true,
+      });
+      units.push(...r.units);
+      notes.push(...r.notes.map((n) => `${where}: ${n}`));
+    }
+  }
+  return {
+    api: fsdp2 ? 'fsdp2' : 'fsdp1',
+    strategy,
+    units,
+    source: { kind: 'detected', detail: `${file}:${ordered[0]!.line}` },
+    notes,
+  };
+}

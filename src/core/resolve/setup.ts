@@ -1,0 +1,185 @@
+import type { OptimizerFamily } from '../analysis/apis';
+import { DEFAULT_GPU, findGpu } from '../hardware/catalog';
+import { isDType, type DType } from '../model/tree';
+import type { Assumption, CheckpointMode, Source, TrainingSetup } from '../estimator/types';
+
+/** Inputs a layer (a flag, an annotation, the code, a setting) may set; each is a string or number as given. */
+export interface SetupValues {
+  worldSize?: number;
+  gpusPerNode?: number;
+  replicas?: number;
+  gpu?: string;
+  microBatch?: number;
+  seqLen?: number;
+  gradAccum?: number;
+  syncEveryMicroBatch?: boolean;
+  checkpointing?: CheckpointMode;
+  optimizer?: OptimizerFamily;
+  masterDtype?: DType;
+  paramDtype?: DType | null;
+  reduceDtype?: DType | null;
+  attention?: 'fused' | 'eager';
+  linkEfficiency?: number;
+  mfu?: number;
+}
+
+/** One source of inputs; layers are listed highest precedence first. */
+export interface Layer {
+  source: Source;
+  values: SetupValues;
+  /** Per-key source detail (`train.py:12` for the mesh, another line for the dtype). */
+  details?: Partial<Record<keyof SetupValues, string>>;
+}
+
+/** What each input is when nothing says (ESTIMATOR.md's table). */
+export const DEFAULTS: Required<SetupValues> = {
+  worldSize: 8,
+  gpusPerNode: 8,
+  replicas: 1,
+  gpu: DEFAULT_GPU,
+  microBatch: 1,
+  seqLen: 4096,
+  gradAccum: 1,
+  syncEveryMicroBatch: true,
+  checkpointing: 'none',
+  optimizer: 'adamw',
+  masterDtype: 'float32',
+  paramDtype: 'bfloat16',
+  reduceDtype: null,
+  attention: 'fused',
+  linkEfficiency: 0.8,
+  mfu: 0.4,
+};
+
+const LABELS: Record<keyof SetupValues, string> = {
+  worldSize: 'world size',
+  gpusPerNode: 'GPUs per node',
+  replicas: 'HSDP replicas',
+  gpu: 'GPU',
+  microBatch: 'micro-batch',
+  seqLen: 'sequence length',
+  gradAccum: 'gradient accumulation steps',
+  syncEveryMicroBatch: 'gradient sync',
+  checkpointing: 'activation checkpointing',
+  optimizer: 'optimizer',
+  masterDtype: 'parameter dtype (sharded, master)',
+  paramDtype: 'mixed precision param_dtype',
+  reduceDtype: 'mixed precision reduce_dtype',
+  attention: 'attention',
+  linkEfficiency: 'collective efficiency',
+  mfu: 'compute efficiency (MFU)',
+};
+
+function describeValue(key: keyof SetupValues, v: unknown, setup: TrainingSetup): string {
+  switch (key) {
+    case 'gpu':
+      return findGpu(String(v))?.name ?? String(v);
+    case 'checkpointing':
+      return typeof v === 'object' && v ? `every ${(v as { everyN: number }).everyN} blocks` : String(v);
+    case 'paramDtype':
+      return v === null ? 'none (no mixed precision: gathered in the parameter dtype)' : String(v);
+    case 'reduceDtype':
+      return v === null ? `= param_dtype (${setup.paramDtype ?? setup.masterDtype})` : String(v);
+    case 'syncEveryMicroBatch':
+      return v ? 'every micro-batch' : 'last micro-batch only (no_sync / set_requires_gradient_sync(False))';
+    case 'attention':
+      return v === 'fused' ? 'fused kernel (SDPA / FlashAttention)' : 'eager (keeps the s x s scores)';
+    case 'linkEfficiency':
+    case 'mfu':
+      return `${Math.round(Number(v) * 100)}%`;
+    default:
+      return String(v);
+  }
+}
+
+/** Resolves every input by precedence, recording where each came from. */
+export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptions: Assumption[] } {
+  const all: Layer[] = [...layers, { source: { kind: 'default' }, values: DEFAULTS }];
+  const chosen = {} as Record<keyof SetupValues, { value: unknown; source: Source }>;
+  for (const key of Object.keys(DEFAULTS) as (keyof SetupValues)[]) {
+    for (const layer of all) {
+      const v = layer.values[key];
+      if (v === undefined) continue;
+      const detail = layer.details?.[key] ?? layer.source.detail;
+      chosen[key] = {
+        value: v,
+        source: detail ? { kind: layer.source.kind, detail } : { kind: layer.source.kind },
+      };
+      break;
+    }
+  }
+  const setup = Object.fromEntries(
+    Object.entries(chosen).map(([k, c]) => [k, c.value]),
+  ) as unknown as TrainingSetup;
+  // The world is whole replicas of whole shard groups.
+  if (setup.replicas > setup.worldSize) setup.replicas = 1;
+  const assumptions: Assumption[] = (Object.keys(LABELS) as (keyof SetupValues)[])
+    .filter((k) => !(k === 'replicas' && setup.replicas === 1 && chosen[k].source.kind === 'default'))
+    .map((k) => ({
+      key: k,
+      label: LABELS[k],
+      value: describeValue(k, chosen[k].value, setup),
+      source: chosen[k].source,
+    }));
+  return { setup, assumptions };
+}
+
+/** Parses the value forms flags, annotations and settings use; throws a message naming what is accepted. */
+export const PARSE = {
+  positiveInt(name: string, v: string | number): number {
+    const n = typeof v === 'number' ? v : Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 1_000_000)
+      throw new Error(`${name} must be a positive whole number, not "${v}"`);
+    return n;
+  },
+  dtype(name: string, v: string): DType {
+    const t = v.toLowerCase();
+    const alias: Record<string, DType> = {
+      fp32: 'float32',
+      bf16: 'bfloat16',
+      fp16: 'float16',
+      float: 'float32',
+      half: 'float16',
+      nf4: 'nf4',
+    };
+    const d = alias[t] ?? (isDType(t) ? t : undefined);
+    if (!d) throw new Error(`${name} must be fp32, bf16 or fp16 (or float32, bfloat16, float16), not "${v}"`);
+    return d;
+  },
+  checkpointing(name: string, v: string): CheckpointMode {
+    const t = v.toLowerCase();
+    if (t === 'none' || t === 'full' || t === 'selective') return t;
+    const m = /^every-?(\d+)$/.exec(t);
+    if (m) return { everyN: PARSE.positiveInt(name, m[1]!) };
+    throw new Error(`${name} must be none, full, selective or every-N (e.g. every-2), not "${v}"`);
+  },
+  optimizer(name: string, v: string): OptimizerFamily {
+    const t = v.toLowerCase().replace(/_/g, '-');
+    const map: Record<string, OptimizerFamily> = {
+      adamw: 'adamw',
+      adam: 'adam',
+      sgd: 'sgd',
+      'sgd-momentum': 'sgd-momentum',
+      momentum: 'sgd-momentum',
+      adam8bit: 'adam8bit',
+      adamw8bit: 'adam8bit',
+      'adam-8bit': 'adam8bit',
+      adafactor: 'adafactor',
+    };
+    const o = map[t];
+    if (!o)
+      throw new Error(`${name} must be adamw, adam, sgd, sgd-momentum, adam8bit or adafactor, not "${v}"`);
+    return o;
+  },
+  gpu(name: string, v: string): string {
+    const g = findGpu(v);
+    if (!g) throw new Error(`${name}: unknown GPU "${v}"`);
+    return g.id;
+  },
+  fraction(name: string, v: string | number): number {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0 || n > 1)
+      throw new Error(`${name} must be a fraction between 0 and 1, not "${v}"`);
+    return n;
+  },
+};

@@ -1,0 +1,366 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { emptyFacts } from '../../src/core/analysis/facts';
+import type { ShardingStrategyName } from '../../src/core/analysis/apis';
+import { estimate, trafficBytes, type Estimate } from '../../src/core/estimator/estimate';
+import { fmtBytes } from '../../src/core/estimator/format';
+import type { Plan, TrainingSetup } from '../../src/core/estimator/types';
+import { defaultUnits, unitsFromPolicy } from '../../src/core/estimator/units';
+import { CATALOG } from '../../src/core/model/catalog';
+import { modelFromHfConfig } from '../../src/core/model/hf';
+import { estimateFile } from '../../src/core/resolve/analyze';
+import { DEFAULTS, resolveSetup, type SetupValues } from '../../src/core/resolve/setup';
+import { scanSource } from './helpers';
+
+const LLAMA_8B = 8_030_261_248;
+const LLAMA_8B_LAYER = 218_112_000;
+// Root unit of the default plan: embedding 128,256 x 4,096, final norm 4,096, untied head 128,256 x 4,096.
+const LLAMA_8B_ROOT = 2 * 128_256 * 4096 + 4096;
+
+function run(
+  id: string,
+  values: SetupValues = {},
+  plan?: (root: ReturnType<typeof modelFromHfConfig>) => Plan,
+): Estimate {
+  const m = modelFromHfConfig(CATALOG[id]!);
+  const { setup, assumptions } = resolveSetup([{ source: { kind: 'flag' }, values }]);
+  return estimate({
+    model: { name: id, root: m.root, shape: m.shape, source: { kind: 'flag' } },
+    plan: plan?.(m) ?? {
+      api: 'fsdp2',
+      strategy: 'FULL_SHARD',
+      units: defaultUnits(m.root, m.shape.blockClass, 'default'),
+      source: { kind: 'default' },
+      notes: [],
+    },
+    setup,
+    assumptions,
+  });
+}
+
+function fsdp1(strategy: ShardingStrategyName) {
+  return (m: ReturnType<typeof modelFromHfConfig>): Plan => ({
+    api: 'fsdp1',
+    strategy,
+    units: unitsFromPolicy(
+      m.root,
+      { policy: 'transformer', classes: [m.shape.blockClass] },
+      {
+        fallbackClasses: [],
+        origin: 'test',
+        offload: false,
+        reshardAfterForward: true,
+      },
+    ).units,
+    source: { kind: 'default' },
+    notes: [],
+  });
+}
+
+describe('worked example: Llama 3.1 8B on 8 GPUs (ESTIMATOR.md)', () => {
+  const e = run('meta-llama/Llama-3.1-8B');
+
+  it('has 8,030,261,248 parameters; one decoder layer is 218,112,000 = 0.436 GB in bf16', () => {
+    assert.equal(e.model.params, LLAMA_8B);
+    const layer = e.units.find((u) => u.name === 'model.layers.0')!;
+    assert.equal(layer.params, LLAMA_8B_LAYER);
+    assert.equal(layer.gatheredBytes, LLAMA_8B_LAYER * 2);
+    assert.equal(fmtBytes(layer.gatheredBytes), '0.436 GB');
+    assert.equal(e.units.length, 33);
+    assert.equal(e.units[32]!.params, LLAMA_8B_ROOT);
+  });
+
+  it('holds 16.1 GB of model state per GPU: 16 bytes per parameter over 8 GPUs = 16,060,522,496 bytes', () => {
+    // fp32 sharded parameters (4 B) + fp32 sharded gradients (4 B) + two fp32 AdamW moments (8 B), / 8 GPUs.
+    assert.equal(e.perGpu.modelStateBytes, (LLAMA_8B * 16) / 8);
+    assert.equal(e.perGpu.modelStateBytes, 16_060_522_496);
+    assert.equal(fmtBytes(e.perGpu.modelStateBytes), '16.1 GB');
+    // Persistent adds the buffers (rotary inv_freq: 64 fp32 values).
+    assert.equal(e.perGpu.persistentBytes, 16_060_522_496 + 64 * 4);
+  });
+
+  it('plain data parallelism would need 128.5 GB on every GPU', () => {
+    assert.equal(e.modelStateTotalBytes, LLAMA_8B * 16);
+    assert.equal((e.modelStateTotalBytes / 1e9).toFixed(1), '128.5');
+  });
+
+  it('moves 40.3 GB per GPU per step against 42.2 GB for ZeRO-3 and 28.1 GB for DDP in bf16', () => {
+    const P = LLAMA_8B;
+    // ZeRO-3: 3 x model bytes (bf16) x 7/8.
+    assert.equal(e.comms.zero3ReferenceBytes, (3 * P * 2 * 7) / 8);
+    assert.equal(fmtBytes(e.comms.zero3ReferenceBytes), '42.2 GB');
+    // DDP: one all-reduce of every gradient, 2 x 7/8 x P x 2 B.
+    assert.equal(e.comms.ddpAllReduceBytes, (2 * 7 * P * 2) / 8);
+    assert.equal(fmtBytes(e.comms.ddpAllReduceBytes), '28.1 GB');
+    assert.equal(e.comms.ddpDtype, 'bfloat16');
+    // The root stays gathered from forward to backward: its parameters are all-gathered once, not twice.
+    const expected = ((3 * P - LLAMA_8B_ROOT) * 2 * 7) / 8;
+    assert.equal(trafficBytes(e.comms.perStep), expected);
+    assert.equal(fmtBytes(trafficBytes(e.comms.perStep)), '40.3 GB');
+    assert.deepEqual(e.comms.perStep.collectives, { allGather: 32 * 2 + 1, reduceScatter: 33, allReduce: 0 });
+  });
+});
+
+describe('worked example: Llama 3.1 70B on 8 GPUs', () => {
+  const e = run('meta-llama/Llama-3.1-70B');
+  it('holds 1.13 TB of model state, 141 GB per GPU', () => {
+    assert.equal(e.model.params, 70_553_706_496);
+    assert.equal(e.modelStateTotalBytes, 70_553_706_496 * 16);
+    assert.equal(fmtBytes(e.modelStateTotalBytes), '1.13 TB');
+    assert.equal(e.perGpu.modelStateBytes, (70_553_706_496 * 16) / 8);
+    assert.equal(fmtBytes(e.perGpu.modelStateBytes), '141 GB');
+  });
+});
+
+describe('sharding semantics', () => {
+  it('pads each parameter on dim 0: ceil(rows / W) per rank (FSDP2)', () => {
+    // GPT-2's vocabulary (50,257 rows) does not divide by 8: each rank holds ceil(50257/8) = 6,283 rows.
+    const e = run('openai-community/gpt2', { worldSize: 8, paramDtype: null, optimizer: 'sgd' });
+    const root = e.units.find((u) => u.isRoot)!;
+    // wte 50257x768 (tied head counted once), wpe 1024x768, ln_f 768 + 768 (1-D: ceil(768/8) = 96 each).
+    const rows = Math.ceil(50257 / 8) * 768 + (1024 / 8) * 768 + 2 * 96;
+    assert.equal(root.shard.params, rows * 4);
+  });
+
+  it('FSDP1 flattens a unit and pads it to a multiple of W', () => {
+    const e = run('openai-community/gpt2', { worldSize: 8, optimizer: 'sgd' }, fsdp1('FULL_SHARD'));
+    const root = e.units.find((u) => u.isRoot)!;
+    assert.equal(root.shard.params, Math.ceil(root.params / 8) * 4);
+  });
+
+  it('FSDP1 with the transformer policy gives the same units and numbers as FSDP2 per-block wrapping', () => {
+    const a = run('meta-llama/Llama-3.1-8B');
+    const b = run('meta-llama/Llama-3.1-8B', {}, fsdp1('FULL_SHARD'));
+    assert.deepEqual(
+      b.units.map((u) => u.params),
+      a.units.map((u) => u.params),
+    );
+    assert.equal(b.perGpu.modelStateBytes, a.perGpu.modelStateBytes);
+    assert.equal(trafficBytes(b.comms.perStep), trafficBytes(a.comms.perStep));
+  });
+
+  it('SHARD_GRAD_OP gathers once in forward (no backward all-gather); NO_SHARD all-reduces whole gradients', () => {
+    const sgo = run('meta-llama/Llama-3.1-8B', {}, fsdp1('SHARD_GRAD_OP'));
+    assert.equal(sgo.comms.perStep.collectives.allGather, 33);
+    assert.equal(sgo.comms.perStep.allGatherBytes, (LLAMA_8B * 2 * 7) / 8);
+    const ns = run('meta-llama/Llama-3.1-8B', {}, fsdp1('NO_SHARD'));
+    assert.equal(ns.comms.perStep.allGatherBytes, 0);
+    assert.equal(ns.comms.perStep.allReduceBytes, (2 * 7 * LLAMA_8B * 2) / 8);
+    assert.equal(ns.perGpu.modelStateBytes, LLAMA_8B * 16);
+  });
+
+  it('with collectives in one dtype: FULL_SHARD <= SHARD_GRAD_OP <= NO_SHARD in memory, the reverse in traffic', () => {
+    const one = { reduceDtype: 'bfloat16' as const };
+    const [fs, sgo, ns] = (['FULL_SHARD', 'SHARD_GRAD_OP', 'NO_SHARD'] as const).map((s) =>
+      run('meta-llama/Llama-3.2-1B', one, fsdp1(s)),
+    );
+    assert.ok(fs!.perGpu.persistentBytes <= sgo!.perGpu.persistentBytes);
+    assert.ok(sgo!.perGpu.persistentBytes < ns!.perGpu.persistentBytes);
+    assert.ok(trafficBytes(fs!.comms.perStep) > trafficBytes(sgo!.comms.perStep));
+    assert.ok(trafficBytes(sgo!.comms.perStep) >= trafficBytes(ns!.comms.perStep));
+  });
+
+  it('HSDP: shards within a group of W, all-reduces the shards across R replicas', () => {
+    const e = run('meta-llama/Llama-3.1-8B', { worldSize: 16, replicas: 2 });
+    assert.equal(e.mesh.shardGroup, 8);
+    assert.equal(e.mesh.replicas, 2);
+    assert.equal(e.perGpu.modelStateBytes, 16_060_522_496);
+    // 2 x (R-1)/R x (P/W) x 2 B per step.
+    assert.equal(e.comms.perStep.allReduceBytes, (2 * (1 / 2) * LLAMA_8B * 2) / 8);
+    assert.equal(e.comms.perStep.collectives.allReduce, 33);
+  });
+
+  it('reshard_after_forward=k gathers backward over k ranks; False keeps the unit gathered', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.2-1B']!);
+    const withReshard = (r: boolean | number) => (): Plan => ({
+      api: 'fsdp2',
+      strategy: 'FULL_SHARD',
+      units: defaultUnits(m.root, m.shape.blockClass, 't').map((u) =>
+        u.isRoot ? u : { ...u, reshardAfterForward: r },
+      ),
+      source: { kind: 'default' },
+      notes: [],
+    });
+    const block = (e: Estimate) => e.units[0]!;
+    const P = block(run('meta-llama/Llama-3.2-1B')).params;
+    assert.equal(
+      block(run('meta-llama/Llama-3.2-1B', {}, withReshard(true))).traffic.backwardAllGatherBytes,
+      (P * 2 * 7) / 8,
+    );
+    assert.equal(
+      block(run('meta-llama/Llama-3.2-1B', {}, withReshard(4))).traffic.backwardAllGatherBytes,
+      (P * 2 * 3) / 4,
+    );
+    assert.equal(
+      block(run('meta-llama/Llama-3.2-1B', {}, withReshard(false))).traffic.backwardAllGatherBytes,
+      0,
+    );
+    assert.equal(block(run('meta-llama/Llama-3.2-1B', {}, withReshard(8))).residency.kind, 'reshard');
+  });
+
+  it('gradient accumulation: traffic per step is K micro-batches, or K gathers and one reduction without sync', () => {
+    const one = run('meta-llama/Llama-3.2-1B');
+    const k4 = run('meta-llama/Llama-3.2-1B', { gradAccum: 4 });
+    assert.equal(trafficBytes(k4.comms.perStep), 4 * trafficBytes(one.comms.perStep));
+    const noSync = run('meta-llama/Llama-3.2-1B', { gradAccum: 4, syncEveryMicroBatch: false });
+    assert.equal(noSync.comms.perStep.allGatherBytes, 4 * one.comms.perStep.allGatherBytes);
+    assert.equal(noSync.comms.perStep.reduceScatterBytes, one.comms.perStep.reduceScatterBytes);
+  });
+
+  it('optimizers: SGD keeps no state, momentum one, 8-bit Adam two bytes', () => {
+    const opt = (o: SetupValues['optimizer']) =>
+      run('meta-llama/Llama-3.2-1B', { optimizer: o }).perGpu.persistent.terms.find(
+        (t) => t.name === 'optimizer state',
+      )!.bytes;
+    const P = 1_235_814_400;
+    assert.equal(opt('adamw'), (P * 8) / 8);
+    assert.equal(opt('sgd'), 0);
+    assert.equal(opt('sgd-momentum'), (P * 4) / 8);
+    assert.equal(opt('adam8bit'), (P * 2) / 8);
+  });
+});
+
+describe('properties over the catalog', () => {
+  for (const id of [
+    'meta-llama/Llama-3.1-8B',
+    'mistralai/Mixtral-8x7B-v0.1',
+    'openai-community/gpt2',
+    'google/gemma-2-2b',
+  ]) {
+    it(`${id}: more GPUs never raise persistent memory`, () => {
+      let last = Infinity;
+      for (const w of [1, 2, 3, 4, 7, 8, 16, 24, 64, 256, 1024]) {
+        const p = run(id, { worldSize: w, gpusPerNode: 8 }).perGpu.persistentBytes;
+        assert.ok(p <= last, `${w} GPUs: ${p} > ${last}`);
+        last = p;
+      }
+    });
+  }
+
+  it('smaller units add collectives (size-based policy thresholds)', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
+    const collectives = (min: number) => {
+      const plan: Plan = {
+        api: 'fsdp1',
+        strategy: 'FULL_SHARD',
+        units: unitsFromPolicy(
+          m.root,
+          { policy: 'size', minNumParams: min },
+          { fallbackClasses: [], origin: 't', offload: false, reshardAfterForward: true },
+        ).units,
+        source: { kind: 'default' },
+        notes: [],
+      };
+      const { setup, assumptions } = resolveSetup([]);
+      const e = estimate({
+        model: { name: 'x', root: m.root, shape: m.shape, source: { kind: 'default' } },
+        plan,
+        setup,
+        assumptions,
+      });
+      const c = e.comms.perStep.collectives;
+      return { units: e.units.length, total: c.allGather + c.reduceScatter };
+    };
+    const coarse = collectives(500_000_000);
+    const fine = collectives(50_000_000);
+    assert.ok(fine.units > coarse.units);
+    assert.ok(fine.total > coarse.total);
+  });
+});
+
+describe('FSDP1 size-based policy, as wrap.py applies it', () => {
+  it('wraps every decoder layer at 100M (each 218M), and the root takes the rest', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
+    const { units } = unitsFromPolicy(
+      m.root,
+      { policy: 'size', minNumParams: 100_000_000 },
+      { fallbackClasses: [], origin: 't', offload: false, reshardAfterForward: true },
+    );
+    // Each layer: 218M >= 100M, its children (self_attn 41.9M, mlp 176M) — the MLP alone passes, so it is wrapped
+    // first, then the layer's remainder (attention + norms, 41.9M) stays below 100M and the layer is not wrapped.
+    const paths = units.map((u) => u.modules[0]);
+    assert.ok(paths.includes('model.layers.0.mlp'));
+    assert.ok(!paths.includes('model.layers.0'));
+    // The embedding (525M) and head (525M) are wrapped on their own; ModuleList is never wrapped.
+    assert.ok(paths.includes('model.embed_tokens'));
+    assert.ok(paths.includes('lm_head'));
+    assert.ok(!paths.includes('model.layers'));
+    assert.equal(paths[paths.length - 1], '');
+  });
+});
+
+describe('estimates from scripts', () => {
+  it('reads the plan, mesh and mixed precision of a script', async () => {
+    const facts = await scanSource(
+      [
+        'import torch',
+        'from torch.distributed.device_mesh import init_device_mesh',
+        'from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        'mesh = init_device_mesh("cuda", (2, 8), mesh_dim_names=("replicate", "shard"))',
+        'mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer, mesh=mesh, mp_policy=mp)',
+        'fully_shard(model, mesh=mesh, mp_policy=mp)',
+        'opt = torch.optim.AdamW(model.parameters())',
+        '',
+      ].join('\n'),
+      'train.py',
+    );
+    const r = estimateFile(facts);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const e = r.estimate;
+    assert.equal(e.units.length, 33);
+    assert.equal(e.mesh.worldSize, 16);
+    assert.equal(e.mesh.replicas, 2);
+    assert.equal(e.comms.reduceDtype, 'float32');
+    const source = (k: string) => e.assumptions.find((a) => a.key === k)!.source;
+    assert.deepEqual(source('worldSize'), { kind: 'detected', detail: 'train.py:6' });
+    assert.deepEqual(source('reduceDtype'), { kind: 'detected', detail: 'train.py:10' });
+    assert.equal(source('model').detail, 'train.py:5');
+  });
+
+  it('a flag beats an annotation, an annotation beats the code, the code beats a setting', async () => {
+    const facts = await scanSource(
+      '# fsdp: world_size=32 batch=4\nfrom torch.distributed.device_mesh import init_device_mesh\nmesh = init_device_mesh("cuda", (8,))\n',
+      'p.py',
+    );
+    const r = estimateFile(facts, {
+      flags: {
+        values: { microBatch: 2 },
+        model: { id: 'meta-llama/Llama-3.2-1B', source: { kind: 'flag', detail: '--model' } },
+      },
+      settings: { worldSize: 64, seqLen: 1024, gpu: 'a100-sxm-80gb' },
+    });
+    assert.ok(r.ok);
+    const a = (k: string) => r.estimate.assumptions.find((x) => x.key === k)!;
+    assert.equal(r.estimate.setup.microBatch, 2);
+    assert.equal(a('microBatch').source.kind, 'flag');
+    assert.equal(r.estimate.setup.worldSize, 32);
+    assert.equal(a('worldSize').source.kind, 'annotation');
+    assert.equal(r.estimate.setup.seqLen, 1024);
+    assert.equal(a('seqLen').source.kind, 'setting');
+    assert.equal(a('optimizer').source.kind, 'default');
+    assert.equal(DEFAULTS.optimizer, 'adamw');
+  });
+
+  it('wraps without a mixed-precision policy gather in the parameter dtype', async () => {
+    const facts = await scanSource(
+      'from torch.distributed.fsdp import fully_shard\nmodel = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")\nfor b in model.model.layers:\n    fully_shard(b)\nfully_shard(model)\n',
+    );
+    const r = estimateFile(facts);
+    assert.ok(r.ok);
+    assert.equal(r.estimate.comms.gatherDtype, 'float32');
+  });
+
+  it('says why there is no estimate', () => {
+    const r = estimateFile(emptyFacts('x.py'));
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? '' : r.reason, /does not say which model/);
+    const r2 = estimateFile(emptyFacts('x.py'), {
+      flags: { values: {}, model: { id: 'nobody/none', source: { kind: 'flag' } } },
+    });
+    assert.match(r2.ok ? '' : r2.reason, /not in the Hugging Face cache .* nor in the built-in catalog/);
+  });
+});

@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { CATALOG } from '../../src/core/model/catalog';
+import { ConfigError, modelFromHfConfig } from '../../src/core/model/hf';
+import { countParams, moduleAt, walk } from '../../src/core/model/tree';
+
+/**
+ * Parameter totals published for each model (model cards, or the safetensors metadata the Hub shows), against
+ * the trees built from the catalog's config.json fields.
+ */
+const PUBLISHED: Record<string, number> = {
+  'meta-llama/Llama-3.1-8B': 8_030_261_248,
+  'meta-llama/Llama-3.1-70B': 70_553_706_496,
+  'meta-llama/Llama-3.1-405B': 405_853_388_800,
+  'meta-llama/Llama-3.2-1B': 1_235_814_400,
+  'meta-llama/Llama-3.2-3B': 3_212_749_824,
+  'meta-llama/Llama-2-7b-hf': 6_738_415_616,
+  'meta-llama/Llama-2-13b-hf': 13_015_864_320,
+  'meta-llama/Llama-2-70b-hf': 68_976_648_192,
+  'mistralai/Mistral-7B-v0.1': 7_241_732_096,
+  'mistralai/Mixtral-8x7B-v0.1': 46_702_792_704,
+  'Qwen/Qwen2.5-7B': 7_615_616_512,
+  'Qwen/Qwen2.5-72B': 72_706_203_648,
+  'Qwen/Qwen3-8B': 8_190_735_360,
+  'google/gemma-2-2b': 2_614_341_888,
+  'google/gemma-2-9b': 9_241_705_984,
+  'microsoft/Phi-3-mini-4k-instruct': 3_821_079_552,
+  'openai-community/gpt2': 124_439_808,
+  'openai-community/gpt2-medium': 354_823_168,
+  'openai-community/gpt2-large': 774_030_080,
+  'openai-community/gpt2-xl': 1_557_611_200,
+};
+
+describe('model trees from Hugging Face configs', () => {
+  for (const [id, total] of Object.entries(PUBLISHED)) {
+    it(`${id}: ${total.toLocaleString('en-US')} parameters`, () => {
+      const { root } = modelFromHfConfig(CATALOG[id]!);
+      assert.equal(countParams(root), total);
+    });
+  }
+
+  it('DeepSeek-V3: 671B in the model class (the 14B multi-token-prediction layer is not part of it)', () => {
+    const { root, shape } = modelFromHfConfig(CATALOG['deepseek-ai/DeepSeek-V3']!);
+    // By hand from config.json: MLA attention 187,107,328 per layer; 3 dense layers with a 3·7168·18432 MLP;
+    // 58 MoE layers with 256 routed + 1 shared expert of 3·7168·2048 and a 256·7168 router; two norms per layer;
+    // untied 129,280·7168 embedding and head; final norm.
+    const attention =
+      1536 * 7168 + 1536 + 128 * 192 * 1536 + (512 + 64) * 7168 + 512 + 128 * 256 * 512 + 7168 * 128 * 128;
+    assert.equal(attention, 187_107_328);
+    const dense = attention + 3 * 7168 * 18432 + 2 * 7168;
+    const moe = attention + 257 * 3 * 7168 * 2048 + 256 * 7168 + 2 * 7168;
+    const total = 3 * dense + 58 * moe + 2 * 129280 * 7168 + 7168;
+    assert.equal(countParams(root), total);
+    assert.equal(Math.round(total / 1e9), 671);
+    assert.equal(shape.denseLayers, 3);
+    assert.equal(
+      moduleAt(root, 'model.layers.3.mlp.experts.255.down_proj')?.params[0]?.shape.join('x'),
+      '7168x2048',
+    );
+  });
+
+  it('Llama 3.1 8B: the worked example layer of 218,112,000 parameters, and real module names', () => {
+    const { root, shape } = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
+    // attention 4096·4096·2 + 4096·1024·2, MLP 3·4096·14336, two norms
+    assert.equal(
+      countParams(moduleAt(root, 'model.layers.0')!),
+      4096 * 4096 * 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096,
+    );
+    assert.equal(countParams(moduleAt(root, 'model.layers.0')!), 218_112_000);
+    assert.equal(moduleAt(root, 'model.layers.31.self_attn.k_proj')?.params[0]?.shape.join('x'), '1024x4096');
+    assert.equal(moduleAt(root, 'model.layers.0')?.className, 'LlamaDecoderLayer');
+    assert.equal(moduleAt(root, 'lm_head')?.params[0]?.tiedTo, undefined);
+    assert.equal(shape.blockClass, 'LlamaDecoderLayer');
+  });
+
+  it('ties the head to the embedding where the config says so (Llama 3.2 1B, GPT-2)', () => {
+    const llama = modelFromHfConfig(CATALOG['meta-llama/Llama-3.2-1B']!).root;
+    assert.equal(moduleAt(llama, 'lm_head')?.params[0]?.tiedTo, 'model.embed_tokens.weight');
+    const gpt2 = modelFromHfConfig(CATALOG['openai-community/gpt2']!).root;
+    assert.equal(moduleAt(gpt2, 'lm_head')?.params[0]?.tiedTo, 'transformer.wte.weight');
+    // Conv1D weights are [in, out].
+    assert.equal(moduleAt(gpt2, 'transformer.h.0.mlp.c_fc')?.params[0]?.shape.join('x'), '768x3072');
+  });
+
+  it('Phi-3 fuses qkv_proj and gate_up_proj; Mixtral has experts w1/w2/w3 and a router', () => {
+    const phi = modelFromHfConfig(CATALOG['microsoft/Phi-3-mini-4k-instruct']!).root;
+    assert.ok(moduleAt(phi, 'model.layers.0.self_attn.qkv_proj'));
+    assert.ok(moduleAt(phi, 'model.layers.0.mlp.gate_up_proj'));
+    const mix = modelFromHfConfig(CATALOG['mistralai/Mixtral-8x7B-v0.1']!).root;
+    assert.ok(moduleAt(mix, 'model.layers.0.block_sparse_moe.experts.7.w3'));
+    assert.equal(moduleAt(mix, 'model.layers.0.block_sparse_moe.gate')?.params[0]?.shape.join('x'), '8x4096');
+  });
+
+  it('names unsupported model types and bad fields clearly', () => {
+    assert.throws(
+      () => modelFromHfConfig({ model_type: 'bert' }),
+      (e: Error) =>
+        e instanceof ConfigError && /"bert" is not supported; supported: llama, mistral/.test(e.message),
+    );
+    assert.throws(() => modelFromHfConfig({}), /no "model_type"/);
+    assert.throws(
+      () =>
+        modelFromHfConfig({
+          model_type: 'llama',
+          hidden_size: -4,
+          num_hidden_layers: 2,
+          num_attention_heads: 2,
+          intermediate_size: 8,
+          vocab_size: 10,
+        }),
+      /hidden_size" must be a positive integer/,
+    );
+    assert.throws(
+      () => modelFromHfConfig({ model_type: 'llama', hidden_size: 'big' }),
+      /must be a number, not "big"/,
+    );
+    assert.throws(
+      () => modelFromHfConfig({ model_type: 'llama', hidden_size: 1e308 }),
+      /must be a positive integer|implausibly large/,
+    );
+    assert.throws(
+      () =>
+        modelFromHfConfig({
+          model_type: 'llama',
+          hidden_size: 64,
+          num_hidden_layers: 2,
+          num_attention_heads: 4,
+        }),
+      /no "intermediate_size"/,
+    );
+  });
+
+  it('builds DeepSeek-V3 with every expert as its own module', () => {
+    const { root } = modelFromHfConfig(CATALOG['deepseek-ai/DeepSeek-V3']!);
+    let experts = 0;
+    for (const m of walk(root)) if (m.className === 'DeepseekV3MLP') experts++;
+    // 3 dense MLPs + 58 MoE layers × (256 routed + 1 shared)
+    assert.equal(experts, 3 + 58 * 257);
+  });
+});
