@@ -4,7 +4,7 @@ import { emptyFacts } from '../../src/core/analysis/facts';
 import type { ShardingStrategyName } from '../../src/core/analysis/apis';
 import { estimate, trafficBytes, type Estimate } from '../../src/core/estimator/estimate';
 import { fmtBytes } from '../../src/core/estimator/format';
-import type { Plan, TrainingSetup } from '../../src/core/estimator/types';
+import type { Plan } from '../../src/core/estimator/types';
 import { defaultUnits, unitsFromPolicy } from '../../src/core/estimator/units';
 import { CATALOG } from '../../src/core/model/catalog';
 import { modelFromHfConfig } from '../../src/core/model/hf';

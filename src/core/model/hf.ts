@@ -117,7 +117,7 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
   const layers = int(config, 'num_hidden_layers');
   const nh = int(config, 'num_attention_heads');
   const nkv = int(config, 'num_key_value_heads', nh);
-  if (d % nh !== 0 && config.head_dim == null)
+  if (d % nh !== 0 && (config.head_dim === undefined || config.head_dim === null))
     throw new ConfigError(`hidden_size ${d} is not a multiple of num_attention_heads ${nh}`);
   const hd = int(config, 'head_dim', type === 'gemma2' ? 256 : Math.floor(d / nh));
   const I = int(config, 'intermediate_size');
