@@ -1,7 +1,10 @@
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { emptyFacts, type FileFacts } from '../core/analysis/facts';
 import { lintFacts } from '../core/lint/lint';
 import type { Finding } from '../core/lint/types';
+import type { ByteUnits } from '../core/estimator/format';
+import { estimateFile, type EstimateResult, type ModelChoice } from '../core/resolve/analyze';
 import { checkTextSize } from '../core/analysis/input';
 import { scanFile } from '../core/analysis/scan';
 import { ParsedDocument } from '../core/parsing/document';
@@ -16,6 +19,9 @@ export interface DocumentAnalysis {
   facts: FileFacts;
   /** Lint findings under the settings in force for the document. */
   findings: Finding[];
+  /** The estimate, or why there is none (no model known, a bad config). */
+  estimate?: EstimateResult;
+  units: ByteUnits;
   /** Set when the document was not analysed (too large, grammar unavailable): why, in words. */
   notice?: string;
 }
@@ -106,6 +112,7 @@ export class DocumentAnalyses implements vscode.Disposable {
             version,
             facts: emptyFacts(document.uri.fsPath),
             findings: [],
+            units: 'GB',
             notice: `analysis failed: ${String(e)}`,
           });
         }
@@ -134,13 +141,22 @@ export class DocumentAnalyses implements vscode.Disposable {
         version: document.version,
         facts: emptyFacts(document.uri.fsPath),
         findings: [],
+        units: settings.units,
         notice: `fsdp-lens: not analysed: ${tooLarge} (setting fsdpLens.maxFileSizeKB)`,
       };
     }
     const tree = entry.doc.parse(text, document.version);
     const facts = scanFile(entry.doc.grammar, new SourceFile(document.uri.fsPath || uri, text, tree));
     const findings = settings.lint.enabled ? lintFacts({ facts, text, options: settings.lint }) : [];
-    return { uri, version: document.version, facts, findings };
+    const estimate = facts.calls.length || facts.models.length ? estimateFor(facts, settings) : undefined;
+    return {
+      uri,
+      version: document.version,
+      facts,
+      findings,
+      units: settings.units,
+      ...(estimate ? { estimate } : {}),
+    };
   }
 
   private onChange(e: vscode.TextDocumentChangeEvent): void {
@@ -207,4 +223,20 @@ function race<T>(p: Promise<T>, token?: vscode.CancellationToken): Promise<T | u
       },
     );
   });
+}
+
+/** The estimate of a scanned document; the model setting applies only when the file names none itself. */
+function estimateFor(facts: FileFacts, settings: ReturnType<typeof readSettings>): EstimateResult {
+  const m = settings.model;
+  const fallbackModel: ModelChoice | undefined = m
+    ? {
+        ...(m.endsWith('.json') || m.includes(path.sep) ? { config: m } : { id: m }),
+        source: { kind: 'setting', detail: 'fsdpLens.model' },
+      }
+    : undefined;
+  try {
+    return estimateFile(facts, { settings: settings.estimate, ...(fallbackModel ? { fallbackModel } : {}) });
+  } catch (e) {
+    return { ok: false, reason: `the estimate failed: ${e instanceof Error ? e.message : String(e)}` };
+  }
 }

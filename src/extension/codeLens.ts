@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
+import { lensTitle } from '../core/report/summary';
 import type { DocumentAnalyses } from './analyses';
 import { COMMANDS } from './commands';
 import { toRange } from './convert';
@@ -30,11 +31,15 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
       if (!/fully_shard|FullyShardedDataParallel|FSDP/.test(text.slice(0, 1_000_000))) return [];
       return [new vscode.CodeLens(new vscode.Range(0, 0, 0, 0), { title: analysis.notice, command: '' })];
     }
+    const estimate = analysis.estimate?.ok ? analysis.estimate.estimate : undefined;
+    const why = analysis.estimate && !analysis.estimate.ok ? analysis.estimate.reason : undefined;
     return analysis.facts.calls.map(
       (call, index) =>
         new vscode.CodeLens(toRange(call.range), {
-          title: describeCall(call),
-          tooltip: 'Open the FSDP footprint panel on this unit',
+          title: estimate
+            ? lensTitle(call, estimate, analysis.units)
+            : `${describeCall(call)}${why && call.isRoot ? ` · no estimate: ${why}` : ''}`,
+          tooltip: `${describeCall(call)}\nClick to open the FSDP footprint panel on this unit`,
           command: COMMANDS.estimateFootprint,
           arguments: [document.uri, index],
         }),

@@ -1,7 +1,9 @@
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
+import { estimateJson } from '../core/report/json';
 import type { PanelData } from '../core/report/panelData';
+import { lensTitle } from '../core/report/summary';
 import type { DocumentAnalysis } from './analyses';
 
 export const PANEL_VIEW_TYPE = 'fsdpLens.footprint';
@@ -104,17 +106,23 @@ function panelOptions(extensionUri: vscode.Uri): vscode.WebviewPanelOptions & vs
 
 /** The panel's data for an analysis. */
 export function panelData(analysis: DocumentAnalysis, focusUnit: number | null): PanelData {
+  const r = analysis.estimate;
+  const e = r?.ok ? r.estimate : undefined;
   const data: PanelData = {
     file: analysis.facts.path,
     uri: analysis.uri,
     focusUnit,
+    units: analysis.units,
     calls: analysis.facts.calls.map((c) => ({
       line: c.line,
       api: c.api,
       target: c.target,
       description: describeCall(c),
+      lens: lensTitle(c, e, analysis.units),
     })),
   };
+  if (r?.ok) data.estimate = estimateJson(r.estimate, r.model);
+  else if (r) data.noEstimate = { reason: r.reason, ...(r.hint ? { hint: r.hint } : {}) };
   if (analysis.notice) data.notice = analysis.notice;
   return data;
 }

@@ -1,5 +1,8 @@
 import * as vscode from 'vscode';
+import type { ByteUnits } from '../core/estimator/format';
 import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '../core/lint/types';
+import { parseSetupValue } from '../core/resolve/analyze';
+import type { SetupValues } from '../core/resolve/setup';
 
 export const SECTION = 'fsdpLens';
 
@@ -9,6 +12,11 @@ export interface Settings {
   maxFileSizeKB: number;
   analysisDelayMs: number;
   lint: LintOptions & { enabled: boolean };
+  /** Estimate inputs the user set (unset ones are left to the script, annotations and defaults). */
+  estimate: SetupValues;
+  /** The model to fall back on when the script does not say: a Hugging Face id or a config.json path. */
+  model: string | null;
+  units: ByteUnits;
 }
 
 export function readSettings(scope?: vscode.ConfigurationScope): Settings {
@@ -22,7 +30,38 @@ export function readSettings(scope?: vscode.ConfigurationScope): Settings {
       minTorchVersion: c.get<string>('minTorchVersion', DEFAULT_LINT_OPTIONS.minTorchVersion),
       rules: severities(c.get<Record<string, unknown>>('lint.rules', {})),
     },
+    estimate: estimateValues(c),
+    model: nonEmpty(c.get<string | null>('model', null)),
+    units: c.get<string>('units', 'GB') === 'GiB' ? 'GiB' : 'GB',
   };
+}
+
+/** Settings that feed the estimate; a value that does not parse is ignored (the default applies). */
+function estimateValues(c: vscode.WorkspaceConfiguration): SetupValues {
+  const out: SetupValues = {};
+  const keys: [string, keyof SetupValues][] = [
+    ['worldSize', 'worldSize'],
+    ['gpusPerNode', 'gpusPerNode'],
+    ['gpu', 'gpu'],
+    ['microBatch', 'microBatch'],
+    ['seqLen', 'seqLen'],
+    ['checkpointing', 'checkpointing'],
+    ['optimizer', 'optimizer'],
+  ];
+  for (const [setting, key] of keys) {
+    const v = c.get<unknown>(setting, null);
+    if (v === null || v === undefined || v === '') continue;
+    try {
+      (out as Record<string, unknown>)[key] = parseSetupValue(key, String(v), `fsdpLens.${setting}`);
+    } catch {
+      // An invalid value is as if unset; the settings editor shows the schema error.
+    }
+  }
+  return out;
+}
+
+function nonEmpty(s: string | null | undefined): string | null {
+  return s && s.trim() ? s.trim() : null;
 }
 
 const LEVELS = new Set<string>(['error', 'warning', 'info', 'hint', 'off']);

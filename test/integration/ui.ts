@@ -25,15 +25,17 @@ type Theme = 'dark' | 'light';
 /** Theme labels as the color theme picker lists them. */
 const THEMES: Record<Theme, string> = { dark: 'Dark Modern', light: 'Light Modern' };
 
+/** Opens a file of the workspace root by clicking it in the Explorer, as a person would. */
 async function openFile(page: Page, name: string): Promise<void> {
-  await page.keyboard.press('Control+P');
-  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-  await page.keyboard.type(name, { delay: 10 });
-  await page.waitForSelector(`.quick-input-list .monaco-list-row[aria-label*="${name}"]`, {
-    timeout: 20_000,
-  });
-  await page.keyboard.press('Enter');
+  await page.keyboard.press('Escape');
+  const row = page.locator(`.explorer-folders-view .monaco-list-row[aria-label="${name}"]`);
+  await row.first().waitFor({ timeout: 20_000 });
+  await row.first().click();
   await page.waitForSelector(`.tab.active[data-resource-name="${name}"]`, { timeout: 20_000 });
+  await page
+    .locator('.part.editor .monaco-editor .view-lines')
+    .first()
+    .click({ position: { x: 5, y: 5 } });
 }
 
 async function runCommand(page: Page, title: string): Promise<void> {
@@ -104,8 +106,8 @@ export const CHECKS: Check[] = [
     name: 'lens over fully_shard lines',
     async run(page, theme) {
       await openFile(page, 'train_fsdp2.py');
-      const texts = await waitForLens(page, /FSDP2 unit per block of model\.model\.layers/);
-      if (!texts.some((t) => /FSDP2 root \(model\)/.test(t)))
+      const texts = await waitForLens(page, /FSDP2 32 units x 218M params/);
+      if (!texts.some((t) => /FSDP2 root · 33 units · 16\.1 GB\/GPU persistent/.test(t)))
         throw new Error(`no root lens: ${JSON.stringify(texts)}`);
       await page.screenshot({ path: path.join(ARTIFACTS, `lens-${theme}.png`) });
     },
@@ -122,7 +124,13 @@ export const CHECKS: Check[] = [
         throw new Error(`unexpected problem text: ${text}`);
       await page.waitForTimeout(300);
       await page.screenshot({ path: path.join(ARTIFACTS, `problems-${theme}.png`) });
-      await page.keyboard.press('Control+Shift+M');
+      // Hide the panel again (Ctrl+J toggles it) so the next check starts from the editor.
+      await page.keyboard.press('Escape');
+      await page
+        .locator('.part.editor')
+        .first()
+        .click({ position: { x: 200, y: 5 } });
+      await page.keyboard.press('Control+J');
     },
   },
   {

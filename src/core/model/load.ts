@@ -67,12 +67,11 @@ export function readConfigFile(file: string): HfConfig {
 
 /** Loads a model from a config.json path. */
 export function loadConfigPath(file: string): LoadedModel {
-  const config = readConfigFile(file);
-  return {
-    ...modelFromHfConfig(config),
+  return memo(`${file}\u0000${mtime(file)}`, () => ({
+    ...modelFromHfConfig(readConfigFile(file)),
     name: path.basename(path.dirname(path.resolve(file))) || file,
     origin: `config.json at ${file}`,
-  };
+  }))!;
 }
 
 /**
@@ -81,15 +80,42 @@ export function loadConfigPath(file: string): LoadedModel {
  */
 export function loadHubModel(id: string, cache = hfHubCache()): LoadedModel | undefined {
   const cached = cachedConfigPath(id, cache);
-  if (cached)
-    return {
-      ...modelFromHfConfig(readConfigFile(cached)),
-      name: id,
-      id,
-      origin: `Hugging Face cache (${cached})`,
-    };
-  const entry = catalogConfig(id);
-  if (entry)
-    return { ...modelFromHfConfig(entry.config), name: entry.id, id: entry.id, origin: 'built-in catalog' };
-  return undefined;
+  return memo(`${id}\u0000${cached ?? 'catalog'}\u0000${cached ? mtime(cached) : 0}`, () => {
+    if (cached)
+      return {
+        ...modelFromHfConfig(readConfigFile(cached)),
+        name: id,
+        id,
+        origin: `Hugging Face cache (${cached})`,
+      };
+    const entry = catalogConfig(id);
+    if (entry)
+      return { ...modelFromHfConfig(entry.config), name: entry.id, id: entry.id, origin: 'built-in catalog' };
+    return undefined;
+  });
+}
+
+/** Loaded models are reused while their config file is unchanged (editing a script re-estimates often). */
+const MEMO = new Map<string, LoadedModel | undefined>();
+const MEMO_SIZE = 8;
+
+function memo(key: string, load: () => LoadedModel | undefined): LoadedModel | undefined {
+  if (MEMO.has(key)) {
+    const v = MEMO.get(key);
+    MEMO.delete(key);
+    MEMO.set(key, v);
+    return v;
+  }
+  const v = load();
+  MEMO.set(key, v);
+  if (MEMO.size > MEMO_SIZE) MEMO.delete(MEMO.keys().next().value!);
+  return v;
+}
+
+function mtime(file: string): number {
+  try {
+    return fs.statSync(file).mtimeMs;
+  } catch {
+    return 0;
+  }
 }

@@ -24,6 +24,8 @@ export interface AnalyzeOptions {
   flags?: { values: SetupValues; model?: ModelChoice };
   /** Editor settings (below everything the workspace says). */
   settings?: SetupValues;
+  /** The model to use when nothing in the file names one (an editor setting). */
+  fallbackModel?: ModelChoice;
   /** The Hugging Face cache to read configs from (defaults to the environment's). */
   hubCache?: string;
 }
@@ -100,6 +102,7 @@ function resolveModel(
       id: pretrained.pretrained,
       source: { kind: 'detected', detail: `${file}:${pretrained.line}` },
     });
+  if (opts.fallbackModel) candidates.push(opts.fallbackModel);
   for (const c of candidates) {
     try {
       if (c.config) {

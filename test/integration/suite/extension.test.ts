@@ -33,9 +33,15 @@ describe('extension', () => {
     const text = editor.document.getText().split('\n');
     const blockLine = text.findIndex((l) => l.includes('fully_shard(layer'));
     const rootLine = text.findIndex((l) => l.includes('fully_shard(model'));
-    assert.match(byLine.get(blockLine) ?? '', /FSDP2 unit per block of model\.model\.layers/);
-    assert.match(byLine.get(blockLine) ?? '', /bf16 params \/ fp32 reduce/);
-    assert.match(byLine.get(rootLine) ?? '', /FSDP2 root \(model\)/);
+    // Llama 3.1 8B: 32 decoder layers of 218,112,000 parameters, 0.436 GB each in bf16.
+    assert.match(
+      byLine.get(blockLine) ?? '',
+      /^FSDP2 32 units x 218M params \(LlamaDecoderLayer\) · 0\.436 GB gathered each/,
+    );
+    assert.match(byLine.get(blockLine) ?? '', /2 all-gathers \+ 1 reduce-scatter\/step/);
+    // 16 bytes per parameter over 8 GPUs (default world size): 16.1 GB.
+    assert.match(byLine.get(rootLine) ?? '', /^FSDP2 root · 33 units · 16\.1 GB\/GPU persistent/);
+    assert.match(byLine.get(rootLine) ?? '', /\(bf16\/fp32\)/);
   });
 
   it('updates the lenses after an edit, on the new version only', async () => {
@@ -57,13 +63,14 @@ describe('extension', () => {
       (l) =>
         l.some(
           (x) =>
-            /stays gathered from forward to backward/.test(x.command?.title ?? '') &&
-            x.range.start.line === line,
+            /kept gathered to backward · 1 all-gather \+ 1 reduce-scatter\/step/.test(
+              x.command?.title ?? '',
+            ) && x.range.start.line === line,
         ),
       'the lens to follow the edit',
     );
     assert.ok(lenses.length >= 2);
-    await vscode.commands.executeCommand('undo');
+    await vscode.commands.executeCommand('workbench.action.files.revert');
     await sleep(100);
   });
 
