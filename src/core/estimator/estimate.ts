@@ -84,6 +84,8 @@ export interface Estimate {
   comms: {
     perMicroBatch: Traffic;
     perStep: Traffic;
+    /** The per-step traffic by collective and phase, with its formula. */
+    traffic: Figure;
     /** ZeRO-3's accounting: parameters all-gathered twice and gradients reduce-scattered once per step. */
     zero3ReferenceBytes: number;
     /** Plain data parallelism: one all-reduce of all gradients per step. */
@@ -362,6 +364,34 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
           allReduce: perMicroBatch.collectives.allReduce,
         },
       };
+  const kept = units.filter((u) => u.residency.kind === 'keep').length;
+  const frac = `${W - 1}/${W}`;
+  const times = K > 1 ? ` x ${K} micro-batches` : '';
+  const trafficTerms: Term[] = [
+    {
+      name: 'forward all-gathers',
+      bytes: sum(units, (u) => u.traffic.forwardAllGatherBytes) * K,
+      formula: `${units.length} units: ${frac} x ${fmtCount(sum(units, (u) => u.params))} params x ${ag} B (${gatherDtype})${times}`,
+    },
+    {
+      name: 'backward all-gathers',
+      bytes: sum(units, (u) => u.traffic.backwardAllGatherBytes) * K,
+      formula: `again for the ${units.length - kept} units freed after forward${kept ? ` (${kept} kept gathered: none)` : ''}${times}`,
+    },
+    {
+      name: 'reduce-scatters',
+      bytes: perStep.reduceScatterBytes,
+      formula: `${frac} x ${fmtCount(sum(units, (u) => u.trainableParams))} trainable params x ${rd} B (${reduceDtype})${setup.syncEveryMicroBatch ? times : ' once per step'}`,
+    },
+  ];
+  if (perStep.allReduceBytes > 0)
+    trafficTerms.push({
+      name: noShard ? 'all-reduces' : 'all-reduces across replicas',
+      bytes: perStep.allReduceBytes,
+      formula: noShard
+        ? `2 x ${N - 1}/${N} x trainable params x ${rd} B`
+        : `2 x ${R - 1}/${R} x the trainable shard (1/${W}) x ${rd} B`,
+    });
   const totalParams = sum(units, (u) => u.params) + own.unowned.params;
   const trainableParams = sum(units, (u) => u.trainableParams) + unownedTrainable;
   const zero3ReferenceBytes = ((W - 1) / W) * totalParams * (2 * ag + rd) * K;
@@ -419,6 +449,10 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
     comms: {
       perMicroBatch,
       perStep,
+      traffic: {
+        bytes: trafficTerms.reduce((s, t) => s + t.bytes, 0),
+        terms: trafficTerms.filter((t) => t.bytes > 0),
+      },
       zero3ReferenceBytes,
       ddpAllReduceBytes,
       ddpDtype: reduceDtype,

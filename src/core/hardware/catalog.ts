@@ -73,7 +73,8 @@ export const GPUS: readonly Gpu[] = [
     intraNode: 'nvlink4',
     interNode: 'ib-ndr',
   },
-  // B200 (HGX B200, 180 GB usable): nvidia-smi reports 183359 MiB; 2.25 PFLOP/s dense bf16 per GPU.
+  // B200 (HGX B200): nvidia-smi reports 183359 MiB (seen in NVIDIA/TensorRT-LLM#10278); 2.25 PFLOP/s dense bf16
+  // (the figure pytorch/ao's roofline utilities use).
   {
     id: 'b200-180gb',
     name: 'NVIDIA B200 180GB',

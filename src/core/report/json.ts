@@ -43,6 +43,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel) {
     },
     comms: {
       perStep: e.comms.perStep,
+      traffic: e.comms.traffic,
       perMicroBatch: e.comms.perMicroBatch,
       zero3ReferenceBytes: e.comms.zero3ReferenceBytes,
       ddpAllReduceBytes: e.comms.ddpAllReduceBytes,
