@@ -30,6 +30,8 @@ Commands:
       --batch B  --seq S  --grad-accum K  --ac none|full|selective|every-N
       --optimizer adamw|adam|sgd|sgd-momentum|adam8bit|adafactor
       --param-dtype D  --reduce-dtype D  --master-dtype D   (fp32, bf16, fp16)
+            --lora-rank R  --lora-targets q_proj,v_proj   LoRA adapters (the base frozen)
+      --base-dtype nf4      4-bit NF4 base weights (QLoRA)
       --units GB|GiB        Decimal GB (default) or binary GiB.
       --json                JSON with exact bytes, the terms of each figure and every assumption.
 

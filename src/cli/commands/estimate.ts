@@ -6,6 +6,7 @@ import { estimateText } from '../../core/report/text';
 import { estimateFile, parseSetupValue, type ModelChoice } from '../../core/resolve/analyze';
 import type { SetupValues } from '../../core/resolve/setup';
 import { loadPython } from '../../core/parsing/python';
+import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
 import { EXIT, UsageError, type Streams } from '../cli';
 import { readPythonFile } from '../files';
@@ -34,6 +35,9 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     units: { type: 'string' },
     model: { type: 'string' },
     config: { type: 'string' },
+    'lora-rank': { type: 'string' },
+    'lora-targets': { type: 'string' },
+    'base-dtype': { type: 'string' },
     ...Object.fromEntries(Object.keys(SETUP_FLAGS).map((k) => [k, { type: 'string' }])),
   } as const;
   const { values, positionals } = parseOptions(argv, options, 'estimate');
@@ -47,6 +51,31 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
       (flags as Record<string, unknown>)[key] = parseSetupValue(key, raw, `--${flag}`);
     } catch (e) {
       throw new UsageError(`estimate: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  let fineTune: FineTune | undefined;
+  if (
+    values['lora-rank'] !== undefined ||
+    values['lora-targets'] !== undefined ||
+    values['base-dtype'] !== undefined
+  ) {
+    fineTune = {};
+    if (values['lora-rank'] !== undefined || values['lora-targets'] !== undefined) {
+      const rank = Number(values['lora-rank'] ?? 8);
+      if (!Number.isInteger(rank) || rank < 1)
+        throw new UsageError(
+          `estimate: --lora-rank must be a positive whole number, not "${values['lora-rank']}"`,
+        );
+      const targets = (values['lora-targets'] ?? 'q_proj,v_proj')
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean);
+      fineTune.lora = { rank, targets };
+    }
+    if (values['base-dtype'] !== undefined) {
+      if (values['base-dtype'] !== 'nf4')
+        throw new UsageError(`estimate: --base-dtype takes nf4, not "${values['base-dtype']}"`);
+      fineTune.baseDtype = 'nf4';
     }
   }
   const units = values.units ?? 'GB';
@@ -67,14 +96,17 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     facts = scanText(await loadPython(), file, read.text);
   } else if (!model) throw new UsageError('estimate needs a FILE, --model ORG/NAME or --config PATH');
 
-  const result = estimateFile(facts, { flags: { values: flags, ...(model ? { model } : {}) } });
+  const result = estimateFile(facts, {
+    flags: { values: flags, ...(model ? { model } : {}), ...(fineTune ? { fineTune } : {}) },
+  });
   if (!result.ok) {
     io.err.write(
       `fsdp-lens: ${file ? `${file}: ` : ''}no estimate: ${result.reason}${result.hint ? `\n  ${result.hint}` : ''}\n`,
     );
     return EXIT.usage;
   }
-  if (values.json) io.out.write(JSON.stringify(estimateJson(result.estimate, result.model), null, 2) + '\n');
-  else io.out.write(estimateText(result.estimate, { units }));
+  if (values.json)
+    io.out.write(JSON.stringify(estimateJson(result.estimate, result.model, result.minGpus), null, 2) + '\n');
+  else io.out.write(estimateText(result.estimate, { units, minGpus: result.minGpus }));
   return EXIT.ok;
 }

@@ -1,9 +1,15 @@
 import type { ShardingStrategyName } from '../analysis/apis';
-import { findGpu, findLink, type Gpu, type Link } from '../hardware/catalog';
+import { findGpu, findLink, GPUS, gpuBytes, type Gpu, type Link } from '../hardware/catalog';
 import type { ArchShape } from '../model/hf';
-import { DTYPE_BYTES, type DType, type ModuleNode } from '../model/tree';
-import { countBufferBytes } from '../model/tree';
-import { fmtBytes, fmtCount } from './format';
+import {
+  countBufferBytes,
+  DTYPE_BYTES,
+  isFloat,
+  tensorBytes,
+  type DType,
+  type ModuleNode,
+} from '../model/tree';
+import { fmtBytes, fmtCount, fmtParams } from './format';
 import type {
   Assumption,
   Figure,
@@ -15,7 +21,17 @@ import type {
   Traffic,
   Unit,
 } from './types';
+import { FIT_RESERVE, requiredBytes, simulate, type LiveSet, type Phase, type Timeline } from './timeline';
 import { assignParameters, type Ownership } from './units';
+
+export interface FitResult {
+  gpu: string;
+  name: string;
+  fits: boolean;
+  /** Usable memory minus the peak, allocator overhead and CUDA context; negative when it does not fit. */
+  headroomBytes: number;
+  memoryBytes: number;
+}
 
 /** Everything an estimate is computed from. */
 export interface EstimateInput {
@@ -23,6 +39,40 @@ export interface EstimateInput {
   plan: Plan;
   setup: TrainingSetup;
   assumptions: Assumption[];
+  /** How the script loads weights: `from_pretrained` materialises the whole model in every process first. */
+  loading?: { fromPretrained: boolean; meta: boolean; dtype: DType | null; line?: string };
+}
+
+/** Host memory per node: every process's offloaded state, the loading spike, a full checkpoint on rank 0. */
+function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
+  const G = Math.min(e.setup.gpusPerNode, e.mesh.worldSize);
+  const terms: Term[] = [];
+  if (e.perGpu.hostBytes > 0)
+    terms.push({
+      name: 'CPU offload',
+      bytes: e.perGpu.hostBytes * G,
+      formula: `${G} processes x ${fmtBytes(e.perGpu.hostBytes)} of offloaded state`,
+    });
+  if (loading?.fromPretrained && !loading.meta) {
+    const dt = loading.dtype ?? e.setup.masterDtype;
+    const each = e.model.params * bytesOf(dt);
+    terms.push({
+      name: 'loading (from_pretrained on every rank)',
+      bytes: each * G,
+      formula: `${G} processes each materialise the whole model in ${dt} (${fmtBytes(each)}) before sharding${loading.line ? ` (${loading.line})` : ''}; load on the meta device or on rank 0 only to avoid it`,
+    });
+  }
+  terms.push({
+    name: 'saving a full state dict on rank 0',
+    bytes: e.model.params * bytesOf(e.setup.masterDtype),
+    formula: `${fmtCount(e.model.params)} params x ${bytesOf(e.setup.masterDtype)} B gathered on one rank (CPU-offloaded full state dict); sharded checkpoints avoid it`,
+  });
+  // Offloaded state stays; loading and saving happen at different times.
+  const offload = terms.find((t) => t.name === 'CPU offload')?.bytes ?? 0;
+  return {
+    bytes: offload + Math.max(...terms.filter((t) => t.name !== 'CPU offload').map((t) => t.bytes)),
+    terms,
+  };
 }
 
 /** How one unit is held between its forward and its backward. */
@@ -78,7 +128,19 @@ export interface Estimate {
     modelStateBytes: number;
     hostBytes: number;
     host: Figure;
+    /** The largest live set over the step (allocated bytes), where it happens and what it is made of. */
+    peakBytes: number;
+    peakAt: { unit: string; phase: Phase } | null;
+    peak: Figure;
+    /** The largest live set of forward and backward alone (without the optimizer step). */
+    peakForwardBackwardBytes: number;
   };
+  /** The live set over the step, event by event (null when activations cannot be modelled). */
+  timeline: Timeline | null;
+  /** Whether the peak fits each GPU of the catalog, with the allocator overhead and CUDA context added. */
+  fit: FitResult[];
+  /** Host (CPU) memory of one node: offloaded state, and the spikes of loading and of saving a full checkpoint. */
+  hostPerNode: Figure;
   /** Model state of the whole model, unsharded: what one GPU of plain data parallelism holds. */
   modelStateTotalBytes: number;
   comms: {
@@ -210,22 +272,27 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
     const numelW = fsdp1 ? flatShardNumel(u.groups, W, all) : shardNumel(u.groups, W, all);
     const paramShard = fsdp1
       ? numelW * master
-      : u.groups.reduce((s, g) => s + g.count * shardRows(g.dim0, W) * g.rest * bytesOf(g.dtype), 0);
+      : u.groups.reduce((s, g) => s + g.count * tensorBytes(shardRows(g.dim0, W) * g.rest, g.dtype), 0);
     const trainW = fsdp1 ? flatShardNumel(u.groups, W, trainable) : shardNumel(u.groups, W, trainable);
     const gradShard = trainW * master;
     const optShard = optimizerBytes(setup.optimizer, u.groups, W, fsdp1, setup.masterDtype);
     const residency = residencyOf(u, plan, keepAll, W);
-    const gathered = u.params * ag;
+    // Mixed precision casts floating-point parameters to the all-gather dtype; quantised ones travel as stored.
+    const gatherSize = (g: ParamGroup, numel: number) =>
+      isFloat(g.dtype) ? numel * ag : tensorBytes(numel, g.dtype);
+    const gathered = u.groups.reduce((s, g) => s + g.count * gatherSize(g, g.dim0 * g.rest), 0);
+    const shardGather = (ranks: number) =>
+      fsdp1
+        ? flatShardNumel(u.groups, ranks) * ag
+        : u.groups.reduce((s, g) => s + g.count * gatherSize(g, shardRows(g.dim0, ranks) * g.rest), 0);
     // Ring accounting: each rank receives the other W-1 (padded) shards of an all-gather and sends as much in a
     // reduce-scatter; an all-reduce moves twice that.
-    const agBytes = noShard ? 0 : (W - 1) * numelW * ag;
+    const agBytes = noShard ? 0 : (W - 1) * shardGather(W);
     const bwdAg =
       noShard || residency.kind === 'keep'
         ? 0
         : residency.kind === 'slice'
-          ? (residency.ranks - 1) *
-            (fsdp1 ? flatShardNumel(u.groups, residency.ranks) : shardNumel(u.groups, residency.ranks)) *
-            ag
+          ? (residency.ranks - 1) * shardGather(residency.ranks)
           : agBytes;
     const rsBytes = noShard ? 0 : (W - 1) * trainW * rd;
     const arBytes = noShard
@@ -303,7 +370,10 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
     {
       name: 'sharded parameters',
       bytes: sum(onGpu, (u) => u.shard.params),
-      formula: `${fmtCount(sum(onGpu, (u) => u.params))} params / ${W} GPUs x ${master} B (${setup.masterDtype}; ${shardWords})`,
+      formula: `${fmtCount(sum(onGpu, (u) => u.params))} params / ${W} GPUs x ${dtypeWords(
+        own.units.filter((u) => !u.offload),
+        setup.masterDtype,
+      )} (${shardWords})`,
     },
     {
       name: 'sharded gradients',
@@ -412,7 +482,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       u.time.backwardGather + u.time.reduceScatter + u.time.allReduce - u.time.backwardCompute,
     );
 
-  return {
+  const result: Estimate = {
     model: {
       name: input.model.name,
       params: totalParams,
@@ -441,6 +511,10 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       modelStateBytes: persistent.bytes - bufferBytes + host.bytes,
       hostBytes: host.bytes,
       host,
+      peakBytes: persistent.bytes,
+      peakAt: null,
+      peak: persistent,
+      peakForwardBackwardBytes: persistent.bytes,
     },
     modelStateTotalBytes: [...own.units.map((u) => u.groups), own.unowned.groups].reduce(
       (s, g) => s + fullStateBytes(g, setup),
@@ -468,16 +542,111 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
     setup,
     assumptions: input.assumptions,
     notes,
+    timeline: null,
+    fit: [],
+    hostPerNode: { bytes: 0, terms: [] },
   };
+  result.hostPerNode = hostPerNode(result, input.loading);
+  const timeline = simulate(result, input.model.root, input.model.shape);
+  result.timeline = timeline;
+  if (timeline) {
+    result.perGpu.peakBytes = timeline.peak.bytes;
+    result.perGpu.peakAt = timeline.peak.at;
+    result.perGpu.peak = peakFigure(timeline.peak.live, setup);
+    result.perGpu.peakForwardBackwardBytes = Math.max(
+      ...timeline.events.filter((ev) => ev.phase !== 'optimizer').map((ev) => ev.total),
+    );
+    notes.push(...timeline.notes);
+  } else {
+    notes.push(
+      'activations are not modelled for this model: the peak shown is the persistent state plus two gathered units',
+    );
+    const largest = Math.max(0, ...units.map((u) => u.gatheredBytes));
+    result.perGpu.peakBytes = persistent.bytes + 2 * largest;
+    result.perGpu.peak = {
+      bytes: result.perGpu.peakBytes,
+      terms: [
+        ...persistent.terms,
+        {
+          name: 'two gathered units',
+          bytes: 2 * largest,
+          formula: 'the running unit and the prefetched one',
+        },
+      ],
+    };
+  }
+  result.fit = fitAll(result.perGpu.peakBytes);
+  return result;
 }
+
+/** The peak's composition, by category, with what each means. */
+function peakFigure(live: LiveSet, setup: TrainingSetup): Figure {
+  const ac =
+    typeof setup.checkpointing === 'object' ? `every-${setup.checkpointing.everyN}` : setup.checkpointing;
+  const words: Record<keyof LiveSet, [string, string]> = {
+    state: [
+      'sharded state',
+      'parameters, gradients and optimizer state of this GPU (with buffers and replicated leftovers)',
+    ],
+    gathered: [
+      'gathered parameters',
+      'units unsharded now: the running one, the root and units kept after forward',
+    ],
+    gatherBuffers: [
+      'all-gather buffers',
+      'the prefetched unit (and in FSDP2 forward the current one until the next copy-out)',
+    ],
+    activations: [
+      'saved activations',
+      `kept for backward (${ac} checkpointing, micro-batch ${setup.microBatch} x ${setup.seqLen} tokens); not reduced by sharding`,
+    ],
+    working: [
+      'running block',
+      "the running block's tensors, rebuilt when checkpointed, and the gradients of its activations",
+    ],
+    gradients: ['gradient buffers', 'unsharded gradients and reduce-scatter inputs in flight'],
+    logits: ['logits and loss', 'b·s·V logits, their fp32 copy and log-softmax, and their gradients'],
+    optimizer: ['optimizer step', 'temporaries of the optimizer step'],
+  };
+  const terms: Term[] = (Object.keys(words) as (keyof LiveSet)[])
+    .filter((k) => live[k] > 0)
+    .map((k) => ({ name: words[k][0], bytes: live[k], formula: words[k][1] }));
+  return { bytes: terms.reduce((s, t) => s + t.bytes, 0), terms };
+}
+
+/** The fit of a peak on every GPU of the catalog. */
+export function fitAll(peakBytes: number): FitResult[] {
+  const need = requiredBytes(peakBytes);
+  return GPUS.map((g) => ({
+    gpu: g.id,
+    name: g.name,
+    fits: need <= gpuBytes(g),
+    headroomBytes: gpuBytes(g) - need,
+    memoryBytes: gpuBytes(g),
+  }));
+}
+
+export { FIT_RESERVE };
 
 /** Parameters, gradients and optimizer state of parameter groups held whole (one GPU of plain data parallelism). */
 function fullStateBytes(groups: ParamGroup[], setup: TrainingSetup): number {
-  const params = groups.reduce((s, g) => s + g.count * g.dim0 * g.rest * bytesOf(g.dtype), 0);
+  const params = groups.reduce((s, g) => s + g.count * tensorBytes(g.dim0 * g.rest, g.dtype), 0);
   const grads =
     groups.reduce((s, g) => s + (g.trainable ? g.count * g.dim0 * g.rest : 0), 0) *
     bytesOf(setup.masterDtype);
   return params + grads + optimizerBytes(setup.optimizer, groups, 1, false, setup.masterDtype);
+}
+
+/** `4 B (float32)`, or the mix of dtypes when parameters differ (NF4 base weights, a bf16 head). */
+function dtypeWords(units: Unit[], master: DType): string {
+  const byType = new Map<DType, number>();
+  for (const u of units)
+    for (const g of u.groups) byType.set(g.dtype, (byType.get(g.dtype) ?? 0) + g.count * g.dim0 * g.rest);
+  if (byType.size <= 1) {
+    const d = [...byType.keys()][0] ?? master;
+    return `${bytesOf(d)} B (${d})`;
+  }
+  return [...byType.entries()].map(([d, n]) => `${fmtParams(n)} in ${d} (${bytesOf(d)} B)`).join(' + ');
 }
 
 /** Whether a unit is freed after forward (and gathered again for backward), kept, or kept as a 1/k slice. */

@@ -35,6 +35,8 @@ export interface TrainingSetup {
   syncEveryMicroBatch: boolean;
   checkpointing: CheckpointMode;
   optimizer: OptimizerFamily;
+  /** How the optimizer steps: `foreach` (PyTorch's default on CUDA) allocates temporaries the size of the parameters. */
+  optimizerImpl: 'foreach' | 'fused' | 'for-loop';
   /** The original (sharded, master) parameter dtype. */
   masterDtype: DType;
   /** Mixed precision: the dtype parameters are gathered and computed in (null: no mixed precision). */

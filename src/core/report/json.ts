@@ -1,8 +1,10 @@
 import type { Estimate } from '../estimator/estimate';
+import { FIT_RESERVE } from '../estimator/timeline';
+import type { MinGpus } from '../estimator/whatif';
 import type { LoadedModel } from '../model/load';
 
 /** The estimate as JSON: exact bytes and counts, the terms behind each figure, and every assumption's source. */
-export function estimateJson(e: Estimate, model?: LoadedModel) {
+export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus) {
   return {
     model: {
       name: e.model.name,
@@ -33,6 +35,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel) {
       origin: u.origin,
     })),
     unowned: e.unowned,
+    hostPerNode: e.hostPerNode,
     modelStateTotalBytes: e.modelStateTotalBytes,
     perGpu: {
       persistentBytes: e.perGpu.persistentBytes,
@@ -40,7 +43,29 @@ export function estimateJson(e: Estimate, model?: LoadedModel) {
       persistent: e.perGpu.persistent,
       hostBytes: e.perGpu.hostBytes,
       host: e.perGpu.host,
+      peakBytes: e.perGpu.peakBytes,
+      peakAt: e.perGpu.peakAt,
+      peak: e.perGpu.peak,
+      peakForwardBackwardBytes: e.perGpu.peakForwardBackwardBytes,
+      perUnitPeakBytes: e.timeline?.perUnit ?? {},
+      activationBytes: e.timeline?.activationBytes ?? null,
     },
+    fit: e.fit,
+    fitReserve: {
+      contextBytes: FIT_RESERVE.contextBytes,
+      fragmentation: FIT_RESERVE.fragmentation,
+      rule: 'fits when peak x (1 + fragmentation) + context <= the memory the driver reports',
+    },
+    minGpus: minGpus?.worldSize ?? null,
+    ...(minGpus?.reason ? { minGpusReason: minGpus.reason } : {}),
+    recomputeFraction: e.timeline?.recomputeFraction ?? 0,
+    timeline: (e.timeline?.events ?? []).map((ev) => ({
+      phase: ev.phase,
+      unit: ev.unit,
+      label: ev.label,
+      totalBytes: ev.total,
+      live: ev.live,
+    })),
     comms: {
       perStep: e.comms.perStep,
       traffic: e.comms.traffic,

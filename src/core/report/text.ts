@@ -2,6 +2,8 @@ import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnits } from '../es
 import type { Estimate, UnitEstimate } from '../estimator/estimate';
 import { trafficBytes } from '../estimator/estimate';
 import type { Source } from '../estimator/types';
+import type { MinGpus } from '../estimator/whatif';
+import { requiredBytes } from '../estimator/timeline';
 
 /** Where an input came from, in a few words. */
 export function sourceText(s: Source): string {
@@ -40,7 +42,7 @@ export function planSummary(e: Estimate, units: ByteUnits = 'GB'): string {
 const pad = (s: string, n: number) => s.padEnd(n);
 
 /** The estimate as a person reads it in a terminal. */
-export function estimateText(e: Estimate, opts: { units?: ByteUnits } = {}): string {
+export function estimateText(e: Estimate, opts: { units?: ByteUnits; minGpus?: MinGpus } = {}): string {
   const U = opts.units ?? 'GB';
   const b = (n: number) => fmtBytes(n, U);
   const L: string[] = [];
@@ -64,6 +66,33 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnits } = {}): str
     L.push(`Host      ${b(e.perGpu.hostBytes)} per GPU in CPU memory (offload)`);
     for (const t of e.perGpu.host.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
   }
+  L.push(`Host      up to ${b(e.hostPerNode.bytes)} of CPU memory per node`);
+  for (const t of e.hostPerNode.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
+  L.push('');
+  const at = e.perGpu.peakAt;
+  L.push(
+    `Peak      ${b(e.perGpu.peakBytes)} per GPU${at ? `, during ${phaseWords(at.phase)}${at.phase !== 'optimizer' && at.unit ? ` of ${at.unit}` : ''}` : ''}`,
+  );
+  for (const t of e.perGpu.peak.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
+  const need = requiredBytes(e.perGpu.peakBytes);
+  const mine = e.fit.find((f) => f.gpu === e.gpu.id);
+  if (mine) {
+    L.push(
+      `Fit       ${mine.fits ? 'fits' : 'does NOT fit'} ${e.gpu.name} (${b(mine.memoryBytes)}): needs ${b(need)} with allocator overhead and CUDA context, ` +
+        `${mine.fits ? `${b(mine.headroomBytes)} to spare` : `${b(-mine.headroomBytes)} short`}`,
+    );
+  }
+  if (opts.minGpus) {
+    L.push(
+      opts.minGpus.worldSize !== null
+        ? `          smallest world size that fits a ${e.gpu.name}: ${opts.minGpus.worldSize} GPU${opts.minGpus.worldSize === 1 ? '' : 's'}`
+        : `          no world size fits a ${e.gpu.name}: ${opts.minGpus.reason}`,
+    );
+  }
+  const others = e.fit.filter((f) => f.gpu !== e.gpu.id);
+  L.push(
+    `          other GPUs: ${others.map((f) => `${f.name.replace(/^NVIDIA (GeForce )?|^AMD Instinct /, '')} ${f.fits ? 'yes' : 'no'}`).join(', ')}`,
+  );
   L.push('');
   const s = e.comms.perStep;
   const k = e.setup.gradAccum > 1 ? ` (${e.setup.gradAccum} micro-batches)` : '';
@@ -98,4 +127,12 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnits } = {}): str
     for (const n of e.notes) L.push(`  - ${n}`);
   }
   return L.join('\n') + '\n';
+}
+
+function phaseWords(p: string): string {
+  return p === 'loss'
+    ? 'the loss (logits at the turn from forward to backward)'
+    : p === 'optimizer'
+      ? 'the optimizer step'
+      : `the ${p}`;
 }

@@ -2,9 +2,11 @@ import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';
 import type { MixedPrecisionValue } from '../analysis/options';
 import type { MeshValue } from '../analysis/scan';
-import { estimate, type Estimate, type EstimateInput } from '../estimator/estimate';
+import type { Estimate, EstimateInput } from '../estimator/estimate';
+import { WhatIfModel, type MinGpus } from '../estimator/whatif';
 import type { Source } from '../estimator/types';
 import { ConfigError } from '../model/hf';
+import { applyFineTune, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../model/tree';
 import { planFromFacts } from './plan';
@@ -21,7 +23,7 @@ export interface ModelChoice {
 
 export interface AnalyzeOptions {
   /** Command-line flags (highest precedence). */
-  flags?: { values: SetupValues; model?: ModelChoice };
+  flags?: { values: SetupValues; model?: ModelChoice; fineTune?: FineTune };
   /** Editor settings (below everything the workspace says). */
   settings?: SetupValues;
   /** The model to use when nothing in the file names one (an editor setting). */
@@ -31,7 +33,14 @@ export interface AnalyzeOptions {
 }
 
 export type EstimateResult =
-  | { ok: true; input: EstimateInput; estimate: Estimate; model: LoadedModel }
+  | {
+      ok: true;
+      input: EstimateInput;
+      estimate: Estimate;
+      model: LoadedModel;
+      whatIf: WhatIfModel;
+      minGpus: MinGpus;
+    }
   | { ok: false; reason: string; hint?: string };
 
 /** The estimate for one scanned file, with every input's source; or why there is none. */
@@ -46,7 +55,11 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   layers.push(annotation.layer);
   layers.push(detectedLayer(facts, file));
   if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
-  const plan = planFromFacts(facts, model.loaded.root, model.loaded.shape, file);
+  const ft = opts.flags?.fineTune
+    ? { ft: opts.flags.fineTune, source: { kind: 'flag' } as Source }
+    : detectFineTune(facts, file);
+  const root = ft ? applyFineTune(model.loaded.root, ft.ft) : model.loaded.root;
+  const plan = planFromFacts(facts, root, model.loaded.shape, file);
   const { setup, assumptions } = resolveSetup(layers);
   // HYBRID_SHARD shards within a node and replicates across nodes, unless a mesh or flag says otherwise.
   if ((plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2') && setup.replicas === 1) {
@@ -72,18 +85,40 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
       source: plan.source,
     },
   );
+  if (ft)
+    assumptions.splice(2, 0, {
+      key: 'fineTune',
+      label: 'fine-tuning',
+      value: describeFineTune(ft.ft),
+      source: ft.source,
+    });
+  const loaded = facts.models.find((m) => m.pretrained);
   const input: EstimateInput = {
-    model: {
-      name: model.loaded.name,
-      root: model.loaded.root,
-      shape: model.loaded.shape,
-      source: model.source,
-    },
+    ...(loaded
+      ? {
+          loading: {
+            fromPretrained: true,
+            meta: loaded.meta,
+            dtype: loaded.dtype && isDType(loaded.dtype) ? loaded.dtype : null,
+            line: `${file}:${loaded.line}`,
+          },
+        }
+      : {}),
+    model: { name: model.loaded.name, root, shape: model.loaded.shape, source: model.source },
     plan,
     setup,
     assumptions,
   };
-  return { ok: true, input, estimate: estimate(input), model: model.loaded };
+  const whatIf = new WhatIfModel(input);
+  const result = whatIf.run();
+  return {
+    ok: true,
+    input,
+    estimate: result,
+    model: model.loaded,
+    whatIf,
+    minGpus: whatIf.minGpus(setup.gpu),
+  };
 }
 
 function resolveModel(
@@ -278,6 +313,9 @@ function detectedLayer(facts: FileFacts, file: string): Layer {
   if (opt) {
     values.optimizer = opt.family as SetupValues['optimizer'];
     details.optimizer = `${at(opt.line)} (${opt.name})`;
+    if (opt.options.fused?.value === true) values.optimizerImpl = 'fused';
+    else if (opt.options.foreach?.value === false) values.optimizerImpl = 'for-loop';
+    if (values.optimizerImpl) details.optimizerImpl = at(opt.line);
   }
   const ac = facts.checkpointing[0];
   if (ac) {
@@ -296,4 +334,47 @@ function detectedLayer(facts: FileFacts, file: string): Layer {
 
 function asDType(d: string | null | undefined): DType | null {
   return d && isDType(d) ? d : null;
+}
+
+/** LoRA, 4-bit quantisation and frozen modules the script sets up. */
+function detectFineTune(facts: FileFacts, file: string): { ft: FineTune; source: Source } | undefined {
+  const ft: FineTune = {};
+  const lines: number[] = [];
+  const lora = facts.training.find((t) => t.kind === 'lora');
+  if (lora) {
+    const r = lora.options.r?.value;
+    const targets = lora.options.target_modules?.value;
+    ft.lora = {
+      rank: typeof r === 'number' && r > 0 ? r : 8,
+      targets: Array.isArray(targets)
+        ? targets.filter((x): x is string => typeof x === 'string')
+        : typeof targets === 'string'
+          ? [targets]
+          : ['q_proj', 'v_proj'],
+    };
+    lines.push(lora.line);
+  }
+  const quant = facts.training.find(
+    (t) => t.kind === 'quantization' && t.options.load_in_4bit?.value === true,
+  );
+  if (quant) {
+    ft.baseDtype = 'nf4';
+    lines.push(quant.line);
+  }
+  const frozen = facts.training.filter((t) => t.kind === 'freeze' && t.target);
+  if (frozen.length) {
+    // Paths relative to the model variable: `model.model.embed_tokens` -> `model.embed_tokens`.
+    ft.frozen = frozen.map((t) => t.target!.split('.').slice(1).join('.')).filter(Boolean);
+    lines.push(frozen[0]!.line);
+  }
+  if (!ft.lora && !ft.baseDtype && !ft.frozen?.length) return undefined;
+  return { ft, source: { kind: 'detected', detail: lines.map((l) => `${file}:${l}`).join(', ') } };
+}
+
+export function describeFineTune(ft: FineTune): string {
+  const parts: string[] = [];
+  if (ft.lora) parts.push(`LoRA rank ${ft.lora.rank} on ${ft.lora.targets.join(', ')}`);
+  if (ft.baseDtype) parts.push('NF4 base weights (QLoRA)');
+  if (ft.frozen?.length) parts.push(`frozen: ${ft.frozen.join(', ')}`);
+  return parts.join('; ');
 }

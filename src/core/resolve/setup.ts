@@ -15,6 +15,7 @@ export interface SetupValues {
   syncEveryMicroBatch?: boolean;
   checkpointing?: CheckpointMode;
   optimizer?: OptimizerFamily;
+  optimizerImpl?: 'foreach' | 'fused' | 'for-loop';
   masterDtype?: DType;
   paramDtype?: DType | null;
   reduceDtype?: DType | null;
@@ -43,6 +44,7 @@ export const DEFAULTS: Required<SetupValues> = {
   syncEveryMicroBatch: true,
   checkpointing: 'none',
   optimizer: 'adamw',
+  optimizerImpl: 'foreach',
   masterDtype: 'float32',
   paramDtype: 'bfloat16',
   reduceDtype: null,
@@ -62,6 +64,7 @@ const LABELS: Record<keyof SetupValues, string> = {
   syncEveryMicroBatch: 'gradient sync',
   checkpointing: 'activation checkpointing',
   optimizer: 'optimizer',
+  optimizerImpl: 'optimizer implementation',
   masterDtype: 'parameter dtype (sharded, master)',
   paramDtype: 'mixed precision param_dtype',
   reduceDtype: 'mixed precision reduce_dtype',

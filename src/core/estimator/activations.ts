@@ -1,0 +1,217 @@
+import type { ArchShape } from '../model/hf';
+import type { CheckpointMode } from './types';
+
+/**
+ * Activation memory per micro-batch, written as the list of tensors each block kind keeps for backward. Every
+ * entry is an element count times bytes for b sequences of s tokens (bf16 = 2 bytes per element unless noted).
+ *
+ * Llama-style block (Hugging Face `LlamaDecoderLayer`, fused SDPA / FlashAttention that takes grouped K/V):
+ *   input_layernorm (RMSNorm upcasts): fp32 copy of its input 4·sbh + normalized output 2·sbh (input of q/k/v)
+ *   q after RoPE 2·sbh; k and v 2·sb·h_kv each (what the attention kernel saves)
+ *   attention output 2·sbh (input of o_proj) and the kernel's fp32 log-sum-exp 4·b·a·s
+ *   post_attention_layernorm: 4·sbh + 2·sbh (input of gate/up)
+ *   SwiGLU: gate output 2·sbI, SiLU output 2·sbI, up output 2·sbI, their product 2·sbI (input of down_proj)
+ *   = (16h + 4h_kv + 8I)·sb + 4·a·sb
+ * GPT-2 block (LayerNorm, fused attention, dropout p>0): ln_1 input 2·sbh, normalized 2·sbh, q/k/v 6·sbh,
+ *   attention output 2·sbh, residual dropout mask sbh, ln_2 input 2·sbh, normalized 2·sbh, c_fc output (GELU
+ *   input) 8·sbh, GELU output 8·sbh, residual dropout mask sbh, log-sum-exp 4·a·sb = 34·sbh + 4·a·sb (Korthikanti
+ *   et al.'s 34 sbh, with the fused kernel keeping no s x s scores). Eager attention adds the scores, their softmax
+ *   and its dropout mask: 5·a·s²·b.
+ * MoE block: attention as above; router logits fp32 4·sb·E; each token's hidden state is dispatched to its top-k
+ *   experts (2·sbh·k) and each active expert keeps the SwiGLU tensors for its tokens (8·sb·k·I_expert); shared
+ *   experts keep 8·sb·I_shared; the combined output 2·sbh.
+ * DeepSeek multi-head latent attention: q_a output and its norm (2 + 4 + 2)·sb·q_lora, kv_a output and norm
+ *   (2 + 4 + 2)·sb·kv_lora, q and k 2·sb·a·(d_nope + d_rope) each, v 2·sb·a·d_v, output 2·sb·a·d_v, log-sum-exp.
+ *
+ * Checkpointing: `full` keeps only each block's input (2·sbh) and rebuilds the block's tensors in its backward;
+ * `selective` is torchtitan's per-op policy: it keeps the outputs of every other matmul and of the attention
+ * kernel (plus the block input) and recomputes the rest; `every-N` checkpoints every N-th block fully.
+ */
+export interface BlockActivations {
+  /** How this block is checkpointed. */
+  kind: 'none' | 'full' | 'selective';
+  /** Bytes kept from a block's forward until its backward. */
+  saved: number;
+  /** Bytes all of the block's tensors take (what forward builds, and what recomputation rebuilds). */
+  full: number;
+  /** Largest transient tensor pair during the block's forward or backward (gradients of activations). */
+  transient: number;
+  /** Extra forward passes of the block in backward (1 for full recomputation). */
+  recompute: number;
+  tensors: { name: string; bytes: number }[];
+}
+
+export interface ActivationInputs {
+  microBatch: number;
+  seqLen: number;
+  attention: 'fused' | 'eager';
+  /** Bytes per element of activations (the compute dtype). */
+  bytes: number;
+}
+
+/** All tensors of one block kept for backward without checkpointing, by name. */
+export function blockTensors(
+  shape: ArchShape,
+  x: ActivationInputs,
+  moe: boolean,
+): { name: string; bytes: number }[] {
+  const sb = x.microBatch * x.seqLen;
+  const e = x.bytes;
+  const h = shape.hidden;
+  const a = shape.heads;
+  const hkv = shape.kvHeads * shape.headDim;
+  const lse = { name: 'attention log-sum-exp (fp32)', bytes: 4 * a * sb };
+  const scores =
+    x.attention === 'eager'
+      ? [
+          {
+            name: 'attention scores, softmax and dropout mask',
+            bytes: 5 * a * x.seqLen * x.seqLen * x.microBatch,
+          },
+        ]
+      : [];
+  if (shape.mlp === 'gelu') {
+    return [
+      { name: 'ln_1 input', bytes: e * sb * h },
+      { name: 'ln_1 output (input of c_attn)', bytes: e * sb * h },
+      { name: 'q, k, v', bytes: 3 * e * sb * h },
+      { name: 'attention output', bytes: e * sb * h },
+      { name: 'residual dropout masks', bytes: 2 * sb * h },
+      { name: 'ln_2 input', bytes: e * sb * h },
+      { name: 'ln_2 output (input of c_fc)', bytes: e * sb * h },
+      { name: 'c_fc output (GELU input)', bytes: e * sb * shape.intermediate },
+      { name: 'GELU output (input of c_proj)', bytes: e * sb * shape.intermediate },
+      lse,
+      ...scores,
+    ];
+  }
+  const norm = (n: string) => [
+    { name: `${n} input (fp32 copy)`, bytes: 4 * sb * h },
+    { name: `${n} output`, bytes: e * sb * h },
+  ];
+  const attn = shape.mla
+    ? [
+        ...(shape.mla.qLoraRank
+          ? [
+              {
+                name: 'q_a_proj output, its RMSNorm (fp32) and output',
+                bytes: (e + 4 + e) * sb * shape.mla.qLoraRank,
+              },
+            ]
+          : []),
+        {
+          name: 'kv_a_proj output, its RMSNorm (fp32) and output',
+          bytes: (e + 4 + e) * sb * shape.mla.kvLoraRank,
+        },
+        { name: 'q and k after RoPE', bytes: 2 * e * sb * a * (shape.mla.qkNope + shape.mla.qkRope) },
+        { name: 'v', bytes: e * sb * a * shape.mla.vHead },
+        { name: 'attention output', bytes: e * sb * a * shape.mla.vHead },
+      ]
+    : [
+        { name: 'q after RoPE', bytes: e * sb * a * shape.headDim },
+        { name: 'k and v', bytes: 2 * e * sb * hkv },
+        { name: 'attention output', bytes: e * sb * a * shape.headDim },
+      ];
+  const mlp = moe
+    ? [
+        { name: 'router logits (fp32)', bytes: 4 * sb * shape.experts },
+        { name: 'tokens dispatched to experts', bytes: e * sb * h * shape.expertsPerToken },
+        {
+          name: 'active experts: gate, SiLU, up, product',
+          bytes: 4 * e * sb * shape.expertsPerToken * shape.moeIntermediate,
+        },
+        ...(shape.sharedExperts
+          ? [
+              {
+                name: 'shared experts: gate, SiLU, up, product',
+                bytes: 4 * e * sb * shape.moeIntermediate * shape.sharedExperts,
+              },
+            ]
+          : []),
+        { name: 'combined expert output', bytes: e * sb * h },
+      ]
+    : [{ name: 'SwiGLU: gate, SiLU, up, product', bytes: 4 * e * sb * shape.intermediate }];
+  return [...norm('input_layernorm'), ...attn, lse, ...scores, ...norm('post_attention_layernorm'), ...mlp];
+}
+
+/** What torchtitan's selective (per-op) policy keeps of a block: block input, odd matmul outputs, attention. */
+function selectiveSaved(shape: ArchShape, x: ActivationInputs, moe: boolean): number {
+  const sb = x.microBatch * x.seqLen;
+  const e = x.bytes;
+  const h = shape.hidden;
+  const a = shape.heads;
+  const lse = 4 * a * sb;
+  if (shape.mlp === 'gelu') {
+    // matmuls c_attn (1, kept), attn c_proj (2), c_fc (3, kept), mlp c_proj (4); plus attention output.
+    return e * sb * h + 3 * e * sb * h + e * sb * h + lse + e * sb * shape.intermediate;
+  }
+  const hkv = shape.kvHeads * shape.headDim;
+  // matmuls in order q(1, kept) k(2) v(3, kept) o(4) gate(5, kept) up(6) down(7, kept), attention output kept.
+  const attn = shape.mla
+    ? e * sb * (shape.mla.qLoraRank ?? 0) +
+      e * sb * a * (shape.mla.qkNope + shape.mla.vHead) +
+      e * sb * a * shape.mla.vHead
+    : e * sb * a * shape.headDim + e * sb * hkv + e * sb * a * shape.headDim;
+  const mlp = moe
+    ? e * sb * shape.expertsPerToken * shape.moeIntermediate * 2 + e * sb * h * (shape.expertsPerToken + 1)
+    : e * sb * shape.intermediate + e * sb * h;
+  return e * sb * h + attn + lse + mlp;
+}
+
+/** Activations of one block under a checkpointing mode (`index` decides every-N). */
+export function blockActivations(
+  shape: ArchShape,
+  x: ActivationInputs,
+  mode: CheckpointMode,
+  moe: boolean,
+  index: number,
+): BlockActivations {
+  const tensors = blockTensors(shape, x, moe);
+  const full = tensors.reduce((s, t) => s + t.bytes, 0);
+  const sb = x.microBatch * x.seqLen;
+  const widest = Math.max(
+    shape.hidden,
+    moe ? shape.moeIntermediate * shape.expertsPerToken : shape.intermediate,
+  );
+  // Gradients of activations: the incoming gradient and the one being produced, at the widest tensor.
+  const transient = 2 * x.bytes * sb * widest;
+  const input = x.bytes * sb * shape.hidden;
+  if (mode === 'none') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
+  if (mode === 'full' || (typeof mode === 'object' && index % mode.everyN === 0))
+    return {
+      kind: 'full',
+      saved: input,
+      full,
+      transient,
+      recompute: 1,
+      tensors: [{ name: 'block input (checkpoint)', bytes: input }],
+    };
+  if (typeof mode === 'object') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
+  const saved = selectiveSaved(shape, x, moe);
+  // Every other matmul is recomputed: about half of the block's forward compute again.
+  return {
+    kind: 'selective',
+    saved,
+    full,
+    transient,
+    recompute: 0.5,
+    tensors: [{ name: 'kept by selective checkpointing', bytes: saved }],
+  };
+}
+
+/** The final norm and the head's input, kept from the end of forward to the start of backward. */
+export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
+  const sb = x.microBatch * x.seqLen;
+  return shape.norm === 'rmsnorm' ? (4 + x.bytes) * sb * shape.hidden : 2 * x.bytes * sb * shape.hidden;
+}
+
+/**
+ * The logits and loss at the turn from forward to backward, as Transformers' and torchtitan's losses compute it:
+ * forward holds the head's logits (b·s·V in the compute dtype), their fp32 copy for the loss, and the fp32
+ * log-softmax the loss keeps; backward starts with that log-softmax, the gradient of the loss with respect to it
+ * and the gradient with respect to the logits (both fp32), before casting back to the compute dtype.
+ */
+export function lossTransient(shape: ArchShape, x: ActivationInputs): { forward: number; backward: number } {
+  const n = x.microBatch * x.seqLen * shape.vocab;
+  return { forward: n * (x.bytes + 4 + 4), backward: n * (4 + 4 + 4) };
+}

@@ -1,0 +1,387 @@
+import type { ArchShape } from '../model/hf';
+import { DTYPE_BYTES, type ModuleNode } from '../model/tree';
+import { blockActivations, lossTransient, tailActivations, type ActivationInputs } from './activations';
+import type { Estimate, UnitEstimate } from './estimate';
+import type { TrainingSetup } from './types';
+
+/** What is alive at one moment of the step, by category (bytes). */
+export interface LiveSet {
+  /** Sharded parameters, gradients and optimizer state, replicated leftovers, buffers. */
+  state: number;
+  /** Unsharded parameters of the units gathered now (and 1/k slices kept after forward). */
+  gathered: number;
+  /** All-gather output buffers: the prefetched unit's, and in FSDP2's forward the current one kept until the next copy-out. */
+  gatherBuffers: number;
+  /** Activations saved by earlier blocks for their backward. */
+  activations: number;
+  /** The running block's own tensors: built in forward, rebuilt by recomputation in backward, and gradients of activations. */
+  working: number;
+  /** Unsharded gradients and reduce-scatter buffers in flight. */
+  gradients: number;
+  /** Logits and loss at the turn from forward to backward. */
+  logits: number;
+  /** Optimizer step temporaries. */
+  optimizer: number;
+}
+
+export type Phase = 'forward' | 'loss' | 'backward' | 'optimizer';
+
+export interface TimelineEvent {
+  phase: Phase;
+  /** Index of the execution segment (embedding, block i, head), -1 outside them. */
+  segment: number;
+  /** The unit whose compute or collective this is (the innermost unit around the segment). */
+  unit: string;
+  label: string;
+  live: LiveSet;
+  total: number;
+}
+
+export interface Timeline {
+  events: TimelineEvent[];
+  peak: { bytes: number; at: { unit: string; phase: Phase }; event: number; live: LiveSet };
+  /** The largest live set while each unit runs, forward or backward. */
+  perUnit: Record<string, number>;
+  /** Saved activations of the whole forward (what checkpointing trades for compute). */
+  activationBytes: number;
+  /** Extra compute from recomputation, as a fraction of the step without it. */
+  recomputeFraction: number;
+  notes: string[];
+}
+
+const CATEGORIES: (keyof LiveSet)[] = [
+  'state',
+  'gathered',
+  'gatherBuffers',
+  'activations',
+  'working',
+  'gradients',
+  'logits',
+  'optimizer',
+];
+
+export function liveTotal(l: LiveSet): number {
+  return CATEGORIES.reduce((s, k) => s + l[k], 0);
+}
+
+interface Segment {
+  kind: 'head' | 'block' | 'tail';
+  /** DFS range of the segment's modules. */
+  lo: number;
+  hi: number;
+  blockIndex: number;
+  moe: boolean;
+}
+
+/** Depth-first positions of every module: a subtree is a contiguous range. */
+function dfsRanges(root: ModuleNode): Map<string, [number, number]> {
+  const out = new Map<string, [number, number]>();
+  let i = 0;
+  const visit = (m: ModuleNode) => {
+    const start = i++;
+    for (const c of m.children) visit(c);
+    out.set(m.path, [start, i - 1]);
+  };
+  visit(root);
+  return out;
+}
+
+const RANGES = new WeakMap<ModuleNode, Map<string, [number, number]>>();
+
+function rangesOf(root: ModuleNode): Map<string, [number, number]> {
+  let r = RANGES.get(root);
+  if (!r) RANGES.set(root, (r = dfsRanges(root)));
+  return r;
+}
+
+/** The step's execution segments: what runs before the blocks, each block, what runs after them. */
+function segmentsOf(root: ModuleNode, shape: ArchShape): Segment[] {
+  const ranges = rangesOf(root);
+  const blocks: [number, number][] = [];
+  const isMoe: boolean[] = [];
+  const stack = [root];
+  while (stack.length) {
+    const m = stack.pop()!;
+    if (m.className === shape.blockClass) {
+      blocks.push(ranges.get(m.path)!);
+      isMoe.push(shape.experts > 0 && m.children.some((c) => c.children.some((g) => g.name === 'experts')));
+      continue;
+    }
+    for (let i = m.children.length - 1; i >= 0; i--) stack.push(m.children[i]!);
+  }
+  const total = ranges.get('')![1];
+  if (!blocks.length) return [{ kind: 'head', lo: 0, hi: total, blockIndex: -1, moe: false }];
+  return [
+    { kind: 'head', lo: 0, hi: blocks[0]![0] - 1, blockIndex: -1, moe: false },
+    ...blocks.map((b, i): Segment => ({ kind: 'block', lo: b[0], hi: b[1], blockIndex: i, moe: isMoe[i]! })),
+    { kind: 'tail', lo: blocks[blocks.length - 1]![1] + 1, hi: total, blockIndex: -1, moe: false },
+  ];
+}
+
+/**
+ * Simulates the live set over one micro-batch: forward through the segments, the loss, backward in reverse, the
+ * optimizer step. Units are gathered over the segments their modules span, prefetched one ahead, freed after
+ * forward unless kept (root, reshard_after_forward=False, SHARD_GRAD_OP) or kept as a 1/k slice.
+ */
+export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undefined): Timeline | null {
+  if (!shape) return null;
+  const setup = e.setup;
+  const computeBytes = DTYPE_BYTES[setup.paramDtype ?? setup.masterDtype];
+  const reduceBytes = DTYPE_BYTES[e.comms.reduceDtype];
+  const x: ActivationInputs = {
+    microBatch: setup.microBatch,
+    seqLen: setup.seqLen,
+    attention: setup.attention,
+    bytes: computeBytes,
+  };
+  const segs = segmentsOf(root, shape);
+  const ranges = rangesOf(root);
+  const fsdp1 = e.plan.api === 'fsdp1';
+  const notes: string[] = [];
+
+  // Each unit's span of segments, from the modules it wraps.
+  const spans = e.units.map((u) => {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const p of u.modules) {
+      const r = ranges.get(p);
+      if (!r) continue;
+      segs.forEach((s, i) => {
+        if (s.hi >= s.lo && r[0] <= s.hi && r[1] >= s.lo) {
+          lo = Math.min(lo, i);
+          hi = Math.max(hi, i);
+        }
+      });
+    }
+    return Number.isFinite(lo) ? ([lo, hi] as [number, number]) : null;
+  });
+  const inner = (s: number): UnitEstimate | undefined => {
+    let best: UnitEstimate | undefined;
+    let width = Infinity;
+    e.units.forEach((u, i) => {
+      const sp = spans[i];
+      if (sp && sp[0] <= s && s <= sp[1] && sp[1] - sp[0] < width) {
+        width = sp[1] - sp[0];
+        best = u;
+      }
+    });
+    return best;
+  };
+
+  const acts = segs.map((s) => {
+    if (s.kind === 'block') return blockActivations(shape, x, setup.checkpointing, s.moe, s.blockIndex);
+    if (s.kind === 'tail') {
+      const t = tailActivations(shape, x);
+      return { kind: 'none' as const, saved: t, full: t, transient: 0, recompute: 0, tensors: [] };
+    }
+    return { kind: 'none' as const, saved: 0, full: 0, transient: 0, recompute: 0, tensors: [] };
+  });
+  const state = e.perGpu.persistentBytes;
+  const loss = lossTransient(shape, x);
+  // Gradient accumulation without sync keeps every unit's unsharded gradient between micro-batches.
+  const accumulated =
+    !setup.syncEveryMicroBatch && setup.gradAccum > 1
+      ? e.units.reduce(
+          (s, u) =>
+            s +
+            u.trainableParams *
+              (setup.reduceDtype && setup.reduceDtype !== setup.paramDtype ? reduceBytes : computeBytes),
+          0,
+        )
+      : 0;
+  if (accumulated)
+    notes.push('gradients accumulate unsharded between micro-batches (no gradient sync until the last)');
+
+  const events: TimelineEvent[] = [];
+  const push = (
+    phase: Phase,
+    segment: number,
+    unit: UnitEstimate | undefined,
+    label: string,
+    live: LiveSet,
+  ) => {
+    events.push({ phase, segment, unit: unit?.name ?? '', label, live, total: liveTotal(live) });
+  };
+  const gatheredOf = (u: UnitEstimate) => u.gatheredBytes;
+  const sliceOf = (u: UnitEstimate) =>
+    u.residency.kind === 'slice' ? Math.ceil(u.gatheredBytes / u.residency.ranks) : 0;
+
+  // Forward.
+  let saved = 0;
+  for (let s = 0; s < segs.length; s++) {
+    if (segs[s]!.hi < segs[s]!.lo) continue;
+    let gathered = 0;
+    let buffers = 0;
+    e.units.forEach((u, i) => {
+      const sp = spans[i];
+      if (!sp) return;
+      if (sp[0] <= s && s <= sp[1]) gathered += gatheredOf(u);
+      else if (sp[1] < s) gathered += u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u);
+      if (sp[0] === s + 1) buffers += gatheredOf(u); // the next unit's all-gather in flight
+      if (!fsdp1 && sp[0] === s && s > 0) buffers += gatheredOf(u); // kept until the next copy-out (FSDP2)
+    });
+    const a = acts[s]!;
+    push('forward', s, inner(s), segLabel(segs[s]!, 'forward'), {
+      state,
+      gathered,
+      gatherBuffers: buffers,
+      activations: saved,
+      working: a.saved + a.transient,
+      gradients: accumulated,
+      logits: 0,
+      optimizer: 0,
+    });
+    saved += a.saved;
+  }
+  const activationBytes = saved;
+
+  // The turn: units still gathered are those kept (and 1/k slices).
+  const keptNow = (beforeBackwardOf: number) =>
+    e.units.reduce((sum, u, i) => {
+      const sp = spans[i];
+      if (!sp) return sum;
+      if (sp[1] < beforeBackwardOf || sp[0] > beforeBackwardOf)
+        return sum + (u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u));
+      return sum + gatheredOf(u);
+    }, 0);
+  const last = segs.length - 1;
+  const tailUnit = inner(last);
+  push('loss', last, tailUnit, 'logits and loss', {
+    state,
+    gathered: keptNow(last),
+    gatherBuffers: 0,
+    activations: saved,
+    working: 0,
+    gradients: accumulated,
+    logits: loss.forward,
+    optimizer: 0,
+  });
+  push('loss', last, tailUnit, 'gradient of the loss', {
+    state,
+    gathered: keptNow(last),
+    gatherBuffers: 0,
+    activations: saved,
+    working: 0,
+    gradients: accumulated,
+    logits: loss.backward,
+    optimizer: 0,
+  });
+
+  // Backward.
+  let rsBuffer = 0; // the previous unit's reduce-scatter input, alive until the next post-backward
+  const done = new Set<number>();
+  for (let s = last; s >= 0; s--) {
+    if (segs[s]!.hi < segs[s]!.lo) continue;
+    let gathered = 0;
+    let buffers = 0;
+    let grads = accumulated;
+    e.units.forEach((u, i) => {
+      const sp = spans[i];
+      if (!sp || done.has(i)) return;
+      if (sp[0] <= s && s <= sp[1]) {
+        gathered += gatheredOf(u);
+        grads += u.trainableParams * computeBytes; // its unsharded gradients, produced during its backward
+      } else if (sp[0] > s) return;
+      else gathered += u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u);
+      if (sp[1] === s - 1 && u.residency.kind !== 'keep') buffers += gatheredOf(u); // backward prefetch of one unit
+    });
+    const a = acts[s]!;
+    saved -= a.saved;
+    const unit = inner(s);
+    push('backward', s, unit, segLabel(segs[s]!, 'backward'), {
+      state,
+      gathered,
+      gatherBuffers: buffers,
+      activations: saved + a.saved,
+      // Recomputation rebuilds what was not kept: the whole block under full checkpointing.
+      working: a.transient + (a.kind === 'full' ? a.full : a.kind === 'selective' ? a.full - a.saved : 0),
+      gradients: grads + rsBuffer,
+      logits: 0,
+      optimizer: 0,
+    });
+    // Post-backward of the units that start here: reshard, free the previous reduce-scatter input, copy the
+    // unsharded gradients into this unit's reduce-scatter input (reduce dtype), then free them.
+    e.units.forEach((u, i) => {
+      const sp = spans[i];
+      if (!sp || sp[0] !== s || done.has(i)) return;
+      done.add(i);
+      const rsInput = u.trainableParams * reduceBytes;
+      const fp32Copy = fsdp1 && reduceBytes !== computeBytes ? u.trainableParams * reduceBytes : 0;
+      gathered -= gatheredOf(u);
+      push('backward', s, u, `${u.name}: reduce-scatter`, {
+        state,
+        gathered,
+        gatherBuffers: 0,
+        activations: saved,
+        working: 0,
+        // Still alive: every unit's unsharded gradients in backward, this unit's reduce-scatter input (and FSDP1's
+        // fp32 copy of the gradient); the previous unit's reduce-scatter input is released first.
+        gradients: grads + rsInput + fp32Copy,
+        logits: 0,
+        optimizer: 0,
+      });
+      rsBuffer = rsInput;
+    });
+  }
+
+  // Optimizer step: the foreach implementation (PyTorch's default on CUDA) computes the denominators of all
+  // parameters at once (`_foreach_sqrt` of the second moments), a temporary the size of the sharded parameters;
+  // the for-loop one works a parameter at a time (a negligible temporary) and the fused kernel needs none.
+  const shardParams =
+    setup.optimizerImpl === 'foreach' ? e.units.reduce((s, u) => s + (u.offload ? 0 : u.shard.params), 0) : 0;
+  push('optimizer', -1, undefined, 'optimizer step', {
+    state,
+    gathered: 0,
+    gatherBuffers: 0,
+    activations: 0,
+    working: 0,
+    gradients: 0,
+    logits: 0,
+    optimizer: setup.optimizer === 'sgd' || setup.optimizer === 'adafactor' ? 0 : shardParams,
+  });
+
+  let peakIdx = 0;
+  events.forEach((ev, i) => {
+    if (ev.total > events[peakIdx]!.total) peakIdx = i;
+  });
+  const perUnit: Record<string, number> = {};
+  for (const ev of events) if (ev.unit) perUnit[ev.unit] = Math.max(perUnit[ev.unit] ?? 0, ev.total);
+  const p = events[peakIdx]!;
+  const blocks = acts.filter((_, i) => segs[i]!.kind === 'block');
+  const recomputeFraction = blocks.length
+    ? blocks.reduce((s, a) => s + a.recompute, 0) / blocks.length / 3
+    : 0;
+  return {
+    events,
+    peak: {
+      bytes: p.total,
+      at: { unit: p.unit || '(optimizer)', phase: p.phase },
+      event: peakIdx,
+      live: p.live,
+    },
+    perUnit,
+    activationBytes,
+    recomputeFraction,
+    notes,
+  };
+}
+
+function segLabel(s: Segment, phase: 'forward' | 'backward'): string {
+  const what =
+    s.kind === 'block' ? `block ${s.blockIndex}` : s.kind === 'head' ? 'embedding' : 'final norm and head';
+  return `${phase} ${what}`;
+}
+
+/** Usable memory check: the peak plus allocator overhead and the CUDA context must fit the GPU. */
+export const FIT_RESERVE = {
+  /** CUDA context, cuBLAS workspaces and NCCL buffers, bytes. */
+  contextBytes: 2 ** 30,
+  /** The caching allocator reserves more than it hands out (fragmentation): a fraction of the peak. */
+  fragmentation: 0.1,
+};
+
+export function requiredBytes(peak: number): number {
+  return Math.ceil(peak * (1 + FIT_RESERVE.fragmentation)) + FIT_RESERVE.contextBytes;
+}
+
+export type { TrainingSetup };

@@ -1,0 +1,77 @@
+import { joinPath, numelOf, type ModuleNode, type ParamInfo } from './tree';
+
+/** A fine-tuning setup: LoRA adapters, frozen modules, a quantised base. */
+export interface FineTune {
+  /** PEFT LoRA: rank and the module names it targets (`q_proj`, or `all-linear`). */
+  lora?: { rank: number; targets: string[] };
+  /** Module paths (or path suffixes) frozen with `requires_grad_(False)`. */
+  frozen?: string[];
+  /** Base linear weights stored as NF4 (bitsandbytes 4-bit, QLoRA). */
+  baseDtype?: 'nf4';
+}
+
+/** Modules `target_modules="all-linear"` leaves alone: the output head. */
+const NOT_ALL_LINEAR = new Set(['lm_head', 'output', 'embed_out']);
+
+const LINEAR = new Set(['Linear', 'Conv1D']);
+
+/**
+ * The model as the fine-tuning setup trains it. LoRA (as PEFT's `get_peft_model` does) freezes every base
+ * parameter and adds `lora_A.default` (rank x in) and `lora_B.default` (out x rank) to each targeted linear; NF4
+ * (bitsandbytes `load_in_4bit`) stores the frozen linear weights at half a byte per value plus one fp32 absmax per
+ * 64 values (the head stays in its dtype, as Transformers skips it).
+ */
+export function applyFineTune(root: ModuleNode, ft: FineTune): ModuleNode {
+  if (!ft.lora && !ft.frozen?.length && !ft.baseDtype) return root;
+  const targets = new Set(ft.lora?.targets ?? []);
+  const allLinear = targets.has('all-linear');
+  const frozen = ft.frozen ?? [];
+  const isFrozen = (path: string) =>
+    frozen.some(
+      (f) => path === f || path.startsWith(`${f}.`) || path.endsWith(`.${f}`) || path.includes(`.${f}.`),
+    );
+  const copy = (m: ModuleNode, frozenAbove: boolean): ModuleNode => {
+    const freezeHere = frozenAbove || isFrozen(m.path);
+    const linear = LINEAR.has(m.className);
+    const targeted = !!ft.lora && linear && (allLinear ? !NOT_ALL_LINEAR.has(m.name) : targets.has(m.name));
+    const quantized = ft.baseDtype === 'nf4' && m.className === 'Linear' && !NOT_ALL_LINEAR.has(m.name);
+    const params: ParamInfo[] = m.params.map((p) => {
+      const q: ParamInfo = { ...p, trainable: p.trainable && !freezeHere && !ft.lora };
+      if (quantized && p.name === 'weight') q.dtype = 'nf4';
+      return q;
+    });
+    const children = m.children.map((c) => copy(c, freezeHere));
+    if (targeted) {
+      const w = m.params.find((p) => p.name === 'weight');
+      // nn.Linear weight is [out, in]; GPT-2's Conv1D is [in, out].
+      const [out, inp] =
+        m.className === 'Conv1D'
+          ? [w?.shape[1] ?? 0, w?.shape[0] ?? 0]
+          : [w?.shape[0] ?? 0, w?.shape[1] ?? 0];
+      const r = ft.lora!.rank;
+      const adapter = (name: string, shape: number[]): ModuleNode => ({
+        name,
+        path: joinPath(m.path, name),
+        className: 'ModuleDict',
+        params: [],
+        buffers: [],
+        children: [
+          {
+            name: 'default',
+            path: joinPath(joinPath(m.path, name), 'default'),
+            className: 'Linear',
+            params: [{ name: 'weight', shape, numel: numelOf(shape), trainable: true }],
+            buffers: [],
+            children: [],
+          },
+        ],
+      });
+      children.push(adapter('lora_A', [r, inp]), adapter('lora_B', [out, r]));
+    }
+    return { ...m, params, children };
+  };
+  return copy(root, false);
+}
+
+/** NF4 storage: 4 bits per value and an fp32 absmax per block of 64 values (no double quantisation). */
+export const NF4_BYTES_PER_PARAM = 0.5 + 4 / 64;

@@ -1,0 +1,318 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { estimate, type Estimate } from '../../src/core/estimator/estimate';
+import { requiredBytes } from '../../src/core/estimator/timeline';
+import type { Plan } from '../../src/core/estimator/types';
+import { defaultUnits } from '../../src/core/estimator/units';
+import { WhatIfModel } from '../../src/core/estimator/whatif';
+import { gpuBytes, findGpu } from '../../src/core/hardware/catalog';
+import { CATALOG } from '../../src/core/model/catalog';
+import { applyFineTune } from '../../src/core/model/finetune';
+import { modelFromHfConfig } from '../../src/core/model/hf';
+import { countParams } from '../../src/core/model/tree';
+import { resolveSetup, type SetupValues } from '../../src/core/resolve/setup';
+
+/** A two-block Llama small enough to follow every byte by hand. */
+const TINY = {
+  model_type: 'llama',
+  hidden_size: 64,
+  intermediate_size: 128,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 100,
+  tie_word_embeddings: false,
+};
+
+function run(config: Record<string, unknown>, values: SetupValues, mutate?: (p: Plan) => Plan) {
+  const m = modelFromHfConfig(config);
+  const { setup, assumptions } = resolveSetup([{ source: { kind: 'flag' }, values }]);
+  let plan: Plan = {
+    api: 'fsdp2',
+    strategy: 'FULL_SHARD',
+    units: defaultUnits(m.root, m.shape.blockClass, 't'),
+    source: { kind: 'default' },
+    notes: [],
+  };
+  if (mutate) plan = mutate(plan);
+  const input = {
+    model: { name: 'tiny', root: m.root, shape: m.shape, source: { kind: 'default' as const } },
+    plan,
+    setup,
+    assumptions,
+  };
+  return { e: estimate(input), input, m };
+}
+
+describe('timeline: a two-block model, by hand', () => {
+  // W = 2, micro-batch 1 x 8 tokens, bf16 compute and reduce, fp32 master weights, AdamW (foreach), no checkpointing.
+  const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8 });
+  const tl = e.timeline!;
+
+  // Parameters: a block has attention 64·64·2 + 64·32·2 = 12,288, MLP 3·64·128 = 24,576 and two norms 128: 36,992.
+  // The root has the embedding and the untied head, 100·64 each, and the final norm: 12,864.
+  const BLOCK = 36_992;
+  const ROOT = 12_864;
+  const P = 2 * BLOCK + ROOT;
+  // Persistent: 16 B per parameter over 2 GPUs, plus the rotary inv_freq buffer (8 fp32 values).
+  const STATE = (P * 16) / 2 + 8 * 4;
+  // Gathered in bf16.
+  const GB = BLOCK * 2;
+  const GR = ROOT * 2;
+  // A block's saved tensors (b·s = 8, h = 64, h_kv = 32, I = 128, 4 heads): norms 2 x (4 + 2)·8·64 = 6,144, q 1,024,
+  // k and v 1,024, attention output 1,024, log-sum-exp 4·4·8 = 128, SwiGLU 4·2·8·128 = 8,192 = 17,536.
+  const ACT = 17_536;
+  // Gradients of activations at the widest tensor: 2 x 2·8·128 = 4,096. Tail: (4 + 2)·8·64 = 3,072.
+  const TR = 4096;
+  const TAIL = 3072;
+  // Logits 8·100 = 800 values: forward 800 x (2 + 4 + 4), backward 800 x (4 + 4 + 4).
+  const LOSS_F = 8000;
+  const LOSS_B = 9600;
+
+  it('has the parameter counts and persistent state derived by hand', () => {
+    assert.equal(e.model.params, P);
+    assert.equal(e.perGpu.persistentBytes, STATE);
+    assert.equal(e.units[0]!.gatheredBytes, GB);
+    assert.equal(e.units[2]!.gatheredBytes, GR);
+  });
+
+  const expected: [string, Partial<Record<string, number>>][] = [
+    // Forward: the root is gathered first and kept; block 0 is prefetched during the embedding.
+    ['forward embedding', { state: STATE, gathered: GR, gatherBuffers: GB }],
+    // Block 0 runs: its all-gather output is kept until the next copy-out, block 1 is prefetched.
+    ['forward block 0', { state: STATE, gathered: GR + GB, gatherBuffers: 2 * GB, working: ACT + TR }],
+    [
+      'forward block 1',
+      { state: STATE, gathered: GR + GB, gatherBuffers: GB, activations: ACT, working: ACT + TR },
+    ],
+    ['forward final norm and head', { state: STATE, gathered: GR, activations: 2 * ACT, working: TAIL }],
+    ['logits and loss', { state: STATE, gathered: GR, activations: 2 * ACT + TAIL, logits: LOSS_F }],
+    ['gradient of the loss', { state: STATE, gathered: GR, activations: 2 * ACT + TAIL, logits: LOSS_B }],
+    // Backward: the root's gradients (bf16) build up from the start; block 1 is prefetched.
+    [
+      'backward final norm and head',
+      { state: STATE, gathered: GR, gatherBuffers: GB, activations: 2 * ACT + TAIL, gradients: GR },
+    ],
+    [
+      'backward block 1',
+      {
+        state: STATE,
+        gathered: GR + GB,
+        gatherBuffers: GB,
+        activations: 2 * ACT,
+        working: TR,
+        gradients: GR + GB,
+      },
+    ],
+    // Post-backward: block 1's unsharded gradients and its reduce-scatter input (bf16) side by side.
+    [
+      'model.layers.1: reduce-scatter',
+      { state: STATE, gathered: GR, activations: ACT, gradients: GR + GB + GB },
+    ],
+    // Block 0: the previous reduce-scatter input is still alive during its compute.
+    [
+      'backward block 0',
+      { state: STATE, gathered: GR + GB, activations: ACT, working: TR, gradients: GR + GB + GB },
+    ],
+    ['model.layers.0: reduce-scatter', { state: STATE, gathered: GR, gradients: GR + GB + GB }],
+    ['backward embedding', { state: STATE, gathered: GR, gradients: GR + GB }],
+    ['LlamaForCausalLM (root): reduce-scatter', { state: STATE, gradients: GR + GR }],
+    // The foreach optimizer step: a temporary the size of the sharded fp32 parameters.
+    ['optimizer step', { state: STATE, optimizer: (P * 4) / 2 }],
+  ];
+
+  it('has every event of the step in order', () => {
+    assert.deepEqual(
+      tl.events.map((ev) => ev.label),
+      expected.map(([l]) => l),
+    );
+  });
+
+  for (const [label, live] of expected) {
+    it(`live set at "${label}"`, () => {
+      const ev = tl.events.find((x) => x.label === label)!;
+      const full = {
+        state: 0,
+        gathered: 0,
+        gatherBuffers: 0,
+        activations: 0,
+        working: 0,
+        gradients: 0,
+        logits: 0,
+        optimizer: 0,
+        ...live,
+      };
+      assert.deepEqual(ev.live, full);
+    });
+  }
+
+  it('peaks in the backward of block 1, with the composition of that moment', () => {
+    const peak = STATE + (GR + GB) + GB + 2 * ACT + TR + (GR + GB);
+    assert.equal(e.perGpu.peakBytes, peak);
+    assert.deepEqual(e.perGpu.peakAt, { unit: 'model.layers.1', phase: 'backward' });
+    assert.equal(e.perGpu.peak.bytes, peak);
+    assert.equal(tl.perUnit['model.layers.1'], peak);
+  });
+});
+
+describe('checkpointing in the timeline', () => {
+  it('full checkpointing keeps each block input and rebuilds one block in its backward', () => {
+    const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, checkpointing: 'full' });
+    const ev = e.timeline!.events.find((x) => x.label === 'backward block 1')!;
+    // Saved: each block's input, 2·8·64 = 1,024; the running block is rebuilt (17,536) with its gradients (4,096).
+    assert.equal(ev.live.activations, 2 * 1024);
+    assert.equal(ev.live.working, 17_536 + 4096);
+    assert.equal(e.timeline!.activationBytes, 2 * 1024 + 3072);
+  });
+
+  it('selective checkpointing keeps block input, q, v, attention, gate and down outputs', () => {
+    const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, checkpointing: 'selective' });
+    // input 1,024 + q 1,024 + v 2·8·32 = 512 + attention 1,024 + log-sum-exp 128 + gate 2·8·128 = 2,048 + down 1,024
+    assert.equal(e.timeline!.activationBytes, 2 * (1024 + 1024 + 512 + 1024 + 128 + 2048 + 1024) + 3072);
+  });
+});
+
+describe('the 70B worked example', () => {
+  const { input } = run(CATALOG['meta-llama/Llama-3.1-70B']!, {
+    gpu: 'h200-141gb',
+    checkpointing: 'full',
+    microBatch: 1,
+  });
+  const w = new WhatIfModel(input);
+  const e = w.run();
+
+  it('does not fit an H200 on 8 GPUs even with full checkpointing at micro-batch 1', () => {
+    const h200 = e.fit.find((f) => f.gpu === 'h200-141gb')!;
+    assert.equal(h200.fits, false);
+    assert.ok(h200.headroomBytes < 0);
+    // Not only the optimizer step: forward and backward alone (141 GB of state plus the gathered root, buffers,
+    // logits and activations) exceed the H200's 143,771 MiB.
+    assert.ok(requiredBytes(e.perGpu.peakForwardBackwardBytes) > 143_771 * 2 ** 20);
+  });
+
+  it('names the smallest GPU count that fits', () => {
+    const min = w.minGpus('h200-141gb');
+    assert.ok(min.worldSize !== null);
+    const fits = (n: number) =>
+      requiredBytes(w.run({ worldSize: n }).perGpu.peakBytes) <= gpuBytes(findGpu('h200-141gb')!);
+    assert.equal(fits(min.worldSize!), true);
+    assert.equal(fits(min.worldSize! - 1), false);
+  });
+});
+
+describe('timeline properties over the catalog', () => {
+  const ids = [
+    'meta-llama/Llama-3.2-1B',
+    'openai-community/gpt2',
+    'mistralai/Mixtral-8x7B-v0.1',
+    'google/gemma-2-2b',
+  ];
+  for (const id of ids) {
+    const { input } = run(CATALOG[id]!, {});
+    const w = new WhatIfModel(input);
+    it(`${id}: the peak is never below the persistent state`, () => {
+      for (const ws of [1, 8, 64])
+        for (const mb of [1, 4]) {
+          const e = w.run({ worldSize: ws, microBatch: mb });
+          assert.ok(e.perGpu.peakBytes >= e.perGpu.persistentBytes);
+        }
+    });
+    it(`${id}: full checkpointing never raises the peak`, () => {
+      for (const mb of [1, 2, 8])
+        assert.ok(
+          w.run({ microBatch: mb, checkpointing: 'full' }).perGpu.peakBytes <=
+            w.run({ microBatch: mb }).perGpu.peakBytes,
+        );
+    });
+    it(`${id}: a larger micro-batch or sequence never lowers the peak`, () => {
+      let last = 0;
+      for (const mb of [1, 2, 4, 8]) {
+        const p = w.run({ microBatch: mb }).perGpu.peakBytes;
+        assert.ok(p >= last);
+        last = p;
+      }
+      last = 0;
+      for (const s of [512, 1024, 4096, 16384]) {
+        const p = w.run({ seqLen: s }).perGpu.peakBytes;
+        assert.ok(p >= last);
+        last = p;
+      }
+    });
+    it(`${id}: smaller units never raise the gathered-parameter term`, () => {
+      const gathered = (e: Estimate) =>
+        Math.max(...e.timeline!.events.map((ev) => ev.live.gathered + ev.live.gatherBuffers));
+      let last = Infinity;
+      for (const k of [8, 4, 2, 1]) {
+        const g = gathered(w.run({ blocksPerUnit: k }));
+        assert.ok(g <= last, `${k} blocks per unit: ${g} > ${last}`);
+        last = g;
+      }
+    });
+  }
+});
+
+describe('fine-tuning setups', () => {
+  it('LoRA freezes the base and adds rank x (in + out) per targeted linear', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
+    const lora = applyFineTune(m.root, { lora: { rank: 16, targets: ['q_proj', 'v_proj'] } });
+    // q_proj 4096 -> 4096: 16·(4096 + 4096); v_proj 4096 -> 1024: 16·(4096 + 1024); 32 layers.
+    const adapters = 32 * (16 * (4096 + 4096) + 16 * (4096 + 1024));
+    assert.equal(
+      countParams(lora, (p) => p.trainable),
+      adapters,
+    );
+    assert.equal(countParams(lora), 8_030_261_248 + adapters);
+  });
+
+  it('frozen parameters carry no gradients or optimizer state and are never reduce-scattered', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.2-1B']!);
+    const { setup, assumptions } = resolveSetup([]);
+    const root = applyFineTune(m.root, { lora: { rank: 8, targets: ['q_proj', 'v_proj'] } });
+    const e = estimate({
+      model: { name: 'x', root, shape: m.shape, source: { kind: 'default' } },
+      plan: {
+        api: 'fsdp2',
+        strategy: 'FULL_SHARD',
+        units: defaultUnits(root, m.shape.blockClass, 't'),
+        source: { kind: 'default' },
+        notes: [],
+      },
+      setup,
+      assumptions,
+    });
+    const trainable = countParams(root, (p) => p.trainable);
+    assert.equal(e.model.trainableParams, trainable);
+    const grads = e.perGpu.persistent.terms.find((t) => t.name === 'sharded gradients')!.bytes;
+    const opt = e.perGpu.persistent.terms.find((t) => t.name === 'optimizer state')!.bytes;
+    // LoRA matrices (r=8) divide evenly by 8 GPUs in dim 0 only for lora_B; lora_A has 8 rows: one per rank.
+    assert.ok(grads >= (trainable * 4) / 8 && grads < (trainable * 4) / 8 + 64 * 4 * 2048);
+    assert.equal(opt, grads * 2);
+    // Reduce-scatters carry only trainable parameters.
+    assert.ok(e.comms.perStep.reduceScatterBytes < 0.01 * e.comms.perStep.allGatherBytes);
+  });
+
+  it('NF4 base weights take 0.5625 bytes per value, gathered as stored', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
+    const q = applyFineTune(m.root, { baseDtype: 'nf4', lora: { rank: 8, targets: ['q_proj'] } });
+    const { setup, assumptions } = resolveSetup([
+      { source: { kind: 'flag' }, values: { masterDtype: 'bfloat16', worldSize: 1 } },
+    ]);
+    const e = estimate({
+      model: { name: 'x', root: q, shape: m.shape, source: { kind: 'default' } },
+      plan: {
+        api: 'fsdp2',
+        strategy: 'FULL_SHARD',
+        units: defaultUnits(q, m.shape.blockClass, 't'),
+        source: { kind: 'default' },
+        notes: [],
+      },
+      setup,
+      assumptions,
+    });
+    // A block's linear weights: 218,112,000 - 2·4096 norm weights, each stored in NF4 (rounded up per tensor).
+    const block = e.units[0]!;
+    const linear = 218_112_000 - 2 * 4096;
+    const lora = 8 * (4096 + 4096);
+    assert.equal(block.gatheredBytes, linear * 0.5625 + 2 * 4096 * 2 + lora * 2);
+  });
+});
