@@ -316,3 +316,20 @@ describe('fine-tuning setups', () => {
     assert.equal(block.gatheredBytes, linear * 0.5625 + 2 * 4096 * 2 + lora * 2);
   });
 });
+
+describe('calibration against a published measurement (docs/calibration.md)', () => {
+  it("Llama 3.1 8B on 8 H100, local batch 2, seq 8192, selective AC: within 10% of torchtitan's 82.4 GiB", () => {
+    const { e } = run(CATALOG['meta-llama/Llama-3.1-8B']!, {
+      worldSize: 8,
+      microBatch: 2,
+      seqLen: 8192,
+      checkpointing: 'selective',
+      reduceDtype: 'float32',
+    });
+    const measured = 82.4 * 2 ** 30; // torchtitan docs/performance.md, Table 1 (peak reserved memory)
+    const ratio = requiredBytes(e.perGpu.peakBytes) / measured;
+    assert.ok(ratio > 0.9 && ratio < 1.1, `estimate with reserve / measured = ${ratio.toFixed(3)}`);
+    // And the verdict for an 80 GB H100 matches: it does not fit.
+    assert.equal(e.fit.find((f) => f.gpu === 'h100-sxm-80gb')!.fits, false);
+  });
+});
