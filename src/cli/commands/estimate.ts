@@ -6,6 +6,7 @@ import { estimateText } from '../../core/report/text';
 import { estimateFile, parseSetupValue, type ModelChoice } from '../../core/resolve/analyze';
 import type { SetupValues } from '../../core/resolve/setup';
 import { loadPython } from '../../core/parsing/python';
+import { findProjectRoot, Project } from '../../core/project/project';
 import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
 import { EXIT, UsageError, type Streams } from '../cli';
@@ -86,6 +87,7 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     model = { config: path.resolve(values.config), source: { kind: 'flag', detail: '--config' } };
 
   let facts: FileFacts = emptyFacts('(no file)');
+  let project: Project | undefined;
   const file = positionals[0];
   if (file) {
     const read = readPythonFile(file);
@@ -93,12 +95,16 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
       io.err.write(`fsdp-lens: ${read.error}\n`);
       return EXIT.usage;
     }
-    facts = scanText(await loadPython(), file, read.text);
+    const grammar = await loadPython();
+    facts = scanText(grammar, path.resolve(file), read.text);
+    project = new Project([findProjectRoot(file)], grammar);
   } else if (!model) throw new UsageError('estimate needs a FILE, --model ORG/NAME or --config PATH');
 
   const result = estimateFile(facts, {
     flags: { values: flags, ...(model ? { model } : {}), ...(fineTune ? { fineTune } : {}) },
+    ...(project ? { project } : {}),
   });
+  project?.dispose();
   if (!result.ok) {
     io.err.write(
       `fsdp-lens: ${file ? `${file}: ` : ''}no estimate: ${result.reason}${result.hint ? `\n  ${result.hint}` : ''}\n`,

@@ -498,7 +498,7 @@ function setEntry(entries: DictEntry[], e: DictEntry): void {
   else entries.push(e);
 }
 
-function sameKey(a: Val, b: Val): boolean {
+export function sameKey(a: Val, b: Val): boolean {
   if (a.k === 'str' && b.k === 'str') return a.v === b.v;
   if (a.k === 'num' && b.k === 'num') return a.v === b.v;
   if (a.k === 'bool' && b.k === 'bool') return a.v === b.v;
@@ -526,7 +526,7 @@ export function truthy(v: Val): boolean | undefined {
   }
 }
 
-function asNumber(v: Val): { v: number; int: boolean } | undefined {
+export function asNumber(v: Val): { v: number; int: boolean } | undefined {
   if (v.k === 'num') return v;
   if (v.k === 'bool') return { v: v.v ? 1 : 0, int: true };
   return undefined;
@@ -540,7 +540,7 @@ function num(v: number, int: boolean, text: string): Val {
   return { k: 'num', v, int };
 }
 
-function arithmetic(
+export function arithmetic(
   op: string,
   x: { v: number; int: boolean },
   y: { v: number; int: boolean },
@@ -575,7 +575,7 @@ function arithmetic(
   }
 }
 
-function foldBuiltin(callee: string, args: Val[], kwargs: Record<string, Val>): Val | undefined {
+export function foldBuiltin(callee: string, args: Val[], kwargs: Record<string, Val>): Val | undefined {
   const nums = args.map(asNumber);
   const allNums = nums.every((n) => n !== undefined) && nums.length > 0;
   const text = callee;
@@ -652,7 +652,7 @@ function foldBuiltin(callee: string, args: Val[], kwargs: Record<string, Val>): 
   }
 }
 
-function parseInteger(text: string): Val {
+export function parseInteger(text: string): Val {
   const t = text.replace(/_/g, '').toLowerCase();
   let v: number;
   if (t.startsWith('0x')) v = parseInt(t.slice(2), 16);
@@ -663,7 +663,7 @@ function parseInteger(text: string): Val {
   return num(v, true, text);
 }
 
-function parseFloatLit(text: string): Val {
+export function parseFloatLit(text: string): Val {
   const t = text.replace(/_/g, '');
   if (/[jJ]$/.test(t)) return UNKNOWN(text, 'a complex number');
   const v = Number(t);
@@ -680,7 +680,7 @@ const ESCAPES: Record<string, string> = {
   '0': '\0',
 };
 
-function parseString(node: Node): Val {
+export function parseString(node: Node): Val {
   let out = '';
   let raw = false;
   for (const c of node.children) {

@@ -5,7 +5,10 @@ import { catalogConfig, type HfConfig } from './catalog';
 import { ConfigError, modelFromHfConfig, type HfModel } from './hf';
 
 /** A model and where it came from, in words a person recognises. */
-export interface LoadedModel extends HfModel {
+export interface LoadedModel {
+  root: HfModel['root'];
+  /** The architecture's dimensions, when known (for activations and compute). */
+  shape?: HfModel['shape'];
   name: string;
   /** `built-in catalog`, `config.json at PATH`, `Hugging Face cache (PATH)`. */
   origin: string;

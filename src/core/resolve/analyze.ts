@@ -10,6 +10,8 @@ import { applyFineTune, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../model/tree';
 import { planFromFacts } from './plan';
+import { modelFromClass, modelFromScript } from '../modules/resolveModel';
+import type { Project } from '../project/project';
 import { PARSE, resolveSetup, type Layer, type SetupValues } from './setup';
 
 /** Where the model comes from when the caller names it (a flag or a setting). */
@@ -18,6 +20,11 @@ export interface ModelChoice {
   id?: string;
   /** A config.json path. */
   config?: string;
+  /** A class of the project (`models/llama/model.py:Transformer`), with a named config (`8B`). */
+  classRef?: { file: string; name: string };
+  configKey?: string;
+  /** The model the script's own code builds (static analysis). */
+  code?: boolean;
   source: Source;
 }
 
@@ -28,6 +35,10 @@ export interface AnalyzeOptions {
   settings?: SetupValues;
   /** The model to use when nothing in the file names one (an editor setting). */
   fallbackModel?: ModelChoice;
+  /** The project around the file: model code is read from it (imports, callers). */
+  project?: Project;
+  /** The model class the user chose when the code allows several. */
+  modelChoice?: string;
   /** The Hugging Face cache to read configs from (defaults to the environment's). */
   hubCache?: string;
 }
@@ -60,6 +71,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     : detectFineTune(facts, file);
   const root = ft ? applyFineTune(model.loaded.root, ft.ft) : model.loaded.root;
   const plan = planFromFacts(facts, root, model.loaded.shape, file);
+  plan.notes.unshift(...model.notes);
   const { setup, assumptions } = resolveSetup(layers);
   // HYBRID_SHARD shards within a node and replicates across nodes, unless a mesh or flag says otherwise.
   if ((plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2') && setup.replicas === 1) {
@@ -126,7 +138,7 @@ function resolveModel(
   file: string,
   opts: AnalyzeOptions,
   annotated: ModelChoice | undefined,
-): { loaded: LoadedModel; source: Source } | { reason: string; hint?: string } {
+): { loaded: LoadedModel; source: Source; notes: string[] } | { reason: string; hint?: string } {
   const cache = opts.hubCache ?? hfHubCache();
   const candidates: ModelChoice[] = [];
   if (opts.flags?.model) candidates.push(opts.flags.model);
@@ -137,20 +149,52 @@ function resolveModel(
       id: pretrained.pretrained,
       source: { kind: 'detected', detail: `${file}:${pretrained.line}` },
     });
+  if (opts.project && (facts.calls.length || facts.models.length))
+    candidates.push({
+      code: true,
+      source: { kind: 'detected', detail: 'static analysis of the model code' },
+    });
   if (opts.fallbackModel) candidates.push(opts.fallbackModel);
+  let codeFailure: string | undefined;
   for (const c of candidates) {
     try {
       if (c.config) {
         const base = c.source.kind === 'annotation' ? path.dirname(facts.path) : process.cwd();
-        return { loaded: loadConfigPath(path.resolve(base, c.config)), source: c.source };
+        return { loaded: loadConfigPath(path.resolve(base, c.config)), source: c.source, notes: [] };
       }
       if (c.id) {
         const loaded = loadHubModel(c.id, cache);
-        if (loaded) return { loaded, source: c.source };
+        if (loaded) return { loaded, source: c.source, notes: [] };
         return {
           reason: `model "${c.id}" is not in the Hugging Face cache (${cache}) nor in the built-in catalog`,
           hint: 'pass --config path/to/config.json, or download the config with huggingface-cli',
         };
+      }
+      if ((c.classRef || c.code) && opts.project) {
+        const r = c.classRef
+          ? modelFromClass(
+              opts.project,
+              path.resolve(path.dirname(facts.path), c.classRef.file),
+              c.classRef.name,
+              c.configKey,
+            )
+          : modelFromScript(opts.project, facts, opts.modelChoice ? { choice: opts.modelChoice } : {});
+        if (r.ok) {
+          const m = r.model;
+          const source: Source = c.code ? { kind: 'detected', detail: m.origin } : c.source;
+          return {
+            loaded: {
+              root: m.root,
+              ...(m.shape ? { shape: m.shape } : {}),
+              name: m.className,
+              origin: m.origin,
+            },
+            source,
+            notes: m.notes,
+          };
+        }
+        if (c.classRef) return { reason: r.reason };
+        codeFailure = r.reason;
       }
     } catch (e) {
       if (e instanceof ConfigError) return { reason: e.message };
@@ -158,8 +202,8 @@ function resolveModel(
     }
   }
   return {
-    reason: 'the file does not say which model it trains',
-    hint: 'load it with from_pretrained("ORG/NAME"), add a "# fsdp: model=ORG/NAME" comment, or pass --model / --config',
+    reason: codeFailure ?? 'the file does not say which model it trains',
+    hint: 'load it with from_pretrained("ORG/NAME"), add a "# fsdp: model=path/to/model.py:Class" or "# fsdp: model=ORG/NAME" comment, or pass --model / --config',
   };
 }
 
@@ -230,10 +274,17 @@ function annotationLayer(
       const key = ANNOTATION_KEYS[k];
       if (!key) continue; // Unknown keys are reported by the annotation lint rule, not fatal here.
       if (key === 'model' || key === 'config') {
-        model = {
-          ...(key === 'model' ? { id: raw } : { config: raw }),
-          source: { kind: 'annotation', detail: where },
-        };
+        const source: Source = { kind: 'annotation', detail: where };
+        if (key === 'model') {
+          // `path/to/model.py:Class` names project code; `ORG/NAME` a Hugging Face model.
+          const m = /^(.+\.py):([A-Za-z_]\w*)$/.exec(raw);
+          model = {
+            ...(m ? { classRef: { file: m[1]!, name: m[2]! } } : { id: raw }),
+            ...(model?.configKey ? { configKey: model.configKey } : {}),
+            source,
+          };
+        } else if (/\.json$|[\\/]/.test(raw)) model = { config: raw, source };
+        else model = { ...(model ?? { source }), configKey: raw };
         continue;
       }
       try {

@@ -1,0 +1,386 @@
+import * as path from 'node:path';
+import type { FileFacts } from '../analysis/facts';
+import type { ArchShape } from '../model/hf';
+import { countParams, walk, type ModuleNode } from '../model/tree';
+import type { Node } from '../parsing/python';
+import type { Project, PyFile } from '../project/project';
+import { findBinding, enclosingFunction, parameterOf } from '../analysis/scope';
+import { modelVariable } from '../resolve/plan';
+import { Budget, Interpreter, toModuleTree, type ModV, type V } from './interp';
+
+/** A model built by reading its `nn.Module` code. */
+export interface CodeModel {
+  root: ModuleNode;
+  className: string;
+  /** The class's file and where the model is constructed, in words. */
+  origin: string;
+  shape?: ArchShape;
+  notes: string[];
+  /** The file and class, as `path:Class` (what exact mode imports). */
+  classRef: { file: string; name: string };
+  /** The constructor call rendered as Python, when its arguments are known (for exact mode). */
+  constructor?: string;
+}
+
+export type CodeModelResult =
+  { ok: true; model: CodeModel; candidates: string[] } | { ok: false; reason: string; candidates?: string[] };
+
+/** Finds and builds the model a script wraps: the variable its wrap calls shard, followed to its construction. */
+export function modelFromScript(
+  project: Project,
+  facts: FileFacts,
+  opts: { choice?: string } = {},
+): CodeModelResult {
+  const file = project.file(facts.path);
+  if (!file) return { ok: false, reason: `cannot read ${facts.path}` };
+  const calls = facts.calls.filter((c) => !c.incomplete);
+  const variable = modelVariable(calls)?.join('.') ?? facts.models.find((m) => m.variable)?.variable;
+  if (!variable) return { ok: false, reason: 'no wrap call or model construction names the model variable' };
+  const anchor = calls.find((c) => c.isRoot) ?? calls[0];
+  const interp = new Interpreter(project);
+  try {
+    const at = anchor ? nodeAt(file, anchor.statement.start) : nodeAtLine(file, facts.models[0]?.line ?? 1);
+    if (!at) return { ok: false, reason: 'the wrap call could not be located' };
+    const head = variable.split('.')[0]!;
+    const values: { v: V; where: string }[] = [];
+    const b = findBinding(file.source, head, at);
+    if (b?.kind === 'param') {
+      // The model arrives as an argument: follow the function's callers across the project.
+      const fnName = b.function.childForFieldName('name')?.text ?? '';
+      const callers = project.callersOf(fnName).filter((c) => c.call.startIndex !== at.startIndex);
+      for (const c of callers.slice(0, 8)) {
+        const arg = argumentFor(c.call, b.index, head, isMethod(b.function));
+        if (!arg) continue;
+        const v = follow(interp.evalAt(c.file, arg), variable.split('.').slice(1), interp);
+        values.push({
+          v,
+          where: `passed to ${fnName}() at ${rel(project, c.file.path)}:${c.call.startPosition.row + 1}`,
+        });
+      }
+      if (!callers.length)
+        return {
+          ok: false,
+          reason: `${fnName}() receives the model as \`${head}\` and nothing in the project calls it`,
+        };
+    } else if (!anchor) {
+      // No wrap call: the model's construction site itself.
+      const m = facts.models.find((x) => x.variable === variable) ?? facts.models[0]!;
+      const call = nodeAtPosition(file, m.range.start.line, m.range.start.character);
+      let c: Node | null = call;
+      while (c && c.type !== 'call') c = c.parent;
+      if (c)
+        values.push({ v: interp.evalAt(file, c), where: `built at ${rel(project, file.path)}:${m.line}` });
+    } else {
+      const id = file.source.identifiers(head, anchor.statement.start, anchor.statement.end)[0] ?? at;
+      const line = b?.kind === 'assign' ? b.statement.startPosition.row + 1 : at.startPosition.row + 1;
+      values.push({
+        v: follow(interp.evalAt(file, id), variable.split('.').slice(1), interp),
+        where: `built at ${rel(project, file.path)}:${line}`,
+      });
+    }
+    const mods = values.filter((x): x is { v: ModV; where: string } => x.v.k === 'mod');
+    if (!mods.length) {
+      const first = values[0]?.v;
+      return {
+        ok: false,
+        reason: `the model behind \`${variable}\` is not known statically${first?.k === 'unknown' ? ` (${first.why})` : ''}`,
+      };
+    }
+    const names = [...new Set(mods.map((m) => m.v.className))];
+    const chosen = (opts.choice && mods.find((m) => m.v.className === opts.choice)) || mods[0]!;
+    const notes = [...interp.notes];
+    if (names.length > 1)
+      notes.push(
+        `\`${variable}\` is ${names.join(' or ')} depending on the caller; estimated for ${chosen.v.className} (choose with the model command)`,
+      );
+    return { ok: true, model: finish(project, interp, chosen.v, chosen.where, notes), candidates: names };
+  } catch (e) {
+    if (e instanceof Budget) return { ok: false, reason: e.message };
+    throw e;
+  }
+}
+
+/** Builds `Class` from `file` (an annotation's `model=path:Class`), with a named config (`config=8B`) when it takes one. */
+export function modelFromClass(
+  project: Project,
+  file: string,
+  className: string,
+  configKey?: string,
+): CodeModelResult {
+  const f = project.file(file);
+  if (!f) return { ok: false, reason: `cannot read ${file}` };
+  const interp = new Interpreter(project);
+  try {
+    const cls = interp.moduleName(f, className);
+    if (cls.k !== 'cls') return { ok: false, reason: `${className} is not a class of ${rel(project, file)}` };
+    const args: V[] = [];
+    if (configKey) {
+      const cfg = namedConfig(interp, f, configKey);
+      if (!cfg)
+        return {
+          ok: false,
+          reason: `no dict of named configs with a "${configKey}" entry next to ${className}`,
+        };
+      args.push(cfg);
+    }
+    const m = interp.instantiate(cls, args, {});
+    if (m.k !== 'mod') return { ok: false, reason: `${className} is not an nn.Module` };
+    return {
+      ok: true,
+      model: finish(
+        project,
+        interp,
+        m,
+        `built from ${rel(project, file)}${configKey ? ` with config ${configKey}` : ''}`,
+        [...interp.notes],
+      ),
+      candidates: [className],
+    };
+  } catch (e) {
+    if (e instanceof Budget) return { ok: false, reason: e.message };
+    throw e;
+  }
+}
+
+/** A module-level dict (in the file or the files it imports) whose `key` entry is a config object. */
+function namedConfig(interp: Interpreter, f: PyFile, key: string): V | undefined {
+  const files = [
+    f,
+    ...f.imports.bindings
+      .map((b) =>
+        interp.project.resolveModule(
+          f.path,
+          b.qualified.slice(0, b.qualified.lastIndexOf('.')) || b.qualified,
+        ),
+      )
+      .filter((p): p is string => !!p)
+      .map((p) => interp.project.file(p))
+      .filter((x): x is PyFile => !!x),
+  ];
+  for (const file of files) {
+    for (const stmt of file.source.root.namedChildren) {
+      const a = stmt.type === 'expression_statement' ? stmt.namedChild(0) : null;
+      const right = a?.type === 'assignment' ? a.childForFieldName('right') : null;
+      const left = a?.childForFieldName('left');
+      if (right?.type !== 'dictionary' || left?.type !== 'identifier') continue;
+      const d = interp.moduleName(file, left.text);
+      if (d.k !== 'dict') continue;
+      const e = d.entries.find((x) => x.key.k === 'str' && x.key.v === key);
+      if (e && (e.value as V).k === 'obj') return e.value as V;
+    }
+  }
+  return undefined;
+}
+
+function finish(project: Project, interp: Interpreter, m: ModV, where: string, notes: string[]): CodeModel {
+  const { root, unknownParams } = toModuleTree(m);
+  if (unknownParams.length)
+    notes.push(
+      `${unknownParams.length} parameters have shapes not known statically and are not counted (${unknownParams.slice(0, 3).join(', ')}${unknownParams.length > 3 ? ', …' : ''})`,
+    );
+  const cls = m.cls;
+  const file = cls ? rel(project, cls.file.path) : '?';
+  const shape = inferShape(root, m, interp);
+  if (shape)
+    notes.push(
+      `activations are modelled from the module structure: ${shape.layers} x ${shape.blockClass}, hidden ${shape.hidden}, ${shape.heads} heads`,
+    );
+  return {
+    root,
+    className: m.className,
+    origin: `${m.className} in ${file} (read statically), ${where}`,
+    ...(shape ? { shape } : {}),
+    notes,
+    classRef: { file: cls?.file.path ?? '', name: m.className },
+    ...(cls ? { constructor: renderConstructor(m) } : {}),
+  };
+}
+
+/** The argument a call passes for parameter `index` / `name` of the callee. */
+function argumentFor(call: Node, index: number, name: string, method: boolean): Node | undefined {
+  const args = call.childForFieldName('arguments')?.namedChildren ?? [];
+  const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
+  if (kw) return kw.childForFieldName('value') ?? undefined;
+  const positional = args.filter((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
+  const viaAttribute = call.childForFieldName('function')?.type === 'attribute';
+  return positional[index - (method && viaAttribute ? 1 : 0)];
+}
+
+function isMethod(fn: Node): boolean {
+  return (
+    fn.parent?.parent?.type === 'class_definition' || fn.parent?.parent?.parent?.type === 'class_definition'
+  );
+}
+
+/** `model.module` style attribute chains below the variable. */
+function follow(v: V, attrs: string[], interp: Interpreter): V {
+  let cur = v;
+  for (const a of attrs) {
+    if (cur.k !== 'mod') return cur;
+    cur = cur.children.get(a) ?? cur.attrs.get(a) ?? { k: 'unknown', text: a, why: 'no such submodule' };
+  }
+  void interp;
+  return cur;
+}
+
+function nodeAt(file: PyFile, offset: number): Node | null {
+  return file.source.root.descendantForIndex(offset, offset + 1);
+}
+
+function nodeAtPosition(file: PyFile, line: number, character: number): Node | null {
+  let off = 0;
+  for (let l = 0; l < line; l++) off = file.source.text.indexOf('\n', off) + 1;
+  return nodeAt(file, off + character);
+}
+
+function nodeAtLine(file: PyFile, line: number): Node | null {
+  let off = 0;
+  for (let l = 1; l < line; l++) off = file.source.text.indexOf('\n', off) + 1;
+  return nodeAt(file, off);
+}
+
+function rel(project: Project, p: string): string {
+  const root = project.roots.find((r) => p.startsWith(r + path.sep));
+  return root ? path.relative(root, p) : path.basename(p);
+}
+
+/**
+ * The shape the activation model needs, read from the module tree: the repeated block (the class repeated in a
+ * ModuleList or ModuleDict), hidden size and vocabulary from the embedding, the MLP width from the block's widest
+ * linear, heads from the attributes the modules keep (`n_heads`, `num_heads`), the norm kind from class names.
+ */
+export function inferShape(root: ModuleNode, m: ModV, interp: Interpreter): ArchShape | undefined {
+  const counts = new Map<string, number>();
+  for (const n of walk(root)) {
+    if (n.className !== 'ModuleList' && n.className !== 'ModuleDict' && n.className !== 'Sequential')
+      continue;
+    for (const c of n.children)
+      if (countParams(c) > 0) counts.set(c.className, (counts.get(c.className) ?? 0) + 1);
+  }
+  const [blockClass, layers] = [...counts].sort((a, b) => b[1] - a[1])[0] ?? [];
+  if (!blockClass || !layers || layers < 2) return undefined;
+  const block = [...walk(root)].find((n) => n.className === blockClass)!;
+  const linears: number[][] = [];
+  let rms = false;
+  for (const n of walk(block)) {
+    if (/rms/i.test(n.className)) rms = true;
+    const w = n.params.find((p) => p.name === 'weight');
+    if (w?.shape.length === 2 && /Linear|Conv1D/.test(n.className))
+      linears.push(n.className === 'Conv1D' ? [w.shape[1]!, w.shape[0]!] : w.shape);
+    if (w?.shape.length === 1 && !/norm/i.test(n.className) && n.params.length === 1 && /norm/i.test(n.name))
+      rms = true;
+  }
+  const emb = [...walk(root)].find((n) => /Embedding/.test(n.className))?.params[0]?.shape;
+  const hidden = emb?.[1] ?? linears[0]?.[1];
+  if (!hidden) return undefined;
+  const intermediate = Math.max(...linears.map((s) => Math.max(s[0]!, s[1]!)));
+  const swiglu = linears.filter((s) => s[0] === intermediate && s[1] === hidden).length >= 2;
+  const fields = collectFields(m);
+  const heads =
+    fields.n_heads ??
+    fields.num_heads ??
+    fields.n_head ??
+    fields.num_attention_heads ??
+    Math.max(1, Math.round(hidden / 128));
+  const kvHeads = fields.n_kv_heads ?? fields.num_key_value_heads ?? fields.n_kv_head ?? heads;
+  const headDim = fields.head_dim ?? Math.floor(hidden / heads);
+  void interp;
+  return {
+    modelType: 'static',
+    hidden,
+    layers,
+    heads,
+    kvHeads,
+    headDim,
+    intermediate,
+    vocab: emb?.[0] ?? 0,
+    expertsPerToken: 0,
+    experts: 0,
+    denseLayers: layers,
+    moeIntermediate: 0,
+    sharedExperts: 0,
+    mlp: swiglu ? 'swiglu' : 'gelu',
+    norm: rms ? 'rmsnorm' : 'layernorm',
+    normsPerBlock: 2,
+    blockClass,
+    tiedEmbeddings: false,
+  };
+}
+
+/** Numeric attributes modules and their configs keep (`self.n_heads = args.n_heads`), first found wins. */
+function collectFields(m: ModV): Record<string, number> {
+  const out: Record<string, number> = {};
+  const seen = new Set<object>();
+  const visit = (v: V, depth: number) => {
+    if (depth > 6 || seen.has(v)) return;
+    seen.add(v);
+    const entries = v.k === 'mod' ? v.attrs : v.k === 'obj' ? v.fields : null;
+    if (!entries) return;
+    for (const [k, x] of entries) {
+      if (x.k === 'num' && x.int && !(k in out)) out[k] = x.v;
+      else if (x.k === 'obj' || x.k === 'mod') visit(x, depth + 1);
+    }
+    if (v.k === 'mod') for (const c of v.children.values()) visit(c, depth + 1);
+  };
+  visit(m, 0);
+  return out;
+}
+
+/**
+ * The constructor call as Python, for exact mode: `GPT(_cls("/abs/model.py", "GPTConfig")(n_layer=12, ...))`, with
+ * project classes reached through the helper's `_cls(file, name)`. Undefined when an argument is not a literal.
+ */
+function renderConstructor(m: ModV): string | undefined {
+  if (!m.ctor || !m.cls) return undefined;
+  const parts = [
+    ...m.ctor.args.map((a) => pyLiteral(a)),
+    ...Object.entries(m.ctor.kwargs).map(([k, v]) => {
+      const r = pyLiteral(v);
+      return r === undefined ? undefined : `${k}=${r}`;
+    }),
+  ];
+  if (parts.some((p) => p === undefined)) return undefined;
+  return `_cls(${JSON.stringify(m.cls.file.path)}, ${JSON.stringify(m.cls.name)})(${parts.join(', ')})`;
+}
+
+function pyLiteral(v: V, depth = 0): string | undefined {
+  if (depth > 8) return undefined;
+  switch (v.k) {
+    case 'num':
+      return Number.isFinite(v.v)
+        ? v.int
+          ? String(v.v)
+          : String(v.v).includes('.') || String(v.v).includes('e')
+            ? String(v.v)
+            : `${v.v}.0`
+        : undefined;
+    case 'str':
+      return JSON.stringify(v.v);
+    case 'bool':
+      return v.v ? 'True' : 'False';
+    case 'none':
+      return 'None';
+    case 'seq': {
+      const items = v.items.map((x) => pyLiteral(x, depth + 1));
+      if (items.some((x) => x === undefined)) return undefined;
+      return v.kind === 'list'
+        ? `[${items.join(', ')}]`
+        : `(${items.join(', ')}${items.length === 1 ? ',' : ''})`;
+    }
+    case 'dict': {
+      const items = v.entries.map((e) => [pyLiteral(e.key, depth + 1), pyLiteral(e.value, depth + 1)]);
+      if (items.some(([a, b]) => a === undefined || b === undefined)) return undefined;
+      return `{${items.map(([a, b]) => `${a}: ${b}`).join(', ')}}`;
+    }
+    case 'obj': {
+      if (!v.cls) return undefined;
+      const fields = [...v.fields].map(([k, x]) => [k, pyLiteral(x, depth + 1)] as const);
+      if (fields.some(([, x]) => x === undefined)) return undefined;
+      return `_cls(${JSON.stringify(v.cls.file.path)}, ${JSON.stringify(v.cls.name)})(${fields.map(([k, x]) => `${k}=${x}`).join(', ')})`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+export { enclosingFunction, parameterOf };

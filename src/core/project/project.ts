@@ -1,0 +1,236 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { decodeSource } from '../analysis/input';
+import { readImports, type ImportTable } from '../analysis/imports';
+import type { Node, PythonGrammar } from '../parsing/python';
+import { SourceFile } from '../parsing/source';
+
+/** File access the project analysis needs; the CLI and tests use the disk, the editor may use open documents first. */
+export interface ProjectFS {
+  /** UTF-8 text, or undefined when missing, unreadable, binary or too large. */
+  readFile(file: string): string | undefined;
+  /** A key that changes when the file changes (mtime and size), or undefined when missing. */
+  version(file: string): string | undefined;
+  isDirectory(dir: string): boolean;
+  listDir(dir: string): string[];
+}
+
+const MAX_FILE_BYTES = 2 * 1024 * 1024;
+
+export const diskFS: ProjectFS = {
+  readFile(file) {
+    try {
+      const st = fs.statSync(file);
+      if (!st.isFile() || st.size > MAX_FILE_BYTES) return undefined;
+      const d = decodeSource(fs.readFileSync(file), MAX_FILE_BYTES);
+      return d.ok ? d.text : undefined;
+    } catch {
+      return undefined;
+    }
+  },
+  version(file) {
+    try {
+      const st = fs.statSync(file);
+      return st.isFile() ? `${st.mtimeMs}:${st.size}` : undefined;
+    } catch {
+      return undefined;
+    }
+  },
+  isDirectory(dir) {
+    try {
+      return fs.statSync(dir).isDirectory();
+    } catch {
+      return false;
+    }
+  },
+  listDir(dir) {
+    try {
+      return fs.readdirSync(dir);
+    } catch {
+      return [];
+    }
+  },
+};
+
+/** A parsed Python file of the project, with what the model analysis looks up in it. */
+export interface PyFile {
+  path: string;
+  source: SourceFile;
+  imports: ImportTable;
+  /** Top-level classes and functions by name. */
+  classes: Map<string, Node>;
+  functions: Map<string, Node>;
+  version: string;
+}
+
+const SKIP_DIRS = new Set([
+  '.git',
+  'node_modules',
+  '__pycache__',
+  '.venv',
+  'venv',
+  'env',
+  '.tox',
+  'site-packages',
+  'build',
+  'dist',
+  '.mypy_cache',
+]);
+
+/**
+ * The Python files of a workspace, parsed on demand and cached by file version: the project's imports resolve
+ * here, and a function's callers are found here. Bounded so that a huge repository degrades, never hangs.
+ */
+export class Project {
+  private readonly cache = new Map<string, PyFile | null>();
+  private listing: string[] | undefined;
+  readonly maxFiles: number;
+
+  constructor(
+    readonly roots: string[],
+    readonly grammar: PythonGrammar,
+    readonly fs: ProjectFS = diskFS,
+    opts: { maxFiles?: number } = {},
+  ) {
+    this.maxFiles = opts.maxFiles ?? 5000;
+  }
+
+  /** The parsed file, or undefined when it cannot be read as Python. */
+  file(file: string): PyFile | undefined {
+    const abs = path.resolve(file);
+    const version = this.fs.version(abs);
+    const cached = this.cache.get(abs);
+    if (cached !== undefined && (cached === null ? version === undefined : cached.version === version))
+      return cached ?? undefined;
+    if (cached) cached.source.tree.delete();
+    const text = version === undefined ? undefined : this.fs.readFile(abs);
+    if (text === undefined) {
+      this.cache.set(abs, null);
+      return undefined;
+    }
+    const tree = this.grammar.parse(text);
+    const source = new SourceFile(abs, text, tree);
+    const classes = new Map<string, Node>();
+    const functions = new Map<string, Node>();
+    for (const stmt of tree.rootNode.namedChildren) {
+      const def = stmt.type === 'decorated_definition' ? stmt.childForFieldName('definition') : stmt;
+      const name = def?.childForFieldName('name')?.text;
+      if (!def || !name) continue;
+      if (def.type === 'class_definition') classes.set(name, def);
+      else if (def.type === 'function_definition') functions.set(name, def);
+    }
+    const parsed: PyFile = {
+      path: abs,
+      source,
+      imports: readImports(this.grammar, source),
+      classes,
+      functions,
+      version: version!,
+    };
+    this.cache.set(abs, parsed);
+    return parsed;
+  }
+
+  /** Forgets a file (the editor calls this when a file changes or is deleted). */
+  invalidate(file: string): void {
+    const abs = path.resolve(file);
+    const cached = this.cache.get(abs);
+    if (cached) cached.source.tree.delete();
+    this.cache.delete(abs);
+    this.listing = undefined;
+  }
+
+  /**
+   * The file of a module, as Python's import system would find it from `fromFile`: relative imports from the
+   * file's package, absolute ones from the file's directory (the script's directory is on sys.path), the project
+   * roots and their `src/` folders.
+   */
+  resolveModule(fromFile: string, module: string): string | undefined {
+    const m = /^(\.*)(.*)$/.exec(module)!;
+    const dots = m[1]!.length;
+    const rest = m[2] ? m[2].split('.') : [];
+    const bases: string[] = [];
+    if (dots > 0) {
+      let dir = path.dirname(path.resolve(fromFile));
+      for (let i = 1; i < dots; i++) dir = path.dirname(dir);
+      bases.push(dir);
+    } else {
+      bases.push(path.dirname(path.resolve(fromFile)));
+      for (const r of this.roots) bases.push(r, path.join(r, 'src'));
+    }
+    for (const base of bases) {
+      const p = path.join(base, ...rest);
+      if (rest.length && this.fs.version(`${p}.py`) !== undefined) return `${p}.py`;
+      const init = path.join(p, '__init__.py');
+      if (this.fs.version(init) !== undefined) return init;
+    }
+    return undefined;
+  }
+
+  /** Python files under the roots (bounded, in name order, skipping virtual environments and build output). */
+  pythonFiles(): string[] {
+    if (this.listing) return this.listing;
+    const out: string[] = [];
+    const walk = (dir: string, depth: number) => {
+      if (depth > 12 || out.length >= this.maxFiles) return;
+      for (const name of this.fs.listDir(dir).sort()) {
+        if (out.length >= this.maxFiles) return;
+        const p = path.join(dir, name);
+        if (name.endsWith('.py')) out.push(p);
+        else if (
+          !name.startsWith('.') &&
+          !SKIP_DIRS.has(name) &&
+          !name.includes('.') &&
+          this.fs.isDirectory(p)
+        )
+          walk(p, depth + 1);
+      }
+    };
+    for (const r of this.roots) walk(r, 0);
+    this.listing = out;
+    return out;
+  }
+
+  /** Call sites of a function named `name` in the project (text search first, then the tree). */
+  callersOf(name: string): { file: PyFile; call: Node }[] {
+    const out: { file: PyFile; call: Node }[] = [];
+    const needle = `${name}(`;
+    for (const f of this.pythonFiles()) {
+      const text = this.fs.readFile(f);
+      if (!text?.includes(needle)) continue;
+      const parsed = this.file(f);
+      if (!parsed) continue;
+      for (const id of parsed.source.identifiers(name)) {
+        const parent = id.parent;
+        const callee =
+          parent?.type === 'attribute' && parent.childForFieldName('attribute')?.id === id.id ? parent : id;
+        const call = callee.parent;
+        if (call?.type === 'call' && call.childForFieldName('function')?.id === callee.id)
+          out.push({ file: parsed, call });
+      }
+    }
+    return out;
+  }
+
+  dispose(): void {
+    for (const f of this.cache.values()) f?.source.tree.delete();
+    this.cache.clear();
+  }
+}
+
+/** The project a file belongs to: the nearest folder above it with pyproject.toml, setup.py or .git. */
+export function findProjectRoot(file: string, fsys: ProjectFS = diskFS): string {
+  let dir = path.dirname(path.resolve(file));
+  for (let i = 0; i < 32; i++) {
+    if (
+      ['pyproject.toml', 'setup.py', 'setup.cfg', '.git'].some(
+        (m) => fsys.version(path.join(dir, m)) !== undefined || fsys.isDirectory(path.join(dir, m)),
+      )
+    )
+      return dir;
+    const up = path.dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return path.dirname(path.resolve(file));
+}

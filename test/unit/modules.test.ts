@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { scanText } from '../../src/core/analysis/input';
+import { countBufferBytes, countParams, moduleAt } from '../../src/core/model/tree';
+import { Interpreter, toModuleTree } from '../../src/core/modules/interp';
+import { modelFromClass, modelFromScript } from '../../src/core/modules/resolveModel';
+import { Project } from '../../src/core/project/project';
+import { estimateFile } from '../../src/core/resolve/analyze';
+import { fixture, FIXTURES, grammar } from './helpers';
+
+async function project(name: string) {
+  const dir = path.join(FIXTURES, 'projects', name);
+  return { dir, p: new Project([dir], await grammar()) };
+}
+
+async function facts(name: string, file: string) {
+  const { dir, p } = await project(name);
+  return {
+    p,
+    dir,
+    facts: scanText(await grammar(), path.join(dir, file), fixture(`projects/${name}/${file}`)),
+  };
+}
+
+describe('static nn.Module analysis: a minimal GPT (dataclass config, ModuleDict of a ModuleList, tied head)', () => {
+  // n_embd 512, 6 layers, vocabulary 50,304, 512 positions, no biases (train.py's GPTConfig).
+  const block = 512 + 512 * 1536 + 512 * 512 + 512 + 512 * 2048 + 2048 * 512; // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj
+  const wte = 50_304 * 512;
+  const wpe = 512 * 512;
+
+  it('counts every parameter once, with the head tied to the embedding', async () => {
+    const { p, facts: f } = await facts('gpt', 'train.py');
+    const r = modelFromScript(p, f);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const root = r.model.root;
+    assert.equal(block, 3_146_752);
+    assert.equal(countParams(root), wte + wpe + 6 * block + 512);
+    assert.equal(countParams(root), 44_898_816);
+    assert.equal(moduleAt(root, 'transformer.h.5.attn.c_attn')?.params[0]?.shape.join('x'), '1536x512');
+    assert.equal(moduleAt(root, 'transformer.h.0.ln_1')?.params.length, 1, 'LayerNorm without bias');
+    // transformer.wte comes first in named_parameters(): the head's weight is the duplicate.
+    assert.equal(moduleAt(root, 'lm_head')?.params[0]?.tiedTo, 'transformer.wte.weight');
+    assert.equal(r.model.className, 'GPT');
+  });
+
+  it('gives exact parameters per unit through the estimate, with no annotation', async () => {
+    const { p, facts: f } = await facts('gpt', 'train.py');
+    const r = estimateFile(f, { project: p });
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.deepEqual(
+      r.estimate.units.map((u) => u.params),
+      [...Array<number>(6).fill(block), wte + wpe + 512],
+    );
+    assert.equal(r.estimate.model.source.kind, 'detected');
+    assert.match(
+      r.estimate.model.source.detail ?? '',
+      /GPT in model\.py \(read statically\), built at train\.py:7/,
+    );
+  });
+});
+
+describe('static nn.Module analysis: a framework-style Llama across files', () => {
+  it('builds Llama 3.1 8B from ModelArgs, a dict of named configs and a ModuleDict filled in a loop', async () => {
+    const { p, facts: f } = await facts('llama', 'parallelize.py');
+    const r = modelFromScript(p, f);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const root = r.model.root;
+    // FeedForward: int(2·16384/3) = 10,922; int(1.3·10,922) = 14,198; rounded up to a multiple of 1024: 14,336.
+    assert.equal(moduleAt(root, 'layers.0.feed_forward.w1')?.params[0]?.shape.join('x'), '14336x4096');
+    assert.equal(moduleAt(root, 'layers.31.attention.wk')?.params[0]?.shape.join('x'), '1024x4096');
+    // Llama 3.1 8B's published total, reached through the model code (vocabulary set in train.py).
+    assert.equal(countParams(root), 8_030_261_248);
+    assert.match(
+      r.model.origin,
+      /Transformer in models\/llama\/model\.py \(read statically\), passed to apply_fsdp\(\) at train\.py:14/,
+    );
+  });
+
+  it('maps apply_fsdp (called from another file) onto the units, exactly', async () => {
+    const { p, facts: f } = await facts('llama', 'parallelize.py');
+    const r = estimateFile(f, { project: p });
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.equal(r.estimate.units.length, 33);
+    assert.deepEqual(new Set(r.estimate.units.slice(0, 32).map((u) => u.params)), new Set([218_112_000]));
+    assert.equal(r.estimate.units[32]!.params, 2 * 128_256 * 4096 + 4096);
+    assert.equal(r.estimate.perGpu.modelStateBytes, 16_060_522_496);
+  });
+
+  it('reads a named config from an annotation: model=path:Class config=8B', async () => {
+    const { p, dir } = await project('llama');
+    const r = modelFromClass(p, path.join(dir, 'models/llama/model.py'), 'Transformer', 'debugmodel');
+    // debugmodel: dim 256, 8 layers, 16 heads, vocab_size -1 (unset): the embedding has an unknown size.
+    assert.equal(r.ok, true);
+    if (r.ok) assert.ok(r.model.notes.some((n) => /not counted/.test(n)));
+  });
+});
+
+describe('constant evaluation and layers', () => {
+  // Net(Config(dim=64, n_layers=3)), by hand: hidden() = max(16, min(4096, ceil(64·2.5/8)·8)) = 160.
+  const blockBase =
+    64 + 64 * 160 + (160 * 64 + 64) + (3 * 64 * 64 + 3 * 64 + 64 * 64 + 64) + (64 * 16 * 3 + 64);
+  const blocks = [blockBase + 128, blockBase, blockBase + 128]; // LayerNorm affine only on even blocks
+  const embed = 100 * 64;
+  const heads = 64 * 10 + 10 + 64 * 8;
+  const stem = 8 * 3 * 3 * 3 + 8 + 8 * 8;
+  const pieces = 2 * (64 * 64 + 64);
+
+  it('evaluates dataclass defaults, methods, math, conditions, relative imports, and every layer kind', async () => {
+    const { p, facts: f } = await facts('layers', 'train.py');
+    const r = modelFromScript(p, f);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const root = r.model.root;
+    assert.equal(blockBase, 40_384);
+    assert.equal(countParams(moduleAt(root, 'blocks.0')!), blocks[0]);
+    assert.equal(countParams(moduleAt(root, 'blocks.1')!), blocks[1]);
+    assert.equal(countParams(root), embed + blocks.reduce((a, b) => a + b, 0) + heads + stem + pieces);
+    assert.equal(moduleAt(root, 'blocks.2.mix')?.params[0]?.shape.join('x'), '160x64');
+    assert.equal(
+      moduleAt(root, 'blocks.0.norm')?.params.length,
+      1,
+      'Norm(bias=False) from a subclass via super().__init__',
+    );
+    assert.equal(moduleAt(root, 'blocks.0.conv')?.params[0]?.shape.join('x'), '64x16x3');
+    assert.equal(moduleAt(root, 'blocks.0.attn.out_proj')?.className, 'NonDynamicallyQuantizableLinear');
+    assert.equal(moduleAt(root, 'blocks.0.extra'), undefined, 'if cfg.extra is not None: skipped');
+    assert.equal(moduleAt(root, 'heads.b')?.params[0]?.shape.join('x'), '8x64');
+    assert.equal(moduleAt(root, 'stem.2')?.params[0]?.shape.join('x'), '8x8x1x1');
+    assert.equal(moduleAt(root, 'pieces.1')?.className, 'Linear');
+    // Buffers: a 64x64 fp32 mask and 64 int64 positions.
+    assert.equal(countBufferBytes(root), 64 * 64 * 4 + 64 * 8);
+  });
+
+  it('ends pathological code with a reason instead of hanging', { timeout: 60_000 }, async () => {
+    const { p, dir } = await project('layers');
+    for (const cls of ['SelfReferential', 'Endless']) {
+      const r = modelFromClass(p, path.join(dir, 'pkg/model.py'), cls);
+      if (r.ok) assert.ok(r.model.notes.length > 0, `${cls}: says what it could not resolve`);
+      else assert.match(r.reason, /too (complex|deeply)|nest/);
+    }
+  });
+
+  it('keeps values it cannot know as unknown, with a reason', async () => {
+    const { p, dir } = await project('layers');
+    const f = p.file(path.join(dir, 'pkg/model.py'))!;
+    const interp = new Interpreter(p);
+    const net = interp.instantiate(interp.moduleName(f, 'Net') as never, [], {});
+    assert.equal(net.k, 'mod');
+    const tree = toModuleTree(net as never).root;
+    // Net() with the default PRESETS["base"] config: 3 blocks of 64.
+    assert.equal(tree.children.filter((c) => c.name === 'blocks')[0]?.children.length, 3);
+  });
+});
