@@ -20,9 +20,12 @@ const wasmFiles = [
   ),
 ];
 
+// Files the bundles load at run time: the parser's WebAssembly and exact mode's Python helper.
+const runtimeFiles = [...wasmFiles, path.join(root, 'python', 'fsdp_lens_measure.py')];
+
 function copyWasm(dir) {
   fs.mkdirSync(dir, { recursive: true });
-  for (const f of wasmFiles) fs.copyFileSync(f, path.join(dir, path.basename(f)));
+  for (const f of runtimeFiles) fs.copyFileSync(f, path.join(dir, path.basename(f)));
 }
 
 /** @type {esbuild.BuildOptions} */

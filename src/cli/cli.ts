@@ -32,6 +32,8 @@ Commands:
       --param-dtype D  --reduce-dtype D  --master-dtype D   (fp32, bf16, fp16)
             --lora-rank R  --lora-targets q_proj,v_proj   LoRA adapters (the base frozen)
       --base-dtype nf4      4-bit NF4 base weights (QLoRA)
+            --exact               Build the model with PyTorch on the meta device for exact counts (runs your code).
+      --python PATH         The Python for --exact (default python3); --exact-timeout S (default 120).
       --units GB|GiB        Decimal GB (default) or binary GiB.
       --json                JSON with exact bytes, the terms of each figure and every assumption.
 

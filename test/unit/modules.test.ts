@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { scanText } from '../../src/core/analysis/input';
-import { countBufferBytes, countParams, moduleAt } from '../../src/core/model/tree';
+import { countBufferBytes, countParams, moduleAt, walk, type ModuleNode } from '../../src/core/model/tree';
+import { exactForScript } from '../../src/core/exact/exact';
 import { Interpreter, toModuleTree } from '../../src/core/modules/interp';
 import { modelFromClass, modelFromScript } from '../../src/core/modules/resolveModel';
 import { Project } from '../../src/core/project/project';
@@ -150,4 +151,61 @@ describe('constant evaluation and layers', () => {
     // Net() with the default PRESETS["base"] config: 3 blocks of 64.
     assert.equal(tree.children.filter((c) => c.name === 'blocks')[0]?.children.length, 3);
   });
+});
+
+/** Debian's python3-torch (PyTorch 1.13) is what CI installs; FSDP_LENS_PYTHON points elsewhere. */
+const PYTHON = process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
+
+describe('exact mode (PyTorch on the meta device) agrees with the static reading', () => {
+  for (const [name, file] of [
+    ['gpt', 'train.py'],
+    ['llama', 'parallelize.py'],
+    ['layers', 'train.py'],
+  ] as const) {
+    it(`${name}: same modules, shapes, buffers and ties`, { timeout: 120_000 }, async () => {
+      const { p, facts: f } = await facts(name, file);
+      const stat = modelFromScript(p, f);
+      assert.ok(stat.ok, stat.ok ? '' : stat.reason);
+      const x = await exactForScript(p, f, { python: PYTHON, timeoutMs: 110_000 });
+      assert.ok(x.ok, x.ok ? '' : `${x.error} ${x.detail ?? ''}`);
+      const flat = (root: ModuleNode) =>
+        [...walk(root)]
+          .flatMap((m) =>
+            m.params.map((q) => `${m.path}.${q.name}:${q.shape.join('x')}${q.tiedTo ? `=${q.tiedTo}` : ''}`),
+          )
+          .sort();
+      assert.deepEqual(flat(x.model.root), flat(stat.model.root));
+      assert.equal(countParams(x.model.root), countParams(stat.model.root));
+      assert.equal(countBufferBytes(x.model.root), countBufferBytes(stat.model.root));
+      assert.match(x.model.origin, /built by PyTorch \d+\.\d+/);
+      // And the estimate made from it says so.
+      const r = estimateFile(f, { project: p, exactModel: x.model });
+      assert.ok(r.ok);
+      assert.equal(r.estimate.model.source.kind, 'measured');
+    });
+  }
+
+  it(
+    'reports a missing PyTorch, an import error and a time limit clearly',
+    { timeout: 120_000 },
+    async () => {
+      const { p, facts: f } = await facts('broken', 'train.py');
+      const noTorch = await exactForScript(p, f, {
+        python: process.execPath.replace(/node$/, 'nonexistent-python'),
+        timeoutMs: 30_000,
+      });
+      assert.equal(noTorch.ok, false);
+      assert.match(noTorch.ok ? '' : noTorch.error, /Python not found/);
+      const bad = await exactForScript(p, f, { python: PYTHON, timeoutMs: 60_000 });
+      assert.equal(bad.ok, false);
+      assert.match(
+        bad.ok ? '' : bad.error,
+        /importing .*model\.py failed: ModuleNotFoundError: No module named 'not_a_real_package'/,
+      );
+      const { facts: slow } = await facts('broken', 'train_slow.py');
+      const timed = await exactForScript(p, slow, { python: PYTHON, timeoutMs: 2000 });
+      assert.equal(timed.ok, false);
+      assert.match(timed.ok ? '' : timed.error, /longer than 2 s and was stopped/);
+    },
+  );
 });

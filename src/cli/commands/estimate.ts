@@ -7,6 +7,7 @@ import { estimateFile, parseSetupValue, type ModelChoice } from '../../core/reso
 import type { SetupValues } from '../../core/resolve/setup';
 import { loadPython } from '../../core/parsing/python';
 import { findProjectRoot, Project } from '../../core/project/project';
+import { exactForScript, type ExactModel } from '../../core/exact/exact';
 import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
 import { EXIT, UsageError, type Streams } from '../cli';
@@ -39,6 +40,9 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     'lora-rank': { type: 'string' },
     'lora-targets': { type: 'string' },
     'base-dtype': { type: 'string' },
+    exact: { type: 'boolean' },
+    python: { type: 'string' },
+    'exact-timeout': { type: 'string' },
     ...Object.fromEntries(Object.keys(SETUP_FLAGS).map((k) => [k, { type: 'string' }])),
   } as const;
   const { values, positionals } = parseOptions(argv, options, 'estimate');
@@ -100,9 +104,27 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     project = new Project([findProjectRoot(file)], grammar);
   } else if (!model) throw new UsageError('estimate needs a FILE, --model ORG/NAME or --config PATH');
 
+  let exactModel: ExactModel | undefined;
+  if (values.exact) {
+    if (!project || !file)
+      throw new UsageError('estimate: --exact needs a FILE whose model is defined in the project');
+    const timeout = Number(values['exact-timeout'] ?? 120);
+    if (!Number.isFinite(timeout) || timeout <= 0)
+      throw new UsageError('estimate: --exact-timeout takes seconds');
+    const x = await exactForScript(project, facts, {
+      python: values.python ?? 'python3',
+      timeoutMs: timeout * 1000,
+    });
+    if (!x.ok) {
+      io.err.write(`fsdp-lens: ${file}: exact mode: ${x.error}${x.detail ? `\n  ${x.detail}` : ''}\n`);
+      return EXIT.usage;
+    }
+    exactModel = x.model;
+  }
   const result = estimateFile(facts, {
     flags: { values: flags, ...(model ? { model } : {}), ...(fineTune ? { fineTune } : {}) },
     ...(project ? { project } : {}),
+    ...(exactModel ? { exactModel } : {}),
   });
   project?.dispose();
   if (!result.ok) {

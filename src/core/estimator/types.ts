@@ -3,7 +3,7 @@ import type { DType } from '../model/tree';
 
 /** Where an input came from, highest precedence first (ESTIMATOR.md). */
 export type SourceKind =
-  'flag' | 'annotation' | 'pyproject' | 'launch' | 'setting' | 'detected' | 'config' | 'default';
+  'flag' | 'annotation' | 'pyproject' | 'launch' | 'setting' | 'detected' | 'measured' | 'config' | 'default';
 
 export interface Source {
   kind: SourceKind;

@@ -180,7 +180,7 @@ function finish(project: Project, interp: Interpreter, m: ModV, where: string, n
     );
   const cls = m.cls;
   const file = cls ? rel(project, cls.file.path) : '?';
-  const shape = inferShape(root, m, interp);
+  const shape = inferShapeFromTree(root, collectFields(m));
   if (shape)
     notes.push(
       `activations are modelled from the module structure: ${shape.layers} x ${shape.blockClass}, hidden ${shape.hidden}, ${shape.heads} heads`,
@@ -249,7 +249,10 @@ function rel(project: Project, p: string): string {
  * ModuleList or ModuleDict), hidden size and vocabulary from the embedding, the MLP width from the block's widest
  * linear, heads from the attributes the modules keep (`n_heads`, `num_heads`), the norm kind from class names.
  */
-export function inferShape(root: ModuleNode, m: ModV, interp: Interpreter): ArchShape | undefined {
+export function inferShapeFromTree(
+  root: ModuleNode,
+  fields: Record<string, number> = {},
+): ArchShape | undefined {
   const counts = new Map<string, number>();
   for (const n of walk(root)) {
     if (n.className !== 'ModuleList' && n.className !== 'ModuleDict' && n.className !== 'Sequential')
@@ -275,7 +278,6 @@ export function inferShape(root: ModuleNode, m: ModV, interp: Interpreter): Arch
   if (!hidden) return undefined;
   const intermediate = Math.max(...linears.map((s) => Math.max(s[0]!, s[1]!)));
   const swiglu = linears.filter((s) => s[0] === intermediate && s[1] === hidden).length >= 2;
-  const fields = collectFields(m);
   const heads =
     fields.n_heads ??
     fields.num_heads ??
@@ -284,7 +286,6 @@ export function inferShape(root: ModuleNode, m: ModV, interp: Interpreter): Arch
     Math.max(1, Math.round(hidden / 128));
   const kvHeads = fields.n_kv_heads ?? fields.num_key_value_heads ?? fields.n_kv_head ?? heads;
   const headDim = fields.head_dim ?? Math.floor(hidden / heads);
-  void interp;
   return {
     modelType: 'static',
     hidden,

@@ -14,6 +14,7 @@ export function sourceText(s: Source): string {
     launch: 'launch file',
     setting: 'editor setting',
     detected: 'detected',
+    measured: 'measured',
     config: 'config',
     default: 'default',
   };

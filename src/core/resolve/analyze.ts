@@ -12,6 +12,9 @@ import { isDType, type DType } from '../model/tree';
 import { planFromFacts } from './plan';
 import { modelFromClass, modelFromScript } from '../modules/resolveModel';
 import type { Project } from '../project/project';
+import type { ExactModel } from '../exact/exact';
+import { countParams } from '../model/tree';
+import { inferShapeFromTree as staticShape } from '../modules/resolveModel';
 import { PARSE, resolveSetup, type Layer, type SetupValues } from './setup';
 
 /** Where the model comes from when the caller names it (a flag or a setting). */
@@ -39,6 +42,8 @@ export interface AnalyzeOptions {
   project?: Project;
   /** The model class the user chose when the code allows several. */
   modelChoice?: string;
+  /** The model as exact mode measured it (takes the place of the static reading). */
+  exactModel?: ExactModel;
   /** The Hugging Face cache to read configs from (defaults to the environment's). */
   hubCache?: string;
 }
@@ -155,6 +160,21 @@ function resolveModel(
       source: { kind: 'detected', detail: 'static analysis of the model code' },
     });
   if (opts.fallbackModel) candidates.push(opts.fallbackModel);
+  if (opts.exactModel) {
+    const x = opts.exactModel;
+    const notes: string[] = [];
+    const measured = countParams(x.root);
+    if (x.staticParams !== null && x.staticParams !== measured)
+      notes.push(
+        `exact mode counts ${measured.toLocaleString('en-US')} parameters where the static reading found ${x.staticParams.toLocaleString('en-US')}`,
+      );
+    const shape = staticShape(x.root);
+    return {
+      loaded: { root: x.root, ...(shape ? { shape } : {}), name: x.root.className, origin: x.origin },
+      source: { kind: 'measured', detail: x.origin },
+      notes,
+    };
+  }
   let codeFailure: string | undefined;
   for (const c of candidates) {
     try {

@@ -1,0 +1,137 @@
+"""Measure a model exactly: build it on the meta device and report every module's parameters and buffers.
+
+Run by fsdp-lens's exact mode as `python fsdp_lens_measure.py REQUEST.json`; prints one JSON object on stdout.
+REQUEST: {"roots": [dirs for sys.path], "file": model file, "cls": class name, "ctor": Python expression or null}.
+`ctor` may call `_cls(file, name)` to reach classes of other project files. No weights are allocated: tensors are
+created on the meta device (with `torch.device("meta")` on PyTorch 2, by routing tensor factories on 1.13).
+"""
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import traceback
+
+EXIT_NO_TORCH = 3
+EXIT_FAILED = 4
+
+
+def fail(code, message, detail=None):
+    json.dump({"ok": False, "error": message, "detail": detail}, sys.stdout)
+    sys.stdout.write("\n")
+    sys.exit(code)
+
+
+try:
+    import torch
+    import torch.nn as nn
+except Exception as e:  # noqa: BLE001 - any import failure means no usable torch
+    fail(EXIT_NO_TORCH, "PyTorch is not installed in this Python", f"{type(e).__name__}: {e}")
+
+
+FACTORIES = ["empty", "zeros", "ones", "full", "rand", "randn", "randint", "arange", "eye", "tensor", "linspace", "empty_strided"]
+
+
+@contextlib.contextmanager
+def meta_device():
+    """Create tensors on the meta device while the model is built."""
+    if hasattr(torch, "get_default_device") or tuple(int(x) for x in torch.__version__.split(".")[:2] if x.isdigit()) >= (2, 0):
+        with torch.device("meta"):
+            yield
+        return
+    saved = {}
+
+    def wrap(fn):
+        def inner(*args, **kwargs):
+            if kwargs.get("device") is None:
+                kwargs["device"] = "meta"
+            return fn(*args, **kwargs)
+
+        return inner
+
+    for name in FACTORIES:
+        if hasattr(torch, name):
+            saved[name] = getattr(torch, name)
+            setattr(torch, name, wrap(saved[name]))
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(torch, name, fn)
+
+
+def module_name(path, roots):
+    """The dotted name a file is imported under from one of the roots (so its relative imports work)."""
+    path = os.path.abspath(path)
+    for root in roots:
+        root = os.path.abspath(root)
+        if path.startswith(root + os.sep):
+            rel = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+            return rel[: -len(".__init__")] if rel.endswith(".__init__") else rel
+    return None
+
+
+def load(path, roots):
+    name = module_name(path, roots)
+    if name:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            pass
+    spec = importlib.util.spec_from_file_location("fsdp_lens_model_" + str(abs(hash(path))), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main():
+    with open(sys.argv[1], encoding="utf-8") as f:
+        req = json.load(f)
+    roots = req.get("roots") or []
+    for r in reversed(roots + [os.path.dirname(os.path.abspath(req["file"]))]):
+        if r not in sys.path:
+            sys.path.insert(0, r)
+    try:
+        module = load(req["file"], roots)
+    except BaseException as e:  # noqa: BLE001 - report the user's import error as it is
+        fail(EXIT_FAILED, f"importing {req['file']} failed: {type(e).__name__}: {e}", traceback.format_exc()[-2000:])
+
+    def _cls(path, name):
+        return getattr(load(path, roots), name)
+
+    namespace = dict(vars(module))
+    namespace["_cls"] = _cls
+    try:
+        with meta_device():
+            model = eval(req["ctor"], namespace) if req.get("ctor") else getattr(module, req["cls"])()
+    except BaseException as e:  # noqa: BLE001
+        fail(EXIT_FAILED, f"building {req['cls']} failed: {type(e).__name__}: {e}", traceback.format_exc()[-2000:])
+    if not isinstance(model, nn.Module):
+        fail(EXIT_FAILED, f"{req['cls']} did not build an nn.Module")
+
+    seen = {}
+    modules = []
+    for path, m in model.named_modules():
+        params = []
+        for name, p in m.named_parameters(recurse=False):
+            full = f"{path}.{name}" if path else name
+            entry = {"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""), "requires_grad": bool(p.requires_grad)}
+            if id(p) in seen:
+                entry["tied_to"] = seen[id(p)]
+            else:
+                seen[id(p)] = full
+            params.append(entry)
+        non_persistent = getattr(m, "_non_persistent_buffers_set", set())
+        buffers = [
+            {"name": name, "shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", ""), "persistent": name not in non_persistent}
+            for name, b in m.named_buffers(recurse=False)
+            if b is not None
+        ]
+        modules.append({"path": path, "cls": type(m).__name__, "params": params, "buffers": buffers})
+    json.dump({"ok": True, "torch": torch.__version__, "python": sys.version.split()[0], "modules": modules}, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { FileFacts } from '../analysis/facts';
+import { countParams, isDType, numelOf, type DType, type ModuleNode } from '../model/tree';
+import { modelFromScript } from '../modules/resolveModel';
+import type { Project } from '../project/project';
+
+/** The helper script shipped beside the bundles (dist/), or in python/ of a source checkout. */
+export const HELPER = 'fsdp_lens_measure.py';
+
+export function helperPath(): string {
+  const candidates = [
+    path.join(__dirname, HELPER),
+    path.join(__dirname, '..', 'python', HELPER),
+    path.join(__dirname, '..', '..', '..', 'python', HELPER),
+  ];
+  return candidates.find((p) => fs.existsSync(p)) ?? candidates[0]!;
+}
+
+export interface ExactRequest {
+  python: string;
+  /** Directories to put on sys.path (the project roots). */
+  roots: string[];
+  /** The file defining the model class, and the class. */
+  file: string;
+  cls: string;
+  /** The constructor as a Python expression (may use `_cls(file, name)`), or undefined for `cls()`. */
+  ctor?: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+export type ExactResult =
+  | { ok: true; root: ModuleNode; torch: string; python: string; seconds: number }
+  | { ok: false; error: string; detail?: string };
+
+interface HelperModule {
+  path: string;
+  cls: string;
+  params: { name: string; shape: number[]; dtype: string; requires_grad: boolean; tied_to?: string }[];
+  buffers: { name: string; shape: number[]; dtype: string; persistent: boolean }[];
+}
+
+/**
+ * Runs the helper in the user's Python: imports the model's module and builds the model on the meta device, so
+ * nothing is allocated and no training code runs. Bounded by a time limit and cancellable.
+ */
+export function measureExactly(req: ExactRequest): Promise<ExactResult> {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-exact-'));
+  const reqFile = path.join(tmp, 'request.json');
+  fs.writeFileSync(
+    reqFile,
+    JSON.stringify({ roots: req.roots, file: req.file, cls: req.cls, ctor: req.ctor ?? null }),
+  );
+  const started = Date.now();
+  return new Promise<ExactResult>((resolve) => {
+    let out = '';
+    let err = '';
+    let settled = false;
+    const finish = (r: ExactResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
+      fs.rmSync(tmp, { recursive: true, force: true });
+      resolve(r);
+    };
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(req.python, [helperPath(), reqFile], {
+        cwd: req.roots[0] ?? path.dirname(req.file),
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+      });
+    } catch (e) {
+      finish({ ok: false, error: `cannot run ${req.python}: ${e instanceof Error ? e.message : String(e)}` });
+      return;
+    }
+    const onAbort = () => {
+      child.kill('SIGKILL');
+      finish({ ok: false, error: 'cancelled' });
+    };
+    req.signal?.addEventListener('abort', onAbort);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      finish({
+        ok: false,
+        error: `measuring took longer than ${Math.round(req.timeoutMs / 1000)} s and was stopped`,
+      });
+    }, req.timeoutMs);
+    child.stdout!.on('data', (b: Buffer) => {
+      if (out.length < 64 * 1024 * 1024) out += b.toString();
+    });
+    child.stderr!.on('data', (b: Buffer) => {
+      err = (err + b.toString()).slice(-8000);
+    });
+    child.on('error', (e: NodeJS.ErrnoException) =>
+      finish({
+        ok: false,
+        error:
+          e.code === 'ENOENT' ? `Python not found: ${req.python}` : `cannot run ${req.python}: ${e.message}`,
+      }),
+    );
+    child.on('close', () => {
+      const line = out.trim().split('\n').pop() ?? '';
+      let json: {
+        ok: boolean;
+        error?: string;
+        detail?: string;
+        torch?: string;
+        python?: string;
+        modules?: HelperModule[];
+      };
+      try {
+        json = JSON.parse(line);
+      } catch {
+        const last = err.trim().split('\n').pop();
+        finish({ ok: false, error: last ? `the helper failed: ${last}` : 'the helper printed no result' });
+        return;
+      }
+      if (!json.ok || !json.modules) {
+        const detail = json.detail ?? undefined;
+        finish({
+          ok: false,
+          error: json.error ?? 'the helper failed',
+          ...(detail ? { detail: lastLine(detail) } : {}),
+        });
+        return;
+      }
+      finish({
+        ok: true,
+        root: treeFromHelper(json.modules),
+        torch: json.torch ?? '?',
+        python: json.python ?? '?',
+        seconds: (Date.now() - started) / 1000,
+      });
+    });
+  });
+}
+
+function lastLine(traceback: string): string {
+  return traceback.trim().split('\n').filter(Boolean).pop() ?? traceback;
+}
+
+const DTYPE_NAMES: Record<string, DType> = { float: 'float32', half: 'float16', long: 'int64' };
+
+/** The module tree the helper reported (modules in `named_modules()` order, tied parameters marked). */
+export function treeFromHelper(modules: HelperModule[]): ModuleNode {
+  const byPath = new Map<string, ModuleNode>();
+  let root: ModuleNode | undefined;
+  for (const m of modules) {
+    const name = m.path.includes('.') ? m.path.slice(m.path.lastIndexOf('.') + 1) : m.path;
+    const node: ModuleNode = {
+      name,
+      path: m.path,
+      className: m.cls,
+      params: m.params.map((p) => {
+        const dt = DTYPE_NAMES[p.dtype] ?? p.dtype;
+        return {
+          name: p.name,
+          shape: p.shape,
+          numel: numelOf(p.shape),
+          trainable: p.requires_grad,
+          ...(isDType(dt) && dt !== 'float32' ? { dtype: dt } : {}),
+          ...(p.tied_to ? { tiedTo: p.tied_to } : {}),
+        };
+      }),
+      buffers: m.buffers.map((b) => {
+        const dt = DTYPE_NAMES[b.dtype] ?? b.dtype;
+        return {
+          name: b.name,
+          shape: b.shape,
+          numel: numelOf(b.shape),
+          dtype: isDType(dt) ? dt : 'float32',
+          persistent: b.persistent,
+        };
+      }),
+      children: [],
+    };
+    byPath.set(m.path, node);
+    if (!m.path) root = node;
+    else {
+      const parent = byPath.get(m.path.includes('.') ? m.path.slice(0, m.path.lastIndexOf('.')) : '');
+      parent?.children.push(node);
+    }
+  }
+  // A module reached twice (shared) appears once in named_modules(): its second parent keeps no child here.
+  return root ?? { name: '', path: '', className: 'Module', params: [], buffers: [], children: [] };
+}
+
+/** What exact mode measured, ready for the estimate, and how it compares with the static reading. */
+export interface ExactModel {
+  root: ModuleNode;
+  origin: string;
+  /** Parameters the static analysis found, for the comparison note. */
+  staticParams: number | null;
+}
+
+/**
+ * Exact mode for a script: the model class and constructor come from the static reading (the script's wrap calls
+ * followed to the model's construction), the counts from PyTorch.
+ */
+export async function exactForScript(
+  project: Project,
+  facts: FileFacts,
+  opts: { python: string; timeoutMs: number; signal?: AbortSignal; choice?: string },
+): Promise<{ ok: true; model: ExactModel } | { ok: false; error: string; detail?: string }> {
+  const r = modelFromScript(project, facts, opts.choice ? { choice: opts.choice } : {});
+  if (!r.ok) return { ok: false, error: `the model class was not found: ${r.reason}` };
+  const m = r.model;
+  const res = await measureExactly({
+    python: opts.python,
+    roots: project.roots,
+    file: m.classRef.file,
+    cls: m.classRef.name,
+    ...(m.constructor ? { ctor: m.constructor } : {}),
+    timeoutMs: opts.timeoutMs,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
+  if (!res.ok) return res;
+  return {
+    ok: true,
+    model: {
+      root: res.root,
+      origin: `${m.className} built by PyTorch ${res.torch} (Python ${res.python}, ${opts.python}) on the meta device in ${res.seconds.toFixed(1)} s`,
+      staticParams: countParams(m.root),
+    },
+  };
+}
