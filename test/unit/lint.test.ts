@@ -9,7 +9,9 @@ import { lintFacts } from '../../src/core/lint/lint';
 import { RULES } from '../../src/core/lint/registry';
 import { toSarif } from '../../src/core/lint/sarif';
 import { DEFAULT_LINT_OPTIONS, type Finding, type LintOptions } from '../../src/core/lint/types';
-import { fixture, ROOT, scanSource } from './helpers';
+import { analyzeFacts } from '../../src/core/pipeline';
+import { Project } from '../../src/core/project/project';
+import { fixture, FIXTURES, grammar, ROOT, scanSource } from './helpers';
 
 process.env.FSDP_LENS_STRICT_RULES = '1';
 
@@ -323,5 +325,56 @@ describe('lint rules that check values', () => {
     const fsdp2 =
       'import torch\nfrom torch.distributed.fsdp import fully_shard\nfully_shard(model)\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n';
     assert.deepEqual(await lint(fsdp2), []);
+  });
+});
+
+describe('rules that need the model', () => {
+  async function lintWithModel(name: string) {
+    const text = fixture(`lint/${name}`);
+    const facts = await scanSource(text, path.join(FIXTURES, 'lint', name));
+    const project = new Project([path.join(FIXTURES, 'lint')], await grammar());
+    return analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } }).findings;
+  }
+
+  it('FSDP010: a transformer policy naming a class the model does not have', async () => {
+    const f = (await lintWithModel('fsdp010_bad.py')).filter((x) => x.rule === 'FSDP010');
+    assert.equal(f.length, 1);
+    assert.match(f[0]!.message, /GPT2Block is not a class of meta-llama\/Llama-3\.2-1B/);
+  });
+
+  it('FSDP011: a root below the model leaves the head outside every unit', async () => {
+    const f = (await lintWithModel('fsdp011_bad.py')).filter((x) => x.rule === 'FSDP011');
+    assert.equal(f.length, 1);
+    // Llama 3.1 8B's untied head: 128,256 x 4,096 parameters outside model.model.
+    assert.match(f[0]!.message, /^525,336,576 parameters \(lm_head\) are in no FSDP unit/);
+  });
+
+  it('FSDP012: fully_shard on a ModuleList', async () => {
+    const f = (await lintWithModel('fsdp012_bad.py')).filter((x) => x.rule === 'FSDP012');
+    assert.equal(f.length, 1);
+    assert.match(f[0]!.message, /is a ModuleList, which has no forward/);
+  });
+
+  it('FSDP013: the tied embedding in one unit, the head in another', async () => {
+    const f = (await lintWithModel('fsdp013_bad.py')).filter((x) => x.rule === 'FSDP013');
+    assert.equal(f.length, 1);
+    assert.match(f[0]!.message, /lm_head\.weight is tied to model\.embed_tokens\.weight/);
+  });
+
+  it('FSDP014: one unit with fp32 and bf16 trainable parameters', async () => {
+    const f = (await lintWithModel('fsdp014_bad.py')).filter((x) => x.rule === 'FSDP014');
+    assert.equal(f.length, 1);
+    assert.match(f[0]!.message, /mixes trainable parameters of float32 and bfloat16/);
+  });
+
+  it('stays quiet on correct scripts', async () => {
+    for (const name of ['fsdp001_good.py', 'fsdp003_good.py', 'fsdp004_good.py', 'fsdp008_good.py']) {
+      const f = (await lintWithModel(name)).filter((x) => Number(x.rule.slice(4)) >= 10);
+      assert.deepEqual(
+        f.map((x) => x.rule),
+        [],
+        name,
+      );
+    }
   });
 });

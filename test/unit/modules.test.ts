@@ -209,3 +209,35 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
     },
   );
 });
+
+describe('project settings: pyproject.toml, launch files, precedence', () => {
+  it('reads [tool.fsdp-lens] and a torchrun line that launches the script', async () => {
+    const { p, facts: f } = await facts('settings', 'train.py');
+    const r = estimateFile(f, { project: p, settings: { worldSize: 64, seqLen: 2048 } });
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const a = (k: string) => r.estimate.assumptions.find((x) => x.key === k)!;
+    assert.equal(r.estimate.model.name, 'meta-llama/Llama-3.2-1B');
+    assert.equal(a('model').source.kind, 'pyproject');
+    assert.equal(r.estimate.setup.gpu, 'h200-141gb');
+    assert.equal(a('gpu').source.kind, 'pyproject');
+    assert.equal(r.estimate.setup.microBatch, 4);
+    assert.deepEqual(r.estimate.setup.checkpointing, 'full');
+    // torchrun --nnodes 2 --nproc_per_node=4 train.py (a continued line in scripts/run.sh)
+    assert.equal(r.estimate.setup.worldSize, 8);
+    assert.equal(r.estimate.setup.gpusPerNode, 4);
+    assert.deepEqual(a('worldSize').source, { kind: 'launch', detail: 'scripts/run.sh:3' });
+    // The editor setting is below all of them; sequence length comes from it.
+    assert.equal(r.estimate.setup.seqLen, 2048);
+    assert.equal(a('seqLen').source.kind, 'setting');
+  });
+
+  it('an annotation beats pyproject.toml; SLURM node counts reach the launch layer', async () => {
+    const { p, facts: f } = await facts('settings', 'annotated.py');
+    const r = estimateFile(f, { project: p });
+    assert.ok(r.ok);
+    assert.equal(r.estimate.setup.microBatch, 2);
+    assert.equal(r.estimate.assumptions.find((x) => x.key === 'microBatch')!.source.kind, 'annotation');
+    // #SBATCH --nodes=4 with torchrun --nproc_per_node 8 (its --nnodes is a shell variable): 32 GPUs.
+    assert.equal(r.estimate.setup.worldSize, 32);
+  });
+});

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { scanText } from '../../core/analysis/input';
-import { lintFacts } from '../../core/lint/lint';
+import { analyzeFacts } from '../../core/pipeline';
+import { findProjectRoot, Project } from '../../core/project/project';
 import { RULES, ruleById } from '../../core/lint/registry';
 import { toSarif, type FileFindings } from '../../core/lint/sarif';
 import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '../../core/lint/types';
@@ -45,6 +46,7 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
   let bad = missing.length > 0;
   for (const m of missing) io.err.write(`fsdp-lens: ${m}: no such file or directory\n`);
   const grammar = await loadPython();
+  const projects = new Map<string, Project>();
   const results: (FileFindings & { path: string })[] = [];
   for (const file of files) {
     const read = readPythonFile(file);
@@ -53,8 +55,13 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
       bad = true;
       continue;
     }
-    const facts = scanText(grammar, file, read.text);
-    const findings = lintFacts({ facts, text: read.text, options });
+    const facts = scanText(grammar, path.resolve(file), read.text);
+    const root = findProjectRoot(file);
+    if (!projects.has(root)) projects.set(root, new Project([root], grammar));
+    const { findings } = analyzeFacts(facts, read.text, {
+      lint: options,
+      estimate: { project: projects.get(root)! },
+    });
     results.push({
       path: file,
       uri: path.relative(process.cwd(), path.resolve(file)).split(path.sep).join('/'),

@@ -92,6 +92,8 @@ export interface UnitEstimate {
   shard: { params: number; grads: number; optimizer: number };
   residency: Residency;
   offload: boolean;
+  /** Original dtypes of the unit's trainable parameters (FSDP2 requires one). */
+  trainableDtypes: DType[];
   /** Collectives of this unit in one micro-batch. */
   traffic: Traffic & { forwardAllGatherBytes: number; backwardAllGatherBytes: number };
   /** Seconds on the link and of compute, per micro-batch. */
@@ -330,6 +332,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       shard: { params: paramShard, grads: gradShard, optimizer: optShard },
       residency,
       offload: u.offload,
+      trainableDtypes: [...new Set(u.groups.filter((g) => g.trainable).map((g) => g.dtype))],
       traffic,
       time: {
         forwardGather: agBytes / bw(shardLink),

@@ -7,6 +7,11 @@ import { reshardIntDivisor } from './rules/fsdp006-reshard-int-divisor';
 import { unusedMixedPrecision } from './rules/fsdp007-unused-mixed-precision';
 import { wrapNeverRuns } from './rules/fsdp008-wrap-never-runs';
 import { fsdp1ClipGradNorm } from './rules/fsdp009-fsdp1-clip-grad-norm';
+import { policyWrapsNothing } from './rules/fsdp010-policy-wraps-nothing';
+import { paramsOutsideUnits } from './rules/fsdp011-params-outside-units';
+import { containerWrap } from './rules/fsdp012-container-wrap';
+import { tiedSplit } from './rules/fsdp013-tied-split';
+import { mixedDtypes } from './rules/fsdp014-mixed-dtypes';
 import type { Rule } from './types';
 
 /** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
@@ -20,6 +25,11 @@ export const RULES: readonly Rule[] = [
   unusedMixedPrecision,
   wrapNeverRuns,
   fsdp1ClipGradNorm,
+  policyWrapsNothing,
+  paramsOutsideUnits,
+  containerWrap,
+  tiedSplit,
+  mixedDtypes,
 ];
 
 export function ruleById(id: string): Rule | undefined {

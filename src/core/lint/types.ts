@@ -1,4 +1,6 @@
 import type { FileFacts } from '../analysis/facts';
+import type { Estimate } from '../estimator/estimate';
+import type { ModuleNode } from '../model/tree';
 import type { Range } from '../parsing/source';
 
 export type Severity = 'error' | 'warning' | 'info' | 'hint';
@@ -42,6 +44,8 @@ export interface RuleContext {
   facts: FileFacts;
   text: string;
   options: LintOptions;
+  /** The estimate of the file, when the model is known: rules about the model read it. */
+  model?: { estimate: Estimate; root: ModuleNode };
 }
 
 /** A draft finding: the runner adds the rule id, the severity in force and the suppression fix. */

@@ -1461,6 +1461,7 @@ export function toModuleTree(m: ModV): { root: ModuleNode; unknownParams: string
         shape: t.shape,
         numel: numelOf(t.shape),
         trainable: t.trainable,
+        ...(t.dtype !== 'float32' ? { dtype: t.dtype } : {}),
         ...(tied ? { tiedTo: tied } : {}),
       });
       if (!tied) seen.set(t, full);

@@ -12,10 +12,12 @@ import { isDType, type DType } from '../model/tree';
 import { planFromFacts } from './plan';
 import { modelFromClass, modelFromScript } from '../modules/resolveModel';
 import type { Project } from '../project/project';
+import { launchLayer, pyprojectLayer, SETTING_KEYS } from '../project/settings';
 import type { ExactModel } from '../exact/exact';
 import { countParams } from '../model/tree';
 import { inferShapeFromTree as staticShape } from '../modules/resolveModel';
-import { PARSE, resolveSetup, type Layer, type SetupValues } from './setup';
+import { parseSetupValue, resolveSetup, type Layer, type SetupValues } from './setup';
+export { parseSetupValue };
 
 /** Where the model comes from when the caller names it (a flag or a setting). */
 export interface ModelChoice {
@@ -64,19 +66,24 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   const file = path.basename(facts.path);
   const annotation = annotationLayer(facts, file);
   if ('error' in annotation) return { ok: false, reason: annotation.error };
-  const model = resolveModel(facts, file, opts, annotation.model);
+  const root0 = opts.project?.roots[0];
+  const pyproject = opts.project && root0 ? pyprojectLayer(opts.project.fs, facts.path, root0) : undefined;
+  const launch = opts.project && root0 ? launchLayer(opts.project.fs, root0, facts.path) : undefined;
+  const model = resolveModel(facts, file, opts, annotation.model, pyproject?.model);
   if ('reason' in model) return { ok: false, reason: model.reason, hint: model.hint };
   const layers: Layer[] = [];
   if (opts.flags) layers.push({ source: { kind: 'flag' }, values: opts.flags.values });
   layers.push(annotation.layer);
   layers.push(detectedLayer(facts, file));
+  if (pyproject) layers.push(pyproject.layer);
+  if (launch) layers.push(launch);
   if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
   const ft = opts.flags?.fineTune
     ? { ft: opts.flags.fineTune, source: { kind: 'flag' } as Source }
     : detectFineTune(facts, file);
   const root = ft ? applyFineTune(model.loaded.root, ft.ft) : model.loaded.root;
   const plan = planFromFacts(facts, root, model.loaded.shape, file);
-  plan.notes.unshift(...model.notes);
+  plan.notes.unshift(...model.notes, ...(pyproject?.problems ?? []));
   const { setup, assumptions } = resolveSetup(layers);
   // HYBRID_SHARD shards within a node and replicates across nodes, unless a mesh or flag says otherwise.
   if ((plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2') && setup.replicas === 1) {
@@ -143,6 +150,7 @@ function resolveModel(
   file: string,
   opts: AnalyzeOptions,
   annotated: ModelChoice | undefined,
+  projectModel?: ModelChoice,
 ): { loaded: LoadedModel; source: Source; notes: string[] } | { reason: string; hint?: string } {
   const cache = opts.hubCache ?? hfHubCache();
   const candidates: ModelChoice[] = [];
@@ -154,6 +162,7 @@ function resolveModel(
       id: pretrained.pretrained,
       source: { kind: 'detected', detail: `${file}:${pretrained.line}` },
     });
+  if (projectModel) candidates.push(projectModel);
   if (opts.project && (facts.calls.length || facts.models.length))
     candidates.push({
       code: true,
@@ -227,59 +236,6 @@ function resolveModel(
   };
 }
 
-const ANNOTATION_KEYS: Record<string, keyof SetupValues | 'model' | 'config'> = {
-  world_size: 'worldSize',
-  nproc: 'worldSize',
-  gpus_per_node: 'gpusPerNode',
-  replicas: 'replicas',
-  gpu: 'gpu',
-  batch: 'microBatch',
-  micro_batch: 'microBatch',
-  seq: 'seqLen',
-  seq_len: 'seqLen',
-  grad_accum: 'gradAccum',
-  ac: 'checkpointing',
-  checkpointing: 'checkpointing',
-  optimizer: 'optimizer',
-  param_dtype: 'paramDtype',
-  reduce_dtype: 'reduceDtype',
-  master_dtype: 'masterDtype',
-  model: 'model',
-  config: 'config',
-};
-
-/** Parses one `key=value` input as flags and annotations write it. */
-export function parseSetupValue(
-  key: keyof SetupValues,
-  raw: string,
-  name: string,
-): SetupValues[keyof SetupValues] {
-  switch (key) {
-    case 'worldSize':
-    case 'gpusPerNode':
-    case 'replicas':
-    case 'microBatch':
-    case 'seqLen':
-    case 'gradAccum':
-      return PARSE.positiveInt(name, raw);
-    case 'gpu':
-      return PARSE.gpu(name, raw);
-    case 'checkpointing':
-      return PARSE.checkpointing(name, raw);
-    case 'optimizer':
-      return PARSE.optimizer(name, raw);
-    case 'paramDtype':
-    case 'reduceDtype':
-    case 'masterDtype':
-      return PARSE.dtype(name, raw);
-    case 'linkEfficiency':
-    case 'mfu':
-      return PARSE.fraction(name, raw);
-    default:
-      throw new Error(`${name} cannot be set here`);
-  }
-}
-
 /** `# fsdp: key=value ...` comments of the file. */
 function annotationLayer(
   facts: FileFacts,
@@ -291,7 +247,7 @@ function annotationLayer(
   for (const a of facts.annotations) {
     const where = `# fsdp: at ${file}:${a.line}`;
     for (const [k, raw] of Object.entries(a.values)) {
-      const key = ANNOTATION_KEYS[k];
+      const key = k === 'model' || k === 'config' ? k : SETTING_KEYS[k];
       if (!key) continue; // Unknown keys are reported by the annotation lint rule, not fatal here.
       if (key === 'model' || key === 'config') {
         const source: Source = { kind: 'annotation', detail: where };

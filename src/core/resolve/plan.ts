@@ -7,7 +7,12 @@ import type { Plan, ReshardAfterForward, UnitPlan } from '../estimator/types';
 import { defaultUnits, matchModules, unitsFromPolicy } from '../estimator/units';
 
 /** The path of the variable that holds the model (`model`, `self.model`), from the root wrap or the units' base. */
-export function modelVariable(calls: WrapCall[]): string[] | null {
+export function modelVariable(calls: WrapCall[], modelVariables: string[] = []): string[] | null {
+  // The variable a model is constructed into, when the wrapped paths start with it (`model.model.layers`).
+  for (const v of modelVariables) {
+    const parts = v.split('.');
+    if (calls.some((c) => c.paths.some((p) => parts.every((s, i) => p[i] === s)))) return parts;
+  }
   const root = calls.find((c) => c.isRoot && c.paths.length === 1);
   if (root?.paths[0]) return root.paths[0];
   const p = calls.find((c) => c.paths[0]?.length)?.paths[0];
@@ -68,7 +73,11 @@ export function planFromFacts(
     };
   }
   const fsdp2 = calls.some((c) => c.api === 'fully_shard');
-  const prefix = modelVariable(calls) ?? [];
+  const prefix =
+    modelVariable(
+      calls,
+      facts.models.map((m) => m.variable).filter((v): v is string => !!v),
+    ) ?? [];
   const units: UnitPlan[] = [];
   const ordered = [...calls].sort((a, b) => a.line - b.line);
   let strategy: ShardingStrategyName = 'FULL_SHARD';

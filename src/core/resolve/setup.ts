@@ -186,3 +186,35 @@ export const PARSE = {
     return n;
   },
 };
+
+/** Parses one `key=value` input as flags and annotations write it. */
+export function parseSetupValue(
+  key: keyof SetupValues,
+  raw: string,
+  name: string,
+): SetupValues[keyof SetupValues] {
+  switch (key) {
+    case 'worldSize':
+    case 'gpusPerNode':
+    case 'replicas':
+    case 'microBatch':
+    case 'seqLen':
+    case 'gradAccum':
+      return PARSE.positiveInt(name, raw);
+    case 'gpu':
+      return PARSE.gpu(name, raw);
+    case 'checkpointing':
+      return PARSE.checkpointing(name, raw);
+    case 'optimizer':
+      return PARSE.optimizer(name, raw);
+    case 'paramDtype':
+    case 'reduceDtype':
+    case 'masterDtype':
+      return PARSE.dtype(name, raw);
+    case 'linkEfficiency':
+    case 'mfu':
+      return PARSE.fraction(name, raw);
+    default:
+      throw new Error(`${name} cannot be set here`);
+  }
+}

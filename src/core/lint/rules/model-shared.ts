@@ -1,0 +1,24 @@
+import type { WrapCall } from '../../analysis/facts';
+import type { Estimate, UnitEstimate } from '../../estimator/estimate';
+
+/** The wrap call that created a unit (units record the line of their call). */
+export function callOfUnit(calls: WrapCall[], u: UnitEstimate): WrapCall | undefined {
+  const line = Number(/:(\d+)$/.exec(u.origin)?.[1]);
+  return calls.find((c) => c.line === line);
+}
+
+/** The innermost unit whose modules contain the module at `path`. */
+export function unitOfModule(e: Estimate, path: string): UnitEstimate | undefined {
+  let best: UnitEstimate | undefined;
+  let depth = -1;
+  for (const u of e.units)
+    for (const m of u.modules) {
+      const inside = m === '' || path === m || path.startsWith(`${m}.`);
+      const d = m === '' ? 0 : m.split('.').length;
+      if (inside && d > depth) {
+        best = u;
+        depth = d;
+      }
+    }
+  return best;
+}
