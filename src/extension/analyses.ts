@@ -1,10 +1,11 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { emptyFacts, type FileFacts } from '../core/analysis/facts';
-import { lintFacts } from '../core/lint/lint';
+import { analyzeFacts } from '../core/pipeline';
+import type { WorkspaceProjects } from './projects';
 import type { Finding } from '../core/lint/types';
 import type { ByteUnits } from '../core/estimator/format';
-import { estimateFile, type EstimateResult, type ModelChoice } from '../core/resolve/analyze';
+import type { EstimateResult, ModelChoice } from '../core/resolve/analyze';
 import { checkTextSize } from '../core/analysis/input';
 import { scanFile } from '../core/analysis/scan';
 import { ParsedDocument } from '../core/parsing/document';
@@ -52,6 +53,15 @@ export class DocumentAnalyses implements vscode.Disposable {
   /** Fires when a newer analysis of a document is available. */
   readonly onDidAnalyze = this.changed.event;
 
+  /** Projects of the workspace (set once the grammar is loaded). */
+  projects?: WorkspaceProjects;
+  private grammarLoaded?: PythonGrammar;
+
+  /** The grammar, once loaded (projects parse imported files with it). */
+  loadedGrammar(): PythonGrammar | undefined {
+    return this.grammarLoaded;
+  }
+
   constructor(private readonly wasmDir: string) {
     this.disposables.push(
       vscode.workspace.onDidChangeTextDocument((e) => this.onChange(e)),
@@ -61,7 +71,7 @@ export class DocumentAnalyses implements vscode.Disposable {
   }
 
   private loadGrammar(): Promise<PythonGrammar> {
-    this.grammar ??= loadPython(this.wasmDir);
+    this.grammar ??= loadPython(this.wasmDir).then((g) => (this.grammarLoaded = g));
     return this.grammar;
   }
 
@@ -147,15 +157,33 @@ export class DocumentAnalyses implements vscode.Disposable {
     }
     const tree = entry.doc.parse(text, document.version);
     const facts = scanFile(entry.doc.grammar, new SourceFile(document.uri.fsPath || uri, text, tree));
-    const findings = settings.lint.enabled ? lintFacts({ facts, text, options: settings.lint }) : [];
-    const estimate = facts.calls.length || facts.models.length ? estimateFor(facts, settings) : undefined;
+    const project = this.projects?.forDocument(document.uri);
+    const m = settings.model;
+    const fallbackModel: ModelChoice | undefined = m
+      ? {
+          ...(m.endsWith('.json') || m.includes(path.sep) ? { config: m } : { id: m }),
+          source: { kind: 'setting', detail: 'fsdpLens.model' },
+        }
+      : undefined;
+    const choice = this.projects?.modelChoice(document.uri);
+    const exactModel = this.projects?.exactModel(document.uri);
+    const a = analyzeFacts(facts, text, {
+      lint: settings.lint.enabled ? settings.lint : null,
+      estimate: {
+        settings: settings.estimate,
+        ...(fallbackModel ? { fallbackModel } : {}),
+        ...(project ? { project } : {}),
+        ...(choice ? { modelChoice: choice } : {}),
+        ...(exactModel ? { exactModel } : {}),
+      },
+    });
     return {
       uri,
       version: document.version,
       facts,
-      findings,
+      findings: a.findings,
       units: settings.units,
-      ...(estimate ? { estimate } : {}),
+      ...(a.estimate ? { estimate: a.estimate } : {}),
     };
   }
 
@@ -223,20 +251,4 @@ function race<T>(p: Promise<T>, token?: vscode.CancellationToken): Promise<T | u
       },
     );
   });
-}
-
-/** The estimate of a scanned document; the model setting applies only when the file names none itself. */
-function estimateFor(facts: FileFacts, settings: ReturnType<typeof readSettings>): EstimateResult {
-  const m = settings.model;
-  const fallbackModel: ModelChoice | undefined = m
-    ? {
-        ...(m.endsWith('.json') || m.includes(path.sep) ? { config: m } : { id: m }),
-        source: { kind: 'setting', detail: 'fsdpLens.model' },
-      }
-    : undefined;
-  try {
-    return estimateFile(facts, { settings: settings.estimate, ...(fallbackModel ? { fallbackModel } : {}) });
-  } catch (e) {
-    return { ok: false, reason: `the estimate failed: ${e instanceof Error ? e.message : String(e)}` };
-  }
 }

@@ -1,4 +1,6 @@
 /** Every command the extension contributes, in one table (ids match package.json). */
 export const COMMANDS = {
   estimateFootprint: 'fsdpLens.estimateFootprint',
+  measureExactly: 'fsdpLens.measureExactly',
+  chooseModel: 'fsdpLens.chooseModel',
 } as const;

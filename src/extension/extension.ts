@@ -4,6 +4,8 @@ import { FixProvider } from './codeActions';
 import { WrapCodeLensProvider } from './codeLens';
 import { COMMANDS } from './commands';
 import { Diagnostics } from './diagnostics';
+import { chooseModel, measureExactly } from './modelCommands';
+import { WorkspaceProjects } from './projects';
 import { FootprintPanel, PANEL_VIEW_TYPE, panelData } from './panel';
 import { SECTION } from './settings';
 
@@ -17,7 +19,10 @@ const PYTHON: vscode.DocumentSelector = [
 export function activate(context: vscode.ExtensionContext): void {
   const wasmDir = vscode.Uri.joinPath(context.extensionUri, 'dist').fsPath;
   const analyses = new DocumentAnalyses(wasmDir);
+  const projects = new WorkspaceProjects(() => analyses.loadedGrammar(), context.workspaceState);
+  analyses.projects = projects;
   const lenses = new WrapCodeLensProvider(analyses);
+  let refresh: ReturnType<typeof setTimeout> | undefined;
 
   context.subscriptions.push(
     analyses,
@@ -27,6 +32,22 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(COMMANDS.estimateFootprint, (uri?: vscode.Uri, unit?: number) =>
       estimateFootprint(context, analyses, uri, unit),
     ),
+    projects,
+    vscode.commands.registerCommand(COMMANDS.measureExactly, (uri?: vscode.Uri) =>
+      measureExactly(analyses, projects, uri),
+    ),
+    vscode.commands.registerCommand(COMMANDS.chooseModel, (uri?: vscode.Uri) =>
+      chooseModel(analyses, projects, uri),
+    ),
+    // A project file changed (an imported model, pyproject.toml, a launch script): re-analyse open scripts.
+    projects.onDidChange(() => {
+      if (refresh) clearTimeout(refresh);
+      refresh = setTimeout(() => {
+        analyses.invalidate();
+        for (const doc of vscode.workspace.textDocuments)
+          if (doc.languageId === 'python') void analyses.analyze(doc);
+      }, 300);
+    }),
     vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPE, {
       async deserializeWebviewPanel(panel) {
         FootprintPanel.revive(panel, context.extensionUri);

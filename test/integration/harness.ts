@@ -144,8 +144,9 @@ export function prepareWorkspace(fixture: string, settings: Record<string, unkno
   const src = path.join(ROOT, 'test', 'fixtures', fixture);
   const dst = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-ws-'));
   fs.cpSync(src, dst, { recursive: true });
-  // The lint fixtures, for the quick-fix tests.
+  // The lint fixtures (quick-fix tests) and the model projects (static analysis and exact mode).
   fs.cpSync(path.join(ROOT, 'test', 'fixtures', 'lint'), path.join(dst, 'lint'), { recursive: true });
+  fs.cpSync(path.join(ROOT, 'test', 'fixtures', 'projects'), path.join(dst, 'projects'), { recursive: true });
   fs.mkdirSync(path.join(dst, '.vscode'), { recursive: true });
   fs.writeFileSync(
     path.join(dst, '.vscode', 'settings.json'),

@@ -113,6 +113,28 @@ export const CHECKS: Check[] = [
     },
   },
   {
+    name: 'annotation comments are highlighted',
+    async run(page, theme) {
+      await openFile(page, 'annotated.py');
+      const line = page.locator('.view-line', { hasText: 'fsdp: model=' }).first();
+      await line.waitFor({ timeout: 20_000 });
+      // The injection grammar gives `fsdp`, keys and values their own token classes within the comment.
+      const spans = await line
+        .locator('span > span')
+        .evaluateAll((els) => els.map((e) => ({ text: e.textContent ?? '', cls: e.className })));
+      const cls = (t: string) => spans.find((s) => s.text.includes(t))?.cls;
+      const comment = cls('#');
+      if (
+        !cls('fsdp') ||
+        cls('fsdp') === comment ||
+        cls('world_size') === comment ||
+        cls('world_size') === cls('16')
+      )
+        throw new Error(`annotation not highlighted: ${JSON.stringify(spans)}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `annotation-${theme}.png`) });
+    },
+  },
+  {
     name: 'Problems view shows a missing root wrap',
     async run(page, theme) {
       await openFile(page, 'missing_root_wrap.py');

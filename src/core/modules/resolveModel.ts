@@ -385,3 +385,25 @@ function pyLiteral(v: V, depth = 0): string | undefined {
 }
 
 export { enclosingFunction, parameterOf };
+
+/** The nn.Module classes defined in the project (for the user to choose from), as `file:Class`, bounded. */
+export function moduleClasses(project: Project, max = 500): { file: string; name: string }[] {
+  const out: { file: string; name: string }[] = [];
+  const interp = new Interpreter(project);
+  for (const file of project.pythonFiles()) {
+    const text = project.fs.readFile(file);
+    if (!text || !/\bclass\s+\w+\s*\(/.test(text)) continue;
+    const f = project.file(file);
+    if (!f) continue;
+    for (const [name] of f.classes) {
+      try {
+        const v = interp.moduleName(f, name);
+        if (v.k === 'cls' && interp.isModuleClass(v)) out.push({ file, name });
+      } catch {
+        // A class whose bases cannot be read is skipped.
+      }
+      if (out.length >= max) return out;
+    }
+  }
+  return out;
+}

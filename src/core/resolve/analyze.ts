@@ -163,6 +163,13 @@ function resolveModel(
       source: { kind: 'detected', detail: `${file}:${pretrained.line}` },
     });
   if (projectModel) candidates.push(projectModel);
+  // A class the user picked for this file (`path/to/model.py:Class`).
+  const picked = opts.modelChoice ? /^(.+\.py):([A-Za-z_]\w*)$/.exec(opts.modelChoice) : null;
+  if (picked)
+    candidates.push({
+      classRef: { file: picked[1]!, name: picked[2]! },
+      source: { kind: 'setting', detail: 'chosen with "FSDP: Choose the model"' },
+    });
   if (opts.project && (facts.calls.length || facts.models.length))
     candidates.push({
       code: true,

@@ -1,0 +1,138 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { exactForScript } from '../core/exact/exact';
+import { fmtCount } from '../core/estimator/format';
+import { countParams } from '../core/model/tree';
+import { modelFromScript, moduleClasses } from '../core/modules/resolveModel';
+import type { DocumentAnalyses } from './analyses';
+import type { WorkspaceProjects } from './projects';
+import { SECTION } from './settings';
+
+/** The Python to run exact mode with: the setting, else the Python extension's interpreter, else `python3`. */
+export async function pythonFor(uri: vscode.Uri): Promise<{ python: string; from: string }> {
+  const configured = vscode.workspace.getConfiguration(SECTION, uri).get<string | null>('pythonPath', null);
+  if (configured?.trim()) return { python: configured.trim(), from: 'fsdpLens.pythonPath' };
+  const ext = vscode.extensions.getExtension<{
+    environments?: { getActiveEnvironmentPath(resource?: vscode.Uri): { path: string } };
+    settings?: { getExecutionDetails(resource?: vscode.Uri): { execCommand?: string[] } };
+  }>('ms-python.python');
+  if (ext) {
+    try {
+      const api = ext.isActive ? ext.exports : await ext.activate();
+      const env = api.environments?.getActiveEnvironmentPath(uri)?.path;
+      if (env) return { python: env, from: 'the Python extension' };
+      const exec = api.settings?.getExecutionDetails(uri)?.execCommand?.[0];
+      if (exec) return { python: exec, from: 'the Python extension' };
+    } catch {
+      // Fall back below.
+    }
+  }
+  return { python: 'python3', from: 'default (python3 on PATH)' };
+}
+
+function activePython(): vscode.TextDocument | undefined {
+  const d = vscode.window.activeTextEditor?.document;
+  return d?.languageId === 'python' ? d : undefined;
+}
+
+/** "FSDP: Measure model exactly with PyTorch": runs the model's code, so only in trusted workspaces. */
+export async function measureExactly(
+  analyses: DocumentAnalyses,
+  projects: WorkspaceProjects,
+  uri?: vscode.Uri,
+): Promise<void> {
+  if (!vscode.workspace.isTrusted) {
+    void vscode.window.showWarningMessage(
+      'Exact mode imports and runs your model code with PyTorch: trust this workspace to use it.',
+    );
+    return;
+  }
+  const doc = uri ? await vscode.workspace.openTextDocument(uri) : activePython();
+  if (!doc) {
+    void vscode.window.showInformationMessage('Open the Python script whose model you want to measure.');
+    return;
+  }
+  const project = projects.forDocument(doc.uri);
+  const analysis = await analyses.analyze(doc);
+  if (!project || !analysis) {
+    void vscode.window.showWarningMessage('Exact mode needs a file on disk in a workspace folder.');
+    return;
+  }
+  const { python, from } = await pythonFor(doc.uri);
+  const seconds = vscode.workspace.getConfiguration(SECTION, doc.uri).get<number>('exactTimeoutSeconds', 120);
+  const result = await vscode.window.withProgress(
+    {
+      location: vscode.ProgressLocation.Notification,
+      title: `FSDP: building the model with PyTorch (${path.basename(python)})…`,
+      cancellable: true,
+    },
+    (_progress, token) => {
+      const abort = new AbortController();
+      token.onCancellationRequested(() => abort.abort());
+      const choice = projects.modelChoice(doc.uri);
+      return exactForScript(project, analysis.facts, {
+        python,
+        timeoutMs: seconds * 1000,
+        signal: abort.signal,
+        ...(choice ? { choice } : {}),
+      });
+    },
+  );
+  if (!result.ok) {
+    if (result.error === 'cancelled') return;
+    void vscode.window.showErrorMessage(
+      `FSDP exact mode (${python}, from ${from}): ${result.error}${result.detail ? ` — ${result.detail}` : ''}`,
+    );
+    return;
+  }
+  projects.setExactModel(doc.uri, result.model);
+  analyses.invalidate();
+  await analyses.analyze(doc);
+  const measured = countParams(result.model.root);
+  const agree =
+    result.model.staticParams === measured
+      ? 'the same as the static reading'
+      : `the static reading found ${fmtCount(result.model.staticParams ?? 0)}`;
+  void vscode.window.showInformationMessage(
+    `FSDP: ${result.model.root.className} has ${fmtCount(measured)} parameters (${agree}). The estimate now uses the measured model.`,
+  );
+}
+
+/** "FSDP: Choose the model for this file": when the code allows several models, or none is found. */
+export async function chooseModel(
+  analyses: DocumentAnalyses,
+  projects: WorkspaceProjects,
+  uri?: vscode.Uri,
+): Promise<void> {
+  const doc = uri ? await vscode.workspace.openTextDocument(uri) : activePython();
+  if (!doc) return;
+  const project = projects.forDocument(doc.uri);
+  const analysis = await analyses.analyze(doc);
+  if (!project || !analysis) {
+    void vscode.window.showWarningMessage('Choosing a model needs a file on disk in a workspace folder.');
+    return;
+  }
+  const found = modelFromScript(project, analysis.facts);
+  const items: (vscode.QuickPickItem & { value: string })[] = [];
+  if (found.ok || found.candidates?.length) {
+    for (const c of found.ok ? found.candidates : (found.candidates ?? []))
+      items.push({ label: c, description: 'reaches this file through its callers', value: c });
+  }
+  for (const c of moduleClasses(project)) {
+    const rel = path.relative(project.roots[0] ?? '', c.file);
+    items.push({ label: c.name, description: rel, value: `${c.file}:${c.name}` });
+  }
+  if (!items.length) {
+    void vscode.window.showInformationMessage('No nn.Module classes were found in this workspace.');
+    return;
+  }
+  const pick = await vscode.window.showQuickPick(items, {
+    title: 'FSDP: the model this file trains',
+    placeHolder: found.ok ? `Now: ${found.model.className}` : found.reason,
+    matchOnDescription: true,
+  });
+  if (!pick) return;
+  await projects.setModelChoice(doc.uri, pick.value);
+  analyses.invalidate();
+  await analyses.analyze(doc);
+}

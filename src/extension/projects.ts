@@ -1,0 +1,101 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { ExactModel } from '../core/exact/exact';
+import type { PythonGrammar } from '../core/parsing/python';
+import { diskFS, Project, type ProjectFS } from '../core/project/project';
+
+/** Reads open documents from the editor (their unsaved text) and everything else from disk. */
+function editorFS(): ProjectFS {
+  const open = (file: string) =>
+    vscode.workspace.textDocuments.find((d) => d.uri.scheme === 'file' && d.uri.fsPath === file);
+  return {
+    readFile: (file) => open(file)?.getText() ?? diskFS.readFile(file),
+    version: (file) => {
+      const d = open(file);
+      return d ? `doc:${d.version}` : diskFS.version(file);
+    },
+    isDirectory: diskFS.isDirectory,
+    listDir: diskFS.listDir,
+  };
+}
+
+/**
+ * One project per workspace folder (imports resolve and callers are found there), kept in step with the files
+ * through a watcher; plus the model choices the user made and exact-mode measurements, per file.
+ */
+export class WorkspaceProjects implements vscode.Disposable {
+  private readonly projects = new Map<string, Project>();
+  private readonly exact = new Map<string, ExactModel>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** Fires when project files change (so open analyses can be refreshed). */
+  readonly onDidChange = this.changed.event;
+
+  constructor(
+    private readonly grammar: () => PythonGrammar | undefined,
+    private readonly state: vscode.Memento,
+  ) {
+    const watcher = vscode.workspace.createFileSystemWatcher(
+      '**/{*.py,pyproject.toml,*.sh,*.slurm,*.sbatch,launch.json}',
+    );
+    const touched = (uri: vscode.Uri) => {
+      for (const p of this.projects.values()) p.invalidate(uri.fsPath);
+      this.changed.fire();
+    };
+    this.disposables.push(
+      watcher,
+      watcher.onDidChange(touched),
+      watcher.onDidCreate(touched),
+      watcher.onDidDelete(touched),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => this.reset()),
+      this.changed,
+    );
+  }
+
+  /** The project of a document: its workspace folder, or its own folder outside any (file scheme only). */
+  forDocument(uri: vscode.Uri): Project | undefined {
+    if (uri.scheme !== 'file') return undefined;
+    const grammar = this.grammar();
+    if (!grammar) return undefined;
+    const folder = vscode.workspace.getWorkspaceFolder(uri);
+    const root = folder?.uri.scheme === 'file' ? folder.uri.fsPath : path.dirname(uri.fsPath);
+    let p = this.projects.get(root);
+    if (!p) {
+      p = new Project([root], grammar, editorFS());
+      this.projects.set(root, p);
+    }
+    return p;
+  }
+
+  /** The class the user picked for a file whose model can be several. */
+  modelChoice(uri: vscode.Uri): string | undefined {
+    return this.state.get<Record<string, string>>('fsdpLens.modelChoices', {})[uri.toString()];
+  }
+
+  async setModelChoice(uri: vscode.Uri, className: string): Promise<void> {
+    const all = {
+      ...this.state.get<Record<string, string>>('fsdpLens.modelChoices', {}),
+      [uri.toString()]: className,
+    };
+    await this.state.update('fsdpLens.modelChoices', all);
+  }
+
+  exactModel(uri: vscode.Uri): ExactModel | undefined {
+    return this.exact.get(uri.toString());
+  }
+
+  setExactModel(uri: vscode.Uri, m: ExactModel | undefined): void {
+    if (m) this.exact.set(uri.toString(), m);
+    else this.exact.delete(uri.toString());
+  }
+
+  private reset(): void {
+    for (const p of this.projects.values()) p.dispose();
+    this.projects.clear();
+  }
+
+  dispose(): void {
+    this.reset();
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,64 @@
+import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import { codeLenses, eventually, open } from './util';
+
+const PYTHON = process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
+
+function lensAt(lenses: vscode.CodeLens[], doc: vscode.TextDocument, needle: string): string {
+  const line = doc
+    .getText()
+    .split('\n')
+    .findIndex((l) => l.includes(needle));
+  return lenses.find((l) => l.range.start.line === line)?.command?.title ?? '';
+}
+
+describe('the model behind the wrap', () => {
+  it('reads a minimal GPT from its own code: exact parameters per unit in the lens', async () => {
+    const editor = await open('projects/gpt/train.py');
+    const lenses = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => l.length >= 2 && /units x/.test(l.map((x) => x.command?.title).join()),
+      'lenses with numbers',
+    );
+    // 6 blocks of 3,146,752 parameters (nanoGPT block, n_embd 512, no biases), 6.29 MB each in bf16.
+    assert.match(
+      lensAt(lenses, editor.document, 'fully_shard(block'),
+      /^FSDP2 6 units x 3\.15M params \(Block\) · 6\.29 MB gathered each/,
+    );
+    assert.match(lensAt(lenses, editor.document, 'fully_shard(model'), /^FSDP2 root · 7 units/);
+  });
+
+  it('follows apply_fsdp to its caller in another file (framework-style Llama)', async () => {
+    const editor = await open('projects/llama/parallelize.py');
+    const lenses = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => l.some((x) => /units x/.test(x.command?.title ?? '')),
+      'lenses with numbers',
+    );
+    assert.match(
+      lensAt(lenses, editor.document, 'fully_shard(transformer_block'),
+      /^FSDP2 32 units x 218M params \(TransformerBlock\) · 0\.436 GB gathered each/,
+    );
+  });
+
+  it('measures the model exactly with PyTorch and uses the measured model', async () => {
+    const config = vscode.workspace.getConfiguration('fsdpLens');
+    await config.update('pythonPath', PYTHON, vscode.ConfigurationTarget.Workspace);
+    try {
+      const editor = await open('projects/gpt/train.py');
+      await vscode.commands.executeCommand('fsdpLens.measureExactly');
+      // Same numbers as the static reading (they agree), now from PyTorch.
+      const lenses = await eventually(
+        () => codeLenses(editor.document.uri),
+        (l) => /6 units x 3\.15M params/.test(l.map((x) => x.command?.title).join()),
+        'lenses after measuring',
+        60_000,
+      );
+      assert.ok(lenses.length >= 2);
+      const ext = vscode.extensions.getExtension('fsdp-lens.fsdp-lens');
+      assert.ok(ext?.isActive);
+    } finally {
+      await config.update('pythonPath', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+});
