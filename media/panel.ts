@@ -1,102 +1,628 @@
-// The footprint panel's script: renders the data the extension posts. Every string is set as text, never as
-// HTML, so nothing from a user's file can inject markup.
-import { fmtBytes, fmtCount, fmtParams } from '../src/core/estimator/format';
-import type { PanelData } from '../src/core/report/panelData';
+// The footprint panel's script: draws the data the extension posts and sends back what the user changes. Every
+// number comes from the extension's estimate; nothing here computes a formula of its own.
+import '@vscode-elements/elements/dist/vscode-button/index.js';
+import '@vscode-elements/elements/dist/vscode-option/index.js';
+import '@vscode-elements/elements/dist/vscode-single-select/index.js';
+import '@vscode-elements/elements/dist/vscode-textfield/index.js';
+import type { Chart } from 'chart.js';
+import { fmtBytes, fmtCount, fmtParams, fmtSeconds } from '../src/core/estimator/format';
+import type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from '../src/core/report/panelData';
+import { granularityChart, memoryChart } from './charts';
+import { custom, el, section, table, type Cell } from './dom';
 
 interface VsCodeApi {
-  postMessage(msg: unknown): void;
+  postMessage(msg: PanelRequest): void;
   getState(): unknown;
   setState(state: unknown): void;
 }
 declare function acquireVsCodeApi(): VsCodeApi;
 
-const vscode = acquireVsCodeApi();
-const app = document.getElementById('app')!;
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  text?: string,
-  cls?: string,
-): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (text !== undefined) e.textContent = text;
-  if (cls) e.className = cls;
-  return e;
+/** What the webview keeps across reloads (VS Code hands it back to the panel serializer). */
+interface SavedState {
+  data: PanelData;
 }
 
-function table(headers: string[], rows: (string | number)[][], numeric: number[] = []): HTMLTableElement {
-  const t = el('table');
-  const head = el('tr');
-  for (const h of headers) head.append(el('th', h));
-  t.append(head);
-  for (const r of rows) {
-    const tr = el('tr');
-    r.forEach((c, i) => tr.append(el('td', String(c), numeric.includes(i) ? 'num' : undefined)));
-    t.append(tr);
+const vscode = acquireVsCodeApi();
+const app = document.getElementById('app')!;
+const charts: Chart[] = [];
+let current: PanelData | undefined;
+
+type Estimate = NonNullable<PanelData['estimate']>;
+
+const post = (m: PanelRequest) => vscode.postMessage(m);
+
+function shortGpu(name: string): string {
+  return name.replace(/^NVIDIA (GeForce )?|^AMD Instinct /, '');
+}
+
+function phaseWords(at: Estimate['perGpu']['peakAt']): string {
+  if (!at) return '';
+  if (at.phase === 'optimizer') return 'in the optimizer step';
+  if (at.phase === 'loss') return 'at the loss (logits)';
+  return `in the ${at.phase} of ${at.unit || 'the root'}`;
+}
+
+function card(label: string, value: string, detail: string, cls = ''): HTMLElement {
+  const c = el('div', undefined, `card ${cls}`.trim());
+  c.append(el('div', label, 'card-label'), el('div', value, 'card-value'), el('div', detail, 'card-detail'));
+  return c;
+}
+
+function unitsOfCall(e: Estimate, line: number): Set<string> {
+  return new Set(e.units.filter((u) => u.origin.endsWith(`:${line}`)).map((u) => u.name));
+}
+
+function renderHeader(data: PanelData, e: Estimate | undefined): HTMLElement {
+  const h = el('header');
+  h.append(el('h1', `FSDP footprint · ${data.file.split(/[\\/]/).pop() ?? data.file}`));
+  if (!e) return h;
+  const api = e.plan.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${e.plan.strategy}`;
+  const mesh = e.mesh.hsdp
+    ? `${e.mesh.worldSize} GPUs as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup}`
+    : `${e.mesh.worldSize} GPUs`;
+  h.append(
+    el(
+      'p',
+      `${e.model.name} · ${fmtCount(e.model.params)} parameters · ${api}, ${e.units.length} units · ${mesh} x ${e.gpu.name}`,
+      'lead',
+    ),
+  );
+  return h;
+}
+
+function renderSummary(data: PanelData, e: Estimate): HTMLElement {
+  const b = (n: number) => fmtBytes(n, data.units);
+  const mine = e.fit.find((f) => f.gpu === e.gpu.id);
+  const s = el('section', undefined, 'summary');
+  s.id = 'summary';
+  const verdict = el('p', undefined, `verdict ${mine?.fits ? 'fits' : 'no-fit'}`);
+  verdict.setAttribute('role', 'status');
+  verdict.textContent = mine
+    ? mine.fits
+      ? `Fits ${shortGpu(e.gpu.name)}: peak ${b(e.perGpu.peakBytes)} ${phaseWords(e.perGpu.peakAt)}, ${b(mine.headroomBytes)} to spare`
+      : `Does not fit ${shortGpu(e.gpu.name)}: peak ${b(e.perGpu.peakBytes)} ${phaseWords(e.perGpu.peakAt)}, ${b(-mine.headroomBytes)} short`
+    : `Peak ${b(e.perGpu.peakBytes)}`;
+  s.append(verdict);
+  const cards = el('div', undefined, 'cards');
+  const trainable =
+    e.model.trainableParams < e.model.params
+      ? `${fmtParams(e.model.trainableParams)} trainable`
+      : 'all trainable';
+  const traffic =
+    e.comms.perStep.allGatherBytes + e.comms.perStep.reduceScatterBytes + e.comms.perStep.allReduceBytes;
+  const c = e.comms.perStep.collectives;
+  const minCard = card(
+    'Smallest world size',
+    e.minGpus === null ? 'none' : `${e.minGpus} GPU${e.minGpus === 1 ? '' : 's'}`,
+    e.minGpus === null
+      ? 'more GPUs do not shrink activations: see What to change'
+      : `that fits ${shortGpu(e.gpu.name)}`,
+  );
+  if (e.minGpusReason) minCard.title = e.minGpusReason;
+  cards.append(
+    card('Parameters', fmtParams(e.model.params), trainable),
+    card(
+      'Per GPU, persistent',
+      b(e.perGpu.persistentBytes),
+      `model state ${b(e.perGpu.modelStateBytes)} of ${b(e.modelStateTotalBytes)} unsharded`,
+    ),
+    card(
+      'Peak per GPU',
+      b(e.perGpu.peakBytes),
+      phaseWords(e.perGpu.peakAt) || 'no activation model',
+      mine?.fits ? 'ok' : 'bad',
+    ),
+    card(
+      'Traffic per step',
+      b(traffic),
+      `${c.allGather + c.reduceScatter + c.allReduce} collectives per GPU`,
+    ),
+    minCard,
+  );
+  s.append(cards);
+  return s;
+}
+
+const controls = new Map<keyof WhatIfValues, HTMLElement & { value: string }>();
+let controlsBuiltFor = '';
+let pending: ReturnType<typeof setTimeout> | undefined;
+
+function readControls(): Partial<WhatIfValues> {
+  const num = (k: keyof WhatIfValues) => {
+    const n = Number(controls.get(k)?.value);
+    return Number.isFinite(n) && n >= 1 ? Math.floor(n) : undefined;
+  };
+  const str = (k: keyof WhatIfValues) => controls.get(k)?.value;
+  const v: Partial<WhatIfValues> = {};
+  const set = <K extends keyof WhatIfValues>(k: K, x: WhatIfValues[K] | undefined) => {
+    if (x !== undefined) v[k] = x;
+  };
+  set('worldSize', num('worldSize'));
+  set('gpusPerNode', num('gpusPerNode'));
+  set('microBatch', num('microBatch'));
+  set('seqLen', num('seqLen'));
+  set('blocksPerUnit', num('blocksPerUnit'));
+  set('gpu', str('gpu'));
+  set('checkpointing', str('checkpointing'));
+  set('strategy', str('strategy'));
+  return v;
+}
+
+function sendWhatIf(delay: number): void {
+  if (pending) clearTimeout(pending);
+  pending = setTimeout(() => post({ type: 'whatIf', values: readControls() }), delay);
+}
+
+function select(
+  key: keyof WhatIfValues,
+  label: string,
+  options: { value: string; label: string }[],
+): HTMLElement {
+  const wrap = el('label', undefined, 'control');
+  wrap.append(el('span', label));
+  const s = custom('vscode-single-select', { 'aria-label': label }) as HTMLElement & { value: string };
+  for (const o of options) s.append(custom('vscode-option', { value: o.value }, o.label));
+  s.addEventListener('change', () => sendWhatIf(0));
+  controls.set(key, s);
+  wrap.append(s);
+  return wrap;
+}
+
+function field(key: keyof WhatIfValues, label: string): HTMLElement {
+  const wrap = el('label', undefined, 'control');
+  wrap.append(el('span', label));
+  const f = custom('vscode-textfield', { type: 'number', min: '1', 'aria-label': label }) as HTMLElement & {
+    value: string;
+  };
+  f.addEventListener('input', () => sendWhatIf(400));
+  f.addEventListener('change', () => sendWhatIf(0));
+  controls.set(key, f);
+  wrap.append(f);
+  return wrap;
+}
+
+function checkpointingOptions(base: string): { value: string; label: string }[] {
+  const options = [
+    { value: 'none', label: 'none' },
+    { value: 'full', label: 'full (every block)' },
+    { value: 'every-2', label: 'every 2nd block' },
+    { value: 'selective', label: 'selective (attention)' },
+  ];
+  if (!options.some((o) => o.value === base)) options.push({ value: base, label: base.replace('-', ' ') });
+  return options;
+}
+
+/** The what-if controls: built once per panel (so typing keeps focus), their values refreshed on each update. */
+function renderControls(data: PanelData, host: HTMLElement): void {
+  const w = data.whatIf!;
+  const signature = JSON.stringify([w.gpus.map((g) => g.id), w.blockUnits, w.strategies]);
+  if (controlsBuiltFor !== signature) {
+    controls.clear();
+    host.replaceChildren();
+    const grid = el('div', undefined, 'controls');
+    const divisors: { value: string; label: string }[] = [];
+    for (let k = 1; k <= Math.max(1, w.blockUnits); k++)
+      if (w.blockUnits % k === 0 || k === 1)
+        divisors.push({ value: String(k), label: k === 1 ? '1 block (as planned)' : `${k} blocks` });
+    grid.append(
+      field('worldSize', 'World size'),
+      field('gpusPerNode', 'GPUs per node'),
+      select(
+        'gpu',
+        'GPU',
+        w.gpus.map((g) => ({ value: g.id, label: g.name })),
+      ),
+      field('microBatch', 'Micro-batch'),
+      field('seqLen', 'Sequence length'),
+      select('checkpointing', 'Activation checkpointing', checkpointingOptions(w.base.checkpointing)),
+      select(
+        'strategy',
+        'Sharding',
+        w.strategies.map((s) => ({ value: s, label: s })),
+      ),
+    );
+    if (w.blockUnits > 1) grid.append(select('blocksPerUnit', 'Unit granularity', divisors));
+    const reset = custom('vscode-button', { secondary: true }, 'Reset to the file');
+    reset.addEventListener('click', () => post({ type: 'reset' }));
+    const actions = el('div', undefined, 'control actions');
+    actions.append(reset);
+    grid.append(actions);
+    host.append(grid);
+    controlsBuiltFor = signature;
   }
-  return t;
+  for (const [k, c] of controls) {
+    if (document.activeElement === c) continue;
+    const v = String(w.values[k]);
+    if (c.value !== v) c.value = v;
+    c.classList.toggle('changed', String(w.base[k]) !== v);
+  }
+}
+
+function renderChart(data: PanelData, e: Estimate): HTMLElement {
+  const s = section('Memory over the step', 'memory');
+  if (!e.timeline.length) {
+    s.append(el('p', 'No timeline: the model has no block structure the activation model knows.', 'muted'));
+    return s;
+  }
+  const focusCall = data.focusUnit !== null ? data.calls[data.focusUnit] : undefined;
+  const focus = focusCall ? unitsOfCall(e, focusCall.line) : new Set<string>();
+  s.append(
+    el(
+      'p',
+      `Forward through the units, the loss, backward in reverse, then the optimizer step. The dashed line is what the ` +
+        `${shortGpu(e.gpu.name)} leaves for the peak after the allocator's reserve and the CUDA context.`,
+      'muted',
+    ),
+  );
+  const box = el('div', undefined, 'chart');
+  const canvas = el('canvas');
+  canvas.setAttribute('role', 'img');
+  canvas.setAttribute(
+    'aria-label',
+    `Memory per GPU over the step, peaking at ${fmtBytes(e.perGpu.peakBytes, data.units)} ${phaseWords(e.perGpu.peakAt)}`,
+  );
+  box.append(canvas);
+  s.append(box);
+  queueMicrotask(() => charts.push(memoryChart(canvas, e, data.units, focus)));
+  return s;
+}
+
+function renderAdvice(data: PanelData): HTMLElement {
+  const s = section('What to change', 'advice');
+  const b = (n: number) => fmtBytes(n, data.units);
+  for (const a of data.advice ?? []) {
+    const item = el('div', undefined, `advice ${a.level}`);
+    item.append(el('h3', a.title), el('p', a.detail));
+    if (a.options.length) {
+      item.append(
+        table(
+          ['Change', 'Peak / GPU', 'Fits', 'Traffic / step', 'Exposed transfer', ''],
+          a.options.map((o) => [
+            { text: o.label, cls: 'strong' },
+            b(o.peakBytes),
+            { text: o.fits ? 'yes' : 'no', cls: o.fits ? 'ok' : 'bad' },
+            b(o.trafficBytes),
+            fmtSeconds(o.exposedSeconds),
+            { text: o.note, cls: 'muted' },
+          ]),
+          { numeric: [1, 3, 4] },
+        ),
+      );
+      const tryable = a.options.filter((o) => o.whatIf);
+      if (tryable.length) {
+        const row = el('div', undefined, 'try');
+        for (const o of tryable) {
+          const btn = custom('vscode-button', { secondary: true }, `Try ${o.label}`);
+          btn.addEventListener('click', () =>
+            post({ type: 'whatIf', values: { ...readControls(), ...toValues(o.whatIf!) } }),
+          );
+          row.append(btn);
+        }
+        item.append(row);
+      }
+    }
+    s.append(item);
+  }
+  return s;
+}
+
+function toValues(w: NonNullable<NonNullable<PanelData['advice']>[number]['options'][number]['whatIf']>) {
+  const v: Partial<WhatIfValues> = {};
+  if (w.worldSize) v.worldSize = w.worldSize;
+  if (w.gpusPerNode) v.gpusPerNode = w.gpusPerNode;
+  if (w.gpu) v.gpu = w.gpu;
+  if (w.microBatch) v.microBatch = w.microBatch;
+  if (w.seqLen) v.seqLen = w.seqLen;
+  if (w.checkpointing)
+    v.checkpointing =
+      typeof w.checkpointing === 'object' ? `every-${w.checkpointing.everyN}` : w.checkpointing;
+  if (w.blocksPerUnit) v.blocksPerUnit = w.blocksPerUnit;
+  if (w.strategy) v.strategy = w.strategy;
+  return v;
+}
+
+function residencyWords(r: Estimate['units'][number]['residency']): string {
+  return r.kind === 'keep' ? 'kept to backward' : r.kind === 'slice' ? `keeps 1/${r.ranks}` : 'reshards';
+}
+
+type UnitRow = Estimate['units'][number];
+
+/** Consecutive units that are alike (the blocks of a loop) share one row. */
+function groupUnits(units: UnitRow[]): UnitRow[][] {
+  const key = (u: UnitRow) =>
+    JSON.stringify([
+      u.classNames,
+      u.params,
+      u.gatheredBytes,
+      u.shardBytes,
+      u.residency,
+      u.traffic,
+      u.origin,
+      u.isRoot,
+    ]);
+  const out: UnitRow[][] = [];
+  for (const u of units) {
+    const last = out[out.length - 1];
+    if (last && key(last[0]!) === key(u)) last.push(u);
+    else out.push([u]);
+  }
+  return out;
+}
+
+function renderUnits(data: PanelData, e: Estimate): HTMLElement {
+  const s = section('Units', 'units');
+  const b = (n: number) => fmtBytes(n, data.units);
+  const focusCall = data.focusUnit !== null ? data.calls[data.focusUnit] : undefined;
+  const focus = focusCall ? unitsOfCall(e, focusCall.line) : new Set<string>();
+  const peaks = e.perGpu.perUnitPeakBytes as Record<string, number>;
+  const groups = groupUnits(e.units);
+  const rows: Cell[][] = groups.map((g) => {
+    const u = g[0]!;
+    const c = u.traffic.collectives;
+    const unitPeaks = g.map((x) => peaks[x.name]).filter((p): p is number => p !== undefined);
+    const lo = Math.min(...unitPeaks);
+    const hi = Math.max(...unitPeaks);
+    const name =
+      g.length > 1 ? `${u.name} … ${g[g.length - 1]!.name} (${g.length} units)` : u.name || '(root)';
+    return [
+      {
+        text: name,
+        cls: 'code',
+        title: g
+          .flatMap((x) => x.modules)
+          .slice(0, 50)
+          .join('\n'),
+      },
+      u.classNames.join(', '),
+      fmtParams(u.params),
+      b(u.gatheredBytes),
+      b(u.shardBytes.params + u.shardBytes.grads + u.shardBytes.optimizer),
+      !unitPeaks.length ? '–' : lo === hi ? b(lo) : `${b(lo)} – ${b(hi)}`,
+      residencyWords(u.residency),
+      `${c.allGather} AG · ${c.reduceScatter} RS${c.allReduce ? ` · ${c.allReduce} AR` : ''}`,
+      b(u.traffic.allGatherBytes + u.traffic.reduceScatterBytes + u.traffic.allReduceBytes),
+      { text: g.length > 1 ? `${u.origin} (loop)` : u.origin, cls: 'muted' },
+    ];
+  });
+  if (e.unowned.params > 0)
+    rows.push([
+      { text: '(no unit)', cls: 'bad' },
+      e.unowned.modules.slice(0, 3).join(', '),
+      fmtParams(e.unowned.params),
+      '–',
+      b(e.unowned.bytes),
+      '–',
+      'replicated',
+      '–',
+      '–',
+      '',
+    ]);
+  const t = table(
+    [
+      'Unit',
+      'Classes',
+      'Params',
+      'Gathered',
+      'Shard state / GPU',
+      'Peak while it runs',
+      'After forward',
+      'Collectives / micro-batch',
+      'Traffic / micro-batch, each',
+      'Wrapped at',
+    ],
+    rows,
+    {
+      numeric: [2, 3, 4, 5, 8],
+      rowClass: (i) => (groups[i]?.some((u) => focus.has(u.name)) ? 'focus' : undefined),
+    },
+  );
+  const wrap = el('div', undefined, 'scroll');
+  wrap.append(t);
+  s.append(wrap);
+  if (focus.size) queueMicrotask(() => t.querySelector('tr.focus')?.scrollIntoView({ block: 'nearest' }));
+  return s;
+}
+
+function renderComms(data: PanelData, e: Estimate): HTMLElement {
+  const s = section('Collectives and time', 'comms');
+  const b = (n: number) => fmtBytes(n, data.units);
+  const compute = e.comms.seconds.compute;
+  s.append(
+    table(
+      ['Link', 'Carries', 'Collectives / step', 'Bytes / GPU', 'Time on link', 'Against compute'],
+      e.comms.links.map((l) => [
+        `${l.link.name} (${l.link.perDirectionGBs} GB/s each way)`,
+        l.role === 'shard group' ? 'all-gathers, reduce-scatters' : 'all-reduces across replicas',
+        l.collectives,
+        b(l.bytes),
+        fmtSeconds(l.seconds),
+        compute > 0 ? `${Math.round((100 * l.seconds) / compute)}% of ${fmtSeconds(compute)}` : '–',
+      ]),
+      { numeric: [2, 3, 4] },
+    ),
+  );
+  const exposed = e.comms.seconds.exposed;
+  s.append(
+    el(
+      'p',
+      exposed > 0.05 * compute
+        ? `About ${fmtSeconds(exposed)} per step of transfers cannot hide behind compute.`
+        : `Transfers hide behind compute (${fmtSeconds(exposed)} exposed per step).`,
+      exposed > 0.05 * compute ? 'notice' : 'muted',
+    ),
+  );
+  s.append(
+    table(
+      ['Traffic', 'Bytes / GPU / step', 'How'],
+      e.comms.traffic.terms.map((t) => [t.name, b(t.bytes), { text: t.formula, cls: 'muted' }]),
+      { numeric: [1] },
+    ),
+  );
+  s.append(
+    el(
+      'p',
+      `For reference: ZeRO-3 moves ${b(e.comms.zero3ReferenceBytes)}, plain data parallelism all-reduces ${b(e.comms.ddpAllReduceBytes)} per step.`,
+      'muted',
+    ),
+  );
+  return s;
+}
+
+function renderFit(data: PanelData, e: Estimate): HTMLElement {
+  const s = section('Which GPUs it fits', 'fit');
+  const m = data.fitMatrix!;
+  const b = (n: number) => fmtBytes(n, data.units);
+  const headers = ['GPU', ...m.worldSizes.map((n) => `${n}`), 'Smallest world size'];
+  const rows: Cell[][] = m.gpus.map((g) => [
+    { text: shortGpu(g.name), cls: g.id === e.gpu.id ? 'strong' : '' },
+    ...g.fits.map((f) => ({
+      text: f ? '✓' : '✗',
+      cls: f ? 'ok' : 'bad',
+      title: f ? 'fits' : 'does not fit',
+    })),
+    g.minGpus.worldSize === null
+      ? { text: 'none', title: g.minGpus.reason ?? '' }
+      : String(g.minGpus.worldSize),
+  ]);
+  rows.push([
+    { text: 'peak per GPU', cls: 'muted' },
+    ...m.peakBytes.map((p) => ({ text: b(p), cls: 'muted' })),
+    '',
+  ]);
+  const wrap = el('div', undefined, 'scroll');
+  wrap.append(
+    table(headers, rows, {
+      numeric: [...m.worldSizes.map((_, i) => i + 1), m.worldSizes.length + 1],
+      rowClass: (i) => (m.gpus[i]?.id === e.gpu.id ? 'current' : undefined),
+    }),
+  );
+  s.append(
+    el(
+      'p',
+      'Columns are world sizes (GPUs in all), at the current micro-batch, sequence and checkpointing.',
+      'muted',
+    ),
+  );
+  s.append(wrap);
+  return s;
+}
+
+function renderGranularity(data: PanelData): HTMLElement | undefined {
+  const g = data.granularity ?? [];
+  if (g.length < 2) return undefined;
+  const s = section('Unit granularity', 'granularity');
+  s.append(
+    el(
+      'p',
+      'Grouping consecutive blocks into one unit trades collectives (fewer, larger all-gathers) for a higher peak.',
+      'muted',
+    ),
+  );
+  const box = el('div', undefined, 'chart small');
+  const canvas = el('canvas');
+  canvas.setAttribute('role', 'img');
+  canvas.setAttribute('aria-label', 'Peak per GPU and collectives per step against blocks per unit');
+  box.append(canvas);
+  s.append(box);
+  queueMicrotask(() =>
+    charts.push(granularityChart(canvas, g, data.units, data.whatIf?.values.blocksPerUnit ?? 1)),
+  );
+  return s;
+}
+
+function renderAssumptions(e: Estimate): HTMLElement {
+  const s = section('Assumptions', 'assumptions');
+  const src = (a: Estimate['assumptions'][number]) => {
+    const d = a.source.detail ? `: ${a.source.detail}` : '';
+    return `${a.source.kind}${d}`;
+  };
+  s.append(
+    table(
+      ['Input', 'Value', 'From'],
+      e.assumptions.map((a) => [a.label, a.value, { text: src(a), cls: 'muted' }]),
+    ),
+  );
+  const actions = el('div', undefined, 'try');
+  const exact = custom('vscode-button', { secondary: true }, 'Measure the model exactly with PyTorch');
+  exact.addEventListener('click', () => post({ type: 'command', command: 'measureExactly' }));
+  const choose = custom('vscode-button', { secondary: true }, 'Choose the model');
+  choose.addEventListener('click', () => post({ type: 'command', command: 'chooseModel' }));
+  actions.append(exact, choose);
+  s.append(actions);
+  if (e.notes.length) {
+    const ul = el('ul', undefined, 'notes');
+    for (const n of e.notes) ul.append(el('li', n));
+    s.append(el('h3', 'Notes'), ul);
+  }
+  return s;
+}
+
+function renderCalls(data: PanelData): HTMLElement {
+  const s = section('Wrap calls', 'calls');
+  const t = table(
+    ['Line', 'Call', 'What it costs'],
+    data.calls.map((c) => [c.line, { text: `${c.api}(${c.target})`, cls: 'code' }, c.lens]),
+    { numeric: [0], rowClass: (i) => (i === data.focusUnit ? 'focus link' : 'link') },
+  );
+  t.querySelectorAll('tbody tr').forEach((tr, i) => {
+    const line = data.calls[i]!.line;
+    tr.addEventListener('click', () => post({ type: 'reveal', line }));
+    tr.setAttribute('title', `Go to line ${line}`);
+  });
+  s.append(t);
+  return s;
 }
 
 function render(data: PanelData): void {
-  app.replaceChildren();
-  app.append(el('h1', data.file.split(/[\\/]/).pop() ?? data.file));
-  if (data.notice) app.append(el('p', data.notice, 'notice'));
-  const b = (n: number) => fmtBytes(n, data.units);
+  current = data;
+  for (const c of charts.splice(0)) c.destroy();
+  const controlsHost = document.getElementById('controls') ?? el('section');
+  controlsHost.id = 'controls';
+  controlsHost.className = 'whatif';
   const e = data.estimate;
+  const parts: HTMLElement[] = [renderHeader(data, e)];
+  if (data.notice) parts.push(el('p', data.notice, 'notice'));
   if (e) {
-    const summary = el('section', undefined, 'summary');
-    summary.append(
-      el(
-        'p',
-        `${e.model.name} · ${fmtCount(e.model.params)} parameters (${fmtParams(e.model.params)})`,
-        'lead',
-      ),
-      el('p', `Per GPU: ${b(e.perGpu.persistentBytes)} persistent (${e.mesh.worldSize} x ${e.gpu.name})`),
-      el(
-        'p',
-        `Traffic per step: ${b(e.comms.perStep.allGatherBytes + e.comms.perStep.reduceScatterBytes + e.comms.perStep.allReduceBytes)} per GPU`,
-      ),
+    parts.push(renderSummary(data, e));
+    renderControls(data, controlsHost);
+    parts.push(
+      controlsHost,
+      renderChart(data, e),
+      renderAdvice(data),
+      renderUnits(data, e),
+      renderComms(data, e),
     );
-    app.append(summary);
+    parts.push(renderFit(data, e));
+    const g = renderGranularity(data);
+    if (g) parts.push(g);
+    parts.push(renderAssumptions(e));
   } else if (data.noEstimate) {
-    app.append(el('p', `No estimate: ${data.noEstimate.reason}.`, 'notice'));
-    if (data.noEstimate.hint) app.append(el('p', data.noEstimate.hint, 'muted'));
+    parts.push(el('p', `No estimate: ${data.noEstimate.reason}.`, 'notice'));
+    if (data.noEstimate.hint) parts.push(el('p', data.noEstimate.hint, 'muted'));
+    const choose = custom('vscode-button', {}, 'Choose the model');
+    choose.addEventListener('click', () => post({ type: 'command', command: 'chooseModel' }));
+    parts.push(choose);
   }
-  if (!data.calls.length) {
-    app.append(el('p', 'No fully_shard / FSDP wrap calls found in this file.', 'muted'));
-    return;
-  }
-  app.append(el('h2', 'Wrap calls'));
-  const calls = table(
-    ['Line', 'Call', 'What it costs'],
-    data.calls.map((c) => [c.line, `${c.api}(${c.target})`, c.lens]),
-    [0],
-  );
-  if (data.focusUnit !== null) calls.rows[data.focusUnit + 1]?.classList.add('focus');
-  app.append(calls);
-  if (e) {
-    app.append(el('h2', 'Units'));
-    app.append(
-      table(
-        ['Unit', 'Params', 'Gathered', 'Shard state / GPU'],
-        e.units.map((u) => [
-          u.name,
-          fmtParams(u.params),
-          b(u.gatheredBytes),
-          b(u.shardBytes.params + u.shardBytes.grads + u.shardBytes.optimizer),
-        ]),
-        [1, 2, 3],
-      ),
-    );
-  }
+  if (data.calls.length) parts.push(renderCalls(data));
+  else parts.push(el('p', 'No fully_shard / FSDP wrap calls found in this file.', 'muted'));
+  app.replaceChildren(...parts);
+  app.dataset.peakBytes = e ? String(e.perGpu.peakBytes) : '';
 }
 
-window.addEventListener('message', (e: MessageEvent<{ type: string; data: PanelData }>) => {
-  if (e.data?.type === 'update') {
-    vscode.setState(e.data.data);
-    render(e.data.data);
+window.addEventListener('message', (ev: MessageEvent<PanelUpdate>) => {
+  if (ev.data?.type === 'update') {
+    const state: SavedState = { data: ev.data.data };
+    vscode.setState(state);
+    render(ev.data.data);
   }
 });
 
-const saved = vscode.getState() as PanelData | undefined;
-if (saved) render(saved);
+// Theme changes restyle the charts: VS Code swaps the body's class (vscode-light, vscode-dark, vscode-high-contrast).
+new MutationObserver(() => current && render(current)).observe(document.body, {
+  attributes: true,
+  attributeFilter: ['class'],
+});
+
+const saved = vscode.getState() as SavedState | undefined;
+if (saved?.data) render(saved.data);
+post({ type: 'ready' });

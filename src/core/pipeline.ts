@@ -25,7 +25,9 @@ export function analyzeFacts(
       estimate = { ok: false, reason: `the estimate failed: ${e instanceof Error ? e.message : String(e)}` };
     }
   }
-  const model = estimate?.ok ? { estimate: estimate.estimate, root: estimate.input.model.root } : undefined;
+  const model = estimate?.ok
+    ? { estimate: estimate.estimate, root: estimate.input.model.root, minGpus: estimate.minGpus }
+    : undefined;
   const findings = opts.lint
     ? lintFacts({ facts, text, options: opts.lint, ...(model ? { model } : {}) })
     : [];

@@ -3,4 +3,6 @@ export const COMMANDS = {
   estimateFootprint: 'fsdpLens.estimateFootprint',
   measureExactly: 'fsdpLens.measureExactly',
   chooseModel: 'fsdpLens.chooseModel',
+  setWorldSize: 'fsdpLens.setWorldSize',
+  setGpu: 'fsdpLens.setGpu',
 } as const;

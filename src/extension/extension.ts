@@ -4,9 +4,12 @@ import { FixProvider } from './codeActions';
 import { WrapCodeLensProvider } from './codeLens';
 import { COMMANDS } from './commands';
 import { Diagnostics } from './diagnostics';
+import { WrapHoverProvider } from './hover';
 import { chooseModel, measureExactly } from './modelCommands';
+import { setGpu, setWorldSize } from './setupCommands';
+import { FitStatusBar } from './statusBar';
 import { WorkspaceProjects } from './projects';
-import { FootprintPanel, PANEL_VIEW_TYPE, panelData } from './panel';
+import { FootprintPanel, PANEL_VIEW_TYPE, type PanelState } from './panel';
 import { SECTION } from './settings';
 
 const PYTHON: vscode.DocumentSelector = [
@@ -16,7 +19,12 @@ const PYTHON: vscode.DocumentSelector = [
 ];
 
 /** Wires the analysis service to the editor's providers and commands. */
-export function activate(context: vscode.ExtensionContext): void {
+/** What the extension exports: the footprint panel, for scripts and tests that drive it. */
+export interface FsdpLensApi {
+  panel(): FootprintPanel | undefined;
+}
+
+export function activate(context: vscode.ExtensionContext): FsdpLensApi {
   const wasmDir = vscode.Uri.joinPath(context.extensionUri, 'dist').fsPath;
   const analyses = new DocumentAnalyses(wasmDir);
   const projects = new WorkspaceProjects(() => analyses.loadedGrammar(), context.workspaceState);
@@ -28,6 +36,10 @@ export function activate(context: vscode.ExtensionContext): void {
     analyses,
     new Diagnostics(analyses, context.extensionUri),
     vscode.languages.registerCodeLensProvider(PYTHON, lenses),
+    vscode.languages.registerHoverProvider(PYTHON, new WrapHoverProvider(analyses)),
+    new FitStatusBar(analyses),
+    vscode.commands.registerCommand(COMMANDS.setWorldSize, (uri?: unknown) => setWorldSize(analyses, uri)),
+    vscode.commands.registerCommand(COMMANDS.setGpu, (uri?: unknown) => setGpu(analyses, uri)),
     vscode.languages.registerCodeActionsProvider(PYTHON, new FixProvider(analyses), FixProvider.metadata),
     vscode.commands.registerCommand(COMMANDS.estimateFootprint, (uri?: vscode.Uri, unit?: number) =>
       estimateFootprint(context, analyses, uri, unit),
@@ -49,8 +61,8 @@ export function activate(context: vscode.ExtensionContext): void {
       }, 300);
     }),
     vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPE, {
-      async deserializeWebviewPanel(panel) {
-        FootprintPanel.revive(panel, context.extensionUri);
+      async deserializeWebviewPanel(panel, state: unknown) {
+        FootprintPanel.revive(panel, context.extensionUri, analyses, state as PanelState | undefined);
       },
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -62,7 +74,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     analyses.onDidAnalyze((a) => {
       const panel = FootprintPanel.active;
-      if (panel && panel.uri === a.uri) panel.update(panelData(a, null));
+      if (panel && panel.uri === a.uri) panel.update(a);
       if (vscode.window.activeTextEditor?.document.uri.toString() === a.uri)
         setHasWrapCalls(a.facts.calls.length > 0);
     }),
@@ -74,6 +86,7 @@ export function activate(context: vscode.ExtensionContext): void {
   );
   const active = vscode.window.activeTextEditor?.document;
   if (active?.languageId === 'python') void analyses.analyze(active);
+  return { panel: () => FootprintPanel.active };
 }
 
 /** Gates the editor title button: shown on Python files that wrap something. */
@@ -104,7 +117,7 @@ async function estimateFootprint(
     () => analyses.analyze(document),
   );
   if (!analysis) return;
-  FootprintPanel.show(context.extensionUri, panelData(analysis, typeof unit === 'number' ? unit : null));
+  FootprintPanel.show(context.extensionUri, analyses, analysis, typeof unit === 'number' ? unit : null);
 }
 
 export function deactivate(): void {}

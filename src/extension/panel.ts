@@ -1,28 +1,53 @@
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
-import { describeCall } from '../core/analysis/describe';
-import { estimateJson } from '../core/report/json';
-import type { PanelData } from '../core/report/panelData';
-import { lensTitle } from '../core/report/summary';
-import type { DocumentAnalysis } from './analyses';
+import {
+  buildPanelData,
+  type PanelData,
+  type PanelRequest,
+  type WhatIfValues,
+} from '../core/report/panelData';
+import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
+import { COMMANDS } from './commands';
 
 export const PANEL_VIEW_TYPE = 'fsdpLens.footprint';
 
-/** The "Estimate FSDP footprint" panel: one per window, reused and revealed. */
+/** What the webview saves with `setState` and VS Code hands back when it restores the panel. */
+export interface PanelState {
+  data?: PanelData;
+}
+
+/**
+ * The "Estimate FSDP footprint" panel: one per window, reused and revealed. It shows one document's analysis
+ * under the what-if values the user set in it; every number comes from `buildPanelData` over that analysis.
+ */
 export class FootprintPanel implements vscode.Disposable {
   private static current?: FootprintPanel;
   private readonly disposables: vscode.Disposable[] = [];
 
+  /** The document the panel shows. */
+  uri: string | undefined;
+  private focusUnit: number | null = null;
+  private whatIf: Partial<WhatIfValues> = {};
+  /** The last data posted (tests read it through the `fsdpLens.panelData` command). */
+  lastData: PanelData | undefined;
+
   private constructor(
     private readonly panel: vscode.WebviewPanel,
     private readonly extensionUri: vscode.Uri,
+    private readonly analyses: DocumentAnalyses,
   ) {
     panel.onDidDispose(() => this.dispose(), null, this.disposables);
+    panel.webview.onDidReceiveMessage((m: PanelRequest) => this.onMessage(m), null, this.disposables);
     panel.webview.html = this.html();
   }
 
-  /** Opens (or reveals) the panel and shows an analysis. */
-  static show(extensionUri: vscode.Uri, data: PanelData): FootprintPanel {
+  /** Opens (or reveals) the panel on a document's analysis, focused on one wrap call when given. */
+  static show(
+    extensionUri: vscode.Uri,
+    analyses: DocumentAnalyses,
+    analysis: DocumentAnalysis,
+    focusUnit: number | null,
+  ): FootprintPanel {
     let p = FootprintPanel.current;
     if (!p) {
       const panel = vscode.window.createWebviewPanel(
@@ -31,18 +56,38 @@ export class FootprintPanel implements vscode.Disposable {
         { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
         panelOptions(extensionUri),
       );
-      p = new FootprintPanel(panel, extensionUri);
+      p = new FootprintPanel(panel, extensionUri, analyses);
       FootprintPanel.current = p;
     } else p.panel.reveal(vscode.ViewColumn.Beside, true);
-    p.update(data);
+    if (p.uri !== analysis.uri) p.whatIf = {};
+    p.focusUnit = focusUnit;
+    p.update(analysis);
     return p;
   }
 
-  /** Restores a panel VS Code kept across a reload; its last state comes from the webview's own `setState`. */
-  static revive(panel: vscode.WebviewPanel, extensionUri: vscode.Uri): FootprintPanel {
+  /** Restores a panel VS Code kept across a reload, from the state its webview saved. */
+  static revive(
+    panel: vscode.WebviewPanel,
+    extensionUri: vscode.Uri,
+    analyses: DocumentAnalyses,
+    state: PanelState | undefined,
+  ): FootprintPanel {
     panel.webview.options = panelOptions(extensionUri);
-    const p = new FootprintPanel(panel, extensionUri);
+    const p = new FootprintPanel(panel, extensionUri, analyses);
     FootprintPanel.current = p;
+    const data = state?.data;
+    if (data?.uri) {
+      p.uri = data.uri;
+      p.focusUnit = data.focusUnit;
+      if (data.whatIf) p.whatIf = changedValues(data.whatIf.values, data.whatIf.base);
+      void vscode.workspace.openTextDocument(vscode.Uri.parse(data.uri)).then(
+        async (doc) => {
+          const a = await analyses.analyze(doc);
+          if (a) p.update(a);
+        },
+        () => undefined,
+      );
+    }
     return p;
   }
 
@@ -50,13 +95,64 @@ export class FootprintPanel implements vscode.Disposable {
     return FootprintPanel.current;
   }
 
-  /** The document the panel shows. */
-  uri: string | undefined;
-
-  update(data: PanelData): void {
-    this.uri = data.uri;
+  /** Shows a (newer) analysis of the panel's document under the current what-if values. */
+  update(analysis: DocumentAnalysis): void {
+    this.uri = analysis.uri;
+    const data = buildPanelData({
+      facts: analysis.facts,
+      uri: analysis.uri,
+      focusUnit: this.focusUnit,
+      units: analysis.units,
+      ...(analysis.estimate ? { estimate: analysis.estimate } : {}),
+      ...(analysis.notice ? { notice: analysis.notice } : {}),
+      whatIf: this.whatIf,
+    });
+    this.lastData = data;
     this.panel.title = `FSDP footprint: ${data.file.split(/[\\/]/).pop() ?? data.file}`;
     void this.panel.webview.postMessage({ type: 'update', data });
+  }
+
+  /** Applies what-if values as the panel's controls would (tests drive the panel through this). */
+  setWhatIf(values: Partial<WhatIfValues>): PanelData | undefined {
+    this.whatIf = values;
+    this.refresh();
+    return this.lastData;
+  }
+
+  private refresh(): void {
+    const a = this.uri ? this.analyses.latest(vscode.Uri.parse(this.uri)) : undefined;
+    if (a) this.update(a);
+  }
+
+  private onMessage(m: PanelRequest): void {
+    switch (m?.type) {
+      case 'ready':
+        // The script loaded after the last update was posted (messages to a loading webview are lost): resend.
+        if (this.lastData) void this.panel.webview.postMessage({ type: 'update', data: this.lastData });
+        return;
+      case 'whatIf':
+        this.whatIf = m.values ?? {};
+        this.refresh();
+        return;
+      case 'reset':
+        this.whatIf = {};
+        this.refresh();
+        return;
+      case 'reveal': {
+        if (!this.uri || typeof m.line !== 'number') return;
+        const line = Math.max(0, Math.floor(m.line) - 1);
+        void vscode.window.showTextDocument(vscode.Uri.parse(this.uri), {
+          viewColumn: vscode.ViewColumn.One,
+          selection: new vscode.Range(line, 0, line, 0),
+        });
+        return;
+      }
+      case 'command': {
+        const id = m.command === 'measureExactly' ? COMMANDS.measureExactly : COMMANDS.chooseModel;
+        if (this.uri) void vscode.commands.executeCommand(id, vscode.Uri.parse(this.uri));
+        return;
+      }
+    }
   }
 
   private html(): string {
@@ -94,6 +190,13 @@ export class FootprintPanel implements vscode.Disposable {
   }
 }
 
+function changedValues(values: WhatIfValues, base: WhatIfValues): Partial<WhatIfValues> {
+  const out: Partial<WhatIfValues> = {};
+  for (const k of Object.keys(values) as (keyof WhatIfValues)[])
+    if (values[k] !== base[k]) (out as Record<string, unknown>)[k] = values[k];
+  return out;
+}
+
 function panelOptions(extensionUri: vscode.Uri): vscode.WebviewPanelOptions & vscode.WebviewOptions {
   return {
     enableScripts: true,
@@ -102,27 +205,4 @@ function panelOptions(extensionUri: vscode.Uri): vscode.WebviewPanelOptions & vs
       vscode.Uri.joinPath(extensionUri, 'media'),
     ],
   };
-}
-
-/** The panel's data for an analysis. */
-export function panelData(analysis: DocumentAnalysis, focusUnit: number | null): PanelData {
-  const r = analysis.estimate;
-  const e = r?.ok ? r.estimate : undefined;
-  const data: PanelData = {
-    file: analysis.facts.path,
-    uri: analysis.uri,
-    focusUnit,
-    units: analysis.units,
-    calls: analysis.facts.calls.map((c) => ({
-      line: c.line,
-      api: c.api,
-      target: c.target,
-      description: describeCall(c),
-      lens: lensTitle(c, e, analysis.units),
-    })),
-  };
-  if (r?.ok) data.estimate = estimateJson(r.estimate, r.model);
-  else if (r) data.noEstimate = { reason: r.reason, ...(r.hint ? { hint: r.hint } : {}) };
-  if (analysis.notice) data.notice = analysis.notice;
-  return data;
 }

@@ -9,6 +9,7 @@ export const SECTION = 'fsdpLens';
 /** The extension's settings for one resource, read in one place. */
 export interface Settings {
   codeLensEnabled: boolean;
+  statusBarEnabled: boolean;
   maxFileSizeKB: number;
   analysisDelayMs: number;
   lint: LintOptions & { enabled: boolean };
@@ -23,6 +24,7 @@ export function readSettings(scope?: vscode.ConfigurationScope): Settings {
   const c = vscode.workspace.getConfiguration(SECTION, scope);
   return {
     codeLensEnabled: c.get<boolean>('codeLens.enabled', true),
+    statusBarEnabled: c.get<boolean>('statusBar.enabled', true),
     maxFileSizeKB: clamp(c.get<number>('maxFileSizeKB', 4096), 1, 1024 * 1024),
     analysisDelayMs: clamp(c.get<number>('analysisDelayMs', 250), 0, 10_000),
     lint: {

@@ -39,7 +39,10 @@ export function freePort(): Promise<number> {
 }
 
 /** Starts the bare VS Code server on a free loopback port and waits until it listens. */
-export async function startServer(userSettings: Record<string, unknown> = {}): Promise<Server> {
+export async function startServer(
+  userSettings: Record<string, unknown> = {},
+  opts: { installVsix?: string } = {},
+): Promise<Server> {
   const dir = serverDir();
   const port = await freePort();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-vscode-'));
@@ -52,6 +55,22 @@ export async function startServer(userSettings: Record<string, unknown> = {}): P
     path.join(dataDir, 'data', 'User', 'settings.json'),
     JSON.stringify(userSettings, null, 2),
   );
+  if (opts.installVsix)
+    // The server's own command line installs a VSIX into its extensions folder, as `code --install-extension` does.
+    execFileSync(
+      process.execPath,
+      [
+        path.join(dir, 'out', 'server-main.js'),
+        '--install-extension',
+        opts.installVsix,
+        '--server-data-dir',
+        dataDir,
+        '--extensions-dir',
+        extDir,
+        '--accept-server-license-terms',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VSCODE_AGENT_FOLDER: dataDir } },
+    );
   const proc = spawn(
     process.execPath,
     [
@@ -167,12 +186,15 @@ export function prepareWorkspace(fixture: string, settings: Record<string, unkno
 }
 
 /** The workbench URL that loads this extension in development mode (and its tests, when given). */
-export function workbenchUrl(server: Server, workspace: string, testsIndex?: string): string {
+export function workbenchUrl(
+  server: Server,
+  workspace: string,
+  testsIndex?: string,
+  opts: { development?: boolean } = {},
+): string {
   const remote = (p: string) => `vscode-remote://127.0.0.1:${server.port}${p}`;
-  const payload: [string, string][] = [
-    ['extensionDevelopmentPath', remote(ROOT)],
-    ['skipWelcome', 'true'],
-  ];
+  const payload: [string, string][] = [['skipWelcome', 'true']];
+  if (opts.development !== false) payload.unshift(['extensionDevelopmentPath', remote(ROOT)]);
   if (testsIndex) payload.push(['extensionTestsPath', remote(testsIndex)]);
   return `${server.url}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
 }

@@ -3,7 +3,8 @@
 //   node out/test/integration/ui.js
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Frame, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { openFile, panelFrame, runCommand, waitForLens } from './workbench';
 import {
   launchBrowser,
   openWorkbench,
@@ -24,62 +25,6 @@ type Theme = 'dark' | 'light';
 
 /** Theme labels as the color theme picker lists them. */
 const THEMES: Record<Theme, string> = { dark: 'Dark Modern', light: 'Light Modern' };
-
-/** Opens a file of the workspace root by clicking it in the Explorer, as a person would. */
-async function openFile(page: Page, name: string): Promise<void> {
-  await page.keyboard.press('Escape');
-  const row = page.locator(`.explorer-folders-view .monaco-list-row[aria-label="${name}"]`);
-  await row.first().waitFor({ timeout: 20_000 });
-  await row.first().click();
-  await page.waitForSelector(`.tab.active[data-resource-name="${name}"]`, { timeout: 20_000 });
-  await page
-    .locator('.part.editor .monaco-editor .view-lines')
-    .first()
-    .click({ position: { x: 5, y: 5 } });
-}
-
-async function runCommand(page: Page, title: string): Promise<void> {
-  await page.keyboard.press('Control+Shift+P');
-  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-  await page.keyboard.type(title, { delay: 10 });
-  // The exact command, not the first fuzzy match ("... Color Theme" also matches "Browse Color Themes").
-  const row = page.locator('.quick-input-list .monaco-list-row').filter({
-    has: page.locator('.label-name', {
-      hasText: new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
-    }),
-  });
-  await row.first().waitFor({ timeout: 10_000 });
-  await row.first().click();
-}
-
-async function lensTexts(page: Page): Promise<string[]> {
-  return page.$$eval('.codelens-decoration', (els) => els.map((e) => (e.textContent ?? '').trim()));
-}
-
-async function waitForLens(page: Page, pattern: RegExp): Promise<string[]> {
-  const end = Date.now() + 30_000;
-  for (;;) {
-    const texts = await lensTexts(page);
-    if (texts.some((t) => pattern.test(t))) return texts;
-    if (Date.now() > end) throw new Error(`no lens matching ${pattern}; lenses: ${JSON.stringify(texts)}`);
-    await page.waitForTimeout(250);
-  }
-}
-
-/** The panel's document: webviews are nested iframes (the outer `iframe.webview.ready`, then `#active-frame`). */
-export async function panelFrame(page: Page): Promise<Frame> {
-  const end = Date.now() + 30_000;
-  for (;;) {
-    for (const f of page.frames()) {
-      if (f.name() === 'active-frame' || f.url().includes('fake.html')) {
-        const ok = await f.$('#app').catch(() => null);
-        if (ok) return f;
-      }
-    }
-    if (Date.now() > end) throw new Error('the panel webview did not appear');
-    await page.waitForTimeout(250);
-  }
-}
 
 async function setTheme(page: Page, theme: Theme): Promise<void> {
   for (let attempt = 0; ; attempt++) {
@@ -107,9 +52,52 @@ export const CHECKS: Check[] = [
     async run(page, theme) {
       await openFile(page, 'train_fsdp2.py');
       const texts = await waitForLens(page, /FSDP2 32 units x 218M params/);
-      if (!texts.some((t) => /FSDP2 root · 33 units · 16\.1 GB\/GPU persistent/.test(t)))
+      if (
+        !texts.some((t) =>
+          /FSDP2 root · 33 units · 16\.1 GB\/GPU persistent · peak [\d.]+ GB at the loss · fits 8 x H100/.test(
+            t,
+          ),
+        )
+      )
         throw new Error(`no root lens: ${JSON.stringify(texts)}`);
       await page.screenshot({ path: path.join(ARTIFACTS, `lens-${theme}.png`) });
+    },
+  },
+  {
+    name: 'hover over a fully_shard line',
+    async run(page, theme) {
+      await openFile(page, 'train_fsdp2.py');
+      await waitForLens(page, /FSDP2 32 units/);
+      const word = page
+        .locator('.view-line', { hasText: 'fully_shard(layer' })
+        .locator('span > span', { hasText: 'fully_shard' })
+        .first();
+      await word.waitFor({ timeout: 20_000 });
+      const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'Assumptions' });
+      for (let attempt = 0; attempt < 3 && !(await hover.count()); attempt++) {
+        await word.hover();
+        await hover
+          .first()
+          .waitFor({ timeout: 8_000 })
+          .catch(() => undefined);
+      }
+      const text = (await hover.first().textContent()) ?? '';
+      // 32 decoder blocks of Llama 3.1 8B: 218,112,000 parameters each, gathered in bf16 (2 B) = 0.436 GB.
+      if (!/218,112,000/.test(text) || !/0\.436 GB/.test(text) || !/Open the footprint panel/.test(text))
+        throw new Error(`unexpected hover: ${text.slice(0, 400)}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `hover-${theme}.png`) });
+      await page.keyboard.press('Escape');
+    },
+  },
+  {
+    name: 'status bar shows the peak and the fit',
+    async run(page, theme) {
+      await openFile(page, 'train_fsdp2.py');
+      const item = page.locator('.statusbar-item', { hasText: /FSDP [\d.]+ GB\/GPU/ });
+      await item.first().waitFor({ timeout: 20_000 });
+      const label = (await item.first().getAttribute('aria-label')) ?? '';
+      if (!/fits NVIDIA H100 SXM 80GB/.test(label)) throw new Error(`status bar label: ${label}`);
+      await item.first().screenshot({ path: path.join(ARTIFACTS, `statusbar-${theme}.png`) });
     },
   },
   {
@@ -165,8 +153,19 @@ export const CHECKS: Check[] = [
       const text = (await frame.textContent('#app')) ?? '';
       if (!/train_fsdp2\.py/.test(text))
         throw new Error(`panel does not name the file: ${text.slice(0, 300)}`);
-      await page.waitForTimeout(300);
+      if (!/Fits H100 SXM 80GB/.test(text)) throw new Error(`no verdict: ${text.slice(0, 300)}`);
+      await frame.waitForSelector('#memory canvas', { timeout: 10_000 });
+      await page.waitForTimeout(500);
       await page.screenshot({ path: path.join(ARTIFACTS, `panel-${theme}.png`) });
+      // What-if: one GPU cannot hold 8B parameters with fp32 AdamW state (8.03e9 x 16 B = 128 GB).
+      const field = frame.locator('vscode-textfield[aria-label="World size"] input');
+      await field.fill('1');
+      await field.press('Enter');
+      await frame.waitForSelector('.verdict.no-fit', { timeout: 15_000 });
+      await page.waitForTimeout(300);
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-whatif-${theme}.png`) });
+      await frame.locator('vscode-button', { hasText: 'Reset to the file' }).click();
+      await frame.waitForSelector('.verdict.fits', { timeout: 15_000 });
     },
   },
 ];
@@ -187,7 +186,9 @@ async function main(): Promise<number> {
       await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
       await page.waitForTimeout(1500);
       await setTheme(page, theme);
-      for (const check of CHECKS) {
+      // UI_ONLY=panel runs the checks whose name contains "panel" (for working on one view).
+      const only = process.env.UI_ONLY;
+      for (const check of CHECKS.filter((c) => !only || c.name.includes(only))) {
         try {
           await check.run(page, theme);
           passed++;

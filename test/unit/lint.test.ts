@@ -367,6 +367,26 @@ describe('rules that need the model', () => {
     assert.match(f[0]!.message, /mixes trainable parameters of float32 and bfloat16/);
   });
 
+  it('FSDP015: Llama 3.1 70B in fp32 with AdamW does not fit 8 H100s', async () => {
+    const f = (await lintWithModel('fsdp015_bad.py')).filter((x) => x.rule === 'FSDP015');
+    assert.equal(f.length, 1);
+    assert.equal(f[0]!.range.start.line, 7, 'on the root wrap');
+    // The sharded state alone: 70,553,706,496 params x 16 B (fp32 params, grads, two Adam states) / 8 = 141 GB.
+    assert.match(f[0]!.message, /^Estimated peak 1\d\d GB per GPU/);
+    assert.match(f[0]!.message, /NVIDIA H100 SXM 80GB \(8 GPUs, micro-batch 1, sequence 4096\)/);
+    const n = Number(/smallest world size that fits is (\d+) GPUs/.exec(f[0]!.message)?.[1]);
+    // The state must fit in what an H100 leaves for the peak, (81,559 MiB - 1 GiB) / 1.1 = 76.8 GB:
+    // 70,553,706,496 x 16 / n <= 76.8e9 needs n >= 15. At 64 GPUs the state is 17.6 GB; the fp32 root kept gathered
+    // (2.10B params x 4 B = 8.4 GB), two fp32 blocks (2 x 3.42 GB), checkpointed activations (80 x 4096 x 8192 x 2 B
+    // = 5.4 GB and the running block) and gradient buffers leave room: n <= 64.
+    assert.ok(n >= 15 && n <= 64, `smallest world size ${n}`);
+    assert.deepEqual(
+      (await lintWithModel('fsdp015_good.py')).filter((x) => x.rule === 'FSDP015'),
+      [],
+      'at 32 GPUs in bf16 the state is 35.3 GB per GPU and gathered units half as large: it fits',
+    );
+  });
+
   it('stays quiet on correct scripts', async () => {
     for (const name of ['fsdp001_good.py', 'fsdp003_good.py', 'fsdp004_good.py', 'fsdp008_good.py']) {
       const f = (await lintWithModel(name)).filter((x) => Number(x.rule.slice(4)) >= 10);

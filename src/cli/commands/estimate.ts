@@ -2,7 +2,8 @@ import * as path from 'node:path';
 import { emptyFacts, type FileFacts } from '../../core/analysis/facts';
 import { scanText } from '../../core/analysis/input';
 import { estimateJson } from '../../core/report/json';
-import { estimateText } from '../../core/report/text';
+import { advise } from '../../core/report/advice';
+import { adviceText, estimateText } from '../../core/report/text';
 import { estimateFile, parseSetupValue, type ModelChoice } from '../../core/resolve/analyze';
 import type { SetupValues } from '../../core/resolve/setup';
 import { loadPython } from '../../core/parsing/python';
@@ -133,8 +134,15 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     );
     return EXIT.usage;
   }
+  const advice = advise(result.whatIf, {}, result.estimate, units);
   if (values.json)
-    io.out.write(JSON.stringify(estimateJson(result.estimate, result.model, result.minGpus), null, 2) + '\n');
-  else io.out.write(estimateText(result.estimate, { units, minGpus: result.minGpus }));
+    io.out.write(
+      JSON.stringify({ ...estimateJson(result.estimate, result.model, result.minGpus), advice }, null, 2) +
+        '\n',
+    );
+  else
+    io.out.write(
+      estimateText(result.estimate, { units, minGpus: result.minGpus }) + adviceText(advice, units),
+    );
   return EXIT.ok;
 }

@@ -108,6 +108,16 @@ export interface UnitEstimate {
   origin: string;
 }
 
+/** What one link carries in a step. */
+export interface LinkLoad {
+  link: Link;
+  /** Who talks over it: the shard group (all-gathers, reduce-scatters) or the replicas (all-reduces). */
+  role: 'shard group' | 'replicas';
+  collectives: number;
+  bytes: number;
+  seconds: number;
+}
+
 export interface Estimate {
   model: { name: string; params: number; trainableParams: number; bufferBytes: number; source: Source };
   plan: { api: Plan['api']; strategy: ShardingStrategyName; units: number; source: Source; notes: string[] };
@@ -160,6 +170,8 @@ export interface Estimate {
     /** Links the shard group's and the replicas' collectives cross. */
     shardLink: Link;
     replicaLink: Link | null;
+    /** Per optimizer step, each link's collectives, bytes per GPU and seconds at the assumed efficiency. */
+    links: LinkLoad[];
     /** Per optimizer step, seconds: time on the link if nothing overlapped, and compute. */
     commSeconds: number;
     computeSeconds: number;
@@ -537,6 +549,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       reduceDtype,
       shardLink,
       replicaLink,
+      links: linkLoads(perStep, shardLink, replicaLink, bw),
       commSeconds: commPerMb * K,
       computeSeconds: computePerMb * K,
       exposedSeconds: exposed * K,
@@ -654,7 +667,10 @@ function dtypeWords(units: Unit[], master: DType): string {
 
 /** Whether a unit is freed after forward (and gathered again for backward), kept, or kept as a 1/k slice. */
 function residencyOf(u: Unit, plan: Plan, keepAll: boolean, W: number): Residency {
-  if (plan.api === 'fsdp1') return keepAll || u.isRoot ? { kind: 'keep' } : { kind: 'reshard' };
+  // SHARD_GRAD_OP (FSDP1) keeps every unit gathered; an FSDP2 plan asked "what if SHARD_GRAD_OP" means
+  // reshard_after_forward=False on every unit, the same thing.
+  if (keepAll) return { kind: 'keep' };
+  if (plan.api === 'fsdp1') return u.isRoot ? { kind: 'keep' } : { kind: 'reshard' };
   const r = u.reshardAfterForward;
   if (r === null) return u.isRoot ? { kind: 'keep' } : { kind: 'reshard' };
   if (r === false) return { kind: 'keep' };
@@ -698,6 +714,36 @@ function optimizerWords(s: TrainingSetup): string {
     case 'adafactor':
       return 'Adafactor: factored second moment (a row and a column per matrix), 4 B each';
   }
+}
+
+function linkLoads(t: Traffic, shard: Link, replica: Link | null, bw: (l: Link) => number): LinkLoad[] {
+  const sharded = t.allGatherBytes + t.reduceScatterBytes;
+  const out: LinkLoad[] = [];
+  if (sharded > 0 || !replica)
+    out.push({
+      link: shard,
+      role: 'shard group',
+      collectives: t.collectives.allGather + t.collectives.reduceScatter,
+      bytes: sharded,
+      seconds: sharded / bw(shard),
+    });
+  // Without HSDP, all-reduces (NO_SHARD) run within the one group, over the same link.
+  const arLink = replica ?? shard;
+  if (t.allReduceBytes > 0) {
+    if (!replica && out[0]) {
+      out[0].collectives += t.collectives.allReduce;
+      out[0].bytes += t.allReduceBytes;
+      out[0].seconds += t.allReduceBytes / bw(arLink);
+    } else
+      out.push({
+        link: arLink,
+        role: 'replicas',
+        collectives: t.collectives.allReduce,
+        bytes: t.allReduceBytes,
+        seconds: t.allReduceBytes / bw(arLink),
+      });
+  }
+  return out;
 }
 
 export function addTraffic(ts: Traffic[]): Traffic {

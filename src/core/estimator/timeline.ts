@@ -384,4 +384,9 @@ export function requiredBytes(peak: number): number {
   return Math.ceil(peak * (1 + FIT_RESERVE.fragmentation)) + FIT_RESERVE.contextBytes;
 }
 
+/** The largest peak a GPU of `capacity` bytes holds: the inverse of `requiredBytes`. */
+export function usableBytes(capacity: number): number {
+  return Math.max(0, Math.floor((capacity - FIT_RESERVE.contextBytes) / (1 + FIT_RESERVE.fragmentation)));
+}
+
 export type { TrainingSetup };

@@ -15,6 +15,28 @@ export interface WhatIf {
   checkpointing?: TrainingSetup['checkpointing'];
   /** One unit per k consecutive blocks (1 = one per block, as planned). */
   blocksPerUnit?: number;
+  /**
+   * The sharding strategy: FULL_SHARD, SHARD_GRAD_OP (units stay gathered from forward to backward: for FSDP2,
+   * `reshard_after_forward=False` everywhere) or HYBRID_SHARD (shard within a node, replicate across nodes).
+   */
+  strategy?: 'FULL_SHARD' | 'SHARD_GRAD_OP' | 'HYBRID_SHARD';
+}
+
+/** One point of the unit-granularity curve: bigger units mean fewer collectives and a higher peak. */
+export interface GranularityPoint {
+  blocksPerUnit: number;
+  units: number;
+  peakBytes: number;
+  collectivesPerStep: number;
+  exposedSeconds: number;
+}
+
+/** Which GPUs of the catalog the plan fits at which world sizes, and the smallest world size for each. */
+export interface FitMatrix {
+  worldSizes: number[];
+  /** Peak per GPU (allocated bytes) at each world size. */
+  peakBytes: number[];
+  gpus: { id: string; name: string; memoryBytes: number; fits: boolean[]; minGpus: MinGpus }[];
 }
 
 /**
@@ -25,6 +47,7 @@ export interface WhatIf {
 export class WhatIfModel {
   private readonly base: Ownership;
   private readonly merged = new Map<number, { plan: Plan; ownership: Ownership }>();
+  private readonly peaks = new Map<string, number>();
 
   constructor(readonly input: EstimateInput) {
     this.base = assignParameters(input.model.root, input.plan, input.setup.masterDtype);
@@ -40,8 +63,89 @@ export class WhatIfModel {
     if (w.checkpointing) setup.checkpointing = w.checkpointing;
     if (setup.replicas > 1 && setup.worldSize % setup.replicas !== 0) setup.replicas = 1;
     const k = Math.max(1, Math.floor(w.blocksPerUnit ?? 1));
-    const { plan, ownership } = k === 1 ? { plan: this.input.plan, ownership: this.base } : this.regrouped(k);
-    return estimate({ ...this.input, plan, setup }, ownership);
+    const regrouped = k === 1 ? { plan: this.input.plan, ownership: this.base } : this.regrouped(k);
+    let plan = regrouped.plan;
+    if (w.strategy) {
+      const hybridNow =
+        plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2' || setup.replicas > 1;
+      if (w.strategy === 'HYBRID_SHARD') {
+        if (!hybridNow) {
+          plan = { ...plan, strategy: 'HYBRID_SHARD' };
+          // One shard group per node, replicated across nodes.
+          setup.replicas =
+            setup.worldSize % setup.gpusPerNode === 0 ? Math.max(1, setup.worldSize / setup.gpusPerNode) : 1;
+        }
+      } else {
+        if (hybridNow) setup.replicas = 1;
+        if (plan.strategy !== w.strategy) plan = { ...plan, strategy: w.strategy };
+      }
+    }
+    return estimate({ ...this.input, plan, setup }, regrouped.ownership);
+  }
+
+  /** Units made of one block each (what `blocksPerUnit` regroups). */
+  blockUnits(): number {
+    return this.base.units.filter((u) => this.isBlockUnit(u)).length;
+  }
+
+  /** Peak and collectives for each way of grouping consecutive blocks into units (divisors of the block count). */
+  granularity(w: WhatIf = {}): GranularityPoint[] {
+    const n = this.blockUnits();
+    const out: GranularityPoint[] = [];
+    for (let k = 1; k <= n; k++) {
+      if (n % k !== 0) continue;
+      const e = this.run({ ...w, blocksPerUnit: k });
+      const c = e.comms.perStep.collectives;
+      out.push({
+        blocksPerUnit: k,
+        units: e.units.length,
+        peakBytes: e.perGpu.peakBytes,
+        collectivesPerStep: c.allGather + c.reduceScatter + c.allReduce,
+        exposedSeconds: e.comms.exposedSeconds,
+      });
+    }
+    return out;
+  }
+
+  /** The peak per GPU at a world size (memoised: memory does not depend on which GPU). */
+  private peakAt(worldSize: number, w: WhatIf): number {
+    const key = JSON.stringify({ ...w, gpu: undefined, worldSize });
+    let p = this.peaks.get(key);
+    if (p === undefined) {
+      p = this.run({ ...w, worldSize }).perGpu.peakBytes;
+      if (this.peaks.size > 4096) this.peaks.clear();
+      this.peaks.set(key, p);
+    }
+    return p;
+  }
+
+  /** Fit of the plan on every GPU of the catalog, at powers of two up to past the smallest that fits. */
+  fitMatrix(gpus: { id: string }[], w: WhatIf = {}): FitMatrix {
+    const R = Math.max(1, this.input.setup.replicas);
+    const minimums = gpus.map((g) => this.minGpus(g.id, w));
+    const current = w.worldSize ?? this.input.setup.worldSize;
+    const wanted = Math.max(current, ...minimums.map((m) => m.worldSize ?? 0));
+    const worldSizes: number[] = [];
+    for (let n = R; n <= Math.max(8 * R, wanted) && worldSizes.length < 12; n *= 2) worldSizes.push(n);
+    const peakBytes = worldSizes.map((n) => this.peakAt(n, w));
+    return {
+      worldSizes,
+      peakBytes,
+      gpus: gpus.flatMap((g, i) => {
+        const gpu = findGpu(g.id);
+        if (!gpu) return [];
+        const capacity = gpuBytes(gpu);
+        return [
+          {
+            id: gpu.id,
+            name: gpu.name,
+            memoryBytes: capacity,
+            fits: peakBytes.map((p) => requiredBytes(p) <= capacity),
+            minGpus: minimums[i]!,
+          },
+        ];
+      }),
+    };
   }
 
   /** The smallest world size whose peak fits `gpuId` (keeping the HSDP replica count), or why none does. */
@@ -50,15 +154,13 @@ export class WhatIfModel {
     if (!gpu) return { gpu: gpuId, worldSize: null, reason: `unknown GPU ${gpuId}` };
     const capacity = gpuBytes(gpu);
     const R = Math.max(1, this.input.setup.replicas);
-    const fits = (shard: number) => {
-      const e = this.run({ ...w, worldSize: shard * R, gpu: gpu.id });
-      return { ok: requiredBytes(e.perGpu.peakBytes) <= capacity, e };
-    };
+    const fits = (shard: number) => ({ ok: requiredBytes(this.peakAt(shard * R, w)) <= capacity });
     const MAX = 65_536;
     const top = fits(MAX);
     if (!top.ok) {
       // What sharding cannot shrink: everything but the sharded state.
-      const fixed = top.e.perGpu.peakBytes - top.e.perGpu.persistentBytes;
+      const e = this.run({ ...w, worldSize: MAX * R });
+      const fixed = e.perGpu.peakBytes - e.perGpu.persistentBytes;
       return {
         gpu: gpu.id,
         worldSize: null,
@@ -77,6 +179,17 @@ export class WhatIfModel {
       else lo = mid;
     }
     return { gpu: gpu.id, worldSize: hi * R };
+  }
+
+  private isBlockUnit(u: Unit): boolean {
+    const blockClass = this.input.model.shape?.blockClass;
+    return (
+      !u.isRoot &&
+      u.modules.length === 1 &&
+      !!blockClass &&
+      u.classNames.length === 1 &&
+      u.classNames[0] === blockClass
+    );
   }
 
   private regrouped(k: number): { plan: Plan; ownership: Ownership } {
@@ -102,15 +215,8 @@ export class WhatIfModel {
       });
       run = [];
     };
-    const blockClass = this.input.model.shape?.blockClass;
     this.base.units.forEach((u, i) => {
-      const isBlock =
-        !u.isRoot &&
-        u.modules.length === 1 &&
-        !!blockClass &&
-        u.classNames.length === 1 &&
-        u.classNames[0] === blockClass;
-      if (!isBlock) {
+      if (!this.isBlockUnit(u)) {
         flush();
         plan.units.push(this.input.plan.units[i]!);
         units.push({ ...u, index: units.length });

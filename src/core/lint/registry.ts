@@ -12,6 +12,7 @@ import { paramsOutsideUnits } from './rules/fsdp011-params-outside-units';
 import { containerWrap } from './rules/fsdp012-container-wrap';
 import { tiedSplit } from './rules/fsdp013-tied-split';
 import { mixedDtypes } from './rules/fsdp014-mixed-dtypes';
+import { peakDoesNotFit } from './rules/fsdp015-peak-does-not-fit';
 import type { Rule } from './types';
 
 /** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
@@ -30,6 +31,7 @@ export const RULES: readonly Rule[] = [
   containerWrap,
   tiedSplit,
   mixedDtypes,
+  peakDoesNotFit,
 ];
 
 export function ruleById(id: string): Rule | undefined {

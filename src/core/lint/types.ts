@@ -1,5 +1,6 @@
 import type { FileFacts } from '../analysis/facts';
 import type { Estimate } from '../estimator/estimate';
+import type { MinGpus } from '../estimator/whatif';
 import type { ModuleNode } from '../model/tree';
 import type { Range } from '../parsing/source';
 
@@ -45,7 +46,7 @@ export interface RuleContext {
   text: string;
   options: LintOptions;
   /** The estimate of the file, when the model is known: rules about the model read it. */
-  model?: { estimate: Estimate; root: ModuleNode };
+  model?: { estimate: Estimate; root: ModuleNode; minGpus?: MinGpus };
 }
 
 /** A draft finding: the runner adds the rule id, the severity in force and the suppression fix. */

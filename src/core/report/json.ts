@@ -1,5 +1,6 @@
 import type { Estimate } from '../estimator/estimate';
-import { FIT_RESERVE } from '../estimator/timeline';
+import { FIT_RESERVE, usableBytes } from '../estimator/timeline';
+import { gpuBytes } from '../hardware/catalog';
 import type { MinGpus } from '../estimator/whatif';
 import type { LoadedModel } from '../model/load';
 
@@ -17,7 +18,12 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     },
     plan: { ...e.plan },
     mesh: e.mesh,
-    gpu: { id: e.gpu.id, name: e.gpu.name, memoryBytes: e.gpu.memoryMiB * 1024 * 1024 },
+    gpu: {
+      id: e.gpu.id,
+      name: e.gpu.name,
+      memoryBytes: gpuBytes(e.gpu),
+      usableBytes: usableBytes(gpuBytes(e.gpu)),
+    },
     units: e.units.map((u) => ({
       name: u.name,
       modules:
@@ -77,6 +83,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       reduceDtype: e.comms.reduceDtype,
       shardLink: e.comms.shardLink,
       replicaLink: e.comms.replicaLink,
+      links: e.comms.links,
       seconds: {
         comm: e.comms.commSeconds,
         compute: e.comms.computeSeconds,

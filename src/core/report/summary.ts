@@ -29,9 +29,16 @@ export function lensTitle(call: WrapCall, e: Estimate | undefined, units: ByteUn
     const traffic = trafficBytes(e.comms.perStep);
     const c = e.comms.perStep.collectives;
     const mp = `${shortDtype(e.comms.gatherDtype)}/${shortDtype(e.comms.reduceDtype)}`;
+    const fit = e.fit.find((f) => f.gpu === e.gpu.id);
+    const verdict = fit
+      ? fit.fits
+        ? `fits ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)} (${b(fit.headroomBytes)} spare)`
+        : `does not fit ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)} (${b(-fit.headroomBytes)} short)`
+      : `${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}`;
     return (
       `${gen} root · ${e.units.length} units · ${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
-      `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp}) · ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}`
+      `peak ${b(e.perGpu.peakBytes)}${peakWhere(e)} · ${verdict} · ` +
+      `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp})`
     );
   }
   if (!mine.length) return `${describeCall(call)} · matches no module of ${e.model.name}`;
@@ -48,7 +55,21 @@ export function lensTitle(call: WrapCall, e: Estimate | undefined, units: ByteUn
       : u.residency.kind === 'slice'
         ? `keeps 1/${u.residency.ranks} after forward`
         : 'reshards after forward';
-  return `${gen} ${count}${size}${cls} · ${b(u.gatheredBytes)} gathered${mine.length > 1 ? ' each' : ''} · ${residency} · ${collectivesPerUnit(u)}/step`;
+  const peaks = mine.map((x) => e.timeline?.perUnit[x.name]).filter((p): p is number => p !== undefined);
+  const peak = peaks.length
+    ? ` · peak ${b(Math.max(...peaks))} while ${mine.length > 1 ? 'they run' : 'it runs'}`
+    : '';
+  const per = e.setup.gradAccum > 1 ? 'micro-batch' : 'step';
+  return `${gen} ${count}${size}${cls} · ${b(u.gatheredBytes)} gathered${mine.length > 1 ? ' each' : ''} · ${residency} · ${collectivesPerUnit(u)}/${per}${peak}`;
+}
+
+/** Where the step's peak happens, in a few words. */
+export function peakWhere(e: Estimate): string {
+  const at = e.perGpu.peakAt;
+  if (!at) return '';
+  if (at.phase === 'optimizer') return ' in the optimizer step';
+  if (at.phase === 'loss') return ' at the loss';
+  return ` in ${at.phase === 'forward' ? 'forward' : 'backward'} of ${at.unit || 'the root'}`;
 }
 
 function shortGpu(name: string): string {

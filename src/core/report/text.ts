@@ -4,6 +4,7 @@ import { trafficBytes } from '../estimator/estimate';
 import type { Source } from '../estimator/types';
 import type { MinGpus } from '../estimator/whatif';
 import { requiredBytes } from '../estimator/timeline';
+import type { Advice } from './advice';
 
 /** Where an input came from, in a few words. */
 export function sourceText(s: Source): string {
@@ -126,6 +127,23 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnits; minGpus?: M
     L.push('');
     L.push('Notes');
     for (const n of e.notes) L.push(`  - ${n}`);
+  }
+  return L.join('\n') + '\n';
+}
+
+/** The advice as a terminal section: each finding and the changes it compares, re-estimated. */
+export function adviceText(advice: Advice[], units: ByteUnits = 'GB'): string {
+  const shown = advice.filter((a) => a.level !== 'ok');
+  if (!shown.length) return '';
+  const b = (n: number) => fmtBytes(n, units);
+  const L = ['', 'What to change'];
+  for (const a of shown) {
+    L.push(`  ${a.level === 'problem' ? '!' : '-'} ${a.title}`, `    ${a.detail}`);
+    for (const o of a.options)
+      L.push(
+        `      ${pad(o.label, 44)} peak ${pad(b(o.peakBytes), 9)} ${o.fits ? 'fits   ' : 'no fit '} ` +
+          `traffic ${pad(b(o.trafficBytes), 9)} exposed ${pad(fmtSeconds(o.exposedSeconds), 8)} ${o.note}`,
+      );
   }
   return L.join('\n') + '\n';
 }

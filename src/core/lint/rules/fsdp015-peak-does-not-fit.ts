@@ -1,0 +1,54 @@
+import { fmtBytes } from '../../estimator/format';
+import { requiredBytes } from '../../estimator/timeline';
+import type { Draft, Rule } from '../types';
+
+export const peakDoesNotFit: Rule = {
+  id: 'FSDP015',
+  name: 'peak-does-not-fit',
+  title: 'The estimated peak does not fit the target GPU',
+  defaultSeverity: 'warning',
+  rationale: `The estimate of the step's peak (sharded state, the gathered units, activations, gradient buffers and
+the logits at the loss), plus the caching allocator's reserve and the CUDA context, is more than the target GPU's
+memory: the run stops with \`torch.OutOfMemoryError\` in its first step. The finding gives the numbers and the
+smallest world size that fits; the footprint panel compares the cheaper changes (activation checkpointing, a
+smaller micro-batch). The target GPU, world size, batch and sequence come from the \`# fsdp:\` annotation,
+\`pyproject.toml\`, launch files or settings; when the estimate uses a default the user did not choose, say what
+the job really uses there.`,
+  example: {
+    bad: `# fsdp: model=meta-llama/Llama-3.1-70B world_size=8 gpu=h100-sxm-80gb checkpointing=full
+for layer in model.model.layers:
+    fully_shard(layer)
+fully_shard(model)  # 70B of fp32 state is 141 GB per GPU on 8 GPUs`,
+    good: `# fsdp: model=meta-llama/Llama-3.1-70B world_size=32 gpu=h100-sxm-80gb checkpointing=full
+for layer in model.model.layers:
+    fully_shard(layer)
+fully_shard(model)`,
+  },
+  check(ctx) {
+    const e = ctx.model?.estimate;
+    if (!e || !e.timeline) return [];
+    const fit = e.fit.find((f) => f.gpu === e.gpu.id);
+    if (!fit || fit.fits) return [];
+    const roots = ctx.facts.calls.filter((c) => c.isRoot);
+    const at = roots[roots.length - 1] ?? ctx.facts.calls[ctx.facts.calls.length - 1];
+    if (!at) return [];
+    const b = (n: number) => fmtBytes(n);
+    const min = ctx.model?.minGpus;
+    const smallest =
+      min && min.worldSize !== null
+        ? ` The smallest world size that fits is ${min.worldSize} GPUs.`
+        : min?.reason
+          ? ` No world size fits: ${min.reason}.`
+          : '';
+    return [
+      {
+        range: at.range,
+        message:
+          `Estimated peak ${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +
+          `reserve and the CUDA context: ${b(-fit.headroomBytes)} more than the ${b(fit.memoryBytes)} of a ${e.gpu.name} ` +
+          `(${e.mesh.worldSize} GPUs, micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}).${smallest}`,
+        fixes: [],
+      } satisfies Draft,
+    ];
+  },
+};

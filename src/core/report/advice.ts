@@ -1,0 +1,251 @@
+import type { Estimate } from '../estimator/estimate';
+import { trafficBytes } from '../estimator/estimate';
+import { fmtBytes, fmtSeconds, type ByteUnits } from '../estimator/format';
+import { requiredBytes } from '../estimator/timeline';
+import { WhatIfModel, type WhatIf } from '../estimator/whatif';
+import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
+import { applyFineTune } from '../model/finetune';
+
+/** One change the advice proposes, with the estimate re-run under it. */
+export interface AdviceOption {
+  label: string;
+  /** The change, as the panel's what-if controls express it (absent for changes they cannot make, like LoRA). */
+  whatIf?: WhatIf;
+  peakBytes: number;
+  persistentBytes: number;
+  fits: boolean;
+  trafficBytes: number;
+  exposedSeconds: number;
+  /** What the change costs or means, in a few words. */
+  note: string;
+}
+
+export interface Advice {
+  id: 'fit' | 'comms' | 'optimizer' | 'ok';
+  level: 'problem' | 'suggestion' | 'ok';
+  title: string;
+  detail: string;
+  options: AdviceOption[];
+}
+
+/** Transfers count as exposed when more than this share of compute waits on them. */
+export const EXPOSED_SHARE = 0.05;
+
+const LORA = { rank: 16, targets: ['all-linear'] };
+const loraModels = new WeakMap<WhatIfModel, WhatIfModel>();
+
+/** The same plan with LoRA adapters (rank 16 on every linear layer) and the base frozen. */
+function loraModel(m: WhatIfModel): WhatIfModel {
+  let l = loraModels.get(m);
+  if (!l) {
+    const root = applyFineTune(m.input.model.root, { lora: LORA });
+    l = new WhatIfModel({ ...m.input, model: { ...m.input.model, root } });
+    loraModels.set(m, l);
+  }
+  return l;
+}
+
+function option(e: Estimate, label: string, note: string, whatIf?: WhatIf): AdviceOption {
+  const mine = e.fit.find((f) => f.gpu === e.gpu.id);
+  return {
+    label,
+    ...(whatIf ? { whatIf } : {}),
+    peakBytes: e.perGpu.peakBytes,
+    persistentBytes: e.perGpu.persistentBytes,
+    fits: mine?.fits ?? false,
+    trafficBytes: trafficBytes(e.comms.perStep),
+    exposedSeconds: e.comms.exposedSeconds,
+    note,
+  };
+}
+
+/**
+ * What to change, drawn from the estimate under the current what-if values: a plan that does not fit (with the
+ * cheapest changes that would, re-estimated), transfers that cannot hide behind compute (with HYBRID_SHARD and
+ * SHARD_GRAD_OP compared), optimizer state dominating memory (with what LoRA would need).
+ */
+export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUnits = 'GB'): Advice[] {
+  const b = (n: number) => fmtBytes(n, units);
+  const out: Advice[] = [];
+  const mine = e.fit.find((f) => f.gpu === e.gpu.id);
+  const run = (change: WhatIf) => model.run({ ...w, ...change });
+
+  if (mine && !mine.fits) {
+    const options: AdviceOption[] = [];
+    const s = e.setup;
+    if (s.checkpointing !== 'full') {
+      const ch: WhatIf = { checkpointing: 'full' };
+      options.push(
+        option(
+          run(ch),
+          'full activation checkpointing',
+          'recomputes each block in backward: about a third more compute',
+          ch,
+        ),
+      );
+    }
+    if (s.microBatch > 1) {
+      const ch: WhatIf = { microBatch: 1 };
+      options.push(
+        option(
+          run(ch),
+          'micro-batch 1',
+          `keep the global batch with ${s.microBatch}x gradient accumulation; less work per collective`,
+          ch,
+        ),
+      );
+    }
+    if ((w.blocksPerUnit ?? 1) > 1) {
+      const ch: WhatIf = { blocksPerUnit: 1 };
+      options.push(option(run(ch), 'one block per unit', 'more, smaller all-gathers', ch));
+    }
+    const min = model.minGpus(e.gpu.id, w);
+    if (min.worldSize !== null && min.worldSize > e.mesh.worldSize) {
+      const ch: WhatIf = { worldSize: min.worldSize };
+      options.push(
+        option(
+          run(ch),
+          `${min.worldSize} GPUs`,
+          `the smallest world size that fits (${min.worldSize - e.mesh.worldSize} more ${e.gpu.name})`,
+          ch,
+        ),
+      );
+    }
+    const need = requiredBytes(e.perGpu.peakBytes);
+    const bigger = GPUS.filter((g) => gpuBytes(g) >= need && g.id !== e.gpu.id).sort(
+      (x, y) => gpuBytes(x) - gpuBytes(y),
+    )[0];
+    if (bigger) {
+      const ch: WhatIf = { gpu: bigger.id };
+      options.push(
+        option(
+          run(ch),
+          bigger.name,
+          `the smallest GPU of the catalog with room (${b(gpuBytes(bigger))})`,
+          ch,
+        ),
+      );
+    }
+    // Nothing alone fits: checkpointing with the world size that then fits.
+    if (!options.some((o) => o.fits) && s.checkpointing !== 'full') {
+      const ck: WhatIf = { ...w, checkpointing: 'full' };
+      const m = model.minGpus(e.gpu.id, ck);
+      if (m.worldSize !== null) {
+        const ch: WhatIf = { checkpointing: 'full', worldSize: m.worldSize };
+        options.push(
+          option(
+            run(ch),
+            `full checkpointing and ${m.worldSize} GPUs`,
+            'the smallest world size that fits once activations are recomputed',
+            ch,
+          ),
+        );
+      }
+    }
+    // Changes that fit first, in the order above: software before hardware.
+    options.sort((x, y) => Number(y.fits) - Number(x.fits));
+    out.push({
+      id: 'fit',
+      level: 'problem',
+      title: `Does not fit ${e.gpu.name}: needs ${b(need)} of ${b(mine.memoryBytes)}`,
+      detail:
+        `The peak of ${b(e.perGpu.peakBytes)} plus the allocator's reserve and the CUDA context is ` +
+        `${b(-mine.headroomBytes)} more than the GPU holds.` +
+        (options.some((o) => o.fits)
+          ? ' Each change below, re-estimated on its own:'
+          : ' None of these changes fits; shorter sequences, CPU offload or a smaller model remain.'),
+      options,
+    });
+  }
+
+  const compute = e.comms.computeSeconds;
+  if (e.mesh.worldSize > 1 && e.comms.exposedSeconds > EXPOSED_SHARE * compute) {
+    const options: AdviceOption[] = [];
+    const nodes = e.mesh.nodes;
+    if (!e.mesh.hsdp && nodes > 1 && e.mesh.worldSize % e.mesh.gpusPerNode === 0) {
+      const ch: WhatIf = { strategy: 'HYBRID_SHARD' };
+      options.push(
+        option(
+          run(ch),
+          'HYBRID_SHARD',
+          `shard within each node over ${findLink(e.gpu.intraNode)?.name ?? e.gpu.intraNode}, all-reduce across the ${nodes} nodes: more memory per GPU`,
+          ch,
+        ),
+      );
+    }
+    const keepsAll = e.units.every((u) => u.isRoot || u.residency.kind === 'keep');
+    if (!keepsAll) {
+      const ch: WhatIf = { strategy: 'SHARD_GRAD_OP' };
+      options.push(
+        option(
+          run(ch),
+          e.plan.api === 'fsdp2' ? 'reshard_after_forward=False (SHARD_GRAD_OP)' : 'SHARD_GRAD_OP',
+          'keep units gathered from forward to backward: no backward all-gathers, more memory',
+          ch,
+        ),
+      );
+    }
+    const ch: WhatIf = { microBatch: e.setup.microBatch * 2 };
+    options.push(
+      option(
+        run(ch),
+        `micro-batch ${e.setup.microBatch * 2}`,
+        'twice the compute behind each transfer, more activations',
+        ch,
+      ),
+    );
+    const link = e.comms.shardLink;
+    out.push({
+      id: 'comms',
+      level: 'suggestion',
+      title: `${fmtSeconds(e.comms.exposedSeconds)} per step of transfers cannot hide behind compute on ${link.name}`,
+      detail:
+        `${b(trafficBytes(e.comms.perStep))} per GPU per step take ${fmtSeconds(e.comms.commSeconds)} on the link ` +
+        `against ${fmtSeconds(compute)} of compute; all-gathers that outlast the previous unit's compute stall the step.`,
+      options,
+    });
+  }
+
+  const opt = e.perGpu.persistent.terms.find((t) => t.name === 'optimizer state');
+  // Adam's two fp32 states are half of mixed-precision training's 16 B per parameter: worth a word when memory is
+  // short (the plan does not fit, or leaves less than a fifth of the GPU free).
+  const tight = !!mine && (!mine.fits || mine.headroomBytes < 0.2 * mine.memoryBytes);
+  if (opt && tight && e.perGpu.persistentBytes > 0 && opt.bytes >= 0.45 * e.perGpu.persistentBytes) {
+    const share = Math.round((100 * opt.bytes) / e.perGpu.persistentBytes);
+    const options: AdviceOption[] = [];
+    if (e.model.trainableParams === e.model.params) {
+      const lora = loraModel(model).run(w);
+      options.push(
+        option(
+          lora,
+          `LoRA rank ${LORA.rank} on every linear layer`,
+          `${((100 * lora.model.trainableParams) / lora.model.params).toPrecision(2)}% of parameters trainable: ` +
+            `optimizer state ${b(lora.perGpu.persistent.terms.find((t) => t.name === 'optimizer state')?.bytes ?? 0)}`,
+        ),
+      );
+    }
+    out.push({
+      id: 'optimizer',
+      level: 'suggestion',
+      title: `Optimizer state is ${share}% of what each GPU keeps`,
+      detail:
+        `${b(opt.bytes)} of ${b(e.perGpu.persistentBytes)} per GPU (${opt.formula}). Fewer trainable parameters ` +
+        'shrink it; a lighter optimizer (8-bit Adam, Adafactor) does too.',
+      options,
+    });
+  }
+
+  if (!out.some((a) => a.level === 'problem') && mine?.fits) {
+    const hides = e.comms.exposedSeconds <= EXPOSED_SHARE * compute;
+    out.unshift({
+      id: 'ok',
+      level: 'ok',
+      title: `Fits ${e.gpu.name} with ${b(mine.headroomBytes)} to spare`,
+      detail: hides
+        ? `Transfers (${fmtSeconds(e.comms.commSeconds)} per step) hide behind compute (${fmtSeconds(compute)}).`
+        : 'The plan fits; see below for what the step waits on.',
+      options: [],
+    });
+  }
+  return out;
+}

@@ -1,0 +1,149 @@
+import { describeCall, shortDtype } from '../analysis/describe';
+import type { WrapCall } from '../analysis/facts';
+import type { Estimate, UnitEstimate } from '../estimator/estimate';
+import { trafficBytes } from '../estimator/estimate';
+import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnits } from '../estimator/format';
+import type { Term } from '../estimator/types';
+import { peakWhere, unitsOfCall } from './summary';
+import { sourceText } from './text';
+
+/** Command links the hover offers (URIs the editor supplies; absent ones are left out). */
+export interface HoverLinks {
+  openPanel?: string;
+  setWorldSize?: string;
+  setGpu?: string;
+  measureExactly?: string;
+  chooseModel?: string;
+}
+
+/** Text from a user's file or a config, made inert in Markdown (no links, no HTML, no emphasis). */
+export function mdEscape(s: string): string {
+  return s.replace(/[\\`*_{}[\]()#+\-.!|<>~&]/g, (c) => `\\${c}`).replace(/\r?\n/g, ' ');
+}
+
+/** Text shown as inline code: backslash escapes do not apply inside code spans, so backticks are replaced. */
+export function mdCode(s: string): string {
+  return `\`${s.replace(/`/g, "'").replace(/\r?\n/g, ' ')}\``;
+}
+
+function termRows(terms: Term[], b: (n: number) => string): string[] {
+  return terms.map((t) => `| ${mdEscape(t.name)} | ${b(t.bytes)} | ${mdEscape(t.formula)} |`);
+}
+
+function residencyWords(u: UnitEstimate): string {
+  return u.residency.kind === 'keep'
+    ? 'kept gathered from forward to backward'
+    : u.residency.kind === 'slice'
+      ? `keeps a 1/${u.residency.ranks} slice after forward, gathers from it in backward`
+      : 'freed after forward, gathered again in backward';
+}
+
+/** Keys of the assumptions a hover lists (the rest are in the panel). */
+const HOVER_ASSUMPTIONS = [
+  'model',
+  'fineTune',
+  'worldSize',
+  'replicas',
+  'gpu',
+  'microBatch',
+  'seqLen',
+  'checkpointing',
+  'optimizer',
+  'paramDtype',
+];
+
+/**
+ * The hover over a wrap call: what the call makes and what it costs, with the formula behind each figure, the
+ * assumptions and where each came from, and links to change them. Markdown; every string from user files escaped.
+ */
+export function hoverMarkdown(
+  call: WrapCall,
+  e: Estimate | undefined,
+  units: ByteUnits,
+  links: HoverLinks,
+  why?: string,
+): string {
+  const b = (n: number) => fmtBytes(n, units);
+  const L: string[] = [];
+  L.push(`**${mdEscape(describeCall(call))}**`, '');
+  if (!e) {
+    L.push(`No estimate${why ? `: ${mdEscape(why)}` : ''}.`);
+    const actions = [
+      links.chooseModel && `[Choose the model](${links.chooseModel})`,
+      links.measureExactly && `[Measure exactly with PyTorch](${links.measureExactly})`,
+    ].filter(Boolean);
+    if (actions.length) L.push('', actions.join(' · '));
+    return L.join('\n');
+  }
+  const mine = unitsOfCall(e, call);
+  const gather = shortDtype(e.comms.gatherDtype);
+  const W = e.mesh.shardGroup;
+  if (call.isRoot) {
+    const fit = e.fit.find((f) => f.gpu === e.gpu.id);
+    L.push(
+      `${e.units.length} units over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
+        (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : ''),
+      '',
+      '| per GPU | bytes | how |',
+      '|---|--:|---|',
+      ...termRows(e.perGpu.persistent.terms, b),
+      `| **persistent** | **${b(e.perGpu.persistentBytes)}** | |`,
+      '',
+      `**Peak ${b(e.perGpu.peakBytes)}**${mdEscape(peakWhere(e))}` +
+        (fit
+          ? fit.fits
+            ? ` · fits ${mdEscape(e.gpu.name)} with ${b(fit.headroomBytes)} to spare`
+            : ` · **does not fit** ${mdEscape(e.gpu.name)}: ${b(-fit.headroomBytes)} short`
+          : ''),
+      '',
+      '| at the peak | bytes | how |',
+      '|---|--:|---|',
+      ...termRows(e.perGpu.peak.terms, b),
+      '',
+      `**Traffic ${b(trafficBytes(e.comms.perStep))}** per GPU per step · ${fmtSeconds(e.comms.commSeconds)} on ${mdEscape(e.comms.shardLink.name)} against ${fmtSeconds(e.comms.computeSeconds)} of compute`,
+      '',
+      '| collective | bytes | how |',
+      '|---|--:|---|',
+      ...termRows(e.comms.traffic.terms, b),
+    );
+  } else if (mine.length) {
+    const u = mine[0]!;
+    const peaks = mine.map((x) => e.timeline?.perUnit[x.name]).filter((p): p is number => p !== undefined);
+    const shard = u.shard.params + u.shard.grads + u.shard.optimizer;
+    const c = u.traffic.collectives;
+    const each = mine.length > 1 ? ' each' : '';
+    L.push(
+      `${mine.length} unit${mine.length > 1 ? 's' : ''} (${mdEscape(u.classNames.join(', '))}): ` +
+        `${mdCode(u.name)}${mine.length > 1 ? ` … ${mdCode(mine[mine.length - 1]!.name)}` : ''}`,
+      '',
+      '| | bytes | how |',
+      '|---|--:|---|',
+      `| parameters${each} | ${fmtCount(u.params)} | ${u.trainableParams < u.params ? `${fmtCount(u.trainableParams)} trainable` : ''} |`,
+      `| gathered${each} | ${b(u.gatheredBytes)} | ${fmtParams(u.params)} params in ${gather}, while the unit runs |`,
+      `| shard on each GPU${each} | ${b(shard)} | parameters ${b(u.shard.params)} + gradients ${b(u.shard.grads)} + optimizer ${b(u.shard.optimizer)}, 1/${W} of the unit |`,
+      `| traffic${each} per micro-batch | ${b(trafficBytes(u.traffic))} | ${c.allGather} all-gather${c.allGather === 1 ? '' : 's'} + ${c.reduceScatter} reduce-scatter${c.allReduce ? ` + ${c.allReduce} all-reduce` : ''} |`,
+      ...(peaks.length
+        ? [
+            `| peak while ${mine.length > 1 ? 'they run' : 'it runs'} | ${b(Math.max(...peaks))} | the step's peak is ${b(e.perGpu.peakBytes)}${mdEscape(peakWhere(e))} |`,
+          ]
+        : []),
+      '',
+      `After forward: ${residencyWords(u)}.`,
+    );
+  } else {
+    L.push(`Matches no module of ${mdEscape(e.model.name)}.`);
+  }
+  L.push('', '---', '', '**Assumptions**', '');
+  for (const key of HOVER_ASSUMPTIONS) {
+    const a = e.assumptions.find((x) => x.key === key);
+    if (a) L.push(`- ${mdEscape(a.label)}: ${mdEscape(a.value)} _(${mdEscape(sourceText(a.source))})_`);
+  }
+  const actions = [
+    links.openPanel && `[Open the footprint panel](${links.openPanel})`,
+    links.setWorldSize && `[World size…](${links.setWorldSize})`,
+    links.setGpu && `[GPU…](${links.setGpu})`,
+    links.measureExactly && `[Measure exactly](${links.measureExactly})`,
+  ].filter(Boolean);
+  if (actions.length) L.push('', actions.join(' · '));
+  return L.join('\n');
+}

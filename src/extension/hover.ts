@@ -1,0 +1,57 @@
+import * as vscode from 'vscode';
+import { hoverMarkdown, type HoverLinks } from '../core/report/hover';
+import type { DocumentAnalyses } from './analyses';
+import { COMMANDS } from './commands';
+import { toRange } from './convert';
+
+function commandUri(id: string, args: unknown[]): string {
+  return `command:${id}?${encodeURIComponent(JSON.stringify(args))}`;
+}
+
+/** The hover over a wrap call's lines: the breakdown behind its lens, the assumptions, links to change them. */
+export class WrapHoverProvider implements vscode.HoverProvider {
+  constructor(private readonly analyses: DocumentAnalyses) {}
+
+  async provideHover(
+    document: vscode.TextDocument,
+    position: vscode.Position,
+    token: vscode.CancellationToken,
+  ): Promise<vscode.Hover | undefined> {
+    const analysis = (await this.analyses.analyze(document, token)) ?? this.analyses.latest(document.uri);
+    if (!analysis || token.isCancellationRequested) return undefined;
+    const index = analysis.facts.calls.findIndex(
+      (c) => position.line >= c.range.start.line && position.line <= c.range.end.line,
+    );
+    const call = analysis.facts.calls[index];
+    if (!call) return undefined;
+    const r = analysis.estimate;
+    const uri = document.uri.toString();
+    const links: HoverLinks = {
+      openPanel: commandUri(COMMANDS.estimateFootprint, [uri, index]),
+      setWorldSize: commandUri(COMMANDS.setWorldSize, [uri]),
+      setGpu: commandUri(COMMANDS.setGpu, [uri]),
+      chooseModel: commandUri(COMMANDS.chooseModel, [uri]),
+      ...(vscode.workspace.isTrusted ? { measureExactly: commandUri(COMMANDS.measureExactly, [uri]) } : {}),
+    };
+    const md = new vscode.MarkdownString(
+      hoverMarkdown(
+        call,
+        r?.ok ? r.estimate : undefined,
+        analysis.units,
+        links,
+        r && !r.ok ? r.reason : undefined,
+      ),
+    );
+    md.isTrusted = {
+      enabledCommands: [
+        COMMANDS.estimateFootprint,
+        COMMANDS.setWorldSize,
+        COMMANDS.setGpu,
+        COMMANDS.chooseModel,
+        COMMANDS.measureExactly,
+      ],
+    };
+    md.supportHtml = false;
+    return new vscode.Hover(md, toRange(call.range));
+  }
+}

@@ -1,0 +1,160 @@
+import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { FsdpLensApi } from '../../../src/extension/extension';
+import type { PanelData } from '../../../src/core/report/panelData';
+import { codeLenses, eventually, EXTENSION_ID, open, workspaceFile } from './util';
+
+// Llama 3.1 8B (its config.json): hidden 4096, 32 layers, 32 heads / 8 KV heads of 128, intermediate 14336,
+// vocab 128256, untied head. One decoder layer: attention 4096 x (4096 + 1024 + 1024 + 4096) = 41,943,040, MLP
+// 3 x 4096 x 14336 = 176,160,768, two norms 8,192: 218,112,000. The model: 32 layers + embedding and head
+// 2 x 128256 x 4096 + final norm 4096 = 8,030,261,248.
+const LAYER = 218_112_000;
+const PARAMS = 8_030_261_248;
+
+function hoverText(hovers: vscode.Hover[]): string {
+  return hovers
+    .flatMap((h) => h.contents)
+    .map((c) => (typeof c === 'string' ? c : 'value' in c ? c.value : ''))
+    .join('\n');
+}
+
+async function api(): Promise<FsdpLensApi> {
+  const ext = vscode.extensions.getExtension<FsdpLensApi>(EXTENSION_ID)!;
+  return ext.activate();
+}
+
+async function openPanel(name: string): Promise<PanelData> {
+  const editor = await open(name);
+  await eventually(
+    () => codeLenses(editor.document.uri),
+    (l) => l.some((x) => /peak/.test(x.command?.title ?? '')),
+    'lenses with numbers',
+  );
+  await vscode.commands.executeCommand('fsdpLens.estimateFootprint', editor.document.uri);
+  const a = await api();
+  return eventually(
+    () => a.panel()?.lastData,
+    (d) => !!d?.estimate && d.uri === editor.document.uri.toString(),
+    'the panel data',
+  ) as Promise<PanelData>;
+}
+
+describe('lenses, hovers and the footprint panel', () => {
+  it('the block lens gives the unit peak, the root lens the step peak and the fit', async () => {
+    const editor = await open('train_fsdp2.py');
+    const lenses = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => l.filter((x) => /peak/.test(x.command?.title ?? '')).length >= 2,
+      'lenses with peaks',
+    );
+    const text = editor.document.getText().split('\n');
+    const title = (needle: string) =>
+      lenses.find((l) => l.range.start.line === text.findIndex((t) => t.includes(needle)))?.command?.title ??
+      '';
+    const block = title('fully_shard(layer');
+    const root = title('fully_shard(model');
+    const d = await openPanel('train_fsdp2.py');
+    const e = d.estimate!;
+    const gb = (n: number) => `${(n / 1e9).toPrecision(3)} GB`;
+    // The same numbers as the panel: one analysis feeds every surface.
+    assert.ok(root.includes(`peak ${gb(e.perGpu.peakBytes)} at the loss`), root);
+    assert.match(root, /fits 8 x H100 SXM 80GB \([\d.]+ GB spare\)/);
+    const blockPeak = Math.max(
+      ...e.units
+        .filter((u) => u.classNames[0] === 'LlamaDecoderLayer')
+        .map((u) => e.perGpu.perUnitPeakBytes[u.name]!),
+    );
+    assert.ok(block.endsWith(`peak ${gb(blockPeak)} while they run`), block);
+    // A block runs with the sharded state (8,030,261,248 x 16 B / 8 = 16.06 GB) and its gathered bf16 weights.
+    assert.ok(
+      blockPeak > PARAMS * 2 + LAYER * 2,
+      'a block peak holds at least the state and its own weights',
+    );
+    assert.ok(blockPeak <= e.perGpu.peakBytes);
+  });
+
+  it('hovers a fully_shard line with the breakdown, the assumptions and command links', async () => {
+    const editor = await open('train_fsdp2.py');
+    await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => l.some((x) => /peak/.test(x.command?.title ?? '')),
+      'the analysis',
+    );
+    const line = editor.document
+      .getText()
+      .split('\n')
+      .findIndex((t) => t.includes('fully_shard(layer'));
+    const col = editor.document.lineAt(line).text.indexOf('fully_shard') + 3;
+    const hovers = await vscode.commands.executeCommand<vscode.Hover[]>(
+      'vscode.executeHoverProvider',
+      editor.document.uri,
+      new vscode.Position(line, col),
+    );
+    const md = hoverText(hovers);
+    assert.match(md, /parameters each \| 218,112,000/);
+    // bf16 gather: 218,112,000 x 2 B = 0.436 GB. Each GPU's shard: 1/8 of the layer in fp32 for parameters and
+    // gradients (2 x 109 MB) and two Adam states (218 MB): 0.436 GB.
+    assert.match(md, /gathered each \| 0\\?\.436 GB/);
+    assert.match(md, /shard on each GPU each \| 0\\?\.436 GB/);
+    assert.match(md, /world size: 8 _\(default\)_/);
+    assert.match(md, /command:fsdpLens\.estimateFootprint\?/);
+    assert.match(md, /command:fsdpLens\.setWorldSize\?/);
+    // The root's hover: the persistent terms with their formulas.
+    const rootLine = editor.document
+      .getText()
+      .split('\n')
+      .findIndex((t) => t.includes('fully_shard(model'));
+    const rootHover = hoverText(
+      await vscode.commands.executeCommand<vscode.Hover[]>(
+        'vscode.executeHoverProvider',
+        editor.document.uri,
+        new vscode.Position(rootLine, 8),
+      ),
+    );
+    assert.match(rootHover, /sharded parameters \| 4\\?\.02 GB/, '8,030,261,248 x 4 B / 8');
+    assert.match(rootHover, /optimizer state \| 8\\?\.03 GB/, '8,030,261,248 x 8 B / 8');
+  });
+
+  it('the panel answers the questions, and what-if values re-estimate', async () => {
+    const d = await openPanel('train_fsdp2.py');
+    const e = d.estimate!;
+    assert.equal(e.model.params, PARAMS);
+    // fp32 parameters, gradients and two Adam states: 16 B per parameter over 8 GPUs (every dim divides by 8).
+    assert.ok(
+      Math.abs(e.perGpu.persistentBytes - (PARAMS * 16) / 8) < 4096,
+      String(e.perGpu.persistentBytes),
+    );
+    assert.ok(e.timeline.length > 64, 'a timeline through 32 blocks forward and backward');
+    assert.ok(d.fitMatrix!.gpus.some((g) => g.id === 'h100-sxm-80gb'));
+    assert.equal(d.advice![0]!.level, 'ok');
+    const p = (await api()).panel()!;
+    const at16 = p.setWhatIf({ ...d.whatIf!.values, worldSize: 16 })!;
+    // Twice the GPUs: half the state.
+    assert.ok(Math.abs(at16.estimate!.perGpu.persistentBytes - PARAMS) < 4096);
+    assert.equal(at16.whatIf!.values.worldSize, 16);
+    assert.equal(at16.whatIf!.base.worldSize, 8);
+    const one = p.setWhatIf({ worldSize: 1 })!;
+    assert.equal(one.advice![0]!.id, 'fit', 'one GPU cannot hold 128 GB of state');
+    assert.ok(one.advice![0]!.options.some((o) => o.fits && o.label === '3 GPUs'));
+    // Each advice option is an estimate under its change. On 3 GPUs FSDP2 pads each parameter's dim 0 to a
+    // multiple of 3: a layer's shard is ceil(rows/3) rows of each weight, 2 x 1366 x 4096 (q, o) + 2 x 342 x 4096
+    // (k, v) + 2 x 4779 x 4096 (gate, up) + 1366 x 14336 (down) + 2 x 1366 (norms) = 72,727,212 elements; with
+    // embedding and head 2 x 42752 x 4096 and the final norm 1366, 2,677,496,534 elements x 16 B, plus the
+    // rotary inv_freq buffer (64 x 4 B) = 42,839,944,800 bytes.
+    const three = one.advice![0]!.options.find((o) => o.label === '3 GPUs')!;
+    assert.equal(three.persistentBytes, (32 * 72_727_212 + 2 * 42_752 * 4096 + 1366) * 16 + 256);
+    p.setWhatIf({});
+  });
+
+  it('FSDP015 reports a plan whose peak does not fit, on the root wrap', async () => {
+    const editor = await open('lint/fsdp015_bad.py');
+    const diags = await eventually(
+      () => vscode.languages.getDiagnostics(workspaceFile('lint/fsdp015_bad.py')),
+      (ds) => ds.some((x) => typeof x.code === 'object' && x.code.value === 'FSDP015'),
+      'the FSDP015 diagnostic',
+    );
+    const d = diags.find((x) => typeof x.code === 'object' && x.code.value === 'FSDP015')!;
+    assert.equal(d.range.start.line, editor.document.lineCount - 2);
+    assert.match(d.message, /The smallest world size that fits is \d+ GPUs/);
+  });
+});

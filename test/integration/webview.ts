@@ -1,0 +1,220 @@
+// The footprint panel's webview in a real browser, outside VS Code: the bundled panel script and stylesheet under
+// the same Content-Security-Policy, fed the data the extension would post. Checks what it draws, that strings
+// from user files stay text, and what it sends back. Screenshots go to test-artifacts/webview/.
+//   node out/test/integration/webview.js
+import assert from 'node:assert/strict';
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import { scanText } from '../../src/core/analysis/input';
+import { loadPython } from '../../src/core/parsing/python';
+import { buildPanelData, type PanelData, type WhatIfValues } from '../../src/core/report/panelData';
+import { estimateFile } from '../../src/core/resolve/analyze';
+import { launchBrowser, ROOT } from './harness';
+
+const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'webview');
+
+async function data(text: string, file: string, whatIf: Partial<WhatIfValues> = {}): Promise<PanelData> {
+  const grammar = await loadPython(path.join(ROOT, 'out', 'test'));
+  const facts = scanText(grammar, file, text);
+  return buildPanelData({
+    facts,
+    uri: `file:///ws/${file}`,
+    focusUnit: null,
+    units: 'GB',
+    estimate: estimateFile(facts),
+    whatIf,
+  });
+}
+
+/** The panel's page as the extension writes it, with the script and stylesheet inlined under a nonce. */
+function html(theme: 'dark' | 'light'): string {
+  const nonce = crypto.randomBytes(16).toString('base64');
+  const script = fs.readFileSync(path.join(ROOT, 'dist', 'panel.js'), 'utf8');
+  const css = fs.readFileSync(path.join(ROOT, 'media', 'panel.css'), 'utf8');
+  const vars =
+    theme === 'dark'
+      ? '--vscode-foreground:#cccccc;--vscode-editor-background:#1f1f1f;--vscode-descriptionForeground:#9d9d9d;--vscode-editorWidget-background:#202020;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#2b2b2b'
+      : '--vscode-foreground:#3b3b3b;--vscode-editor-background:#ffffff;--vscode-descriptionForeground:#717171;--vscode-editorWidget-background:#f8f8f8;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#f8f8f8';
+  return `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'nonce-${nonce}'; img-src data:; script-src 'nonce-${nonce}'">
+<style nonce="${nonce}">${css} body{${vars}}</style></head>
+<body class="vscode-${theme}"><main id="app"><p>Analysing…</p></main>
+<script nonce="${nonce}">
+window.__posted = []; window.__state = undefined; window.__errors = [];
+window.addEventListener('error', (e) => window.__errors.push(String(e.message)));
+window.acquireVsCodeApi = () => ({ postMessage: (m) => window.__posted.push(m), getState: () => window.__state, setState: (s) => { window.__state = s; } });
+</script>
+<script nonce="${nonce}">${script.replace(/<\/script/gi, '<\\/script')}</script>
+</body></html>`;
+}
+
+async function show(page: Page, d: PanelData): Promise<void> {
+  await page.evaluate((x) => (globalThis as unknown as W).postMessage({ type: 'update', data: x }, '*'), d);
+  await page.waitForSelector('#summary', { timeout: 10_000 });
+  await page.waitForTimeout(300);
+}
+
+const LLAMA = `import torch
+from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-70B")
+mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16)
+for layer in model.model.layers:
+    fully_shard(layer, mp_policy=mp)
+fully_shard(model, mp_policy=mp)
+`;
+
+/** The test page's globals (set by its stub of the VS Code webview API). */
+interface W {
+  __errors: string[];
+  __posted: unknown[];
+  __state: { data: PanelData };
+  __pwned?: number;
+  postMessage(m: unknown, origin: string): void;
+}
+
+interface Canvas {
+  width: number;
+  height: number;
+  getContext(kind: '2d'): {
+    getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray };
+  };
+}
+
+interface Check {
+  name: string;
+  run(page: Page, theme: 'dark' | 'light'): Promise<void>;
+}
+
+const CHECKS: Check[] = [
+  {
+    name: 'draws the summary, the memory chart, the tables and the advice',
+    async run(page, theme) {
+      const d = await data(LLAMA, 'train_70b.py');
+      await show(page, d);
+      const text = (await page.textContent('#app')) ?? '';
+      // 70B on 8 GPUs at the defaults does not fit an 80 GB H100.
+      assert.match(text, /Does not fit H100 SXM 80GB/);
+      assert.match(text, /What to change/);
+      for (const id of [
+        '#summary',
+        '#memory canvas',
+        '#units table',
+        '#comms table',
+        '#fit table',
+        '#advice',
+      ])
+        assert.ok(await page.$(id), `${id} missing`);
+      const painted = await page.$eval('#memory canvas', (c) => {
+        const cv = c as unknown as Canvas;
+        const px = cv.getContext('2d')!.getImageData(0, 0, cv.width, cv.height).data;
+        let n = 0;
+        for (let i = 3; i < px.length; i += 4) if (px[i]! > 0) n++;
+        return n;
+      });
+      assert.ok(painted > 1000, `the memory chart drew ${painted} pixels`);
+      // Llama 3.1 70B has 80 decoder layers (its config.json): 80 alike block units share one row, the root has its own.
+      assert.equal(d.estimate!.units.length, 81);
+      assert.equal(await page.locator('#units tbody tr').count(), 2);
+      assert.match((await page.locator('#units tbody tr').first().textContent()) ?? '', /\(80 units\)/);
+      assert.deepEqual(await page.evaluate(() => (globalThis as unknown as W).__errors), []);
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-${theme}.png`) });
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-full-${theme}.png`), fullPage: true });
+    },
+  },
+  {
+    name: 'strings from user files stay text (no markup injection)',
+    async run(page) {
+      const evil = '<img src=x onerror="window.__pwned=1">';
+      const d = await data(
+        `# fsdp: model=meta-llama/Llama-3.1-8B\nfrom torch.distributed.fsdp import fully_shard\nfor layer in model.model.layers:\n    fully_shard(layer)\nfully_shard(model)\n`,
+        'evil<b>.py',
+      );
+      d.estimate!.model.name = evil;
+      d.estimate!.units[0]!.name = `<script>window.__pwned=2</script>`;
+      d.estimate!.notes.push(evil);
+      d.calls[0]!.target = evil;
+      await show(page, d);
+      assert.equal(await page.$$eval('#app img, #app b, #app script', (els) => els.length), 0);
+      assert.equal(await page.evaluate(() => (globalThis as unknown as W).__pwned), undefined);
+      assert.match((await page.textContent('#app')) ?? '', /<img src=x onerror=/);
+    },
+  },
+  {
+    name: 'the controls send what-if values; the advice buttons send their change',
+    async run(page) {
+      const d = await data(LLAMA, 'train_70b.py');
+      await show(page, d);
+      await page.evaluate(() => ((globalThis as unknown as W).__posted = []));
+      const field = page.locator('vscode-textfield[aria-label="World size"]');
+      assert.equal(await field.evaluate((f) => (f as unknown as { value: string }).value), '8');
+      await field.evaluate((f) => {
+        (f as unknown as { value: string }).value = '32';
+        f.dispatchEvent(new Event('change'));
+      });
+      await page.waitForTimeout(100);
+      const posted = await page.evaluate(() => (globalThis as unknown as W).__posted);
+      assert.deepEqual((posted.at(-1) as { type: string; values: { worldSize: number } }).type, 'whatIf');
+      assert.equal((posted.at(-1) as { values: { worldSize: number } }).values.worldSize, 32);
+      await page.locator('#advice vscode-button').first().click();
+      const last = (await page.evaluate(() => (globalThis as unknown as W).__posted)).at(-1);
+      assert.equal((last as { type: string }).type, 'whatIf');
+      // The state is kept for the panel serializer.
+      const state = await page.evaluate(() => (globalThis as unknown as W).__state);
+      assert.equal(state.data.file, 'train_70b.py');
+    },
+  },
+  {
+    name: 'a what-if that fits says so',
+    async run(page, theme) {
+      const d = await data(LLAMA, 'train_70b.py', { worldSize: 64, checkpointing: 'full' });
+      await show(page, d);
+      assert.match((await page.textContent('#summary')) ?? '', /Fits H100 SXM 80GB/);
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-whatif-${theme}.png`), fullPage: true });
+    },
+  },
+];
+
+async function main(): Promise<number> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const browser = await launchBrowser();
+  let passed = 0;
+  let failed = 0;
+  try {
+    for (const theme of ['dark', 'light'] as const) {
+      const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+      for (const check of CHECKS) {
+        const page = await context.newPage();
+        await page.setContent(html(theme));
+        try {
+          await check.run(page, theme);
+          passed++;
+          console.log(`  ✔ ${check.name} (${theme})`);
+        } catch (e) {
+          failed++;
+          console.log(`  ✖ ${check.name} (${theme}): ${e instanceof Error ? e.message : String(e)}`);
+          await page.screenshot({
+            path: path.join(ARTIFACTS, `FAILED-${check.name.replace(/\W+/g, '-')}-${theme}.png`),
+          });
+        }
+        await page.close();
+      }
+      await context.close();
+    }
+  } finally {
+    await browser.close();
+  }
+  console.log(`webview (Chromium): ${passed} passed, ${failed} failed`);
+  return failed ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    console.error(e instanceof Error ? e.message : e);
+    process.exit(1);
+  },
+);

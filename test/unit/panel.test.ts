@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { requiredBytes } from '../../src/core/estimator/timeline';
+import { findGpu, gpuBytes } from '../../src/core/hardware/catalog';
+import { hoverMarkdown, mdEscape } from '../../src/core/report/hover';
+import { buildPanelData, whatIfFrom, type WhatIfValues } from '../../src/core/report/panelData';
+import { estimateFile } from '../../src/core/resolve/analyze';
+import { fixture, scanSource } from './helpers';
+
+// Llama 3.1 8B (config.json): 32 layers of 218,112,000 parameters; 8,030,261,248 in all.
+const PARAMS = 8_030_261_248;
+const LAYER = 218_112_000;
+const BUFFERS = 256; // rotary inv_freq: 64 x fp32
+
+async function panelFor(whatIf: Partial<WhatIfValues> = {}, text = fixture('workspace/train_fsdp2.py')) {
+  const facts = await scanSource(text, 'train.py');
+  const estimate = estimateFile(facts);
+  assert.ok(estimate.ok);
+  return buildPanelData({ facts, uri: 'file:///train.py', focusUnit: null, units: 'GB', estimate, whatIf });
+}
+
+const traffic = (d: Awaited<ReturnType<typeof panelFor>>) => {
+  const s = d.estimate!.comms.perStep;
+  return s.allGatherBytes + s.reduceScatterBytes + s.allReduceBytes;
+};
+
+describe('footprint panel data', () => {
+  it('shows the file as it is when nothing is changed', async () => {
+    const d = await panelFor();
+    assert.deepEqual(d.whatIf!.values, d.whatIf!.base);
+    // fp32 parameters and gradients, two fp32 Adam states: 16 B per parameter over 8 GPUs.
+    assert.equal(d.estimate!.perGpu.persistentBytes, (PARAMS * 16) / 8 + BUFFERS);
+    assert.equal(d.advice![0]!.level, 'ok');
+    assert.equal(d.whatIf!.blockUnits, 32);
+  });
+
+  it('world size 16 halves the sharded state', async () => {
+    const d = await panelFor({ worldSize: 16 });
+    assert.equal(d.estimate!.perGpu.persistentBytes, PARAMS + BUFFERS);
+    assert.equal(d.whatIf!.values.worldSize, 16);
+    assert.equal(d.whatIf!.base.worldSize, 8);
+  });
+
+  it('control values equal to the file change nothing', () => {
+    const base: WhatIfValues = {
+      worldSize: 8,
+      gpusPerNode: 8,
+      gpu: 'h100-sxm-80gb',
+      microBatch: 1,
+      seqLen: 4096,
+      checkpointing: 'none',
+      blocksPerUnit: 1,
+      strategy: 'FULL_SHARD',
+    };
+    assert.deepEqual(whatIfFrom({ ...base }, base), {});
+    assert.deepEqual(whatIfFrom({ ...base, worldSize: 32, checkpointing: 'every-2' }, base), {
+      worldSize: 32,
+      checkpointing: { everyN: 2 },
+    });
+    // Nonsense from the webview is dropped, not trusted.
+    assert.deepEqual(whatIfFrom({ worldSize: -3, gpu: 'no-such-gpu', strategy: 'EVIL' } as never, base), {});
+  });
+
+  it('SHARD_GRAD_OP drops exactly the backward all-gathers', async () => {
+    const base = await panelFor();
+    const sgo = await panelFor({ strategy: 'SHARD_GRAD_OP' });
+    // 32 block units gathered again in backward at 7/8 x 218,112,000 params x 2 B (bf16); the root is kept anyway.
+    assert.equal(traffic(base) - traffic(sgo), 32 * (7 / 8) * LAYER * 2);
+    assert.ok(sgo.estimate!.perGpu.peakBytes > base.estimate!.perGpu.peakBytes, 'kept units cost memory');
+  });
+
+  it('HYBRID_SHARD on 2 nodes: the state of 8 GPUs, plus an all-reduce of each shard across the replicas', async () => {
+    const d = await panelFor({ worldSize: 16, strategy: 'HYBRID_SHARD' });
+    const e = d.estimate!;
+    assert.equal(e.mesh.replicas, 2);
+    assert.equal(e.mesh.shardGroup, 8);
+    assert.equal(e.perGpu.persistentBytes, (PARAMS * 16) / 8 + BUFFERS);
+    // Ring all-reduce of the fp32 gradient shard (1/8) between 2 replicas: 2 x 1/2 x PARAMS/8 x 4 B.
+    assert.equal(e.comms.perStep.allReduceBytes, 2 * 0.5 * (PARAMS / 8) * 4);
+    assert.deepEqual(
+      e.comms.links.map((l) => [l.role, l.link.id]),
+      [
+        ['shard group', 'nvlink4'],
+        ['replicas', 'ib-ndr'],
+      ],
+    );
+  });
+
+  it('the granularity curve: 2 blocks per unit halves the block collectives', async () => {
+    const d = await panelFor();
+    const at = (k: number) => d.granularity!.find((p) => p.blocksPerUnit === k)!;
+    // Divisors of 32.
+    assert.deepEqual(
+      d.granularity!.map((p) => p.blocksPerUnit),
+      [1, 2, 4, 8, 16, 32],
+    );
+    // One block per unit: 32 x (2 all-gathers + 1 reduce-scatter) + the root's 1 + 1 = 98.
+    assert.equal(at(1).collectivesPerStep, 98);
+    assert.equal(at(1).units, 33);
+    // Two: 16 units of 2 blocks: 16 x 3 + 2 = 50.
+    assert.equal(at(2).collectivesPerStep, 50);
+    assert.equal(at(2).units, 17);
+    for (let i = 1; i < d.granularity!.length; i++)
+      assert.ok(
+        d.granularity![i]!.peakBytes >= d.granularity![i - 1]!.peakBytes,
+        'bigger units, higher peak',
+      );
+  });
+
+  it('the fit matrix agrees with itself and with the smallest world size', async () => {
+    const d = await panelFor();
+    const m = d.fitMatrix!;
+    for (let i = 1; i < m.peakBytes.length; i++) assert.ok(m.peakBytes[i]! <= m.peakBytes[i - 1]!);
+    for (const g of m.gpus) {
+      const gpu = findGpu(g.id)!;
+      m.worldSizes.forEach((n, i) => {
+        assert.equal(g.fits[i], requiredBytes(m.peakBytes[i]!) <= gpuBytes(gpu), `${g.id} at ${n}`);
+        if (g.minGpus.worldSize !== null)
+          assert.equal(g.fits[i], n >= g.minGpus.worldSize, `${g.id} at ${n}`);
+      });
+    }
+  });
+
+  it('a plan that does not fit gets the changes that would, each re-estimated', async () => {
+    const d = await panelFor({ worldSize: 1 });
+    const fit = d.advice!.find((a) => a.id === 'fit')!;
+    assert.equal(fit.level, 'problem');
+    // One GPU holds 8,030,261,248 x 16 B = 128 GB of state: more than any 80 GB GPU.
+    const more = fit.options.find((o) => /^\d+ GPUs$/.test(o.label))!;
+    assert.ok(more.fits);
+    const n = Number(more.label.split(' ')[0]);
+    // On n GPUs the state alone is 128.5 GB / n, which must leave room in 76.8 GB: n >= 2.
+    assert.ok(n >= 2);
+    // Memory is tight: Adam's state is half of it, and LoRA (rank 16 on every linear layer) would train
+    // 32 x (16 x (8192 + 5120 + 5120 + 8192) + 3 x 16 x (4096 + 14336)) = 41,943,040 parameters: 0.52% of the model.
+    const opt = d.advice!.find((a) => a.id === 'optimizer')!;
+    assert.match(opt.options[0]!.note, /^0\.52% of parameters trainable/);
+    assert.ok(opt.options[0]!.persistentBytes < d.estimate!.perGpu.persistentBytes / 2);
+  });
+
+  it('escapes user strings in hover Markdown', async () => {
+    assert.equal(mdEscape('[x](command:evil)'), '\\[x\\]\\(command:evil\\)');
+    assert.equal(mdEscape('<img src=x>'), '\\<img src=x\\>');
+    const facts = await scanSource(fixture('workspace/train_fsdp2.py'), 'train.py');
+    const r = estimateFile(facts);
+    assert.ok(r.ok);
+    const gpu = r.estimate.assumptions.find((a) => a.key === 'gpu')!;
+    gpu.value = '[click](command:workbench.action.terminal.new)';
+    const md = hoverMarkdown(facts.calls[0]!, r.estimate, 'GB', {});
+    assert.match(md, /\\\[click\\\]\\\(command:workbench/);
+    assert.ok(!md.includes('](command:'), md);
+  });
+});
