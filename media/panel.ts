@@ -39,7 +39,7 @@ function phaseWords(at: Estimate['perGpu']['peakAt']): string {
   if (!at) return '';
   if (at.phase === 'optimizer') return 'in the optimizer step';
   if (at.phase === 'loss') return 'at the loss (logits)';
-  return `in the ${at.phase} of ${at.unit || 'the root'}`;
+  return `in the ${at.phase} of ${at.unit || 'modules outside every unit'}`;
 }
 
 function card(label: string, value: string, detail: string, cls = ''): HTMLElement {

@@ -30,9 +30,9 @@ Commands:
       --batch B  --seq S  --grad-accum K  --ac none|full|selective|every-N
       --optimizer adamw|adam|sgd|sgd-momentum|adam8bit|adafactor
       --param-dtype D  --reduce-dtype D  --master-dtype D   (fp32, bf16, fp16)
-            --lora-rank R  --lora-targets q_proj,v_proj   LoRA adapters (the base frozen)
+      --lora-rank R  --lora-targets q_proj,v_proj   LoRA adapters (the base frozen)
       --base-dtype nf4      4-bit NF4 base weights (QLoRA)
-            --exact               Build the model with PyTorch on the meta device for exact counts (runs your code).
+      --exact               Build the model with PyTorch on the meta device for exact counts (runs your code).
       --python PATH         The Python for --exact (default python3); --exact-timeout S (default 120).
       --units GB|GiB        Decimal GB (default) or binary GiB.
       --json                JSON with exact bytes, the terms of each figure and every assumption.
@@ -56,6 +56,11 @@ export async function runCli(argv: string[], io: Streams): Promise<number> {
   }
   if (command === '--version') {
     io.out.write(`${VERSION}\n`);
+    return EXIT.ok;
+  }
+  // `fsdp-lens <command> --help`: the usage, as for `fsdp-lens --help`.
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.out.write(USAGE);
     return EXIT.ok;
   }
   try {

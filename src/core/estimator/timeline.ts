@@ -355,7 +355,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     events,
     peak: {
       bytes: p.total,
-      at: { unit: p.unit || '(optimizer)', phase: p.phase },
+      at: { unit: p.unit, phase: p.phase },
       event: peakIdx,
       live: p.live,
     },

@@ -69,7 +69,7 @@ export function peakWhere(e: Estimate): string {
   if (!at) return '';
   if (at.phase === 'optimizer') return ' in the optimizer step';
   if (at.phase === 'loss') return ' at the loss';
-  return ` in ${at.phase === 'forward' ? 'forward' : 'backward'} of ${at.unit || 'the root'}`;
+  return ` in ${at.phase === 'forward' ? 'forward' : 'backward'} of ${at.unit || 'modules outside every unit'}`;
 }
 
 function shortGpu(name: string): string {
