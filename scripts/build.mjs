@@ -94,6 +94,13 @@ if (args.has('--tests')) {
     outbase: 'test/integration',
     external: ['vscode', 'mocha', 'playwright-core', '@vscode/test-electron'],
   });
+  builds.push({
+    ...common,
+    entryPoints: ['test/bench/bench.ts'],
+    outdir: 'out/test/bench',
+    outbase: 'test/bench',
+    external: ['vscode', 'playwright-core'],
+  });
 }
 
 const start = Date.now();

@@ -26,7 +26,7 @@ export function analyzeFacts(
     }
   }
   const model = estimate?.ok
-    ? { estimate: estimate.estimate, root: estimate.input.model.root, minGpus: estimate.minGpus }
+    ? { estimate: estimate.estimate, root: estimate.input.model.root, minGpus: () => estimate.minGpus }
     : undefined;
   const findings = opts.lint
     ? lintFacts({ facts, text, options: opts.lint, ...(model ? { model } : {}) })

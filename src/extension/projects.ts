@@ -48,6 +48,16 @@ export class WorkspaceProjects implements vscode.Disposable {
       watcher.onDidCreate(touched),
       watcher.onDidDelete(touched),
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.reset()),
+      // Unsaved edits of open files are what the editor's file system serves: derived values must follow them.
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        if (e.document.uri.scheme !== 'file' || !e.contentChanges.length) return;
+        if (
+          e.document.languageId !== 'python' &&
+          !/\.(toml|sh|slurm|sbatch|json)$/.test(e.document.uri.fsPath)
+        )
+          return;
+        for (const p of this.projects.values()) p.invalidate(e.document.uri.fsPath, { contentOnly: true });
+      }),
       this.changed,
     );
   }

@@ -123,7 +123,7 @@ function bindingIn(
 ): Binding | null {
   const from = scope ? scope.startIndex : 0;
   const to = Math.min(scope ? scope.endIndex : file.text.length, before);
-  const ids = file.identifiers(name, from, to);
+  const ids = file.bindingCandidates(name, from, to);
   let moduleBefore: Binding | null = null;
   let last: Binding | null = null;
   for (const id of ids) {

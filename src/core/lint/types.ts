@@ -46,7 +46,8 @@ export interface RuleContext {
   text: string;
   options: LintOptions;
   /** The estimate of the file, when the model is known: rules about the model read it. */
-  model?: { estimate: Estimate; root: ModuleNode; minGpus?: MinGpus };
+  /** `minGpus` searches world sizes (a dozen estimates): rules call it only when they need it. */
+  model?: { estimate: Estimate; root: ModuleNode; minGpus?: () => MinGpus };
 }
 
 /** A draft finding: the runner adds the rule id, the severity in force and the suppression fix. */

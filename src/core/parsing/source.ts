@@ -19,7 +19,22 @@ export function rangeOf(node: Node): Range {
   };
 }
 
-const IDENT_CHAR = /[A-Za-z0-9_]/;
+/** The first index of the sorted `xs` whose value is >= `x`. */
+function lowerBound(xs: number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** A-Z, a-z, 0-9 and _ (NaN, before the start or past the end, is not). */
+function isIdentChar(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95;
+}
 
 /**
  * A parsed Python file. The scan locates candidates by searching the text for the few names it cares about and
@@ -36,16 +51,40 @@ export class SourceFile {
     return this.tree.rootNode;
   }
 
+  /** Offsets of each word searched so far, over the whole text (a scan asks for the same names many times). */
+  private readonly offsets = new Map<string, number[]>();
+
   /** Offsets of `word` as a whole identifier in `[from, to)`, skipping comments and strings by tree check later. */
   wordOffsets(word: string, from = 0, to = this.text.length): number[] {
-    const out: number[] = [];
+    let all = this.offsets.get(word);
+    if (!all) {
+      all = [];
+      const t = this.text;
+      for (let i = t.indexOf(word); i >= 0; i = t.indexOf(word, i + word.length))
+        if (!isIdentChar(t.charCodeAt(i - 1)) && !isIdentChar(t.charCodeAt(i + word.length))) all.push(i);
+      this.offsets.set(word, all);
+    }
+    if (from <= 0 && to >= this.text.length) return all;
+    return all.slice(lowerBound(all, from), lowerBound(all, to));
+  }
+
+  /**
+   * Identifiers of `name` in `[from, to)` that may bind it: a use followed by `.`, `[` or a call's `(` cannot (a
+   * `def` or `class` name followed by `(` can), so those are skipped on the text alone, before the tree is asked.
+   * Finding where a name is bound then costs its bindings, not its uses (`torch` is used thousands of times in a
+   * large script and bound once).
+   */
+  bindingCandidates(name: string, from = 0, to = this.text.length): Node[] {
     const t = this.text;
-    let i = t.indexOf(word, from);
-    while (i >= 0 && i < to) {
-      const before = i > 0 ? t[i - 1]! : ' ';
-      const after = t[i + word.length] ?? ' ';
-      if (!IDENT_CHAR.test(before) && !IDENT_CHAR.test(after)) out.push(i);
-      i = t.indexOf(word, i + word.length);
+    const out: Node[] = [];
+    for (const off of this.wordOffsets(name, from, to)) {
+      let j = off + name.length;
+      while (t[j] === ' ' || t[j] === '\t') j++;
+      const next = t[j];
+      if (next === '.' || next === '[') continue;
+      if (next === '(' && !/\b(def|class)\s+$/.test(t.slice(Math.max(0, off - 8), off))) continue;
+      const n = this.identifierAt(off);
+      if (n) out.push(n);
     }
     return out;
   }

@@ -131,13 +131,30 @@ export class Project {
     return parsed;
   }
 
-  /** Forgets a file (the editor calls this when a file changes or is deleted). */
-  invalidate(file: string): void {
+  /**
+   * Forgets a file (the editor calls this when a file changes or is deleted). An edit of an open file's text
+   * (`contentOnly`) keeps the listing of files, which only creation and deletion change.
+   */
+  invalidate(file: string, opts: { contentOnly?: boolean } = {}): void {
     const abs = path.resolve(file);
     const cached = this.cache.get(abs);
     if (cached) cached.source.tree.delete();
     this.cache.delete(abs);
-    this.listing = undefined;
+    if (!opts.contentOnly) this.listing = undefined;
+    this.memos.clear();
+  }
+
+  private readonly memos = new Map<string, unknown>();
+
+  /**
+   * A value derived from the project's files (launch files found, callers of a function), kept until any file
+   * changes: the editor reports changes through `invalidate`, so an unchanged project is not walked again.
+   */
+  memo<T>(key: string, compute: () => T): T {
+    if (this.memos.has(key)) return this.memos.get(key) as T;
+    const v = compute();
+    this.memos.set(key, v);
+    return v;
   }
 
   /**
@@ -193,6 +210,10 @@ export class Project {
 
   /** Call sites of a function named `name` in the project (text search first, then the tree). */
   callersOf(name: string): { file: PyFile; call: Node }[] {
+    return this.memo(`callers:${name}`, () => this.findCallers(name));
+  }
+
+  private findCallers(name: string): { file: PyFile; call: Node }[] {
     const out: { file: PyFile; call: Node }[] = [];
     const needle = `${name}(`;
     for (const f of this.pythonFiles()) {
@@ -215,6 +236,7 @@ export class Project {
   dispose(): void {
     for (const f of this.cache.values()) f?.source.tree.delete();
     this.cache.clear();
+    this.memos.clear();
   }
 }
 

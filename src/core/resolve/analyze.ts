@@ -68,7 +68,11 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   if ('error' in annotation) return { ok: false, reason: annotation.error };
   const root0 = opts.project?.roots[0];
   const pyproject = opts.project && root0 ? pyprojectLayer(opts.project.fs, facts.path, root0) : undefined;
-  const launch = opts.project && root0 ? launchLayer(opts.project.fs, root0, facts.path) : undefined;
+  const project = opts.project;
+  const launch =
+    project && root0
+      ? project.memo(`launch:${root0}:${facts.path}`, () => launchLayer(project.fs, root0, facts.path))
+      : undefined;
   const model = resolveModel(facts, file, opts, annotation.model, pyproject?.model);
   if ('reason' in model) return { ok: false, reason: model.reason, hint: model.hint };
   const layers: Layer[] = [];
@@ -135,13 +139,17 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   };
   const whatIf = new WhatIfModel(input);
   const result = whatIf.run();
+  let minGpus: MinGpus | undefined;
   return {
     ok: true,
     input,
     estimate: result,
     model: model.loaded,
     whatIf,
-    minGpus: whatIf.minGpus(setup.gpu),
+    // A search over world sizes (a dozen estimates): computed when a surface asks, not on every keystroke.
+    get minGpus(): MinGpus {
+      return (minGpus ??= whatIf.minGpus(setup.gpu));
+    },
   };
 }
 

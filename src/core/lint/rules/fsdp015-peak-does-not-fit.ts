@@ -33,7 +33,7 @@ fully_shard(model)`,
     const at = roots[roots.length - 1] ?? ctx.facts.calls[ctx.facts.calls.length - 1];
     if (!at) return [];
     const b = (n: number) => fmtBytes(n);
-    const min = ctx.model?.minGpus;
+    const min = ctx.model?.minGpus?.();
     const smallest =
       min && min.worldSize !== null
         ? ` The smallest world size that fits is ${min.worldSize} GPUs.`
