@@ -2,12 +2,37 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decodeSource } from '../core/analysis/input';
 
-/** Reads a Python file for analysis; a message for the user when it cannot be. */
+/** File name endings the tools read as Python source without looking inside. */
+const PYTHON_EXTENSIONS = new Set(['.py', '.pyi']);
+
+/** A first line that runs the file with Python: `#!/usr/bin/env python3`, `#!/opt/py/bin/python3.12 -u`, `#!python`. */
+const PYTHON_SHEBANG = /^#!(?:[^\r\n]*[\s/])?(?:python|pypy)[0-9.]*(?:\s|$)/;
+
+/** Whether a name ends in .py or .pyi (any case). */
+export function hasPythonExtension(file: string): boolean {
+  return PYTHON_EXTENSIONS.has(path.extname(file).toLowerCase());
+}
+
+/** Whether the bytes start with a shebang line naming a Python interpreter. */
+export function hasPythonShebang(bytes: Uint8Array): boolean {
+  if (bytes[0] !== 0x23 || bytes[1] !== 0x21) return false; // "#!"
+  const head = bytes.subarray(0, 256);
+  const nl = head.indexOf(0x0a);
+  const line = Buffer.from(nl < 0 ? head : head.subarray(0, nl)).toString('latin1');
+  return PYTHON_SHEBANG.test(line);
+}
+
+/**
+ * Reads a Python file for analysis; a message for the user when it cannot be. A file counts as Python when its
+ * name ends in .py or .pyi, or when its first line is a Python shebang; anything else (README.md, package.json)
+ * is refused before it is decoded, so its contents are never parsed as Python.
+ */
 export function readPythonFile(file: string): { text: string } | { error: string } {
   let bytes: Buffer;
   try {
     const st = fs.statSync(file);
     if (st.isDirectory()) return { error: `${file}: is a directory` };
+    if (!st.isFile()) return { error: `${file}: not a regular file` };
     bytes = fs.readFileSync(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
@@ -15,6 +40,8 @@ export function readPythonFile(file: string): { text: string } | { error: string
       error: `${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : 'cannot be read'}`,
     };
   }
+  if (!hasPythonExtension(file) && !hasPythonShebang(bytes))
+    return { error: `${file}: not a Python file (expected a .py or .pyi file, or a python shebang line)` };
   const decoded = decodeSource(bytes);
   if (!decoded.ok) return { error: `${file}: ${decoded.reason}` };
   return { text: decoded.text };
@@ -33,10 +60,15 @@ const SKIP_DIRS = new Set([
   'build',
 ]);
 
-/** Python files under the given files and directories (directories searched recursively, in name order). */
-export function collectPythonFiles(paths: string[]): { files: string[]; missing: string[] } {
+/**
+ * Python files under the given files and directories (directories searched recursively, in name order, for .py
+ * files). Files named explicitly are returned whatever their name: reading them decides whether they are Python.
+ */
+export function collectPythonFiles(paths: string[]): { files: string[]; missing: string[]; empty: string[] } {
   const files: string[] = [];
   const missing: string[] = [];
+  /** Directories given that hold no .py file. */
+  const empty: string[] = [];
   const walk = (dir: string, depth: number) => {
     if (depth > 32) return;
     let entries: fs.Dirent[];
@@ -59,8 +91,11 @@ export function collectPythonFiles(paths: string[]): { files: string[]; missing:
       missing.push(p);
       continue;
     }
-    if (st.isDirectory()) walk(p, 0);
-    else files.push(p);
+    if (st.isDirectory()) {
+      const before = files.length;
+      walk(p, 0);
+      if (files.length === before) empty.push(p);
+    } else files.push(p);
   }
-  return { files, missing };
+  return { files, missing, empty };
 }

@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { runCli } from '../../src/cli/cli';
-import { FIXTURES, grammar } from './helpers';
+import { FIXTURES, grammar, ROOT } from './helpers';
 
 async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   await grammar();
@@ -222,5 +222,290 @@ describe('fsdp-lens estimate', () => {
       assert.equal(r.code, 2);
       assert.match(r.err, msg);
     }
+  });
+});
+
+describe('fsdp-lens scan and lint refuse what is not Python source', () => {
+  it('exits 2 with "not a Python file" on an explicit README.md or package.json', async () => {
+    for (const command of ['scan', 'lint']) {
+      for (const name of ['README.md', 'package.json']) {
+        const file = path.join(ROOT, name);
+        const r = await cli(command, file);
+        assert.equal(r.code, 2, `${command} ${name}`);
+        assert.match(r.err, new RegExp(`${name.replace('.', '\\.')}: not a Python file`));
+        assert.equal(r.out, '', 'nothing of the file is parsed or reported');
+      }
+    }
+  });
+
+  it('reads a script without .py when its first line is a Python shebang, and .pyi stubs', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-shebang-'));
+    const body =
+      'from torch.distributed.fsdp import fully_shard\nfor layer in model.layers:\n    fully_shard(layer)\n';
+    const script = path.join(dir, 'train');
+    fs.writeFileSync(script, `#!/usr/bin/env python3\n${body}`);
+    const stub = path.join(dir, 'train.pyi');
+    fs.writeFileSync(stub, body);
+    const shell = path.join(dir, 'run');
+    fs.writeFileSync(shell, `#!/bin/sh\n${body}`);
+    for (const file of [script, stub]) {
+      const scan = await cli('scan', file, '--json');
+      assert.equal(scan.code, 0, scan.err);
+      assert.equal((JSON.parse(scan.out) as { files: { calls: unknown[] }[] }).files[0]!.calls.length, 1);
+      // The blocks are wrapped, the model never is: FSDP001 on line 3 (line 4 under the shebang).
+      const lint = await cli('lint', file);
+      assert.equal(lint.code, 1, lint.err);
+      assert.match(lint.out, new RegExp(`:${file === script ? 4 : 3}:5: FSDP001 `));
+    }
+    for (const command of ['scan', 'lint']) {
+      const r = await cli(command, shell);
+      assert.equal(r.code, 2);
+      assert.match(r.err, /run: not a Python file/);
+    }
+  });
+
+  it('exits 2 with a clear message on binary and non-UTF-8 files given to lint', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lint-bytes-'));
+    const elf = Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 0, 1, 2]);
+    fs.writeFileSync(path.join(dir, 'weights.py'), elf);
+    fs.writeFileSync(path.join(dir, 'weights.bin'), elf);
+    fs.writeFileSync(path.join(dir, 'latin1.py'), Buffer.from([0x23, 0x20, 0xe9, 0x0a]));
+    // A Python shebang decides it is Python; its bytes then decide it cannot be read.
+    fs.writeFileSync(path.join(dir, 'tool'), Buffer.from('#!/usr/bin/python\n# caf\xe9\n', 'latin1'));
+    for (const [name, message] of [
+      ['weights.py', /weights\.py: binary file/],
+      ['weights.bin', /weights\.bin: not a Python file/],
+      ['latin1.py', /latin1\.py: not valid UTF-8/],
+      ['tool', /tool: not valid UTF-8/],
+    ] as const) {
+      for (const command of ['scan', 'lint']) {
+        const r = await cli(command, path.join(dir, name));
+        assert.equal(r.code, 2, `${command} ${name}`);
+        assert.match(r.err, message);
+      }
+    }
+  });
+
+  it('walks directories for .py files only, and says when a directory has none', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lint-dir-'));
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.writeFileSync(path.join(dir, 'README.md'), '# fully_shard(model.layers)\n\0');
+    fs.writeFileSync(path.join(dir, 'package.json'), '{"name": "x"}\n');
+    fs.writeFileSync(path.join(dir, 'blob.bin'), Buffer.from([0, 1, 2, 0xff]));
+    fs.copyFileSync(path.join(FIXTURES, 'lint', 'fsdp001_bad.py'), path.join(dir, 'pkg', 'train.py'));
+    fs.copyFileSync(path.join(FIXTURES, 'lint', 'fsdp001_good.py'), path.join(dir, 'ok.py'));
+    const r = await cli('lint', dir, '--format', 'json');
+    assert.equal(r.code, 1, r.err);
+    const rows = JSON.parse(r.out) as { file: string; code: string }[];
+    assert.deepEqual(
+      rows.map((x) => [path.relative(dir, x.file), x.code]),
+      [[path.join('pkg', 'train.py'), 'FSDP001']],
+    );
+    assert.doesNotMatch(r.err, /README|package\.json|blob\.bin/);
+
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lint-empty-'));
+    fs.writeFileSync(path.join(empty, 'notes.txt'), 'nothing here\n');
+    const e = await cli('lint', empty);
+    assert.equal(e.code, 0);
+    assert.equal(e.out, '');
+    assert.match(e.err, /no \.py files in this directory/);
+  });
+});
+
+describe('fsdp-lens lint', () => {
+  const lintFixture = (name: string) => path.join(FIXTURES, 'lint', name);
+  /** 1-based line and column span of `needle` in a fixture, found in its text (end column exclusive, as SARIF). */
+  function spanOf(name: string, needle: string, lineNo: number) {
+    const line = fs.readFileSync(lintFixture(name), 'utf8').split('\n')[lineNo - 1]!;
+    const start = line.indexOf(needle);
+    assert.ok(start >= 0, `${needle} on line ${lineNo} of ${name}`);
+    return { line: lineNo, column: start + 1, endLine: lineNo, endColumn: start + needle.length + 1 };
+  }
+
+  it('prints file:line:col: CODE message and exits 1 on a finding', async () => {
+    const file = lintFixture('fsdp001_bad.py');
+    const r = await cli('lint', file);
+    assert.equal(r.code, 1, r.err);
+    const lines = r.out.trimEnd().split('\n');
+    assert.equal(lines.length, 1);
+    // Line 8 is `        fully_shard(layer, ...)`: the call starts after 8 spaces, in column 9.
+    const { line, column } = spanOf(
+      'fsdp001_bad.py',
+      'fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=True)',
+      8,
+    );
+    assert.equal(column, 9);
+    assert.ok(lines[0]!.startsWith(`${file}:${line}:${column}: FSDP001 `), lines[0]);
+    assert.match(lines[0]!, /`model` itself never is/);
+    assert.match(r.err, /^1 finding in 1 of 1 files$/m);
+  });
+
+  it('exits 0 with no output on a clean file', async () => {
+    const r = await cli('lint', lintFixture('fsdp001_good.py'));
+    assert.equal(r.code, 0, r.err);
+    assert.equal(r.out, '');
+    assert.equal(r.err, '');
+  });
+
+  it('--format json: one row per finding with its rule and range', async () => {
+    const r = await cli(
+      'lint',
+      lintFixture('fsdp005_bad.py'),
+      lintFixture('fsdp001_bad.py'),
+      '--format',
+      'json',
+    );
+    assert.equal(r.code, 1, r.err);
+    const rows = JSON.parse(r.out) as {
+      file: string;
+      line: number;
+      column: number;
+      endLine: number;
+      endColumn: number;
+      code: string;
+      severity: string;
+      message: string;
+    }[];
+    const legacy = 'torch.distributed._composable.fsdp';
+    assert.deepEqual(
+      rows.map(({ file, line, column, endLine, endColumn, code, severity }) => ({
+        file: path.basename(file),
+        code,
+        severity,
+        range: { line, column, endLine, endColumn },
+      })),
+      [
+        // `from torch.distributed._composable.fsdp import ...`: the module after "from ", columns 6 to 6 + 34.
+        {
+          file: 'fsdp005_bad.py',
+          code: 'FSDP005',
+          severity: 'warning',
+          range: spanOf('fsdp005_bad.py', legacy, 1),
+        },
+        // `import torch.distributed._composable.fsdp as cfsdp`: after "import ", columns 8 to 8 + 34.
+        {
+          file: 'fsdp005_bad.py',
+          code: 'FSDP005',
+          severity: 'warning',
+          range: spanOf('fsdp005_bad.py', legacy, 2),
+        },
+        {
+          file: 'fsdp001_bad.py',
+          code: 'FSDP001',
+          severity: 'error',
+          range: spanOf(
+            'fsdp001_bad.py',
+            'fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=True)',
+            8,
+          ),
+        },
+      ],
+    );
+    assert.deepEqual(spanOf('fsdp005_bad.py', legacy, 1), { line: 1, column: 6, endLine: 1, endColumn: 40 });
+    assert.ok(rows.every((x) => x.message.length > 20));
+  });
+
+  it('--format sarif: a SARIF 2.1.0 log with the results and their regions', async () => {
+    const r = await cli('lint', lintFixture('fsdp001_bad.py'), '--format', 'sarif');
+    assert.equal(r.code, 1, r.err);
+    const log = JSON.parse(r.out) as {
+      version: string;
+      runs: {
+        tool: { driver: { name: string; rules: { id: string }[] } };
+        results: {
+          ruleId: string;
+          level: string;
+          locations: {
+            physicalLocation: { artifactLocation: { uri: string }; region: Record<string, number> };
+          }[];
+        }[];
+      }[];
+    };
+    assert.equal(log.version, '2.1.0');
+    assert.equal(log.runs.length, 1);
+    const run = log.runs[0]!;
+    assert.equal(run.tool.driver.name, 'fsdp-lens');
+    assert.ok(run.tool.driver.rules.some((x) => x.id === 'FSDP001'));
+    assert.deepEqual(
+      run.results.map((x) => [x.ruleId, x.level]),
+      [['FSDP001', 'error']],
+    );
+    const loc = run.results[0]!.locations[0]!.physicalLocation;
+    assert.match(loc.artifactLocation.uri, /(^|\/)fsdp001_bad\.py$/);
+    const span = spanOf(
+      'fsdp001_bad.py',
+      'fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=True)',
+      8,
+    );
+    assert.deepEqual(loc.region, {
+      startLine: span.line,
+      startColumn: span.column,
+      endLine: span.endLine,
+      endColumn: span.endColumn,
+    });
+  });
+
+  it('--format sarif on a clean file: a log with no results, exit 0', async () => {
+    const r = await cli('lint', lintFixture('fsdp001_good.py'), '--format', 'sarif');
+    assert.equal(r.code, 0, r.err);
+    const log = JSON.parse(r.out) as { version: string; runs: { results: unknown[] }[] };
+    assert.equal(log.version, '2.1.0');
+    assert.deepEqual(log.runs[0]!.results, []);
+  });
+
+  it('--rule FSDP001=off silences the rule; =info reports it without failing', async () => {
+    const file = lintFixture('fsdp001_bad.py');
+    const off = await cli('lint', file, '--rule', 'FSDP001=off');
+    assert.equal(off.code, 0, off.err);
+    assert.equal(off.out, '');
+    const lower = await cli('lint', file, '--rule', 'fsdp001=off', '--format', 'json');
+    assert.equal(lower.code, 0);
+    assert.deepEqual(JSON.parse(lower.out), []);
+    const info = await cli('lint', file, '--rule', 'FSDP001=info', '--format', 'json');
+    assert.equal(info.code, 0, 'an info finding does not fail the run');
+    assert.deepEqual(
+      (JSON.parse(info.out) as { code: string; severity: string }[]).map((x) => [x.code, x.severity]),
+      [['FSDP001', 'info']],
+    );
+  });
+
+  it('--min-torch 2.4 silences FSDP005 on the legacy torch.distributed._composable.fsdp import', async () => {
+    const file = lintFixture('fsdp005_bad.py');
+    const dflt = await cli('lint', file);
+    assert.equal(dflt.code, 1);
+    assert.equal((dflt.out.match(/: FSDP005 /g) ?? []).length, 2);
+    // FSDP2 lived only at the legacy path before 2.6: code that must run on 2.4 has to import it from there.
+    const old = await cli('lint', file, '--min-torch', '2.4');
+    assert.equal(old.code, 0, old.err);
+    assert.doesNotMatch(old.out, /FSDP005/);
+    const now = await cli('lint', file, '--min-torch', '2.6');
+    assert.equal(now.code, 1);
+    assert.match(now.out, /FSDP005/);
+  });
+
+  it('exits 2 on usage errors, missing files and non-Python files', async () => {
+    const good = lintFixture('fsdp001_good.py');
+    for (const [args, msg] of [
+      [['lint'], /lint needs at least one FILE or DIR/],
+      [['lint', good, '--format', 'xml'], /--format must be text, json or sarif, not "xml"/],
+      [['lint', good, '--rule', 'FSDP999=off'], /unknown rule "FSDP999"/],
+      [['lint', good, '--rule', 'FSDP001=loud'], /--rule FSDP001= takes error, warning, info, hint, off/],
+      [['lint', good, '--min-torch', 'latest'], /--min-torch takes a release like 2\.4, not "latest"/],
+      [['lint', good, '--bogus'], /.+/],
+      [
+        ['lint', path.join(FIXTURES, 'lint', 'no_such_file.py')],
+        /no_such_file\.py: no such file or directory/,
+      ],
+      [['lint', path.join(ROOT, 'README.md')], /README\.md: not a Python file/],
+    ] as const) {
+      const r = await cli(...args);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.match(r.err, msg);
+    }
+    // One bad input among good ones: the others are still linted, and the run still exits 2.
+    const mixed = await cli('lint', lintFixture('fsdp001_bad.py'), path.join(ROOT, 'package.json'));
+    assert.equal(mixed.code, 2);
+    assert.match(mixed.out, /fsdp001_bad\.py:8:9: FSDP001 /);
+    assert.match(mixed.err, /package\.json: not a Python file/);
   });
 });

@@ -397,4 +397,52 @@ describe('rules that need the model', () => {
       );
     }
   });
+
+  it('FSDP011-FSDP014: the corrected scripts resolve the same models and are quiet', async () => {
+    async function analyzeWithModel(name: string) {
+      const text = fixture(`lint/${name}`);
+      const facts = await scanSource(text, path.join(FIXTURES, 'lint', name));
+      const project = new Project([path.join(FIXTURES, 'lint')], await grammar());
+      const a = analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
+      const e = a.estimate;
+      assert.ok(e?.ok, `${name}: the model is resolved (${e && !e.ok ? e.reason : 'no estimate'})`);
+      return { rules: a.findings.map((f) => f.rule), estimate: e.estimate };
+    }
+
+    // Llama 3.1 8B: vocabulary 128,256, hidden size 4,096, head not tied to the embedding.
+    const fsdp011 = await analyzeWithModel('fsdp011_good.py');
+    assert.ok(!fsdp011.rules.includes('FSDP011'));
+    assert.equal(fsdp011.estimate.unowned.params, 0);
+    const root8b = fsdp011.estimate.units.find((u) => u.isRoot)!;
+    // The root holds the embedding, the final norm and lm_head: 2 x 128,256 x 4,096 + 4,096.
+    assert.equal(root8b.params, 2 * 128_256 * 4_096 + 4_096);
+    assert.equal(fsdp011.estimate.units.filter((u) => !u.isRoot).length, 32, '32 decoder layers');
+
+    // Llama 3.2 1B: 16 layers, hidden 2,048, MLP 8,192, 32 query heads and 8 key/value heads of 64.
+    const fsdp012 = await analyzeWithModel('fsdp012_good.py');
+    assert.ok(!fsdp012.rules.includes('FSDP012'));
+    assert.ok(fsdp012.estimate.units.every((u) => !u.classNames.includes('ModuleList')));
+    const layers = fsdp012.estimate.units.filter((u) => u.classNames.includes('LlamaDecoderLayer'));
+    assert.equal(layers.length, 16);
+    // q and o 2,048 x 2,048 each, k and v 2,048 x 512 each, gate/up/down 3 x 2,048 x 8,192, two norms of 2,048.
+    const perLayer = 2 * 2_048 * 2_048 + 2 * 2_048 * 512 + 3 * 2_048 * 8_192 + 2 * 2_048;
+    assert.ok(layers.every((u) => u.params === perLayer));
+
+    // The tied embedding and head in one list wrap: one unit holding both, the shared weight counted once.
+    const fsdp013 = await analyzeWithModel('fsdp013_good.py');
+    assert.ok(!fsdp013.rules.includes('FSDP013'));
+    const tied = fsdp013.estimate.units.find((u) => u.modules.includes('lm_head'));
+    assert.deepEqual(tied?.modules.slice().sort(), ['lm_head', 'model.embed_tokens']);
+    assert.equal(tied?.params, 128_256 * 2_048);
+
+    // Net cast whole to bfloat16 before the wrap: body 64 x 64 + 64, head 10 x 64 + 10, all bfloat16.
+    const fsdp014 = await analyzeWithModel('fsdp014_good.py');
+    assert.ok(!fsdp014.rules.includes('FSDP014'));
+    assert.equal(fsdp014.estimate.units.length, 1);
+    assert.equal(fsdp014.estimate.units[0]!.params, 64 * 64 + 64 + 10 * 64 + 10);
+    assert.deepEqual(fsdp014.estimate.units[0]!.trainableDtypes, ['bfloat16']);
+
+    for (const [name, r] of Object.entries({ fsdp011, fsdp012, fsdp013, fsdp014 }))
+      assert.deepEqual(r.rules, [], `${name}_good.py is clean`);
+  });
 });

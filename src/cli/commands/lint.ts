@@ -42,9 +42,10 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
     options.rules[id.toUpperCase()] = level as SeveritySetting;
   }
 
-  const { files, missing } = collectPythonFiles(positionals);
+  const { files, missing, empty } = collectPythonFiles(positionals);
   let bad = missing.length > 0;
   for (const m of missing) io.err.write(`fsdp-lens: ${m}: no such file or directory\n`);
+  for (const d of empty) io.err.write(`fsdp-lens: ${d}: no .py files in this directory\n`);
   const grammar = await loadPython();
   const projects = new Map<string, Project>();
   const results: (FileFindings & { path: string })[] = [];
