@@ -30,6 +30,7 @@ Commands:
       --batch B  --seq S  --grad-accum K  --ac none|full|selective|every-N
       --optimizer adamw|adam|sgd|sgd-momentum|adam8bit|adafactor
       --param-dtype D  --reduce-dtype D  --master-dtype D   (fp32, bf16, fp16)
+      --attention fused|eager   Attention kernel: fused (SDPA, FlashAttention) or eager (keeps the s x s scores)
       --lora-rank R  --lora-targets q_proj,v_proj   LoRA adapters (the base frozen)
       --base-dtype nf4      4-bit NF4 base weights (QLoRA)
       --exact               Build the model with PyTorch on the meta device for exact counts (runs your code).

@@ -10,7 +10,9 @@ import { CATALOG } from '../../src/core/model/catalog';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { DEFAULTS, resolveSetup, type SetupValues } from '../../src/core/resolve/setup';
-import { scanSource } from './helpers';
+import { runCli } from '../../src/cli/cli';
+import { fromPyproject } from '../../src/core/project/settings';
+import { grammar, scanSource } from './helpers';
 
 const LLAMA_8B = 8_030_261_248;
 const LLAMA_8B_LAYER = 218_112_000;
@@ -36,6 +38,17 @@ function run(
     setup,
     assumptions,
   });
+}
+
+async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  await grammar();
+  let out = '';
+  let err = '';
+  const code = await runCli(args, {
+    out: { write: (s: string) => (out += s) },
+    err: { write: (s: string) => (err += s) },
+  });
+  return { code, out, err };
 }
 
 function fsdp1(strategy: ShardingStrategyName) {
@@ -362,5 +375,244 @@ describe('estimates from scripts', () => {
       flags: { values: {}, model: { id: 'nobody/none', source: { kind: 'flag' } } },
     });
     assert.match(r2.ok ? '' : r2.reason, /not in the Hugging Face cache .* nor in the built-in catalog/);
+  });
+});
+
+describe('attention kind: flag, annotation, pyproject and the code', () => {
+  const script = (impl: string, extra = '') =>
+    scanSource(
+      [
+        extra,
+        'from transformers import AutoModelForCausalLM',
+        `model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B", attn_implementation="${impl}")`,
+        '',
+      ].join('\n'),
+      'train.py',
+    );
+  // Llama 3.2 1B (16 blocks, 32 heads, 8 KV heads of 64) at the default 4,096 tokens, micro-batch 1: eager
+  // attention keeps 6 bytes per score element (the fp32 softmax output and its bf16 cast) of a 32 x 4096 x 4096
+  // score matrix per block, and K and V expanded from 8 to 32 heads (2 x 2 B x 4096 x 24 x 64).
+  const EAGER_EXTRA = 16 * (6 * 32 * 4096 * 4096 + 2 * 2 * 4096 * 24 * 64);
+
+  it('reads attn_implementation="eager" from from_pretrained, and "sdpa" / "flash_attention_2" as fused', async () => {
+    const eager = estimateFile(await script('eager'));
+    assert.ok(eager.ok);
+    assert.equal(eager.estimate.setup.attention, 'eager');
+    const a = eager.estimate.assumptions.find((x) => x.key === 'attention')!;
+    assert.deepEqual(a.source, { kind: 'detected', detail: 'train.py:3 (attn_implementation="eager")' });
+    for (const impl of ['sdpa', 'flash_attention_2']) {
+      const r = estimateFile(await script(impl));
+      assert.ok(r.ok);
+      assert.equal(r.estimate.setup.attention, 'fused', impl);
+      assert.equal(r.estimate.assumptions.find((x) => x.key === 'attention')!.source.kind, 'detected');
+      assert.equal(
+        eager.estimate.timeline!.activationBytes - r.estimate.timeline!.activationBytes,
+        EAGER_EXTRA,
+      );
+    }
+  });
+
+  it('an unknown attn_implementation leaves the default', async () => {
+    const r = estimateFile(await script('my_custom_kernel'));
+    assert.ok(r.ok);
+    assert.equal(r.estimate.setup.attention, 'fused');
+    assert.equal(r.estimate.assumptions.find((x) => x.key === 'attention')!.source.kind, 'default');
+  });
+
+  it('an annotation beats the code, a flag beats the annotation', async () => {
+    const annotated = await script('sdpa', '# fsdp: attention=eager');
+    const r = estimateFile(annotated);
+    assert.ok(r.ok);
+    assert.equal(r.estimate.setup.attention, 'eager');
+    assert.equal(r.estimate.assumptions.find((x) => x.key === 'attention')!.source.kind, 'annotation');
+    const f = estimateFile(annotated, { flags: { values: { attention: 'fused' } } });
+    assert.ok(f.ok);
+    assert.equal(f.estimate.setup.attention, 'fused');
+    assert.equal(f.estimate.assumptions.find((x) => x.key === 'attention')!.source.kind, 'flag');
+    assert.equal(r.estimate.timeline!.activationBytes - f.estimate.timeline!.activationBytes, EAGER_EXTRA);
+  });
+
+  it('a bad annotation value says what is accepted', async () => {
+    const r = estimateFile(await script('sdpa', '# fsdp: attention=slow'));
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? '' : r.reason, /attention .* must be fused or eager/);
+  });
+
+  it('[tool.fsdp-lens] attention in pyproject.toml', () => {
+    const p = fromPyproject('[tool.fsdp-lens]\nattention = "eager"\n', '/x/pyproject.toml')!;
+    assert.equal(p.layer.values.attention, 'eager');
+    assert.deepEqual(p.problems, []);
+    const sdpa = fromPyproject('[tool.fsdp-lens]\nattn_implementation = "sdpa"\n', '/x/pyproject.toml')!;
+    assert.equal(sdpa.layer.values.attention, 'fused');
+    const bad = fromPyproject('[tool.fsdp-lens]\nattention = "slow"\n', '/x/pyproject.toml')!;
+    assert.equal(bad.layer.values.attention, undefined);
+    assert.match(bad.problems[0]!, /must be fused or eager/);
+  });
+
+  it('--attention eager on the command line; a bad value exits 2', async () => {
+    const fused = await cli('estimate', '--model', 'meta-llama/Llama-3.2-1B', '--json');
+    const eager = await cli(
+      'estimate',
+      '--model',
+      'meta-llama/Llama-3.2-1B',
+      '--attention',
+      'eager',
+      '--json',
+    );
+    assert.equal(eager.code, 0, eager.err);
+    const act = (r: { out: string }) =>
+      (JSON.parse(r.out) as { perGpu: { activationBytes: number } }).perGpu.activationBytes;
+    assert.equal(act(eager) - act(fused), EAGER_EXTRA);
+    const bad = await cli('estimate', '--model', 'meta-llama/Llama-3.2-1B', '--attention', 'slow');
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /--attention must be fused or eager/);
+  });
+});
+
+describe('host memory per node', () => {
+  // Llama 3.1 8B: 8,030,261,248 parameters (see the worked example).
+  const P = LLAMA_8B;
+  const host = (e: Estimate, name: string) => e.hostPerNode.terms.find((t) => t.name === name)?.bytes;
+
+  it('from_pretrained on every rank without the meta device: 8 processes of a node each load the whole model', async () => {
+    const facts = await scanSource(
+      [
+        'import torch',
+        'from torch.distributed.device_mesh import init_device_mesh',
+        'from transformers import AutoModelForCausalLM',
+        'mesh = init_device_mesh("cuda", (16,))',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B", torch_dtype=torch.bfloat16)',
+        '',
+      ].join('\n'),
+      'train.py',
+    );
+    const r = estimateFile(facts);
+    assert.ok(r.ok);
+    const e = r.estimate;
+    assert.equal(e.mesh.worldSize, 16);
+    // 8 GPUs per node: 8 x P x 2 B (bf16) = 128,484,179,968 B while loading.
+    const loading = 8 * P * 2;
+    assert.equal(loading, 128_484_179_968);
+    assert.equal(host(e, 'loading (from_pretrained on every rank)'), loading);
+    // A full state dict gathered on rank 0 in the parameters' dtype (bf16 from torch_dtype): P x 2 B.
+    assert.equal(host(e, 'saving a full state dict on rank 0'), P * 2);
+    // Loading and saving happen at different times: the node needs the larger.
+    assert.equal(e.hostPerNode.bytes, loading);
+  });
+
+  it('a node with fewer processes than GPUs per node loads fewer copies', async () => {
+    const facts = await scanSource(
+      [
+        '# fsdp: world_size=4',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        '',
+      ].join('\n'),
+    );
+    const r = estimateFile(facts);
+    assert.ok(r.ok);
+    // No torch_dtype: loaded in the fp32 master dtype, 4 processes x P x 4 B.
+    assert.equal(host(r.estimate, 'loading (from_pretrained on every rank)'), 4 * P * 4);
+    assert.equal(r.estimate.hostPerNode.bytes, 128_484_179_968);
+  });
+
+  it('on the meta device only the saving spike remains', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
+    const { setup, assumptions } = resolveSetup([]);
+    const e = estimate({
+      model: { name: 'x', root: m.root, shape: m.shape, source: { kind: 'default' } },
+      plan: {
+        api: 'fsdp2',
+        strategy: 'FULL_SHARD',
+        units: defaultUnits(m.root, m.shape.blockClass, 't'),
+        source: { kind: 'default' },
+        notes: [],
+      },
+      setup,
+      assumptions,
+      loading: { fromPretrained: true, meta: true, dtype: null },
+    });
+    assert.equal(host(e, 'loading (from_pretrained on every rank)'), undefined);
+    // fp32 master weights: P x 4 B = 32,121,044,992 B on rank 0.
+    assert.equal(e.hostPerNode.bytes, P * 4);
+    assert.equal(e.hostPerNode.bytes, 32_121_044_992);
+  });
+
+  it('CPU offload adds every process of the node its offloaded shard, on top of the saving spike', () => {
+    const e = run('meta-llama/Llama-3.1-8B', {}, (m) => ({
+      api: 'fsdp2',
+      strategy: 'FULL_SHARD',
+      units: defaultUnits(m.root, m.shape.blockClass, 't').map((u) => ({ ...u, offload: true })),
+      source: { kind: 'default' },
+      notes: [],
+    }));
+    // Each GPU offloads fp32 parameters, gradients and two AdamW moments: 16 B x P / 8 (every dim divides by 8).
+    const perGpu = (16 * P) / 8;
+    assert.equal(e.perGpu.hostBytes, perGpu);
+    assert.equal(host(e, 'CPU offload'), 8 * perGpu);
+    assert.equal(e.hostPerNode.bytes, 8 * perGpu + P * 4);
+    assert.equal(e.hostPerNode.bytes, 160_605_224_960);
+  });
+});
+
+describe('HSDP replicas that do not divide the world', () => {
+  it('--replicas R that does not divide --world-size is a usage error', async () => {
+    const r = await cli(
+      'estimate',
+      '--model',
+      'meta-llama/Llama-3.2-1B',
+      '--world-size',
+      '8',
+      '--replicas',
+      '3',
+    );
+    assert.equal(r.code, 2);
+    assert.match(r.err, /--replicas 3 does not divide --world-size 8/);
+  });
+
+  it('--replicas R against a world size set elsewhere (the default 8) is a usage error too', async () => {
+    const r = await cli('estimate', '--model', 'meta-llama/Llama-3.2-1B', '--replicas', '3');
+    assert.equal(r.code, 2);
+    assert.match(r.err, /--replicas 3 does not divide the world size 8/);
+    const more = await cli(
+      'estimate',
+      '--model',
+      'meta-llama/Llama-3.2-1B',
+      '--world-size',
+      '4',
+      '--replicas',
+      '8',
+    );
+    assert.equal(more.code, 2);
+  });
+
+  it('replicas that divide it shard within groups of world / R', async () => {
+    const r = await cli(
+      'estimate',
+      '--model',
+      'meta-llama/Llama-3.2-1B',
+      '--world-size',
+      '24',
+      '--replicas',
+      '3',
+      '--json',
+    );
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { mesh: { shardGroup: number; replicas: number } };
+    assert.deepEqual([j.mesh.shardGroup, j.mesh.replicas], [8, 3]);
+  });
+
+  it('from an annotation, replicas that do not divide are not used, and the assumption says why', async () => {
+    const facts = await scanSource(
+      '# fsdp: world_size=8 replicas=3\nfrom transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")\n',
+    );
+    const r = estimateFile(facts);
+    assert.ok(r.ok);
+    assert.equal(r.estimate.mesh.replicas, 1);
+    assert.equal(r.estimate.mesh.shardGroup, 8);
+    assert.match(
+      r.estimate.assumptions.find((a) => a.key === 'replicas')!.value,
+      /3 replicas do not divide 8/,
+    );
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { blockActivations } from '../../src/core/estimator/activations';
 import { estimate, type Estimate } from '../../src/core/estimator/estimate';
 import { requiredBytes } from '../../src/core/estimator/timeline';
 import type { Plan } from '../../src/core/estimator/types';
@@ -331,5 +332,128 @@ describe('calibration against a published measurement (docs/calibration.md)', ()
     assert.ok(ratio > 0.9 && ratio < 1.1, `estimate with reserve / measured = ${ratio.toFixed(3)}`);
     // And the verdict for an 80 GB H100 matches: it does not fit.
     assert.equal(e.fit.find((f) => f.gpu === 'h100-sxm-80gb')!.fits, false);
+  });
+});
+
+describe('eager attention in the timeline', () => {
+  // GPT-2's eager attention: Korthikanti et al.'s 5 bytes per score element (softmax output 2, dropout mask 1,
+  // dropout output 2), for a heads x s x s score matrix per sequence, in every block.
+  const scores = (heads: number, seq: number, batch: number) => 5 * heads * seq * seq * batch;
+  // Llama's (transformers' eager_attention_forward): the fp32 softmax output (4 B) saved by softmax, its bf16 cast
+  // (2 B) saved by the matmul with V, no dropout (p = 0); and K, V expanded from the KV heads to every head by
+  // repeat_kv, 2 B each, saved by the two matmuls: 2 x 2 x b·s x (heads - kv heads) x head_dim more than fused.
+  const llamaScores = (heads: number, kv: number, headDim: number, seq: number, batch: number) =>
+    6 * heads * seq * seq * batch + 2 * 2 * batch * seq * (heads - kv) * headDim;
+
+  it('Llama 3.2 1B at 4,096 tokens: 16 blocks x 32 heads x 4096² scores more than the fused kernel', () => {
+    const cfg = CATALOG['meta-llama/Llama-3.2-1B']!;
+    const fused = run(cfg, { seqLen: 4096, microBatch: 1 }).e.timeline!;
+    const eager = run(cfg, { seqLen: 4096, microBatch: 1, attention: 'eager' }).e.timeline!;
+    // 32 heads, 8 KV heads of 64.
+    const perBlock = llamaScores(32, 8, 64, 4096, 1);
+    assert.equal(perBlock, 3_221_225_472 + 25_165_824);
+    assert.equal(eager.activationBytes - fused.activationBytes, 16 * perBlock);
+  });
+
+  it('grows with the square of the sequence and linearly with the micro-batch', () => {
+    const cfg = CATALOG['meta-llama/Llama-3.2-1B']!;
+    const diff = (values: SetupValues) =>
+      run(cfg, { ...values, attention: 'eager' }).e.timeline!.activationBytes -
+      run(cfg, values).e.timeline!.activationBytes;
+    assert.equal(diff({ seqLen: 2048, microBatch: 2 }), 16 * llamaScores(32, 8, 64, 2048, 2));
+  });
+
+  it('GPT-2 (12 blocks of 12 heads) at 1,024 tokens', () => {
+    const cfg = CATALOG['openai-community/gpt2']!;
+    const diff =
+      run(cfg, { seqLen: 1024, attention: 'eager' }).e.timeline!.activationBytes -
+      run(cfg, { seqLen: 1024 }).e.timeline!.activationBytes;
+    assert.equal(diff, 12 * scores(12, 1024, 1));
+  });
+
+  it('full checkpointing keeps only block inputs; the rebuilt block in backward holds the scores', () => {
+    const cfg = CATALOG['meta-llama/Llama-3.2-1B']!;
+    const values: SetupValues = { seqLen: 4096, microBatch: 1, checkpointing: 'full' };
+    const fused = run(cfg, values).e.timeline!;
+    const eager = run(cfg, { ...values, attention: 'eager' }).e.timeline!;
+    // Saved: 16 block inputs of 2·s·h = 2·4096·2048, and the tail's fp32 and bf16 copies of the final norm input.
+    const saved = 16 * 2 * 4096 * 2048 + (4 + 2) * 4096 * 2048;
+    assert.equal(fused.activationBytes, saved);
+    assert.equal(eager.activationBytes, saved);
+    const working = (t: typeof fused) =>
+      t.events.find((ev) => ev.label === 'backward block 15')!.live.working;
+    assert.equal(working(eager) - working(fused), llamaScores(32, 8, 64, 4096, 1));
+  });
+});
+
+describe('mixture-of-experts activations, by hand', () => {
+  it('Mixtral 8x7B: each token dispatched to its top-2 experts keeps their SwiGLU tensors', () => {
+    // config.json: hidden 4096, 32 heads x 128, 8 KV heads x 128, 8 experts of intermediate 14,336, top-2, 32 layers.
+    const h = 4096;
+    const a = 32;
+    const hkv = 8 * 128;
+    const E = 8;
+    const k = 2;
+    const I = 14_336;
+    const sb = 1 * 4096;
+    // Per token, bf16 (2 B) unless noted:
+    const attention =
+      (4 + 2) * h + // input_layernorm: fp32 copy of its input and the bf16 output
+      2 * h + // q after RoPE (32 x 128)
+      2 * 2 * hkv + // k and v (8 KV heads)
+      2 * h + // attention output
+      4 * a; // fp32 log-sum-exp per head
+    const moe =
+      (4 + 2) * h + // post_attention_layernorm
+      4 * E + // fp32 router logits
+      2 * h * k + // the token's hidden state, once per routed expert
+      k * 4 * 2 * I + // each of its 2 experts: gate, SiLU, up and their product, of 14,336 each
+      2 * h; // the combined expert output
+    const perToken = attention + moe;
+    assert.equal(perToken, 323_744);
+    const tail = (4 + 2) * h * sb; // final norm
+    const { e } = run(CATALOG['mistralai/Mixtral-8x7B-v0.1']!, { seqLen: 4096, microBatch: 1 });
+    assert.equal(e.timeline!.activationBytes, 32 * perToken * sb + tail);
+    assert.equal(e.timeline!.activationBytes, 42_534_436_864);
+  });
+
+  it('DeepSeek-V3: latent attention, 3 dense layers, then 58 MoE layers of top-8 of 256 experts plus a shared one', () => {
+    // config.json: hidden 7168, 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v_head 128,
+    // intermediate 18,432 (dense), moe_intermediate 2048, 256 routed experts, 8 per token, 1 shared expert,
+    // first_k_dense_replace 3, 61 layers.
+    const h = 7168;
+    const a = 128;
+    const qk = 128 + 64;
+    const v = 128;
+    const mla =
+      (4 + 2) * h + // input_layernorm
+      (2 + 4 + 2) * 1536 + // q_a_proj output, its RMSNorm's fp32 copy and output
+      (2 + 4 + 2) * 512 + // kv_a_proj output (the latent), its RMSNorm's fp32 copy and output
+      2 * 2 * a * qk + // q and k after RoPE, 128 heads of 192
+      2 * a * v + // v, 128 heads of 128
+      2 * a * v + // attention output
+      4 * a; // fp32 log-sum-exp
+    const norm2 = (4 + 2) * h;
+    const dense = mla + norm2 + 4 * 2 * 18_432; // SwiGLU gate, SiLU, up, product
+    const moe =
+      mla +
+      norm2 +
+      4 * 256 + // fp32 router logits
+      2 * h * 8 + // the hidden state dispatched to 8 experts
+      8 * 4 * 2 * 2048 + // 8 routed experts' SwiGLU tensors
+      4 * 2 * 2048 + // the shared expert's
+      2 * h; // combined output
+    assert.equal(mla, 223_744);
+    assert.equal(dense, 414_208);
+    assert.equal(moe, 544_256);
+    const seq = 1024;
+    const { e, m } = run(CATALOG['deepseek-ai/DeepSeek-V3']!, { seqLen: seq, microBatch: 1 });
+    const tail = (4 + 2) * h * seq;
+    assert.equal(e.timeline!.activationBytes, (3 * dense + 58 * moe) * seq + tail);
+    assert.equal(e.timeline!.activationBytes, 33_640_939_520);
+    // One block of each kind, directly.
+    const x = { microBatch: 1, seqLen: seq, attention: 'fused' as const, bytes: 2 };
+    assert.equal(blockActivations(m.shape, x, 'none', false, 0).saved, dense * seq);
+    assert.equal(blockActivations(m.shape, x, 'none', true, 3).saved, moe * seq);
   });
 });

@@ -5,7 +5,7 @@ import { estimateJson } from '../../core/report/json';
 import { advise } from '../../core/report/advice';
 import { adviceText, estimateText } from '../../core/report/text';
 import { estimateFile, parseSetupValue, type ModelChoice } from '../../core/resolve/analyze';
-import type { SetupValues } from '../../core/resolve/setup';
+import { replicasDivide, type SetupValues } from '../../core/resolve/setup';
 import { loadPython } from '../../core/parsing/python';
 import { findProjectRoot, Project } from '../../core/project/project';
 import { exactForScript, type ExactModel } from '../../core/exact/exact';
@@ -28,6 +28,7 @@ const SETUP_FLAGS: Record<string, keyof SetupValues> = {
   'param-dtype': 'paramDtype',
   'reduce-dtype': 'reduceDtype',
   'master-dtype': 'masterDtype',
+  attention: 'attention',
   'link-efficiency': 'linkEfficiency',
   mfu: 'mfu',
 };
@@ -59,6 +60,14 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
       throw new UsageError(`estimate: ${e instanceof Error ? e.message : String(e)}`);
     }
   }
+  if (
+    flags.replicas !== undefined &&
+    flags.worldSize !== undefined &&
+    !replicasDivide(flags.worldSize, flags.replicas)
+  )
+    throw new UsageError(
+      `estimate: --replicas ${flags.replicas} does not divide --world-size ${flags.worldSize}: HSDP needs R replicas of world-size / R GPUs each`,
+    );
   let fineTune: FineTune | undefined;
   if (
     values['lora-rank'] !== undefined ||
@@ -134,6 +143,12 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     );
     return EXIT.usage;
   }
+  // --replicas against a world size the file, a launch script or the default sets.
+  const world = result.estimate.setup.worldSize;
+  if (flags.replicas !== undefined && !replicasDivide(world, flags.replicas))
+    throw new UsageError(
+      `estimate: --replicas ${flags.replicas} does not divide the world size ${world} (${result.estimate.assumptions.find((a) => a.key === 'worldSize')?.source.kind ?? 'default'}): HSDP needs R replicas of world-size / R GPUs each`,
+    );
   const advice = advise(result.whatIf, {}, result.estimate, units);
   if (values.json)
     io.out.write(

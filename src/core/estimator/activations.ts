@@ -61,12 +61,22 @@ export function blockTensors(
   const a = shape.heads;
   const hkv = shape.kvHeads * shape.headDim;
   const lse = { name: 'attention log-sum-exp (fp32)', bytes: 4 * a * sb };
+  // Eager attention keeps the heads x s x s scores. GPT-2 (softmax in the compute dtype, attention dropout 0.1):
+  // softmax output 2 B, dropout mask 1 B and dropout output 2 B per score (Korthikanti et al.). The Llama family
+  // (transformers' eager_attention_forward): softmax in fp32 saves its 4-byte output and the matmul with V saves
+  // the 2-byte cast; dropout is 0 and saves nothing. Grouped-query attention also saves K and V expanded to every
+  // head (repeat_kv copies) for the two matmuls.
+  const perScore = shape.mlp === 'gelu' ? 1 + 2 * e : 4 + e;
+  const expandedKv = shape.mlp === 'gelu' ? 0 : 2 * e * sb * (a - shape.kvHeads) * shape.headDim;
   const scores =
     x.attention === 'eager'
       ? [
           {
-            name: 'attention scores, softmax and dropout mask',
-            bytes: 5 * a * x.seqLen * x.seqLen * x.microBatch,
+            name:
+              shape.mlp === 'gelu'
+                ? 'attention scores: softmax output, dropout mask and output'
+                : 'attention scores: fp32 softmax output and its cast, and K and V expanded to every head',
+            bytes: perScore * a * x.seqLen * x.seqLen * x.microBatch + expandedKv,
           },
         ]
       : [];

@@ -25,7 +25,7 @@ export function applyFineTune(root: ModuleNode, ft: FineTune): ModuleNode {
   if (!ft.lora && !ft.frozen?.length && !ft.baseDtype) return root;
   const targets = new Set(ft.lora?.targets ?? []);
   const allLinear = targets.has('all-linear');
-  const frozen = ft.frozen ?? [];
+  const frozen = (ft.frozen ?? []).map(basePath).filter(Boolean);
   const isFrozen = (path: string) =>
     frozen.some(
       (f) => path === f || path.startsWith(`${f}.`) || path.endsWith(`.${f}`) || path.includes(`.${f}.`),
@@ -37,7 +37,8 @@ export function applyFineTune(root: ModuleNode, ft: FineTune): ModuleNode {
     const quantized = ft.baseDtype === 'nf4' && m.className === 'Linear' && !NOT_ALL_LINEAR.has(m.name);
     const params: ParamInfo[] = m.params.map((p) => {
       const q: ParamInfo = { ...p, trainable: p.trainable && !freezeHere && !ft.lora };
-      if (quantized && p.name === 'weight') q.dtype = 'nf4';
+      // bitsandbytes' 4-bit weights take no gradient.
+      if (quantized && p.name === 'weight') Object.assign(q, { dtype: 'nf4', trainable: false });
       return q;
     });
     const children = m.children.map((c) => copy(c, freezeHere));
@@ -71,6 +72,16 @@ export function applyFineTune(root: ModuleNode, ft: FineTune): ModuleNode {
     return { ...m, params, children };
   };
   return copy(root, false);
+}
+
+/**
+ * A frozen module's path as the base model's tree names it: `layers[0]` is `layers.0`, and PEFT's wrappers
+ * (`base_model.model.`) are not part of the base model.
+ */
+function basePath(p: string): string {
+  const dotted = p.replace(/\[(\d+)\]/g, '.$1');
+  if (dotted === 'base_model' || dotted === 'base_model.model') return '';
+  return dotted.replace(/^base_model\.model\./, '');
 }
 
 /** NF4 storage: 4 bits per value and an fp32 absmax per block of 64 values (no double quantisation). */

@@ -27,6 +27,8 @@ export const SETTING_KEYS: Record<string, keyof SetupValues> = {
   param_dtype: 'paramDtype',
   reduce_dtype: 'reduceDtype',
   master_dtype: 'masterDtype',
+  attention: 'attention',
+  attn_implementation: 'attention',
 };
 
 export interface ProjectLayer {

@@ -16,7 +16,7 @@ import { launchLayer, pyprojectLayer, SETTING_KEYS } from '../project/settings';
 import type { ExactModel } from '../exact/exact';
 import { countParams } from '../model/tree';
 import { inferShapeFromTree as staticShape } from '../modules/resolveModel';
-import { parseSetupValue, resolveSetup, type Layer, type SetupValues } from './setup';
+import { attentionKind, parseSetupValue, resolveSetup, type Layer, type SetupValues } from './setup';
 export { parseSetupValue };
 
 /** Where the model comes from when the caller names it (a flag or a setting). */
@@ -349,6 +349,14 @@ function detectedLayer(facts: FileFacts, file: string): Layer {
   } else if (cast?.dtype && isDType(cast.dtype)) {
     values.masterDtype = cast.dtype;
     details.masterDtype = `${at(cast.line)} (cast)`;
+  }
+
+  // `from_pretrained(..., attn_implementation="eager")` keeps the s x s scores; "sdpa" and FlashAttention do not.
+  const attn = facts.models.find((m) => typeof m.args.attn_implementation?.value === 'string');
+  const attnKind = attn && attentionKind(attn.args.attn_implementation!.value as string);
+  if (attn && attnKind) {
+    values.attention = attnKind;
+    details.attention = `${at(attn.line)} (attn_implementation=${attn.args.attn_implementation!.text})`;
   }
 
   const opt = facts.optimizers[0];

@@ -26,6 +26,29 @@ function stripPrefix(path: string[], prefix: string[]): string[] | null {
   return path.slice(prefix.length);
 }
 
+/**
+ * A path through PEFT's wrappers, as a path of the base model's tree. `get_peft_model` returns a `PeftModel` whose
+ * `base_model` is the LoRA model and whose `base_model.model` is the model it adapts, so
+ * `model.base_model.model.model.layers` names the base model's `model.layers`; the wrappers hold no parameters of
+ * their own, so wrapping `model.base_model` is wrapping the whole model. Paths of a model that has a module named
+ * `base_model` itself are left alone.
+ */
+function throughPeft(p: string[]): string[] {
+  const i = p.indexOf('base_model', 1);
+  if (i < 0) return p;
+  return [...p.slice(0, i), ...p.slice(p[i + 1] === 'model' ? i + 2 : i + 1)];
+}
+
+function hasModuleNamed(root: ModuleNode, name: string): boolean {
+  const stack = [root];
+  while (stack.length) {
+    const m = stack.pop()!;
+    if (m.name === name) return true;
+    stack.push(...m.children);
+  }
+  return false;
+}
+
 function reshardOf(c: WrapCall, notes: string[], where: string): ReshardAfterForward {
   const o = c.options.reshard_after_forward;
   if (!o) return null;
@@ -58,7 +81,12 @@ export function planFromFacts(
   shape: ArchShape | undefined,
   file: string,
 ): Plan {
-  const calls = facts.calls.filter((c) => !c.incomplete && !c.neverRuns);
+  const peft =
+    facts.calls.some((c) => c.paths.some((p) => p.indexOf('base_model', 1) > 0)) &&
+    !hasModuleNamed(root, 'base_model');
+  const calls = facts.calls
+    .filter((c) => !c.incomplete && !c.neverRuns)
+    .map((c) => (peft ? { ...c, paths: c.paths.map(throughPeft) } : c));
   const notes: string[] = [];
   if (!calls.length) {
     return {

@@ -114,17 +114,46 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
   const setup = Object.fromEntries(
     Object.entries(chosen).map(([k, c]) => [k, c.value]),
   ) as unknown as TrainingSetup;
-  // The world is whole replicas of whole shard groups.
-  if (setup.replicas > setup.worldSize) setup.replicas = 1;
+  // The world is whole replicas of whole shard groups: replicas that do not divide it are not used.
+  const askedReplicas = setup.replicas;
+  if (!replicasDivide(setup.worldSize, setup.replicas)) setup.replicas = 1;
   const assumptions: Assumption[] = (Object.keys(LABELS) as (keyof SetupValues)[])
     .filter((k) => !(k === 'replicas' && setup.replicas === 1 && chosen[k].source.kind === 'default'))
     .map((k) => ({
       key: k,
       label: LABELS[k],
-      value: describeValue(k, chosen[k].value, setup),
+      value:
+        k === 'replicas' && setup.replicas !== askedReplicas
+          ? `1 (${askedReplicas} replicas do not divide ${setup.worldSize} GPUs: not used)`
+          : describeValue(k, chosen[k].value, setup),
       source: chosen[k].source,
     }));
   return { setup, assumptions };
+}
+
+/** Whether `replicas` HSDP replicas split `worldSize` GPUs into whole shard groups. */
+export function replicasDivide(worldSize: number, replicas: number): boolean {
+  return replicas >= 1 && worldSize % replicas === 0;
+}
+
+/**
+ * The attention kind a Transformers `attn_implementation` selects: `eager` materialises the s x s scores; SDPA,
+ * FlashAttention and flex attention are fused kernels that do not keep them. Undefined for names not known.
+ */
+export function attentionKind(implementation: string): 'fused' | 'eager' | undefined {
+  const t = implementation.toLowerCase().replace(/-/g, '_');
+  if (t === 'eager') return 'eager';
+  if (
+    t === 'fused' ||
+    t === 'sdpa' ||
+    t === 'flex_attention' ||
+    t === 'flash' ||
+    /^flash_attention_\d$/.test(t) ||
+    // Hub kernels (`kernels-community/flash-attn`) are fused too.
+    /^kernels_community\//.test(t)
+  )
+    return 'fused';
+  return undefined;
 }
 
 /** Parses the value forms flags, annotations and settings use; throws a message naming what is accepted. */
@@ -179,6 +208,14 @@ export const PARSE = {
     if (!g) throw new Error(`${name}: unknown GPU "${v}"`);
     return g.id;
   },
+  attention(name: string, v: string): 'fused' | 'eager' {
+    const a = attentionKind(v);
+    if (!a)
+      throw new Error(
+        `${name} must be fused or eager (sdpa, flash_attention_2 and flex_attention are fused), not "${v}"`,
+      );
+    return a;
+  },
   fraction(name: string, v: string | number): number {
     const n = Number(v);
     if (!Number.isFinite(n) || n <= 0 || n > 1)
@@ -211,6 +248,8 @@ export function parseSetupValue(
     case 'reduceDtype':
     case 'masterDtype':
       return PARSE.dtype(name, raw);
+    case 'attention':
+      return PARSE.attention(name, raw);
     case 'linkEfficiency':
     case 'mfu':
       return PARSE.fraction(name, raw);
