@@ -11,7 +11,7 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from transformers import AutoModelForCausalLM
 
 MODEL_ID = "meta-llama/Llama-3.1-8B"
-BATCH_SIZE = 2
+BATCH_SIZE = 1
 SEQ_LEN = 4096
 
 

@@ -33,11 +33,13 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
     }
     const estimate = analysis.estimate?.ok ? analysis.estimate.estimate : undefined;
     const why = analysis.estimate && !analysis.estimate.ok ? analysis.estimate.reason : undefined;
-    return analysis.facts.calls.map(
+    const calls = analysis.facts.calls;
+    const noRoot = !calls.some((c) => c.isRoot);
+    return calls.map(
       (call, index) =>
         new vscode.CodeLens(toRange(call.range), {
           title: estimate
-            ? lensTitle(call, estimate, analysis.units)
+            ? lensTitle(call, estimate, analysis.units, { totals: noRoot && index === calls.length - 1 })
             : `${describeCall(call)}${why && call.isRoot ? ` · no estimate: ${why}` : ''}`,
           tooltip: `${describeCall(call)}\nClick to open the FSDP footprint panel on this unit`,
           command: COMMANDS.estimateFootprint,

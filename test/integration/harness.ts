@@ -166,6 +166,8 @@ export function prepareWorkspace(fixture: string, settings: Record<string, unkno
   // The lint fixtures (quick-fix tests) and the model projects (static analysis and exact mode).
   fs.cpSync(path.join(ROOT, 'test', 'fixtures', 'lint'), path.join(dst, 'lint'), { recursive: true });
   fs.cpSync(path.join(ROOT, 'test', 'fixtures', 'projects'), path.join(dst, 'projects'), { recursive: true });
+  // The bundled examples, as a user opens them.
+  fs.cpSync(path.join(ROOT, 'examples'), path.join(dst, 'examples'), { recursive: true });
   fs.mkdirSync(path.join(dst, '.vscode'), { recursive: true });
   fs.writeFileSync(
     path.join(dst, '.vscode', 'settings.json'),

@@ -171,6 +171,8 @@ export const CHECKS: Check[] = [
 ];
 
 async function main(): Promise<number> {
+  // Screenshots of this run only: a failure's picture from an earlier run would mislead.
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   let passed = 0;
   let failed = 0;

@@ -11,6 +11,8 @@ import { openFile, panelFrame, runCommand, waitForLens } from './workbench';
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'vsix');
 
 async function main(): Promise<number> {
+  // Screenshots of this run only: a failure's picture from an earlier run would mislead.
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-vsix-'));
   const vsix = path.join(tmp, 'fsdp-lens.vsix');

@@ -179,6 +179,8 @@ const CHECKS: Check[] = [
 ];
 
 async function main(): Promise<number> {
+  // Screenshots of this run only: a failure's picture from an earlier run would mislead.
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const browser = await launchBrowser();
   let passed = 0;

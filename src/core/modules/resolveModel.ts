@@ -47,7 +47,10 @@ export function modelFromScript(
     if (b?.kind === 'param') {
       // The model arrives as an argument: follow the function's callers across the project.
       const fnName = b.function.childForFieldName('name')?.text ?? '';
-      const callers = project.callersOf(fnName).filter((c) => c.call.startIndex !== at.startIndex);
+      const callers = project
+        .callersOf(fnName)
+        .filter((c) => c.call.startIndex !== at.startIndex || c.file.path !== file.path)
+        .filter((c) => callReaches(project, c.file, c.call, file.path, fnName, isMethod(b.function)));
       for (const c of callers.slice(0, 8)) {
         const arg = argumentFor(c.call, b.index, head, isMethod(b.function));
         if (!arg) continue;
@@ -204,6 +207,41 @@ function argumentFor(call: Node, index: number, name: string, method: boolean): 
   const positional = args.filter((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
   const viaAttribute = call.childForFieldName('function')?.type === 'attribute';
   return positional[index - (method && viaAttribute ? 1 : 0)];
+}
+
+/**
+ * Whether a call named like the function calls this very function: a call in the defining file, a name imported
+ * from the defining module (`from pkg.parallelize import apply_fsdp`), the module imported and its attribute
+ * called, or a method called on an object. Another file's function of the same name is not it.
+ */
+function callReaches(
+  project: Project,
+  caller: PyFile,
+  call: Node,
+  defFile: string,
+  fnName: string,
+  method: boolean,
+): boolean {
+  const fn = call.childForFieldName('function');
+  if (!fn) return false;
+  const resolvesTo = (module: string) => {
+    const target = project.resolveModule(caller.path, module);
+    return !!target && path.resolve(target) === path.resolve(defFile);
+  };
+  if (fn.type === 'identifier') {
+    const imported = caller.imports.bindings.find((x) => x.local === fnName && !x.isModule);
+    if (imported) return resolvesTo(imported.qualified.slice(0, imported.qualified.lastIndexOf('.')) || '.');
+    if (path.resolve(caller.path) === path.resolve(defFile)) return true;
+    return caller.imports.wildcards.some((w) => resolvesTo(w.module));
+  }
+  if (fn.type === 'attribute') {
+    const head = fn.childForFieldName('object');
+    const mod = head && caller.imports.bindings.find((x) => x.local === head.text && x.isModule);
+    if (mod) return resolvesTo(mod.qualified);
+    // `self.apply_fsdp(model)`, `trainer.apply_fsdp(model)`: a method, when the function is one.
+    return method;
+  }
+  return false;
 }
 
 function isMethod(fn: Node): boolean {

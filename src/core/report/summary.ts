@@ -20,27 +20,41 @@ function collectivesPerUnit(u: UnitEstimate): string {
 }
 
 /** The one-line CodeLens over a wrap call: what it makes and what that costs. */
-export function lensTitle(call: WrapCall, e: Estimate | undefined, units: ByteUnits = 'GB'): string {
+/** The plan's totals: per-GPU memory, the step's peak and the fit, traffic per step. */
+export function planTotals(e: Estimate, units: ByteUnits = 'GB'): string {
+  const b = (n: number) => fmtBytes(n, units);
+  const traffic = trafficBytes(e.comms.perStep);
+  const c = e.comms.perStep.collectives;
+  const mp = `${shortDtype(e.comms.gatherDtype)}/${shortDtype(e.comms.reduceDtype)}`;
+  const fit = e.fit.find((f) => f.gpu === e.gpu.id);
+  const verdict = fit
+    ? fit.fits
+      ? `fits ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)} (${b(fit.headroomBytes)} spare)`
+      : `does not fit ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)} (${b(-fit.headroomBytes)} short)`
+    : `${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}`;
+  return (
+    `${e.units.length} units · ${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
+    `peak ${b(e.perGpu.peakBytes)}${peakWhere(e)} · ${verdict} · ` +
+    `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp})`
+  );
+}
+
+/**
+ * The one-line CodeLens over a wrap call: what it makes and what that costs. The root's lens carries the plan's
+ * totals; in a file without a root wrap, `totals` puts them on the last call.
+ */
+export function lensTitle(
+  call: WrapCall,
+  e: Estimate | undefined,
+  units: ByteUnits = 'GB',
+  opts: { totals?: boolean } = {},
+): string {
   const gen = call.api === 'fully_shard' ? 'FSDP2' : 'FSDP1';
   if (!e) return describeCall(call);
   const mine = unitsOfCall(e, call);
   const b = (n: number) => fmtBytes(n, units);
-  if (call.isRoot) {
-    const traffic = trafficBytes(e.comms.perStep);
-    const c = e.comms.perStep.collectives;
-    const mp = `${shortDtype(e.comms.gatherDtype)}/${shortDtype(e.comms.reduceDtype)}`;
-    const fit = e.fit.find((f) => f.gpu === e.gpu.id);
-    const verdict = fit
-      ? fit.fits
-        ? `fits ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)} (${b(fit.headroomBytes)} spare)`
-        : `does not fit ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)} (${b(-fit.headroomBytes)} short)`
-      : `${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}`;
-    return (
-      `${gen} root · ${e.units.length} units · ${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
-      `peak ${b(e.perGpu.peakBytes)}${peakWhere(e)} · ${verdict} · ` +
-      `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp})`
-    );
-  }
+  if (call.isRoot) return `${gen} root · ${planTotals(e, units)}`;
+  if (opts.totals) return `${lensTitle(call, e, units)} ‖ no root wrap: ${planTotals(e, units)}`;
   if (!mine.length) return `${describeCall(call)} · matches no module of ${e.model.name}`;
   const u = mine[0]!;
   const same = mine.every((x) => x.params === u.params);

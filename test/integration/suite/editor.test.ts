@@ -146,6 +146,46 @@ describe('lenses, hovers and the footprint panel', () => {
     p.setWhatIf({});
   });
 
+  it('shows the right lenses on each bundled example', async () => {
+    const lensesOf = async (name: string, lines: number) => {
+      const editor = await open(`examples/${name}`);
+      const lenses = await eventually(
+        () => codeLenses(editor.document.uri),
+        (l) => l.length >= lines && l.every((x) => /GB/.test(x.command?.title ?? '')),
+        `lenses with numbers on ${name}`,
+      );
+      return lenses.map((l) => l.command?.title ?? '');
+    };
+    // Llama 3.1 8B, a unit per layer and the root, 8 GPUs: 8,030,261,248 x 16 B / 8 = 16.1 GB per GPU.
+    const llama = await lensesOf('train_llama_fsdp2.py', 2);
+    assert.ok(
+      llama.some((t) =>
+        /^FSDP2 32 units x 218M params \(LlamaDecoderLayer\) · 0\.436 GB gathered each/.test(t),
+      ),
+    );
+    assert.ok(
+      llama.some((t) =>
+        /^FSDP2 root · 33 units · 16\.1 GB\/GPU persistent · peak .* · fits 8 x H100/.test(t),
+      ),
+    );
+    // Llama 3.2 3B under FSDP1's transformer policy: 28 layers + the root; 3,212,749,824 x 16 B / 8 = 6.43 GB.
+    const fsdp1 = await lensesOf('train_fsdp1_auto_wrap.py', 1);
+    assert.ok(
+      fsdp1.some((t) => /^FSDP1 root · 29 units · 6\.43 GB\/GPU persistent/.test(t)),
+      fsdp1.join('\n'),
+    );
+    // Qwen2.5 7B with its 28 blocks wrapped and no root: the blocks' 6,525,618,176 params x 16 B / 8 = 13.05 GB,
+    // and the embedding, head and norm (2 x 152064 x 3584 + 3584 = 1,089,998,336) whole on every GPU with
+    // gradients and Adam state (x 16 B = 17.44 GB): 30.5 GB.
+    const noRoot = await lensesOf('missing_root_wrap.py', 1);
+    assert.ok(
+      noRoot.some((t) =>
+        /^FSDP2 28 units x 233M params .*‖ no root wrap: 28 units · 30\.5 GB\/GPU persistent/.test(t),
+      ),
+      noRoot.join('\n'),
+    );
+  });
+
   it('FSDP015 reports a plan whose peak does not fit, on the root wrap', async () => {
     const editor = await open('lint/fsdp015_bad.py');
     const diags = await eventually(
