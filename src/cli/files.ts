@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decodeSource } from '../core/analysis/input';
+import { MAX_CONFIG_BYTES } from '../core/frameworks/configDoc';
 
 /** File name endings the tools read as Python source without looking inside. */
 const PYTHON_EXTENSIONS = new Set(['.py', '.pyi']);
@@ -42,6 +43,28 @@ export function readPythonFile(file: string): { text: string } | { error: string
   }
   if (!hasPythonExtension(file) && !hasPythonShebang(bytes))
     return { error: `${file}: not a Python file (expected a .py or .pyi file, or a python shebang line)` };
+  const decoded = decodeSource(bytes);
+  if (!decoded.ok) return { error: `${file}: ${decoded.reason}` };
+  return { text: decoded.text };
+}
+
+/** YAML, JSON and TOML files: read as framework configurations (Accelerate, torchtune, torchtitan, DeepSpeed). */
+export function isConfigFile(file: string): boolean {
+  return /\.(ya?ml|jsonc?|toml|sh|bash|slurm|sbatch)$/i.test(file);
+}
+
+/** Reads a configuration file as UTF-8 text; a message for the user when it cannot be. */
+export function readConfigFile(file: string): { text: string } | { error: string } {
+  let bytes: Buffer;
+  try {
+    const st = fs.statSync(file);
+    if (!st.isFile()) return { error: `${file}: not a regular file` };
+    if (st.size > MAX_CONFIG_BYTES) return { error: `${file}: larger than ${MAX_CONFIG_BYTES / 1024} KiB` };
+    bytes = fs.readFileSync(file);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return { error: `${file}: ${code === 'ENOENT' ? 'no such file' : 'cannot be read'}` };
+  }
   const decoded = decodeSource(bytes);
   if (!decoded.ok) return { error: `${file}: ${decoded.reason}` };
   return { text: decoded.text };

@@ -1,7 +1,14 @@
 import type { FileFacts } from './analysis/facts';
 import { lintFacts } from './lint/lint';
 import type { Finding, LintOptions } from './lint/types';
+import { formatOf } from './frameworks/configDoc';
+import type { ConfigReading } from './frameworks/read';
 import { estimateFile, type AnalyzeOptions, type EstimateResult } from './resolve/analyze';
+import { companionScript, configFacts, fromCompanion, readConfigInProject } from './resolve/configFile';
+import * as path from 'node:path';
+import { launchCommands } from './frameworks/shell';
+import { pinnedVersions } from './project/versions';
+import type { ModelChoice } from './resolve/analyze';
 
 /** Everything the surfaces show for one file: its facts, its estimate (or why none), its findings. */
 export interface FileAnalysis {
@@ -18,7 +25,7 @@ export function analyzeFacts(
   opts: { lint: LintOptions | null; estimate: AnalyzeOptions },
 ): FileAnalysis {
   let estimate: EstimateResult | undefined;
-  if (facts.calls.length || facts.models.length) {
+  if (facts.calls.length || facts.models.length || facts.frameworkCalls.length || opts.estimate.framework) {
     try {
       estimate = estimateFile(facts, opts.estimate);
     } catch (e) {
@@ -29,7 +36,85 @@ export function analyzeFacts(
     ? { estimate: estimate.estimate, root: estimate.input.model.root, minGpus: () => estimate.minGpus }
     : undefined;
   const findings = opts.lint
-    ? lintFacts({ facts, text, options: opts.lint, ...(model ? { model } : {}) })
+    ? lintFacts({
+        facts,
+        text,
+        options: opts.lint,
+        ...(model ? { model } : {}),
+        ...(estimate?.ok && estimate.framework ? { framework: estimate.framework } : {}),
+      })
     : [];
   return { facts, ...(estimate ? { estimate } : {}), findings };
+}
+
+/** A configuration file's analysis: what it is, the plan's estimate, and the findings of its traps. */
+export interface ConfigFileAnalysis extends FileAnalysis {
+  reading: ConfigReading;
+  /** The script the model and training arguments came from, when the configuration does not name them. */
+  companion?: string;
+}
+
+/**
+ * Analyses an Accelerate, Transformers, torchtune, torchtitan or DeepSpeed configuration file: its FSDP plan on
+ * the model it names (or its companion script's), estimated and linted as a script's own plan is. Never throws.
+ */
+export function analyzeConfigText(
+  file: string,
+  text: string,
+  opts: { lint: LintOptions | null; estimate: AnalyzeOptions },
+): ConfigFileAnalysis {
+  const facts = configFacts(file, text);
+  let reading: ConfigReading;
+  let scriptModel: ModelChoice | undefined;
+  let scriptFile: string | undefined;
+  try {
+    if (/\.(sh|bash|slurm|sbatch)$/.test(file)) {
+      // A launch script: `accelerate launch --fsdp_* ...` or `python train.py --fsdp "full_shard auto_wrap"`.
+      const project = opts.estimate.project;
+      const root = project?.roots[0];
+      const versions =
+        project && root ? project.memo(`versions:${root}`, () => pinnedVersions(project.fs, root)) : {};
+      const cmd = launchCommands(file, text, versions)[0];
+      reading = cmd ? { kind: 'plan', plan: cmd.plan } : { kind: 'none' };
+      if (cmd?.model)
+        scriptModel = {
+          id: cmd.model,
+          source: {
+            kind: 'config',
+            detail: `--model_name_or_path at ${path.basename(file)}:${cmd.line + 1}`,
+          },
+        };
+      if (cmd?.script) scriptFile = path.resolve(path.dirname(file), cmd.script);
+    } else reading = readConfigInProject(file, text, opts.estimate.project);
+  } catch (e) {
+    reading = {
+      kind: 'problem',
+      problem: {
+        framework: 'Accelerate',
+        file,
+        range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
+        message: `could not read the configuration: ${e instanceof Error ? e.message : String(e)}`,
+      },
+    };
+  }
+  if (reading.kind !== 'plan') return { facts, findings: [], reading };
+  let plan = reading.plan;
+  if (scriptModel && !plan.model) plan = { ...plan, model: scriptModel };
+  const project = opts.estimate.project;
+  const companion =
+    project && !plan.builtModel && !facts.annotations.some((a) => a.values.model)
+      ? companionScript(project, file, scriptFile)
+      : undefined;
+  const c = fromCompanion(companion);
+  if (c.model && !plan.model) plan = { ...plan, model: c.model };
+  const a = analyzeFacts(facts, text, {
+    lint: opts.lint,
+    estimate: { ...opts.estimate, framework: plan, ...(c.layer ? { extraLayers: [c.layer] } : {}) },
+  });
+  // JSON has no comments: no "# noqa" fix there.
+  const findings =
+    formatOf(file) === 'json'
+      ? a.findings.map((f) => ({ ...f, fixes: f.fixes.filter((x) => !/noqa/i.test(x.title)) }))
+      : a.findings;
+  return { ...a, findings, reading, ...(companion ? { companion: companion.path } : {}) };
 }

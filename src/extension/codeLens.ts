@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
-import { lensTitle } from '../core/report/summary';
+import { frameworkLensTitle, lensTitle } from '../core/report/summary';
 import type { DocumentAnalyses } from './analyses';
 import { COMMANDS } from './commands';
 import { toRange } from './convert';
@@ -35,6 +35,16 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
     const why = analysis.estimate && !analysis.estimate.ok ? analysis.estimate.reason : undefined;
     const calls = analysis.facts.calls;
     const noRoot = !calls.some((c) => c.isRoot);
+    const fw = analysis.estimate?.ok ? analysis.estimate.framework : undefined;
+    if (fw && estimate && !calls.length)
+      return [
+        new vscode.CodeLens(toRange(fw.range), {
+          title: frameworkLensTitle(fw, estimate, analysis.units),
+          tooltip: `FSDP as ${fw.framework} configures it\nClick to open the FSDP footprint panel`,
+          command: COMMANDS.estimateFootprint,
+          arguments: [document.uri],
+        }),
+      ];
     return calls.map(
       (call, index) =>
         new vscode.CodeLens(toRange(call.range), {

@@ -616,3 +616,31 @@ describe('HSDP replicas that do not divide the world', () => {
     );
   });
 });
+
+describe('FSDP over a slice of a larger mesh', () => {
+  it('a ("dp", "tp") mesh: FSDP over dp alone, and a note that tp is not modelled', async () => {
+    const facts = await scanSource(
+      [
+        'from torch.distributed.device_mesh import init_device_mesh',
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        'world = init_device_mesh("cuda", (4, 2), mesh_dim_names=("dp", "tp"))',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer, mesh=world["dp"])',
+        'fully_shard(model, mesh=world["dp"])',
+        '',
+      ].join('\n'),
+      'tp.py',
+    );
+    const r = estimateFile(facts);
+    assert.ok(r.ok);
+    // The shard group is the 4 GPUs of the dp dimension: 8,030,261,248 x 16 B / 4 per GPU, plus the rotary buffer.
+    assert.equal(r.estimate.mesh.shardGroup, 4);
+    assert.equal(r.estimate.perGpu.persistentBytes, (8_030_261_248 * 16) / 4 + 256);
+    assert.ok(
+      r.estimate.notes.some((n) => /dp x tp mesh of 8 GPUs: tp \(2\) parallelism is not modelled/.test(n)),
+      r.estimate.notes.join('\n'),
+    );
+  });
+});

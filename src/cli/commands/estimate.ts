@@ -4,7 +4,12 @@ import { scanText } from '../../core/analysis/input';
 import { estimateJson } from '../../core/report/json';
 import { advise } from '../../core/report/advice';
 import { adviceText, estimateText } from '../../core/report/text';
-import { estimateFile, parseSetupValue, type ModelChoice } from '../../core/resolve/analyze';
+import {
+  estimateFile,
+  parseSetupValue,
+  type EstimateResult,
+  type ModelChoice,
+} from '../../core/resolve/analyze';
 import { replicasDivide, type SetupValues } from '../../core/resolve/setup';
 import { loadPython } from '../../core/parsing/python';
 import { findProjectRoot, Project } from '../../core/project/project';
@@ -12,7 +17,8 @@ import { exactForScript, type ExactModel } from '../../core/exact/exact';
 import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
 import { EXIT, UsageError, type Streams } from '../cli';
-import { readPythonFile } from '../files';
+import { isConfigFile, readConfigFile, readPythonFile } from '../files';
+import { analyzeConfigText } from '../../core/pipeline';
 
 /** Flags that set an input, and the key each sets. */
 const SETUP_FLAGS: Record<string, keyof SetupValues> = {
@@ -103,6 +109,35 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
   let facts: FileFacts = emptyFacts('(no file)');
   let project: Project | undefined;
   const file = positionals[0];
+  if (file && isConfigFile(file)) {
+    // A framework's configuration: Accelerate, a Transformers fsdp_config, torchtune, torchtitan, DeepSpeed.
+    const read = readConfigFile(file);
+    if ('error' in read) {
+      io.err.write(`fsdp-lens: ${read.error}\n`);
+      return EXIT.usage;
+    }
+    const grammar = await loadPython();
+    const cfgProject = new Project([findProjectRoot(file)], grammar);
+    const a = analyzeConfigText(path.resolve(file), read.text, {
+      lint: null,
+      estimate: {
+        flags: { values: flags, ...(model ? { model } : {}), ...(fineTune ? { fineTune } : {}) },
+        project: cfgProject,
+      },
+    });
+    cfgProject.dispose();
+    if (a.reading.kind === 'none') {
+      io.err.write(
+        `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed)\n`,
+      );
+      return EXIT.usage;
+    }
+    if (a.reading.kind === 'problem') {
+      io.err.write(`fsdp-lens: ${file}: ${a.reading.problem.framework}: ${a.reading.problem.message}\n`);
+      return EXIT.usage;
+    }
+    return writeEstimate(io, file, a.estimate, units, values.json === true, a.reading.plan.framework);
+  }
   if (file) {
     const read = readPythonFile(file);
     if ('error' in read) {
@@ -137,27 +172,51 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     ...(exactModel ? { exactModel } : {}),
   });
   project?.dispose();
-  if (!result.ok) {
+  // --replicas against a world size the file, a launch script or the default sets.
+  if (result.ok) {
+    const world = result.estimate.setup.worldSize;
+    if (flags.replicas !== undefined && !replicasDivide(world, flags.replicas))
+      throw new UsageError(
+        `estimate: --replicas ${flags.replicas} does not divide the world size ${world} (${result.estimate.assumptions.find((a) => a.key === 'worldSize')?.source.kind ?? 'default'}): HSDP needs R replicas of world-size / R GPUs each`,
+      );
+  }
+  return writeEstimate(io, file, result, units, values.json === true);
+}
+
+/** Prints an estimate (text with the advice, or JSON), or why there is none. */
+function writeEstimate(
+  io: Streams,
+  file: string | undefined,
+  result: EstimateResult | undefined,
+  units: 'GB' | 'GiB',
+  json: boolean,
+  framework?: string,
+): number {
+  if (!result || !result.ok) {
+    const why = result && !result.ok ? result : { reason: 'nothing to estimate', hint: undefined };
     io.err.write(
-      `fsdp-lens: ${file ? `${file}: ` : ''}no estimate: ${result.reason}${result.hint ? `\n  ${result.hint}` : ''}\n`,
+      `fsdp-lens: ${file ? `${file}: ` : ''}no estimate: ${why.reason}${why.hint ? `\n  ${why.hint}` : ''}\n`,
     );
     return EXIT.usage;
   }
-  // --replicas against a world size the file, a launch script or the default sets.
-  const world = result.estimate.setup.worldSize;
-  if (flags.replicas !== undefined && !replicasDivide(world, flags.replicas))
-    throw new UsageError(
-      `estimate: --replicas ${flags.replicas} does not divide the world size ${world} (${result.estimate.assumptions.find((a) => a.key === 'worldSize')?.source.kind ?? 'default'}): HSDP needs R replicas of world-size / R GPUs each`,
-    );
   const advice = advise(result.whatIf, {}, result.estimate, units);
-  if (values.json)
+  if (json)
     io.out.write(
-      JSON.stringify({ ...estimateJson(result.estimate, result.model, result.minGpus), advice }, null, 2) +
-        '\n',
+      JSON.stringify(
+        {
+          ...(framework ? { framework } : {}),
+          ...estimateJson(result.estimate, result.model, result.minGpus),
+          advice,
+        },
+        null,
+        2,
+      ) + '\n',
     );
   else
     io.out.write(
-      estimateText(result.estimate, { units, minGpus: result.minGpus }) + adviceText(advice, units),
+      (framework ? `${framework} configuration\n` : '') +
+        estimateText(result.estimate, { units, minGpus: result.minGpus }) +
+        adviceText(advice, units),
     );
   return EXIT.ok;
 }

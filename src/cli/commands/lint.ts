@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { scanText } from '../../core/analysis/input';
-import { analyzeFacts } from '../../core/pipeline';
+import { analyzeConfigText, analyzeFacts } from '../../core/pipeline';
 import { findProjectRoot, Project } from '../../core/project/project';
 import { RULES, ruleById } from '../../core/lint/registry';
 import { toSarif, type FileFindings } from '../../core/lint/sarif';
@@ -9,7 +9,7 @@ import { RULES_DOC_URL, VERSION } from '../../core/meta';
 import { loadPython } from '../../core/parsing/python';
 import { parseOptions } from '../args';
 import { EXIT, UsageError, type Streams } from '../cli';
-import { collectPythonFiles, readPythonFile } from '../files';
+import { collectPythonFiles, isConfigFile, readConfigFile, readPythonFile } from '../files';
 
 const LEVELS: SeveritySetting[] = ['error', 'warning', 'info', 'hint', 'off'];
 
@@ -50,6 +50,38 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
   const projects = new Map<string, Project>();
   const results: (FileFindings & { path: string })[] = [];
   for (const file of files) {
+    const root = findProjectRoot(file);
+    if (!projects.has(root)) projects.set(root, new Project([root], grammar));
+    if (isConfigFile(file)) {
+      const cfg = readConfigFile(file);
+      if ('error' in cfg) {
+        io.err.write(`fsdp-lens: ${cfg.error}\n`);
+        bad = true;
+        continue;
+      }
+      const a = analyzeConfigText(path.resolve(file), cfg.text, {
+        lint: options,
+        estimate: { project: projects.get(root)! },
+      });
+      if (a.reading.kind === 'none') {
+        io.err.write(
+          `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed)\n`,
+        );
+        bad = true;
+        continue;
+      }
+      if (a.reading.kind === 'problem') {
+        io.err.write(`fsdp-lens: ${file}: ${a.reading.problem.message}\n`);
+        bad = true;
+        continue;
+      }
+      results.push({
+        path: file,
+        uri: path.relative(process.cwd(), path.resolve(file)).split(path.sep).join('/'),
+        findings: a.findings,
+      });
+      continue;
+    }
     const read = readPythonFile(file);
     if ('error' in read) {
       io.err.write(`fsdp-lens: ${read.error}\n`);
@@ -57,8 +89,6 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
       continue;
     }
     const facts = scanText(grammar, path.resolve(file), read.text);
-    const root = findProjectRoot(file);
-    if (!projects.has(root)) projects.set(root, new Project([root], grammar));
     const { findings } = analyzeFacts(facts, read.text, {
       lint: options,
       estimate: { project: projects.get(root)! },

@@ -27,6 +27,42 @@ export interface FileFacts {
   blockClasses: string[];
   /** Problems that kept the scan from reading part of the file. */
   problems: ScanProblem[];
+  /**
+   * Constructor calls of frameworks that configure FSDP: Transformers' `TrainingArguments` and TRL's configs,
+   * Accelerate's `FullyShardedDataParallelPlugin`, Lightning's `FSDPStrategy`, `Trainer` and `Fabric`.
+   */
+  frameworkCalls: FrameworkCallFact[];
+}
+
+/** A value as the scan could read it: plain data, a reference to a name, a call, or unknown. */
+export type PlainValue =
+  | string
+  | number
+  | boolean
+  | null
+  | PlainValue[]
+  | { ref: string }
+  | { call: string; args: PlainValue[]; kwargs: Record<string, PlainValue> }
+  | { dict: Record<string, PlainValue> }
+  | { unknown: string };
+
+export interface FrameworkCallFact {
+  /** What is constructed (the class name as imported). */
+  kind:
+    | 'TrainingArguments'
+    | 'FullyShardedDataParallelPlugin'
+    | 'FSDPStrategy'
+    | 'ModelParallelStrategy'
+    | 'LightningTrainer'
+    | 'Fabric';
+  /** The fully qualified callee (`transformers.TrainingArguments`, `trl.SFTConfig`). */
+  callee: string;
+  line: number;
+  range: Range;
+  /** Keyword arguments as read (positional ones are rare for these constructors and left out). */
+  kwargs: Record<string, PlainValue>;
+  /** Line of each keyword argument, for findings and assumptions. */
+  kwargLines: Record<string, number>;
 }
 
 export interface FunctionFact {
@@ -256,5 +292,6 @@ export function emptyFacts(path: string): FileFacts {
     mixedPrecision: [],
     blockClasses: [],
     problems: [],
+    frameworkCalls: [],
   };
 }

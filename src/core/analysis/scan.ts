@@ -13,6 +13,8 @@ import {
   emptyFacts,
   type AnnotationFact,
   type CheckpointFact,
+  type FrameworkCallFact,
+  type PlainValue,
   type FileFacts,
   type FunctionFact,
   type ImportFact,
@@ -75,7 +77,11 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
     });
   }
 
-  const words = new Set<string>([...SEARCH_WORDS, ...Object.keys(TRAINING_WORDS)]);
+  const words = new Set<string>([
+    ...SEARCH_WORDS,
+    ...Object.keys(TRAINING_WORDS),
+    ...Object.keys(FRAMEWORK_WORDS),
+  ]);
   // Local aliases of the APIs (`import ... as fs`, `fs = fully_shard`) are searched for too.
   for (const b of imports.bindings) if (!b.isModule && classifyApi(b.qualified)) words.add(b.local);
 
@@ -132,6 +138,11 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
         default:
           continue;
       }
+    }
+    const framework = frameworkKind(last, qualified);
+    if (framework) {
+      facts.frameworkCalls.push(frameworkCallFact(file, ev, call, framework, qualified));
+      continue;
     }
     const kind = TRAINING_WORDS[last];
     if (!kind) continue;
@@ -703,6 +714,8 @@ function linkRoots(file: SourceFile, calls: WrapCall[]): void {
 export interface MeshValue {
   shape: (number | null)[] | null;
   dimNames: string[] | null;
+  /** The whole mesh when FSDP is given a slice of it (`world_mesh["dp"]` of a `("dp", "tp")` mesh). */
+  full?: { shape: (number | null)[] | null; dimNames: string[] | null };
   /** Line of the `init_device_mesh` call. */
   line: number;
 }
@@ -738,6 +751,7 @@ function meshOption(ev: Evaluator, node: Node): MeshValue | null {
     return {
       shape: idx.map((i) => (i >= 0 && shape ? (shape[i] ?? null) : null)),
       dimNames: dims,
+      full: { shape, dimNames: names },
       line: v.node.startPosition.row + 1,
     };
   }
@@ -1197,6 +1211,99 @@ function firstError(node: Node): Node | null {
 }
 
 /** `# fsdp: model=path:Class world_size=8 gpu=h100-sxm-80gb` comments. */
+/** Constructors of frameworks that configure FSDP, by class name. */
+const FRAMEWORK_WORDS: Record<string, FrameworkCallFact['kind']> = {
+  TrainingArguments: 'TrainingArguments',
+  Seq2SeqTrainingArguments: 'TrainingArguments',
+  SFTConfig: 'TrainingArguments',
+  DPOConfig: 'TrainingArguments',
+  GRPOConfig: 'TrainingArguments',
+  ORPOConfig: 'TrainingArguments',
+  KTOConfig: 'TrainingArguments',
+  CPOConfig: 'TrainingArguments',
+  RewardConfig: 'TrainingArguments',
+  PPOConfig: 'TrainingArguments',
+  FullyShardedDataParallelPlugin: 'FullyShardedDataParallelPlugin',
+  FSDPStrategy: 'FSDPStrategy',
+  ModelParallelStrategy: 'ModelParallelStrategy',
+  Trainer: 'LightningTrainer',
+  Fabric: 'Fabric',
+};
+
+/** A framework constructor, told apart from same-named classes by where it is imported from. */
+function frameworkKind(last: string, qualified: string): FrameworkCallFact['kind'] | undefined {
+  const kind = FRAMEWORK_WORDS[last];
+  if (!kind) return undefined;
+  const lightning = /^(lightning|pytorch_lightning|lightning_fabric)\b/.test(qualified);
+  switch (kind) {
+    case 'LightningTrainer':
+    case 'Fabric':
+    case 'ModelParallelStrategy':
+      return lightning ? kind : undefined;
+    case 'FSDPStrategy':
+      return lightning || qualified === last ? kind : undefined;
+    case 'TrainingArguments':
+      return /^(transformers|trl)\b/.test(qualified) || qualified === last ? kind : undefined;
+    case 'FullyShardedDataParallelPlugin':
+      return /^accelerate\b/.test(qualified) || qualified === last ? kind : undefined;
+  }
+}
+
+/** A value as plain data: constants, lists and dicts as they are, names and calls by name. */
+function plainOf(v: Val, depth = 0): PlainValue {
+  if (depth > 8) return { unknown: 'nested too deeply' };
+  switch (v.k) {
+    case 'num':
+    case 'str':
+    case 'bool':
+      return v.v;
+    case 'none':
+      return null;
+    case 'seq':
+      return v.items.slice(0, 256).map((x) => plainOf(x, depth + 1));
+    case 'dict': {
+      const o: Record<string, PlainValue> = {};
+      for (const e of v.entries.slice(0, 256))
+        if (e.key.k === 'str') o[e.key.v] = plainOf(e.value, depth + 1);
+      return { dict: o };
+    }
+    case 'ref':
+      return { ref: v.name };
+    case 'call':
+      return {
+        call: v.callee,
+        args: v.args.slice(0, 32).map((x) => plainOf(x, depth + 1)),
+        kwargs: Object.fromEntries(Object.entries(v.kwargs).map(([k, x]) => [k, plainOf(x, depth + 1)])),
+      };
+    case 'param':
+      return v.default ? plainOf(v.default, depth + 1) : { unknown: v.name };
+    case 'lambda':
+      return { unknown: v.text.slice(0, 80) };
+    case 'unknown':
+      return { unknown: v.text.slice(0, 80) };
+  }
+}
+
+function frameworkCallFact(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  kind: FrameworkCallFact['kind'],
+  callee: string,
+): FrameworkCallFact {
+  const kwargs: Record<string, PlainValue> = {};
+  const kwargLines: Record<string, number> = {};
+  for (const a of call.childForFieldName('arguments')?.namedChildren ?? []) {
+    if (a.type !== 'keyword_argument') continue;
+    const name = a.childForFieldName('name')?.text;
+    const value = a.childForFieldName('value');
+    if (!name || !value) continue;
+    kwargs[name] = plainOf(ev.eval(value));
+    kwargLines[name] = file.line(a);
+  }
+  return { kind, callee, line: file.line(call), range: rangeOf(call), kwargs, kwargLines };
+}
+
 function readAnnotations(file: SourceFile): AnnotationFact[] {
   const out: AnnotationFact[] = [];
   const re = /#\s*fsdp:/g;

@@ -13,6 +13,7 @@ import { containerWrap } from './rules/fsdp012-container-wrap';
 import { tiedSplit } from './rules/fsdp013-tied-split';
 import { mixedDtypes } from './rules/fsdp014-mixed-dtypes';
 import { peakDoesNotFit } from './rules/fsdp015-peak-does-not-fit';
+import { frameworkSettingIgnored } from './rules/fsdp016-framework-setting-ignored';
 import type { Rule } from './types';
 
 /** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
@@ -32,6 +33,7 @@ export const RULES: readonly Rule[] = [
   tiedSplit,
   mixedDtypes,
   peakDoesNotFit,
+  frameworkSettingIgnored,
 ];
 
 export function ruleById(id: string): Rule | undefined {

@@ -1,6 +1,7 @@
 import type { FileFacts } from '../analysis/facts';
 import type { Estimate } from '../estimator/estimate';
 import type { MinGpus } from '../estimator/whatif';
+import type { FrameworkPlan } from '../frameworks/types';
 import type { ModuleNode } from '../model/tree';
 import type { Range } from '../parsing/source';
 
@@ -48,6 +49,8 @@ export interface RuleContext {
   /** The estimate of the file, when the model is known: rules about the model read it. */
   /** `minGpus` searches world sizes (a dozen estimates): rules call it only when they need it. */
   model?: { estimate: Estimate; root: ModuleNode; minGpus?: () => MinGpus };
+  /** The framework configuration the file makes (a config file's, or a constructor call's), when there is one. */
+  framework?: FrameworkPlan;
 }
 
 /** A draft finding: the runner adds the rule id, the severity in force and the suppression fix. */

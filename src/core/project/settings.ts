@@ -146,10 +146,12 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     joined = '';
     if (!/\btorchrun\b|torch\.distributed\.(run|launch)\b|\baccelerate\s+launch\b/.test(cmd)) return;
     const opts = flags(cmd);
-    const nproc = num(
-      opts.get('--nproc_per_node') ?? opts.get('--nproc-per-node') ?? opts.get('--num_processes'),
-    );
     const nnodes = num(opts.get('--nnodes') ?? opts.get('--num_machines'));
+    // `accelerate launch --num_processes` counts every process of every machine; torchrun's is per node.
+    const total = num(opts.get('--num_processes'));
+    const nproc =
+      num(opts.get('--nproc_per_node') ?? opts.get('--nproc-per-node')) ??
+      (total && total % (nnodes ?? 1) === 0 ? total / (nnodes ?? 1) : total);
     const script =
       /(\S+\.py)\b/.exec(cmd.replace(/^.*?(torchrun|launch|torch\.distributed\.run)\b/, ''))?.[1] ?? null;
     out.push({
@@ -202,7 +204,7 @@ function readLaunchJson(file: string, text: string): LaunchFact[] {
 }
 
 /** `--key value` and `--key=value` pairs of a command line. */
-function flags(cmd: string): Map<string, string> {
+export function flags(cmd: string): Map<string, string> {
   const out = new Map<string, string>();
   const toks = cmd.match(/"[^"]*"|'[^']*'|\S+/g) ?? [];
   toks.forEach((t, i) => {

@@ -1,5 +1,6 @@
 import { describeCall, shortDtype } from '../analysis/describe';
 import type { WrapCall } from '../analysis/facts';
+import type { FrameworkPlan } from '../frameworks/types';
 import type { Estimate, UnitEstimate } from '../estimator/estimate';
 import { trafficBytes } from '../estimator/estimate';
 import { fmtBytes, fmtParams, type ByteUnits } from '../estimator/format';
@@ -20,6 +21,12 @@ function collectivesPerUnit(u: UnitEstimate): string {
 }
 
 /** The one-line CodeLens over a wrap call: what it makes and what that costs. */
+/** The lens over a framework's FSDP configuration (a config file's first line, a constructor call). */
+export function frameworkLensTitle(fw: FrameworkPlan, e: Estimate, units: ByteUnits = 'GB'): string {
+  const api = fw.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${e.plan.strategy}`;
+  return `${fw.framework} → ${api} · ${planTotals(e, units)}`;
+}
+
 /** The plan's totals: per-GPU memory, the step's peak and the fit, traffic per step. */
 export function planTotals(e: Estimate, units: ByteUnits = 'GB'): string {
   const b = (n: number) => fmtBytes(n, units);

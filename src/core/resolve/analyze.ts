@@ -10,6 +10,12 @@ import { applyFineTune, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../model/tree';
 import { planFromFacts } from './plan';
+import { frameworkFromFacts } from '../frameworks/python';
+import { pinnedVersions } from '../project/versions';
+import { trainingArgumentValues } from '../frameworks/transformers';
+import { nearbyFrameworkConfig } from './configFile';
+import { planForFramework } from '../frameworks/plan';
+import type { FrameworkPlan } from '../frameworks/types';
 import { modelFromClass, modelFromScript } from '../modules/resolveModel';
 import type { Project } from '../project/project';
 import { launchLayer, pyprojectLayer, SETTING_KEYS } from '../project/settings';
@@ -30,6 +36,8 @@ export interface ModelChoice {
   configKey?: string;
   /** The model the script's own code builds (static analysis). */
   code?: boolean;
+  /** A model already built (a framework's own definition: a torchtune component, a torchtitan flavor). */
+  loaded?: LoadedModel;
   source: Source;
 }
 
@@ -48,6 +56,10 @@ export interface AnalyzeOptions {
   exactModel?: ExactModel;
   /** The Hugging Face cache to read configs from (defaults to the environment's). */
   hubCache?: string;
+  /** A framework's FSDP configuration (a config file) to plan from instead of the file's wrap calls. */
+  framework?: FrameworkPlan;
+  /** Inputs from elsewhere (a configuration's companion script), above the framework's own. */
+  extraLayers?: Layer[];
 }
 
 export type EstimateResult =
@@ -58,6 +70,8 @@ export type EstimateResult =
       model: LoadedModel;
       whatIf: WhatIfModel;
       minGpus: MinGpus;
+      /** The framework configuration the plan comes from, when it is not the file's own wrap calls. */
+      framework?: FrameworkPlan;
     }
   | { ok: false; reason: string; hint?: string };
 
@@ -73,21 +87,66 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     project && root0
       ? project.memo(`launch:${root0}:${facts.path}`, () => launchLayer(project.fs, root0, facts.path))
       : undefined;
-  const model = resolveModel(facts, file, opts, annotation.model, pyproject?.model);
+  // A framework's configuration: a config file's, or a constructor call of the script when it wraps nothing itself.
+  const fromScript = facts.calls.length
+    ? undefined
+    : frameworkFromFacts(facts, file, {
+        ...(project && root0
+          ? {
+              versions: project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)),
+              readFile: (f: string) => project.fs.readFile(f),
+            }
+          : {}),
+      });
+  // A script that trains through Transformers or Accelerate without configuring FSDP itself: the Accelerate
+  // configuration beside it (what `accelerate launch --config_file` applies).
+  const nearby =
+    !opts.framework && !fromScript && !facts.calls.length && project && trainsThroughFramework(facts)
+      ? nearbyFrameworkConfig(project, facts.path)
+      : undefined;
+  const fw = opts.framework ?? fromScript ?? nearby;
+  const extraLayers = [...(opts.extraLayers ?? [])];
+  const args = nearby && facts.frameworkCalls.find((c) => c.kind === 'TrainingArguments');
+  if (args) {
+    const t = trainingArgumentValues(args, facts.path);
+    extraLayers.push({ source: { kind: 'detected' }, values: t.values, details: t.details });
+  }
+  const configModel: ModelChoice | undefined = fw?.builtModel
+    ? { loaded: fw.builtModel.loaded, source: fw.builtModel.source }
+    : fw?.model;
+  const model = resolveModel(facts, file, opts, annotation.model ?? configModel, pyproject?.model);
   if ('reason' in model) return { ok: false, reason: model.reason, hint: model.hint };
   const layers: Layer[] = [];
   if (opts.flags) layers.push({ source: { kind: 'flag' }, values: opts.flags.values });
   layers.push(annotation.layer);
-  layers.push(detectedLayer(facts, file));
+  layers.push(...extraLayers);
+  if (fw)
+    layers.push({
+      source: { kind: /\.pyi?$/.test(fw.file) ? 'detected' : 'config' },
+      values: fw.values,
+      details: fw.details,
+    });
+  const detected = detectedLayer(facts, file);
+  layers.push(detected);
   if (pyproject) layers.push(pyproject.layer);
   if (launch) layers.push(launch);
   if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
   const ft = opts.flags?.fineTune
     ? { ft: opts.flags.fineTune, source: { kind: 'flag' } as Source }
-    : detectFineTune(facts, file);
+    : fw?.fineTune
+      ? {
+          ft: fw.fineTune,
+          source: {
+            kind: 'config',
+            detail: fw.range ? `${path.basename(fw.file)}:${fw.range.start.line + 1}` : fw.file,
+          } as Source,
+        }
+      : detectFineTune(facts, file);
   const root = ft ? applyFineTune(model.loaded.root, ft.ft) : model.loaded.root;
-  const plan = planFromFacts(facts, root, model.loaded.shape, file);
-  plan.notes.unshift(...model.notes, ...(pyproject?.problems ?? []));
+  const plan = fw
+    ? planForFramework(fw, root, model.loaded.shape)
+    : planFromFacts(facts, root, model.loaded.shape, file);
+  plan.notes.unshift(...model.notes, ...(pyproject?.problems ?? []), ...(detected.notes ?? []));
   const { setup, assumptions } = resolveSetup(layers);
   // HYBRID_SHARD shards within a node and replicates across nodes, unless a mesh or flag says otherwise.
   if ((plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2') && setup.replicas === 1) {
@@ -146,11 +205,20 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     estimate: result,
     model: model.loaded,
     whatIf,
+    ...(fw ? { framework: fw } : {}),
     // A search over world sizes (a dozen estimates): computed when a surface asks, not on every keystroke.
     get minGpus(): MinGpus {
       return (minGpus ??= whatIf.minGpus(setup.gpu));
     },
   };
+}
+
+/** Trains through Transformers' Trainer, TRL or Accelerate (the FSDP settings then live in their configuration). */
+function trainsThroughFramework(facts: FileFacts): boolean {
+  return (
+    facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments') ||
+    facts.imports.some((i) => /^accelerate\b/.test(i.qualified))
+  );
 }
 
 function resolveModel(
@@ -202,6 +270,7 @@ function resolveModel(
   let codeFailure: string | undefined;
   for (const c of candidates) {
     try {
+      if (c.loaded) return { loaded: c.loaded, source: c.source, notes: [] };
       if (c.config) {
         const base = c.source.kind === 'annotation' ? path.dirname(facts.path) : process.cwd();
         return { loaded: loadConfigPath(path.resolve(base, c.config)), source: c.source, notes: [] };
@@ -290,7 +359,8 @@ function annotationLayer(
 }
 
 /** What the code itself says: its mesh, mixed precision, dtype, optimizer, checkpointing and gradient sync. */
-function detectedLayer(facts: FileFacts, file: string): Layer {
+function detectedLayer(facts: FileFacts, file: string): Layer & { notes?: string[] } {
+  const notes: string[] = [];
   const values: SetupValues = {};
   const details: Layer['details'] = {};
   const at = (line: number) => `${file}:${line}`;
@@ -310,6 +380,25 @@ function detectedLayer(facts: FileFacts, file: string): Layer {
       values.replicas = shape[0]!;
       values.worldSize = shape[0]! * shape[1]!;
       details.replicas = details.worldSize = at(meshLine);
+    }
+    // FSDP given a slice of a larger mesh: the other dimensions (tensor, context, pipeline parallelism) are not
+    // modelled; the figures are those of the FSDP dimensions.
+    const full = mesh?.full;
+    if (full?.shape && full.dimNames && mesh?.dimNames) {
+      const other = full.dimNames
+        .map((n, i) => ({ n, size: full.shape![i] }))
+        .filter((d) => !mesh.dimNames!.includes(d.n));
+      if (other.length) {
+        const gpus = full.shape.every((n): n is number => typeof n === 'number')
+          ? full.shape.reduce((a, b) => a * b, 1)
+          : null;
+        notes.push(
+          `FSDP runs over the ${mesh.dimNames.join(' x ')} dimension${mesh.dimNames.length > 1 ? 's' : ''} of a ` +
+            `${full.dimNames.join(' x ')} mesh${gpus ? ` of ${gpus} GPUs` : ''}: ` +
+            `${other.map((d) => `${d.n} (${d.size ?? '?'})`).join(', ')} parallelism is not modelled, so the figures ` +
+            'are those of FSDP alone, with whole layers on each GPU',
+        );
+      }
     }
   }
 
@@ -379,7 +468,7 @@ function detectedLayer(facts: FileFacts, file: string): Layer {
     values.syncEveryMicroBatch = false;
     details.syncEveryMicroBatch = at(noSync.line);
   }
-  return { source: { kind: 'detected' }, values, details };
+  return { source: { kind: 'detected' }, values, details, notes };
 }
 
 function asDType(d: string | null | undefined): DType | null {

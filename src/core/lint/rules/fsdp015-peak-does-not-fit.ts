@@ -30,7 +30,7 @@ fully_shard(model)`,
     const fit = e.fit.find((f) => f.gpu === e.gpu.id);
     if (!fit || fit.fits) return [];
     const roots = ctx.facts.calls.filter((c) => c.isRoot);
-    const at = roots[roots.length - 1] ?? ctx.facts.calls[ctx.facts.calls.length - 1];
+    const at = roots[roots.length - 1] ?? ctx.facts.calls[ctx.facts.calls.length - 1] ?? ctx.framework;
     if (!at) return [];
     const b = (n: number) => fmtBytes(n);
     const min = ctx.model?.minGpus?.();

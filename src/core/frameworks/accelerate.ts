@@ -1,0 +1,321 @@
+import type { ShardingStrategyName } from '../analysis/apis';
+import type { DType } from '../model/tree';
+import type { SetupValues } from '../resolve/setup';
+import { bool, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
+import type { FrameworkPlan, FrameworkTrap, WrapSpec } from './types';
+
+/** Accelerate's sharding strategies by name and by number (`FSDP_SHARDING_STRATEGY`, 1-based). */
+const STRATEGIES: ShardingStrategyName[] = [
+  'FULL_SHARD',
+  'SHARD_GRAD_OP',
+  'NO_SHARD',
+  'HYBRID_SHARD',
+  '_HYBRID_SHARD_ZERO2',
+];
+
+export function accelerateStrategy(v: unknown): ShardingStrategyName | undefined {
+  const n = num(v);
+  if (n !== undefined && Number.isInteger(n) && n >= 1 && n <= 5) return STRATEGIES[n - 1];
+  const s = str(v)?.trim().toUpperCase();
+  if (!s) return undefined;
+  if (s === 'HYBRID_SHARD_ZERO2') return '_HYBRID_SHARD_ZERO2';
+  return STRATEGIES.find((x) => x === s);
+}
+
+const MIXED: Record<string, DType | null> = {
+  no: null,
+  fp16: 'float16',
+  bf16: 'bfloat16',
+  fp8: 'bfloat16',
+  fp32: 'float32',
+};
+
+/** An Accelerate config: `distributed_type: FSDP`, or an `fsdp_config` section. */
+export function isAccelerate(doc: ConfigDoc): boolean {
+  const t = str(doc.data.distributed_type);
+  return (
+    (doc.format === 'yaml' || doc.format === 'json') &&
+    (t?.toUpperCase() === 'FSDP' || isRecord(doc.data.fsdp_config))
+  );
+}
+
+/** The Accelerate version the project pins, when known: it decides which units the FSDP2 path creates. */
+export interface VersionPin {
+  version: string;
+  where: string;
+}
+
+/** Whether version `v` is at least `min` (numeric dotted comparison; pre-release suffixes ignored). */
+export function versionAtLeast(v: string, min: string): boolean {
+  const a = v.split(/[.+-]/).map((x) => parseInt(x, 10) || 0);
+  const b = min.split('.').map((x) => parseInt(x, 10) || 0);
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) > (b[i] ?? 0);
+  }
+  return true;
+}
+
+/**
+ * The FSDP settings of an Accelerate configuration, keyed as `accelerate config` writes them (`fsdp_version`,
+ * `fsdp_auto_wrap_policy`, ...). `get(key)` reads one setting with its location.
+ */
+interface AccelerateSettings {
+  get(key: string): { v: unknown; where: string; line?: number } | undefined;
+  /** Launched with `accelerate launch`, which exports its flags' defaults for what the config omits. */
+  launcher?: boolean;
+  file: string;
+  range: FrameworkPlan['range'];
+  rangeOf(key: string): FrameworkPlan['range'];
+  mixedPrecision?: { v: unknown; where: string };
+  numProcesses?: { v: unknown; where: string };
+  numMachines?: { v: unknown; where: string };
+  parallelism?: { replicate?: number; shard?: number; tp?: number; where: string };
+}
+
+/**
+ * Accelerate's FSDP as `FullyShardedDataParallelPlugin.__post_init__` resolves it from what `accelerate launch`
+ * exports (accelerate/utils/dataclasses.py, commands/launch.py):
+ *  - `fsdp_version` defaults to 1;
+ *  - FSDP1 always runs `fsdp_sharding_strategy`, which the launcher fills with FULL_SHARD when the config omits
+ *    it: an `fsdp_reshard_after_forward` strategy name alone is not used (a trap the findings report);
+ *  - FSDP2 takes `fsdp_reshard_after_forward` as a boolean (default true);
+ *  - `fsdp_auto_wrap_policy` defaults to NO_WRAP; TRANSFORMER_BASED_WRAP without classes wraps the model's
+ *    `_no_split_modules` (its decoder block); SIZE_BASED_WRAP uses `fsdp_min_num_params`;
+ *  - the FSDP2 path (Accelerate 1.14 and later) also makes units of the input embedding and of the final norm with
+ *    the head (kept gathered after forward), then the root;
+ *  - top-level `mixed_precision` gathers and reduces in that dtype, with fp32 master weights.
+ */
+export function acceleratePlan(
+  s: AccelerateSettings,
+  framework: FrameworkPlan['framework'],
+  accelerateVersion?: VersionPin,
+): FrameworkPlan {
+  const values: SetupValues = {};
+  const details: FrameworkPlan['details'] = {};
+  const notes: string[] = [];
+  const traps: FrameworkTrap[] = [];
+  const version = posInt(s.get('fsdp_version')?.v) === 2 ? 2 : 1;
+  const strategyAt = s.get('fsdp_sharding_strategy');
+  const reshardAt = s.get('fsdp_reshard_after_forward');
+  let strategy: ShardingStrategyName = 'FULL_SHARD';
+  let reshard: boolean | null = null;
+  if (version === 1) {
+    strategy = accelerateStrategy(strategyAt?.v) ?? 'FULL_SHARD';
+    const asStrategy = accelerateStrategy(reshardAt?.v);
+    if (reshardAt && !strategyAt && asStrategy && asStrategy !== 'FULL_SHARD')
+      traps.push({
+        rule: 'FSDP016',
+        range: s.rangeOf('fsdp_reshard_after_forward'),
+        message:
+          `fsdp_reshard_after_forward: ${String(reshardAt.v)} does not choose the sharding strategy under fsdp_version 1: ` +
+          'Accelerate runs fsdp_sharding_strategy, which accelerate launch sets to FULL_SHARD when the config omits it. ' +
+          `Set fsdp_sharding_strategy: ${asStrategy.replace(/^_/, '')}.`,
+      });
+  } else {
+    const b = bool(reshardAt?.v);
+    reshard = b ?? true;
+    if (reshardAt && b === undefined)
+      traps.push({
+        rule: 'FSDP016',
+        range: s.rangeOf('fsdp_reshard_after_forward'),
+        message: `fsdp_reshard_after_forward must be true or false under fsdp_version 2 (Accelerate raises on "${String(reshardAt.v)}")`,
+      });
+    if (strategyAt)
+      notes.push(
+        'fsdp_sharding_strategy is deprecated under fsdp_version 2: fsdp_reshard_after_forward decides',
+      );
+  }
+  const policy = (str(s.get('fsdp_auto_wrap_policy')?.v) ?? 'NO_WRAP').toUpperCase();
+  const classes = strList(s.get('fsdp_transformer_layer_cls_to_wrap')?.v) ?? null;
+  // `accelerate launch` exports FSDP_MIN_NUM_PARAMS=1e8 when the config omits it; a plugin built in Python has 0.
+  const minParams = num(s.get('fsdp_min_num_params')?.v) ?? (s.launcher ? 100_000_000 : 0);
+  const carve = version === 2 && (!accelerateVersion || versionAtLeast(accelerateVersion.version, '1.14'));
+  let wrap: WrapSpec;
+  if (policy === 'TRANSFORMER_BASED_WRAP')
+    wrap = { kind: 'policy', classes, ...(carve ? { hfExtras: true } : {}) };
+  else if (policy === 'SIZE_BASED_WRAP')
+    wrap =
+      minParams > 0
+        ? { kind: 'policy', classes: null, minParams, ...(carve ? { hfExtras: true } : {}) }
+        : { kind: 'root' };
+  else {
+    wrap = carve ? { kind: 'policy', classes: [], hfExtras: true } : { kind: 'root' };
+    notes.push(
+      `fsdp_auto_wrap_policy ${policy === 'NO_WRAP' ? 'NO_WRAP' : 'not set (NO_WRAP)'}: no block is a unit of its own`,
+    );
+  }
+  if (policy === 'SIZE_BASED_WRAP' && minParams <= 0)
+    notes.push(
+      'SIZE_BASED_WRAP without fsdp_min_num_params: Accelerate ignores the policy (the whole model is one unit)',
+    );
+  if (version === 2)
+    notes.push(
+      carve
+        ? `Accelerate${accelerateVersion ? ` ${accelerateVersion.version}` : ' 1.14 or later'}: the input embedding and the final norm with the head are units of their own`
+        : `Accelerate ${accelerateVersion!.version}: the embedding, final norm and head stay in the root unit`,
+    );
+  const offload = bool(s.get('fsdp_offload_params')?.v) ?? false;
+  const ac = bool(s.get('fsdp_activation_checkpointing')?.v);
+  if (ac !== undefined) {
+    values.checkpointing = ac ? 'full' : 'none';
+    details.checkpointing = s.get('fsdp_activation_checkpointing')!.where;
+  }
+  const ignored = strList(s.get('fsdp_ignored_modules')?.v);
+  if (ignored?.length) notes.push(`fsdp_ignored_modules (${ignored.join(', ')}) is not modelled`);
+  const mp = s.mixedPrecision;
+  if (mp) {
+    const m = str(mp.v)?.toLowerCase() ?? 'no';
+    if (m in MIXED) {
+      const d = MIXED[m]!;
+      values.paramDtype = d;
+      values.reduceDtype = d;
+      details.paramDtype = details.reduceDtype = `mixed_precision: ${m} at ${mp.where}`;
+      // Under mixed precision, Accelerate keeps trainable parameters in fp32 (the FSDP2 path upcasts them).
+      if (d) {
+        values.masterDtype = 'float32';
+        details.masterDtype = details.paramDtype;
+      }
+    }
+  }
+  const procs = posInt(s.numProcesses?.v);
+  const machines = posInt(s.numMachines?.v) ?? 1;
+  if (procs) {
+    values.worldSize = procs;
+    details.worldSize = `num_processes at ${s.numProcesses!.where}`;
+    if (procs % machines === 0 && machines >= 1) {
+      values.gpusPerNode = procs / machines;
+      details.gpusPerNode = `num_processes / num_machines at ${s.numProcesses!.where}`;
+    }
+  }
+  const par = s.parallelism;
+  if (par?.replicate && par.replicate > 1) {
+    values.replicas = par.replicate;
+    details.replicas = `parallelism_config at ${par.where}`;
+    if (par.shard && par.shard > 0) {
+      values.worldSize = par.replicate * par.shard * (par.tp ?? 1);
+      details.worldSize = details.replicas;
+    }
+    strategy = 'HYBRID_SHARD';
+  }
+  if (par?.tp && par.tp > 1) notes.push(`tensor parallelism (tp_size ${par.tp}) is not modelled`);
+  return {
+    framework,
+    file: s.file,
+    range: s.range,
+    api: version === 2 ? 'fsdp2' : 'fsdp1',
+    strategy,
+    wrap,
+    reshardAfterForward: reshard,
+    offload,
+    values,
+    details,
+    notes,
+    traps,
+  };
+}
+
+/** Settings of an Accelerate YAML/JSON config (`fsdp_config` keys, top-level precision and processes). */
+function configSettings(doc: ConfigDoc): AccelerateSettings {
+  const fsdp = isRecord(doc.data.fsdp_config) ? doc.data.fsdp_config : {};
+  const top = (key: string) =>
+    doc.data[key] !== undefined ? { v: doc.data[key], where: doc.where([key]) } : undefined;
+  const pc = isRecord(doc.data.parallelism_config) ? doc.data.parallelism_config : undefined;
+  const pget = (k: string) => posInt(pc?.[`parallelism_config_${k}`] ?? pc?.[k]);
+  return {
+    file: doc.file,
+    launcher: true,
+    range: doc.rangeOf(['distributed_type']),
+    rangeOf: (key) => doc.rangeOf(['fsdp_config', key]),
+    get(key) {
+      const v = fsdp[key];
+      return v === undefined ? undefined : { v, where: doc.where(['fsdp_config', key]) };
+    },
+    ...(top('mixed_precision') ? { mixedPrecision: top('mixed_precision')! } : {}),
+    ...(top('num_processes') ? { numProcesses: top('num_processes')! } : {}),
+    ...(top('num_machines') ? { numMachines: top('num_machines')! } : {}),
+    ...(pc
+      ? {
+          parallelism: {
+            ...(pget('dp_replicate_size') ? { replicate: pget('dp_replicate_size')! } : {}),
+            ...(pget('dp_shard_size') ? { shard: pget('dp_shard_size')! } : {}),
+            ...(pget('tp_size') ? { tp: pget('tp_size')! } : {}),
+            where: doc.where(['parallelism_config']),
+          },
+        }
+      : {}),
+  };
+}
+
+/** An Accelerate config file as an FSDP plan (or null when it does not use FSDP). */
+export function accelerateConfigPlan(doc: ConfigDoc, accelerateVersion?: VersionPin): FrameworkPlan | null {
+  const t = str(doc.data.distributed_type);
+  if (t && t.toUpperCase() !== 'FSDP') return null;
+  return acceleratePlan(configSettings(doc), 'Accelerate', accelerateVersion);
+}
+
+/** `accelerate launch --fsdp_* ...` flags of a launch script as settings (`--use_fsdp`, `--num_processes`, ...). */
+export function launchFlagSettings(
+  flags: Record<string, { v: string; line: number }>,
+  file: string,
+): AccelerateSettings {
+  const name = file.split(/[\\/]/).pop() ?? file;
+  const first = Math.min(...Object.values(flags).map((f) => f.line), Number.MAX_SAFE_INTEGER);
+  const lineRange = (l: number) => ({ start: { line: l, character: 0 }, end: { line: l, character: 0 } });
+  const top = (k: string) =>
+    flags[k] ? { v: flags[k]!.v, where: `--${k} at ${name}:${flags[k]!.line + 1}` } : undefined;
+  return {
+    file,
+    launcher: true,
+    range: lineRange(first === Number.MAX_SAFE_INTEGER ? 0 : first),
+    rangeOf: (key) => lineRange(flags[key]?.line ?? first),
+    get: (key) =>
+      flags[key] ? { v: flags[key]!.v, where: `--${key} at ${name}:${flags[key]!.line + 1}` } : undefined,
+    ...(top('mixed_precision') ? { mixedPrecision: top('mixed_precision')! } : {}),
+    ...(top('num_processes') ? { numProcesses: top('num_processes')! } : {}),
+    ...(top('num_machines') ? { numMachines: top('num_machines')! } : {}),
+  };
+}
+
+/** Settings from `FullyShardedDataParallelPlugin(...)` keyword arguments in Python (names without `fsdp_`). */
+export function pluginSettings(
+  kwargs: Record<string, unknown>,
+  kwargLines: Record<string, number>,
+  file: string,
+  range: FrameworkPlan['range'],
+): AccelerateSettings {
+  const name = file.split(/[\\/]/).pop() ?? file;
+  const alias: Record<string, string> = {
+    fsdp_version: 'fsdp_version',
+    fsdp_sharding_strategy: 'sharding_strategy',
+    fsdp_reshard_after_forward: 'reshard_after_forward',
+    fsdp_auto_wrap_policy: 'auto_wrap_policy',
+    fsdp_transformer_layer_cls_to_wrap: 'transformer_cls_names_to_wrap',
+    fsdp_min_num_params: 'min_num_params',
+    fsdp_offload_params: 'cpu_offload',
+    fsdp_activation_checkpointing: 'activation_checkpointing',
+    fsdp_ignored_modules: 'ignored_modules',
+  };
+  return {
+    file,
+    range,
+    rangeOf: (key) => {
+      const l = kwargLines[alias[key] ?? key];
+      return l ? { start: { line: l - 1, character: 0 }, end: { line: l - 1, character: 0 } } : range;
+    },
+    get(key) {
+      const k = alias[key] ?? key;
+      const v = kwargs[k];
+      if (v === undefined) return undefined;
+      // `sharding_strategy=ShardingStrategy.SHARD_GRAD_OP`, `cpu_offload=CPUOffload(offload_params=True)`.
+      const plain =
+        isRecord(v) && 'ref' in v
+          ? String(v.ref).split('.').pop()
+          : isRecord(v) && 'call' in v && isRecord(v.kwargs) && 'offload_params' in v.kwargs
+            ? v.kwargs.offload_params
+            : isRecord(v) && 'call' in v && /CPUOffloadPolicy$/.test(String(v.call))
+              ? true
+              : v;
+      return { v: plain, where: `${k}= at ${name}:${kwargLines[k] ?? range.start.line + 1}` };
+    },
+  };
+}

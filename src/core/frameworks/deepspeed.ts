@@ -1,0 +1,73 @@
+import type { SetupValues } from '../resolve/setup';
+import { at, bool, isRecord, num, posInt, str, type ConfigDoc } from './configDoc';
+import type { FrameworkPlan, FrameworkProblem } from './types';
+
+/** A DeepSpeed config: a `zero_optimization` section. */
+export function isDeepSpeed(doc: ConfigDoc): boolean {
+  return doc.format === 'json' && isRecord(doc.data.zero_optimization);
+}
+
+/**
+ * A DeepSpeed ZeRO config shown as the FSDP plan it corresponds to, for comparison: stage 3 shards parameters,
+ * gradients and optimizer state (FULL_SHARD, a unit per block as FSDP would wrap it), stage 2 gradients and
+ * optimizer state (SHARD_GRAD_OP keeps the gathered parameters through the step, as ZeRO-2 keeps its working
+ * copy), stages 0 and 1 nothing FSDP models (NO_SHARD; stage 1's sharded optimizer state is noted).
+ */
+export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem {
+  const d = doc.data;
+  const file = doc.file;
+  const range = doc.rangeOf(['zero_optimization']);
+  const stage = num(at(d, ['zero_optimization', 'stage'])) ?? 0;
+  if (![0, 1, 2, 3].includes(stage))
+    return {
+      framework: 'DeepSpeed',
+      file,
+      range,
+      message: `zero_optimization.stage ${stage} is not 0, 1, 2 or 3`,
+    };
+  const values: SetupValues = {};
+  const details: FrameworkPlan['details'] = {};
+  const set = <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => {
+    if (v === undefined) return;
+    values[k] = v;
+    details[k] = doc.where(path);
+  };
+  const notes = [`DeepSpeed ZeRO stage ${stage}, shown as the FSDP plan it corresponds to`];
+  set('microBatch', posInt(at(d, ['train_micro_batch_size_per_gpu'])), ['train_micro_batch_size_per_gpu']);
+  set('gradAccum', posInt(at(d, ['gradient_accumulation_steps'])), ['gradient_accumulation_steps']);
+  const bf16 = bool(at(d, ['bf16', 'enabled'])) === true;
+  const fp16 = bool(at(d, ['fp16', 'enabled'])) === true;
+  // Low-precision working weights with fp32 master weights and optimizer state; gradients reduced in that dtype.
+  const low = bf16 ? 'bfloat16' : fp16 ? 'float16' : null;
+  set('masterDtype', 'float32', [bf16 ? 'bf16' : 'fp16']);
+  set('paramDtype', low, [bf16 ? 'bf16' : 'fp16']);
+  set('reduceDtype', low, [bf16 ? 'bf16' : 'fp16']);
+  const offParam = str(at(d, ['zero_optimization', 'offload_param', 'device'])) ?? 'none';
+  const offOpt = str(at(d, ['zero_optimization', 'offload_optimizer', 'device'])) ?? 'none';
+  if (offOpt !== 'none' && offParam === 'none')
+    notes.push(
+      `offload_optimizer to ${offOpt} alone is not modelled: FSDP offloads parameters, gradients and optimizer state together`,
+    );
+  if (stage === 1)
+    notes.push(
+      'ZeRO-1 also shards the optimizer state, which NO_SHARD keeps whole: the figures overstate it',
+    );
+  if (stage === 2)
+    notes.push(
+      'ZeRO-2 keeps a whole low-precision copy of the weights on every GPU; SHARD_GRAD_OP frees it after backward',
+    );
+  return {
+    framework: 'DeepSpeed',
+    file,
+    range,
+    api: 'fsdp1',
+    strategy: stage === 3 ? 'FULL_SHARD' : stage === 2 ? 'SHARD_GRAD_OP' : 'NO_SHARD',
+    wrap: { kind: 'policy', classes: null },
+    reshardAfterForward: null,
+    offload: offParam !== 'none' && stage === 3,
+    values,
+    details,
+    notes,
+    traps: [],
+  };
+}

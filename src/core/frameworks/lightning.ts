@@ -1,0 +1,175 @@
+import type { ShardingStrategyName } from '../analysis/apis';
+import type { FileFacts, FrameworkCallFact, PlainValue } from '../analysis/facts';
+import type { DType } from '../model/tree';
+import type { SetupValues } from '../resolve/setup';
+import type { FrameworkPlan } from './types';
+
+/** What a Lightning `precision` flag means for FSDP (FSDPPrecision.mixed_precision_config, convert_module). */
+export function lightningPrecision(p: string): { master: DType; param: DType; reduce: DType } | undefined {
+  const t = p.trim().toLowerCase();
+  const flag = t === '32' ? '32-true' : t === '16' ? '16-mixed' : t === 'bf16' ? 'bf16-mixed' : t;
+  switch (flag) {
+    case '32-true':
+      return { master: 'float32', param: 'float32', reduce: 'float32' };
+    case 'bf16-mixed':
+      return { master: 'float32', param: 'bfloat16', reduce: 'bfloat16' };
+    case '16-mixed':
+      return { master: 'float32', param: 'float16', reduce: 'float16' };
+    case 'bf16-true':
+      return { master: 'bfloat16', param: 'bfloat16', reduce: 'bfloat16' };
+    case '16-true':
+      return { master: 'float16', param: 'float16', reduce: 'float16' };
+    default:
+      return undefined;
+  }
+}
+
+const STRATEGIES: ShardingStrategyName[] = ['FULL_SHARD', 'SHARD_GRAD_OP', 'NO_SHARD', 'HYBRID_SHARD'];
+
+function isCall(
+  v: PlainValue | undefined,
+): v is { call: string; args: PlainValue[]; kwargs: Record<string, PlainValue> } {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && 'call' in v;
+}
+
+/** Class names in a set/list of classes (`{Block}`, `ModuleWrapPolicy({Block})`), last segment of each. */
+function classNames(v: PlainValue | undefined): string[] | null {
+  if (isCall(v)) return classNames(v.args[0] ?? v.kwargs.module_classes);
+  if (!Array.isArray(v)) return null;
+  const out = v
+    .map((x) =>
+      typeof x === 'object' && x !== null && !Array.isArray(x) && 'ref' in x ? x.ref.split('.').pop()! : null,
+    )
+    .filter((x): x is string => !!x);
+  return out.length ? out : null;
+}
+
+function strategyName(v: PlainValue | undefined): ShardingStrategyName | undefined {
+  const s =
+    typeof v === 'string'
+      ? v.toUpperCase()
+      : typeof v === 'object' && v !== null && !Array.isArray(v) && 'ref' in v
+        ? v.ref.split('.').pop()!
+        : undefined;
+  return STRATEGIES.find((x) => x === s);
+}
+
+const DTYPE_NAMES: Record<string, DType> = {
+  bfloat16: 'bfloat16',
+  float16: 'float16',
+  half: 'float16',
+  float32: 'float32',
+  float: 'float32',
+};
+
+function dtypeOf(v: PlainValue | undefined): DType | undefined {
+  if (typeof v === 'object' && v !== null && !Array.isArray(v) && 'ref' in v)
+    return DTYPE_NAMES[v.ref.split('.').pop()!];
+  return undefined;
+}
+
+/**
+ * Lightning's FSDP from a script: `Trainer(strategy=FSDPStrategy(...) | "fsdp", precision=..., devices=...,
+ * num_nodes=..., accumulate_grad_batches=...)` or Fabric's equivalent. FSDPStrategy wraps the model once at the
+ * root with FSDP1, its `auto_wrap_policy` (a set of block classes) making the inner units; without one the whole
+ * model is a single unit. Mixed precision follows the `precision` flag unless `mixed_precision=` is given.
+ */
+export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | null {
+  const trainer = facts.frameworkCalls.find((c) => c.kind === 'LightningTrainer' || c.kind === 'Fabric');
+  const strategyArg = trainer?.kwargs.strategy;
+  let strategyCall:
+    | FrameworkCallFact
+    | {
+        kwargs: Record<string, PlainValue>;
+        line: number;
+        range: FrameworkCallFact['range'];
+        kwargLines: Record<string, number>;
+      }
+    | undefined = facts.frameworkCalls.find((c) => c.kind === 'FSDPStrategy');
+  const named = typeof strategyArg === 'string' ? strategyArg : undefined;
+  if (isCall(strategyArg) && /FSDPStrategy$/.test(strategyArg.call) && !strategyCall && trainer)
+    strategyCall = { kwargs: strategyArg.kwargs, line: trainer.line, range: trainer.range, kwargLines: {} };
+  if (!strategyCall && !(named && /^fsdp/.test(named))) return null;
+  const at = trainer ?? (strategyCall as FrameworkCallFact);
+  const where = (c: { line: number; kwargLines: Record<string, number> } | undefined, key: string) =>
+    `${file}:${c?.kwargLines[key] ?? c?.line ?? at.line}`;
+  const framework = trainer?.kind === 'Fabric' ? 'Lightning Fabric' : 'Lightning';
+  const k = strategyCall?.kwargs ?? {};
+  const values: SetupValues = {};
+  const details: FrameworkPlan['details'] = {};
+  const notes: string[] = [];
+
+  const precisionArg = trainer?.kwargs.precision;
+  const precision =
+    typeof precisionArg === 'string' || typeof precisionArg === 'number' ? String(precisionArg) : '32-true';
+  const p = lightningPrecision(precision);
+  if (p) {
+    values.masterDtype = p.master;
+    values.paramDtype = p.param;
+    values.reduceDtype = p.reduce;
+    details.masterDtype =
+      details.paramDtype =
+      details.reduceDtype =
+        trainer?.kwargs.precision
+          ? `precision="${precision}" at ${where(trainer, 'precision')}`
+          : `Lightning's default precision "32-true"`;
+  } else notes.push(`precision ${precision} is not one FSDP knows: the dtypes are the defaults`);
+  const mp = k.mixed_precision;
+  if (isCall(mp)) {
+    const param = dtypeOf(mp.kwargs.param_dtype);
+    const reduce = dtypeOf(mp.kwargs.reduce_dtype);
+    if (param) values.paramDtype = param;
+    if (reduce) values.reduceDtype = reduce;
+    details.paramDtype = details.reduceDtype = where(strategyCall as FrameworkCallFact, 'mixed_precision');
+  }
+  const devices = trainer?.kwargs.devices;
+  const perNode = typeof devices === 'number' ? devices : Array.isArray(devices) ? devices.length : undefined;
+  const nodes = typeof trainer?.kwargs.num_nodes === 'number' ? trainer.kwargs.num_nodes : 1;
+  if (perNode && perNode >= 1) {
+    values.gpusPerNode = perNode;
+    values.worldSize = perNode * nodes;
+    details.worldSize = details.gpusPerNode = where(trainer, 'devices');
+  }
+  const accumulate = trainer?.kwargs.accumulate_grad_batches;
+  if (typeof accumulate === 'number' && accumulate >= 1) {
+    values.gradAccum = accumulate;
+    details.gradAccum = where(trainer, 'accumulate_grad_batches');
+    // The Trainer runs FSDP's no_sync() on the micro-batches before the last.
+    values.syncEveryMicroBatch = false;
+  }
+  const mesh = k.device_mesh;
+  if (Array.isArray(mesh) && mesh.length === 2 && mesh.every((x) => typeof x === 'number')) {
+    values.replicas = mesh[0] as number;
+    details.replicas = where(strategyCall as FrameworkCallFact, 'device_mesh');
+  }
+  const classes = classNames(k.auto_wrap_policy);
+  const ac = classNames(k.activation_checkpointing_policy) ?? classNames(k.activation_checkpointing);
+  if (ac) {
+    values.checkpointing = 'full';
+    details.checkpointing = where(strategyCall as FrameworkCallFact, 'activation_checkpointing_policy');
+  }
+  const strategy = strategyName(k.sharding_strategy) ?? 'FULL_SHARD';
+  const offload = k.cpu_offload === true || named === 'fsdp_cpu_offload';
+  if (!classes && k.auto_wrap_policy !== undefined && k.auto_wrap_policy !== null)
+    notes.push('auto_wrap_policy not read statically: assumed to wrap each block');
+  return {
+    framework,
+    file,
+    range: (strategyCall ?? at).range,
+    api: 'fsdp1',
+    strategy,
+    wrap:
+      k.auto_wrap_policy === undefined || k.auto_wrap_policy === null
+        ? { kind: 'root' }
+        : { kind: 'policy', classes: classes ?? null },
+    reshardAfterForward: null,
+    offload,
+    values,
+    details,
+    notes: [
+      `${framework} FSDPStrategy${named ? ` ("${named}")` : ''}: FSDP1 at the root${classes ? `, a unit per ${classes.join(', ')}` : k.auto_wrap_policy ? '' : ', no auto-wrap policy: the whole model is one unit'}`,
+      ...notes,
+    ],
+    traps: [],
+  };
+}

@@ -1,0 +1,141 @@
+import type { Plan, UnitPlan } from '../estimator/types';
+import { unitsFromPolicy } from '../estimator/units';
+import type { ArchShape } from '../model/hf';
+import type { ModuleNode } from '../model/tree';
+import type { FrameworkPlan } from './types';
+
+function blockPaths(root: ModuleNode, blockClass: string | undefined): string[] {
+  const out: string[] = [];
+  if (!blockClass) return out;
+  const stack = [root];
+  while (stack.length) {
+    const m = stack.pop()!;
+    if (m.className === blockClass) {
+      out.push(m.path);
+      continue;
+    }
+    for (let i = m.children.length - 1; i >= 0; i--) stack.push(m.children[i]!);
+  }
+  return out;
+}
+
+/**
+ * Accelerate's FSDP2 extra units on a Transformers model: the input embedding (unless tied to the head), and the
+ * final norm with the output head, or with the embedding when they are tied (`fsdp2_prepare_model`).
+ */
+function accelerateExtras(
+  root: ModuleNode,
+  shape: ArchShape | undefined,
+): { embed?: string; tail: string[] } {
+  const base = root.children.find((c) => c.name === 'model' || c.name === 'transformer');
+  const embed = base?.children.find(
+    (c) => /Embedding$/.test(c.className) && (c.name === 'embed_tokens' || c.name === 'wte'),
+  );
+  const norm = [...(base?.children ?? [])].reverse().find((c) => c.className.includes('Norm'));
+  const head = root.children.find((c) => c.name === 'lm_head');
+  const tied = shape?.tiedEmbeddings ?? head?.params.some((p) => !!p.tiedTo) ?? false;
+  const tailEmbed = tied ? embed : head;
+  return {
+    ...(!tied && embed ? { embed: embed.path } : {}),
+    tail: [norm?.path, tailEmbed?.path].filter((p): p is string => !!p),
+  };
+}
+
+function classNames(root: ModuleNode): Set<string> {
+  const out = new Set<string>();
+  const stack = [root];
+  while (stack.length) {
+    const m = stack.pop()!;
+    out.add(m.className);
+    stack.push(...m.children);
+  }
+  return out;
+}
+
+/** Whether the model has a module at `path` (`norm`, `model.embed_tokens`). */
+function hasModule(root: ModuleNode, path: string): boolean {
+  let cur: ModuleNode | undefined = root;
+  for (const seg of path.split('.')) {
+    cur = cur?.children.find((c) => c.name === seg);
+    if (!cur) return false;
+  }
+  return true;
+}
+
+/**
+ * The units a framework's configuration creates on a model, in wrapping order with the root last: the same
+ * `Plan` a script's own `fully_shard` / `FSDP(...)` calls give, so the estimator and the rules treat both alike.
+ */
+export function planForFramework(fp: FrameworkPlan, root: ModuleNode, shape: ArchShape | undefined): Plan {
+  const origin = `${fp.framework} (${fp.file.split(/[\\/]/).pop()}:${fp.range.start.line + 1})`;
+  const notes: string[] = [];
+  const unit = (modules: string[], reshard: boolean | null, isRoot = false): UnitPlan => ({
+    modules,
+    isRoot,
+    reshardAfterForward: isRoot ? null : reshard,
+    offload: fp.offload,
+    origin,
+  });
+  let units: UnitPlan[];
+  const w = fp.wrap;
+  if (w.kind === 'root') units = [unit([''], null, true)];
+  else if (w.kind === 'policy') {
+    const classes = w.classes ?? (shape ? [shape.blockClass] : []);
+    const present = classNames(root);
+    const missing = (w.classes ?? []).filter((c) => !present.has(c));
+    if (missing.length) notes.push(`${missing.join(', ')} not found in the model: wraps nothing`);
+    const r = unitsFromPolicy(
+      root,
+      w.minParams !== undefined
+        ? { policy: 'size', minNumParams: w.minParams }
+        : { policy: 'transformer', classes },
+      {
+        fallbackClasses: classes,
+        origin,
+        offload: fp.offload,
+        reshardAfterForward: fp.reshardAfterForward ?? true,
+      },
+    );
+    units = r.units.map((u) => (u.isRoot ? { ...u, reshardAfterForward: null } : u));
+    if (fp.api === 'fsdp2')
+      units = units.map((u) => (u.isRoot ? u : { ...u, reshardAfterForward: fp.reshardAfterForward }));
+    if (!w.classes || w.classes.length || w.minParams !== undefined) notes.push(...r.notes);
+    if (w.hfExtras) {
+      const extras = accelerateExtras(root, shape);
+      const rootUnit = units.pop()!;
+      if (extras.embed) units.push(unit([extras.embed], fp.reshardAfterForward));
+      if (extras.tail.length) units.push(unit(extras.tail, false));
+      units.push(rootUnit);
+    }
+  } else {
+    const blocks = blockPaths(root, shape?.blockClass);
+    const group = (g: string[], reshard: boolean | null) => {
+      const present = g.filter((p) => hasModule(root, p));
+      if (present.length < g.length)
+        notes.push(`${g.filter((p) => !present.includes(p)).join(', ')}: no such module`);
+      return present.length ? [unit(present, reshard)] : [];
+    };
+    units = [
+      ...w.before.flatMap((g) => group(g, fp.reshardAfterForward)),
+      ...blocks.map((b, i) =>
+        unit(
+          [b],
+          i === blocks.length - 1 && w.lastBlockReshard !== undefined
+            ? w.lastBlockReshard
+            : fp.reshardAfterForward,
+        ),
+      ),
+      ...w.after.flatMap((g) =>
+        group(g, w.afterReshard !== undefined ? w.afterReshard : fp.reshardAfterForward),
+      ),
+      unit([''], null, true),
+    ];
+  }
+  return {
+    api: fp.api,
+    strategy: fp.strategy,
+    units,
+    source: { kind: /\.pyi?$/.test(fp.file) ? 'detected' : 'config', detail: origin },
+    notes: [...fp.notes, ...notes],
+  };
+}

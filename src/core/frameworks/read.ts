@@ -1,0 +1,74 @@
+import { accelerateConfigPlan, isAccelerate, type VersionPin } from './accelerate';
+import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
+import { deepspeedPlan, isDeepSpeed } from './deepspeed';
+import { isTorchtitan, torchtitanPlan } from './torchtitan';
+import { isTorchtune, torchtunePlan } from './torchtune';
+import { isTrainerArgsJson, trainerArgsJsonPlan } from './transformers';
+import type { FrameworkPlan, FrameworkProblem } from './types';
+
+export type ConfigReading =
+  | { kind: 'plan'; plan: FrameworkPlan; doc?: ConfigDoc }
+  | { kind: 'problem'; problem: FrameworkProblem }
+  | { kind: 'none' };
+
+/** Words that make a file worth reporting a syntax error for: it looks like a training configuration. */
+const LOOKS_LIKE =
+  /fsdp|distributed_type|zero_optimization|_component_:\s*torchtune|\[parallelism\]|\[model\]/;
+
+/**
+ * Recognises the training configurations fsdp-lens understands (Accelerate, a Transformers `fsdp_config` JSON,
+ * torchtune, torchtitan, DeepSpeed) and reads each as an FSDP plan; anything else is `none`. Never throws.
+ */
+export function readFrameworkConfig(
+  file: string,
+  text: string,
+  ctx: { versions?: { transformers?: VersionPin; accelerate?: VersionPin } } = {},
+): ConfigReading {
+  const versions = ctx.versions ?? {};
+  if (!formatOf(file)) return { kind: 'none' };
+  const doc = readConfigText(file, text);
+  if ('error' in doc) {
+    if (!LOOKS_LIKE.test(text.slice(0, 200_000))) return { kind: 'none' };
+    return {
+      kind: 'problem',
+      problem: {
+        framework: /zero_optimization/.test(text)
+          ? 'DeepSpeed'
+          : /torchtune/.test(text)
+            ? 'torchtune'
+            : /\[model\]/.test(text)
+              ? 'torchtitan'
+              : 'Accelerate',
+        file,
+        range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
+        message: doc.error,
+      },
+    };
+  }
+  const readers: [(d: ConfigDoc) => boolean, (d: ConfigDoc) => FrameworkPlan | FrameworkProblem | null][] = [
+    [isAccelerate, (d) => accelerateConfigPlan(d, versions.accelerate)],
+    [isTorchtune, torchtunePlan],
+    [isTorchtitan, torchtitanPlan],
+    [isDeepSpeed, deepspeedPlan],
+    [isTrainerArgsJson, (d) => trainerArgsJsonPlan(d, versions)],
+  ];
+  for (const [is, read] of readers) {
+    if (!is(doc)) continue;
+    try {
+      const r = read(doc);
+      if (!r) return { kind: 'none' };
+      return 'message' in r ? { kind: 'problem', problem: r } : { kind: 'plan', plan: r, doc };
+    } catch (e) {
+      return {
+        kind: 'problem',
+        problem: {
+          framework: 'Accelerate',
+          file,
+          range: doc.rangeOf([]),
+          message: `could not read the configuration: ${e instanceof Error ? e.message : String(e)}`,
+        },
+      };
+    }
+  }
+  return { kind: 'none' };
+}

@@ -1,0 +1,157 @@
+import type { DType } from '../model/tree';
+import type { SetupValues } from '../resolve/setup';
+import { at, bool, isRecord, num, posInt, str, type ConfigDoc } from './configDoc';
+import { llamaNative, titanDims } from './llamaNative';
+import type { FrameworkPlan, FrameworkProblem } from './types';
+
+const DTYPES: Record<string, DType> = { float32: 'float32', bfloat16: 'bfloat16', float16: 'float16' };
+
+/** A torchtitan job config: `[model]` with a flavor, and `[training]` or `[parallelism]` settings. */
+export function isTorchtitan(doc: ConfigDoc): boolean {
+  const d = doc.data;
+  return (
+    doc.format === 'toml' &&
+    isRecord(d.model) &&
+    (typeof d.model.flavor === 'string' || typeof d.model.name === 'string') &&
+    (isRecord(d.training) || isRecord(d.parallelism))
+  );
+}
+
+/**
+ * A torchtitan job config (TOML, v0.1 and v0.2) as an FSDP plan. torchtitan's `apply_fsdp` makes one unit of the
+ * token embeddings, one of each block, one of `[norm, output]` together and the root (v0.2); before its
+ * "reshard_after_forward logic" change (July 2025), each block and the root, and the last block kept gathered.
+ * Parameters are kept in `training.dtype` (fp32), gathered in `mixed_precision_param` (bf16) and reduced in
+ * `mixed_precision_reduce` (fp32). Every micro-batch reduce-scatters.
+ */
+export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem {
+  const d = doc.data;
+  const name = str(at(d, ['model', 'name'])) ?? 'llama3';
+  const flavor = str(at(d, ['model', 'flavor'])) ?? 'debugmodel';
+  const file = doc.file;
+  const range = doc.rangeOf(['model']);
+  // Before March 2025 the parallelism keys lived under [training]; before June 2025 the batch was `batch_size`.
+  const par = (key: string): { v: unknown; path: string[] } => {
+    const p = at(d, ['parallelism', key]);
+    if (p !== undefined) return { v: p, path: ['parallelism', key] };
+    return { v: at(d, ['training', key]), path: ['training', key] };
+  };
+  const legacy = !isRecord(d.parallelism) || at(d, ['training', 'batch_size']) !== undefined;
+  const notes: string[] = [];
+  const values: SetupValues = {};
+  const details: FrameworkPlan['details'] = {};
+  const set = <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => {
+    if (v === undefined) return;
+    values[k] = v;
+    details[k] = doc.where(path);
+  };
+  if (!/^llama3/.test(name))
+    return {
+      framework: 'torchtitan',
+      file,
+      range,
+      message: `model "${name}" is not a Llama 3 model fsdp-lens knows`,
+    };
+  const dims = titanDims(flavor);
+  if (!dims)
+    return {
+      framework: 'torchtitan',
+      file,
+      range,
+      message: `flavor "${flavor}" is not one of torchtitan's Llama 3 flavors (debugmodel, 8B, 70B, 405B)`,
+    };
+
+  const batchKey = at(d, ['training', 'local_batch_size']) !== undefined ? 'local_batch_size' : 'batch_size';
+  const local = posInt(at(d, ['training', batchKey])) ?? 8;
+  set('microBatch', local, ['training', batchKey]);
+  set('seqLen', posInt(at(d, ['training', 'seq_len'])) ?? 2048, ['training', 'seq_len']);
+  const master = DTYPES[str(at(d, ['training', 'dtype'])) ?? 'float32'];
+  set('masterDtype', master ?? 'float32', ['training', 'dtype']);
+  set('paramDtype', DTYPES[str(at(d, ['training', 'mixed_precision_param'])) ?? 'bfloat16'] ?? 'bfloat16', [
+    'training',
+    'mixed_precision_param',
+  ]);
+  set('reduceDtype', DTYPES[str(at(d, ['training', 'mixed_precision_reduce'])) ?? 'float32'] ?? 'float32', [
+    'training',
+    'mixed_precision_reduce',
+  ]);
+  // torchtitan never skips the reduce-scatter of a micro-batch.
+  values.syncEveryMicroBatch = true;
+
+  const shard = num(par('data_parallel_shard_degree').v) ?? -1;
+  const replicate = posInt(par('data_parallel_replicate_degree').v) ?? 1;
+  const tp = posInt(par('tensor_parallel_degree').v) ?? 1;
+  const pp = posInt(par('pipeline_parallel_degree').v) ?? 1;
+  const cp = posInt(par('context_parallel_degree').v) ?? 1;
+  if (tp > 1 || pp > 1 || cp > 1)
+    notes.push(
+      `tensor (${tp}), pipeline (${pp}) and context (${cp}) parallel degrees are not modelled: the figures are those of ` +
+        'the FSDP dimension as if each rank held whole layers',
+    );
+  if (shard > 0) {
+    set('worldSize', shard * replicate, par('data_parallel_shard_degree').path);
+    if (replicate > 1) set('replicas', replicate, par('data_parallel_replicate_degree').path);
+  } else if (replicate > 1) {
+    // dp_shard = -1: the ranks left after the others; the world size comes from the launcher.
+    set('replicas', replicate, par('data_parallel_replicate_degree').path);
+  }
+  const globalBatch = num(at(d, ['training', 'global_batch_size']));
+  if (globalBatch !== undefined && globalBatch > 0 && shard > 0) {
+    const steps = Math.floor(globalBatch / (local * shard * replicate));
+    if (steps >= 1) set('gradAccum', steps, ['training', 'global_batch_size']);
+  }
+
+  const mode = str(at(d, ['activation_checkpoint', 'mode'])) ?? 'selective';
+  const option = str(at(d, ['activation_checkpoint', 'selective_ac_option'])) ?? '2';
+  const ck: SetupValues['checkpointing'] =
+    mode === 'full'
+      ? 'full'
+      : mode === 'none'
+        ? 'none'
+        : /^\d+$/.test(option) && Number(option) >= 1
+          ? Number(option) === 1
+            ? 'full'
+            : { everyN: Number(option) }
+          : 'selective';
+  set('checkpointing', ck, ['activation_checkpoint', 'mode']);
+  const opt = (str(at(d, ['optimizer', 'name'])) ?? 'AdamW').toLowerCase();
+  if (opt === 'adamw' || opt === 'adam') set('optimizer', opt, ['optimizer', 'name']);
+  const impl = str(at(d, ['optimizer', 'implementation'])) ?? 'fused';
+  if (impl === 'fused' || impl === 'foreach' || impl === 'for-loop')
+    set('optimizerImpl', impl, ['optimizer', 'implementation']);
+
+  const policy = str(par('fsdp_reshard_after_forward').v) ?? 'default';
+  const reshard = policy === 'never' ? false : policy === 'always' ? true : pp <= 1;
+  const offload = bool(at(d, ['training', 'enable_cpu_offload'])) ?? false;
+  notes.push(
+    legacy
+      ? 'torchtitan before July 2025: a unit per block (the last kept gathered after forward) and the root'
+      : 'torchtitan 0.2: units tok_embeddings, each block, [norm, output] together, and the root',
+  );
+  return {
+    framework: 'torchtitan',
+    file,
+    range,
+    api: 'fsdp2',
+    strategy: replicate > 1 ? 'HYBRID_SHARD' : 'FULL_SHARD',
+    wrap: legacy
+      ? { kind: 'blocks', before: [], after: [], lastBlockReshard: policy === 'default' ? false : reshard }
+      : {
+          kind: 'blocks',
+          before: [['tok_embeddings']],
+          after: [['norm', 'output']],
+          afterReshard: policy === 'always',
+        },
+    reshardAfterForward: reshard,
+    offload,
+    values,
+    details,
+    builtModel: {
+      loaded: llamaNative(dims, 'torchtitan', `torchtitan ${name} ${flavor}`, values.seqLen ?? 2048),
+      source: { kind: 'config', detail: `flavor "${flavor}" at ${doc.where(['model', 'flavor'])}` },
+    },
+    naming: 'torchtitan',
+    notes,
+    traps: [],
+  };
+}

@@ -1,0 +1,124 @@
+import type { OptimizerFamily } from '../analysis/apis';
+import type { FineTune } from '../model/finetune';
+import type { SetupValues } from '../resolve/setup';
+import { at, bool, isRecord, posInt, str, strList, type ConfigDoc } from './configDoc';
+import { llamaNative, TUNE_MODELS } from './llamaNative';
+import type { FrameworkPlan, FrameworkProblem } from './types';
+
+/** A torchtune recipe config: `model._component_` naming one of torchtune's model builders. */
+export function isTorchtune(doc: ConfigDoc): boolean {
+  const c = str(at(doc.data, ['model', '_component_']));
+  return doc.format === 'yaml' && !!c && /^torchtune\.models\./.test(c);
+}
+
+const OPTIMIZERS: [RegExp, OptimizerFamily][] = [
+  [/AdamW8bit|Adam8bit|PagedAdamW8bit/i, 'adam8bit'],
+  [/AdamW$/, 'adamw'],
+  [/Adam$/, 'adam'],
+  [/SGD$/, 'sgd'],
+  [/Adafactor/i, 'adafactor'],
+];
+
+/**
+ * A torchtune distributed recipe config (full_finetune_distributed, lora_finetune_distributed) as an FSDP2 plan.
+ * torchtune's `shard_model` calls `fully_shard` on every `layers.<i>` and on each module named in
+ * `custom_sharded_layers`, then on the root; it passes no mixed-precision policy, so parameters, gradients and
+ * optimizer state are all in `dtype` (bf16 by default), and every micro-batch reduce-scatters.
+ */
+export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem {
+  const d = doc.data;
+  const component = str(at(d, ['model', '_component_']))!;
+  const file = doc.file;
+  const range = doc.rangeOf(['model']);
+  const builder = component.split('.').pop()!;
+  const lora = /^(q)?lora_/.exec(builder);
+  const base = builder.replace(/^q?lora_/, '');
+  const dims = TUNE_MODELS[base];
+  if (!dims)
+    return {
+      framework: 'torchtune',
+      file,
+      range,
+      message: `model component ${component} is not one fsdp-lens knows (${Object.keys(TUNE_MODELS).join(', ')})`,
+    };
+  const notes: string[] = [];
+  const values: SetupValues = {};
+  const details: FrameworkPlan['details'] = {};
+  const set = <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => {
+    if (v === undefined) return;
+    values[k] = v;
+    details[k] = doc.where(path);
+  };
+  const dtype = str(at(d, ['dtype'])) ?? 'bf16';
+  const master = dtype === 'fp32' || dtype === 'float32' ? 'float32' : 'bfloat16';
+  set('masterDtype', master, ['dtype']);
+  // No MixedPrecisionPolicy: gathered and reduced in the parameters' own dtype.
+  values.paramDtype = null;
+  values.reduceDtype = null;
+  details.paramDtype = `${doc.where(['dtype'])} (no mixed-precision policy)`;
+  set('microBatch', posInt(at(d, ['batch_size'])), ['batch_size']);
+  set('gradAccum', posInt(at(d, ['gradient_accumulation_steps'])), ['gradient_accumulation_steps']);
+  values.syncEveryMicroBatch = true;
+  set('seqLen', posInt(at(d, ['tokenizer', 'max_seq_len'])), ['tokenizer', 'max_seq_len']);
+  const ac = bool(at(d, ['enable_activation_checkpointing']));
+  if (ac !== undefined) set('checkpointing', ac ? 'full' : 'none', ['enable_activation_checkpointing']);
+  const optimizer = str(at(d, ['optimizer', '_component_']));
+  const family = optimizer && OPTIMIZERS.find(([re]) => re.test(optimizer))?.[1];
+  if (family) set('optimizer', family, ['optimizer', '_component_']);
+  if (bool(at(d, ['optimizer', 'fused'])) === true) set('optimizerImpl', 'fused', ['optimizer', 'fused']);
+  const shardDim = posInt(at(d, ['data_parallel_shard_dim']));
+  const replicateDim = posInt(at(d, ['data_parallel_replicate_dim'])) ?? 1;
+  if (shardDim) set('worldSize', shardDim * replicateDim, ['data_parallel_shard_dim']);
+  if (replicateDim > 1) set('replicas', replicateDim, ['data_parallel_replicate_dim']);
+  const tp = posInt(at(d, ['tensor_parallel_dim'])) ?? 1;
+  if (tp > 1)
+    notes.push(
+      `tensor parallelism (degree ${tp}) is not modelled: the figures are those of the FSDP dimension`,
+    );
+
+  const custom = strList(at(d, ['custom_sharded_layers'])) ?? [];
+  const offload = bool(at(d, ['fsdp_cpu_offload'])) ?? false;
+  const reshard = bool(at(d, ['fsdp_reshard_after_forward'])) ?? true;
+  let fineTune: FineTune | undefined;
+  if (lora && isRecord(d.model)) {
+    const m = d.model;
+    const targets = [...(strList(m.lora_attn_modules) ?? ['q_proj', 'v_proj'])];
+    if (bool(m.apply_lora_to_mlp)) targets.push('w1', 'w2', 'w3');
+    if (bool(m.apply_lora_to_output)) targets.push('output');
+    fineTune = { lora: { rank: posInt(m.lora_rank) ?? 8, targets } };
+    if (lora[1]) fineTune.baseDtype = 'nf4';
+    notes.push(
+      `LoRA rank ${fineTune.lora!.rank} on ${targets.join(', ')}${lora[1] ? ', NF4 base (QLoRA)' : ''}`,
+    );
+  }
+  // Modules `shard_model` matches by exact name: in reverse named_modules() order, output before the layers.
+  const before = custom.filter((n) => n === 'tok_embeddings').map((n) => [n]);
+  const after = custom
+    .filter((n) => n !== 'tok_embeddings' && !(n === 'output' && dims.tied))
+    .map((n) => [n]);
+  if (custom.includes('output') && dims.tied)
+    notes.push(
+      'custom_sharded_layers names output, but the model ties it to tok_embeddings: no module of its own',
+    );
+  const loaded = llamaNative(dims, 'torchtune', `torchtune ${builder}`);
+  return {
+    framework: 'torchtune',
+    file,
+    range,
+    api: 'fsdp2',
+    strategy: replicateDim > 1 ? 'HYBRID_SHARD' : 'FULL_SHARD',
+    wrap: { kind: 'blocks', before, after },
+    reshardAfterForward: reshard,
+    offload,
+    values,
+    details,
+    builtModel: {
+      loaded: { ...loaded, origin: `torchtune ${builder} (the shapes of ${dims.hf})` },
+      source: { kind: 'config', detail: `${component} at ${doc.where(['model', '_component_'])}` },
+    },
+    naming: 'torchtune',
+    ...(fineTune ? { fineTune } : {}),
+    notes,
+    traps: [],
+  };
+}

@@ -1,0 +1,296 @@
+import type { OptimizerFamily } from '../analysis/apis';
+import type { FrameworkCallFact, PlainValue } from '../analysis/facts';
+import type { Range } from '../parsing/source';
+import type { SetupValues } from '../resolve/setup';
+import { acceleratePlan, versionAtLeast, type VersionPin } from './accelerate';
+import { bool, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
+import type { FrameworkPlan } from './types';
+
+/** Keys of a Transformers `fsdp_config` (also accepted with an `fsdp_` prefix). */
+const FSDP_CONFIG_KEYS = new Set([
+  'version',
+  'min_num_params',
+  'transformer_layer_cls_to_wrap',
+  'backward_prefetch',
+  'forward_prefetch',
+  'limit_all_gathers',
+  'use_orig_params',
+  'sync_module_states',
+  'cpu_ram_efficient_loading',
+  'activation_checkpointing',
+  'reshard_after_forward',
+  'auto_wrap_policy',
+  'cpu_offload',
+  'state_dict_type',
+  'xla',
+]);
+
+/** A Transformers `fsdp_config` JSON file: only `fsdp_config` keys, no Accelerate `distributed_type`. */
+export function isTrainerArgsJson(doc: ConfigDoc): boolean {
+  if (doc.format !== 'json' || doc.data.distributed_type !== undefined) return false;
+  const keys = Object.keys(doc.data).map((k) => k.replace(/^fsdp_/, ''));
+  return keys.length > 0 && keys.every((k) => FSDP_CONFIG_KEYS.has(k)) && keys.some((k) => k !== 'xla');
+}
+
+const OPTIM: [RegExp, OptimizerFamily][] = [
+  [/8bit/, 'adam8bit'],
+  [/^adafactor/, 'adafactor'],
+  [/^sgd/, 'sgd'],
+  [/^adamw/, 'adamw'],
+  [/^adam/, 'adam'],
+];
+
+interface TrainerArgs {
+  fsdp: PlainValue | undefined;
+  fsdpConfig: Record<string, unknown>;
+  configWhere: (key: string) => string;
+  configRange: (key: string) => Range;
+}
+
+/**
+ * Transformers' FSDP as `TrainingArguments` turns it into Accelerate's plugin. Transformers 4: `fsdp="full_shard
+ * auto_wrap"` (words: full_shard, shard_grad_op, no_shard, hybrid_shard, offload, auto_wrap) selects FSDP1 unless
+ * Accelerate's config says FSDP2; without `auto_wrap` no block is a unit of its own. Transformers 5: `fsdp=True`,
+ * FSDP2 by default (`fsdp_config["version"]`), transformer-based wrapping by default, legacy words mapped to
+ * `reshard_after_forward`. `fsdp_config` keys may carry an `fsdp_` prefix.
+ */
+function trainerArgsPlan(
+  a: TrainerArgs,
+  framework: 'Transformers' | 'TRL',
+  file: string,
+  range: Range,
+  versions: { transformers?: VersionPin; accelerate?: VersionPin },
+): FrameworkPlan {
+  const cfg: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(a.fsdpConfig)) cfg[k.replace(/^fsdp_/, '')] = v;
+  const v5 = versions.transformers ? versionAtLeast(versions.transformers.version, '5') : true;
+  const words =
+    typeof a.fsdp === 'string'
+      ? a.fsdp.split(/\s+/).filter(Boolean)
+      : Array.isArray(a.fsdp)
+        ? a.fsdp.map((x) =>
+            String(
+              typeof x === 'object' && x !== null && 'ref' in x ? x.ref.split('.').pop() : x,
+            ).toLowerCase(),
+          )
+        : [];
+  // Transformers 4 reads no `version` key (FSDP2 only through Accelerate's own config); 5 defaults to 2.
+  const version = v5 ? (posInt(cfg.version) ?? 2) : 1;
+  const strategyWord = words.find((w) =>
+    ['full_shard', 'shard_grad_op', 'no_shard', 'hybrid_shard', 'hybrid_shard_zero2'].includes(w),
+  );
+  const settings: Record<string, { v: unknown; where: string }> = {};
+  const put = (key: string, v: unknown, where: string) => {
+    if (v !== undefined) settings[key] = { v, where };
+  };
+  put('fsdp_version', version, a.configWhere('version'));
+  const fsdpWhere = `fsdp= at ${file.split(/[\\/]/).pop()}:${range.start.line + 1}`;
+  if (version === 1) {
+    // Transformers 4 exports the strategy word as FSDP_SHARDING_STRATEGY; 5 passes it as reshard_after_forward,
+    // which Accelerate's FSDP1 path does not use for the strategy.
+    if (strategyWord && !v5) put('fsdp_sharding_strategy', strategyWord.toUpperCase(), fsdpWhere);
+    else if (strategyWord) put('fsdp_reshard_after_forward', strategyWord.toUpperCase(), fsdpWhere);
+    if (cfg.reshard_after_forward !== undefined)
+      put('fsdp_reshard_after_forward', cfg.reshard_after_forward, a.configWhere('reshard_after_forward'));
+  } else {
+    const r =
+      cfg.reshard_after_forward !== undefined
+        ? cfg.reshard_after_forward
+        : strategyWord === 'shard_grad_op'
+          ? false
+          : true;
+    put(
+      'fsdp_reshard_after_forward',
+      r,
+      cfg.reshard_after_forward !== undefined ? a.configWhere('reshard_after_forward') : fsdpWhere,
+    );
+  }
+  const autoWrap = v5 || words.includes('auto_wrap');
+  const minParams = num(cfg.min_num_params) ?? 0;
+  const policy =
+    str(cfg.auto_wrap_policy) ??
+    (autoWrap ? (minParams > 0 ? 'SIZE_BASED_WRAP' : 'TRANSFORMER_BASED_WRAP') : 'NO_WRAP');
+  put(
+    'fsdp_auto_wrap_policy',
+    policy,
+    cfg.auto_wrap_policy !== undefined ? a.configWhere('auto_wrap_policy') : fsdpWhere,
+  );
+  const classes = strList(cfg.transformer_layer_cls_to_wrap);
+  if (classes)
+    put('fsdp_transformer_layer_cls_to_wrap', classes, a.configWhere('transformer_layer_cls_to_wrap'));
+  if (minParams > 0) put('fsdp_min_num_params', minParams, a.configWhere('min_num_params'));
+  if (words.includes('offload') || bool(cfg.cpu_offload)) put('fsdp_offload_params', true, fsdpWhere);
+  if (cfg.activation_checkpointing !== undefined)
+    put(
+      'fsdp_activation_checkpointing',
+      cfg.activation_checkpointing,
+      a.configWhere('activation_checkpointing'),
+    );
+  const plan = acceleratePlan(
+    {
+      file,
+      range,
+      rangeOf: (key) => a.configRange(key.replace(/^fsdp_/, '')),
+      get: (key) => settings[key],
+    },
+    framework,
+    versions.accelerate,
+  );
+  plan.notes.unshift(
+    `${framework === 'TRL' ? 'TRL on ' : ''}Transformers ${versions.transformers ? versions.transformers.version : '5 (not pinned in the workspace)'}: ` +
+      `FSDP${version === 2 ? '2' : '1'}${version === 1 && !autoWrap ? ' without auto_wrap: the whole model is one unit' : ''}`,
+  );
+  if (!v5 && strategyWord === undefined && words.length)
+    plan.notes.push('fsdp= names no sharding strategy: FULL_SHARD');
+  return plan;
+}
+
+function plainRecord(v: PlainValue | undefined): Record<string, unknown> {
+  if (typeof v === 'object' && v !== null && !Array.isArray(v) && 'dict' in v) {
+    const o: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v.dict))
+      o[k] = typeof x === 'object' && x !== null && 'ref' in x ? x.ref : x;
+    return o;
+  }
+  return {};
+}
+
+/**
+ * `TrainingArguments(...)` / TRL's `SFTConfig(...)` in a script: the FSDP plan, with the batch, precision,
+ * checkpointing and optimizer it sets. A `fsdp_config` path is read with `readJson` (relative to the script).
+ */
+export function trainingArgumentsPlan(
+  call: FrameworkCallFact,
+  file: string,
+  versions: { transformers?: VersionPin; accelerate?: VersionPin },
+  readJson?: (relPath: string) => { data: Record<string, unknown>; doc?: ConfigDoc } | undefined,
+): FrameworkPlan | null {
+  const k = call.kwargs;
+  const fsdp = k.fsdp;
+  if (
+    fsdp === undefined ||
+    fsdp === null ||
+    fsdp === false ||
+    fsdp === '' ||
+    (Array.isArray(fsdp) && !fsdp.length)
+  )
+    return null;
+  const name = file.split(/[\\/]/).pop() ?? file;
+  const line = (key: string) => call.kwargLines[key] ?? call.line;
+  let fsdpConfig: Record<string, unknown> = plainRecord(k.fsdp_config);
+  let configWhere = (_key: string) => `fsdp_config= at ${name}:${line('fsdp_config')}`;
+  let configRange = (_key: string): Range => ({
+    start: { line: line('fsdp_config') - 1, character: 0 },
+    end: { line: line('fsdp_config') - 1, character: 0 },
+  });
+  if (typeof k.fsdp_config === 'string' && readJson) {
+    const read = readJson(k.fsdp_config);
+    if (read) {
+      fsdpConfig = read.data;
+      const doc = read.doc;
+      if (doc) {
+        configWhere = (key) => doc.where([fsdpConfig[key] !== undefined ? key : `fsdp_${key}`]);
+        configRange = (key) => doc.rangeOf([fsdpConfig[key] !== undefined ? key : `fsdp_${key}`]);
+      }
+    }
+  }
+  const framework = /^trl\b/.test(call.callee) || /Config$/.test(call.callee) ? 'TRL' : 'Transformers';
+  const plan = trainerArgsPlan(
+    { fsdp, fsdpConfig, configWhere, configRange },
+    framework,
+    file,
+    call.range,
+    versions,
+  );
+  const t = trainingArgumentValues(call, file);
+  Object.assign(plan.values, t.values);
+  Object.assign(plan.details, t.details);
+  return plan;
+}
+
+/**
+ * What `TrainingArguments(...)` / TRL's configs set besides FSDP: the micro-batch, gradient accumulation (the
+ * Trainer syncs gradients on the last micro-batch only), sequence length, precision, checkpointing, optimizer.
+ */
+export function trainingArgumentValues(
+  call: FrameworkCallFact,
+  file: string,
+): { values: SetupValues; details: FrameworkPlan['details'] } {
+  const k = call.kwargs;
+  const name = file.split(/[\\/]/).pop() ?? file;
+  const line = (key: string) => call.kwargLines[key] ?? call.line;
+  const framework = /^trl\b/.test(call.callee) || /Config$/.test(call.callee) ? 'TRL' : 'Transformers';
+  // TRL's SFTConfig turns gradient checkpointing and bf16 on by default.
+  const trlDefaults = framework === 'TRL' && /SFTConfig$/.test(call.callee);
+  const values: SetupValues = {};
+  const details: FrameworkPlan['details'] = {};
+  const at = (key: string) => `${name}:${line(key)}`;
+  const bf16 = k.bf16 === true || (trlDefaults && k.bf16 === undefined && k.fp16 !== true);
+  if (bf16 || k.fp16 === true) {
+    const d = bf16 ? 'bfloat16' : 'float16';
+    values.paramDtype = values.reduceDtype = d;
+    values.masterDtype = 'float32';
+    details.paramDtype =
+      details.reduceDtype =
+      details.masterDtype =
+        k.bf16 === undefined && bf16
+          ? `SFTConfig's default bf16=True (${name}:${call.line})`
+          : `${bf16 ? 'bf16' : 'fp16'}=True at ${at(bf16 ? 'bf16' : 'fp16')}`;
+  } else if (k.bf16 === false || k.fp16 === false || (k.bf16 === undefined && k.fp16 === undefined)) {
+    values.paramDtype = values.reduceDtype = null;
+    details.paramDtype = details.reduceDtype = `no bf16/fp16 at ${name}:${call.line}`;
+  }
+  const batch = posInt(k.per_device_train_batch_size);
+  if (batch) {
+    values.microBatch = batch;
+    details.microBatch = at('per_device_train_batch_size');
+  }
+  const accum = posInt(k.gradient_accumulation_steps);
+  if (accum) {
+    values.gradAccum = accum;
+    details.gradAccum = at('gradient_accumulation_steps');
+    // The Trainer skips the gradient sync of every micro-batch but the last (accelerator.no_sync).
+    values.syncEveryMicroBatch = false;
+  }
+  for (const key of ['max_length', 'max_seq_length']) {
+    const s = posInt(k[key]);
+    if (s) {
+      values.seqLen = s;
+      details.seqLen = at(key);
+    }
+  }
+  if (k.gradient_checkpointing === true || (trlDefaults && k.gradient_checkpointing === undefined)) {
+    values.checkpointing = 'full';
+    details.checkpointing =
+      k.gradient_checkpointing === true
+        ? at('gradient_checkpointing')
+        : `SFTConfig's default gradient_checkpointing=True (${name}:${call.line})`;
+  }
+  const optim = str(k.optim);
+  const family = optim && OPTIM.find(([re]) => re.test(optim.toLowerCase()))?.[1];
+  if (family) {
+    values.optimizer = family;
+    details.optimizer = at('optim');
+  }
+  return { values, details };
+}
+
+/** A Transformers `fsdp_config` JSON file as a plan (FSDP enabled by the script that points at it). */
+export function trainerArgsJsonPlan(
+  doc: ConfigDoc,
+  versions: { transformers?: VersionPin; accelerate?: VersionPin } = {},
+): FrameworkPlan {
+  const fsdpConfig = isRecord(doc.data) ? doc.data : {};
+  return trainerArgsPlan(
+    {
+      fsdp: true,
+      fsdpConfig,
+      configWhere: (key) => doc.where([fsdpConfig[key] !== undefined ? key : `fsdp_${key}`]),
+      configRange: (key) => doc.rangeOf([fsdpConfig[key] !== undefined ? key : `fsdp_${key}`]),
+    },
+    'Transformers',
+    doc.file,
+    doc.rangeOf([]),
+    versions,
+  );
+}

@@ -1,0 +1,86 @@
+import type { ShardingStrategyName } from '../analysis/apis';
+import type { Range } from '../parsing/source';
+import type { Source } from '../estimator/types';
+import type { FineTune } from '../model/finetune';
+import type { LoadedModel } from '../model/load';
+import type { ModelChoice } from '../resolve/analyze';
+import type { SetupValues } from '../resolve/setup';
+
+export type FrameworkName =
+  | 'Accelerate'
+  | 'Transformers'
+  | 'TRL'
+  | 'Lightning'
+  | 'Lightning Fabric'
+  | 'torchtune'
+  | 'torchtitan'
+  | 'DeepSpeed';
+
+/**
+ * Which modules a framework makes FSDP units of, in the order it wraps them (the root last, always).
+ *  - `policy`: FSDP1's recursive auto-wrap (or Accelerate's FSDP2 reading of the same policy) by classes or size;
+ *  - `blocks`: one unit per decoder block (the model's block class), plus `extra` unit groups (module names, each
+ *    group one unit: torchtitan's `[norm, output]`, torchtune's custom sharded layers);
+ *  - `root`: the whole model as one unit.
+ */
+export type WrapSpec =
+  | {
+      kind: 'policy';
+      /** Classes to wrap; null: the model's decoder block (its `_no_split_modules`). */
+      classes: string[] | null;
+      minParams?: number;
+      /** Accelerate's FSDP2 extras: the input embedding, and the final norm with the head (kept gathered). */
+      hfExtras?: boolean;
+    }
+  | {
+      kind: 'blocks';
+      before: string[][];
+      after: string[][];
+      /** reshard_after_forward of the `after` groups (torchtitan keeps `[norm, output]` gathered by default). */
+      afterReshard?: boolean | null;
+      /** reshard_after_forward of the last block (older torchtitan keeps it gathered). */
+      lastBlockReshard?: boolean | null;
+    }
+  | { kind: 'root' };
+
+/** A framework's FSDP configuration, read from its config file or constructor call, ready to plan. */
+export interface FrameworkPlan {
+  framework: FrameworkName;
+  /** The file and the range the lens and findings go on (the start of a config file, a constructor call). */
+  file: string;
+  range: Range;
+  api: 'fsdp1' | 'fsdp2';
+  strategy: ShardingStrategyName;
+  wrap: WrapSpec;
+  /** FSDP2 reshard_after_forward of the non-root units (null: the default). */
+  reshardAfterForward: boolean | null;
+  offload: boolean;
+  /** Training inputs the configuration sets, with where (`accelerate.yaml:7`). */
+  values: SetupValues;
+  details: Partial<Record<keyof SetupValues, string>>;
+  /** The model the configuration names (`model_name_or_path`, a Hugging Face id). */
+  model?: ModelChoice;
+  /** The model the configuration defines itself (a torchtune component, a torchtitan flavor). */
+  builtModel?: { loaded: LoadedModel; source: Source };
+  /** Module naming of the framework's own model classes (torchtune, torchtitan), mapped from Hugging Face's. */
+  naming?: 'torchtune' | 'torchtitan';
+  fineTune?: FineTune;
+  /** What was read and assumed, in words, for the assumptions list. */
+  notes: string[];
+  /** Mistakes the configuration makes (lint findings of the config file). */
+  traps: FrameworkTrap[];
+}
+
+export interface FrameworkTrap {
+  rule: string;
+  range: Range;
+  message: string;
+}
+
+/** A recognised configuration that cannot be planned (a parse error, FSDP turned off), said in words. */
+export interface FrameworkProblem {
+  framework: FrameworkName;
+  file: string;
+  range: Range;
+  message: string;
+}

@@ -1,0 +1,30 @@
+import type { Draft, Rule } from '../types';
+
+export const frameworkSettingIgnored: Rule = {
+  id: 'FSDP016',
+  name: 'framework-setting-ignored',
+  title: 'A framework setting that FSDP does not use as written',
+  defaultSeverity: 'warning',
+  rationale: `Frameworks that configure FSDP for you read some settings only in one FSDP version. The common trap is
+Accelerate's FSDP1 path: \`FullyShardedDataParallelPlugin\` always runs \`fsdp_sharding_strategy\`, which
+\`accelerate launch\` fills with FULL_SHARD when the config omits it, so a strategy name written only under
+\`fsdp_reshard_after_forward\` (what \`accelerate config\` saves since Accelerate 1.6, and what Transformers 5 passes
+for \`fsdp="shard_grad_op"\` with \`fsdp_config={"version": 1}\`) is never applied: the run is FULL_SHARD, with
+another all-gather per unit in backward and less memory than planned. Under FSDP2 the same key must be true or
+false, and Accelerate raises on a strategy name.`,
+  example: {
+    bad: `distributed_type: FSDP
+fsdp_config:
+  fsdp_version: 1
+  fsdp_reshard_after_forward: SHARD_GRAD_OP  # runs as FULL_SHARD`,
+    good: `distributed_type: FSDP
+fsdp_config:
+  fsdp_version: 1
+  fsdp_sharding_strategy: SHARD_GRAD_OP`,
+  },
+  check(ctx) {
+    return (ctx.framework?.traps ?? [])
+      .filter((t) => t.rule === 'FSDP016')
+      .map((t): Draft => ({ range: t.range, message: t.message, fixes: [] }));
+  },
+};

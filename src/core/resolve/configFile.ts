@@ -1,0 +1,138 @@
+import * as path from 'node:path';
+import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/facts';
+import { scanFile } from '../analysis/scan';
+import { formatOf } from '../frameworks/configDoc';
+import { readFrameworkConfig, type ConfigReading } from '../frameworks/read';
+import { trainingArgumentValues } from '../frameworks/transformers';
+import type { FrameworkPlan } from '../frameworks/types';
+import type { Project } from '../project/project';
+import { pinnedVersions } from '../project/versions';
+import type { ModelChoice } from './analyze';
+import type { Layer } from './setup';
+
+/** `# fsdp: key=value` and `# noqa` comments of a YAML or TOML configuration (JSON has no comments). */
+export function configComments(file: string, text: string): Pick<FileFacts, 'annotations' | 'noqa'> {
+  const annotations: AnnotationFact[] = [];
+  const noqa: FileFacts['noqa'] = {};
+  if (formatOf(file) === 'json') return { annotations, noqa };
+  text.split('\n').forEach((line, i) => {
+    // A comment starts a line or follows whitespace (a `#` inside a value is not one).
+    const m = /(^|\s)#(.*)$/.exec(line);
+    if (!m) return;
+    const body = m[2]!;
+    const a = /^\s*fsdp:(.*)$/.exec(body);
+    if (a) {
+      const values: Record<string, string> = {};
+      const invalid: string[] = [];
+      for (const tok of a[1]!.trim().split(/\s+/).filter(Boolean)) {
+        const eq = tok.indexOf('=');
+        if (eq > 0 && eq < tok.length - 1) values[tok.slice(0, eq)] = tok.slice(eq + 1);
+        else invalid.push(tok);
+      }
+      annotations.push({
+        line: i + 1,
+        range: { start: { line: i, character: m.index }, end: { line: i, character: line.length } },
+        values,
+        invalid,
+      });
+    }
+    const q = /^\s*noqa\b(?::\s*([A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?/i.exec(body);
+    if (q)
+      noqa[i] = q[1]
+        ? q[1]
+            .split(/[\s,]+/)
+            .filter(Boolean)
+            .map((c) => c.toUpperCase())
+        : null;
+  });
+  return { annotations, noqa };
+}
+
+const MAX_SCRIPTS = 40;
+
+/**
+ * The training script a configuration sits beside, for its model and training arguments: a script of the same
+ * folder (or the project root) that names the configuration, else one that loads a model with `from_pretrained`.
+ */
+export function companionScript(project: Project, configFile: string, named?: string): FileFacts | undefined {
+  const grammar = project.grammar;
+  if (named) {
+    // The script a launch command runs, or nothing: another script's settings would not apply.
+    const f = project.file(named);
+    return f ? scanFile(grammar, f.source) : undefined;
+  }
+  const dirs = [...new Set([path.dirname(configFile), ...project.roots])];
+  const base = path.basename(configFile);
+  const candidates: { file: string; score: number }[] = [];
+  for (const dir of dirs)
+    for (const name of project.fs.listDir(dir).sort()) {
+      if (!name.endsWith('.py')) continue;
+      const file = path.join(dir, name);
+      const text = project.fs.readFile(file);
+      if (!text || !/from_pretrained\s*\(|TrainingArguments|SFTConfig|Trainer\s*\(/.test(text)) continue;
+      candidates.push({
+        file,
+        score: (text.includes(base) ? 2 : 0) + (/from_pretrained\s*\(/.test(text) ? 1 : 0),
+      });
+      if (candidates.length >= MAX_SCRIPTS) break;
+    }
+  candidates.sort((a, b) => b.score - a.score);
+  for (const c of candidates) {
+    const f = project.file(c.file);
+    if (!f) continue;
+    const facts = scanFile(grammar, f.source);
+    if (facts.models.some((m) => m.pretrained) || facts.frameworkCalls.length) return facts;
+  }
+  return undefined;
+}
+
+/** The model and training arguments a companion script gives a configuration. */
+export function fromCompanion(script: FileFacts | undefined): { model?: ModelChoice; layer?: Layer } {
+  if (!script) return {};
+  const name = path.basename(script.path);
+  const out: { model?: ModelChoice; layer?: Layer } = {};
+  const pretrained = script.models.find((m) => m.pretrained);
+  if (pretrained?.pretrained)
+    out.model = {
+      id: pretrained.pretrained,
+      source: { kind: 'detected', detail: `${name}:${pretrained.line}` },
+    };
+  const args = script.frameworkCalls.find((c) => c.kind === 'TrainingArguments');
+  if (args) {
+    const t = trainingArgumentValues(args, script.path);
+    out.layer = { source: { kind: 'detected' }, values: t.values, details: t.details };
+  }
+  return out;
+}
+
+/** Reads a configuration file as a framework's FSDP plan, with the project's pinned versions. */
+export function readConfigInProject(file: string, text: string, project?: Project): ConfigReading {
+  const root = project?.roots[0];
+  const versions =
+    project && root ? project.memo(`versions:${root}`, () => pinnedVersions(project.fs, root)) : {};
+  return readFrameworkConfig(file, text, { versions });
+}
+
+/**
+ * An Accelerate (or Transformers `fsdp_config`) configuration beside a script that trains through a framework
+ * but configures no FSDP itself: what `accelerate launch --config_file` would apply to it.
+ */
+export function nearbyFrameworkConfig(project: Project, script: string): FrameworkPlan | undefined {
+  return project.memo(`nearby-config:${script}`, () => {
+    const dirs = [...new Set([path.dirname(script), ...project.roots])];
+    for (const dir of dirs)
+      for (const name of project.fs.listDir(dir).sort()) {
+        if (!/\.(ya?ml|json)$/i.test(name)) continue;
+        const file = path.join(dir, name);
+        const text = project.fs.readFile(file);
+        if (!text || !/distributed_type|fsdp_config/.test(text)) continue;
+        const r = readConfigInProject(file, text, project);
+        if (r.kind === 'plan' && r.plan.framework === 'Accelerate') return r.plan;
+      }
+    return undefined;
+  });
+}
+
+export function configFacts(file: string, text: string): FileFacts {
+  return { ...emptyFacts(file), ...configComments(file, text) };
+}
