@@ -3,19 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { runCli } from '../../src/cli/cli';
-import { FIXTURES, grammar, ROOT } from './helpers';
-
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  await grammar();
-  let out = '';
-  let err = '';
-  const code = await runCli(args, {
-    out: { write: (s: string) => (out += s) },
-    err: { write: (s: string) => (err += s) },
-  });
-  return { code, out, err };
-}
+import { FIXTURES, ROOT, cli } from './helpers';
 
 describe('fsdp-lens scan', () => {
   it('prints the documented JSON shape', async () => {

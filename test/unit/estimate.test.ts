@@ -10,9 +10,8 @@ import { CATALOG } from '../../src/core/model/catalog';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { DEFAULTS, resolveSetup, type SetupValues } from '../../src/core/resolve/setup';
-import { runCli } from '../../src/cli/cli';
 import { fromPyproject } from '../../src/core/project/settings';
-import { grammar, scanSource } from './helpers';
+import { cli, scanSource } from './helpers';
 
 const LLAMA_8B = 8_030_261_248;
 const LLAMA_8B_LAYER = 218_112_000;
@@ -38,17 +37,6 @@ function run(
     setup,
     assumptions,
   });
-}
-
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  await grammar();
-  let out = '';
-  let err = '';
-  const code = await runCli(args, {
-    out: { write: (s: string) => (out += s) },
-    err: { write: (s: string) => (err += s) },
-  });
-  return { code, out, err };
 }
 
 function fsdp1(strategy: ShardingStrategyName) {

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { runCli } from '../../src/cli/cli';
 import { estimateFile } from '../../src/core/resolve/analyze';
-import { FIXTURES, grammar, scanFixture, scanSource } from './helpers';
+import { FIXTURES, cli, scanFixture, scanSource } from './helpers';
 
 /*
  * Published configs the expected figures are derived from (config.json of each model):
@@ -33,17 +32,6 @@ const lora = (r: number, inp: number, out: number) => r * (inp + out);
 
 /** bitsandbytes NF4: half a byte per value and one fp32 absmax per block of 64 values. */
 const nf4 = (n: number) => n / 2 + (n / 64) * 4;
-
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  await grammar();
-  let out = '';
-  let err = '';
-  const code = await runCli(args, {
-    out: { write: (s: string) => (out += s) },
-    err: { write: (s: string) => (err += s) },
-  });
-  return { code, out, err };
-}
 
 describe('the configs behind the expected figures', () => {
   it('Llama 3.2 1B has 1,235,814,400 and Llama 3.1 8B 8,030,261,248 parameters', () => {

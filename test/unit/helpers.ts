@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { FileFacts, WrapCall } from '../../src/core/analysis/facts';
 import { scanText } from '../../src/core/analysis/input';
+import { runCli } from '../../src/cli/cli';
 import { loadPython, type PythonGrammar } from '../../src/core/parsing/python';
 
 /** The repository root (tests run from out/test/unit). */
@@ -29,4 +30,16 @@ export function callAt(f: FileFacts, line: number): WrapCall {
   const c = f.calls.find((x) => x.line === line);
   if (!c) throw new Error(`no wrap call on line ${line}; calls on ${f.calls.map((x) => x.line).join(', ')}`);
   return c;
+}
+
+/** Runs the command-line tool in-process; its exit code and what it printed. */
+export async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  await grammar();
+  let out = '';
+  let err = '';
+  const code = await runCli(args, {
+    out: { write: (s: string) => (out += s) },
+    err: { write: (s: string) => (err += s) },
+  });
+  return { code, out, err };
 }

@@ -1,0 +1,414 @@
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import type { Estimate } from '../../src/core/estimator/estimate';
+import { readConfigText } from '../../src/core/frameworks/configDoc';
+import type { EstimateResult } from '../../src/core/resolve/analyze';
+import { titanFfnHidden } from '../../src/core/frameworks/llamaNative';
+import { readFrameworkConfig } from '../../src/core/frameworks/read';
+import { launchCommands } from '../../src/core/frameworks/shell';
+import { analyzeConfigText, analyzeFacts } from '../../src/core/pipeline';
+import { Project } from '../../src/core/project/project';
+import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
+import { cli, FIXTURES, grammar, scanSource } from './helpers';
+
+const FW = path.join(FIXTURES, 'frameworks');
+const read = (rel: string) => fs.readFileSync(path.join(FW, rel), 'utf8');
+
+// Llama 3.1 8B (config.json): 32 layers of 218,112,000 parameters, embedding and untied head of 128,256 x 4,096
+// = 525,336,576 each, final norm 4,096: 8,030,261,248 in all. Llama 3.2 1B: 16 layers of 60,817,408, a tied
+// embedding of 128,256 x 2,048 = 262,668,288, norm 2,048: 1,235,814,400.
+const P8B = 8_030_261_248;
+const P1B = 1_235_814_400;
+
+async function configAnalysis(rel: string, text = read(rel), projectRoot = path.dirname(path.join(FW, rel))) {
+  const project = new Project([projectRoot], await grammar());
+  const a = analyzeConfigText(path.join(FW, rel), text, {
+    lint: DEFAULT_LINT_OPTIONS,
+    estimate: { project },
+  });
+  return a;
+}
+
+function ok(a: { estimate?: EstimateResult }): Estimate {
+  const r = a.estimate;
+  assert.ok(r?.ok, JSON.stringify(r && !r.ok ? r : 'no estimate'));
+  return r.estimate;
+}
+
+describe('Accelerate', () => {
+  it('an FSDP2 YAML beside a Transformers script: 35 units for Llama 3.1 8B on 8 GPUs', async () => {
+    const a = await configAnalysis('accelerate/accelerate_fsdp2.yaml');
+    const e = ok(a);
+    // Accelerate's FSDP2 path: each LlamaDecoderLayer (32), the input embedding, [final norm, lm_head] together,
+    // and the root.
+    assert.equal(e.units.length, 35);
+    const tail = e.units.find((u) => u.modules.join(',') === 'model.norm,lm_head')!;
+    assert.equal(tail.params, 4096 + 128256 * 4096);
+    assert.equal(tail.residency.kind, 'keep', 'the tail is kept gathered after forward');
+    assert.equal(e.units.find((u) => u.modules[0] === 'model.embed_tokens')!.params, 128256 * 4096);
+    // num_processes 8; mixed_precision bf16 gathers and reduces in bf16 with fp32 master weights.
+    assert.equal(e.mesh.worldSize, 8);
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    assert.equal(e.comms.reduceDtype, 'bfloat16');
+    assert.equal(e.perGpu.persistentBytes, (P8B * 16) / 8 + 256);
+    // The model and the batch come from the companion script's from_pretrained and TrainingArguments.
+    assert.equal(e.model.params, P8B);
+    assert.equal(e.setup.microBatch, 1);
+    assert.equal(e.setup.gradAccum, 4);
+    assert.equal(e.setup.syncEveryMicroBatch, false);
+    assert.equal(a.companion, path.join(FW, 'accelerate', 'train_sft.py'));
+  });
+
+  it('the script itself takes the YAML beside it', async () => {
+    const text = read('accelerate/train_sft.py');
+    const facts = await scanSource(text, path.join(FW, 'accelerate', 'train_sft.py'));
+    const project = new Project([path.join(FW, 'accelerate')], await grammar());
+    const r = analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
+    assert.ok(r.estimate?.ok);
+    assert.equal(r.estimate.framework?.framework, 'Accelerate');
+    assert.equal(r.estimate.estimate.units.length, 35);
+  });
+
+  it('the FSDP1 trap: a strategy under fsdp_reshard_after_forward runs as FULL_SHARD', async () => {
+    const yaml = [
+      'distributed_type: FSDP',
+      'mixed_precision: bf16',
+      'num_processes: 8',
+      'fsdp_config:',
+      '  fsdp_version: 1',
+      '  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+      '  fsdp_reshard_after_forward: SHARD_GRAD_OP',
+      '# fsdp: model=meta-llama/Llama-3.2-1B',
+      '',
+    ].join('\n');
+    const a = await configAnalysis('accelerate/trap.yaml', yaml);
+    const e = ok(a);
+    assert.equal(e.plan.strategy, 'FULL_SHARD');
+    const f = a.findings.filter((x) => x.rule === 'FSDP016');
+    assert.equal(f.length, 1);
+    assert.equal(f[0]!.range.start.line, 6);
+    assert.match(f[0]!.message, /Set fsdp_sharding_strategy: SHARD_GRAD_OP/);
+    // Written as Accelerate reads it, the strategy applies and nothing is reported.
+    const good = await configAnalysis(
+      'accelerate/good.yaml',
+      yaml.replace('fsdp_reshard_after_forward', 'fsdp_sharding_strategy'),
+    );
+    assert.equal(ok(good).plan.strategy, 'SHARD_GRAD_OP');
+    assert.deepEqual(
+      good.findings.filter((x) => x.rule === 'FSDP016'),
+      [],
+    );
+    // FSDP1 with the transformer policy: 16 LlamaDecoderLayer units and the root.
+    assert.equal(ok(good).units.length, 17);
+  });
+
+  it('NO_WRAP (the default) makes the whole model one unit under FSDP1', async () => {
+    const a = await configAnalysis(
+      'accelerate/nowrap.yaml',
+      'distributed_type: FSDP\nnum_processes: 8\nfsdp_config:\n  fsdp_version: 1\n# fsdp: model=meta-llama/Llama-3.2-1B\n',
+    );
+    const e = ok(a);
+    assert.equal(e.units.length, 1);
+    assert.equal(e.units[0]!.params, P1B);
+  });
+
+  it('a pinned Accelerate before 1.14 leaves the embedding, norm and head in the root', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-acc-'));
+    fs.writeFileSync(
+      path.join(dir, 'requirements.txt'),
+      'torch>=2.6\naccelerate==1.13.0\ntransformers==4.57.6\n',
+    );
+    const yaml = read('accelerate/accelerate_fsdp2.yaml') + '# fsdp: model=meta-llama/Llama-3.1-8B\n';
+    fs.writeFileSync(path.join(dir, 'accelerate.yaml'), yaml);
+    const project = new Project([dir], await grammar());
+    const a = analyzeConfigText(path.join(dir, 'accelerate.yaml'), yaml, {
+      lint: null,
+      estimate: { project },
+    });
+    const e = ok(a);
+    assert.equal(e.units.length, 33);
+    assert.ok(
+      e.plan.notes.some((n) =>
+        /Accelerate 1\.13\.0: the embedding, final norm and head stay in the root/.test(n),
+      ),
+    );
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('accelerate launch flags in a shell script', async () => {
+    const a = await configAnalysis('accelerate/launch_fsdp.sh');
+    const e = ok(a);
+    assert.equal(e.plan.api, 'fsdp1');
+    assert.equal(e.plan.strategy, 'SHARD_GRAD_OP');
+    // --num_processes 16 over --num_machines 2.
+    assert.equal(e.mesh.worldSize, 16);
+    assert.equal(e.mesh.gpusPerNode, 8);
+    assert.equal(e.units.length, 33);
+  });
+});
+
+describe('Transformers and TRL', () => {
+  const script = (args: string, pin?: string) =>
+    [
+      '# fsdp: world_size=8',
+      'from transformers import AutoModelForCausalLM, TrainingArguments',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      `args = TrainingArguments(output_dir="out", ${args})`,
+      pin ? `# ${pin}` : '',
+    ].join('\n');
+
+  async function estimateIn(text: string, requirements?: string) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hf-'));
+    if (requirements) fs.writeFileSync(path.join(dir, 'requirements.txt'), requirements);
+    fs.writeFileSync(path.join(dir, 'train.py'), text);
+    const facts = await scanSource(text, path.join(dir, 'train.py'));
+    const project = new Project([dir], await grammar());
+    const r = analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
+    fs.rmSync(dir, { recursive: true, force: true });
+    assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+    return r;
+  }
+
+  it('Transformers 4: fsdp="full_shard auto_wrap" is FSDP1 with a unit per block', async () => {
+    const r = await estimateIn(script('fsdp="full_shard auto_wrap", bf16=True'), 'transformers==4.57.6\n');
+    const e = r.estimate!.ok ? r.estimate!.estimate : undefined!;
+    assert.equal(e.plan.api, 'fsdp1');
+    assert.equal(e.plan.strategy, 'FULL_SHARD');
+    assert.equal(e.units.length, 17);
+    assert.equal(e.comms.reduceDtype, 'bfloat16');
+  });
+
+  it('Transformers 4 without auto_wrap: the whole model is one unit', async () => {
+    const r = await estimateIn(script('fsdp="full_shard"'), 'transformers==4.57.6\n');
+    assert.equal(r.estimate!.ok && r.estimate!.estimate.units.length, 1);
+  });
+
+  it("Transformers 5: fsdp=True is FSDP2, transformer-based wrapping, plus Accelerate's extra units", async () => {
+    const r = await estimateIn(script('fsdp=True, bf16=True'), 'transformers==5.18.0\naccelerate==1.15.0\n');
+    const e = r.estimate!.ok ? r.estimate!.estimate : undefined!;
+    assert.equal(e.plan.api, 'fsdp2');
+    // Llama 3.2 1B ties its head to the embedding: 16 blocks, [norm, embedding] together, and the root.
+    assert.equal(e.units.length, 18);
+    assert.ok(e.units.some((u) => u.modules.join(',') === 'model.norm,model.embed_tokens'));
+  });
+
+  it('Transformers 5 with version 1 and shard_grad_op: the same trap, reported', async () => {
+    const r = await estimateIn(
+      script('fsdp="shard_grad_op auto_wrap", fsdp_config={"version": 1}'),
+      'transformers==5.18.0\n',
+    );
+    const e = r.estimate!.ok ? r.estimate!.estimate : undefined!;
+    assert.equal(e.plan.strategy, 'FULL_SHARD');
+    assert.ok(r.findings.some((f) => f.rule === 'FSDP016'));
+  });
+
+  it('TRL SFTConfig: bf16 and gradient checkpointing on by default; the batch and accumulation read', async () => {
+    const text = [
+      'from trl import SFTConfig',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'cfg = SFTConfig(output_dir="o", fsdp=True, per_device_train_batch_size=2, gradient_accumulation_steps=8, max_length=2048)',
+    ].join('\n');
+    const r = await estimateIn(text, 'transformers==5.18.0\n');
+    const e = r.estimate!.ok ? r.estimate!.estimate : undefined!;
+    assert.equal(e.setup.checkpointing, 'full');
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    assert.equal(e.setup.microBatch, 2);
+    assert.equal(e.setup.gradAccum, 8);
+    assert.equal(e.setup.seqLen, 2048);
+  });
+
+  it('the command-line form of Transformers 4 in a shell script', async () => {
+    const a = await configAnalysis('accelerate/hf_cli.sh');
+    const e = ok(a);
+    assert.equal(e.plan.api, 'fsdp1');
+    assert.equal(e.units.length, 17);
+    assert.equal(e.model.params, P1B);
+    assert.equal(e.setup.microBatch, 4);
+  });
+});
+
+describe('Lightning', () => {
+  it('FSDPStrategy with a block policy, bf16-mixed, 2 nodes of 8 and 4 accumulated batches', async () => {
+    const text = read('lightning/train_lightning.py');
+    const facts = await scanSource(text, path.join(FW, 'lightning', 'train_lightning.py'));
+    const r = analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: {} });
+    assert.ok(r.estimate?.ok);
+    const e = r.estimate.estimate;
+    assert.equal(e.plan.api, 'fsdp1');
+    assert.equal(e.units.length, 17);
+    assert.equal(e.mesh.worldSize, 16);
+    // bf16-mixed: FSDP MixedPrecision(param, reduce, buffer) all bf16; the module stays fp32.
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    assert.equal(e.comms.reduceDtype, 'bfloat16');
+    // FSDP1 FlatParameters padded to a multiple of 16 (each unit's numel divides by 16 here): 16 B per param / 16,
+    // plus Llama 3.2 1B's rotary inv_freq buffer (32 x 4 B).
+    assert.equal(e.perGpu.persistentBytes, P1B + 128);
+    assert.equal(e.setup.checkpointing, 'full');
+    assert.equal(e.setup.syncEveryMicroBatch, false);
+  });
+
+  it('Trainer(strategy="fsdp") without a policy wraps the whole model as one unit', async () => {
+    const text = [
+      'import lightning as L',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'trainer = L.Trainer(strategy="fsdp", devices=4, precision="bf16-true")',
+    ].join('\n');
+    const facts = await scanSource(text, 'lit.py');
+    const r = analyzeFacts(facts, text, { lint: null, estimate: {} });
+    assert.ok(r.estimate?.ok);
+    const e = r.estimate.estimate;
+    assert.equal(e.units.length, 1);
+    // bf16-true: the module itself in bf16, so parameters, gradients and Adam states are 2 B each.
+    assert.equal(e.setup.masterDtype, 'bfloat16');
+    assert.equal(e.mesh.worldSize, 4);
+  });
+});
+
+describe('torchtune', () => {
+  it('llama3_1/8B_full: tok_embeddings, 32 layers, output and the root; pure bf16', async () => {
+    const a = await configAnalysis('torchtune/8B_full.yaml');
+    const e = ok(a);
+    assert.equal(e.units.length, 35);
+    assert.deepEqual(e.units[0]!.modules, ['tok_embeddings']);
+    assert.ok(e.units.some((u) => u.modules[0] === 'output'));
+    // The root keeps the final norm alone.
+    assert.equal(e.units.find((u) => u.isRoot)!.params, 4096);
+    assert.equal(e.model.params, P8B);
+    // No MixedPrecisionPolicy: bf16 parameters, gradients and AdamW states (2 + 2 + 2 x 2 B) over 8 GPUs.
+    assert.equal(e.setup.masterDtype, 'bfloat16');
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    assert.equal(e.perGpu.persistentBytes, (P8B * 8) / 8);
+    assert.equal(e.setup.microBatch, 2);
+    assert.equal(e.setup.seqLen, 4096);
+    assert.equal(e.setup.checkpointing, 'full');
+  });
+
+  it('a LoRA recipe: rank-8 adapters on q_proj and v_proj of every layer', async () => {
+    const yaml = read('torchtune/8B_full.yaml')
+      .replace(
+        'torchtune.models.llama3_1.llama3_1_8b',
+        'torchtune.models.llama3_1.lora_llama3_1_8b\n  lora_attn_modules: [q_proj, v_proj]\n  lora_rank: 8',
+      )
+      .replace("custom_sharded_layers: ['tok_embeddings', 'output']", '');
+    const e = ok(await configAnalysis('torchtune/lora.yaml', yaml));
+    // 32 layers x 8 x ((4096 + 4096) + (4096 + 1024)).
+    assert.equal(e.model.trainableParams, 32 * 8 * (4096 + 4096 + 4096 + 1024));
+    assert.equal(e.model.trainableParams, 3_407_872);
+  });
+});
+
+describe('torchtitan', () => {
+  it('FFN hidden sizes of the flavors from ffn_dim_multiplier and multiple_of', () => {
+    // int(2·4·dim/3), times the multiplier, rounded up to multiple_of.
+    assert.equal(titanFfnHidden(4096, 1.3, 1024), 14336); // 10922 -> 14198 -> 14336
+    assert.equal(titanFfnHidden(8192, 1.3, 4096), 28672); // 21845 -> 28398 -> 28672
+    assert.equal(titanFfnHidden(16384, 1.2, 4096), 53248); // 43690 -> 52428 -> 53248
+    assert.equal(titanFfnHidden(256, null, 256), 768); // 682 -> 768
+  });
+
+  it("llama3_8b.toml: 35 units, bf16 gathers, fp32 reduce-scatters, the job's batch and sequence", async () => {
+    const e = ok(await configAnalysis('torchtitan/llama3_8b.toml'));
+    assert.equal(e.model.params, P8B);
+    assert.equal(e.units.length, 35);
+    const tail = e.units.find((u) => u.modules.join(',') === 'norm,output')!;
+    assert.equal(tail.residency.kind, 'keep');
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    assert.equal(e.comms.reduceDtype, 'float32');
+    assert.equal(e.setup.seqLen, 8192);
+    assert.equal(e.setup.microBatch, 1);
+    assert.equal(e.setup.checkpointing, 'selective');
+    // fp32 state, 16 B per parameter over 8 GPUs, plus freqs_cis: 8192 x 64 complex64 (8 B).
+    assert.equal(e.perGpu.persistentBytes, (P8B * 16) / 8 + 8192 * 64 * 8);
+  });
+
+  it('an older job config (parallelism under [training], batch_size): a unit per block and the root', async () => {
+    const toml = [
+      '[model]',
+      'name = "llama3"',
+      'flavor = "8B"',
+      '[training]',
+      'batch_size = 1',
+      'seq_len = 8192',
+      'data_parallel_shard_degree = 8',
+      '',
+    ].join('\n');
+    const e = ok(await configAnalysis('torchtitan/old.toml', toml));
+    assert.equal(e.units.length, 33);
+    assert.equal(e.mesh.worldSize, 8);
+    // The last block is kept gathered after forward ("default" before July 2025).
+    const blocks = e.units.filter((u) => u.classNames[0] === 'TransformerBlock');
+    assert.equal(blocks[blocks.length - 1]!.residency.kind, 'keep');
+    assert.equal(blocks[0]!.residency.kind, 'reshard');
+  });
+});
+
+describe('DeepSpeed', () => {
+  it('ZeRO-3 shown as FULL_SHARD, ZeRO-2 as SHARD_GRAD_OP', async () => {
+    const cfg = (stage: number) =>
+      JSON.stringify({
+        bf16: { enabled: true },
+        zero_optimization: { stage },
+        train_micro_batch_size_per_gpu: 2,
+      });
+    const r3 = readFrameworkConfig('ds.json', cfg(3));
+    const r2 = readFrameworkConfig('ds.json', cfg(2));
+    assert.ok(r3.kind === 'plan' && r2.kind === 'plan');
+    assert.equal(r3.plan.strategy, 'FULL_SHARD');
+    assert.equal(r2.plan.strategy, 'SHARD_GRAD_OP');
+    assert.equal(r3.plan.values.microBatch, 2);
+    const r = await cli(
+      'estimate',
+      path.join(FW, 'deepspeed', 'ds_zero3.json'),
+      '--model',
+      'meta-llama/Llama-3.2-1B',
+      '--json',
+    );
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      framework: string;
+      units: unknown[];
+      perGpu: { persistentBytes: number };
+    };
+    assert.equal(j.framework, 'DeepSpeed');
+    assert.equal(j.units.length, 17);
+  });
+});
+
+describe('configuration files that are not what they seem', () => {
+  it('syntax errors, wrong types and absurd values give a message or a default, never a throw', async () => {
+    const cases: [string, string][] = [
+      ['a.yaml', 'distributed_type: FSDP\nfsdp_config: [unclosed\n'],
+      [
+        'b.yaml',
+        'distributed_type: FSDP\nnum_processes: .nan\nfsdp_config:\n  fsdp_version: -3\n  fsdp_min_num_params: 1e308\n',
+      ],
+      ['c.json', '{"zero_optimization": {"stage": "three"}, "train_micro_batch_size_per_gpu": -1}'],
+      ['d.toml', '[model]\nflavor = 8\n[training]\nseq_len = "long"\nlocal_batch_size = 1e400\n'],
+      [
+        'e.yaml',
+        'model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\nbatch_size: [1, 2]\ndtype: 7\n',
+      ],
+      ['f.yaml', '&a [*a]'],
+      ['g.json', '[1, 2, 3]'],
+    ];
+    for (const [name, text] of cases) {
+      const r = readFrameworkConfig(name, text);
+      assert.ok(['plan', 'problem', 'none'].includes(r.kind), name);
+      if (r.kind === 'plan') {
+        for (const v of Object.values(r.plan.values))
+          if (typeof v === 'number') assert.ok(Number.isFinite(v) && v > 0, `${name}: ${v}`);
+      }
+    }
+    assert.equal(readFrameworkConfig('a.yaml', cases[0]![1]).kind, 'problem');
+    assert.ok('error' in readConfigText('x.toml', 'a = = 1'));
+  });
+
+  it('launch commands without FSDP are not plans', () => {
+    assert.deepEqual(launchCommands('run.sh', 'torchrun --nproc_per_node 8 train.py --lr 1e-4\n'), []);
+  });
+});
