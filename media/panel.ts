@@ -604,6 +604,14 @@ function render(data: PanelData): void {
     parts.push(choose);
   }
   if (data.calls.length) parts.push(renderCalls(data));
+  else if (data.framework)
+    parts.push(
+      el(
+        'p',
+        `FSDP as ${data.framework.name} configures it (${data.framework.file}:${data.framework.line}).`,
+        'muted',
+      ),
+    );
   else parts.push(el('p', 'No fully_shard / FSDP wrap calls found in this file.', 'muted'));
   app.replaceChildren(...parts);
   app.dataset.peakBytes = e ? String(e.perGpu.peakBytes) : '';

@@ -1,7 +1,8 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { emptyFacts, type FileFacts } from '../core/analysis/facts';
-import { analyzeFacts } from '../core/pipeline';
+import { analyzeConfigText, analyzeFacts } from '../core/pipeline';
+import type { ConfigReading } from '../core/frameworks/read';
 import type { WorkspaceProjects } from './projects';
 import type { Finding } from '../core/lint/types';
 import type { ByteUnits } from '../core/estimator/format';
@@ -11,7 +12,7 @@ import { scanFile } from '../core/analysis/scan';
 import { ParsedDocument } from '../core/parsing/document';
 import { loadPython, type PythonGrammar } from '../core/parsing/python';
 import { SourceFile } from '../core/parsing/source';
-import { readSettings } from './settings';
+import { readSettings, type Settings } from './settings';
 
 /** The analysis of one document version. */
 export interface DocumentAnalysis {
@@ -25,6 +26,21 @@ export interface DocumentAnalysis {
   units: ByteUnits;
   /** Set when the document was not analysed (too large, grammar unavailable): why, in words. */
   notice?: string;
+  /** A framework configuration (Accelerate, torchtune, torchtitan, DeepSpeed, a launch script): what it is. */
+  config?: ConfigReading;
+}
+
+/** Files a framework configuration can live in. */
+const CONFIG_FILE = /\.(ya?ml|jsonc?|toml|sh|bash|slurm|sbatch)$/i;
+
+/** Whether the document is one fsdp-lens reads: Python, or a configuration file that may configure FSDP. */
+export function isAnalysable(document: vscode.TextDocument): boolean {
+  return document.languageId === 'python' || isConfigDocument(document);
+}
+
+export function isConfigDocument(document: vscode.TextDocument): boolean {
+  const name = document.uri.path;
+  return CONFIG_FILE.test(name) && !/(^|\/)(package(-lock)?|tsconfig|\.vscode\/\w+)\.json$/.test(name);
 }
 
 interface Entry {
@@ -85,7 +101,7 @@ export class DocumentAnalyses implements vscode.Disposable {
     document: vscode.TextDocument,
     token?: vscode.CancellationToken,
   ): Promise<DocumentAnalysis | undefined> {
-    if (document.languageId !== 'python') return undefined;
+    if (!isAnalysable(document)) return undefined;
     const key = document.uri.toString();
     const entry = await this.entry(key);
     if (entry.result?.version === document.version) return entry.result;
@@ -155,23 +171,18 @@ export class DocumentAnalyses implements vscode.Disposable {
         notice: `fsdp-lens: not analysed: ${tooLarge} (setting fsdpLens.maxFileSizeKB)`,
       };
     }
+    if (isConfigDocument(document)) return this.runConfig(document, text, settings);
     const tree = entry.doc.parse(text, document.version);
     const facts = scanFile(entry.doc.grammar, new SourceFile(document.uri.fsPath || uri, text, tree));
     const project = this.projects?.forDocument(document.uri);
-    const m = settings.model;
-    const fallbackModel: ModelChoice | undefined = m
-      ? {
-          ...(m.endsWith('.json') || m.includes(path.sep) ? { config: m } : { id: m }),
-          source: { kind: 'setting', detail: 'fsdpLens.model' },
-        }
-      : undefined;
+    const fallback = fallbackModel(settings);
     const choice = this.projects?.modelChoice(document.uri);
     const exactModel = this.projects?.exactModel(document.uri);
     const a = analyzeFacts(facts, text, {
       lint: settings.lint.enabled ? settings.lint : null,
       estimate: {
         settings: settings.estimate,
-        ...(fallbackModel ? { fallbackModel } : {}),
+        ...(fallback ? { fallbackModel: fallback } : {}),
         ...(project ? { project } : {}),
         ...(choice ? { modelChoice: choice } : {}),
         ...(exactModel ? { exactModel } : {}),
@@ -187,8 +198,32 @@ export class DocumentAnalyses implements vscode.Disposable {
     };
   }
 
+  /** A configuration file: read as a framework's FSDP plan, estimated and linted like a script's own. */
+  private runConfig(document: vscode.TextDocument, text: string, settings: Settings): DocumentAnalysis {
+    const uri = document.uri.toString();
+    const file = document.uri.fsPath || document.uri.path;
+    const project = this.projects?.forDocument(document.uri);
+    const a = analyzeConfigText(file, text, {
+      lint: settings.lint.enabled ? settings.lint : null,
+      estimate: {
+        settings: settings.estimate,
+        ...(project ? { project } : {}),
+        ...(fallbackModel(settings) ? { fallbackModel: fallbackModel(settings)! } : {}),
+      },
+    });
+    return {
+      uri,
+      version: document.version,
+      facts: a.facts,
+      findings: a.findings,
+      units: settings.units,
+      config: a.reading,
+      ...(a.estimate ? { estimate: a.estimate } : {}),
+    };
+  }
+
   private onChange(e: vscode.TextDocumentChangeEvent): void {
-    if (e.document.languageId !== 'python' || e.contentChanges.length === 0) return;
+    if (!isAnalysable(e.document) || e.contentChanges.length === 0) return;
     const key = e.document.uri.toString();
     const entry = this.entries.get(key);
     if (!entry) return;
@@ -230,6 +265,17 @@ export class DocumentAnalyses implements vscode.Disposable {
     for (const key of [...this.entries.keys()]) this.forget(vscode.Uri.parse(key));
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** The model setting (`fsdpLens.model`): a Hugging Face id, or a path to a config.json. */
+function fallbackModel(settings: Settings): ModelChoice | undefined {
+  const m = settings.model;
+  return m
+    ? {
+        ...(m.endsWith('.json') || m.includes(path.sep) ? { config: m } : { id: m }),
+        source: { kind: 'setting', detail: 'fsdpLens.model' },
+      }
+    : undefined;
 }
 
 function race<T>(p: Promise<T>, token?: vscode.CancellationToken): Promise<T | undefined> {

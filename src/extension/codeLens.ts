@@ -36,6 +36,25 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
     const calls = analysis.facts.calls;
     const noRoot = !calls.some((c) => c.isRoot);
     const fw = analysis.estimate?.ok ? analysis.estimate.framework : undefined;
+    const config = analysis.config;
+    if (config?.kind === 'problem')
+      return [
+        new vscode.CodeLens(toRange(config.problem.range), {
+          title: `${config.problem.framework}: ${config.problem.message}`,
+          command: '',
+        }),
+      ];
+    if (config?.kind === 'plan' && !estimate) {
+      const p = config.plan;
+      return [
+        new vscode.CodeLens(toRange(p.range), {
+          title: `${p.framework} → ${p.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${p.strategy}`} · no estimate: ${why ?? 'no model'}`,
+          tooltip:
+            'Name the model in a "# fsdp: model=ORG/NAME" comment of this file, in a training script beside it, or in the fsdpLens.model setting',
+          command: '',
+        }),
+      ];
+    }
     if (fw && estimate && !calls.length)
       return [
         new vscode.CodeLens(toRange(fw.range), {

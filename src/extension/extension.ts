@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { DocumentAnalyses } from './analyses';
+import { DocumentAnalyses, isAnalysable, type DocumentAnalysis } from './analyses';
 import { FixProvider } from './codeActions';
 import { WrapCodeLensProvider } from './codeLens';
 import { COMMANDS } from './commands';
@@ -16,6 +16,20 @@ const PYTHON: vscode.DocumentSelector = [
   { language: 'python', scheme: 'file' },
   { language: 'python', scheme: 'untitled' },
   { language: 'python', scheme: 'vscode-remote' },
+];
+
+/** Where frameworks configure FSDP: Accelerate and torchtune YAML, DeepSpeed and fsdp_config JSON, torchtitan TOML, launch scripts. */
+const CONFIGS: vscode.DocumentSelector = [
+  { language: 'yaml' },
+  { language: 'json' },
+  { language: 'jsonc' },
+  { language: 'shellscript' },
+  { pattern: '**/*.toml' },
+];
+
+const ALL: vscode.DocumentSelector = [
+  ...(PYTHON as vscode.DocumentFilter[]),
+  ...(CONFIGS as vscode.DocumentFilter[]),
 ];
 
 /** Wires the analysis service to the editor's providers and commands. */
@@ -35,12 +49,12 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
   context.subscriptions.push(
     analyses,
     new Diagnostics(analyses, context.extensionUri),
-    vscode.languages.registerCodeLensProvider(PYTHON, lenses),
-    vscode.languages.registerHoverProvider(PYTHON, new WrapHoverProvider(analyses)),
+    vscode.languages.registerCodeLensProvider(ALL, lenses),
+    vscode.languages.registerHoverProvider(ALL, new WrapHoverProvider(analyses)),
     new FitStatusBar(analyses),
     vscode.commands.registerCommand(COMMANDS.setWorldSize, (uri?: unknown) => setWorldSize(analyses, uri)),
     vscode.commands.registerCommand(COMMANDS.setGpu, (uri?: unknown) => setGpu(analyses, uri)),
-    vscode.languages.registerCodeActionsProvider(PYTHON, new FixProvider(analyses), FixProvider.metadata),
+    vscode.languages.registerCodeActionsProvider(ALL, new FixProvider(analyses), FixProvider.metadata),
     vscode.commands.registerCommand(COMMANDS.estimateFootprint, (uri?: vscode.Uri, unit?: number) =>
       estimateFootprint(context, analyses, uri, unit),
     ),
@@ -56,8 +70,7 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
       if (refresh) clearTimeout(refresh);
       refresh = setTimeout(() => {
         analyses.invalidate();
-        for (const doc of vscode.workspace.textDocuments)
-          if (doc.languageId === 'python') void analyses.analyze(doc);
+        for (const doc of vscode.workspace.textDocuments) if (isAnalysable(doc)) void analyses.analyze(doc);
       }, 300);
     }),
     vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPE, {
@@ -68,25 +81,30 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(SECTION)) return;
       analyses.invalidate();
-      for (const doc of vscode.workspace.textDocuments)
-        if (doc.languageId === 'python') void analyses.analyze(doc);
+      for (const doc of vscode.workspace.textDocuments) if (isAnalysable(doc)) void analyses.analyze(doc);
       lenses.refresh();
     }),
     analyses.onDidAnalyze((a) => {
       const panel = FootprintPanel.active;
       if (panel && panel.uri === a.uri) panel.update(a);
-      if (vscode.window.activeTextEditor?.document.uri.toString() === a.uri)
-        setHasWrapCalls(a.facts.calls.length > 0);
+      if (vscode.window.activeTextEditor?.document.uri.toString() === a.uri) setHasWrapCalls(hasPlan(a));
     }),
     vscode.window.onDidChangeActiveTextEditor((editor) => {
       const a = editor && analyses.latest(editor.document.uri);
-      setHasWrapCalls(!!a && a.facts.calls.length > 0);
-      if (editor?.document.languageId === 'python') void analyses.analyze(editor.document);
+      setHasWrapCalls(!!a && hasPlan(a));
+      if (editor && isAnalysable(editor.document)) void analyses.analyze(editor.document);
     }),
   );
   const active = vscode.window.activeTextEditor?.document;
-  if (active?.languageId === 'python') void analyses.analyze(active);
+  if (active && isAnalysable(active)) void analyses.analyze(active);
   return { panel: () => FootprintPanel.active };
+}
+
+/** The document wraps something, or configures FSDP through a framework. */
+function hasPlan(a: DocumentAnalysis): boolean {
+  return (
+    a.facts.calls.length > 0 || a.config?.kind === 'plan' || (!!a.estimate?.ok && !!a.estimate.framework)
+  );
 }
 
 /** Gates the editor title button: shown on Python files that wrap something. */
@@ -103,7 +121,7 @@ async function estimateFootprint(
   const editor = vscode.window.activeTextEditor;
   const document = uri
     ? await vscode.workspace.openTextDocument(uri)
-    : editor?.document.languageId === 'python'
+    : editor && isAnalysable(editor.document)
       ? editor.document
       : undefined;
   if (!document) {

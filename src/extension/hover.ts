@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { hoverMarkdown, type HoverLinks } from '../core/report/hover';
+import { frameworkHoverMarkdown, hoverMarkdown, type HoverLinks } from '../core/report/hover';
 import type { DocumentAnalyses } from './analyses';
 import { COMMANDS } from './commands';
 import { toRange } from './convert';
@@ -23,9 +23,24 @@ export class WrapHoverProvider implements vscode.HoverProvider {
       (c) => position.line >= c.range.start.line && position.line <= c.range.end.line,
     );
     const call = analysis.facts.calls[index];
-    if (!call) return undefined;
     const r = analysis.estimate;
     const uri = document.uri.toString();
+    const fw = r?.ok ? r.framework : undefined;
+    if (!call && fw && r?.ok && !analysis.facts.calls.length) {
+      if (position.line < fw.range.start.line || position.line > fw.range.end.line) return undefined;
+      const md = new vscode.MarkdownString(
+        frameworkHoverMarkdown(fw, r.estimate, analysis.units, {
+          openPanel: commandUri(COMMANDS.estimateFootprint, [uri]),
+          setWorldSize: commandUri(COMMANDS.setWorldSize, [uri]),
+          setGpu: commandUri(COMMANDS.setGpu, [uri]),
+        }),
+      );
+      md.isTrusted = {
+        enabledCommands: [COMMANDS.estimateFootprint, COMMANDS.setWorldSize, COMMANDS.setGpu],
+      };
+      return new vscode.Hover(md, toRange(fw.range));
+    }
+    if (!call) return undefined;
     const links: HoverLinks = {
       openPanel: commandUri(COMMANDS.estimateFootprint, [uri, index]),
       setWorldSize: commandUri(COMMANDS.setWorldSize, [uri]),

@@ -168,6 +168,10 @@ export function prepareWorkspace(fixture: string, settings: Record<string, unkno
   fs.cpSync(path.join(ROOT, 'test', 'fixtures', 'projects'), path.join(dst, 'projects'), { recursive: true });
   // The bundled examples, as a user opens them.
   fs.cpSync(path.join(ROOT, 'examples'), path.join(dst, 'examples'), { recursive: true });
+  // Framework configurations (Accelerate, Lightning, torchtune, torchtitan) beside their scripts.
+  fs.cpSync(path.join(ROOT, 'test', 'fixtures', 'frameworks'), path.join(dst, 'frameworks'), {
+    recursive: true,
+  });
   fs.mkdirSync(path.join(dst, '.vscode'), { recursive: true });
   fs.writeFileSync(
     path.join(dst, '.vscode', 'settings.json'),

@@ -4,6 +4,7 @@ import type { Estimate, UnitEstimate } from '../estimator/estimate';
 import { trafficBytes } from '../estimator/estimate';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnits } from '../estimator/format';
 import type { Term } from '../estimator/types';
+import type { FrameworkPlan } from '../frameworks/types';
 import { peakWhere, unitsOfCall } from './summary';
 import { sourceText } from './text';
 
@@ -36,6 +37,40 @@ function residencyWords(u: UnitEstimate): string {
     : u.residency.kind === 'slice'
       ? `keeps a 1/${u.residency.ranks} slice after forward, gathers from it in backward`
       : 'freed after forward, gathered again in backward';
+}
+
+/** The plan's figures: per-GPU terms, the peak and the fit, traffic per step, each with how it is computed. */
+function planSection(e: Estimate, b: (n: number) => string): string[] {
+  const L: string[] = [];
+  const W = e.mesh.shardGroup;
+  const fit = e.fit.find((f) => f.gpu === e.gpu.id);
+  L.push(
+    `${e.units.length} units over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
+      (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : ''),
+    '',
+    '| per GPU | bytes | how |',
+    '|---|--:|---|',
+    ...termRows(e.perGpu.persistent.terms, b),
+    `| **persistent** | **${b(e.perGpu.persistentBytes)}** | |`,
+    '',
+    `**Peak ${b(e.perGpu.peakBytes)}**${mdEscape(peakWhere(e))}` +
+      (fit
+        ? fit.fits
+          ? ` · fits ${mdEscape(e.gpu.name)} with ${b(fit.headroomBytes)} to spare`
+          : ` · **does not fit** ${mdEscape(e.gpu.name)}: ${b(-fit.headroomBytes)} short`
+        : ''),
+    '',
+    '| at the peak | bytes | how |',
+    '|---|--:|---|',
+    ...termRows(e.perGpu.peak.terms, b),
+    '',
+    `**Traffic ${b(trafficBytes(e.comms.perStep))}** per GPU per step · ${fmtSeconds(e.comms.commSeconds)} on ${mdEscape(e.comms.shardLink.name)} against ${fmtSeconds(e.comms.computeSeconds)} of compute`,
+    '',
+    '| collective | bytes | how |',
+    '|---|--:|---|',
+    ...termRows(e.comms.traffic.terms, b),
+  );
+  return L;
 }
 
 /** Keys of the assumptions a hover lists (the rest are in the panel). */
@@ -79,33 +114,7 @@ export function hoverMarkdown(
   const gather = shortDtype(e.comms.gatherDtype);
   const W = e.mesh.shardGroup;
   if (call.isRoot) {
-    const fit = e.fit.find((f) => f.gpu === e.gpu.id);
-    L.push(
-      `${e.units.length} units over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
-        (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : ''),
-      '',
-      '| per GPU | bytes | how |',
-      '|---|--:|---|',
-      ...termRows(e.perGpu.persistent.terms, b),
-      `| **persistent** | **${b(e.perGpu.persistentBytes)}** | |`,
-      '',
-      `**Peak ${b(e.perGpu.peakBytes)}**${mdEscape(peakWhere(e))}` +
-        (fit
-          ? fit.fits
-            ? ` · fits ${mdEscape(e.gpu.name)} with ${b(fit.headroomBytes)} to spare`
-            : ` · **does not fit** ${mdEscape(e.gpu.name)}: ${b(-fit.headroomBytes)} short`
-          : ''),
-      '',
-      '| at the peak | bytes | how |',
-      '|---|--:|---|',
-      ...termRows(e.perGpu.peak.terms, b),
-      '',
-      `**Traffic ${b(trafficBytes(e.comms.perStep))}** per GPU per step · ${fmtSeconds(e.comms.commSeconds)} on ${mdEscape(e.comms.shardLink.name)} against ${fmtSeconds(e.comms.computeSeconds)} of compute`,
-      '',
-      '| collective | bytes | how |',
-      '|---|--:|---|',
-      ...termRows(e.comms.traffic.terms, b),
-    );
+    L.push(...planSection(e, b));
   } else if (mine.length) {
     const u = mine[0]!;
     const peaks = mine.map((x) => e.timeline?.perUnit[x.name]).filter((p): p is number => p !== undefined);
@@ -133,7 +142,13 @@ export function hoverMarkdown(
   } else {
     L.push(`Matches no module of ${mdEscape(e.model.name)}.`);
   }
-  L.push('', '---', '', '**Assumptions**', '');
+  L.push(...footer(e, links));
+  return L.join('\n');
+}
+
+/** The assumptions with their sources, and the command links. */
+function footer(e: Estimate, links: HoverLinks): string[] {
+  const L = ['', '---', '', '**Assumptions**', ''];
   for (const key of HOVER_ASSUMPTIONS) {
     const a = e.assumptions.find((x) => x.key === key);
     if (a) L.push(`- ${mdEscape(a.label)}: ${mdEscape(a.value)} _(${mdEscape(sourceText(a.source))})_`);
@@ -145,5 +160,20 @@ export function hoverMarkdown(
     links.measureExactly && `[Measure exactly](${links.measureExactly})`,
   ].filter(Boolean);
   if (actions.length) L.push('', actions.join(' · '));
+  return L;
+}
+
+/** The hover over a framework's FSDP configuration: the plan it makes, its figures, and what was read. */
+export function frameworkHoverMarkdown(
+  fw: FrameworkPlan,
+  e: Estimate,
+  units: ByteUnits,
+  links: HoverLinks,
+): string {
+  const b = (n: number) => fmtBytes(n, units);
+  const api = fw.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${e.plan.strategy}`;
+  const L = [`**${mdEscape(fw.framework)} → ${api}**`, ''];
+  for (const n of e.plan.notes.slice(0, 6)) L.push(`- ${mdEscape(n)}`);
+  L.push('', ...planSection(e, b), ...footer(e, links));
   return L.join('\n');
 }

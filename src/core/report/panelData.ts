@@ -46,6 +46,8 @@ export interface PanelData {
   fitMatrix?: FitMatrix;
   granularity?: GranularityPoint[];
   advice?: Advice[];
+  /** The framework whose configuration made the plan (when the file has no wrap calls of its own). */
+  framework?: { name: string; file: string; line: number };
 }
 
 export function checkpointingText(c: CheckpointMode): string {
@@ -150,6 +152,12 @@ export function buildPanelData(input: PanelInput): PanelData {
     lens: lensTitle(c, e, input.units),
   }));
   data.estimate = estimateJson(e, r.model, minGpus);
+  if (r.framework)
+    data.framework = {
+      name: r.framework.framework,
+      file: r.framework.file.split(/[\\/]/).pop() ?? r.framework.file,
+      line: r.framework.range.start.line + 1,
+    };
   data.whatIf = {
     values: values(e.setup, w.blocksPerUnit ?? 1, strategyOf(e)),
     base,

@@ -186,6 +186,70 @@ describe('lenses, hovers and the footprint panel', () => {
     );
   });
 
+  it('shows the plan of framework configurations: Accelerate YAML, Lightning, torchtune, torchtitan', async () => {
+    const lensOf = async (name: string) => {
+      const doc = await vscode.workspace.openTextDocument(workspaceFile(`frameworks/${name}`));
+      await vscode.window.showTextDocument(doc);
+      const lenses = await eventually(
+        () => codeLenses(doc.uri),
+        (l) => l.some((x) => /GB/.test(x.command?.title ?? '')),
+        `a lens with numbers on ${name}`,
+      );
+      return lenses.map((l) => l.command?.title ?? '').join('\n');
+    };
+    // Llama 3.1 8B under Accelerate's FSDP2 on 8 GPUs: 32 blocks, the embedding, [norm, head], the root; fp32
+    // state of 8,030,261,248 x 16 B / 8 = 16.1 GB per GPU. The model comes from the script beside the YAML.
+    assert.match(
+      await lensOf('accelerate/accelerate_fsdp2.yaml'),
+      /^Accelerate → FSDP2 · 35 units · 16\.1 GB\/GPU persistent · peak .* · fits 8 x H100/,
+    );
+    // Llama 3.2 1B under Lightning's FSDPStrategy on 16 GPUs: 1,235,814,400 x 16 B / 16 = 1.24 GB.
+    assert.match(
+      await lensOf('lightning/train_lightning.py'),
+      /^Lightning → FSDP1 FULL_SHARD · 17 units · 1\.24 GB\/GPU persistent/,
+    );
+    // torchtune's 8B_full in pure bf16: 8,030,261,248 x 8 B / 8 = 8.03 GB.
+    assert.match(
+      await lensOf('torchtune/8B_full.yaml'),
+      /^torchtune → FSDP2 · 35 units · 8\.03 GB\/GPU persistent/,
+    );
+    // torchtitan 8B: fp32 state 16.06 GB and the 4.2 MB freqs_cis table.
+    assert.match(
+      await lensOf('torchtitan/llama3_8b.toml'),
+      /^torchtitan → FSDP2 · 35 units · 16\.1 GB\/GPU persistent/,
+    );
+    // The hover over the YAML's lens line gives the breakdown.
+    const yaml = await vscode.workspace.openTextDocument(
+      workspaceFile('frameworks/accelerate/accelerate_fsdp2.yaml'),
+    );
+    const line = yaml
+      .getText()
+      .split('\n')
+      .findIndex((l) => l.startsWith('distributed_type'));
+    const md = hoverText(
+      await vscode.commands.executeCommand<vscode.Hover[]>(
+        'vscode.executeHoverProvider',
+        yaml.uri,
+        new vscode.Position(line, 3),
+      ),
+    );
+    assert.match(md, /Accelerate → FSDP2/);
+    assert.match(md, /sharded parameters \| 4\\?\.02 GB/);
+  });
+
+  it('FSDP016 in an Accelerate YAML whose FSDP1 strategy is written where FSDP1 does not read it', async () => {
+    const uri = workspaceFile('frameworks/accelerate/fsdp1_trap.yaml');
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri));
+    const diags = await eventually(
+      () => vscode.languages.getDiagnostics(uri),
+      (ds) => ds.some((d) => typeof d.code === 'object' && d.code.value === 'FSDP016'),
+      'the FSDP016 diagnostic',
+    );
+    const d = diags.find((x) => typeof x.code === 'object' && x.code.value === 'FSDP016')!;
+    assert.equal(d.range.start.line, 5);
+    assert.match(d.message, /Set fsdp_sharding_strategy: SHARD_GRAD_OP/);
+  });
+
   it('FSDP015 reports a plan whose peak does not fit, on the root wrap', async () => {
     const editor = await open('lint/fsdp015_bad.py');
     const diags = await eventually(
