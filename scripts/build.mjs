@@ -39,7 +39,7 @@ const common = {
   loader: { '.scm': 'text' },
   // The CommonJS build of web-tree-sitter: its ES module build needs import.meta, which a CJS bundle lacks.
   alias: { 'web-tree-sitter': require.resolve('web-tree-sitter', { paths: [root] }) },
-    logLevel: 'warning',
+  logLevel: 'warning',
   // ES module builds first: jsonc-parser's CommonJS build is a UMD wrapper whose dynamic requires do not bundle.
   mainFields: ['module', 'main'],
   define: { __VERSION__: JSON.stringify(pkg.version) },
