@@ -94,13 +94,15 @@ export function conditionsOf(node: Node, scope: Node | null): string[] {
  * module-level binding anywhere, since module code has run by the time a function is called).
  */
 export function findBinding(file: SourceFile, name: string, at: Node): Binding | null {
-  let scope = enclosingFunction(at);
+  const own = enclosingFunction(at);
+  let scope = own;
   for (;;) {
+    // Nodes are compared by id: the tree hands out a new wrapper object for the same node on each access.
     const found = bindingIn(
       file,
       name,
       scope,
-      scope === enclosingFunction(at) ? at.startIndex : Infinity,
+      (scope?.id ?? null) === (own?.id ?? null) ? at.startIndex : Infinity,
       at,
     );
     if (found) return found;
@@ -123,17 +125,24 @@ function bindingIn(
 ): Binding | null {
   const from = scope ? scope.startIndex : 0;
   const to = Math.min(scope ? scope.endIndex : file.text.length, before);
-  const ids = file.bindingCandidates(name, from, to);
+  // The candidates of a name and the function each sits in, found once per file: a file that asks about the same
+  // name from many places (a condition in every nested block) does not walk the tree again for each.
+  const sites = file.memo(`binding-sites:${name}`, () =>
+    file.bindingCandidates(name).map((id) => {
+      // A def's own name belongs to the scope around the def.
+      const p = id.parent;
+      const fn =
+        p?.type === FUNCTION && p.childForFieldName('name')?.id === id.id
+          ? enclosingFunction(p)
+          : enclosingFunction(id);
+      return { id, fnId: fn?.id ?? null };
+    }),
+  );
   let moduleBefore: Binding | null = null;
   let last: Binding | null = null;
-  for (const id of ids) {
-    // A def's own name belongs to the scope around the def.
-    const p = id.parent;
-    const fn =
-      p?.type === FUNCTION && p.childForFieldName('name')?.id === id.id
-        ? enclosingFunction(p)
-        : enclosingFunction(id);
-    if ((fn?.id ?? null) !== (scope?.id ?? null)) continue;
+  for (const { id, fnId } of sites) {
+    if (id.startIndex < from || id.startIndex >= to) continue;
+    if (fnId !== (scope?.id ?? null)) continue;
     const b = asBinding(id, scope);
     if (!b) continue;
     last = b;

@@ -51,6 +51,16 @@ export class SourceFile {
     return this.tree.rootNode;
   }
 
+  private readonly memos = new Map<string, unknown>();
+
+  /** A value derived from this version of the file, computed once (the file is immutable). */
+  memo<T>(key: string, compute: () => T): T {
+    if (this.memos.has(key)) return this.memos.get(key) as T;
+    const v = compute();
+    this.memos.set(key, v);
+    return v;
+  }
+
   /** Offsets of each word searched so far, over the whole text (a scan asks for the same names many times). */
   private readonly offsets = new Map<string, number[]>();
 
