@@ -412,3 +412,85 @@ describe('configuration files that are not what they seem', () => {
     assert.deepEqual(launchCommands('run.sh', 'torchrun --nproc_per_node 8 train.py --lr 1e-4\n'), []);
   });
 });
+
+describe('where a script finds its framework configuration', () => {
+  const script = [
+    'from accelerate import Accelerator',
+    'from transformers import AutoModelForCausalLM',
+    'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+    'accelerator = Accelerator()',
+    'model = accelerator.prepare(model)',
+    '',
+  ].join('\n');
+  const fsdp2 = (procs: number) =>
+    `distributed_type: FSDP\nnum_processes: ${procs}\nmixed_precision: bf16\nfsdp_config:\n  fsdp_version: 2\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n`;
+
+  async function analyzeScript(dir: string) {
+    const text = script;
+    fs.writeFileSync(path.join(dir, 'train.py'), text);
+    const facts = await scanSource(text, path.join(dir, 'train.py'));
+    const project = new Project([dir], await grammar());
+    const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
+    assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+    return r.estimate;
+  }
+
+  it('the config a launch script passes with --config_file', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-launch-'));
+    fs.mkdirSync(path.join(dir, 'configs'));
+    fs.writeFileSync(path.join(dir, 'configs', 'fsdp16.yaml'), fsdp2(16));
+    fs.writeFileSync(
+      path.join(dir, 'run.sh'),
+      'accelerate launch \\\n  --config_file configs/fsdp16.yaml \\\n  train.py --lr 1e-4\n',
+    );
+    const r = await analyzeScript(dir);
+    assert.equal(r.estimate.mesh.worldSize, 16);
+    assert.equal(r.framework?.framework, 'Accelerate');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("Accelerate's default config under $HF_HOME when nothing nearer says", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-default-'));
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hfhome-'));
+    fs.mkdirSync(path.join(home, 'accelerate'));
+    fs.writeFileSync(path.join(home, 'accelerate', 'default_config.yaml'), fsdp2(4));
+    const saved = process.env.HF_HOME;
+    process.env.HF_HOME = home;
+    try {
+      const r = await analyzeScript(dir);
+      assert.equal(r.estimate.mesh.worldSize, 4);
+      assert.equal(r.framework?.framework, 'Accelerate');
+    } finally {
+      if (saved === undefined) delete process.env.HF_HOME;
+      else process.env.HF_HOME = saved;
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  it("Lightning's ModelParallelStrategy: the script's fully_shard over the data-parallel dimension", async () => {
+    const text = [
+      'import lightning as L',
+      'from lightning.pytorch.strategies import ModelParallelStrategy',
+      'from torch.distributed.fsdp import fully_shard',
+      'from transformers import AutoModelForCausalLM',
+      '',
+      'class Lit(L.LightningModule):',
+      '    def configure_model(self):',
+      '        self.model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      '        for layer in self.model.model.layers:',
+      '            fully_shard(layer, mesh=self.device_mesh["data_parallel"])',
+      '        fully_shard(self.model, mesh=self.device_mesh["data_parallel"])',
+      '',
+      'trainer = L.Trainer(strategy=ModelParallelStrategy(data_parallel_size=4, tensor_parallel_size=2), devices=8)',
+      '',
+    ].join('\n');
+    const facts = await scanSource(text, 'lit_mp.py');
+    const r = analyzeFacts(facts, text, { lint: null, estimate: {} });
+    assert.ok(r.estimate?.ok);
+    assert.equal(r.estimate.estimate.mesh.worldSize, 4);
+    assert.ok(
+      r.estimate.estimate.notes.some((n) => /tensor parallelism over 2 GPUs is not modelled/.test(n)),
+    );
+  });
+});

@@ -402,6 +402,37 @@ function detectedLayer(facts: FileFacts, file: string): Layer & { notes?: string
     }
   }
 
+  // Lightning's ModelParallelStrategy: the script's fully_shard calls shard over the mesh's data-parallel
+  // dimension, (num_nodes or data_parallel_size) x (devices or tensor_parallel_size).
+  const trainer = facts.frameworkCalls.find((c) => c.kind === 'LightningTrainer' || c.kind === 'Fabric');
+  const mps = trainer?.kwargs.strategy;
+  if (
+    calls.length &&
+    trainer &&
+    typeof mps === 'object' &&
+    mps !== null &&
+    'call' in mps &&
+    /ModelParallelStrategy$/.test(mps.call)
+  ) {
+    const devices = typeof trainer.kwargs.devices === 'number' ? trainer.kwargs.devices : undefined;
+    const nodes = typeof trainer.kwargs.num_nodes === 'number' ? trainer.kwargs.num_nodes : 1;
+    const dp = typeof mps.kwargs.data_parallel_size === 'number' ? mps.kwargs.data_parallel_size : nodes;
+    const tp =
+      typeof mps.kwargs.tensor_parallel_size === 'number' ? mps.kwargs.tensor_parallel_size : devices;
+    if (!shape && dp >= 1) {
+      values.worldSize = dp;
+      details.worldSize = `ModelParallelStrategy's data-parallel size at ${at(trainer.line)}`;
+      if (devices) {
+        values.gpusPerNode = devices;
+        details.gpusPerNode = at(trainer.line);
+      }
+    }
+    if (tp && tp > 1)
+      notes.push(
+        `ModelParallelStrategy: tensor parallelism over ${tp} GPUs is not modelled; FSDP shards over the data-parallel dimension (${dp})`,
+      );
+  }
+
   // Mixed precision of the root wrap (or the first that sets one).
   const mpCall =
     calls.find((c) => c.isRoot && (c.options.mp_policy ?? c.options.mixed_precision)) ??

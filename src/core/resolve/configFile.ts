@@ -117,9 +117,29 @@ export function readConfigInProject(file: string, text: string, project?: Projec
  * An Accelerate (or Transformers `fsdp_config`) configuration beside a script that trains through a framework
  * but configures no FSDP itself: what `accelerate launch --config_file` would apply to it.
  */
-export function nearbyFrameworkConfig(project: Project, script: string): FrameworkPlan | undefined {
+export function nearbyFrameworkConfig(
+  project: Project,
+  script: string,
+  env: NodeJS.ProcessEnv = process.env,
+): FrameworkPlan | undefined {
   return project.memo(`nearby-config:${script}`, () => {
     const dirs = [...new Set([path.dirname(script), ...project.roots])];
+    // A launch script that runs this script with `accelerate launch --config_file X`.
+    for (const dir of dirs)
+      for (const name of project.fs.listDir(dir).sort()) {
+        if (!/\.(sh|bash|slurm|sbatch)$/.test(name)) continue;
+        const text = project.fs.readFile(path.join(dir, name));
+        if (!text || !text.includes(path.basename(script)) || !text.includes('--config_file')) continue;
+        const m = new RegExp(
+          `--config_file[=\\s]+["']?([^\\s"']+)["']?[^\\n]*?${path.basename(script).replace('.', '\\.')}`,
+        ).exec(text.replace(/\\\n/g, ' '));
+        if (!m) continue;
+        const file = path.resolve(dir, m[1]!);
+        const cfg = project.fs.readFile(file);
+        if (!cfg) continue;
+        const r = readConfigInProject(file, cfg, project);
+        if (r.kind === 'plan') return r.plan;
+      }
     for (const dir of dirs)
       for (const name of project.fs.listDir(dir).sort()) {
         if (!/\.(ya?ml|json)$/i.test(name)) continue;
@@ -129,6 +149,16 @@ export function nearbyFrameworkConfig(project: Project, script: string): Framewo
         const r = readConfigInProject(file, text, project);
         if (r.kind === 'plan' && r.plan.framework === 'Accelerate') return r.plan;
       }
+    // What `accelerate launch` uses without --config_file: $HF_HOME/accelerate/default_config.yaml.
+    const hfHome = env.HF_HOME ?? (env.HOME ? path.join(env.HOME, '.cache', 'huggingface') : undefined);
+    if (hfHome) {
+      const file = path.join(hfHome, 'accelerate', 'default_config.yaml');
+      const text = project.fs.readFile(file);
+      if (text) {
+        const r = readConfigInProject(file, text, project);
+        if (r.kind === 'plan' && r.plan.framework === 'Accelerate') return r.plan;
+      }
+    }
     return undefined;
   });
 }

@@ -123,6 +123,14 @@ describe('lint in the editor', () => {
         ),
     ],
     ['fsdp008_bad.py', 'FSDP008', (t) => assert.match(t, /for _, m in model\.named_modules\(\):/)],
+    ['fsdp009_bad.py', 'FSDP009', (t) => assert.match(t, /\nmodel\.clip_grad_norm_\(max_norm=1\.0\)\n$/)],
+    [
+      'fsdp001_fsdp1_bad.py',
+      'FSDP001',
+      // FSDP1 in a method: the fix assigns the root wrap after the blocks, before the optimizer.
+      (t) =>
+        assert.match(t, /\n {8}self\.model = FSDP\(self\.model, use_orig_params=True\)\n {8}self\.optimizer/),
+    ],
   ];
   for (const [file, code, check] of fixes) {
     it(`the ${code} quick fix gives the corrected text`, async () => {
