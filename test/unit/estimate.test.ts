@@ -632,3 +632,172 @@ describe('FSDP over a slice of a larger mesh', () => {
     );
   });
 });
+
+describe('CPU offload and time on the link, derived by hand', () => {
+  // Llama 3.2 1B (hidden 2,048, 16 layers, 32 heads of 64 with 8 KV heads, MLP 8,192, vocabulary 128,256, tied head):
+  // one layer = q 2048x2048 + k, v 2048x512 each + o 2048x2048 + gate, up, down 3 x 2048x8192 + 2 norms of 2048
+  //           = 4,194,304 + 2 x 1,048,576 + 4,194,304 + 50,331,648 + 4,096 = 60,821,504;
+  // model = 16 x 60,821,504 + embedding 128,256 x 2,048 + final norm 2,048 = 1,235,814,400.
+  const LLAMA_1B = 1_235_814_400;
+  const LAYER_1B = 4_194_304 + 2 * 1_048_576 + 4_194_304 + 3 * 2048 * 8192 + 2 * 2048;
+  // Every dimension divides by 8 (FSDP2 pads no dim 0, FSDP1 pads no FlatParameter): each GPU offloads exactly 1/8
+  // of fp32 parameters (4 B) + fp32 gradients (4 B) + two fp32 AdamW moments (8 B) = 16 B per parameter.
+  const HOST_PER_GPU = (LLAMA_1B * 16) / 8;
+  // What stays on the GPU: the rotary embedding's inv_freq buffer, head_dim / 2 = 32 fp32 values.
+  const ROTARY_1B = (64 / 2) * 4;
+
+  const offloadScripts: Record<string, string[]> = {
+    'FSDP2 offload_policy=CPUOffloadPolicy() on every unit': [
+      'from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'for layer in model.model.layers:',
+      '    fully_shard(layer, offload_policy=CPUOffloadPolicy())',
+      'fully_shard(model, offload_policy=CPUOffloadPolicy())',
+    ],
+    'FSDP2 with the policy given through a dict(...) config': [
+      'from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'cfg = dict(offload_policy=CPUOffloadPolicy(pin_memory=True))',
+      'for layer in model.model.layers:',
+      '    fully_shard(layer, **cfg)',
+      'fully_shard(model, **cfg)',
+    ],
+    'FSDP1 cpu_offload=CPUOffload(offload_params=True)': [
+      'import functools',
+      'from torch.distributed.fsdp import CPUOffload, FullyShardedDataParallel as FSDP',
+      'from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy',
+      'from transformers import AutoModelForCausalLM',
+      'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})',
+      'model = FSDP(model, auto_wrap_policy=policy, cpu_offload=CPUOffload(offload_params=True))',
+    ],
+  };
+
+  for (const [name, lines] of Object.entries(offloadScripts)) {
+    it(`${name}: Llama 3.2 1B on 8 GPUs keeps only buffers on the GPU and 2,471,628,800 B per GPU on the host`, async () => {
+      const r = estimateFile(await scanSource([...lines, ''].join('\n'), 'offload.py'));
+      assert.ok(r.ok, r.ok ? '' : r.reason);
+      const e = r.estimate;
+      assert.equal(e.model.params, LLAMA_1B);
+      assert.equal(e.mesh.shardGroup, 8);
+      // 16 decoder layers and the root (embedding, final norm), every one offloaded.
+      assert.equal(e.units.length, 17);
+      assert.ok(e.units.every((u) => u.offload));
+      assert.equal(e.units.find((u) => !u.isRoot)?.params, LAYER_1B);
+      assert.equal(HOST_PER_GPU, 2_471_628_800);
+      assert.equal(e.perGpu.hostBytes, HOST_PER_GPU);
+      const term = (n: string) => e.perGpu.host.terms.find((t) => t.name === n)?.bytes;
+      assert.equal(term('offloaded sharded parameters'), (LLAMA_1B * 4) / 8);
+      assert.equal(term('offloaded gradients'), (LLAMA_1B * 4) / 8);
+      assert.equal(term('offloaded optimizer state'), (LLAMA_1B * 8) / 8);
+      // Nothing sharded stays on the GPU.
+      const persistent = (n: string) => e.perGpu.persistent.terms.find((t) => t.name === n)?.bytes;
+      assert.equal(persistent('sharded parameters'), 0);
+      assert.equal(persistent('sharded gradients'), 0);
+      assert.equal(persistent('optimizer state'), 0);
+      assert.equal(e.perGpu.persistentBytes, ROTARY_1B);
+      // Model state counts both places: 16 B x P / 8 in all.
+      assert.equal(e.perGpu.modelStateBytes, HOST_PER_GPU);
+      // The node's 8 processes each hold their offloaded shard.
+      assert.equal(e.hostPerNode.terms.find((t) => t.name === 'CPU offload')?.bytes, 8 * HOST_PER_GPU);
+    });
+  }
+
+  it('without offload the same 16 B x P / 8 sits on the GPU and nothing on the host', async () => {
+    const r = estimateFile(
+      await scanSource(
+        [
+          'from torch.distributed.fsdp import fully_shard',
+          'from transformers import AutoModelForCausalLM',
+          'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+          'for layer in model.model.layers:',
+          '    fully_shard(layer)',
+          'fully_shard(model)',
+          '',
+        ].join('\n'),
+      ),
+    );
+    assert.ok(r.ok);
+    assert.equal(r.estimate.perGpu.hostBytes, 0);
+    assert.equal(r.estimate.perGpu.persistentBytes, HOST_PER_GPU + ROTARY_1B);
+  });
+
+  it('Llama 3.1 8B on 8 H100: forward all-gathers and the step on NVLink 4 at 80% of 450 GB/s', () => {
+    const e = run('meta-llama/Llama-3.1-8B', {
+      gpu: 'h100-sxm-80gb',
+      paramDtype: 'bfloat16',
+      reduceDtype: 'float32',
+    });
+    assert.equal(e.comms.shardLink.id, 'nvlink4');
+    assert.equal(e.setup.linkEfficiency, 0.8);
+    // 450 GB/s per direction x 0.8 = 360,000,000,000 B/s.
+    const bw = 450e9 * 0.8;
+    assert.equal(bw, 360_000_000_000);
+    const P = LLAMA_8B;
+    // Forward: every unit all-gathers 7/8 of its bf16 parameters: 7/8 x 8,030,261,248 x 2 B.
+    const forwardBytes = 14_052_957_184;
+    assert.equal((7 / 8) * P * 2, forwardBytes);
+    assert.equal(
+      e.units.reduce((s, u) => s + u.traffic.forwardAllGatherBytes, 0),
+      forwardBytes,
+    );
+    const forwardSeconds = e.units.reduce((s, u) => s + u.time.forwardGather, 0);
+    // 14,052,957,184 / 360e9 = 0.0390359921... s.
+    assert.ok(Math.abs(forwardSeconds - 0.039035992177777) < 1e-12, String(forwardSeconds));
+    // One decoder layer: 7/8 x 218,112,000 x 2 B = 381,696,000 B, 1.0602666... ms.
+    const layer = e.units.find((u) => u.name === 'model.layers.0')!;
+    assert.ok(Math.abs(layer.time.forwardGather - 381_696_000 / 360e9) < 1e-15);
+    assert.ok(Math.abs(layer.time.forwardGather - 0.00106026666666) < 1e-13);
+
+    // The step (one micro-batch, no HSDP so no all-reduce), time on the link if nothing overlapped:
+    //   forward all-gathers   7/8 x P x 2 B                    = 14,052,957,184
+    //   backward all-gathers  7/8 x (P - root) x 2 B, the root  = 12,214,272,000
+    //     (embedding + final norm + head = 1,050,677,248 params) stays gathered from forward to backward
+    //   reduce-scatters       7/8 x P x 4 B (fp32)             = 28,105,914,368
+    //   total                                                  = 54,373,143,552 B
+    assert.equal(LLAMA_8B_ROOT, 1_050_677_248);
+    assert.equal((7 / 8) * (P - LLAMA_8B_ROOT) * 2, 12_214_272_000);
+    assert.equal((7 / 8) * P * 4, 28_105_914_368);
+    const stepBytes = 14_052_957_184 + 12_214_272_000 + 28_105_914_368;
+    assert.equal(stepBytes, 54_373_143_552);
+    assert.equal(trafficBytes(e.comms.perStep), stepBytes);
+    // 54,373,143,552 / 360e9 = 0.151036509866... s.
+    assert.ok(Math.abs(e.comms.commSeconds - 0.15103650986667) < 1e-12, String(e.comms.commSeconds));
+    assert.ok(Math.abs(e.comms.commSeconds - stepBytes / bw) < 1e-12);
+    // The link's own account of the step agrees.
+    assert.equal(e.comms.links.length, 1);
+    assert.ok(Math.abs(e.comms.links[0]!.seconds - stepBytes / bw) < 1e-12);
+  });
+});
+
+describe('time on the link with gradient accumulation', () => {
+  it('reductions count once per step when gradient sync is skipped between micro-batches', async () => {
+    const script = (sync: boolean) =>
+      [
+        '# fsdp: model=meta-llama/Llama-3.1-8B world_size=8',
+        'from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy',
+        'import torch',
+        'mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer, mp_policy=mp)',
+        'fully_shard(model, mp_policy=mp)',
+        sync ? '' : 'model.set_requires_gradient_sync(False)',
+        '',
+      ].join('\n');
+    const flags = { values: { gradAccum: 4 } };
+    const synced = estimateFile(await scanSource(script(true), 'a.py'), { flags });
+    const skipped = estimateFile(await scanSource(script(false), 'b.py'), { flags });
+    assert.ok(synced.ok && skipped.ok);
+    const bw = 450e9 * 0.8;
+    // Per micro-batch: gathers 26,267,229,184 B (forward 14,052,957,184 + backward 12,214,272,000), fp32
+    // reduce-scatters 28,105,914,368 B (7/8 x 8,030,261,248 x 4 B).
+    const gathers = (14_052_957_184 + 12_214_272_000) / bw;
+    const reduces = 28_105_914_368 / bw;
+    assert.ok(Math.abs(synced.estimate.comms.commSeconds - 4 * (gathers + reduces)) < 1e-9);
+    assert.ok(Math.abs(skipped.estimate.comms.commSeconds - (4 * gathers + reduces)) < 1e-9);
+    assert.equal(skipped.estimate.setup.syncEveryMicroBatch, false);
+  });
+});

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { applyEdits } from '../../src/core/lint/edits';
+import { lintFacts } from '../../src/core/lint/lint';
+import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { callAt, scanFixture, scanSource } from './helpers';
 
 describe('scan: FSDP2 fully_shard', () => {
@@ -257,5 +260,232 @@ describe('scan: bad input', () => {
       'from torch.distributed.fsdp import fully_shard\ns = "é€😀"; fully_shard(m)\n',
     );
     assert.equal(f.calls[0]?.range.start.character, 12);
+  });
+});
+
+/** 0-based position of the `nth` (0-based) occurrence of `needle` in `text`, as the editor counts it. */
+function positionOf(text: string, needle: string, nth = 0): { line: number; character: number } {
+  const lines = text.split('\n');
+  let seen = 0;
+  for (let line = 0; line < lines.length; line++) {
+    let from = 0;
+    for (;;) {
+      const character = lines[line]!.indexOf(needle, from);
+      if (character < 0) break;
+      if (seen++ === nth) return { line, character };
+      from = character + 1;
+    }
+  }
+  throw new Error(`${needle} #${nth} not in the text`);
+}
+
+describe('scan: options given through a **config dict', () => {
+  /** The option's range, for comparing with where its value is written. */
+  const rangeOf = (text: string, needle: string, nth = 0) => {
+    const start = positionOf(text, needle, nth);
+    return { start, end: { line: start.line, character: start.character + needle.length } };
+  };
+
+  it('a dict literal: each option keeps the source text and range of its value, keys added under an if too', async () => {
+    const text = [
+      'from torch.distributed.fsdp import fully_shard',
+      'cfg = {"reshard_after_forward": True, "mesh": None}',
+      'if args.offload:',
+      '    cfg["offload_policy"] = CPUOffloadPolicy(pin_memory=False)',
+      'for layer in model.layers:',
+      '    fully_shard(layer, **cfg)',
+      'fully_shard(model)',
+      '',
+    ].join('\n');
+    const f = await scanSource(text);
+    const o = callAt(f, 6).options;
+    assert.deepEqual(Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v.text])), {
+      reshard_after_forward: 'True',
+      mesh: 'None',
+      offload_policy: 'CPUOffloadPolicy(pin_memory=False)',
+    });
+    assert.equal(o.reshard_after_forward?.value, true);
+    assert.equal(o.mesh?.value, null);
+    assert.deepEqual(o.offload_policy?.value, { offloadParams: true, pinMemory: false });
+    // Line 2 (0-based 1) holds the literal; `True` is its first occurrence in the text.
+    assert.deepEqual(o.reshard_after_forward?.range, rangeOf(text, 'True'));
+    assert.deepEqual(o.reshard_after_forward?.range.start, { line: 1, character: 32 });
+    assert.deepEqual(o.offload_policy?.range, rangeOf(text, 'CPUOffloadPolicy(pin_memory=False)'));
+    for (const k of Object.keys(o)) assert.equal(o[k]?.via, '**cfg', k);
+    assert.deepEqual(o.offload_policy?.conditions, ['args.offload']);
+    assert.equal(o.reshard_after_forward?.conditions, undefined);
+  });
+
+  it('dict(...): the keyword values are the source text, not their JSON, with their own ranges', async () => {
+    const text = [
+      'import torch',
+      'from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard',
+      'mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16)',
+      'cfg = dict(reshard_after_forward=True, mesh=None, mp_policy=mp)',
+      'if args.shard_placement:',
+      '    cfg.update(reshard_after_forward=False)',
+      'for layer in model.layers:',
+      '    fully_shard(layer, **cfg)',
+      'fully_shard(model, **dict(cfg, reshard_after_forward=2))',
+      '',
+    ].join('\n');
+    const f = await scanSource(text);
+    const o = callAt(f, 8).options;
+    // Before the update the key held True; the update under an unknown condition is the last binding.
+    assert.equal(o.reshard_after_forward?.text, 'False');
+    assert.equal(o.reshard_after_forward?.value, false);
+    assert.deepEqual(o.reshard_after_forward?.conditions, ['args.shard_placement']);
+    assert.deepEqual(o.reshard_after_forward?.range, rangeOf(text, 'False'));
+    assert.equal(o.mesh?.text, 'None');
+    assert.deepEqual(o.mesh?.range, rangeOf(text, 'None'));
+    assert.equal(o.mp_policy?.text, 'mp');
+    assert.equal((o.mp_policy?.value as { param_dtype: string }).param_dtype, 'bfloat16');
+    // `mp` on line 4 (0-based 3) after `cfg = dict(` (11), `reshard_after_forward=True, ` (28), `mesh=None, ` (11)
+    // and `mp_policy=` (10): characters 60 to 62.
+    assert.deepEqual(o.mp_policy?.range, {
+      start: { line: 3, character: 60 },
+      end: { line: 3, character: 62 },
+    });
+    for (const k of Object.keys(o)) assert.equal(o[k]?.via, '**cfg', k);
+
+    // dict(mapping, key=value): the mapping's keys, then the keyword written in the call.
+    const root = callAt(f, 9).options;
+    assert.equal(root.reshard_after_forward?.text, '2');
+    assert.equal(root.reshard_after_forward?.value, 2);
+    // `fully_shard(model, **dict(cfg, reshard_after_forward=` is 53 characters: the 2 spans 53 to 54 of line 9.
+    assert.deepEqual(root.reshard_after_forward?.range, {
+      start: { line: 8, character: 53 },
+      end: { line: 8, character: 54 },
+    });
+    assert.equal(root.mesh?.text, 'None');
+    assert.deepEqual(callAt(f, 9).unresolvedSplats, []);
+  });
+
+  it('dict(**unknown) leaves the splat unresolved instead of reading part of it', async () => {
+    const f = await scanSource(
+      'from torch.distributed.fsdp import fully_shard\ncfg = dict(**load_config(), reshard_after_forward=True)\nfully_shard(model, **cfg)\n',
+    );
+    assert.deepEqual(f.calls[0]?.unresolvedSplats, ['cfg']);
+    assert.deepEqual(f.calls[0]?.options, {});
+  });
+
+  it('lint keeps working on splatted options: findings on the value, a root fix that passes the splat on', async () => {
+    const text = [
+      'from torch.distributed.device_mesh import init_device_mesh',
+      'from torch.distributed.fsdp import fully_shard',
+      'mesh = init_device_mesh("cuda", (8,))',
+      'cfg = dict(mesh=mesh, reshard_after_forward=3)',
+      'for layer in model.layers:',
+      '    fully_shard(layer, **cfg)',
+      '',
+    ].join('\n');
+    const facts = await scanSource(text);
+    const findings = lintFacts({ facts, text, options: DEFAULT_LINT_OPTIONS });
+    // 3 does not divide the 8 ranks of the mesh: reported where 3 is written (line 4, 0-based 3), and the only
+    // fix is the suppression, on that same line, which the next run honours.
+    const divisor = findings.find((x) => x.rule === 'FSDP006');
+    assert.ok(divisor);
+    // `cfg = dict(` (11) + `mesh=mesh, ` (11) + `reshard_after_forward=` (22): the 3 spans characters 44 to 45.
+    assert.deepEqual(divisor.range, { start: { line: 3, character: 44 }, end: { line: 3, character: 45 } });
+    assert.deepEqual(divisor.range, rangeOf(text, '3'));
+    assert.equal(divisor.fixes.length, 1);
+    const suppressed = applyEdits(text, divisor.fixes[0]!.edits);
+    assert.equal(
+      suppressed.split('\n')[3],
+      'cfg = dict(mesh=mesh, reshard_after_forward=3)  # noqa: FSDP006',
+    );
+    const again = lintFacts({
+      facts: await scanSource(suppressed),
+      text: suppressed,
+      options: DEFAULT_LINT_OPTIONS,
+    });
+    assert.equal(
+      again.some((x) => x.rule === 'FSDP006'),
+      false,
+    );
+    // No root wrap: the fix wraps the model with the same `**cfg`, not the values spelled out.
+    const root = findings.find((x) => x.rule === 'FSDP001');
+    assert.ok(root);
+    const fix = root.fixes.find((x) => x.preferred);
+    assert.ok(fix);
+    assert.equal(applyEdits(text, fix.edits).split('\n')[6], 'fully_shard(model, **cfg)');
+  });
+});
+
+describe('scan: loop forms, per-unit options and the loaded model', () => {
+  it('reads items(), values(), enumerate() and range(len()) loops over model.model.layers', async () => {
+    const f = await scanFixture('scan/loop_forms.py');
+    assert.equal(f.calls.length, 5);
+    const loops = f.calls
+      .filter((c) => c.loop)
+      .map((c) => [c.line, c.target, c.loop!.target, c.loop!.iterable, c.paths]);
+    const layers = [['model', 'model', 'layers', '*']];
+    assert.deepEqual(loops, [
+      [14, 'block', 'name, block', 'model.model.layers.items()', layers],
+      [16, 'block', 'block', 'model.model.layers.values()', layers],
+      [18, 'block', 'i, block', 'enumerate(model.model.layers)', layers],
+      [20, 'model.model.layers[i]', 'i', 'range(len(model.model.layers))', layers],
+    ]);
+    // The loop targets' ranges: `name, block` on line 13 (0-based 12) after `for `.
+    assert.deepEqual(callAt(f, 14).loop?.targetRange, {
+      start: { line: 12, character: 4 },
+      end: { line: 12, character: 4 + 'name, block'.length },
+    });
+    const root = callAt(f, 21);
+    assert.equal(root.isRoot, true);
+    assert.deepEqual(root.children, [0, 1, 2, 3]);
+    assert.deepEqual(root.paths, [['model']]);
+  });
+
+  it('records ignored_params= and shard_placement_fn= on fully_shard', async () => {
+    const f = await scanFixture('scan/loop_forms.py');
+    const ignored = callAt(f, 14).options.ignored_params;
+    assert.equal(ignored?.text, 'frozen');
+    assert.equal(ignored?.range.start.line, 13);
+    const literal = callAt(f, 20).options.ignored_params;
+    assert.equal(literal?.text, '{model.model.norm.weight}');
+    assert.equal(callAt(f, 16).options.shard_placement_fn?.text, 'place');
+    const lambda = callAt(f, 18).options.shard_placement_fn;
+    assert.equal(lambda?.text, 'lambda p: Shard(0)');
+    assert.deepEqual(lambda?.value, { lambda: 'lambda p: Shard(0)' });
+  });
+
+  it('records LlamaForCausalLM.from_pretrained("org/name") as the model, as it does Auto classes', async () => {
+    const f = await scanFixture('scan/loop_forms.py');
+    assert.equal(f.models.length, 1);
+    const m = f.models[0]!;
+    assert.equal(m.variable, 'model');
+    assert.equal(m.line, 11);
+    assert.equal(m.callee, 'LlamaForCausalLM.from_pretrained');
+    assert.equal(m.qualified, 'transformers.LlamaForCausalLM.from_pretrained');
+    assert.equal(m.pretrained, 'meta-llama/Llama-3.2-1B');
+    assert.equal(m.dtype, 'bfloat16');
+    assert.equal(m.meta, false);
+  });
+
+  it('maps enumerate() and range(len()) loops of snippets to the iterable, with two-level paths', async () => {
+    const f = await scanSource(
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'for i, layer in enumerate(model.layers):',
+        '    fully_shard(layer)',
+        'for i in range(len(model.layers)):',
+        '    fully_shard(model.layers[i].mlp)',
+        'for name, block in model.layers.items():',
+        '    fully_shard(block.attention)',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    assert.deepEqual(
+      f.calls.map((c) => c.paths),
+      [
+        [['model', 'layers', '*']],
+        [['model', 'layers', '*', 'mlp']],
+        [['model', 'layers', '*', 'attention']],
+        [['model']],
+      ],
+    );
+    assert.deepEqual(callAt(f, 8).children, [0, 1, 2]);
   });
 });

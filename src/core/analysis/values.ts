@@ -292,12 +292,12 @@ export class Evaluator {
       } else if (p?.type === 'attribute' && p.childForFieldName('attribute')?.text === 'update') {
         const call = p.parent;
         if (call?.type === 'call') {
-          const v = this.evalCall(call, true);
-          if (v.k === 'call') {
-            for (const a of v.args)
-              if (a.k === 'dict') for (const e of a.entries) setEntry(entries, { ...e, line, ...extra });
-            for (const [k, val] of Object.entries(v.kwargs))
-              setEntry(entries, { key: { k: 'str', v: k }, value: val, line, ...extra });
+          const argList = call.childForFieldName('arguments');
+          const a = argList?.type === 'argument_list' ? this.callArguments(argList) : undefined;
+          if (a) {
+            for (const x of a.args)
+              if (x.k === 'dict') for (const e of x.entries) setEntry(entries, { ...e, line, ...extra });
+            for (const e of a.keywords) setEntry(entries, { ...e, line, ...extra });
           }
         }
       } else if (p?.type === 'assignment' && p.childForFieldName('left')?.id === id.id) {
@@ -432,34 +432,57 @@ export class Evaluator {
     if (!fn) return UNKNOWN(node.text, 'incomplete');
     const calleeVal = fn.type === 'identifier' || fn.type === 'attribute' ? this.calleeName(fn) : undefined;
     const callee = calleeVal ?? fn.text;
-    const args: Val[] = [];
+    const { args, keywords, splats } =
+      argList?.type === 'argument_list'
+        ? this.callArguments(argList)
+        : { args: [], keywords: [] as DictEntry[], splats: [] };
     const kwargs: Record<string, Val> = {};
-    const splats: Val[] = [];
-    if (argList?.type === 'argument_list') {
-      for (const a of argList.namedChildren) {
-        if (a.type === 'keyword_argument') {
-          const n = a.childForFieldName('name');
-          const v = a.childForFieldName('value');
-          if (n && v) kwargs[n.text] = this.ev(v);
-        } else if (a.type === 'dictionary_splat') {
-          const inner = a.namedChild(0);
-          const v = inner ? this.ev(inner) : UNKNOWN('**', 'empty');
-          if (v.k === 'dict') {
-            for (const e of v.entries) if (e.key.k === 'str') kwargs[e.key.v] = e.value;
-          } else splats.push(v);
-        } else if (a.type === 'list_splat') {
-          const inner = a.namedChild(0);
-          const v = inner ? this.ev(inner) : UNKNOWN('*', 'empty');
-          if (v.k === 'seq') args.push(...v.items);
-          else splats.push(v);
-        } else if (a.type !== 'comment') args.push(this.ev(a));
-      }
-    }
+    for (const e of keywords) if (e.key.k === 'str') kwargs[e.key.v] = e.value;
     if (!keepAsCall) {
+      if (callee === 'dict') {
+        const d = dictCall(args, keywords, splats);
+        if (d) return d;
+        if (splats.length) return UNKNOWN(node.text.slice(0, 80), 'merges a mapping that is not known');
+      }
       const folded = foldBuiltin(callee, args, kwargs);
       if (folded) return folded;
     }
     return { k: 'call', callee, args, kwargs, splats, node };
+  }
+
+  /**
+   * The arguments of a call: positional values, keyword arguments as dict entries that keep the node where each
+   * value is written (`dict(k=v)`, `cfg.update(k=v)`, keys merged from `**mapping`), and splats not known.
+   */
+  private callArguments(argList: Node): { args: Val[]; keywords: DictEntry[]; splats: Val[] } {
+    const args: Val[] = [];
+    const keywords: DictEntry[] = [];
+    const splats: Val[] = [];
+    for (const a of argList.namedChildren) {
+      if (a.type === 'keyword_argument') {
+        const n = a.childForFieldName('name');
+        const v = a.childForFieldName('value');
+        if (n && v)
+          setEntry(keywords, {
+            key: { k: 'str', v: n.text },
+            value: this.ev(v),
+            valueNode: v,
+            line: v.startPosition.row + 1,
+          });
+      } else if (a.type === 'dictionary_splat') {
+        const inner = a.namedChild(0);
+        const v = inner ? this.ev(inner) : UNKNOWN('**', 'empty');
+        if (v.k === 'dict') {
+          for (const e of v.entries) if (e.key.k === 'str') setEntry(keywords, e);
+        } else splats.push(v);
+      } else if (a.type === 'list_splat') {
+        const inner = a.namedChild(0);
+        const v = inner ? this.ev(inner) : UNKNOWN('*', 'empty');
+        if (v.k === 'seq') args.push(...v.items);
+        else splats.push(v);
+      } else if (a.type !== 'comment') args.push(this.ev(a));
+    }
+    return { args, keywords, splats };
   }
 
   /** The qualified name a callee expression refers to, through imports and local aliases. */
@@ -490,6 +513,19 @@ export function dottedText(node: Node): string {
     if (o && a) return `${dottedText(o)}.${a.text}`;
   }
   return node.text.replace(/\s+/g, '');
+}
+
+/**
+ * `dict(k=v, ...)` and `dict(mapping, k=v, ...)` as a dict whose entries keep where each value is written; null
+ * when the call is not a constant mapping.
+ */
+function dictCall(args: Val[], keywords: DictEntry[], splats: Val[]): Val | null {
+  if (splats.length || args.length > 1) return null;
+  const first = args[0];
+  if (first && first.k !== 'dict') return null;
+  const entries: DictEntry[] = first ? [...first.entries] : [];
+  for (const e of keywords) setEntry(entries, e);
+  return { k: 'dict', entries };
 }
 
 function setEntry(entries: DictEntry[], e: DictEntry): void {

@@ -482,20 +482,27 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   const zero3ReferenceBytes = ((W - 1) / W) * totalParams * (2 * ag + rd) * K;
   const ddpAllReduceBytes = 2 * ((N - 1) / N) * trainableParams * rd * K;
 
-  const commPerMb = sum(
-    units,
-    (u) => u.time.forwardGather + u.time.backwardGather + u.time.reduceScatter + u.time.allReduce,
-  );
+  // Gathers run every micro-batch; reductions every micro-batch, or only on the last one when gradient sync is
+  // skipped in between (no_sync / set_requires_gradient_sync(False)), as the per-step traffic counts them.
+  const reductions = setup.syncEveryMicroBatch ? K : 1;
+  const gatherPerMb = sum(units, (u) => u.time.forwardGather + u.time.backwardGather);
+  const reducePerMb = sum(units, (u) => u.time.reduceScatter + u.time.allReduce);
   const computePerMb = sum(units, (u) => u.time.forwardCompute + u.time.backwardCompute);
   // Forward: unit i+1's all-gather runs under unit i's compute; backward likewise, with reduce-scatters too.
-  let exposed = units[0] ? units[0].time.forwardGather : 0;
-  for (let i = 0; i + 1 < units.length; i++)
-    exposed += Math.max(0, units[i + 1]!.time.forwardGather - units[i]!.time.forwardCompute);
-  for (const u of units)
-    exposed += Math.max(
-      0,
-      u.time.backwardGather + u.time.reduceScatter + u.time.allReduce - u.time.backwardCompute,
-    );
+  const exposedOf = (withReductions: boolean) => {
+    let x = units[0] ? units[0].time.forwardGather : 0;
+    for (let i = 0; i + 1 < units.length; i++)
+      x += Math.max(0, units[i + 1]!.time.forwardGather - units[i]!.time.forwardCompute);
+    for (const u of units)
+      x += Math.max(
+        0,
+        u.time.backwardGather +
+          (withReductions ? u.time.reduceScatter + u.time.allReduce : 0) -
+          u.time.backwardCompute,
+      );
+    return x;
+  };
+  const exposedSeconds = exposedOf(true) * reductions + exposedOf(false) * (K - reductions);
 
   const result: Estimate = {
     model: {
@@ -550,9 +557,9 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       shardLink,
       replicaLink,
       links: linkLoads(perStep, shardLink, replicaLink, bw),
-      commSeconds: commPerMb * K,
+      commSeconds: gatherPerMb * K + reducePerMb * reductions,
       computeSeconds: computePerMb * K,
-      exposedSeconds: exposed * K,
+      exposedSeconds,
     },
     gpu,
     setup,
