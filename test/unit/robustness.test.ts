@@ -14,6 +14,7 @@ import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { CATALOG, type HfConfig } from '../../src/core/model/catalog';
 import { ConfigError, modelFromHfConfig } from '../../src/core/model/hf';
 import { ParsedDocument, changeFor } from '../../src/core/parsing/document';
+import { SourceFile } from '../../src/core/parsing/source';
 import { analyzeFacts } from '../../src/core/pipeline';
 import { Project } from '../../src/core/project/project';
 import { estimateFile } from '../../src/core/resolve/analyze';
@@ -369,6 +370,40 @@ describe('properties of the estimator', () => {
       );
     },
   );
+});
+
+describe('word search', () => {
+  it('one pass over the text finds the same words as a search per word', async () => {
+    const g = await grammar();
+    const alphabet = [
+      'fully_shard',
+      'fully',
+      '_shard',
+      'FSDP',
+      'FSDP1',
+      'x',
+      '.',
+      ' ',
+      '\n',
+      '(',
+      '#',
+      '"',
+      '\u00e9',
+    ];
+    const words = ['fully_shard', 'fully', 'FSDP', 'x', 'shard'];
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...alphabet), { maxLength: 40 }), (parts) => {
+        const text = parts.join('');
+        const tree = g.parse(text);
+        const onePass = new SourceFile('a.py', text, tree);
+        const perWord = new SourceFile('a.py', text, tree);
+        onePass.prefetchWords(words);
+        for (const w of words) assert.deepEqual(onePass.wordOffsets(w), perWord.wordOffsets(w), w);
+        tree.delete();
+      }),
+      params(300),
+    );
+  });
 });
 
 describe('no code of the user runs, no network', () => {

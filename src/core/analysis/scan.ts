@@ -85,6 +85,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
   // Local aliases of the APIs (`import ... as fs`, `fs = fully_shard`) are searched for too.
   for (const b of imports.bindings) if (!b.isModule && classifyApi(b.qualified)) words.add(b.local);
 
+  file.prefetchWords(words);
   const seen = new Set<number>();
   const callNodes: Node[] = [];
   const partial: Node[] = [];

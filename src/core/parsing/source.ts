@@ -19,6 +19,8 @@ export function rangeOf(node: Node): Range {
   };
 }
 
+const WORD_PATTERNS = new Map<string, RegExp>();
+
 /** The first index of the sorted `xs` whose value is >= `x`. */
 function lowerBound(xs: number[], x: number): number {
   let lo = 0;
@@ -63,6 +65,27 @@ export class SourceFile {
 
   /** Offsets of each word searched so far, over the whole text (a scan asks for the same names many times). */
   private readonly offsets = new Map<string, number[]>();
+
+  /**
+   * Finds every whole-identifier occurrence of many words in one pass over the text (one regular expression
+   * instead of a search per word), filling the cache `wordOffsets` reads.
+   */
+  prefetchWords(words: Iterable<string>): void {
+    const wanted = [...new Set(words)].filter((w) => /^\w+$/.test(w) && !this.offsets.has(w));
+    if (!wanted.length) return;
+    const lists = new Map<string, number[]>(wanted.map((w) => [w, []]));
+    const alternatives = wanted.sort((a, b) => b.length - a.length || (a < b ? -1 : 1)).join('|');
+    let re = WORD_PATTERNS.get(alternatives);
+    if (!re) {
+      // Compiled once per set of words (every scan asks for the same set).
+      re = new RegExp(`(?<![A-Za-z0-9_])(?:${alternatives})(?![A-Za-z0-9_])`, 'g');
+      if (WORD_PATTERNS.size > 64) WORD_PATTERNS.clear();
+      WORD_PATTERNS.set(alternatives, re);
+    }
+    re.lastIndex = 0;
+    for (let m = re.exec(this.text); m; m = re.exec(this.text)) lists.get(m[0])!.push(m.index);
+    for (const [w, l] of lists) this.offsets.set(w, l);
+  }
 
   /** Offsets of `word` as a whole identifier in `[from, to)`, skipping comments and strings by tree check later. */
   wordOffsets(word: string, from = 0, to = this.text.length): number[] {
