@@ -507,15 +507,18 @@ function blockAssignments(file: SourceFile, block: Node): { target: Node; value:
 
 /** A `with torch.device("meta")` / `with init_empty_weights()` block. */
 function isMetaBlock(file: SourceFile, ev: Evaluator, stmt: Node): boolean {
-  return withCalls(file, stmt).some((manager) => {
-    const f = manager.childForFieldName('function');
-    const name = f ? ev.calleeName(f) : '';
-    if (lastSegment(name) === 'init_empty_weights') return true;
-    if (name !== 'torch.device') return false;
-    const a = readArgs(file, manager).positional[0];
-    const v = a ? ev.eval(a) : null;
-    return v?.k === 'str' && v.v === 'meta';
-  });
+  // Asked once per model call inside the block and once per `meta` word: answered once per statement.
+  return file.memo(`meta-block:${stmt.id}`, () =>
+    withCalls(file, stmt).some((manager) => {
+      const f = manager.childForFieldName('function');
+      const name = f ? ev.calleeName(f) : '';
+      if (lastSegment(name) === 'init_empty_weights') return true;
+      if (name !== 'torch.device') return false;
+      const a = readArgs(file, manager).positional[0];
+      const v = a ? ev.eval(a) : null;
+      return v?.k === 'str' && v.v === 'meta';
+    }),
+  );
 }
 
 function loopFact(file: SourceFile, loop: Node, left: Node, right: Node): LoopFact {

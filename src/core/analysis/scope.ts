@@ -1,4 +1,4 @@
-import type { Node } from '../parsing/python';
+import type { Node, Tree } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 
 /** How a name got its value at some point of a file. */
@@ -13,9 +13,32 @@ const FUNCTION = 'function_definition';
 
 /** The nearest enclosing `def` (lambdas are expressions, not scopes we read). */
 export function enclosingFunction(node: Node): Node | null {
-  for (let p = node.parent; p; p = p.parent) if (p.type === FUNCTION) return p;
-  return null;
+  // Each step up the tree crosses into WebAssembly, and a scan asks about many nodes of the same few statements:
+  // the answer is remembered for every node passed on the way up (per tree, by node id), so later walks stop
+  // where an earlier one went.
+  let known = ENCLOSING.get(node.tree);
+  if (!known) ENCLOSING.set(node.tree, (known = new Map()));
+  const cached = known.get(node.id);
+  if (cached !== undefined) return cached;
+  const passed = [node.id];
+  let found: Node | null = null;
+  for (let p = node.parent; p; p = p.parent) {
+    if (p.type === FUNCTION) {
+      found = p;
+      break;
+    }
+    const above = known.get(p.id);
+    if (above !== undefined) {
+      found = above;
+      break;
+    }
+    passed.push(p.id);
+  }
+  for (const id of passed) known.set(id, found);
+  return found;
 }
+
+const ENCLOSING = new WeakMap<Tree, Map<number, Node | null>>();
 
 /** `Trainer.setup` for a method, `main.apply` for a nested function, `apply_fsdp` for a plain one. */
 export function qualifiedName(def: Node): string {

@@ -48,6 +48,10 @@ export class Evaluator {
   private steps = 0;
   private depth = 0;
   private readonly active = new Set<number>();
+  /** Times an evaluation was cut short (budget, depth or a cycle): a result reached that way depends on context. */
+  private cutShort = 0;
+  /** Parameters' values from their call sites, by function and name (each wrap call asks about the same ones). */
+  private readonly callSiteValues = new Map<string, Val | null>();
 
   constructor(
     readonly file: SourceFile,
@@ -70,9 +74,14 @@ export class Evaluator {
   }
 
   private ev(node: Node): Val {
-    if (++this.steps > this.limits.maxSteps)
+    if (++this.steps > this.limits.maxSteps) {
+      this.cutShort++;
       return UNKNOWN(node.text.slice(0, 80), 'too complex to evaluate');
-    if (this.depth >= this.limits.maxDepth) return UNKNOWN(node.text.slice(0, 80), 'nested too deeply');
+    }
+    if (this.depth >= this.limits.maxDepth) {
+      this.cutShort++;
+      return UNKNOWN(node.text.slice(0, 80), 'nested too deeply');
+    }
     this.depth++;
     try {
       return this.evalNode(node);
@@ -182,7 +191,10 @@ export class Evaluator {
 
   private fromBinding(name: string, b: Binding, at: Node): Val {
     const key = b.name.startIndex;
-    if (this.active.has(key)) return UNKNOWN(name, 'defined in terms of itself');
+    if (this.active.has(key)) {
+      this.cutShort++;
+      return UNKNOWN(name, 'defined in terms of itself');
+    }
     this.active.add(key);
     try {
       switch (b.kind) {
@@ -193,7 +205,7 @@ export class Evaluator {
         }
         case 'param':
           return (
-            this.fromCallSites(name, b) ?? {
+            this.fromCallSitesOnce(name, b) ?? {
               k: 'param',
               name,
               function: b.function.childForFieldName('name')?.text ?? '',
@@ -212,6 +224,17 @@ export class Evaluator {
     } finally {
       this.active.delete(key);
     }
+  }
+
+  /** `fromCallSites`, remembered unless the evaluation was cut short (then the answer depends on where it began). */
+  private fromCallSitesOnce(name: string, b: Binding & { kind: 'param' }): Val | null {
+    const key = `${b.function.id}:${name}`;
+    const known = this.callSiteValues.get(key);
+    if (known !== undefined) return known;
+    const before = this.cutShort;
+    const v = this.fromCallSites(name, b);
+    if (this.cutShort === before) this.callSiteValues.set(key, v);
+    return v;
   }
 
   /**
