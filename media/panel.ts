@@ -5,7 +5,7 @@ import '@vscode-elements/elements/dist/vscode-option/index.js';
 import '@vscode-elements/elements/dist/vscode-single-select/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { Chart } from 'chart.js';
-import { fmtBytes, fmtCount, fmtParams, fmtSeconds } from '../src/core/estimator/format';
+import { fmtBytes, fmtCount, fmtParams, fmtSeconds, wholeNodesText } from '../src/core/estimator/format';
 import type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from '../src/core/report/panelData';
 import { granularityChart, memoryChart } from './charts';
 import { custom, el, section, table, type Cell } from './dom';
@@ -482,7 +482,12 @@ function renderFit(data: PanelData, e: Estimate): HTMLElement {
     })),
     g.minGpus.worldSize === null
       ? { text: 'none', title: g.minGpus.reason ?? '' }
-      : String(g.minGpus.worldSize),
+      : g.minGpus.wholeNodes
+        ? {
+            text: `${g.minGpus.worldSize} (${g.minGpus.wholeNodes.worldSize} on whole nodes)`,
+            title: `${g.minGpus.worldSize} GPUs${wholeNodesText(g.minGpus, '; ')}`,
+          }
+        : String(g.minGpus.worldSize),
   ]);
   rows.push([
     { text: 'peak per GPU', cls: 'muted' },

@@ -199,6 +199,27 @@ describe('the 70B worked example', () => {
     assert.equal(fits(min.worldSize!), true);
     assert.equal(fits(min.worldSize! - 1), false);
   });
+  it('names the count on whole nodes when the smallest leaves a node part-filled', () => {
+    // Llama 3.1 8B, selective checkpointing, micro-batch 2 x 8192 on 80 GB H100s: 8 GPUs do not fit
+    // (docs/calibration.md), so the smallest count is above one node of 8 and torchrun needs whole nodes.
+    const { input: h100 } = run(CATALOG['meta-llama/Llama-3.1-8B']!, {
+      gpu: 'h100-sxm-80gb',
+      worldSize: 8,
+      gpusPerNode: 8,
+      checkpointing: 'selective',
+      microBatch: 2,
+      seqLen: 8192,
+    });
+    const m = new WhatIfModel(h100).minGpus('h100-sxm-80gb');
+    assert.ok(m.worldSize !== null && m.worldSize > 8);
+    const nodes = Math.ceil(m.worldSize / 8);
+    if (m.worldSize % 8 === 0) assert.equal(m.wholeNodes, undefined);
+    else assert.deepEqual(m.wholeNodes, { worldSize: nodes * 8, nodes, gpusPerNode: 8 });
+    // Within one node any count launches: no whole-node figure.
+    const small = new WhatIfModel(h100).minGpus('h100-sxm-80gb', { gpusPerNode: 64 });
+    assert.equal(small.worldSize, m.worldSize);
+    assert.equal(small.wholeNodes, undefined);
+  });
 });
 
 describe('timeline properties over the catalog', () => {

@@ -1,3 +1,4 @@
+import type { MinGpus } from './whatif';
 /** How sizes are shown: decimal GB (1e9) by default, binary GiB (2^30) as a setting; never both in one view. */
 export type ByteUnits = 'GB' | 'GiB';
 
@@ -57,4 +58,10 @@ export function fmtSeconds(s: number): string {
   if (s >= 1) return `${sig3(s)} s`;
   if (s >= 1e-3) return `${sig3(s * 1e3)} ms`;
   return `${sig3(s * 1e6)} µs`;
+}
+
+/** `; 16 GPUs on 2 whole nodes of 8` when the smallest count leaves a node part-filled. */
+export function wholeNodesText(min: Pick<MinGpus, 'wholeNodes'>, lead: string): string {
+  const n = min.wholeNodes;
+  return n ? `${lead}${n.worldSize} GPUs on ${n.nodes} whole nodes of ${n.gpusPerNode}` : '';
 }

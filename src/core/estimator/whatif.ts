@@ -178,7 +178,13 @@ export class WhatIfModel {
       if (fits(mid).ok) hi = mid;
       else lo = mid;
     }
-    return { gpu: gpu.id, worldSize: hi * R };
+    const worldSize = hi * R;
+    const gpn = Math.max(1, w.gpusPerNode ?? this.input.setup.gpusPerNode);
+    if (worldSize <= gpn || worldSize % gpn === 0) return { gpu: gpu.id, worldSize };
+    // More GPUs only shrink the sharded state, so the whole-node count fits too; it must also keep R replicas.
+    let nodes = Math.ceil(worldSize / gpn);
+    while ((nodes * gpn) % R !== 0) nodes++;
+    return { gpu: gpu.id, worldSize, wholeNodes: { worldSize: nodes * gpn, nodes, gpusPerNode: gpn } };
   }
 
   private isBlockUnit(u: Unit): boolean {
@@ -236,5 +242,10 @@ export interface MinGpus {
   gpu: string;
   /** The smallest world size that fits, or null when none does. */
   worldSize: number | null;
+  /**
+   * When that count spans nodes without filling them (9 GPUs on nodes of 8), the smallest count on whole nodes
+   * that fits: launchers start the same number of processes on every node.
+   */
+  wholeNodes?: { worldSize: number; nodes: number; gpusPerNode: number };
   reason?: string;
 }

@@ -1,6 +1,6 @@
 import type { Estimate } from '../estimator/estimate';
 import { trafficBytes } from '../estimator/estimate';
-import { fmtBytes, fmtSeconds, type ByteUnits } from '../estimator/format';
+import { fmtBytes, fmtSeconds, wholeNodesText, type ByteUnits } from '../estimator/format';
 import { requiredBytes } from '../estimator/timeline';
 import { WhatIfModel, type WhatIf } from '../estimator/whatif';
 import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
@@ -106,7 +106,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
         option(
           run(ch),
           `${min.worldSize} GPUs`,
-          `the smallest world size that fits (${min.worldSize - e.mesh.worldSize} more ${e.gpu.name})`,
+          `the smallest world size that fits (${min.worldSize - e.mesh.worldSize} more ${e.gpu.name})${wholeNodesText(min, '; ')}`,
           ch,
         ),
       );

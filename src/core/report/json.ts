@@ -63,6 +63,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       rule: 'fits when peak x (1 + fragmentation) + context <= the memory the driver reports',
     },
     minGpus: minGpus?.worldSize ?? null,
+    ...(minGpus?.wholeNodes ? { minGpusOnWholeNodes: minGpus.wholeNodes } : {}),
     ...(minGpus?.reason ? { minGpusReason: minGpus.reason } : {}),
     recomputeFraction: e.timeline?.recomputeFraction ?? 0,
     timeline: (e.timeline?.events ?? []).map((ev) => ({

@@ -1,4 +1,11 @@
-import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnits } from '../estimator/format';
+import {
+  fmtBytes,
+  fmtCount,
+  fmtParams,
+  fmtSeconds,
+  wholeNodesText,
+  type ByteUnits,
+} from '../estimator/format';
 import type { Estimate, UnitEstimate } from '../estimator/estimate';
 import { trafficBytes } from '../estimator/estimate';
 import type { Source } from '../estimator/types';
@@ -87,7 +94,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnits; minGpus?: M
   if (opts.minGpus) {
     L.push(
       opts.minGpus.worldSize !== null
-        ? `          smallest world size that fits a ${e.gpu.name}: ${opts.minGpus.worldSize} GPU${opts.minGpus.worldSize === 1 ? '' : 's'}`
+        ? `          smallest world size that fits a ${e.gpu.name}: ${opts.minGpus.worldSize} GPU${opts.minGpus.worldSize === 1 ? '' : 's'}${wholeNodesText(opts.minGpus, '; ')}`
         : `          no world size fits a ${e.gpu.name}: ${opts.minGpus.reason}`,
     );
   }

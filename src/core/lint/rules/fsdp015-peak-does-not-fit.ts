@@ -1,4 +1,4 @@
-import { fmtBytes } from '../../estimator/format';
+import { fmtBytes, wholeNodesText } from '../../estimator/format';
 import { requiredBytes } from '../../estimator/timeline';
 import type { Draft, Rule } from '../types';
 
@@ -36,7 +36,7 @@ fully_shard(model)`,
     const min = ctx.model?.minGpus?.();
     const smallest =
       min && min.worldSize !== null
-        ? ` The smallest world size that fits is ${min.worldSize} GPUs.`
+        ? ` The smallest world size that fits is ${min.worldSize} GPUs${wholeNodesText(min, ' (')}${min.wholeNodes ? ')' : ''}.`
         : min?.reason
           ? ` No world size fits: ${min.reason}.`
           : '';
