@@ -124,6 +124,50 @@ describe('lint rules', () => {
     assert.equal(findings[0]!.fixes.filter((f) => f.preferred).length, 0);
   });
 
+  it('FSDP001: blocks iterated through a local list or comprehension belong to the wrapped model', async () => {
+    const head = 'from torch.distributed.fsdp import fully_shard\nmodel = build()\n';
+    const tail = 'for layer in blocks:\n    fully_shard(layer)\nfully_shard(model)\n';
+    for (const source of [
+      'blocks = list(model.layers)',
+      'blocks = [m for m in model.modules() if isinstance(m, Block)]',
+      'blocks = [m for _, m in model.named_modules() if isinstance(m, Block)]',
+      'blocks = [b.mlp for b in model.layers]',
+    ]) {
+      const text = `${head}${source}\n${tail}`;
+      assert.deepEqual(await lint(text), [], source);
+      const facts = await scanSource(text);
+      assert.deepEqual(facts.calls[0]!.paths[0]!.slice(0, 1), ['model'], source);
+      assert.equal(facts.calls[1]!.isRoot, true, source);
+    }
+    // A helper that returns the blocks says nothing of which model they belong to: no finding either way.
+    assert.deepEqual(
+      await lint(`${head}blocks = get_layers(model)\nfor layer in blocks:\n    fully_shard(layer)\n`),
+      [],
+    );
+  });
+
+  it('FSDP001: the fix leaves out options computed from the loop variables', async () => {
+    const text = [
+      'from torch.distributed.fsdp import fully_shard',
+      'def main():',
+      '    model = build()',
+      '    for i, layer in enumerate(model.layers):',
+      '        fully_shard(layer, mesh=meshes[i], mp_policy=policy_for(layer), offload_policy=offload)',
+      '    opt = make_opt(model)',
+      '',
+      'main()',
+      '',
+    ].join('\n');
+    const [f] = await lint(text);
+    assert.equal(f?.rule, 'FSDP001');
+    const fix = preferredFix(f!);
+    assert.match(fix.title, /mesh, mp_policy left out/);
+    assert.equal(
+      applyEdits(text, fix.edits).split('\n')[5],
+      '    fully_shard(model, offload_policy=offload)',
+    );
+  });
+
   it('FSDP005: legacy path rewritten; quiet with an older minimum PyTorch', async () => {
     const { text, findings } = await lintFixture('fsdp005_bad.py');
     assert.deepEqual(
@@ -137,6 +181,56 @@ describe('lint rules', () => {
     assert.match(fixed, /^from torch\.distributed\.fsdp import fully_shard, MixedPrecisionPolicy$/m);
     assert.match(fixed, /^import torch\.distributed\.fsdp as cfsdp$/m);
     assert.deepEqual((await lintFixture('fsdp005_bad.py', { minTorchVersion: '2.5' })).findings, []);
+  });
+
+  it('FSDP005: a fallback in `except ImportError` is quiet, and calls resolve to the import that runs', async () => {
+    const text = [
+      'try:',
+      '    from torch.distributed.fsdp import fully_shard',
+      'except ImportError:',
+      '    from torch.distributed._composable.fsdp import fully_shard',
+      'for layer in model.layers:',
+      '    fully_shard(layer)',
+      'fully_shard(model)',
+      '',
+    ].join('\n');
+    assert.deepEqual(await lint(text), []);
+    const facts = await scanSource(text);
+    assert.deepEqual(
+      facts.calls.map((c) => c.legacy),
+      [false, false],
+    );
+    // The reverse order runs the legacy path first wherever it still exists: reported.
+    const reversed = text
+      .replace('torch.distributed.fsdp import', 'X')
+      .replace('torch.distributed._composable.fsdp import', 'torch.distributed.fsdp import');
+    assert.deepEqual(
+      (await lint(reversed.replace('X', 'torch.distributed._composable.fsdp import'))).map((f) => f.rule),
+      ['FSDP005'],
+    );
+  });
+
+  it('FSDP005: the legacy module imported by name, and the whole dotted path without `as`', async () => {
+    const byName = await lint('from torch.distributed._composable import fsdp as F\nF.fully_shard(model)\n');
+    assert.deepEqual(
+      byName.map((f) => f.rule),
+      ['FSDP005'],
+    );
+    const fixed = applyEdits(
+      'from torch.distributed._composable import fsdp as F\nF.fully_shard(model)\n',
+      preferredFix(byName[0]!).edits,
+    );
+    assert.equal(fixed, 'from torch.distributed import fsdp as F\nF.fully_shard(model)\n');
+    // `import a.b.c` binds `a`: the calls spell the old path, so no mechanical rewrite of the import alone.
+    const dotted = await lint(
+      'import torch.distributed._composable.fsdp\ntorch.distributed._composable.fsdp.fully_shard(model)\n',
+    );
+    assert.deepEqual(
+      dotted.map((f) => f.rule),
+      ['FSDP005'],
+    );
+    assert.match(dotted[0]!.message, /calls that spell the old path/);
+    assert.equal(dotted[0]!.fixes.filter((f) => f.preferred).length, 0);
   });
 
   it('FSDP007: a mixed-precision policy that is never passed; quiet when passed', async () => {

@@ -267,6 +267,10 @@ export interface ImportFact {
   /** The `from` module's text and offsets (for rewriting a legacy path). */
   from?: { start: number; end: number; text: string; range: Range };
   legacy: boolean;
+  /** The module path the fix should write in place of `from` (absent when no mechanical rewrite is safe). */
+  rewrite?: string;
+  /** In an `except` clause: the fallback of a `try` import, run only where that one fails. */
+  fallback?: boolean;
 }
 
 export interface ScanProblem {

@@ -16,6 +16,13 @@ export interface ImportBinding {
   statement: { start: number; end: number; endLine: number; topLevel: boolean };
   /** The source text of the module path in `from X import ...`, for rewriting it. */
   fromNode?: { start: number; end: number; text: string };
+  /** The whole dotted path of `import a.b.c` (which binds only `a`). */
+  imported?: string;
+  /**
+   * Inside an `except` clause: the fallback of a `try: import ... except ImportError: import ...` pair, which runs
+   * only when the import in the `try` fails.
+   */
+  fallback?: boolean;
 }
 
 export interface ImportTable {
@@ -50,6 +57,7 @@ export function readImports(grammar: PythonGrammar, file: SourceFile): ImportTab
       endLine: stmt.endPosition.row + 1,
       topLevel: stmt.parent?.type === 'module',
     };
+    const fallback = inExceptClause(stmt) ? { fallback: true } : {};
     for (const m of query.matches(stmt)) {
       const cap = (name: string) => m.captures.find((c) => c.name === name)?.node;
       const module = cap('module');
@@ -68,6 +76,7 @@ export function readImports(grammar: PythonGrammar, file: SourceFile): ImportTab
             line,
             offset: stmt.startIndex,
             statement,
+            ...fallback,
           });
         // `import a.b.c` binds `a`, through which `a.b.c.x` is reached.
         else
@@ -78,6 +87,8 @@ export function readImports(grammar: PythonGrammar, file: SourceFile): ImportTab
             line,
             offset: stmt.startIndex,
             statement,
+            imported: dotted,
+            ...fallback,
           });
       } else if (from && cap('wildcard')) {
         wildcards.push({ module: compact(from.text), line });
@@ -92,13 +103,18 @@ export function readImports(grammar: PythonGrammar, file: SourceFile): ImportTab
           offset: stmt.startIndex,
           statement,
           fromNode: { start: from.startIndex, end: from.endIndex, text: from.text },
+          ...fallback,
         });
       }
     }
   }
-  // Later bindings of a name shadow earlier ones in the same file.
+  // Later bindings of a name shadow earlier ones in the same file, except a fallback in an `except` clause: the
+  // import in the `try` is the one that runs where it can.
   const byLocal = new Map<string, ImportBinding>();
-  for (const b of bindings) byLocal.set(b.local, b);
+  for (const b of bindings) {
+    const earlier = byLocal.get(b.local);
+    if (!(b.fallback && earlier && !earlier.fallback)) byLocal.set(b.local, b);
+  }
   return {
     bindings,
     wildcards,
@@ -110,6 +126,16 @@ export function readImports(grammar: PythonGrammar, file: SourceFile): ImportTab
       return { qualified: dot < 0 ? b.qualified : b.qualified + dotted.slice(dot), bound: true };
     },
   };
+}
+
+/** Whether `stmt` sits in an `except` clause of its function or module (not counting nested definitions). */
+function inExceptClause(stmt: Node): boolean {
+  for (let p = stmt.parent; p; p = p.parent) {
+    if (p.type === 'except_clause' || p.type === 'except_group_clause') return true;
+    if (p.type === 'module' || p.type === 'function_definition' || p.type === 'class_definition')
+      return false;
+  }
+  return false;
 }
 
 function compact(text: string): string {

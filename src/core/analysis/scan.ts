@@ -2,6 +2,7 @@ import type { Node, PythonGrammar } from '../parsing/python';
 import { rangeOf, type Position, type SourceFile } from '../parsing/source';
 import {
   classifyApi,
+  FSDP2_MODULE,
   LEGACY_FSDP2_MODULES,
   OPTIMIZERS,
   POSITIONAL_PARAMS,
@@ -639,8 +640,14 @@ function stripQuotes(text: string): string {
 }
 
 function iterablePath(file: SourceFile, loop: Node, depth: number): string[] {
-  let it = loop.childForFieldName('right');
-  if (!it) return ['*'];
+  const it = loop.childForFieldName('right');
+  return it ? elementPath(file, it, depth) : ['*'];
+}
+
+/** The path of the elements of a sequence expression (`model.layers` → `model.layers.*`). */
+function elementPath(file: SourceFile, expr: Node, depth: number): string[] {
+  if (depth > 8) return [expr.text, '*'];
+  let it: Node | undefined = expr;
   // enumerate(X), reversed(X), list(X), zip(X, ...)
   for (let i = 0; i < 4 && it?.type === 'call'; i++) {
     const fn = it.childForFieldName('function');
@@ -664,11 +671,49 @@ function iterablePath(file: SourceFile, loop: Node, depth: number): string[] {
     break;
   }
   if (!it) return ['*'];
+  if (COMPREHENSIONS.includes(it.type)) return comprehensionPath(file, it, depth);
+  // `blocks = list(model.layers)` / `blocks = [m for m in model.modules() if ...]`, then `for b in blocks`.
+  if (it.type === 'identifier') {
+    const b = findBinding(file, it.text, it);
+    if (
+      b?.kind === 'assign' &&
+      b.value &&
+      b.statement.startIndex < it.startIndex &&
+      (b.value.type === 'call' || COMPREHENSIONS.includes(b.value.type))
+    )
+      return elementPath(file, b.value, depth + 1);
+  }
   if (it.type === 'subscript' && it.childForFieldName('subscript')?.type === 'slice') {
     const v = it.childForFieldName('value');
     return v ? [...pathOf(file, v, null, depth + 1), '*'] : ['*'];
   }
   return [...pathOf(file, it, null, depth + 1), '*'];
+}
+
+const COMPREHENSIONS = ['list_comprehension', 'generator_expression', 'set_comprehension'];
+
+/**
+ * The elements of `[m for m in X if ...]` (X's elements) or `[b.attn for b in X]` (an attribute of each); anything
+ * else is opaque, a path no module path starts with.
+ */
+function comprehensionPath(file: SourceFile, comp: Node, depth: number): string[] {
+  const opaque = [comp.text, '*'];
+  const clauses = comp.namedChildren.filter((c) => c.type === 'for_in_clause');
+  let body = comp.childForFieldName('body');
+  const clause = clauses[0];
+  const left = clause?.childForFieldName('left');
+  const right = clause?.childForFieldName('right');
+  if (clauses.length !== 1 || !body || !left || !right) return opaque;
+  const attrs: string[] = [];
+  while (body?.type === 'attribute') {
+    attrs.unshift(body.childForFieldName('attribute')?.text ?? '');
+    body = body.childForFieldName('object');
+  }
+  // `for m in X`, or the module of `for name, m in X.named_modules()`.
+  const names =
+    left.type === 'identifier' ? [left] : left.namedChildren.filter((c) => c.type === 'identifier');
+  if (body?.type !== 'identifier' || body.text !== names[names.length - 1]?.text) return opaque;
+  return [...elementPath(file, right, depth + 1), ...attrs];
 }
 
 /** A path is under another when the other is a strict prefix (`**` matches any depth). */
@@ -1164,22 +1209,32 @@ function importFacts(file: SourceFile, imports: ImportTable): ImportFact[] {
   const out: ImportFact[] = [];
   for (const b of imports.bindings) {
     const api = classifyApi(b.qualified);
-    const fromLegacy = b.fromNode && LEGACY_FSDP2_MODULES.includes(b.fromNode.text.replace(/\s+/g, ''));
-    const moduleLegacy = b.isModule && LEGACY_FSDP2_MODULES.includes(b.qualified);
+    const fromText = b.fromNode?.text.replace(/\s+/g, '');
+    const fromLegacy = !!fromText && LEGACY_FSDP2_MODULES.includes(fromText);
+    // `from torch.distributed._composable import fsdp`: the name bound is the legacy module itself.
+    const namesLegacyModule = !!fromText && !b.isModule && LEGACY_FSDP2_MODULES.includes(b.qualified);
+    const imported = b.imported ?? b.qualified;
+    const moduleLegacy = b.isModule && LEGACY_FSDP2_MODULES.includes(imported);
     const fact: ImportFact = {
       local: b.local,
       qualified: b.qualified,
       line: b.line,
       endLine: b.statement.endLine,
       topLevel: b.statement.topLevel,
-      legacy: !!(api?.legacy || fromLegacy || moduleLegacy),
+      legacy: !!(api?.legacy || fromLegacy || moduleLegacy || namesLegacyModule),
+      ...(b.fallback ? { fallback: true } : {}),
     };
+    if (fromLegacy && fromText.startsWith(LEGACY_FSDP2_MODULES[0]!)) fact.rewrite = FSDP2_MODULE;
+    else if (namesLegacyModule && fromText === 'torch.distributed._composable')
+      fact.rewrite = 'torch.distributed';
+    // `import torch.distributed._composable.fsdp as F` can be rewritten; without `as`, the calls spell the path.
+    else if (moduleLegacy && !b.imported) fact.rewrite = FSDP2_MODULE;
     if (b.fromNode) {
       const node = file.root.descendantForIndex(b.fromNode.start, b.fromNode.end);
       if (node) fact.from = { ...b.fromNode, range: rangeOf(node) };
     } else if (moduleLegacy) {
       const stmt = file.root.descendantForIndex(b.statement.start, b.statement.start + 1);
-      const dotted = stmt ? findDotted(stmt, b.qualified) : null;
+      const dotted = stmt ? findDotted(stmt, imported) : null;
       if (dotted)
         fact.from = {
           start: dotted.startIndex,

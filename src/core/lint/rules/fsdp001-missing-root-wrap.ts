@@ -63,14 +63,21 @@ function rootWrapFix(index: TextIndex, calls: WrapCall[], root: string): Draft['
     (b.loopStatement ?? b.statement).end > (a.loopStatement ?? a.statement).end ? b : a,
   );
   const anchor = last.loopStatement ?? last.statement;
-  const options = callOptionsText(last, ['reshard_after_forward', 'auto_wrap_policy']);
+  // Options computed from the loop's variables (`mesh=meshes[i]`) mean nothing after the loop: left out.
+  const loopNames = new Set(last.loops.flatMap((l) => l.target.match(/[A-Za-z_]\w*/g) ?? []));
+  const perBlock = Object.entries(last.options)
+    .filter(([, o]) => !o.via && (o.text.match(/[A-Za-z_]\w*/g) ?? []).some((w) => loopNames.has(w)))
+    .map(([name]) => name);
+  const options = callOptionsText(last, ['reshard_after_forward', 'auto_wrap_policy', ...perBlock]);
   const args = [root, ...options].join(', ');
   const line =
     last.api === 'fully_shard'
       ? `${anchor.indent}${last.callee}(${args})`
       : `${anchor.indent}${root} = ${last.callee}(${args})`;
   return {
-    title: `Wrap ${root} as the root: ${line.trim()}`,
+    title:
+      `Wrap ${root} as the root: ${line.trim()}` +
+      (perBlock.length ? ` (${perBlock.join(', ')} left out: set per block in the loop)` : ''),
     edits: [insertLinesAfter(index, anchor.range.end.line, [line])],
     preferred: true,
   };

@@ -1,4 +1,4 @@
-import { FSDP2_MODULE } from '../../analysis/apis';
+import { FSDP2_MODULE, LEGACY_FSDP2_MODULES } from '../../analysis/apis';
 import type { Draft, Rule } from '../types';
 
 export const legacyImport: Rule = {
@@ -20,21 +20,24 @@ Import from \`torch.distributed.fsdp\`, unless the project must still run on PyT
     const out: Draft[] = [];
     const seen = new Set<number>();
     for (const imp of ctx.facts.imports) {
-      if (!imp.legacy || !imp.from || seen.has(imp.from.start)) continue;
+      // A fallback in `except ImportError:` is how code supports older releases on purpose: it runs only there.
+      if (!imp.legacy || !imp.from || imp.fallback || seen.has(imp.from.start)) continue;
       seen.add(imp.from.start);
       const original = imp.from.text.replace(/\s+/g, '');
       // `torch.distributed._composable.fully_shard` (2.1-2.3) is a different API: no mechanical rewrite.
-      const rewritable = original.startsWith('torch.distributed._composable.fsdp');
+      const fsdp2 = original.startsWith('torch.distributed._composable.fsdp') || !!imp.rewrite;
+      const where = LEGACY_FSDP2_MODULES.includes(imp.qualified) ? imp.qualified : original;
       out.push({
         range: imp.from.range,
-        message: rewritable
-          ? `\`${original}\` is FSDP2's pre-2.6 location; since PyTorch 2.6 it is \`${FSDP2_MODULE}\`.`
+        message: fsdp2
+          ? `\`${where}\` is FSDP2's pre-2.6 location; since PyTorch 2.6 it is \`${FSDP2_MODULE}\`.` +
+            (imp.rewrite ? '' : ' Change the import and the calls that spell the old path.')
           : `\`${original}\` is the first composable fully_shard (PyTorch 2.1-2.3), superseded by FSDP2 in \`${FSDP2_MODULE}\`.`,
-        fixes: rewritable
+        fixes: imp.rewrite
           ? [
               {
-                title: `Import from ${FSDP2_MODULE}`,
-                edits: [{ range: imp.from.range, newText: FSDP2_MODULE }],
+                title: `Import from ${imp.rewrite}`,
+                edits: [{ range: imp.from.range, newText: imp.rewrite }],
                 preferred: true,
               },
             ]
