@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { describeCall } from '../../src/core/analysis/describe';
 import { applyEdits } from '../../src/core/lint/edits';
 import { lintFacts } from '../../src/core/lint/lint';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
@@ -211,6 +212,54 @@ describe('scan: FSDP1', () => {
     assert.equal(manual.enableWrap?.limit_all_gathers?.value, true);
     assert.deepEqual(manual.paths, [['model', 'layers', '*']]);
     assert.equal(callAt(f, 50).isRoot, true);
+  });
+
+  it('finds the APIs through names assigned to them', async () => {
+    const f = await scanSource(
+      [
+        'import torch.distributed.fsdp as tdf',
+        'from torch.distributed.fsdp import FullyShardedDataParallel',
+        'shard = tdf.fully_shard',
+        'FSDPAlias = FullyShardedDataParallel',
+        'for b in model.layers:',
+        '    shard(b)',
+        'shard(model)',
+        'other = FSDPAlias(net)',
+        '',
+      ].join('\n'),
+    );
+    assert.deepEqual(
+      f.calls.map((c) => [c.line, c.api]),
+      [
+        [6, 'fully_shard'],
+        [7, 'fully_shard'],
+        [8, 'FSDP'],
+      ],
+    );
+    assert.equal(f.calls[1]!.isRoot, true);
+  });
+
+  it('wrap() inside enable_wrap runs with the options of the block, overridden by its own', async () => {
+    const f = await scanSource(
+      [
+        'import torch',
+        'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision, ShardingStrategy',
+        'from torch.distributed.fsdp.wrap import enable_wrap, wrap',
+        'mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+        'with enable_wrap(wrapper_cls=FSDP, mixed_precision=mp, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP):',
+        '    for i, layer in enumerate(model.layers):',
+        '        model.layers[i] = wrap(layer, sharding_strategy=ShardingStrategy.FULL_SHARD)',
+        '    model = wrap(model)',
+        '',
+      ].join('\n'),
+    );
+    const [block, root] = f.calls;
+    assert.equal(block!.options.sharding_strategy?.value, 'FULL_SHARD');
+    assert.equal(block!.options.sharding_strategy?.inherited, undefined);
+    assert.equal(root!.options.sharding_strategy?.value, 'SHARD_GRAD_OP');
+    assert.equal(root!.options.sharding_strategy?.inherited, 'enable_wrap');
+    assert.equal((root!.options.mixed_precision?.value as { param_dtype: string }).param_dtype, 'bfloat16');
+    assert.match(describeCall(root!), /SHARD_GRAD_OP/);
   });
 
   it('reads module-qualified FSDP1 and the fully_sharded_data_parallel module path', async () => {

@@ -93,6 +93,8 @@ export interface OptionFact {
   via?: string;
   /** The option is set only under these conditions (a key added to a `**config` dict inside an `if`). */
   conditions?: string[];
+  /** Set for every wrap by an enclosing block rather than at the call (`with enable_wrap(...)`). */
+  inherited?: 'enable_wrap';
 }
 
 export interface LoopFact {

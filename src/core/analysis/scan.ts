@@ -90,13 +90,22 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
   const seen = new Set<number>();
   const callNodes: Node[] = [];
   const partial: Node[] = [];
-  for (const word of words) {
-    for (const id of file.identifiers(word)) {
+  // Names assigned one of the words (`shard = fully_shard`) are searched for in turn.
+  const queue = [...words];
+  for (let i = 0; i < queue.length && i < words.size + 64; i++) {
+    for (const id of file.identifiers(queue[i]!)) {
       const call = callOf(id);
       if (call && !seen.has(call.startIndex)) {
         seen.add(call.startIndex);
         callNodes.push(call);
       } else if (!call && id.parent?.type === 'ERROR' && id.nextSibling?.type === '(') partial.push(id);
+      else if (!call) {
+        const alias = aliasOf(id);
+        if (alias && !words.has(alias)) {
+          words.add(alias);
+          queue.push(alias);
+        }
+      }
     }
   }
   for (const id of partial) {
@@ -185,6 +194,17 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
     addModel(constructionAt(file, ev, call, variable));
   facts.models.sort((a, b) => a.line - b.line);
   return facts;
+}
+
+/** `alias` in `alias = name` or `alias = module.name`, where `id` is that `name`. */
+function aliasOf(id: Node): string | null {
+  let value: Node = id;
+  const p = id.parent;
+  if (p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id) value = p;
+  const assign = value.parent;
+  if (assign?.type !== 'assignment' || assign.childForFieldName('right')?.id !== value.id) return null;
+  const left = assign.childForFieldName('left');
+  return left?.type === 'identifier' ? left.text : null;
 }
 
 function classify(file: SourceFile, imports: ImportTable, qualified: string, fn: Node) {
@@ -345,7 +365,13 @@ function wrapCall(
     classFilter: classFilterOf(ev, call, scope, targetNode),
   };
   const enable = enableWrapOptions(file, ev, call, scope);
-  if (enable) fact.enableWrap = enable;
+  if (enable) {
+    fact.enableWrap = enable;
+    // `wrap(m, **overrides)` runs FSDP with `{**enable_wrap_kwargs, **overrides}` (torch/distributed/fsdp/wrap.py).
+    if (api === 'wrap')
+      for (const [name, o] of Object.entries(enable))
+        if (!(name in fact.options)) fact.options[name] = { ...o, inherited: 'enable_wrap' };
+  }
   const never = neverRunsReason(ev, call, scope);
   if (never) fact.neverRuns = never;
   return fact;

@@ -48,6 +48,8 @@ export function callOptionsText(c: WrapCall, exclude: string[]): string[] {
   const out: string[] = [];
   const splats = new Set<string>();
   for (const [name, o] of Object.entries(c.options)) {
+    // The enclosing `enable_wrap` block sets it for the new call too.
+    if (o.inherited) continue;
     if (o.via) {
       splats.add(o.via);
       continue;
