@@ -324,7 +324,10 @@ describe('SARIF', () => {
     const log = toSarif([{ uri: 'train/fsdp001_bad.py', findings }], RULES, {
       version: '1.2.3',
       docsUrl: 'https://example.org/rules.md',
+      srcRoot: path.join(ROOT, 'test'),
     });
+    const srcRoot = log.runs[0]!.originalUriBaseIds?.['%SRCROOT%']?.uri ?? '';
+    assert.match(srcRoot, /^file:\/\/\/.*\/test\/$/, 'an absolute base URI ending in a slash');
     const schemaPath = require.resolve('@microsoft/sarif-matcher-utils/lib/schemas/sarif-2.1.0-rtm.5.json', {
       paths: [ROOT],
     });

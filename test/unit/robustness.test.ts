@@ -219,6 +219,24 @@ describe('robustness: pathological Python', () => {
     assert.ok(!r1.ok && /binary/.test(r1.reason));
     assert.ok(!r2.ok && /UTF-8/.test(r2.reason));
   });
+
+  it('a PEP 263 coding line names the encoding: latin-1 source decodes, an unknown one is refused', () => {
+    // "# -*- coding: latin-1 -*-\nname = 'café'\n" with é as the single byte 0xe9.
+    const latin = [...'#!/usr/bin/env python\n# -*- coding: latin-1 -*-\nname = "caf'].map((c) =>
+      c.charCodeAt(0),
+    );
+    const r = decodeSource(new Uint8Array([...latin, 0xe9, 0x22, 0x0a]));
+    assert.ok(r.ok && r.text.endsWith('name = "caf\u00e9"\n'));
+    // The declaration counts only on the first two lines, and only after comments.
+    const late = decodeSource(
+      new Uint8Array([...'x = 1\n# coding: latin-1\n'].map((c) => c.charCodeAt(0)).concat(0xe9)),
+    );
+    assert.ok(!late.ok && /UTF-8/.test(late.reason));
+    const odd = decodeSource(new TextEncoder().encode('# coding: klingon-9\nx = 1\n'));
+    assert.ok(!odd.ok && /klingon-9/.test(odd.reason));
+    // utf-8 declared explicitly is the default.
+    assert.ok(decodeSource(new TextEncoder().encode('# -*- coding: utf-8 -*-\nx = "\u00e9"\n')).ok);
+  });
 });
 
 describe('robustness: malformed configurations', () => {

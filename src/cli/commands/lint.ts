@@ -102,7 +102,11 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
 
   if (format === 'sarif')
     io.out.write(
-      JSON.stringify(toSarif(results, RULES, { version: VERSION, docsUrl: RULES_DOC_URL }), null, 2) + '\n',
+      JSON.stringify(
+        toSarif(results, RULES, { version: VERSION, docsUrl: RULES_DOC_URL, srcRoot: process.cwd() }),
+        null,
+        2,
+      ) + '\n',
     );
   else if (format === 'json') {
     const rows = results.flatMap((r) =>

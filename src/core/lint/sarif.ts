@@ -1,3 +1,4 @@
+import { pathToFileURL } from 'node:url';
 import type * as Sarif from 'sarif';
 import { ruleAnchor } from './docs';
 import type { Finding, Rule, Severity } from './types';
@@ -19,8 +20,14 @@ const LEVEL: Record<Severity, Sarif.Result.level> = {
 export function toSarif(
   files: FileFindings[],
   rules: readonly Rule[],
-  tool: { version: string; docsUrl: string },
+  tool: {
+    version: string;
+    docsUrl: string;
+    /** The absolute directory the `uri`s are relative to. */ srcRoot?: string;
+  },
 ): Sarif.Log {
+  // SARIF 3.14.14: a base id's `uri` must be absolute, with a trailing slash.
+  const base = tool.srcRoot ? pathToFileURL(tool.srcRoot).href.replace(/\/?$/, '/') : null;
   const ruleIndex = new Map(rules.map((r, i) => [r.id, i]));
   return {
     $schema: 'https://json.schemastore.org/sarif-2.1.0.json',
@@ -44,7 +51,7 @@ export function toSarif(
           },
         },
         columnKind: 'utf16CodeUnits',
-        originalUriBaseIds: { '%SRCROOT%': { uri: './' } },
+        ...(base ? { originalUriBaseIds: { '%SRCROOT%': { uri: base } } } : {}),
         results: files.flatMap((f) =>
           f.findings.map((x): Sarif.Result => ({
             ruleId: x.rule,
