@@ -38,6 +38,15 @@ export function isAnalysable(document: vscode.TextDocument): boolean {
   return document.languageId === 'python' || isConfigDocument(document);
 }
 
+function elapsed(since: number): string {
+  const ms = performance.now() - since;
+  return ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(1)} ms`;
+}
+
+function label(document: vscode.TextDocument): string {
+  return vscode.workspace.asRelativePath(document.uri, false);
+}
+
 export function isConfigDocument(document: vscode.TextDocument): boolean {
   const name = document.uri.path;
   return CONFIG_FILE.test(name) && !/(^|\/)(package(-lock)?|tsconfig|\.vscode\/\w+)\.json$/.test(name);
@@ -78,8 +87,20 @@ export class DocumentAnalyses implements vscode.Disposable {
     return this.grammarLoaded;
   }
 
-  constructor(private readonly wasmDir: string) {
+  /** When each open document was opened (for the log's "ready N ms after opening"). */
+  private readonly openedAt = new Map<string, number>();
+
+  constructor(
+    private readonly wasmDir: string,
+    private readonly log?: vscode.LogOutputChannel,
+  ) {
     this.disposables.push(
+      // Analysis starts as a document opens: its lenses, hover and problems are ready when the editor asks.
+      vscode.workspace.onDidOpenTextDocument((d) => {
+        if (!isAnalysable(d)) return;
+        this.openedAt.set(d.uri.toString(), performance.now());
+        void this.analyze(d);
+      }),
       vscode.workspace.onDidChangeTextDocument((e) => this.onChange(e)),
       vscode.workspace.onDidCloseTextDocument((d) => this.forget(d.uri)),
       this.changed,
@@ -87,7 +108,17 @@ export class DocumentAnalyses implements vscode.Disposable {
   }
 
   private loadGrammar(): Promise<PythonGrammar> {
-    this.grammar ??= loadPython(this.wasmDir).then((g) => (this.grammarLoaded = g));
+    const t = performance.now();
+    this.grammar ??= loadPython(this.wasmDir).then(
+      (g) => {
+        this.log?.info(`Python grammar loaded in ${elapsed(t)}`);
+        return (this.grammarLoaded = g);
+      },
+      (e: unknown) => {
+        this.log?.error(`Python grammar failed to load: ${String(e)}`);
+        throw e;
+      },
+    );
     return this.grammar;
   }
 
@@ -131,8 +162,12 @@ export class DocumentAnalyses implements vscode.Disposable {
       setImmediate(() => {
         if (cancel.token.isCancellationRequested || document.version !== version) return resolve(undefined);
         try {
-          resolve(this.run(entry, document));
+          const t = performance.now();
+          const result = this.run(entry, document);
+          this.logRun(document, result, t, !entry.result);
+          resolve(result);
         } catch (e) {
+          this.log?.error(`${label(document)}: analysis failed:`, e instanceof Error ? e : String(e));
           resolve({
             uri: document.uri.toString(),
             version,
@@ -198,6 +233,23 @@ export class DocumentAnalyses implements vscode.Disposable {
     };
   }
 
+  /** One line per analysis: the first of a document at info level (with the time since it opened), later ones at debug. */
+  private logRun(document: vscode.TextDocument, a: DocumentAnalysis, start: number, first: boolean): void {
+    if (!this.log) return;
+    const key = document.uri.toString();
+    const opened = this.openedAt.get(key);
+    const what = a.notice
+      ? a.notice
+      : `${a.facts.calls.length} wrap call${a.facts.calls.length === 1 ? '' : 's'}, ${a.findings.length} finding${a.findings.length === 1 ? '' : 's'}` +
+        (a.estimate ? (a.estimate.ok ? ', estimated' : `, no estimate: ${a.estimate.reason}`) : '');
+    const line = `${label(document)} v${document.version}: analysed in ${elapsed(start)} (${what})`;
+    if (first && opened !== undefined) {
+      this.log.info(`${line}; ready ${elapsed(opened)} after the document opened`);
+      this.openedAt.delete(key);
+    } else if (first) this.log.info(line);
+    else this.log.debug(line);
+  }
+
   /** A configuration file: read as a framework's FSDP plan, estimated and linted like a script's own. */
   private runConfig(document: vscode.TextDocument, text: string, settings: Settings): DocumentAnalysis {
     const uri = document.uri.toString();
@@ -253,6 +305,7 @@ export class DocumentAnalyses implements vscode.Disposable {
 
   private forget(uri: vscode.Uri): void {
     const key = uri.toString();
+    this.openedAt.delete(key);
     const e = this.entries.get(key);
     if (!e) return;
     if (e.timer) clearTimeout(e.timer);

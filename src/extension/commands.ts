@@ -5,4 +5,5 @@ export const COMMANDS = {
   chooseModel: 'fsdpLens.chooseModel',
   setWorldSize: 'fsdpLens.setWorldSize',
   setGpu: 'fsdpLens.setGpu',
+  showLog: 'fsdpLens.showLog',
 } as const;

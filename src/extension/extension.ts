@@ -40,13 +40,17 @@ export interface FsdpLensApi {
 
 export function activate(context: vscode.ExtensionContext): FsdpLensApi {
   const wasmDir = vscode.Uri.joinPath(context.extensionUri, 'dist').fsPath;
-  const analyses = new DocumentAnalyses(wasmDir);
+  const log = vscode.window.createOutputChannel('FSDP Lens', { log: true });
+  log.info(`fsdp-lens ${String(context.extension.packageJSON.version)} activated`);
+  const analyses = new DocumentAnalyses(wasmDir, log);
   const projects = new WorkspaceProjects(() => analyses.loadedGrammar(), context.workspaceState);
   analyses.projects = projects;
   const lenses = new WrapCodeLensProvider(analyses);
   let refresh: ReturnType<typeof setTimeout> | undefined;
 
   context.subscriptions.push(
+    log,
+    vscode.commands.registerCommand(COMMANDS.showLog, () => log.show()),
     analyses,
     new Diagnostics(analyses, context.extensionUri),
     vscode.languages.registerCodeLensProvider(ALL, lenses),

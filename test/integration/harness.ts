@@ -15,6 +15,8 @@ export interface Server {
   url: string;
   process: ChildProcess;
   log: string[];
+  /** The server's data folder (its logs, including the extension's own, are under it). */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -119,6 +121,7 @@ export async function startServer(
     url: `http://127.0.0.1:${port}`,
     process: proc,
     log,
+    dataDir,
     async stop() {
       proc.kill('SIGTERM');
       await new Promise((r) => setTimeout(r, 200));

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { emptyFacts } from '../../src/core/analysis/facts';
 import type { ShardingStrategyName } from '../../src/core/analysis/apis';
 import { estimate, trafficBytes, type Estimate } from '../../src/core/estimator/estimate';
-import { fmtBytes } from '../../src/core/estimator/format';
+import { fmtBytes, fmtCount } from '../../src/core/estimator/format';
 import type { Plan } from '../../src/core/estimator/types';
 import { defaultUnits, unitsFromPolicy } from '../../src/core/estimator/units';
 import { CATALOG } from '../../src/core/model/catalog';
@@ -57,6 +57,16 @@ function fsdp1(strategy: ShardingStrategyName) {
     notes: [],
   });
 }
+
+describe('counts as written', () => {
+  it('groups digits in threes with commas', () => {
+    assert.equal(fmtCount(0), '0');
+    assert.equal(fmtCount(999), '999');
+    assert.equal(fmtCount(1000), '1,000');
+    assert.equal(fmtCount(8_030_261_248), '8,030,261,248');
+    assert.equal(fmtCount(-1_234_567.4), '-1,234,567');
+  });
+});
 
 describe('worked example: Llama 3.1 8B on 8 GPUs (ESTIMATOR.md)', () => {
   const e = run('meta-llama/Llama-3.1-8B');

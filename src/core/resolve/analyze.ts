@@ -1,3 +1,4 @@
+import { fmtCount } from '../estimator/format';
 import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';
 import type { MixedPrecisionValue } from '../analysis/options';
@@ -258,7 +259,7 @@ function resolveModel(
     const measured = countParams(x.root);
     if (x.staticParams !== null && x.staticParams !== measured)
       notes.push(
-        `exact mode counts ${measured.toLocaleString('en-US')} parameters where the static reading found ${x.staticParams.toLocaleString('en-US')}`,
+        `exact mode counts ${fmtCount(measured)} parameters where the static reading found ${fmtCount(x.staticParams)}`,
       );
     const shape = staticShape(x.root);
     return {

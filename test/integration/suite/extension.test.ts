@@ -20,6 +20,12 @@ describe('extension', () => {
     const estimate = contributed.find((c) => c.command === 'fsdpLens.estimateFootprint');
     assert.equal(estimate?.category, 'FSDP');
     assert.equal(estimate?.title, 'Estimate FSDP footprint');
+    for (const c of contributed) {
+      assert.equal(c.category, 'FSDP', c.command);
+      assert.ok(commands.includes(c.command), `${c.command} is registered`);
+    }
+    // The log shows what was analysed and how long it took.
+    await vscode.commands.executeCommand('fsdpLens.showLog');
   });
 
   it('shows a lens over each wrap call with what was detected', async () => {

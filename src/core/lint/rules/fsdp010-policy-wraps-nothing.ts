@@ -1,3 +1,4 @@
+import { fmtCount } from '../../estimator/format';
 import type { WrapPolicyValue } from '../../analysis/options';
 import { walk } from '../../model/tree';
 import type { Draft, Rule } from '../types';
@@ -34,10 +35,10 @@ model = FSDP(llama, auto_wrap_policy=policy)`,
         if (missing.length)
           why = `${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not a class of ${m.estimate.model.name}`;
       } else if (v.policy === 'size' && v.minNumParams !== null)
-        why = `no module reaches min_num_params=${v.minNumParams.toLocaleString('en-US')}`;
+        why = `no module reaches min_num_params=${fmtCount(v.minNumParams)}`;
       out.push({
         range: policy.range,
-        message: `This auto_wrap_policy wraps nothing: ${why}. The root unit then holds all ${m.estimate.model.params.toLocaleString('en-US')} parameters and gathers them at once.`,
+        message: `This auto_wrap_policy wraps nothing: ${why}. The root unit then holds all ${fmtCount(m.estimate.model.params)} parameters and gathers them at once.`,
         fixes: [],
       });
     }

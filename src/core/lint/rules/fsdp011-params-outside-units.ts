@@ -1,3 +1,4 @@
+import { fmtCount } from '../../estimator/format';
 import type { Draft, Rule } from '../types';
 
 export const paramsOutsideUnits: Rule = {
@@ -27,7 +28,7 @@ fully_shard(model)`,
       {
         range: root.range,
         message:
-          `${e.unowned.params.toLocaleString('en-US')} parameters (${e.unowned.modules.slice(0, 3).join(', ')}${e.unowned.modules.length > 3 ? ', …' : ''}) ` +
+          `${fmtCount(e.unowned.params)} parameters (${e.unowned.modules.slice(0, 3).join(', ')}${e.unowned.modules.length > 3 ? ', …' : ''}) ` +
           'are in no FSDP unit: every GPU keeps them whole with their gradients and optimizer state, and their gradients are never reduced across ranks. Wrap the whole model.',
         fixes: [],
       } satisfies Draft,
