@@ -61,6 +61,12 @@ interface Entry {
     cancel: vscode.CancellationTokenSource;
   };
   timer?: ReturnType<typeof setTimeout>;
+  /** The analysis the timer will start, for requests that arrive while edits are still coming in. */
+  waiting?: {
+    version: number;
+    promise: Promise<DocumentAnalysis | undefined>;
+    resolve: (a: DocumentAnalysis | undefined) => void;
+  };
 }
 
 /**
@@ -137,6 +143,8 @@ export class DocumentAnalyses implements vscode.Disposable {
     const entry = await this.entry(key);
     if (entry.result?.version === document.version) return entry.result;
     if (entry.pending?.version === document.version) return race(entry.pending.promise, token);
+    // Typing: the lens or hover asking for this version waits for the pause the timer marks, not a run per key.
+    if (entry.timer && entry.waiting?.version === document.version) return race(entry.waiting.promise, token);
     return race(this.start(entry, document), token);
   }
 
@@ -291,10 +299,17 @@ export class DocumentAnalyses implements vscode.Disposable {
     entry.pending?.cancel.cancel();
     entry.pending = undefined;
     if (entry.timer) clearTimeout(entry.timer);
+    // Whoever waited for the version before this edit gets nothing new: they keep showing the latest result.
+    entry.waiting?.resolve(undefined);
+    let resolve: (a: DocumentAnalysis | undefined) => void = () => undefined;
+    const promise = new Promise<DocumentAnalysis | undefined>((r) => (resolve = r));
+    const waiting = { version: e.document.version, promise, resolve };
+    entry.waiting = waiting;
     const delay = readSettings(e.document.uri).analysisDelayMs;
     entry.timer = setTimeout(() => {
       entry.timer = undefined;
-      void this.analyze(e.document);
+      if (entry.waiting === waiting) entry.waiting = undefined;
+      void this.analyze(e.document).then(waiting.resolve, () => waiting.resolve(undefined));
     }, delay);
   }
 
@@ -309,6 +324,7 @@ export class DocumentAnalyses implements vscode.Disposable {
     const e = this.entries.get(key);
     if (!e) return;
     if (e.timer) clearTimeout(e.timer);
+    e.waiting?.resolve(undefined);
     e.pending?.cancel.cancel();
     e.doc.dispose();
     this.entries.delete(key);

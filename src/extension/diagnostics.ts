@@ -20,7 +20,7 @@ export class Diagnostics implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
-    analyses: DocumentAnalyses,
+    private readonly analyses: DocumentAnalyses,
     private readonly extensionUri: vscode.Uri,
   ) {
     this.disposables.push(
@@ -29,6 +29,12 @@ export class Diagnostics implements vscode.Disposable {
       vscode.workspace.onDidCloseTextDocument((d) => this.collection.delete(d.uri)),
       // Closing the last editor tab of a file closes it for the user, though VS Code keeps the document a while.
       vscode.window.tabGroups.onDidChangeTabs((e) => {
+        // An analysis that finished as the document opened, before its tab showed, is published now.
+        for (const tab of e.opened) {
+          const uri = tab.input instanceof vscode.TabInputText ? tab.input.uri : undefined;
+          const a = uri && this.analyses.latest(uri);
+          if (a) this.publish(a);
+        }
         for (const tab of e.closed) {
           const uri = tab.input instanceof vscode.TabInputText ? tab.input.uri : undefined;
           if (uri && !isShown(uri)) this.collection.delete(uri);

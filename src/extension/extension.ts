@@ -36,6 +36,8 @@ const ALL: vscode.DocumentSelector = [
 /** What the extension exports: the footprint panel, for scripts and tests that drive it. */
 export interface FsdpLensApi {
   panel(): FootprintPanel | undefined;
+  /** Fires when an analysis of a document version finishes (the lenses, hover and problems follow it). */
+  onDidAnalyze: vscode.Event<{ uri: string; version: number }>;
 }
 
 export function activate(context: vscode.ExtensionContext): FsdpLensApi {
@@ -101,7 +103,15 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
   );
   const active = vscode.window.activeTextEditor?.document;
   if (active && isAnalysable(active)) void analyses.analyze(active);
-  return { panel: () => FootprintPanel.active };
+  return {
+    panel: () => FootprintPanel.active,
+    onDidAnalyze: (listener, thisArg, disposables) =>
+      analyses.onDidAnalyze(
+        (a) => listener.call(thisArg, { uri: a.uri, version: a.version }),
+        null,
+        disposables,
+      ),
+  };
 }
 
 /** The document wraps something, or configures FSDP through a framework. */

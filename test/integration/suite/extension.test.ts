@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
+import type { FsdpLensApi } from '../../../src/extension/extension';
 import { codeLenses, eventually, EXTENSION_ID, open, sleep } from './util';
 
 describe('extension', () => {
@@ -78,6 +79,45 @@ describe('extension', () => {
     assert.ok(lenses.length >= 2);
     await vscode.commands.executeCommand('workbench.action.files.revert');
     await sleep(100);
+  });
+
+  it('analyses a burst of edits once, at its last version', async () => {
+    const editor = await open('train_fsdp2.py');
+    const doc = editor.document;
+    const api = vscode.extensions.getExtension<FsdpLensApi>(EXTENSION_ID)!.exports;
+    // The tests run with a short delay; a burst here is five edits inside a one-second pause.
+    const config = vscode.workspace.getConfiguration('fsdpLens');
+    await config.update('analysisDelayMs', 1000, vscode.ConfigurationTarget.Workspace);
+    await sleep(300);
+    const analysed: number[] = [];
+    const sub = api.onDidAnalyze((a) => {
+      if (a.uri === doc.uri.toString()) analysed.push(a.version);
+    });
+    try {
+      const first = doc.version;
+      // Five edits well inside the analysis delay: each cancels the pending run of the one before.
+      for (let i = 0; i < 5; i++)
+        await editor.edit((b) => b.insert(new vscode.Position(doc.lineCount - 1, 0), `# edit ${i}\n`));
+      const last = doc.version;
+      assert.ok(last >= first + 5);
+      await eventually(
+        () => analysed,
+        (v) => v.includes(last),
+        'the analysis of the last version',
+      );
+      await sleep(300);
+      // Debounced: the lens and hover asking in between wait for the pause instead of analysing each version.
+      assert.deepEqual(
+        analysed.filter((v) => v > first && v < last),
+        [],
+        `intermediate versions analysed: ${analysed.join(', ')}`,
+      );
+    } finally {
+      sub.dispose();
+      await config.update('analysisDelayMs', undefined, vscode.ConfigurationTarget.Workspace);
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await sleep(100);
+    }
   });
 
   it('runs "Estimate FSDP footprint" and opens the panel', async () => {
