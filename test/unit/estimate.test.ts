@@ -332,6 +332,33 @@ describe('estimates from scripts', () => {
     assert.equal(source('model').detail, 'train.py:5');
   });
 
+  it('a guard clause (`if not isinstance(m, Block): continue`) selects the blocks like an if around the wrap', async () => {
+    for (const guard of [
+      ['    if not isinstance(module, LlamaDecoderLayer):', '        continue'],
+      ['    if not isinstance(module, (LlamaDecoderLayer,)):', '        # only blocks', '        continue'],
+    ]) {
+      const facts = await scanSource(
+        [
+          'from torch.distributed.fsdp import fully_shard',
+          'from transformers import AutoModelForCausalLM',
+          'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+          'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+          'for name, module in model.named_modules():',
+          ...guard,
+          '    fully_shard(module)',
+          'fully_shard(model)',
+          '',
+        ].join('\n'),
+        'train.py',
+      );
+      assert.deepEqual(facts.calls[0]!.classFilter, ['LlamaDecoderLayer']);
+      const r = estimateFile(facts);
+      assert.ok(r.ok, r.ok ? '' : r.reason);
+      // 32 decoder layers, then the root with the embedding, final norm and head.
+      assert.equal(r.estimate.units.length, 33);
+    }
+  });
+
   it('a flag beats an annotation, an annotation beats the code, the code beats a setting', async () => {
     const facts = await scanSource(
       '# fsdp: world_size=32 batch=4\nfrom torch.distributed.device_mesh import init_device_mesh\nmesh = init_device_mesh("cuda", (8,))\n',

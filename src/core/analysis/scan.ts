@@ -381,13 +381,16 @@ function wrapCall(
 function classFilterOf(ev: Evaluator, call: Node, scope: Node | null, target: Node | null): string[] | null {
   if (target?.type !== 'identifier') return null;
   for (const part of conditionParts(call, scope)) {
-    if (
-      part.negated ||
-      part.node.type !== 'call' ||
-      part.node.childForFieldName('function')?.text !== 'isinstance'
-    )
+    // `not isinstance(m, Block)` negated (a guard `if not isinstance(...): continue`) is `isinstance(m, Block)`.
+    let node: Node | null = part.node;
+    let negated = part.negated;
+    while (node?.type === 'not_operator' || node?.type === 'parenthesized_expression') {
+      if (node.type === 'not_operator') negated = !negated;
+      node = node.type === 'not_operator' ? node.childForFieldName('argument') : node.namedChild(0);
+    }
+    if (negated || node?.type !== 'call' || node.childForFieldName('function')?.text !== 'isinstance')
       continue;
-    const [subject, cls] = part.node.childForFieldName('arguments')?.namedChildren ?? [];
+    const [subject, cls] = node.childForFieldName('arguments')?.namedChildren ?? [];
     if (subject?.text !== target.text || !cls) continue;
     const items = cls.type === 'tuple' || cls.type === 'parenthesized_expression' ? cls.namedChildren : [cls];
     return items.map((i) =>

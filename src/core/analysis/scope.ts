@@ -84,6 +84,8 @@ export function conditionParts(node: Node, scope: Node | null): ConditionPart[] 
   let child = node;
   for (let p = node.parent; p && (!scope || p.id !== scope.id); p = p.parent) {
     if (p.type === FUNCTION || p.type === 'class_definition') break;
+    if (p.type === 'block' && (p.parent?.type === 'for_statement' || p.parent?.type === 'while_statement'))
+      parts.unshift(...guardsBefore(child));
     if (p.type === 'if_statement') {
       const cond = p.childForFieldName('condition');
       const consequence = p.childForFieldName('consequence');
@@ -104,6 +106,24 @@ export function conditionParts(node: Node, scope: Node | null): ConditionPart[] 
     child = p;
   }
   return parts;
+}
+
+/**
+ * `if C: continue` (or `break`) earlier in the same loop body: the statements after it run only when C is false.
+ * At most 64 statements back are read.
+ */
+function guardsBefore(statement: Node): ConditionPart[] {
+  const out: ConditionPart[] = [];
+  let s = statement.previousNamedSibling;
+  for (let i = 0; s && i < 64; i++, s = s.previousNamedSibling) {
+    if (s.type !== 'if_statement' || s.childForFieldName('alternative')) continue;
+    const cond = s.childForFieldName('condition');
+    const body = s.childForFieldName('consequence');
+    const exits = body?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
+    if (cond && exits.length === 1 && /^(continue|break)_statement$/.test(exits[0]!.type))
+      out.unshift({ node: cond, negated: true });
+  }
+  return out;
 }
 
 /** Conditions under which `node` runs inside `scope`, as source text (`not (...)` for else branches). */
