@@ -29,7 +29,8 @@ Commands:
       --world-size N  --gpus-per-node G  --replicas R  --gpu ID
       --batch B  --seq S  --grad-accum K  --ac none|full|selective|every-N
       --optimizer adamw|adam|sgd|sgd-momentum|adam8bit|adafactor
-      --param-dtype D  --reduce-dtype D  --master-dtype D   (fp32, bf16, fp16)
+      --param-dtype D  --reduce-dtype D   Mixed precision gather / reduce dtype: fp32, bf16 or fp16
+      --master-dtype fp32|bf16  Sharded parameters the optimizer updates (bf16: pure-bf16 training)
       --attention fused|eager   Attention kernel: fused (SDPA, FlashAttention) or eager (keeps the s x s scores)
       --lora-rank R  --lora-targets q_proj,v_proj   LoRA adapters (the base frozen)
       --base-dtype nf4      4-bit NF4 base weights (QLoRA)

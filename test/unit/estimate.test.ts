@@ -457,6 +457,67 @@ describe('attention kind: flag, annotation, pyproject and the code', () => {
   });
 });
 
+describe('dtype inputs: only the dtypes each one can take', () => {
+  it('--param-dtype / --reduce-dtype take fp32, bf16 or fp16; --master-dtype fp32 or bf16; others exit 2', async () => {
+    for (const [flag, value, msg] of [
+      [
+        '--param-dtype',
+        'int8',
+        /--param-dtype must be fp32, bf16 or fp16, not "int8" \(int8 is a storage format/,
+      ],
+      ['--param-dtype', 'nf4', /--param-dtype must be fp32, bf16 or fp16, not "nf4".*--base-dtype nf4/],
+      ['--reduce-dtype', 'uint8', /--reduce-dtype must be fp32, bf16 or fp16, not "uint8"/],
+      ['--reduce-dtype', 'float64', /--reduce-dtype must be fp32, bf16 or fp16, not "float64"/],
+      ['--master-dtype', 'int8', /--master-dtype must be fp32 or bf16, not "int8"/],
+      ['--master-dtype', 'fp16', /--master-dtype must be fp32 or bf16, not "fp16"/],
+      ['--master-dtype', 'nf4', /--master-dtype must be fp32 or bf16, not "nf4"/],
+    ] as const) {
+      const r = await cli('estimate', '--model', 'meta-llama/Llama-3.1-8B', flag, value);
+      assert.equal(r.code, 2, `${flag} ${value}`);
+      assert.match(r.err, msg);
+      assert.equal(r.out, '');
+    }
+  });
+
+  it('the accepted spellings still parse, and pure-bf16 master weights halve the master copy', async () => {
+    const bf16 = await cli(
+      'estimate',
+      '--model',
+      'meta-llama/Llama-3.1-8B',
+      '--master-dtype',
+      'bf16',
+      '--json',
+    );
+    assert.equal(bf16.code, 0, bf16.err);
+    const j = JSON.parse(bf16.out) as { perGpu: { modelStateBytes: number } };
+    // bf16 sharded params (2 B) + bf16 grads (2 B) + two bf16 AdamW states (4 B) = 8 B per parameter, over 8 GPUs.
+    assert.equal(j.perGpu.modelStateBytes, (LLAMA_8B * 8) / 8);
+    for (const v of ['fp32', 'float32', 'torch.bfloat16', 'BF16', 'half', 'fp16'])
+      assert.equal(
+        (await cli('estimate', '--model', 'meta-llama/Llama-3.1-8B', '--param-dtype', v, '--json')).code,
+        0,
+        v,
+      );
+  });
+
+  it('an annotation with an integer dtype gives no estimate but says why; pyproject.toml notes it and goes on', async () => {
+    const facts = await scanSource(
+      '# fsdp: param_dtype=int8\nfrom transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")\n',
+      'train.py',
+    );
+    const r = estimateFile(facts);
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? '' : r.reason, /param_dtype .* must be fp32, bf16 or fp16, not "int8"/);
+    const p = fromPyproject(
+      '[tool.fsdp-lens]\nmaster_dtype = "nf4"\nreduce_dtype = "fp32"\n',
+      '/x/pyproject.toml',
+    )!;
+    assert.equal(p.layer.values.masterDtype, undefined);
+    assert.equal(p.layer.values.reduceDtype, 'float32');
+    assert.match(p.problems[0]!, /master_dtype .* must be fp32 or bf16, not "nf4"/);
+  });
+});
+
 describe('host memory per node', () => {
   // Llama 3.1 8B: 8,030,261,248 parameters (see the worked example).
   const P = LLAMA_8B;
