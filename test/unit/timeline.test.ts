@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockActivations } from '../../src/core/estimator/activations';
+import { blockActivations, blockTensors } from '../../src/core/estimator/activations';
 import { estimate, type Estimate } from '../../src/core/estimator/estimate';
 import { requiredBytes } from '../../src/core/estimator/timeline';
 import type { Plan } from '../../src/core/estimator/types';
@@ -476,5 +476,89 @@ describe('mixture-of-experts activations, by hand', () => {
     const x = { microBatch: 1, seqLen: seq, attention: 'fused' as const, bytes: 2 };
     assert.equal(blockActivations(m.shape, x, 'none', false, 0).saved, dense * seq);
     assert.equal(blockActivations(m.shape, x, 'none', true, 3).saved, moe * seq);
+  });
+});
+
+describe('activations of Gemma 2 and Qwen3 blocks, tensor by tensor', () => {
+  // Default inputs: micro-batch 1 x 4096 tokens, bf16 compute (2 B), fused attention.
+  const x = { microBatch: 1, seqLen: 4096, attention: 'fused' as const, bytes: 2 };
+  const sb = 4096;
+  const sum = (ts: { bytes: number }[]) => ts.reduce((s, t) => s + t.bytes, 0);
+
+  // google/gemma-2-2b: h = 2304, I = 9216, 8 heads and 4 KV heads of head_dim 256, V = 256,000, 26 layers.
+  const gemma = modelFromHfConfig(CATALOG['google/gemma-2-2b']!).shape;
+  const h = 2304;
+  const I = 9216;
+  // Gemma2RMSNorm keeps its input upcast to fp32 (4 B) and the fp32 normalized tensor that multiplies
+  // (1 + weight) (4 B); the two norms before a matmul also hand it a bf16 output (2 B) that the matmul keeps.
+  const GEMMA_NORMS = (4 + 4 + 2) * sb * h + (4 + 4) * sb * h + (4 + 4 + 2) * sb * h + (4 + 4) * sb * h;
+  const GEMMA_BLOCK =
+    GEMMA_NORMS +
+    2 * sb * 8 * 256 + // q after RoPE
+    2 * 2 * sb * 4 * 256 + // k and v
+    2 * sb * 8 * 256 + // attention output (input of o_proj)
+    4 * 8 * sb + // fp32 log-sum-exp
+    4 * 2 * sb * I; // gate output, GELU output, up output, their product
+
+  it('Gemma 2: four norms per block, each keeping its fp32 input and fp32 normalized tensor', () => {
+    const ts = blockTensors(gemma, x, false);
+    // 36·sbh of norms: 36 x 4096 x 2304 = 339,738,624 bytes.
+    assert.equal(GEMMA_NORMS, 339_738_624);
+    assert.equal(sum(ts.filter((t) => /layernorm/.test(t.name))), GEMMA_NORMS);
+    for (const n of ['input', 'post_attention', 'pre_feedforward', 'post_feedforward'])
+      assert.ok(
+        ts.some((t) => t.name.startsWith(`${n}_layernorm normalized (fp32`)),
+        n,
+      );
+    // sb x (36·2304 + 2·2048 + 4·1024 + 2·2048 + 32 + 8·9216) = 4096 x 168,992 = 692,191,232.
+    assert.equal(GEMMA_BLOCK, 692_191_232);
+    assert.equal(sum(ts), GEMMA_BLOCK);
+  });
+
+  it('Gemma 2: the whole estimate keeps 26 blocks plus the final norm, and the soft-capped logits', () => {
+    const { e } = run(CATALOG['google/gemma-2-2b']!, {});
+    const tl = e.timeline!;
+    // Final norm: fp32 input, fp32 normalized and the head's bf16 input, (4 + 4 + 2)·sbh.
+    assert.equal(tl.activationBytes, 26 * GEMMA_BLOCK + 10 * sb * h);
+    // Logits: n = 4096 x 256,000 = 1,048,576,000 values. Forward: bf16 logits 2 B + fp32 copy 4 B + fp32
+    // log-softmax 4 B, plus tanh's bf16 output 2 B kept for the soft-capping's backward = 12 B.
+    // Backward: log-softmax, its gradient and the logits' gradient in fp32 (12 B) plus the tanh output (2 B).
+    const n = 4096 * 256_000;
+    const logits = tl.events.filter((ev) => ev.phase === 'loss').map((ev) => ev.live.logits);
+    assert.deepEqual(logits, [12 * n, 14 * n]);
+    // final_logit_softcapping: null turns the cap off: 2 B per logit less on both sides.
+    const { e: off } = run({ ...CATALOG['google/gemma-2-2b']!, final_logit_softcapping: null }, {});
+    assert.deepEqual(
+      off.timeline!.events.filter((ev) => ev.phase === 'loss').map((ev) => ev.live.logits),
+      [10 * n, 12 * n],
+    );
+  });
+
+  it('Gemma 2 eager attention also keeps the soft-capped scores (tanh output, 2 B per score)', () => {
+    const eager = { ...x, attention: 'eager' as const };
+    const scores = (shape: typeof gemma) =>
+      blockTensors(shape, eager, false).find((t) => t.name.startsWith('attention scores'))!.bytes;
+    // fp32 softmax 4 B + its bf16 cast 2 B + tanh output 2 B per score, 8 heads x 4096 x 4096; plus K and V
+    // repeated from 4 to 8 heads: 2 x 2 B x 4096 x 4 x 256.
+    assert.equal(scores(gemma), 8 * 8 * 4096 * 4096 + 2 * 2 * 4096 * 4 * 256);
+    const noCap = modelFromHfConfig({
+      ...CATALOG['google/gemma-2-2b']!,
+      attn_logit_softcapping: null,
+    }).shape;
+    assert.equal(scores(gemma) - scores(noCap), 2 * 8 * 4096 * 4096);
+  });
+
+  it('Qwen3: q_norm and k_norm keep an fp32 copy and an output per head', () => {
+    // Qwen/Qwen3-8B: h = 4096, 32 heads and 8 KV heads of head_dim 128, I = 12,288.
+    const qwen3 = modelFromHfConfig(CATALOG['Qwen/Qwen3-8B']!).shape;
+    const ts = blockTensors(qwen3, x, false);
+    const byName = (n: string) => ts.filter((t) => t.name.startsWith(n)).map((t) => t.bytes);
+    // q_norm over 32 x 128 = 4096 features: 4 B fp32 copy, 2 B output; k_norm over 8 x 128 = 1024.
+    assert.deepEqual(byName('q_norm'), [4 * sb * 4096, 2 * sb * 4096]);
+    assert.deepEqual(byName('k_norm'), [4 * sb * 1024, 2 * sb * 1024]);
+    // The block: two Llama norms (4 + 2)·sbh each, q/k norms, q 2·sb·4096, k and v 2·2·sb·1024, attention
+    // output 2·sb·4096, log-sum-exp 4·32·sb, SwiGLU 4·2·sb·12288:
+    // sb x (12·4096 + 6·4096 + 6·1024 + 8192 + 4096 + 8192 + 128 + 98,304) = 4096 x 198,784.
+    assert.equal(sum(ts), 4096 * 198_784);
   });
 });
