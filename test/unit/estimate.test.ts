@@ -602,6 +602,40 @@ describe('host memory per node', () => {
     assert.equal(e.hostPerNode.bytes, 8 * perGpu + P * 4);
     assert.equal(e.hostPerNode.bytes, 160_605_224_960);
   });
+
+  it('loading comes before anything is offloaded: the peak is the larger of loading and offload + saving', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
+    const offloaded = (masterDtype: 'float32' | 'bfloat16', dtype: 'float32' | 'bfloat16' | null) => {
+      const { setup, assumptions } = resolveSetup([{ source: { kind: 'flag' }, values: { masterDtype } }]);
+      return estimate({
+        model: { name: 'x', root: m.root, shape: m.shape, source: { kind: 'default' } },
+        plan: {
+          api: 'fsdp2',
+          strategy: 'FULL_SHARD',
+          units: defaultUnits(m.root, m.shape.blockClass, 't').map((u) => ({ ...u, offload: true })),
+          source: { kind: 'default' },
+          notes: [],
+        },
+        setup,
+        assumptions,
+        loading: { fromPretrained: true, meta: false, dtype },
+      });
+    };
+    // Loaded in bf16 and trained in pure bf16: each of 8 processes loads P x 2 B = 16 P on the node; afterwards
+    // each offloads bf16 params 2 B + grads 2 B + AdamW states 2 x 2 B over 8 GPUs (8 P on the node) and rank 0
+    // gathers a bf16 state dict (2 P): max(16 P, 8 P + 2 P) = 16 P, where adding them all gave 24 P.
+    const bf16 = offloaded('bfloat16', 'bfloat16');
+    assert.equal(host(bf16, 'loading (from_pretrained on every rank)'), 16 * P);
+    assert.equal(host(bf16, 'CPU offload'), 8 * P);
+    assert.equal(host(bf16, 'saving a full state dict on rank 0'), 2 * P);
+    assert.equal(bf16.hostPerNode.bytes, 16 * P);
+    assert.equal(bf16.hostPerNode.bytes, 128_484_179_968);
+    // Loaded in bf16, fp32 master weights: loading 16 P; offload 16 B x P / 8 x 8 = 16 P plus an fp32 state dict
+    // 4 P = 20 P during training, the larger.
+    const fp32 = offloaded('float32', 'bfloat16');
+    assert.equal(fp32.hostPerNode.bytes, Math.max(16 * P, 16 * P + 4 * P));
+    assert.equal(fp32.hostPerNode.bytes, 160_605_224_960);
+  });
 });
 
 describe('HSDP replicas that do not divide the world', () => {

@@ -43,7 +43,10 @@ export interface EstimateInput {
   loading?: { fromPretrained: boolean; meta: boolean; dtype: DType | null; line?: string };
 }
 
-/** Host memory per node: every process's offloaded state, the loading spike, a full checkpoint on rank 0. */
+/**
+ * Host memory per node: the larger of the loading spike (before sharding) and every process's offloaded state
+ * plus a full checkpoint gathered on rank 0 (during training).
+ */
 function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
   const G = Math.min(e.setup.gpusPerNode, e.mesh.worldSize);
   const terms: Term[] = [];
@@ -59,7 +62,7 @@ function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
     terms.push({
       name: 'loading (from_pretrained on every rank)',
       bytes: each * G,
-      formula: `${G} processes each materialise the whole model in ${dt} (${fmtBytes(each)}) before sharding${loading.line ? ` (${loading.line})` : ''}; load on the meta device or on rank 0 only to avoid it`,
+      formula: `${G} processes each materialise the whole model in ${dt} (${fmtBytes(each)}) before sharding, when nothing is offloaded yet${loading.line ? ` (${loading.line})` : ''}; load on the meta device or on rank 0 only to avoid it`,
     });
   }
   terms.push({
@@ -67,10 +70,11 @@ function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
     bytes: e.model.params * bytesOf(e.setup.masterDtype),
     formula: `${fmtCount(e.model.params)} params x ${bytesOf(e.setup.masterDtype)} B gathered on one rank (CPU-offloaded full state dict); sharded checkpoints avoid it`,
   });
-  // Offloaded state stays; loading and saving happen at different times.
-  const offload = terms.find((t) => t.name === 'CPU offload')?.bytes ?? 0;
+  // `from_pretrained` on every rank runs before fully_shard exists, so nothing is offloaded yet; saving a full
+  // state dict happens during training, beside the offloaded state. The node needs the larger of the two moments.
+  const hostTerm = (name: string) => terms.find((t) => t.name.startsWith(name))?.bytes ?? 0;
   return {
-    bytes: offload + Math.max(...terms.filter((t) => t.name !== 'CPU offload').map((t) => t.bytes)),
+    bytes: Math.max(hostTerm('loading'), hostTerm('CPU offload') + hostTerm('saving')),
     terms,
   };
 }
