@@ -562,3 +562,54 @@ describe('activations of Gemma 2 and Qwen3 blocks, tensor by tensor', () => {
     assert.equal(sum(ts), 4096 * 198_784);
   });
 });
+
+describe('compute time includes what checkpointing recomputes', () => {
+  // TINY on 2 GPUs, micro-batch 1 x 8 tokens. A block has 36,992 parameters: forward 2 x 36,992 x 8 = 591,872
+  // FLOPs for the matmuls plus the causal attention 2·b·s²·heads·head_dim = 2 x 1 x 64 x 4 x 16 = 4,096: 595,968.
+  // The root (embedding, final norm, head: 12,864 parameters) forwards 2 x 12,864 x 8 = 205,824 FLOPs and is never
+  // inside a checkpoint. Backward is twice the forward plus the recomputed share of the forward.
+  const BLOCK_FWD = 2 * 36_992 * 8 + 2 * 1 * 8 * 8 * 4 * 16;
+  const ROOT_FWD = 2 * 12_864 * 8;
+  // H100 SXM: 989 TFLOP/s dense bf16 at the default 40% MFU.
+  const FLOPS = 989e12 * 0.4;
+  const backward = (checkpointing: SetupValues['checkpointing']) =>
+    run(TINY, {
+      worldSize: 2,
+      microBatch: 1,
+      seqLen: 8,
+      ...(checkpointing ? { checkpointing } : {}),
+    }).e.units.map((u) => u.time.backwardCompute * FLOPS);
+  const close = (actual: number[], expected: number[]) =>
+    actual.forEach((a, i) =>
+      assert.ok(Math.abs(a - expected[i]!) <= 1e-6 * expected[i]!, `${a} vs ${expected[i]}`),
+    );
+
+  it('none: 2 x forward; full: 3 x forward for the blocks, 2 x for the root', () => {
+    close(backward(undefined), [2 * BLOCK_FWD, 2 * BLOCK_FWD, 2 * ROOT_FWD]);
+    close(backward('full'), [3 * BLOCK_FWD, 3 * BLOCK_FWD, 2 * ROOT_FWD]);
+  });
+
+  it('selective: half a forward again per block, as the timeline reports (1/6 of the compute)', () => {
+    close(backward('selective'), [2.5 * BLOCK_FWD, 2.5 * BLOCK_FWD, 2 * ROOT_FWD]);
+    const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, checkpointing: 'selective' });
+    assert.equal(e.timeline!.recomputeFraction, 0.5 / 3);
+  });
+
+  it('every-2: the first of each two blocks is recomputed, the second is not', () => {
+    close(backward({ everyN: 2 }), [3 * BLOCK_FWD, 2 * BLOCK_FWD, 2 * ROOT_FWD]);
+  });
+
+  it('a root that holds the blocks recomputes their share of its forward', () => {
+    // One unit for the whole model: forward (2 x 36,992 + 12,864) x 2 x 8 = 1,389,568 FLOPs (attention is only
+    // counted for block units); full checkpointing recomputes the blocks' 2 x 36,992 of its 86,848 parameters.
+    const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, checkpointing: 'full' }, (p) => ({
+      ...p,
+      units: p.units.filter((u) => u.isRoot),
+    }));
+    const fwd = 2 * (2 * 36_992 + 12_864) * 8;
+    close(
+      e.units.map((u) => u.time.backwardCompute * FLOPS),
+      [2 * fwd + (fwd * (2 * 36_992)) / (2 * 36_992 + 12_864)],
+    );
+  });
+});

@@ -205,6 +205,18 @@ function selectiveSaved(shape: ArchShape, x: ActivationInputs, moe: boolean): nu
   return e * sb * h + attn + lse + mlp;
 }
 
+/**
+ * Extra forward passes of block `index` in backward: 1 when it is checkpointed fully (`full`, or every N-th block
+ * under `every-N`), 0.5 under `selective` (every other matmul and the cheap ops between are recomputed: about
+ * half of the block's forward), 0 without checkpointing.
+ */
+export function recomputeOf(mode: CheckpointMode, index: number): number {
+  if (mode === 'none') return 0;
+  if (mode === 'full') return 1;
+  if (mode === 'selective') return 0.5;
+  return index % mode.everyN === 0 ? 1 : 0;
+}
+
 /** Activations of one block under a checkpointing mode (`index` decides every-N). */
 export function blockActivations(
   shape: ArchShape,
@@ -230,7 +242,7 @@ export function blockActivations(
       saved: input,
       full,
       transient,
-      recompute: 1,
+      recompute: recomputeOf(mode, index),
       tensors: [{ name: 'block input (checkpoint)', bytes: input }],
     };
   if (typeof mode === 'object') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
@@ -241,7 +253,7 @@ export function blockActivations(
     saved,
     full,
     transient,
-    recompute: 0.5,
+    recompute: recomputeOf(mode, index),
     tensors: [{ name: 'kept by selective checkpointing', bytes: saved }],
   };
 }

@@ -1,8 +1,10 @@
 import type { ShardingStrategyName } from '../analysis/apis';
 import { findGpu, findLink, GPUS, gpuBytes, type Gpu, type Link } from '../hardware/catalog';
 import type { ArchShape } from '../model/hf';
+import { recomputeOf } from './activations';
 import {
   countBufferBytes,
+  countParams,
   DTYPE_BYTES,
   isFloat,
   tensorBytes,
@@ -12,6 +14,7 @@ import {
 import { fmtBytes, fmtCount, fmtParams } from './format';
 import type {
   Assumption,
+  CheckpointMode,
   Figure,
   ParamGroup,
   Plan,
@@ -277,14 +280,10 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   const bw = (l: Link) => l.perDirectionGBs * 1e9 * setup.linkEfficiency;
   const flops = gpu.bf16Tflops * 1e12 * setup.mfu;
   const tokens = setup.microBatch * setup.seqLen;
-  const recompute =
-    setup.checkpointing === 'full'
-      ? 1
-      : typeof setup.checkpointing === 'object'
-        ? 1 / setup.checkpointing.everyN
-        : 0;
+  // Backward recomputes the checkpointed blocks' forward: a share of each unit's forward FLOPs.
+  const recompute = recomputedShares(own.units, input.model.root, input.model.shape, setup.checkpointing);
 
-  const units: UnitEstimate[] = own.units.map((u) => {
+  const units: UnitEstimate[] = own.units.map((u, unitIndex) => {
     const all = () => true;
     const trainable = (g: ParamGroup) => g.trainable;
     const numelW = fsdp1 ? flatShardNumel(u.groups, W, all) : shardNumel(u.groups, W, all);
@@ -356,7 +355,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
         reduceScatter: rsBytes / bw(shardLink),
         allReduce: arBytes / bw(replicaLink ?? shardLink),
         forwardCompute: fwdFlops / flops,
-        backwardCompute: ((2 + recompute) * fwdFlops) / flops,
+        backwardCompute: ((2 + recompute[unitIndex]!) * fwdFlops) / flops,
       },
       origin: u.origin,
     };
@@ -702,6 +701,43 @@ function activeParams(u: Unit, shape: ArchShape | undefined): number {
   );
   const idle = (shape.experts - shape.expertsPerToken) * expertParams * moeBlocks;
   return Math.max(0, u.params - (u.params > idle ? idle : 0));
+}
+
+/**
+ * The share of each unit's forward that backward recomputes: for every decoder block (in model order, which
+ * decides every-N), the innermost unit holding it recomputes `recomputeOf` forward passes of the block's
+ * parameters. Embeddings, the final norm and the head are never inside a checkpoint wrapper.
+ */
+function recomputedShares(
+  units: Unit[],
+  root: ModuleNode,
+  shape: ArchShape | undefined,
+  mode: CheckpointMode,
+): number[] {
+  const shares = units.map(() => 0);
+  if (!shape || mode === 'none') return shares;
+  let index = 0;
+  const visit = (m: ModuleNode) => {
+    if (m.className !== shape.blockClass) {
+      for (const c of m.children) visit(c);
+      return;
+    }
+    const r = recomputeOf(mode, index++);
+    if (!r) return;
+    let owner = -1;
+    let depth = -1;
+    units.forEach((u, i) => {
+      for (const p of u.modules)
+        if ((p === '' || m.path === p || m.path.startsWith(`${p}.`)) && p.length > depth) {
+          owner = i;
+          depth = p.length;
+        }
+    });
+    const u = units[owner];
+    if (u && u.params > 0) shares[owner]! += (r * countParams(m)) / u.params;
+  };
+  visit(root);
+  return shares.map((x) => Math.min(1, x));
 }
 
 /** Attention score and value FLOPs of a block unit in forward (causal: half of 4·b·s²·heads·head_dim). */
