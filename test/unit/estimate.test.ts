@@ -140,6 +140,42 @@ describe('sharding semantics', () => {
     assert.equal(trafficBytes(b.comms.perStep), trafficBytes(a.comms.perStep));
   });
 
+  it('a root that owns no parameters runs no collectives (no FlatParamHandle / FSDPParamGroup)', () => {
+    // Llama 3.1 8B with its 32 blocks and a unit of [embed_tokens, norm, lm_head] wrapped before the root: the root
+    // is left with nothing. Every unit that owns parameters is gathered once in forward and once in backward
+    // (FULL_SHARD / reshard_after_forward=True) and reduce-scattered once: 33 x 2 = 66 all-gathers, 33
+    // reduce-scatters; the empty root adds none. SHARD_GRAD_OP gathers each once: 33 and 33.
+    for (const [api, strategy, allGather] of [
+      ['fsdp2', 'FULL_SHARD', 66],
+      ['fsdp1', 'FULL_SHARD', 66],
+      ['fsdp1', 'SHARD_GRAD_OP', 33],
+    ] as const) {
+      const e = run('meta-llama/Llama-3.1-8B', {}, (m) => {
+        const units = defaultUnits(m.root, m.shape.blockClass, 'test');
+        const root = units.pop()!;
+        return {
+          api,
+          strategy,
+          units: [
+            ...units,
+            { ...root, isRoot: false, modules: ['model.embed_tokens', 'model.norm', 'lm_head'] },
+            root,
+          ],
+          source: { kind: 'default' },
+          notes: [],
+        };
+      });
+      const root = e.units.find((u) => u.isRoot)!;
+      assert.equal(root.params, 0);
+      assert.deepEqual(root.traffic.collectives, { allGather: 0, reduceScatter: 0, allReduce: 0 });
+      assert.deepEqual(
+        e.comms.perStep.collectives,
+        { allGather, reduceScatter: 33, allReduce: 0 },
+        `${api} ${strategy}`,
+      );
+    }
+  });
+
   it('SHARD_GRAD_OP gathers once in forward (no backward all-gather); NO_SHARD all-reduces whole gradients', () => {
     const sgo = run('meta-llama/Llama-3.1-8B', {}, fsdp1('SHARD_GRAD_OP'));
     assert.equal(sgo.comms.perStep.collectives.allGather, 33);

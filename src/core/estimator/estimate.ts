@@ -320,6 +320,10 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
         ? 2 * ((R - 1) / R) * trainW * rd
         : 0;
     const hasTrainable = u.trainableParams > 0;
+    // A unit that owns no parameters gets no FlatParamHandle in FSDP1 (`_init_param_handle_from_params` returns
+    // on an empty list, and `_unshard` / `_reshard` return without a handle) and no FSDPParamGroup in FSDP2
+    // (`fully_shard` creates one only `if params`): it runs no collectives at all.
+    const hasParams = u.params > 0;
     const traffic = {
       allGatherBytes: agBytes + bwdAg,
       forwardAllGatherBytes: agBytes,
@@ -327,7 +331,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       reduceScatterBytes: rsBytes,
       allReduceBytes: arBytes,
       collectives: {
-        allGather: noShard || W === 1 ? 0 : 1 + (residency.kind === 'keep' ? 0 : 1),
+        allGather: noShard || W === 1 || !hasParams ? 0 : 1 + (residency.kind === 'keep' ? 0 : 1),
         reduceScatter: !noShard && W > 1 && hasTrainable ? 1 : 0,
         allReduce: arBytes > 0 ? 1 : 0,
       },
