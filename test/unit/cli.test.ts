@@ -213,6 +213,26 @@ describe('fsdp-lens estimate', () => {
   });
 });
 
+describe('a peak at the optimizer step', () => {
+  // Llama 3.2 1B (1,235,814,400 parameters) on one GPU at 16 tokens: activations are tiny, and AdamW's foreach step
+  // holds one more fp32 copy of the parameters (4 B x P = 4,943,257,600 B) on top of the 16 B x P of state, more
+  // than any moment of forward or backward.
+  it('names "optimizer step" as the place in JSON, in the timeline event and in the text', async () => {
+    const args = ['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--world-size', '1', '--seq', '16'];
+    const j = JSON.parse((await cli(...args, '--json')).out) as {
+      perGpu: { peakAt: { unit: string; phase: string }; perUnitPeakBytes: Record<string, number> };
+      timeline: { phase: string; unit: string; live: { optimizer: number } }[];
+    };
+    assert.deepEqual(j.perGpu.peakAt, { unit: 'optimizer step', phase: 'optimizer' });
+    const step = j.timeline.find((ev) => ev.phase === 'optimizer')!;
+    assert.equal(step.unit, 'optimizer step');
+    assert.equal(step.live.optimizer, 4 * 1_235_814_400);
+    // Per-unit peaks stay per unit: the optimizer step is no unit.
+    assert.equal(j.perGpu.perUnitPeakBytes['optimizer step'], undefined);
+    assert.match((await cli(...args)).out, /^Peak {6}\S+ GB per GPU, during the optimizer step$/m);
+  });
+});
+
 describe('fsdp-lens models and gpus', () => {
   it('models lists every catalog id with its model_type and parameter count, in text and JSON', async () => {
     const text = await cli('models');

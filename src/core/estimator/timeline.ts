@@ -26,11 +26,17 @@ export interface LiveSet {
 
 export type Phase = 'forward' | 'loss' | 'backward' | 'optimizer';
 
+/** What the optimizer step's event (and a peak there) names in place of a unit. */
+export const OPTIMIZER_STEP = 'optimizer step';
+
 export interface TimelineEvent {
   phase: Phase;
   /** Index of the execution segment (embedding, block i, head), -1 outside them. */
   segment: number;
-  /** The unit whose compute or collective this is (the innermost unit around the segment). */
+  /**
+   * The unit whose compute or collective this is (the innermost unit around the segment); `OPTIMIZER_STEP` for
+   * the optimizer step, which updates every unit's shard at once.
+   */
   unit: string;
   label: string;
   live: LiveSet;
@@ -200,7 +206,8 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     label: string,
     live: LiveSet,
   ) => {
-    events.push({ phase, segment, unit: unit?.name ?? '', label, live, total: liveTotal(live) });
+    const name = phase === 'optimizer' ? OPTIMIZER_STEP : (unit?.name ?? '');
+    events.push({ phase, segment, unit: name, label, live, total: liveTotal(live) });
   };
   const gatheredOf = (u: UnitEstimate) => u.gatheredBytes;
   const sliceOf = (u: UnitEstimate) =>
@@ -345,7 +352,8 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     if (ev.total > events[peakIdx]!.total) peakIdx = i;
   });
   const perUnit: Record<string, number> = {};
-  for (const ev of events) if (ev.unit) perUnit[ev.unit] = Math.max(perUnit[ev.unit] ?? 0, ev.total);
+  for (const ev of events)
+    if (ev.unit && ev.phase !== 'optimizer') perUnit[ev.unit] = Math.max(perUnit[ev.unit] ?? 0, ev.total);
   const p = events[peakIdx]!;
   const blocks = acts.filter((_, i) => segs[i]!.kind === 'block');
   const recomputeFraction = blocks.length
