@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { emptyFacts } from '../../src/core/analysis/facts';
 import type { ShardingStrategyName } from '../../src/core/analysis/apis';
@@ -551,6 +554,65 @@ describe('dtype inputs: only the dtypes each one can take', () => {
     assert.equal(p.layer.values.masterDtype, undefined);
     assert.equal(p.layer.values.reduceDtype, 'float32');
     assert.match(p.problems[0]!, /master_dtype .* must be fp32 or bf16, not "nf4"/);
+  });
+});
+
+describe('reshard_after_forward as an int that the shard group cannot use', () => {
+  const source = (k: string) =>
+    [
+      'from torch.distributed.device_mesh import init_device_mesh',
+      'from torch.distributed.fsdp import fully_shard',
+      'from transformers import AutoModelForCausalLM',
+      'mesh = init_device_mesh("cuda", (8,))',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'for layer in model.model.layers:',
+      `    fully_shard(layer, mesh=mesh, reshard_after_forward=${k})`,
+      'fully_shard(model, mesh=mesh)',
+      '',
+    ].join('\n');
+  const script = (k: string) => scanSource(source(k), 'train.py');
+
+  it('3 on a shard group of 8: PyTorch raises at fully_shard; the estimate says so and how it modelled it', async () => {
+    const r = estimateFile(await script('3'));
+    assert.ok(r.ok);
+    const note = r.estimate.notes.find((n) => n.startsWith('reshard_after_forward=3'));
+    assert.ok(note, r.estimate.notes.join('\n'));
+    assert.match(note, /not a factor of the shard group size 8: fully_shard raises ValueError/);
+    assert.match(note, /\(16 units\)/);
+    assert.match(note, /estimated as if each rank kept a 1\/3 slice after forward/);
+    // The 16 blocks keep a 1/3 slice; the root stays gathered as the default does.
+    assert.deepEqual(
+      [...new Set(r.estimate.units.filter((u) => !u.isRoot).map((u) => JSON.stringify(u.residency)))],
+      ['{"kind":"slice","ranks":3}'],
+    );
+    // The command line prints it among the notes.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-raf-'));
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(file, source('3'));
+    const text = await cli('estimate', file);
+    assert.equal(text.code, 0, text.err);
+    assert.match(text.out, /^ {2}- reshard_after_forward=3 .*fully_shard raises ValueError/m);
+  });
+
+  it('a divisor (4), True and an int equal to the group (8) raise nothing and get no note', async () => {
+    for (const k of ['4', 'True', '8']) {
+      const r = estimateFile(await script(k));
+      assert.ok(r.ok);
+      assert.equal(r.estimate.notes.filter((n) => n.startsWith('reshard_after_forward=')).length, 0, k);
+    }
+  });
+
+  it('16 on 8 GPUs is modelled as True, and says so', async () => {
+    const r = estimateFile(await script('16'));
+    assert.ok(r.ok);
+    assert.ok(r.estimate.units.filter((u) => !u.isRoot).every((u) => u.residency.kind === 'reshard'));
+    assert.ok(
+      r.estimate.notes.some((n) =>
+        /^reshard_after_forward=16 .*factor of the shard group size 8.*estimated as reshard_after_forward=True/.test(
+          n,
+        ),
+      ),
+    );
   });
 });
 

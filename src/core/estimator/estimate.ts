@@ -376,6 +376,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   );
   const unownedGrads = unownedTrainable * master;
   const unownedOpt = optimizerBytes(setup.optimizer, own.unowned.groups, 1, false, setup.masterDtype);
+  if (plan.api === 'fsdp2' && !keepAll && !noShard) notes.push(...badReshardNotes(own.units, W));
   if (own.unowned.params > 0)
     notes.push(
       `${fmtCount(own.unowned.params)} parameters are in no FSDP unit (${own.unowned.modules.slice(0, 4).join(', ')}${own.unowned.modules.length > 4 ? ', …' : ''}): replicated on every GPU, and FSDP never reduces their gradients across ranks`,
@@ -689,9 +690,36 @@ function residencyOf(u: Unit, plan: Plan, keepAll: boolean, W: number): Residenc
   if (r === null) return u.isRoot ? { kind: 'keep' } : { kind: 'reshard' };
   if (r === false) return { kind: 'keep' };
   if (r === true) return { kind: 'reshard' };
-  if (r === W) return { kind: 'reshard' };
+  // k = W is True and k = 1 is False (`_get_post_forward_mesh_info`); other values out of 1..W are rejected
+  // there, and are modelled as the nearer of the two (see `badReshardNotes`).
+  if (r >= W) return { kind: 'reshard' };
   if (r <= 1) return { kind: 'keep' };
   return { kind: 'slice', ranks: r };
+}
+
+/**
+ * FSDP2 units whose `reshard_after_forward` is an int that is not a factor of the shard group size W: PyTorch's
+ * `_get_post_forward_mesh_info` raises `ValueError` ("If passing reshard_after_forward as an int, it should be a
+ * factor of W, not k") when `fully_shard` is called, so the script stops before training. Say so, and how the
+ * estimate modelled it: a 1/k slice after forward when 1 < k < W, as `True` above W, as `False` below 1.
+ */
+function badReshardNotes(units: Unit[], W: number): string[] {
+  const byK = new Map<number, string[]>();
+  for (const u of units) {
+    const k = u.reshardAfterForward;
+    if (typeof k !== 'number' || (k >= 1 && k <= W && W % k === 0)) continue;
+    byK.set(k, [...(byK.get(k) ?? []), u.name]);
+  }
+  return [...byK].map(([k, names]) => {
+    const modelled =
+      k > W
+        ? 'as reshard_after_forward=True (freed after forward)'
+        : k < 1
+          ? 'as reshard_after_forward=False (kept gathered until backward)'
+          : `as if each rank kept a 1/${k} slice after forward (backward all-gather over ${k} ranks)`;
+    const where = `${names.slice(0, 3).join(', ')}${names.length > 3 ? `, … (${names.length} units)` : ''}`;
+    return `reshard_after_forward=${k} (${where}) is not a factor of the shard group size ${W}: fully_shard raises ValueError ("it should be a factor of ${W}, not ${k}"), so the script stops before training; estimated ${modelled}. Use a divisor of ${W}, True or False.`;
+  });
 }
 
 /** Parameters a token passes through: an MoE block's routed experts count for top-k of E. */
