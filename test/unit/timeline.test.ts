@@ -60,6 +60,9 @@ describe('timeline: a two-block model, by hand', () => {
   // Gathered in bf16.
   const GB = BLOCK * 2;
   const GR = ROOT * 2;
+  // The root's gradients appear as autograd produces them: the final norm's and the head's (64 + 100·64 = 6,464
+  // parameters, bf16) in the tail's backward, the embedding's (6,400) only in the embedding's backward.
+  const GR_TAIL = (64 + 100 * 64) * 2;
   // A block's saved tensors (b·s = 8, h = 64, h_kv = 32, I = 128, 4 heads): norms 2 x (4 + 2)·8·64 = 6,144, q 1,024,
   // k and v 1,024, attention output 1,024, log-sum-exp 4·4·8 = 128, SwiGLU 4·2·8·128 = 8,192 = 17,536.
   const ACT = 17_536;
@@ -89,10 +92,10 @@ describe('timeline: a two-block model, by hand', () => {
     ['forward final norm and head', { state: STATE, gathered: GR, activations: 2 * ACT, working: TAIL }],
     ['logits and loss', { state: STATE, gathered: GR, activations: 2 * ACT + TAIL, logits: LOSS_F }],
     ['gradient of the loss', { state: STATE, gathered: GR, activations: 2 * ACT + TAIL, logits: LOSS_B }],
-    // Backward: the root's gradients (bf16) build up from the start; block 1 is prefetched.
+    // Backward: the head's and final norm's gradients (bf16) first; block 1 is prefetched.
     [
       'backward final norm and head',
-      { state: STATE, gathered: GR, gatherBuffers: GB, activations: 2 * ACT + TAIL, gradients: GR },
+      { state: STATE, gathered: GR, gatherBuffers: GB, activations: 2 * ACT + TAIL, gradients: GR_TAIL },
     ],
     [
       'backward block 1',
@@ -102,20 +105,21 @@ describe('timeline: a two-block model, by hand', () => {
         gatherBuffers: GB,
         activations: 2 * ACT,
         working: TR,
-        gradients: GR + GB,
+        gradients: GR_TAIL + GB,
       },
     ],
     // Post-backward: block 1's unsharded gradients and its reduce-scatter input (bf16) side by side.
     [
       'model.layers.1: reduce-scatter',
-      { state: STATE, gathered: GR, activations: ACT, gradients: GR + GB + GB },
+      { state: STATE, gathered: GR, activations: ACT, gradients: GR_TAIL + GB + GB },
     ],
     // Block 0: the previous reduce-scatter input is still alive during its compute.
     [
       'backward block 0',
-      { state: STATE, gathered: GR + GB, activations: ACT, working: TR, gradients: GR + GB + GB },
+      { state: STATE, gathered: GR + GB, activations: ACT, working: TR, gradients: GR_TAIL + GB + GB },
     ],
-    ['model.layers.0: reduce-scatter', { state: STATE, gathered: GR, gradients: GR + GB + GB }],
+    ['model.layers.0: reduce-scatter', { state: STATE, gathered: GR, gradients: GR_TAIL + GB + GB }],
+    // The embedding's gradient joins the root's at last, beside block 0's reduce-scatter input.
     ['backward embedding', { state: STATE, gathered: GR, gradients: GR + GB }],
     ['LlamaForCausalLM (root): reduce-scatter', { state: STATE, gradients: GR + GR }],
     // The foreach optimizer step: a temporary the size of the sharded fp32 parameters.
@@ -148,7 +152,7 @@ describe('timeline: a two-block model, by hand', () => {
   }
 
   it('peaks in the backward of block 1, with the composition of that moment', () => {
-    const peak = STATE + (GR + GB) + GB + 2 * ACT + TR + (GR + GB);
+    const peak = STATE + (GR + GB) + GB + 2 * ACT + TR + (GR_TAIL + GB);
     assert.equal(e.perGpu.peakBytes, peak);
     assert.deepEqual(e.perGpu.peakAt, { unit: 'model.layers.1', phase: 'backward' });
     assert.equal(e.perGpu.peak.bytes, peak);
@@ -610,6 +614,46 @@ describe('compute time includes what checkpointing recomputes', () => {
     close(
       e.units.map((u) => u.time.backwardCompute * FLOPS),
       [2 * fwd + (fwd * (2 * 36_992)) / (2 * 36_992 + 12_864)],
+    );
+  });
+});
+
+describe("the root's unsharded gradient grows as autograd produces it", () => {
+  const rootGrads = (id: string, label: string, mutate?: (p: Plan) => Plan) => {
+    const { e } = run(CATALOG[id]!, {}, mutate);
+    const ev = e.timeline!.events.find((x) => x.label === label)!;
+    // Other units' gradients are not live yet at the head's backward; only the root's.
+    return ev.live.gradients;
+  };
+
+  it('Llama 3.1 8B (untied): the head and final norm first, the embedding only in its own backward', () => {
+    // lm_head 128,256 x 4,096 and the final norm 4,096, in bf16: 2 x 525,340,672 = 1,050,681,344 bytes.
+    assert.equal(
+      rootGrads('meta-llama/Llama-3.1-8B', 'backward final norm and head'),
+      2 * (128_256 * 4096 + 4096),
+    );
+    assert.equal(2 * (128_256 * 4096 + 4096), 1_050_681_344);
+    // At the embedding: the whole root (2 x 128,256 x 4,096 + 4,096) plus block 0's reduce-scatter input
+    // (218,112,000 parameters in bf16), which lives until the root's post-backward.
+    assert.equal(
+      rootGrads('meta-llama/Llama-3.1-8B', 'backward embedding'),
+      2 * (2 * 128_256 * 4096 + 4096) + 2 * 218_112_000,
+    );
+  });
+
+  it("Llama 3.2 1B (tied): the shared weight gets its gradient in the head's backward, so all of it is there first", () => {
+    // embed_tokens.weight = lm_head.weight (128,256 x 2,048) plus the final norm 2,048, bf16.
+    assert.equal(
+      rootGrads('meta-llama/Llama-3.2-1B', 'backward final norm and head'),
+      2 * (128_256 * 2048 + 2048),
+    );
+  });
+
+  it("FSDP1 keeps the whole FlatParameter gradient from the root's first backward segment", () => {
+    const fsdp1 = (p: Plan): Plan => ({ ...p, api: 'fsdp1' });
+    assert.equal(
+      rootGrads('meta-llama/Llama-3.1-8B', 'backward final norm and head', fsdp1),
+      2 * (2 * 128_256 * 4096 + 4096),
     );
   });
 });

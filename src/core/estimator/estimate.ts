@@ -101,6 +101,8 @@ export interface UnitEstimate {
   offload: boolean;
   /** Original dtypes of the unit's trainable parameters (FSDP2 requires one). */
   trainableDtypes: DType[];
+  /** Trainable parameters by the module whose backward first produces their gradient (see `Unit.gradsAt`). */
+  gradsAt: Record<string, number>;
   /** Collectives of this unit in one micro-batch. */
   traffic: Traffic & { forwardAllGatherBytes: number; backwardAllGatherBytes: number };
   /** Seconds on the link and of compute, per micro-batch. */
@@ -352,6 +354,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       residency,
       offload: u.offload,
       trainableDtypes: [...new Set(u.groups.filter((g) => g.trainable).map((g) => g.dtype))],
+      gradsAt: u.gradsAt,
       traffic,
       time: {
         forwardGather: agBytes / bw(shardLink),
