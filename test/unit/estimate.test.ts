@@ -171,6 +171,9 @@ describe('sharding semantics', () => {
       const root = e.units.find((u) => u.isRoot)!;
       assert.equal(root.params, 0);
       assert.deepEqual(root.traffic.collectives, { allGather: 0, reduceScatter: 0, allReduce: 0 });
+      // Nor a post-backward in the timeline.
+      assert.equal(e.timeline!.events.filter((ev) => ev.label === `${root.name}: reduce-scatter`).length, 0);
+      assert.equal(e.timeline!.events.filter((ev) => ev.label.endsWith(': reduce-scatter')).length, 33);
       assert.deepEqual(
         e.comms.perStep.collectives,
         { allGather, reduceScatter: 33, allReduce: 0 },

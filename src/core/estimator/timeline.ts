@@ -342,6 +342,8 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
       const sp = spans[i];
       if (!sp || sp[0] !== s || done.has(i)) return;
       done.add(i);
+      // A unit that owns no parameters has no post-backward at all (no FlatParamHandle / FSDPParamGroup).
+      if (u.params === 0) return;
       const rsInput = u.trainableParams * reduceBytes;
       const fp32Copy = fsdp1 && reduceBytes !== computeBytes ? u.trainableParams * reduceBytes : 0;
       gathered -= gatheredOf(u);
