@@ -1,6 +1,7 @@
 import { VERSION } from '../core/meta';
 import { estimateCommand } from './commands/estimate';
 import { lintCommand } from './commands/lint';
+import { gpusCommand, modelsCommand } from './commands/models';
 import { rulesCommand } from './commands/rules';
 import { scanCommand } from './commands/scan';
 
@@ -24,12 +25,13 @@ Commands:
       --rule ID=LEVEL       Severity of a rule: error, warning, info, hint or off (repeatable).
 
   estimate [FILE]           Per-GPU memory and traffic per step of the FSDP plan in FILE (or the default plan).
-      --model ORG/NAME      A Hugging Face model (local cache, else the built-in catalog).
+      --model ORG/NAME      A Hugging Face model (local cache, else the built-in catalog: fsdp-lens models).
       --config PATH         A config.json.
-      --world-size N  --gpus-per-node G  --replicas R  --gpu ID
+      --world-size N  --gpus-per-node G  --replicas R  --gpu ID   (IDs: fsdp-lens gpus)
       --batch B  --seq S  --grad-accum K  --ac none|full|selective|every-N
       --optimizer adamw|adam|sgd|sgd-momentum|adam8bit|adafactor
-      --param-dtype D  --reduce-dtype D  --master-dtype D   (fp32, bf16, fp16)
+      --param-dtype D  --reduce-dtype D   Mixed precision gather / reduce dtype: fp32, bf16 or fp16
+      --master-dtype fp32|bf16  Sharded parameters the optimizer updates (bf16: pure-bf16 training)
       --attention fused|eager   Attention kernel: fused (SDPA, FlashAttention) or eager (keeps the s x s scores)
       --lora-rank R  --lora-targets q_proj,v_proj   LoRA adapters (the base frozen)
       --base-dtype nf4      4-bit NF4 base weights (QLoRA)
@@ -37,6 +39,12 @@ Commands:
       --python PATH         The Python for --exact (default python3); --exact-timeout S (default 120).
       --units GB|GiB        Decimal GB (default) or binary GiB.
       --json                JSON with exact bytes, the terms of each figure and every assumption.
+
+  models                    The built-in model catalog: id, model_type, parameter count.
+      --json                JSON instead of text.
+
+  gpus                      The GPUs --gpu takes: memory, dense bf16 compute, links.
+      --json                JSON instead of text.
 
   rules                     The lint rules with their default severities.
       --markdown            The full rules documentation (docs/rules.md).
@@ -74,6 +82,10 @@ export async function runCli(argv: string[], io: Streams): Promise<number> {
         return await estimateCommand(rest, io);
       case 'rules':
         return rulesCommand(rest, io);
+      case 'models':
+        return modelsCommand(rest, io);
+      case 'gpus':
+        return gpusCommand(rest, io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

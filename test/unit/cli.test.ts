@@ -213,6 +213,96 @@ describe('fsdp-lens estimate', () => {
   });
 });
 
+describe('a peak at the optimizer step', () => {
+  // Llama 3.2 1B (1,235,814,400 parameters) on one GPU at 16 tokens: activations are tiny, and AdamW's foreach step
+  // holds one more fp32 copy of the parameters (4 B x P = 4,943,257,600 B) on top of the 16 B x P of state, more
+  // than any moment of forward or backward.
+  it('names "optimizer step" as the place in JSON, in the timeline event and in the text', async () => {
+    const args = ['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--world-size', '1', '--seq', '16'];
+    const j = JSON.parse((await cli(...args, '--json')).out) as {
+      perGpu: { peakAt: { unit: string; phase: string }; perUnitPeakBytes: Record<string, number> };
+      timeline: { phase: string; unit: string; live: { optimizer: number } }[];
+    };
+    assert.deepEqual(j.perGpu.peakAt, { unit: 'optimizer step', phase: 'optimizer' });
+    const step = j.timeline.find((ev) => ev.phase === 'optimizer')!;
+    assert.equal(step.unit, 'optimizer step');
+    assert.equal(step.live.optimizer, 4 * 1_235_814_400);
+    // Per-unit peaks stay per unit: the optimizer step is no unit.
+    assert.equal(j.perGpu.perUnitPeakBytes['optimizer step'], undefined);
+    assert.match((await cli(...args)).out, /^Peak {6}\S+ GB per GPU, during the optimizer step$/m);
+  });
+});
+
+describe('fsdp-lens models and gpus', () => {
+  it('models lists every catalog id with its model_type and parameter count, in text and JSON', async () => {
+    const text = await cli('models');
+    assert.equal(text.code, 0, text.err);
+    // ESTIMATOR.md's worked examples: Llama 3.1 8B has 8,030,261,248 parameters, 70B 70,553,706,496.
+    assert.match(text.out, /^meta-llama\/Llama-3\.1-8B +llama +8\.03B \(8,030,261,248\)$/m);
+    assert.match(text.out, /^meta-llama\/Llama-3\.1-70B +llama +70\.6B \(70,553,706,496\)$/m);
+    const j = await cli('models', '--json');
+    const rows = (JSON.parse(j.out) as { models: { id: string; modelType: string; params: number }[] })
+      .models;
+    const ids = Object.keys(
+      (
+        JSON.parse(fs.readFileSync(path.join(ROOT, 'src/core/model/hf-configs.json'), 'utf8')) as {
+          models: object;
+        }
+      ).models,
+    );
+    assert.deepEqual(
+      rows.map((r) => r.id),
+      ids,
+    );
+    // GPT-2 small: 124,439,808 parameters (Transformers' GPT2LMHeadModel with its tied head).
+    assert.deepEqual(
+      rows.find((r) => r.id === 'openai-community/gpt2'),
+      { id: 'openai-community/gpt2', modelType: 'gpt2', params: 124_439_808 },
+    );
+    assert.equal((await cli('models', 'extra')).code, 2);
+  });
+
+  it('gpus lists the ids --gpu takes, with the driver-reported memory', async () => {
+    const r = await cli('gpus');
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /^h200-141gb +NVIDIA H200 141GB +143,771 MiB +989 TFLOP\/s/m);
+    const j = JSON.parse((await cli('gpus', '--json')).out) as {
+      gpus: { id: string; memoryBytes: number }[];
+    };
+    assert.equal(j.gpus.find((g) => g.id === 'h100-sxm-80gb')!.memoryBytes, 81559 * 1024 * 1024);
+    for (const g of j.gpus)
+      assert.equal((await cli('estimate', '--model', 'openai-community/gpt2', '--gpu', g.id)).code, 0, g.id);
+  });
+
+  it('--help names both listings', async () => {
+    const r = await cli('--help');
+    assert.match(r.out, /^ {2}models {2,}The built-in model catalog/m);
+    assert.match(r.out, /^ {2}gpus {2,}The GPUs --gpu takes/m);
+  });
+
+  it('an unknown --model suggests close catalog ids and points to the listing', async () => {
+    for (const [typed, first] of [
+      ['llama-3.1-8b', 'meta-llama/Llama-3.1-8B'], // the name without its organisation
+      ['meta-llama/Llama-3.1-8b-Instruct', 'meta-llama/Llama-3.1-8B'], // contains a catalog name
+      ['google/gemma-2-2B', 'google/gemma-2-2b'], // case only: matched, not suggested
+      ['mistralai/Mixtral-8x7B-v1', 'mistralai/Mixtral-8x7B-v0.1'], // two typos
+    ] as const) {
+      const r = await cli('estimate', '--model', typed, '--json');
+      if (typed.toLowerCase() === first.toLowerCase()) {
+        assert.equal(r.code, 0, r.err);
+        continue;
+      }
+      assert.equal(r.code, 2, typed);
+      assert.match(r.err, new RegExp(`did you mean "${first.replace(/[.]/g, '\\.')}"`), typed);
+      assert.match(r.err, /"fsdp-lens models" lists the built-in catalog/);
+    }
+    const far = await cli('estimate', '--model', 'acme/widget-xyz');
+    assert.equal(far.code, 2);
+    assert.doesNotMatch(far.err, /did you mean/);
+    assert.match(far.err, /"fsdp-lens models" lists the built-in catalog/);
+  });
+});
+
 describe('fsdp-lens scan and lint refuse what is not Python source', () => {
   it('exits 2 with "not a Python file" on an explicit README.md or package.json', async () => {
     for (const command of ['scan', 'lint']) {

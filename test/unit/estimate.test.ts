@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { emptyFacts } from '../../src/core/analysis/facts';
 import type { ShardingStrategyName } from '../../src/core/analysis/apis';
@@ -148,6 +151,45 @@ describe('sharding semantics', () => {
     );
     assert.equal(b.perGpu.modelStateBytes, a.perGpu.modelStateBytes);
     assert.equal(trafficBytes(b.comms.perStep), trafficBytes(a.comms.perStep));
+  });
+
+  it('a root that owns no parameters runs no collectives (no FlatParamHandle / FSDPParamGroup)', () => {
+    // Llama 3.1 8B with its 32 blocks and a unit of [embed_tokens, norm, lm_head] wrapped before the root: the root
+    // is left with nothing. Every unit that owns parameters is gathered once in forward and once in backward
+    // (FULL_SHARD / reshard_after_forward=True) and reduce-scattered once: 33 x 2 = 66 all-gathers, 33
+    // reduce-scatters; the empty root adds none. SHARD_GRAD_OP gathers each once: 33 and 33.
+    for (const [api, strategy, allGather] of [
+      ['fsdp2', 'FULL_SHARD', 66],
+      ['fsdp1', 'FULL_SHARD', 66],
+      ['fsdp1', 'SHARD_GRAD_OP', 33],
+    ] as const) {
+      const e = run('meta-llama/Llama-3.1-8B', {}, (m) => {
+        const units = defaultUnits(m.root, m.shape.blockClass, 'test');
+        const root = units.pop()!;
+        return {
+          api,
+          strategy,
+          units: [
+            ...units,
+            { ...root, isRoot: false, modules: ['model.embed_tokens', 'model.norm', 'lm_head'] },
+            root,
+          ],
+          source: { kind: 'default' },
+          notes: [],
+        };
+      });
+      const root = e.units.find((u) => u.isRoot)!;
+      assert.equal(root.params, 0);
+      assert.deepEqual(root.traffic.collectives, { allGather: 0, reduceScatter: 0, allReduce: 0 });
+      // Nor a post-backward in the timeline.
+      assert.equal(e.timeline!.events.filter((ev) => ev.label === `${root.name}: reduce-scatter`).length, 0);
+      assert.equal(e.timeline!.events.filter((ev) => ev.label.endsWith(': reduce-scatter')).length, 33);
+      assert.deepEqual(
+        e.comms.perStep.collectives,
+        { allGather, reduceScatter: 33, allReduce: 0 },
+        `${api} ${strategy}`,
+      );
+    }
   });
 
   it('SHARD_GRAD_OP gathers once in forward (no backward all-gather); NO_SHARD all-reduces whole gradients', () => {
@@ -494,6 +536,126 @@ describe('attention kind: flag, annotation, pyproject and the code', () => {
   });
 });
 
+describe('dtype inputs: only the dtypes each one can take', () => {
+  it('--param-dtype / --reduce-dtype take fp32, bf16 or fp16; --master-dtype fp32 or bf16; others exit 2', async () => {
+    for (const [flag, value, msg] of [
+      [
+        '--param-dtype',
+        'int8',
+        /--param-dtype must be fp32, bf16 or fp16, not "int8" \(int8 is a storage format/,
+      ],
+      ['--param-dtype', 'nf4', /--param-dtype must be fp32, bf16 or fp16, not "nf4".*--base-dtype nf4/],
+      ['--reduce-dtype', 'uint8', /--reduce-dtype must be fp32, bf16 or fp16, not "uint8"/],
+      ['--reduce-dtype', 'float64', /--reduce-dtype must be fp32, bf16 or fp16, not "float64"/],
+      ['--master-dtype', 'int8', /--master-dtype must be fp32 or bf16, not "int8"/],
+      ['--master-dtype', 'fp16', /--master-dtype must be fp32 or bf16, not "fp16"/],
+      ['--master-dtype', 'nf4', /--master-dtype must be fp32 or bf16, not "nf4"/],
+    ] as const) {
+      const r = await cli('estimate', '--model', 'meta-llama/Llama-3.1-8B', flag, value);
+      assert.equal(r.code, 2, `${flag} ${value}`);
+      assert.match(r.err, msg);
+      assert.equal(r.out, '');
+    }
+  });
+
+  it('the accepted spellings still parse, and pure-bf16 master weights halve the master copy', async () => {
+    const bf16 = await cli(
+      'estimate',
+      '--model',
+      'meta-llama/Llama-3.1-8B',
+      '--master-dtype',
+      'bf16',
+      '--json',
+    );
+    assert.equal(bf16.code, 0, bf16.err);
+    const j = JSON.parse(bf16.out) as { perGpu: { modelStateBytes: number } };
+    // bf16 sharded params (2 B) + bf16 grads (2 B) + two bf16 AdamW states (4 B) = 8 B per parameter, over 8 GPUs.
+    assert.equal(j.perGpu.modelStateBytes, (LLAMA_8B * 8) / 8);
+    for (const v of ['fp32', 'float32', 'torch.bfloat16', 'BF16', 'half', 'fp16'])
+      assert.equal(
+        (await cli('estimate', '--model', 'meta-llama/Llama-3.1-8B', '--param-dtype', v, '--json')).code,
+        0,
+        v,
+      );
+  });
+
+  it('an annotation with an integer dtype gives no estimate but says why; pyproject.toml notes it and goes on', async () => {
+    const facts = await scanSource(
+      '# fsdp: param_dtype=int8\nfrom transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")\n',
+      'train.py',
+    );
+    const r = estimateFile(facts);
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? '' : r.reason, /param_dtype .* must be fp32, bf16 or fp16, not "int8"/);
+    const p = fromPyproject(
+      '[tool.fsdp-lens]\nmaster_dtype = "nf4"\nreduce_dtype = "fp32"\n',
+      '/x/pyproject.toml',
+    )!;
+    assert.equal(p.layer.values.masterDtype, undefined);
+    assert.equal(p.layer.values.reduceDtype, 'float32');
+    assert.match(p.problems[0]!, /master_dtype .* must be fp32 or bf16, not "nf4"/);
+  });
+});
+
+describe('reshard_after_forward as an int that the shard group cannot use', () => {
+  const source = (k: string) =>
+    [
+      'from torch.distributed.device_mesh import init_device_mesh',
+      'from torch.distributed.fsdp import fully_shard',
+      'from transformers import AutoModelForCausalLM',
+      'mesh = init_device_mesh("cuda", (8,))',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'for layer in model.model.layers:',
+      `    fully_shard(layer, mesh=mesh, reshard_after_forward=${k})`,
+      'fully_shard(model, mesh=mesh)',
+      '',
+    ].join('\n');
+  const script = (k: string) => scanSource(source(k), 'train.py');
+
+  it('3 on a shard group of 8: PyTorch raises at fully_shard; the estimate says so and how it modelled it', async () => {
+    const r = estimateFile(await script('3'));
+    assert.ok(r.ok);
+    const note = r.estimate.notes.find((n) => n.startsWith('reshard_after_forward=3'));
+    assert.ok(note, r.estimate.notes.join('\n'));
+    assert.match(note, /not a factor of the shard group size 8: fully_shard raises ValueError/);
+    assert.match(note, /\(16 units\)/);
+    assert.match(note, /estimated as if each rank kept a 1\/3 slice after forward/);
+    // The 16 blocks keep a 1/3 slice; the root stays gathered as the default does.
+    assert.deepEqual(
+      [...new Set(r.estimate.units.filter((u) => !u.isRoot).map((u) => JSON.stringify(u.residency)))],
+      ['{"kind":"slice","ranks":3}'],
+    );
+    // The command line prints it among the notes.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-raf-'));
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(file, source('3'));
+    const text = await cli('estimate', file);
+    assert.equal(text.code, 0, text.err);
+    assert.match(text.out, /^ {2}- reshard_after_forward=3 .*fully_shard raises ValueError/m);
+  });
+
+  it('a divisor (4), True and an int equal to the group (8) raise nothing and get no note', async () => {
+    for (const k of ['4', 'True', '8']) {
+      const r = estimateFile(await script(k));
+      assert.ok(r.ok);
+      assert.equal(r.estimate.notes.filter((n) => n.startsWith('reshard_after_forward=')).length, 0, k);
+    }
+  });
+
+  it('16 on 8 GPUs is modelled as True, and says so', async () => {
+    const r = estimateFile(await script('16'));
+    assert.ok(r.ok);
+    assert.ok(r.estimate.units.filter((u) => !u.isRoot).every((u) => u.residency.kind === 'reshard'));
+    assert.ok(
+      r.estimate.notes.some((n) =>
+        /^reshard_after_forward=16 .*factor of the shard group size 8.*estimated as reshard_after_forward=True/.test(
+          n,
+        ),
+      ),
+    );
+  });
+});
+
 describe('host memory per node', () => {
   // Llama 3.1 8B: 8,030,261,248 parameters (see the worked example).
   const P = LLAMA_8B;
@@ -577,6 +739,40 @@ describe('host memory per node', () => {
     assert.equal(host(e, 'CPU offload'), 8 * perGpu);
     assert.equal(e.hostPerNode.bytes, 8 * perGpu + P * 4);
     assert.equal(e.hostPerNode.bytes, 160_605_224_960);
+  });
+
+  it('loading comes before anything is offloaded: the peak is the larger of loading and offload + saving', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
+    const offloaded = (masterDtype: 'float32' | 'bfloat16', dtype: 'float32' | 'bfloat16' | null) => {
+      const { setup, assumptions } = resolveSetup([{ source: { kind: 'flag' }, values: { masterDtype } }]);
+      return estimate({
+        model: { name: 'x', root: m.root, shape: m.shape, source: { kind: 'default' } },
+        plan: {
+          api: 'fsdp2',
+          strategy: 'FULL_SHARD',
+          units: defaultUnits(m.root, m.shape.blockClass, 't').map((u) => ({ ...u, offload: true })),
+          source: { kind: 'default' },
+          notes: [],
+        },
+        setup,
+        assumptions,
+        loading: { fromPretrained: true, meta: false, dtype },
+      });
+    };
+    // Loaded in bf16 and trained in pure bf16: each of 8 processes loads P x 2 B = 16 P on the node; afterwards
+    // each offloads bf16 params 2 B + grads 2 B + AdamW states 2 x 2 B over 8 GPUs (8 P on the node) and rank 0
+    // gathers a bf16 state dict (2 P): max(16 P, 8 P + 2 P) = 16 P, where adding them all gave 24 P.
+    const bf16 = offloaded('bfloat16', 'bfloat16');
+    assert.equal(host(bf16, 'loading (from_pretrained on every rank)'), 16 * P);
+    assert.equal(host(bf16, 'CPU offload'), 8 * P);
+    assert.equal(host(bf16, 'saving a full state dict on rank 0'), 2 * P);
+    assert.equal(bf16.hostPerNode.bytes, 16 * P);
+    assert.equal(bf16.hostPerNode.bytes, 128_484_179_968);
+    // Loaded in bf16, fp32 master weights: loading 16 P; offload 16 B x P / 8 x 8 = 16 P plus an fp32 state dict
+    // 4 P = 20 P during training, the larger.
+    const fp32 = offloaded('float32', 'bfloat16');
+    assert.equal(fp32.hostPerNode.bytes, Math.max(16 * P, 16 * P + 4 * P));
+    assert.equal(fp32.hostPerNode.bytes, 160_605_224_960);
   });
 });
 

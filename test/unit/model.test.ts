@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CATALOG } from '../../src/core/model/catalog';
+import { CATALOG, closeCatalogIds, editDistance } from '../../src/core/model/catalog';
 import { ConfigError, modelFromHfConfig } from '../../src/core/model/hf';
 import { countParams, moduleAt, walk } from '../../src/core/model/tree';
 
@@ -136,5 +136,25 @@ describe('model trees from Hugging Face configs', () => {
     for (const m of walk(root)) if (m.className === 'DeepseekV3MLP') experts++;
     // 3 dense MLPs + 58 MoE layers × (256 routed + 1 shared)
     assert.equal(experts, 3 + 58 * 257);
+  });
+});
+
+describe('close catalog ids', () => {
+  it('edit distance counts insertions, deletions and substitutions', () => {
+    // The textbook example: kitten -> sitten (k/s) -> sittin (e/i) -> sitting (+g) = 3.
+    assert.equal(editDistance('kitten', 'sitting'), 3);
+    assert.equal(editDistance('', 'abc'), 3);
+    assert.equal(editDistance('gpt2', 'gpt2'), 0);
+  });
+
+  it('suggests ids containing the typed name first, then ids a few typos away, never far ones', () => {
+    assert.equal(closeCatalogIds('Qwen3')[0], 'Qwen/Qwen3-8B');
+    // "gpt2-mediun" is one substitution from "gpt2-medium"; "gpt2" is inside it but 7 characters short.
+    assert.deepEqual(closeCatalogIds('gpt2-mediun'), [
+      'openai-community/gpt2-medium',
+      'openai-community/gpt2',
+    ]);
+    assert.deepEqual(closeCatalogIds('bert-base-uncased'), []);
+    assert.deepEqual(closeCatalogIds(''), []);
   });
 });

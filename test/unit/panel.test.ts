@@ -25,6 +25,12 @@ const traffic = (d: Awaited<ReturnType<typeof panelFor>>) => {
 };
 
 describe('footprint panel data', () => {
+  it("names the optimizer step as the peak's place when the step is the peak", async () => {
+    // One GPU, 16 tokens: the foreach AdamW step's extra fp32 copy of every parameter is the largest moment.
+    const d = await panelFor({ worldSize: 1, seqLen: 16 });
+    assert.deepEqual(d.estimate!.perGpu.peakAt, { unit: 'optimizer step', phase: 'optimizer' });
+  });
+
   it('shows the file as it is when nothing is changed', async () => {
     const d = await panelFor();
     assert.deepEqual(d.whatIf!.values, d.whatIf!.base);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockActivations } from '../../src/core/estimator/activations';
+import { blockActivations, blockTensors } from '../../src/core/estimator/activations';
 import { estimate, type Estimate } from '../../src/core/estimator/estimate';
 import { requiredBytes } from '../../src/core/estimator/timeline';
 import type { Plan } from '../../src/core/estimator/types';
@@ -60,6 +60,9 @@ describe('timeline: a two-block model, by hand', () => {
   // Gathered in bf16.
   const GB = BLOCK * 2;
   const GR = ROOT * 2;
+  // The root's gradients appear as autograd produces them: the final norm's and the head's (64 + 100·64 = 6,464
+  // parameters, bf16) in the tail's backward, the embedding's (6,400) only in the embedding's backward.
+  const GR_TAIL = (64 + 100 * 64) * 2;
   // A block's saved tensors (b·s = 8, h = 64, h_kv = 32, I = 128, 4 heads): norms 2 x (4 + 2)·8·64 = 6,144, q 1,024,
   // k and v 1,024, attention output 1,024, log-sum-exp 4·4·8 = 128, SwiGLU 4·2·8·128 = 8,192 = 17,536.
   const ACT = 17_536;
@@ -89,10 +92,10 @@ describe('timeline: a two-block model, by hand', () => {
     ['forward final norm and head', { state: STATE, gathered: GR, activations: 2 * ACT, working: TAIL }],
     ['logits and loss', { state: STATE, gathered: GR, activations: 2 * ACT + TAIL, logits: LOSS_F }],
     ['gradient of the loss', { state: STATE, gathered: GR, activations: 2 * ACT + TAIL, logits: LOSS_B }],
-    // Backward: the root's gradients (bf16) build up from the start; block 1 is prefetched.
+    // Backward: the head's and final norm's gradients (bf16) first; block 1 is prefetched.
     [
       'backward final norm and head',
-      { state: STATE, gathered: GR, gatherBuffers: GB, activations: 2 * ACT + TAIL, gradients: GR },
+      { state: STATE, gathered: GR, gatherBuffers: GB, activations: 2 * ACT + TAIL, gradients: GR_TAIL },
     ],
     [
       'backward block 1',
@@ -102,20 +105,21 @@ describe('timeline: a two-block model, by hand', () => {
         gatherBuffers: GB,
         activations: 2 * ACT,
         working: TR,
-        gradients: GR + GB,
+        gradients: GR_TAIL + GB,
       },
     ],
     // Post-backward: block 1's unsharded gradients and its reduce-scatter input (bf16) side by side.
     [
       'model.layers.1: reduce-scatter',
-      { state: STATE, gathered: GR, activations: ACT, gradients: GR + GB + GB },
+      { state: STATE, gathered: GR, activations: ACT, gradients: GR_TAIL + GB + GB },
     ],
     // Block 0: the previous reduce-scatter input is still alive during its compute.
     [
       'backward block 0',
-      { state: STATE, gathered: GR + GB, activations: ACT, working: TR, gradients: GR + GB + GB },
+      { state: STATE, gathered: GR + GB, activations: ACT, working: TR, gradients: GR_TAIL + GB + GB },
     ],
-    ['model.layers.0: reduce-scatter', { state: STATE, gathered: GR, gradients: GR + GB + GB }],
+    ['model.layers.0: reduce-scatter', { state: STATE, gathered: GR, gradients: GR_TAIL + GB + GB }],
+    // The embedding's gradient joins the root's at last, beside block 0's reduce-scatter input.
     ['backward embedding', { state: STATE, gathered: GR, gradients: GR + GB }],
     ['LlamaForCausalLM (root): reduce-scatter', { state: STATE, gradients: GR + GR }],
     // The foreach optimizer step: a temporary the size of the sharded fp32 parameters.
@@ -148,7 +152,7 @@ describe('timeline: a two-block model, by hand', () => {
   }
 
   it('peaks in the backward of block 1, with the composition of that moment', () => {
-    const peak = STATE + (GR + GB) + GB + 2 * ACT + TR + (GR + GB);
+    const peak = STATE + (GR + GB) + GB + 2 * ACT + TR + (GR_TAIL + GB);
     assert.equal(e.perGpu.peakBytes, peak);
     assert.deepEqual(e.perGpu.peakAt, { unit: 'model.layers.1', phase: 'backward' });
     assert.equal(e.perGpu.peak.bytes, peak);
@@ -476,5 +480,180 @@ describe('mixture-of-experts activations, by hand', () => {
     const x = { microBatch: 1, seqLen: seq, attention: 'fused' as const, bytes: 2 };
     assert.equal(blockActivations(m.shape, x, 'none', false, 0).saved, dense * seq);
     assert.equal(blockActivations(m.shape, x, 'none', true, 3).saved, moe * seq);
+  });
+});
+
+describe('activations of Gemma 2 and Qwen3 blocks, tensor by tensor', () => {
+  // Default inputs: micro-batch 1 x 4096 tokens, bf16 compute (2 B), fused attention.
+  const x = { microBatch: 1, seqLen: 4096, attention: 'fused' as const, bytes: 2 };
+  const sb = 4096;
+  const sum = (ts: { bytes: number }[]) => ts.reduce((s, t) => s + t.bytes, 0);
+
+  // google/gemma-2-2b: h = 2304, I = 9216, 8 heads and 4 KV heads of head_dim 256, V = 256,000, 26 layers.
+  const gemma = modelFromHfConfig(CATALOG['google/gemma-2-2b']!).shape;
+  const h = 2304;
+  const I = 9216;
+  // Gemma2RMSNorm keeps its input upcast to fp32 (4 B) and the fp32 normalized tensor that multiplies
+  // (1 + weight) (4 B); the two norms before a matmul also hand it a bf16 output (2 B) that the matmul keeps.
+  const GEMMA_NORMS = (4 + 4 + 2) * sb * h + (4 + 4) * sb * h + (4 + 4 + 2) * sb * h + (4 + 4) * sb * h;
+  const GEMMA_BLOCK =
+    GEMMA_NORMS +
+    2 * sb * 8 * 256 + // q after RoPE
+    2 * 2 * sb * 4 * 256 + // k and v
+    2 * sb * 8 * 256 + // attention output (input of o_proj)
+    4 * 8 * sb + // fp32 log-sum-exp
+    4 * 2 * sb * I; // gate output, GELU output, up output, their product
+
+  it('Gemma 2: four norms per block, each keeping its fp32 input and fp32 normalized tensor', () => {
+    const ts = blockTensors(gemma, x, false);
+    // 36·sbh of norms: 36 x 4096 x 2304 = 339,738,624 bytes.
+    assert.equal(GEMMA_NORMS, 339_738_624);
+    assert.equal(sum(ts.filter((t) => /layernorm/.test(t.name))), GEMMA_NORMS);
+    for (const n of ['input', 'post_attention', 'pre_feedforward', 'post_feedforward'])
+      assert.ok(
+        ts.some((t) => t.name.startsWith(`${n}_layernorm normalized (fp32`)),
+        n,
+      );
+    // sb x (36·2304 + 2·2048 + 4·1024 + 2·2048 + 32 + 8·9216) = 4096 x 168,992 = 692,191,232.
+    assert.equal(GEMMA_BLOCK, 692_191_232);
+    assert.equal(sum(ts), GEMMA_BLOCK);
+  });
+
+  it('Gemma 2: the whole estimate keeps 26 blocks plus the final norm, and the soft-capped logits', () => {
+    const { e } = run(CATALOG['google/gemma-2-2b']!, {});
+    const tl = e.timeline!;
+    // Final norm: fp32 input, fp32 normalized and the head's bf16 input, (4 + 4 + 2)·sbh.
+    assert.equal(tl.activationBytes, 26 * GEMMA_BLOCK + 10 * sb * h);
+    // Logits: n = 4096 x 256,000 = 1,048,576,000 values. Forward: bf16 logits 2 B + fp32 copy 4 B + fp32
+    // log-softmax 4 B, plus tanh's bf16 output 2 B kept for the soft-capping's backward = 12 B.
+    // Backward: log-softmax, its gradient and the logits' gradient in fp32 (12 B) plus the tanh output (2 B).
+    const n = 4096 * 256_000;
+    const logits = tl.events.filter((ev) => ev.phase === 'loss').map((ev) => ev.live.logits);
+    assert.deepEqual(logits, [12 * n, 14 * n]);
+    // final_logit_softcapping: null turns the cap off: 2 B per logit less on both sides.
+    const { e: off } = run({ ...CATALOG['google/gemma-2-2b']!, final_logit_softcapping: null }, {});
+    assert.deepEqual(
+      off.timeline!.events.filter((ev) => ev.phase === 'loss').map((ev) => ev.live.logits),
+      [10 * n, 12 * n],
+    );
+  });
+
+  it('Gemma 2 eager attention also keeps the soft-capped scores (tanh output, 2 B per score)', () => {
+    const eager = { ...x, attention: 'eager' as const };
+    const scores = (shape: typeof gemma) =>
+      blockTensors(shape, eager, false).find((t) => t.name.startsWith('attention scores'))!.bytes;
+    // fp32 softmax 4 B + its bf16 cast 2 B + tanh output 2 B per score, 8 heads x 4096 x 4096; plus K and V
+    // repeated from 4 to 8 heads: 2 x 2 B x 4096 x 4 x 256.
+    assert.equal(scores(gemma), 8 * 8 * 4096 * 4096 + 2 * 2 * 4096 * 4 * 256);
+    const noCap = modelFromHfConfig({
+      ...CATALOG['google/gemma-2-2b']!,
+      attn_logit_softcapping: null,
+    }).shape;
+    assert.equal(scores(gemma) - scores(noCap), 2 * 8 * 4096 * 4096);
+  });
+
+  it('Qwen3: q_norm and k_norm keep an fp32 copy and an output per head', () => {
+    // Qwen/Qwen3-8B: h = 4096, 32 heads and 8 KV heads of head_dim 128, I = 12,288.
+    const qwen3 = modelFromHfConfig(CATALOG['Qwen/Qwen3-8B']!).shape;
+    const ts = blockTensors(qwen3, x, false);
+    const byName = (n: string) => ts.filter((t) => t.name.startsWith(n)).map((t) => t.bytes);
+    // q_norm over 32 x 128 = 4096 features: 4 B fp32 copy, 2 B output; k_norm over 8 x 128 = 1024.
+    assert.deepEqual(byName('q_norm'), [4 * sb * 4096, 2 * sb * 4096]);
+    assert.deepEqual(byName('k_norm'), [4 * sb * 1024, 2 * sb * 1024]);
+    // The block: two Llama norms (4 + 2)·sbh each, q/k norms, q 2·sb·4096, k and v 2·2·sb·1024, attention
+    // output 2·sb·4096, log-sum-exp 4·32·sb, SwiGLU 4·2·sb·12288:
+    // sb x (12·4096 + 6·4096 + 6·1024 + 8192 + 4096 + 8192 + 128 + 98,304) = 4096 x 198,784.
+    assert.equal(sum(ts), 4096 * 198_784);
+  });
+});
+
+describe('compute time includes what checkpointing recomputes', () => {
+  // TINY on 2 GPUs, micro-batch 1 x 8 tokens. A block has 36,992 parameters: forward 2 x 36,992 x 8 = 591,872
+  // FLOPs for the matmuls plus the causal attention 2·b·s²·heads·head_dim = 2 x 1 x 64 x 4 x 16 = 4,096: 595,968.
+  // The root (embedding, final norm, head: 12,864 parameters) forwards 2 x 12,864 x 8 = 205,824 FLOPs and is never
+  // inside a checkpoint. Backward is twice the forward plus the recomputed share of the forward.
+  const BLOCK_FWD = 2 * 36_992 * 8 + 2 * 1 * 8 * 8 * 4 * 16;
+  const ROOT_FWD = 2 * 12_864 * 8;
+  // H100 SXM: 989 TFLOP/s dense bf16 at the default 40% MFU.
+  const FLOPS = 989e12 * 0.4;
+  const backward = (checkpointing: SetupValues['checkpointing']) =>
+    run(TINY, {
+      worldSize: 2,
+      microBatch: 1,
+      seqLen: 8,
+      ...(checkpointing ? { checkpointing } : {}),
+    }).e.units.map((u) => u.time.backwardCompute * FLOPS);
+  const close = (actual: number[], expected: number[]) =>
+    actual.forEach((a, i) =>
+      assert.ok(Math.abs(a - expected[i]!) <= 1e-6 * expected[i]!, `${a} vs ${expected[i]}`),
+    );
+
+  it('none: 2 x forward; full: 3 x forward for the blocks, 2 x for the root', () => {
+    close(backward(undefined), [2 * BLOCK_FWD, 2 * BLOCK_FWD, 2 * ROOT_FWD]);
+    close(backward('full'), [3 * BLOCK_FWD, 3 * BLOCK_FWD, 2 * ROOT_FWD]);
+  });
+
+  it('selective: half a forward again per block, as the timeline reports (1/6 of the compute)', () => {
+    close(backward('selective'), [2.5 * BLOCK_FWD, 2.5 * BLOCK_FWD, 2 * ROOT_FWD]);
+    const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, checkpointing: 'selective' });
+    assert.equal(e.timeline!.recomputeFraction, 0.5 / 3);
+  });
+
+  it('every-2: the first of each two blocks is recomputed, the second is not', () => {
+    close(backward({ everyN: 2 }), [3 * BLOCK_FWD, 2 * BLOCK_FWD, 2 * ROOT_FWD]);
+  });
+
+  it('a root that holds the blocks recomputes their share of its forward', () => {
+    // One unit for the whole model: forward (2 x 36,992 + 12,864) x 2 x 8 = 1,389,568 FLOPs (attention is only
+    // counted for block units); full checkpointing recomputes the blocks' 2 x 36,992 of its 86,848 parameters.
+    const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, checkpointing: 'full' }, (p) => ({
+      ...p,
+      units: p.units.filter((u) => u.isRoot),
+    }));
+    const fwd = 2 * (2 * 36_992 + 12_864) * 8;
+    close(
+      e.units.map((u) => u.time.backwardCompute * FLOPS),
+      [2 * fwd + (fwd * (2 * 36_992)) / (2 * 36_992 + 12_864)],
+    );
+  });
+});
+
+describe("the root's unsharded gradient grows as autograd produces it", () => {
+  const rootGrads = (id: string, label: string, mutate?: (p: Plan) => Plan) => {
+    const { e } = run(CATALOG[id]!, {}, mutate);
+    const ev = e.timeline!.events.find((x) => x.label === label)!;
+    // Other units' gradients are not live yet at the head's backward; only the root's.
+    return ev.live.gradients;
+  };
+
+  it('Llama 3.1 8B (untied): the head and final norm first, the embedding only in its own backward', () => {
+    // lm_head 128,256 x 4,096 and the final norm 4,096, in bf16: 2 x 525,340,672 = 1,050,681,344 bytes.
+    assert.equal(
+      rootGrads('meta-llama/Llama-3.1-8B', 'backward final norm and head'),
+      2 * (128_256 * 4096 + 4096),
+    );
+    assert.equal(2 * (128_256 * 4096 + 4096), 1_050_681_344);
+    // At the embedding: the whole root (2 x 128,256 x 4,096 + 4,096) plus block 0's reduce-scatter input
+    // (218,112,000 parameters in bf16), which lives until the root's post-backward.
+    assert.equal(
+      rootGrads('meta-llama/Llama-3.1-8B', 'backward embedding'),
+      2 * (2 * 128_256 * 4096 + 4096) + 2 * 218_112_000,
+    );
+  });
+
+  it("Llama 3.2 1B (tied): the shared weight gets its gradient in the head's backward, so all of it is there first", () => {
+    // embed_tokens.weight = lm_head.weight (128,256 x 2,048) plus the final norm 2,048, bf16.
+    assert.equal(
+      rootGrads('meta-llama/Llama-3.2-1B', 'backward final norm and head'),
+      2 * (128_256 * 2048 + 2048),
+    );
+  });
+
+  it("FSDP1 keeps the whole FlatParameter gradient from the root's first backward segment", () => {
+    const fsdp1 = (p: Plan): Plan => ({ ...p, api: 'fsdp1' });
+    assert.equal(
+      rootGrads('meta-llama/Llama-3.1-8B', 'backward final norm and head', fsdp1),
+      2 * (2 * 128_256 * 4096 + 4096),
+    );
   });
 });

@@ -12,6 +12,16 @@ import type { CheckpointMode } from './types';
  *   post_attention_layernorm: 4·sbh + 2·sbh (input of gate/up)
  *   SwiGLU: gate output 2·sbI, SiLU output 2·sbI, up output 2·sbI, their product 2·sbI (input of down_proj)
  *   = (16h + 4h_kv + 8I)·sb + 4·a·sb
+ * Qwen3 (`Qwen3Attention`: `q_norm(q_proj(x).view(.., head_dim))`, likewise k) adds two per-head RMSNorms before
+ *   RoPE, each keeping the fp32 copy of its input and its normalized output: (4 + 2)·sb·a·hd + (4 + 2)·sb·h_kv.
+ * Gemma 2 (`Gemma2DecoderLayer`): four norms, and `Gemma2RMSNorm` computes `(x.float() normalized) * (1 + w)` in
+ *   fp32 before casting back, so each keeps the fp32 copy of its input 4·sbh and the fp32 normalized tensor the
+ *   weight's gradient needs 4·sbh; input_layernorm and pre_feedforward_layernorm also hand their output (2·sbh)
+ *   to the q/k/v and gate/up matmuls, while post_attention_layernorm (on o_proj's output) and
+ *   post_feedforward_layernorm (on down_proj's output) feed the residual add, which keeps nothing:
+ *   norms (4+4+2) + (4+4) + (4+4+2) + (4+4) = 36·sbh instead of the Llama block's 12·sbh. Its GELU-tanh MLP keeps
+ *   the same four I-sized tensors as SwiGLU. Eager attention with `attn_logit_softcapping` also keeps the tanh
+ *   output of the scores (2 bytes per score) for tanh's backward.
  * GPT-2 block (LayerNorm, fused attention, dropout p>0): ln_1 input 2·sbh, normalized 2·sbh, q/k/v 6·sbh,
  *   attention output 2·sbh, residual dropout mask sbh, ln_2 input 2·sbh, normalized 2·sbh, c_fc output (GELU
  *   input) 8·sbh, GELU output 8·sbh, residual dropout mask sbh, log-sum-exp 4·a·sb = 34·sbh + 4·a·sb (Korthikanti
@@ -66,7 +76,7 @@ export function blockTensors(
   // (transformers' eager_attention_forward): softmax in fp32 saves its 4-byte output and the matmul with V saves
   // the 2-byte cast; dropout is 0 and saves nothing. Grouped-query attention also saves K and V expanded to every
   // head (repeat_kv copies) for the two matmuls.
-  const perScore = shape.mlp === 'gelu' ? 1 + 2 * e : 4 + e;
+  const perScore = shape.mlp === 'gelu' ? 1 + 2 * e : 4 + e + (shape.attnLogitSoftcap ? e : 0);
   const expandedKv = shape.mlp === 'gelu' ? 0 : 2 * e * sb * (a - shape.kvHeads) * shape.headDim;
   const scores =
     x.attention === 'eager'
@@ -75,7 +85,7 @@ export function blockTensors(
             name:
               shape.mlp === 'gelu'
                 ? 'attention scores: softmax output, dropout mask and output'
-                : 'attention scores: fp32 softmax output and its cast, and K and V expanded to every head',
+                : `attention scores: fp32 softmax output and its cast${shape.attnLogitSoftcap ? ', the soft-capping tanh output' : ''}, and K and V expanded to every head`,
             bytes: perScore * a * x.seqLen * x.seqLen * x.microBatch + expandedKv,
           },
         ]
@@ -95,10 +105,23 @@ export function blockTensors(
       ...scores,
     ];
   }
-  const norm = (n: string) => [
-    { name: `${n} input (fp32 copy)`, bytes: 4 * sb * h },
-    { name: `${n} output`, bytes: e * sb * h },
-  ];
+  /**
+   * An upcasting RMSNorm over `width` features: the fp32 copy of its input, and what the weight's gradient needs
+   * (the normalized tensor: in fp32 when the norm scales in fp32, else the compute-dtype output, which is also
+   * the next matmul's input). `feedsMatmul`: a norm that scales in fp32 hands a separate compute-dtype output to
+   * a matmul that keeps it.
+   */
+  const norm = (n: string, width = h, feedsMatmul = true) =>
+    shape.normScalesInFp32
+      ? [
+          { name: `${n} input (fp32 copy)`, bytes: 4 * sb * width },
+          { name: `${n} normalized (fp32, for the weight's gradient)`, bytes: 4 * sb * width },
+          ...(feedsMatmul ? [{ name: `${n} output`, bytes: e * sb * width }] : []),
+        ]
+      : [
+          { name: `${n} input (fp32 copy)`, bytes: 4 * sb * width },
+          { name: `${n} output`, bytes: e * sb * width },
+        ];
   const attn = shape.mla
     ? [
         ...(shape.mla.qLoraRank
@@ -118,6 +141,7 @@ export function blockTensors(
         { name: 'attention output', bytes: e * sb * a * shape.mla.vHead },
       ]
     : [
+        ...(shape.qkNorm ? [...norm('q_norm', a * shape.headDim), ...norm('k_norm', hkv)] : []),
         { name: 'q after RoPE', bytes: e * sb * a * shape.headDim },
         { name: 'k and v', bytes: 2 * e * sb * hkv },
         { name: 'attention output', bytes: e * sb * a * shape.headDim },
@@ -141,6 +165,19 @@ export function blockTensors(
         { name: 'combined expert output', bytes: e * sb * h },
       ]
     : [{ name: 'SwiGLU: gate, SiLU, up, product', bytes: 4 * e * sb * shape.intermediate }];
+  if (shape.normsPerBlock === 4)
+    // Gemma 2's sandwich: post_attention_layernorm normalizes the attention output before the residual add,
+    // pre_feedforward_layernorm feeds the MLP, post_feedforward_layernorm normalizes the MLP output.
+    return [
+      ...norm('input_layernorm'),
+      ...attn,
+      lse,
+      ...scores,
+      ...norm('post_attention_layernorm', h, false),
+      ...norm('pre_feedforward_layernorm'),
+      ...mlp,
+      ...norm('post_feedforward_layernorm', h, false),
+    ];
   return [...norm('input_layernorm'), ...attn, lse, ...scores, ...norm('post_attention_layernorm'), ...mlp];
 }
 
@@ -168,6 +205,18 @@ function selectiveSaved(shape: ArchShape, x: ActivationInputs, moe: boolean): nu
   return e * sb * h + attn + lse + mlp;
 }
 
+/**
+ * Extra forward passes of block `index` in backward: 1 when it is checkpointed fully (`full`, or every N-th block
+ * under `every-N`), 0.5 under `selective` (every other matmul and the cheap ops between are recomputed: about
+ * half of the block's forward), 0 without checkpointing.
+ */
+export function recomputeOf(mode: CheckpointMode, index: number): number {
+  if (mode === 'none') return 0;
+  if (mode === 'full') return 1;
+  if (mode === 'selective') return 0.5;
+  return index % mode.everyN === 0 ? 1 : 0;
+}
+
 /** Activations of one block under a checkpointing mode (`index` decides every-N). */
 export function blockActivations(
   shape: ArchShape,
@@ -193,7 +242,7 @@ export function blockActivations(
       saved: input,
       full,
       transient,
-      recompute: 1,
+      recompute: recomputeOf(mode, index),
       tensors: [{ name: 'block input (checkpoint)', bytes: input }],
     };
   if (typeof mode === 'object') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
@@ -204,7 +253,7 @@ export function blockActivations(
     saved,
     full,
     transient,
-    recompute: 0.5,
+    recompute: recomputeOf(mode, index),
     tensors: [{ name: 'kept by selective checkpointing', bytes: saved }],
   };
 }
@@ -212,7 +261,9 @@ export function blockActivations(
 /** The final norm and the head's input, kept from the end of forward to the start of backward. */
 export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
   const sb = x.microBatch * x.seqLen;
-  return shape.norm === 'rmsnorm' ? (4 + x.bytes) * sb * shape.hidden : 2 * x.bytes * sb * shape.hidden;
+  if (shape.norm !== 'rmsnorm') return 2 * x.bytes * sb * shape.hidden;
+  // An fp32-scaling norm (Gemma 2) also keeps its fp32 normalized tensor.
+  return (4 + (shape.normScalesInFp32 ? 4 : 0) + x.bytes) * sb * shape.hidden;
 }
 
 /**
@@ -220,8 +271,12 @@ export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
  * forward holds the head's logits (b·s·V in the compute dtype), their fp32 copy for the loss, and the fp32
  * log-softmax the loss keeps; backward starts with that log-softmax, the gradient of the loss with respect to it
  * and the gradient with respect to the logits (both fp32), before casting back to the compute dtype.
+ * Gemma 2's final soft-capping (`logits = tanh(logits / cap) * cap` in `Gemma2ForCausalLM.forward`, in the compute
+ * dtype, before the loss upcasts) keeps tanh's output (b·s·V in the compute dtype) for tanh's backward, from the
+ * head's forward until the gradient reaches it: one more compute-dtype tensor in both.
  */
 export function lossTransient(shape: ArchShape, x: ActivationInputs): { forward: number; backward: number } {
   const n = x.microBatch * x.seqLen * shape.vocab;
-  return { forward: n * (x.bytes + 4 + 4), backward: n * (4 + 4 + 4) };
+  const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
+  return { forward: n * (x.bytes + 4 + 4) + softcap, backward: n * (4 + 4 + 4) + softcap };
 }

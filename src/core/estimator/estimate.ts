@@ -1,8 +1,10 @@
 import type { ShardingStrategyName } from '../analysis/apis';
 import { findGpu, findLink, GPUS, gpuBytes, type Gpu, type Link } from '../hardware/catalog';
 import type { ArchShape } from '../model/hf';
+import { recomputeOf } from './activations';
 import {
   countBufferBytes,
+  countParams,
   DTYPE_BYTES,
   isFloat,
   tensorBytes,
@@ -12,6 +14,7 @@ import {
 import { fmtBytes, fmtCount, fmtParams } from './format';
 import type {
   Assumption,
+  CheckpointMode,
   Figure,
   ParamGroup,
   Plan,
@@ -43,7 +46,10 @@ export interface EstimateInput {
   loading?: { fromPretrained: boolean; meta: boolean; dtype: DType | null; line?: string };
 }
 
-/** Host memory per node: every process's offloaded state, the loading spike, a full checkpoint on rank 0. */
+/**
+ * Host memory per node: the larger of the loading spike (before sharding) and every process's offloaded state
+ * plus a full checkpoint gathered on rank 0 (during training).
+ */
 function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
   const G = Math.min(e.setup.gpusPerNode, e.mesh.worldSize);
   const terms: Term[] = [];
@@ -59,7 +65,7 @@ function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
     terms.push({
       name: 'loading (from_pretrained on every rank)',
       bytes: each * G,
-      formula: `${G} processes each materialise the whole model in ${dt} (${fmtBytes(each)}) before sharding${loading.line ? ` (${loading.line})` : ''}; load on the meta device or on rank 0 only to avoid it`,
+      formula: `${G} processes each materialise the whole model in ${dt} (${fmtBytes(each)}) before sharding, when nothing is offloaded yet${loading.line ? ` (${loading.line})` : ''}; load on the meta device or on rank 0 only to avoid it`,
     });
   }
   terms.push({
@@ -67,10 +73,11 @@ function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
     bytes: e.model.params * bytesOf(e.setup.masterDtype),
     formula: `${fmtCount(e.model.params)} params x ${bytesOf(e.setup.masterDtype)} B gathered on one rank (CPU-offloaded full state dict); sharded checkpoints avoid it`,
   });
-  // Offloaded state stays; loading and saving happen at different times.
-  const offload = terms.find((t) => t.name === 'CPU offload')?.bytes ?? 0;
+  // `from_pretrained` on every rank runs before fully_shard exists, so nothing is offloaded yet; saving a full
+  // state dict happens during training, beside the offloaded state. The node needs the larger of the two moments.
+  const hostTerm = (name: string) => terms.find((t) => t.name.startsWith(name))?.bytes ?? 0;
   return {
-    bytes: offload + Math.max(...terms.filter((t) => t.name !== 'CPU offload').map((t) => t.bytes)),
+    bytes: Math.max(hostTerm('loading'), hostTerm('CPU offload') + hostTerm('saving')),
     terms,
   };
 }
@@ -94,6 +101,8 @@ export interface UnitEstimate {
   offload: boolean;
   /** Original dtypes of the unit's trainable parameters (FSDP2 requires one). */
   trainableDtypes: DType[];
+  /** Trainable parameters by the module whose backward first produces their gradient (see `Unit.gradsAt`). */
+  gradsAt: Record<string, number>;
   /** Collectives of this unit in one micro-batch. */
   traffic: Traffic & { forwardAllGatherBytes: number; backwardAllGatherBytes: number };
   /** Seconds on the link and of compute, per micro-batch. */
@@ -273,14 +282,10 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   const bw = (l: Link) => l.perDirectionGBs * 1e9 * setup.linkEfficiency;
   const flops = gpu.bf16Tflops * 1e12 * setup.mfu;
   const tokens = setup.microBatch * setup.seqLen;
-  const recompute =
-    setup.checkpointing === 'full'
-      ? 1
-      : typeof setup.checkpointing === 'object'
-        ? 1 / setup.checkpointing.everyN
-        : 0;
+  // Backward recomputes the checkpointed blocks' forward: a share of each unit's forward FLOPs.
+  const recompute = recomputedShares(own.units, input.model.root, input.model.shape, setup.checkpointing);
 
-  const units: UnitEstimate[] = own.units.map((u) => {
+  const units: UnitEstimate[] = own.units.map((u, unitIndex) => {
     const all = () => true;
     const trainable = (g: ParamGroup) => g.trainable;
     const numelW = fsdp1 ? flatShardNumel(u.groups, W, all) : shardNumel(u.groups, W, all);
@@ -317,6 +322,10 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
         ? 2 * ((R - 1) / R) * trainW * rd
         : 0;
     const hasTrainable = u.trainableParams > 0;
+    // A unit that owns no parameters gets no FlatParamHandle in FSDP1 (`_init_param_handle_from_params` returns
+    // on an empty list, and `_unshard` / `_reshard` return without a handle) and no FSDPParamGroup in FSDP2
+    // (`fully_shard` creates one only `if params`): it runs no collectives at all.
+    const hasParams = u.params > 0;
     const traffic = {
       allGatherBytes: agBytes + bwdAg,
       forwardAllGatherBytes: agBytes,
@@ -324,7 +333,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       reduceScatterBytes: rsBytes,
       allReduceBytes: arBytes,
       collectives: {
-        allGather: noShard || W === 1 ? 0 : 1 + (residency.kind === 'keep' ? 0 : 1),
+        allGather: noShard || W === 1 || !hasParams ? 0 : 1 + (residency.kind === 'keep' ? 0 : 1),
         reduceScatter: !noShard && W > 1 && hasTrainable ? 1 : 0,
         allReduce: arBytes > 0 ? 1 : 0,
       },
@@ -345,6 +354,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       residency,
       offload: u.offload,
       trainableDtypes: [...new Set(u.groups.filter((g) => g.trainable).map((g) => g.dtype))],
+      gradsAt: u.gradsAt,
       traffic,
       time: {
         forwardGather: agBytes / bw(shardLink),
@@ -352,7 +362,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
         reduceScatter: rsBytes / bw(shardLink),
         allReduce: arBytes / bw(replicaLink ?? shardLink),
         forwardCompute: fwdFlops / flops,
-        backwardCompute: ((2 + recompute) * fwdFlops) / flops,
+        backwardCompute: ((2 + recompute[unitIndex]!) * fwdFlops) / flops,
       },
       origin: u.origin,
     };
@@ -369,6 +379,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   );
   const unownedGrads = unownedTrainable * master;
   const unownedOpt = optimizerBytes(setup.optimizer, own.unowned.groups, 1, false, setup.masterDtype);
+  if (plan.api === 'fsdp2' && !keepAll && !noShard) notes.push(...badReshardNotes(own.units, W));
   if (own.unowned.params > 0)
     notes.push(
       `${fmtCount(own.unowned.params)} parameters are in no FSDP unit (${own.unowned.modules.slice(0, 4).join(', ')}${own.unowned.modules.length > 4 ? ', …' : ''}): replicated on every GPU, and FSDP never reduces their gradients across ranks`,
@@ -682,9 +693,36 @@ function residencyOf(u: Unit, plan: Plan, keepAll: boolean, W: number): Residenc
   if (r === null) return u.isRoot ? { kind: 'keep' } : { kind: 'reshard' };
   if (r === false) return { kind: 'keep' };
   if (r === true) return { kind: 'reshard' };
-  if (r === W) return { kind: 'reshard' };
+  // k = W is True and k = 1 is False (`_get_post_forward_mesh_info`); other values out of 1..W are rejected
+  // there, and are modelled as the nearer of the two (see `badReshardNotes`).
+  if (r >= W) return { kind: 'reshard' };
   if (r <= 1) return { kind: 'keep' };
   return { kind: 'slice', ranks: r };
+}
+
+/**
+ * FSDP2 units whose `reshard_after_forward` is an int that is not a factor of the shard group size W: PyTorch's
+ * `_get_post_forward_mesh_info` raises `ValueError` ("If passing reshard_after_forward as an int, it should be a
+ * factor of W, not k") when `fully_shard` is called, so the script stops before training. Say so, and how the
+ * estimate modelled it: a 1/k slice after forward when 1 < k < W, as `True` above W, as `False` below 1.
+ */
+function badReshardNotes(units: Unit[], W: number): string[] {
+  const byK = new Map<number, string[]>();
+  for (const u of units) {
+    const k = u.reshardAfterForward;
+    if (typeof k !== 'number' || (k >= 1 && k <= W && W % k === 0)) continue;
+    byK.set(k, [...(byK.get(k) ?? []), u.name]);
+  }
+  return [...byK].map(([k, names]) => {
+    const modelled =
+      k > W
+        ? 'as reshard_after_forward=True (freed after forward)'
+        : k < 1
+          ? 'as reshard_after_forward=False (kept gathered until backward)'
+          : `as if each rank kept a 1/${k} slice after forward (backward all-gather over ${k} ranks)`;
+    const where = `${names.slice(0, 3).join(', ')}${names.length > 3 ? `, … (${names.length} units)` : ''}`;
+    return `reshard_after_forward=${k} (${where}) is not a factor of the shard group size ${W}: fully_shard raises ValueError ("it should be a factor of ${W}, not ${k}"), so the script stops before training; estimated ${modelled}. Use a divisor of ${W}, True or False.`;
+  });
 }
 
 /** Parameters a token passes through: an MoE block's routed experts count for top-k of E. */
@@ -698,6 +736,43 @@ function activeParams(u: Unit, shape: ArchShape | undefined): number {
   );
   const idle = (shape.experts - shape.expertsPerToken) * expertParams * moeBlocks;
   return Math.max(0, u.params - (u.params > idle ? idle : 0));
+}
+
+/**
+ * The share of each unit's forward that backward recomputes: for every decoder block (in model order, which
+ * decides every-N), the innermost unit holding it recomputes `recomputeOf` forward passes of the block's
+ * parameters. Embeddings, the final norm and the head are never inside a checkpoint wrapper.
+ */
+function recomputedShares(
+  units: Unit[],
+  root: ModuleNode,
+  shape: ArchShape | undefined,
+  mode: CheckpointMode,
+): number[] {
+  const shares = units.map(() => 0);
+  if (!shape || mode === 'none') return shares;
+  let index = 0;
+  const visit = (m: ModuleNode) => {
+    if (m.className !== shape.blockClass) {
+      for (const c of m.children) visit(c);
+      return;
+    }
+    const r = recomputeOf(mode, index++);
+    if (!r) return;
+    let owner = -1;
+    let depth = -1;
+    units.forEach((u, i) => {
+      for (const p of u.modules)
+        if ((p === '' || m.path === p || m.path.startsWith(`${p}.`)) && p.length > depth) {
+          owner = i;
+          depth = p.length;
+        }
+    });
+    const u = units[owner];
+    if (u && u.params > 0) shares[owner]! += (r * countParams(m)) / u.params;
+  };
+  visit(root);
+  return shares.map((x) => Math.min(1, x));
 }
 
 /** Attention score and value FLOPs of a block unit in forward (causal: half of 4·b·s²·heads·head_dim). */

@@ -26,11 +26,17 @@ export interface LiveSet {
 
 export type Phase = 'forward' | 'loss' | 'backward' | 'optimizer';
 
+/** What the optimizer step's event (and a peak there) names in place of a unit. */
+export const OPTIMIZER_STEP = 'optimizer step';
+
 export interface TimelineEvent {
   phase: Phase;
   /** Index of the execution segment (embedding, block i, head), -1 outside them. */
   segment: number;
-  /** The unit whose compute or collective this is (the innermost unit around the segment). */
+  /**
+   * The unit whose compute or collective this is (the innermost unit around the segment); `OPTIMIZER_STEP` for
+   * the optimizer step, which updates every unit's shard at once.
+   */
   unit: string;
   label: string;
   live: LiveSet;
@@ -200,7 +206,8 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     label: string,
     live: LiveSet,
   ) => {
-    events.push({ phase, segment, unit: unit?.name ?? '', label, live, total: liveTotal(live) });
+    const name = phase === 'optimizer' ? OPTIMIZER_STEP : (unit?.name ?? '');
+    events.push({ phase, segment, unit: name, label, live, total: liveTotal(live) });
   };
   const gatheredOf = (u: UnitEstimate) => u.gatheredBytes;
   const sliceOf = (u: UnitEstimate) =>
@@ -267,6 +274,36 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     optimizer: 0,
   });
 
+  // Unsharded gradients appear as autograd produces each parameter's gradient (FSDP2 leaves them to autograd
+  // until the unit's post-backward reduce-scatter): a unit spanning several segments, like the root with the
+  // embedding at the start and the norm and head at the end, holds the head's gradient from the start of
+  // backward but the embedding's only at the end. `gradsFrom[i][s]`: unit i's trainable parameters whose
+  // gradients exist once backward reaches segment s; what no segment holds counts from the unit's first segment
+  // in backward.
+  // FSDP1 reduces one FlatParameter per unit, whose gradient is modelled whole from the unit's first segment.
+  const segmentOf = (path: string): number => {
+    const r = ranges.get(path);
+    return r ? segs.findIndex((g) => g.hi >= g.lo && r[0] >= g.lo && r[0] <= g.hi) : -1;
+  };
+  const gradsFrom = e.units.map((u, i) => {
+    const per = segs.map(() => 0);
+    const sp = spans[i];
+    if (!sp) return per;
+    let placed = 0;
+    if (!fsdp1)
+      for (const [path, n] of Object.entries(u.gradsAt ?? {})) {
+        const t = segmentOf(path);
+        if (t < sp[0] || t > sp[1]) continue;
+        per[t]! += n;
+        placed += n;
+      }
+    per[sp[1]]! += u.trainableParams - placed;
+    // Suffix sums: the elements whose gradients exist once backward has reached segment s.
+    for (let t = per.length - 2; t >= 0; t--) per[t]! += per[t + 1]!;
+    return per;
+  });
+  const gradsSoFar = (i: number, s: number) => gradsFrom[i]![s]!;
+
   // Backward.
   let rsBuffer = 0; // the previous unit's reduce-scatter input, alive until the next post-backward
   const done = new Set<number>();
@@ -280,7 +317,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
       if (!sp || done.has(i)) return;
       if (sp[0] <= s && s <= sp[1]) {
         gathered += gatheredOf(u);
-        grads += u.trainableParams * computeBytes; // its unsharded gradients, produced during its backward
+        grads += gradsSoFar(i, s) * computeBytes; // its unsharded gradients produced so far in its backward
       } else if (sp[0] > s) return;
       else gathered += u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u);
       if (sp[1] === s - 1 && u.residency.kind !== 'keep') buffers += gatheredOf(u); // backward prefetch of one unit
@@ -305,6 +342,8 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
       const sp = spans[i];
       if (!sp || sp[0] !== s || done.has(i)) return;
       done.add(i);
+      // A unit that owns no parameters has no post-backward at all (no FlatParamHandle / FSDPParamGroup).
+      if (u.params === 0) return;
       const rsInput = u.trainableParams * reduceBytes;
       const fp32Copy = fsdp1 && reduceBytes !== computeBytes ? u.trainableParams * reduceBytes : 0;
       gathered -= gatheredOf(u);
@@ -345,7 +384,8 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     if (ev.total > events[peakIdx]!.total) peakIdx = i;
   });
   const perUnit: Record<string, number> = {};
-  for (const ev of events) if (ev.unit) perUnit[ev.unit] = Math.max(perUnit[ev.unit] ?? 0, ev.total);
+  for (const ev of events)
+    if (ev.unit && ev.phase !== 'optimizer') perUnit[ev.unit] = Math.max(perUnit[ev.unit] ?? 0, ev.total);
   const p = events[peakIdx]!;
   const blocks = acts.filter((_, i) => segs[i]!.kind === 'block');
   const recomputeFraction = blocks.length

@@ -98,6 +98,11 @@ export interface Unit {
   groups: ParamGroup[];
   /** Buffers of the unit's modules: never sharded. */
   bufferBytes: number;
+  /**
+   * Trainable parameters by the module whose backward first produces their gradient (the last module in forward
+   * order that uses the parameter: `lm_head` for an embedding tied to the head).
+   */
+  gradsAt: Record<string, number>;
   reshardAfterForward: ReshardAfterForward;
   offload: boolean;
   origin: string;

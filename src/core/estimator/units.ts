@@ -1,5 +1,5 @@
 import type { WrapPolicyValue } from '../analysis/options';
-import { joinPath, moduleAt, type DType, type ModuleNode } from '../model/tree';
+import { joinPath, moduleAt, walk, type DType, type ModuleNode } from '../model/tree';
 import { DTYPE_BYTES } from '../model/tree';
 import type { ParamGroup, Plan, Unit, UnitPlan } from './types';
 
@@ -19,8 +19,13 @@ export function assignParameters(root: ModuleNode, plan: Plan, masterDtype: DTyp
   const owned = new Set<string>();
   const wrapped = new Set<string>();
   const units: Unit[] = [];
+  // Each parameter's last user in forward order (depth-first, parents before children): its gradient appears
+  // there first in backward.
+  const lastUser = new Map<string, string>();
+  for (const m of walk(root))
+    for (const p of m.params) lastUser.set(p.tiedTo ?? joinPath(m.path, p.name), m.path);
   plan.units.forEach((u, index) => {
-    const acc = new Accumulator(masterDtype);
+    const acc = new Accumulator(masterDtype, lastUser);
     const classNames = new Set<string>();
     for (const path of u.modules) {
       const node = moduleAt(root, path);
@@ -39,6 +44,7 @@ export function assignParameters(root: ModuleNode, plan: Plan, masterDtype: DTyp
       trainableParams: acc.trainable,
       groups: acc.groups(),
       bufferBytes: acc.bufferBytes,
+      gradsAt: acc.gradsAt,
       reshardAfterForward: u.reshardAfterForward,
       offload: u.offload,
       origin: u.origin,
@@ -60,11 +66,17 @@ class Accumulator {
   params = 0;
   trainable = 0;
   bufferBytes = 0;
+  gradsAt: Record<string, number> = {};
   private readonly byKey = new Map<string, ParamGroup>();
 
-  constructor(private readonly masterDtype: DType) {}
+  constructor(
+    private readonly masterDtype: DType,
+    private readonly lastUser?: Map<string, string>,
+  ) {}
 
-  add(shape: number[], numel: number, dtype: DType | undefined, trainable: boolean): void {
+  add(shape: number[], numel: number, dtype: DType | undefined, trainable: boolean, param?: string): void {
+    const at = param !== undefined ? this.lastUser?.get(param) : undefined;
+    if (trainable && at !== undefined) this.gradsAt[at] = (this.gradsAt[at] ?? 0) + numel;
     const dim0 = shape[0] ?? 1;
     const rest = shape.length > 1 ? numel / dim0 : 1;
     const dt = dtype ?? this.masterDtype;
@@ -101,7 +113,7 @@ function collect(
       owned.add(key);
       any = true;
       shapes.set(key, p.shape);
-      acc.add(p.shape, p.numel, p.dtype, p.trainable);
+      acc.add(p.shape, p.numel, p.dtype, p.trainable, key);
     }
     if (any) modules?.add(m.path);
     for (const b of m.buffers) acc.bufferBytes += Math.ceil(b.numel * DTYPE_BYTES[b.dtype]);

@@ -218,6 +218,7 @@ export class WhatIfModel {
         trainableParams: us.reduce((s, u) => s + u.trainableParams, 0),
         groups: us.flatMap((u) => u.groups),
         bufferBytes: us.reduce((s, u) => s + u.bufferBytes, 0),
+        gradsAt: Object.assign({}, ...us.map((u) => u.gradsAt)) as Record<string, number>,
       });
       run = [];
     };

@@ -16,6 +16,45 @@ export function catalogConfig(id: string): { id: string; config: HfConfig } | un
   return key ? { id: key, config: CATALOG[key]! } : undefined;
 }
 
+/** Levenshtein distance between two strings (insertions, deletions and substitutions each cost one). */
+export function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * Catalog ids close to one that is not there, closest first (at most `max`): ids whose name contains what was
+ * typed or is contained in it (`llama-3.1-8b` -> `meta-llama/Llama-3.1-8B`), and ids within a few typos (a third
+ * of the typed name's length, at least 2) of the whole id or of its name after the organisation.
+ */
+export function closeCatalogIds(id: string, max = 3): string[] {
+  const typed = id.trim().toLowerCase();
+  if (!typed) return [];
+  const typedName = typed.includes('/') ? typed.slice(typed.lastIndexOf('/') + 1) : typed;
+  const limit = Math.max(2, Math.floor(typedName.length / 3));
+  const scored: { id: string; score: number }[] = [];
+  for (const key of Object.keys(CATALOG)) {
+    const k = key.toLowerCase();
+    const name = k.slice(k.lastIndexOf('/') + 1);
+    const distance = Math.min(editDistance(typed, k), editDistance(typedName, name));
+    // A name containing what was typed (or contained in it) scores the difference in length, as if the rest
+    // were typed too, and is suggested however long that difference is.
+    const contains = typedName.length >= 3 && (name.includes(typedName) || typedName.includes(name));
+    const score = Math.min(distance, contains ? Math.abs(name.length - typedName.length) : Infinity);
+    if (contains || distance <= limit) scored.push({ id: key, score });
+  }
+  return scored
+    .sort((a, b) => a.score - b.score || a.id.localeCompare(b.id))
+    .slice(0, max)
+    .map((s) => s.id);
+}
+
 /** The Transformers classes of each supported `model_type`: the decoder block FSDP wraps, and where it lives. */
 export const ARCHITECTURES: Readonly<Record<string, { block: string; module: string; causalLm: string }>> = {
   llama: {

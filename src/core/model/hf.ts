@@ -26,8 +26,23 @@ export interface ArchShape {
   /** How the block computes, for the activation model. */
   mlp: 'swiglu' | 'gelu';
   norm: 'rmsnorm' | 'layernorm';
-  /** Norms per block (Gemma 2 has four). */
+  /**
+   * Norms per block: 2 (before attention and before the MLP), or 4 as Gemma 2 sandwiches each sublayer
+   * (`input_layernorm`, `post_attention_layernorm` on the attention output, `pre_feedforward_layernorm`,
+   * `post_feedforward_layernorm` on the MLP output).
+   */
   normsPerBlock: number;
+  /**
+   * The RMSNorm scales in fp32 and casts afterwards (Gemma 2: `(x * (1 + w)).type_as(x)`), so it keeps the fp32
+   * normalized tensor for the weight's gradient; Llama's casts first (`w * x.to(dtype)`) and keeps it in the
+   * compute dtype.
+   */
+  normScalesInFp32?: boolean;
+  /** Per-head RMSNorms on q and k before RoPE (Qwen3's `q_norm` / `k_norm` over head_dim). */
+  qkNorm?: boolean;
+  /** Gemma 2's tanh soft-capping: of the final logits (`final_logit_softcapping`), of the attention scores. */
+  finalLogitSoftcap?: number | null;
+  attnLogitSoftcap?: number | null;
   /** The decoder block's class name (what wrap policies name). */
   blockClass: string;
   tiedEmbeddings: boolean;
@@ -56,6 +71,16 @@ function int(config: HfConfig, key: string, dflt?: number): number {
 function optInt(config: HfConfig, key: string): number | null {
   const v = config[key];
   return v === undefined || v === null ? null : int(config, key);
+}
+
+/** A positive number field, `dflt` when absent; null when the config sets it to null (the feature is off). */
+function optPositive(config: HfConfig, key: string, dflt: number | null): number | null {
+  const v = config[key];
+  if (v === undefined) return dflt;
+  if (v === null) return null;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
+    throw new ConfigError(`config.json "${key}" must be a positive number or null, not ${JSON.stringify(v)}`);
+  return v;
 }
 
 function bool(config: HfConfig, key: string, dflt: boolean): boolean {
@@ -203,6 +228,15 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
       mlp: 'swiglu',
       norm: 'rmsnorm',
       normsPerBlock: type === 'gemma2' ? 4 : 2,
+      ...(type === 'gemma2'
+        ? {
+            normScalesInFp32: true,
+            // Gemma2Config's defaults: final_logit_softcapping=30.0, attn_logit_softcapping=50.0.
+            finalLogitSoftcap: optPositive(config, 'final_logit_softcapping', 30),
+            attnLogitSoftcap: optPositive(config, 'attn_logit_softcapping', 50),
+          }
+        : {}),
+      ...(type === 'qwen3' ? { qkNorm: true } : {}),
       blockClass: ARCHITECTURES[type]!.block,
       tiedEmbeddings: tied,
     },

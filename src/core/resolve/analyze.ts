@@ -7,6 +7,7 @@ import type { Estimate, EstimateInput } from '../estimator/estimate';
 import { WhatIfModel, type MinGpus } from '../estimator/whatif';
 import type { Source } from '../estimator/types';
 import { ConfigError } from '../model/hf';
+import { closeCatalogIds } from '../model/catalog';
 import { applyFineTune, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../model/tree';
@@ -279,9 +280,10 @@ function resolveModel(
       if (c.id) {
         const loaded = loadHubModel(c.id, cache);
         if (loaded) return { loaded, source: c.source, notes: [] };
+        const close = closeCatalogIds(c.id);
         return {
-          reason: `model "${c.id}" is not in the Hugging Face cache (${cache}) nor in the built-in catalog`,
-          hint: 'pass --config path/to/config.json, or download the config with huggingface-cli',
+          reason: `model "${c.id}" is not in the Hugging Face cache (${cache}) nor in the built-in catalog${close.length ? `; did you mean ${close.map((k) => `"${k}"`).join(', ')}?` : ''}`,
+          hint: '"fsdp-lens models" lists the built-in catalog; otherwise pass --config path/to/config.json, or download the config with huggingface-cli',
         };
       }
       if ((c.classRef || c.code) && opts.project) {

@@ -156,6 +156,11 @@ export function attentionKind(implementation: string): 'fused' | 'eager' | undef
   return undefined;
 }
 
+/** Dtypes mixed precision gathers (`param_dtype`) and reduces (`reduce_dtype`) in. */
+export const TRAINING_DTYPES: readonly DType[] = ['float32', 'bfloat16', 'float16'];
+/** Dtypes of the sharded parameters the optimizer updates: fp32 master weights, or pure-bf16 training. */
+export const MASTER_DTYPES: readonly DType[] = ['float32', 'bfloat16'];
+
 /** Parses the value forms flags, annotations and settings use; throws a message naming what is accepted. */
 export const PARSE = {
   positiveInt(name: string, v: string | number): number {
@@ -164,18 +169,34 @@ export const PARSE = {
       throw new Error(`${name} must be a positive whole number, not "${v}"`);
     return n;
   },
-  dtype(name: string, v: string): DType {
-    const t = v.toLowerCase();
+  /**
+   * A floating-point dtype among `allowed`. Mixed precision gathers and reduces in fp32, bf16 or fp16 (FSDP2's
+   * `MixedPrecisionPolicy` and FSDP1's `MixedPrecision` take floating dtypes); the sharded parameters the optimizer
+   * updates are fp32 (mixed precision) or bf16 (pure-bf16 training, as torchtune runs it). Integer and 4-bit types
+   * are storage formats of frozen quantized weights (`--base-dtype nf4`), never training dtypes.
+   */
+  dtype(name: string, v: string, allowed: readonly DType[] = TRAINING_DTYPES): DType {
+    const t = v.trim().toLowerCase();
     const alias: Record<string, DType> = {
       fp32: 'float32',
       bf16: 'bfloat16',
       fp16: 'float16',
       float: 'float32',
       half: 'float16',
-      nf4: 'nf4',
     };
-    const d = alias[t] ?? (isDType(t) ? t : undefined);
-    if (!d) throw new Error(`${name} must be fp32, bf16 or fp16 (or float32, bfloat16, float16), not "${v}"`);
+    const d =
+      alias[t] ?? (isDType(t.replace(/^torch\./, '')) ? (t.replace(/^torch\./, '') as DType) : undefined);
+    const short: Partial<Record<DType, string>> = { float32: 'fp32', bfloat16: 'bf16', float16: 'fp16' };
+    const names = allowed.map((a) => short[a] ?? a);
+    const list =
+      names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
+    if (!d || !allowed.includes(d)) {
+      const why =
+        d === 'nf4' || d === 'int8' || d === 'uint8' || d === 'float8_e4m3fn' || d === 'float8_e5m2'
+          ? ` (${short[d] ?? d} is a storage format for frozen quantized weights, not a training dtype; for QLoRA use --base-dtype nf4)`
+          : '';
+      throw new Error(`${name} must be ${list}, not "${v}"${why}`);
+    }
     return d;
   },
   checkpointing(name: string, v: string): CheckpointMode {
@@ -246,8 +267,9 @@ export function parseSetupValue(
       return PARSE.optimizer(name, raw);
     case 'paramDtype':
     case 'reduceDtype':
+      return PARSE.dtype(name, raw, TRAINING_DTYPES);
     case 'masterDtype':
-      return PARSE.dtype(name, raw);
+      return PARSE.dtype(name, raw, MASTER_DTYPES);
     case 'attention':
       return PARSE.attention(name, raw);
     case 'linkEfficiency':

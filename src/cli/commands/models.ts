@@ -1,0 +1,84 @@
+import { fmtCount, fmtParams } from '../../core/estimator/format';
+import { GPUS, LINKS } from '../../core/hardware/catalog';
+import { CATALOG } from '../../core/model/catalog';
+import { modelFromHfConfig } from '../../core/model/hf';
+import { countParams } from '../../core/model/tree';
+import { parseOptions } from '../args';
+import { UsageError, EXIT, type Streams } from '../cli';
+
+/** One built-in model: its Hugging Face id, architecture and parameter count as the estimator builds it. */
+export interface CatalogRow {
+  id: string;
+  modelType: string;
+  params: number;
+}
+
+export function catalogRows(): CatalogRow[] {
+  return Object.entries(CATALOG).map(([id, config]) => ({
+    id,
+    modelType: String(config.model_type),
+    params: countParams(modelFromHfConfig(config).root),
+  }));
+}
+
+/** Left-aligned columns, two spaces apart. */
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return (
+    rows.map((r) => r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]!) : c)).join('  ')).join('\n') +
+    '\n'
+  );
+}
+
+/** `fsdp-lens models`: the built-in catalog `--model` reads when the Hugging Face cache does not have an id. */
+export function modelsCommand(argv: string[], io: Streams): number {
+  const { values, positionals } = parseOptions(argv, { json: { type: 'boolean' } }, 'models');
+  if (positionals.length) throw new UsageError('models takes no arguments');
+  const rows = catalogRows();
+  if (values.json) io.out.write(JSON.stringify({ models: rows }, null, 2) + '\n');
+  else
+    io.out.write(
+      table([
+        ['ID', 'MODEL_TYPE', 'PARAMETERS'],
+        ...rows.map((r) => [r.id, r.modelType, `${fmtParams(r.params)} (${fmtCount(r.params)})`]),
+      ]),
+    );
+  return EXIT.ok;
+}
+
+/** `fsdp-lens gpus`: the GPUs `--gpu` takes, with the memory, compute and links the estimate uses. */
+export function gpusCommand(argv: string[], io: Streams): number {
+  const { values, positionals } = parseOptions(argv, { json: { type: 'boolean' } }, 'gpus');
+  if (positionals.length) throw new UsageError('gpus takes no arguments');
+  const link = (id: string) => LINKS.find((l) => l.id === id);
+  if (values.json)
+    io.out.write(
+      JSON.stringify(
+        {
+          gpus: GPUS.map((g) => ({
+            ...g,
+            memoryBytes: g.memoryMiB * 1024 * 1024,
+            intraNodeGBsPerDirection: link(g.intraNode)?.perDirectionGBs ?? null,
+            interNodeGBsPerDirection: link(g.interNode)?.perDirectionGBs ?? null,
+          })),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+  else
+    io.out.write(
+      table([
+        ['ID', 'NAME', 'MEMORY', 'BF16 DENSE', 'IN A NODE (each way)', 'BETWEEN NODES (each way)'],
+        ...GPUS.map((g) => [
+          g.id,
+          g.name,
+          `${fmtCount(g.memoryMiB)} MiB`,
+          `${fmtCount(g.bf16Tflops)} TFLOP/s`,
+          `${link(g.intraNode)?.name ?? g.intraNode} ${link(g.intraNode)?.perDirectionGBs ?? '?'} GB/s`,
+          `${link(g.interNode)?.name ?? g.interNode} ${link(g.interNode)?.perDirectionGBs ?? '?'} GB/s`,
+        ]),
+      ]),
+    );
+  return EXIT.ok;
+}
