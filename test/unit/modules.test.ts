@@ -97,6 +97,31 @@ describe('static nn.Module analysis: a framework-style Llama across files', () =
   });
 });
 
+describe('static nn.Module analysis: the model passed through two functions (torchtitan layout)', () => {
+  // "mini": dim 640, 3 layers, 10 heads (head_dim 64), 2 KV heads, vocabulary 32,000, ffn multiplier 1.3, multiple 128.
+  // FFN width: int(2·2560/3) = 1706; int(1.3·1706) = 2217; rounded up to a multiple of 128: 2304.
+  const block = 2 * 640 * 640 + 2 * 640 * 128 + 3 * 640 * 2304 + 2 * 640; // wq wo, wk wv, w1 w2 w3, two RMSNorms
+  const total = 3 * block + 32_000 * 640 + 640 + 640 * 32_000; // embedding, final norm, output
+
+  it('follows apply_fsdp() to parallelize_llama() to the script that builds the model', async () => {
+    const { p, facts: f } = await facts('titan', 'mypkg/parallelize.py');
+    const r = modelFromScript(p, f);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.equal(block, 5_408_000);
+    assert.equal(countParams(moduleAt(r.model.root, 'layers.0')!), block);
+    assert.equal(countParams(r.model.root), total);
+    assert.equal(total, 57_184_640); // PyTorch 1.13's sum(p.numel()) for the same model
+    assert.match(r.model.origin, /passed to parallelize_llama\(\) at train\.py:13 \(then apply_fsdp\(\)\)/);
+  });
+
+  it('ends at functions that only call each other, without a model and without looping', async () => {
+    const { p, facts: f } = await facts('titan', 'mypkg/loop.py');
+    const r = modelFromScript(p, f);
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? '' : r.reason, /not known statically/);
+  });
+});
+
 describe('constant evaluation and layers', () => {
   // Net(Config(dim=64, n_layers=3)), by hand: hidden() = max(16, min(4096, ceil(64·2.5/8)·8)) = 160.
   const blockBase =
