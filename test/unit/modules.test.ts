@@ -178,6 +178,74 @@ describe('constant evaluation and layers', () => {
   });
 });
 
+describe('torch.nn layers beyond the basics, with parameters and buffers as PyTorch defines them', () => {
+  const d = 32;
+  // RNNBase, per layer and direction: gates·h·(in + h_out) weights, 2·gates·h biases (LSTM 4 gates, GRU 3, RNN 1).
+  const lstm = 2 * (4 * 48 * (d + 48) + 8 * 48) + 2 * (4 * 48 * (2 * 48 + 48) + 8 * 48); // 2 layers, both ways
+  // proj_size 16, no biases: weight_hh is [4h, 16] and weight_hr [16, h]; layer 1's input is the 16 projected.
+  const lstmProj = 4 * 48 * (d + 16) + 16 * 48 + (4 * 48 * (16 + 16) + 16 * 48);
+  const gru = 3 * 24 * (d + 24) + 6 * 24;
+  const rnn = 16 * (d + 16);
+  const cell = 4 * 8 * (d + 8) + 8 * 8;
+  // MultiheadAttention: in_proj [3d, d] + [3d], out_proj [d, d] + [d]; linear1 [64, d], linear2 [d, 64]; LayerNorms.
+  const mha = 3 * d * d + 3 * d + d * d + d;
+  const ff = d * 64 + 64 + 64 * d + d;
+  const encLayer = mha + ff + 2 * 2 * d;
+  const decLayer = 2 * mha + ff + 3 * 2 * d;
+  const encoder = 2 * encLayer + 2 * d; // two deep copies and the final norm
+  const transformer = encLayer + 2 * d + decLayer + 2 * d;
+  const norms = 2 * 8 + 2 * 8 + 2 * 8 + 8; // BatchNorm2d, InstanceNorm3d(affine), GroupNorm, PReLU(8)
+  const rest = 4 * d * 16 + 4 + 100 * d + (8 * 4 * 3 + 4) + 8 * 2 * 3 * 2; // Bilinear, EmbeddingBag, ConvTranspose
+  const copies = 2 * gru;
+
+  it('counts recurrent, transformer, norm and transposed-convolution layers exactly', async () => {
+    const { p, facts: f } = await facts('zoo', 'train.py');
+    const r = modelFromScript(p, f);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const root = r.model.root;
+    const at = (path: string) => countParams(moduleAt(root, path)!);
+    assert.equal(at('lstm'), lstm);
+    assert.equal(lstm, 87_552);
+    assert.equal(at('lstm_proj'), lstmProj);
+    assert.equal(at('gru'), gru);
+    assert.equal(at('rnn'), rnn);
+    assert.equal(at('cell'), cell);
+    assert.equal(at('encoder'), encoder);
+    assert.equal(at('decoder_layer'), decLayer);
+    assert.equal(at('tr'), transformer);
+    assert.equal(at('copies'), copies, 'copy.deepcopy gives each copy its own parameters');
+    assert.equal(
+      moduleAt(root, 'copies.1')?.params.some((q) => q.tiedTo),
+      false,
+    );
+    assert.equal(
+      moduleAt(root, 'lstm_proj')
+        ?.params.map((q) => q.name)
+        .join(' '),
+      'weight_ih_l0 weight_hh_l0 weight_hr_l0 weight_ih_l1 weight_hh_l1 weight_hr_l1',
+    );
+    assert.equal(
+      countParams(root),
+      lstm + lstmProj + gru + rnn + cell + encoder + decLayer + transformer + norms + rest + copies,
+    );
+    assert.equal(countParams(root), 176_080); // PyTorch 1.13's sum(p.numel()) for Zoo(32)
+    // running_mean and running_var (8 float32 each) and num_batches_tracked (one int64), on bn and inorm_stats.
+    assert.equal(countBufferBytes(root), 2 * (8 * 4 + 8 * 4 + 8));
+    assert.equal(moduleAt(root, 'inorm')?.buffers.length, 0, 'InstanceNorm tracks nothing by default');
+    assert.equal(moduleAt(root, 'bn_plain')?.buffers.length, 0);
+  });
+
+  it('says which torch.nn layers it does not model instead of dropping them silently', async () => {
+    const { p, dir } = await project('zoo');
+    const r = modelFromClass(p, path.join(dir, 'model.py'), 'Unlisted');
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.equal(countParams(r.model.root), 4 * 4 + 4);
+    assert.ok(r.model.notes.includes('nn.LazyLinear not modelled: its parameters are not counted'));
+    assert.ok(r.model.notes.includes('nn.Fold not modelled: its parameters are not counted'));
+    assert.equal(moduleAt(r.model.root, 'lazy')?.className, 'LazyLinear');
+  });
+});
+
 /** Debian's python3-torch (PyTorch 1.13) is what CI installs; FSDP_LENS_PYTHON points elsewhere. */
 const PYTHON = process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
 
@@ -186,6 +254,7 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
     ['gpt', 'train.py'],
     ['llama', 'parallelize.py'],
     ['layers', 'train.py'],
+    ['zoo', 'train.py'],
   ] as const) {
     it(`${name}: same modules, shapes, buffers and ties`, { timeout: 120_000 }, async () => {
       const { p, facts: f } = await facts(name, file);

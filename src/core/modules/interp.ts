@@ -15,7 +15,7 @@ import {
 import { numelOf, type DType, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
-import { bindLayerArgs, CONTAINERS, factoryDtype, isTorchLayer, layerParams } from './torchnn';
+import { bindLayerArgs, COMPOSITES, CONTAINERS, factoryDtype, isTorchLayer, layerParams } from './torchnn';
 
 /**
  * A small abstract interpreter for the Python that builds `nn.Module`s: constructors and helper functions are run
@@ -684,6 +684,12 @@ export class Interpreter {
     const layer = torchLayerName(q);
     if (layer) return this.torchLayer(layer, args, kwargs, text);
     const last = q.slice(q.lastIndexOf('.') + 1);
+    if (q === 'torch.nn.Module' || q === 'torch.nn.modules.module.Module') return newModule('Module', null);
+    if (/^torch\.nn\.(modules\.[\w.]+\.)?[A-Z]\w*$/.test(q) && !/^(Parameter|Module|Buffer)$/.test(last)) {
+      // A torch.nn layer the interpreter does not know: kept in the tree, with a note that it counts nothing.
+      this.note(`nn.${last} not modelled: its parameters are not counted`);
+      return newModule(last, null);
+    }
     if (q === 'torch.nn.Parameter' || q === 'torch.nn.parameter.Parameter' || q === 'nn.Parameter') {
       const t = args[0];
       const rg = kwargs.requires_grad;
@@ -769,6 +775,8 @@ export class Interpreter {
       case 'copy.deepcopy':
       case 'copy.copy':
       case 'deepcopy':
+        // A shallow copy of a module shares its parameters; a deep copy has its own.
+        if (args[0]?.k === 'mod' && q === 'copy.copy') return args[0];
         return args[0] ? cloneValue(args[0]) : U(text, 'copy');
     }
     const folded = foldBuiltin(q, args as Val[], kwargs as Record<string, Val>);
@@ -976,6 +984,7 @@ export class Interpreter {
       args.map(plain),
       Object.fromEntries(Object.entries(kwargs).map(([k, v]) => [k, plain(v)])),
     );
+    if (COMPOSITES.has(name)) return this.compositeLayer(name, bound, args, kwargs, text);
     const spec = layerParams(name, bound);
     if (!spec.params) {
       this.note(`${text.slice(0, 60)}: ${spec.unknown}; its parameters are not counted`);
@@ -983,6 +992,11 @@ export class Interpreter {
     }
     for (const p of spec.params)
       m.params.set(p.name, { k: 'tensor', shape: p.shape, dtype: 'float32', param: true, trainable: true });
+    for (const b of spec.buffers ?? [])
+      m.buffers.set(b.name, {
+        t: { k: 'tensor', shape: b.shape, dtype: b.dtype, param: false, trainable: false },
+        persistent: true,
+      });
     if (name === 'MultiheadAttention') {
       const e = bound.embed_dim as number;
       const out = newModule('NonDynamicallyQuantizableLinear', null);
@@ -997,6 +1011,99 @@ export class Interpreter {
         out.params.set('bias', { k: 'tensor', shape: [e], dtype: 'float32', param: true, trainable: true });
       this.register(m, 'out_proj', out);
     }
+    return m;
+  }
+
+  /**
+   * torch.nn's transformer layers, built from their parts as PyTorch's transformer.py does. An encoder layer holds
+   * `self_attn` (MultiheadAttention), `linear1` [ff, d], `linear2` [d, ff], `norm1`, `norm2`; a decoder layer adds
+   * `multihead_attn` and `norm3`. TransformerEncoder/Decoder hold `num_layers` deep copies of the layer given and
+   * an optional final `norm`; nn.Transformer builds one of each with a final LayerNorm.
+   */
+  private compositeLayer(
+    name: string,
+    a: Record<string, unknown>,
+    args: V[],
+    kwargs: Record<string, V>,
+    text: string,
+  ): V {
+    const m = newModule(name, null);
+    const num = (k: string, dflt: number): number | null => {
+      const v = a[k];
+      if (v === undefined || v === null) return dflt;
+      return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null;
+    };
+    const bias = a.bias === undefined ? true : a.bias;
+    const lin = (i: number, o: number) =>
+      this.torchLayer('Linear', [], { ...num3(i, o), bias: bool(bias) }, text);
+    const norm = (d: number) =>
+      this.torchLayer('LayerNorm', [], { normalized_shape: int(d), bias: bool(bias) }, text);
+    const layer = (decoder: boolean, d: number, h: number, ff: number): ModV => {
+      const l = newModule(decoder ? 'TransformerDecoderLayer' : 'TransformerEncoderLayer', null);
+      const attn = () =>
+        this.torchLayer('MultiheadAttention', [int(d), int(h)], { bias: bool(bias) }, text) as ModV;
+      this.register(l, 'self_attn', attn());
+      if (decoder) this.register(l, 'multihead_attn', attn());
+      this.register(l, 'linear1', lin(d, ff) as ModV);
+      this.register(l, 'dropout', newModule('Dropout', null));
+      this.register(l, 'linear2', lin(ff, d) as ModV);
+      for (const n of decoder ? ['norm1', 'norm2', 'norm3'] : ['norm1', 'norm2'])
+        this.register(l, n, norm(d) as ModV);
+      for (const n of decoder ? ['dropout1', 'dropout2', 'dropout3'] : ['dropout1', 'dropout2'])
+        this.register(l, n, newModule('Dropout', null));
+      return l;
+    };
+    const unknown = (why: string) => {
+      this.note(`${text.slice(0, 60)}: ${why}; its parameters are not counted`);
+      return m;
+    };
+    const stack = (
+      kind: string,
+      proto: V | undefined,
+      n: number | null,
+      final: V | undefined,
+    ): ModV | null => {
+      if (proto?.k !== 'mod' || n === null || n > this.limits.loop) return null;
+      const s = newModule(kind, null);
+      const list = newModule('ModuleList', null);
+      for (let i = 0; i < n; i++) this.register(list, String(i), cloneModule(proto));
+      this.register(s, 'layers', list);
+      if (final?.k === 'mod') this.register(s, 'norm', final);
+      return s;
+    };
+    if (name === 'TransformerEncoderLayer' || name === 'TransformerDecoderLayer') {
+      const d = num('d_model', -1);
+      const h = num('nhead', -1);
+      const ff = num('dim_feedforward', 2048);
+      if (d === null || d < 0 || h === null || h < 0 || ff === null || typeof bias !== 'boolean')
+        return unknown(`${name} sizes unknown`);
+      const l = layer(name === 'TransformerDecoderLayer', d, h, ff);
+      return l;
+    }
+    if (name === 'TransformerEncoder' || name === 'TransformerDecoder') {
+      const proto = args[0] ?? kwargs.encoder_layer ?? kwargs.decoder_layer;
+      const s = stack(name, proto, num('num_layers', -1), args[2] ?? kwargs.norm);
+      return s ?? unknown(`${name} with a layer or count not known statically`);
+    }
+    // nn.Transformer
+    const d = num('d_model', 512);
+    const h = num('nhead', 8);
+    const ne = num('num_encoder_layers', 6);
+    const nd = num('num_decoder_layers', 6);
+    const ff = num('dim_feedforward', 2048);
+    if (d === null || h === null || ne === null || nd === null || ff === null || typeof bias !== 'boolean')
+      return unknown('Transformer sizes unknown');
+    if (
+      (kwargs.custom_encoder && kwargs.custom_encoder.k !== 'none') ||
+      (kwargs.custom_decoder && kwargs.custom_decoder.k !== 'none') ||
+      args.length > 7
+    )
+      return unknown('Transformer with a custom encoder or decoder');
+    const enc = stack('TransformerEncoder', layer(false, d, h, ff), ne, norm(d));
+    const dec = stack('TransformerDecoder', layer(true, d, h, ff), nd, norm(d));
+    if (!enc || !dec) return unknown('Transformer too deep to follow');
+    this.register(m, 'encoder', enc);
+    this.register(m, 'decoder', dec);
     return m;
   }
 
@@ -1434,7 +1541,23 @@ function shapeOf(args: V[]): number[] | null {
 function cloneValue(v: V): V {
   if (v.k === 'obj') return { ...v, fields: new Map(v.fields) };
   if (v.k === 'dict') return { k: 'dict', entries: v.entries.map((e) => ({ ...e })) };
+  if (v.k === 'mod') return cloneModule(v);
   return v;
+}
+
+const int = (v: number): V => ({ k: 'num', v, int: true });
+const bool = (v: unknown): V => ({ k: 'bool', v: v !== false });
+const num3 = (i: number, o: number): Record<string, V> => ({ in_features: int(i), out_features: int(o) });
+
+/** A deep copy of a module with its own tensors (`copy.deepcopy(layer)`: the copies share nothing). */
+function cloneModule(m: ModV): ModV {
+  return {
+    ...m,
+    children: new Map([...m.children].map(([k, c]) => [k, cloneModule(c)])),
+    params: new Map([...m.params].map(([k, t]) => [k, t ? { ...t } : t])),
+    buffers: new Map([...m.buffers].map(([k, b]) => [k, { ...b, t: { ...b.t } }])),
+    attrs: new Map(m.attrs),
+  };
 }
 
 function freeze(m: ModV): void {
