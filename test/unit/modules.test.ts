@@ -230,7 +230,17 @@ describe('torch.nn layers beyond the basics, with parameters and buffers as PyTo
     );
     assert.equal(countParams(root), 176_080); // PyTorch 1.13's sum(p.numel()) for Zoo(32)
     // running_mean and running_var (8 float32 each) and num_batches_tracked (one int64), on bn and inorm_stats.
-    assert.equal(countBufferBytes(root), 2 * (8 * 4 + 8 * 4 + 8));
+    const stats = 2 * (8 * 4 + 8 * 4 + 8);
+    // tril(ones(16, 16)).view(1, 1, 16, 16) in float32; arange(16).unsqueeze(0) as float16; 4 inverse frequencies.
+    const shaped = 16 * 16 * 4 + 16 * 2 + 4 * 4;
+    assert.equal(countBufferBytes(root), stats + shaped);
+    const buf = (name: string) => root.buffers.find((b) => b.name === name);
+    assert.deepEqual(buf('bias')?.shape, [1, 1, 16, 16]);
+    assert.deepEqual(
+      [buf('pos')?.shape, buf('pos')?.dtype, buf('pos')?.persistent],
+      [[1, 16], 'float16', false],
+    );
+    assert.deepEqual([buf('inv_freq')?.shape, buf('inv_freq')?.dtype], [[4, 1], 'float32']);
     assert.equal(moduleAt(root, 'inorm')?.buffers.length, 0, 'InstanceNorm tracks nothing by default');
     assert.equal(moduleAt(root, 'bn_plain')?.buffers.length, 0);
   });

@@ -346,6 +346,7 @@ export class Interpreter {
         const arg = node.childForFieldName('argument');
         const op = node.childForFieldName('operator')?.text;
         const v = arg ? this.eval(arg, frame) : U(node.text, 'empty');
+        if (v.k === 'tensor') return { ...v, param: false };
         if (v.k !== 'num') return U(node.text, 'not a number');
         return op === '-' ? { ...v, v: -v.v } : v;
       }
@@ -373,6 +374,7 @@ export class Interpreter {
           b.v * a.items.length <= this.limits.loop
         )
           return { k: 'seq', kind: a.kind, items: Array.from({ length: b.v }, () => a.items).flat() };
+        if (a.k === 'tensor' || b.k === 'tensor') return tensorArithmetic(a, b, op);
         const x = asNumber(a as Val);
         const y = asNumber(b as Val);
         if (!x || !y) return U(node.text, 'not a constant number');
@@ -554,6 +556,8 @@ export class Interpreter {
         const v = obj.kwargs[attr];
         return v ?? U(text, `attribute of ${obj.callee}(...)`);
       }
+      case 'tensor':
+        return tensorAttr(obj, attr, text);
       default:
         return U(text, `attribute ${attr} of an unknown value`);
     }
@@ -810,7 +814,7 @@ export class Interpreter {
           const t = args[1] ?? kwargs.tensor;
           const persistent = kwargs.persistent ?? args[2];
           if (n?.k === 'str') {
-            if (t?.k === 'tensor')
+            if (t?.k === 'tensor' && t.shape)
               target.buffers.set(n.v, { t, persistent: !(persistent?.k === 'bool' && !persistent.v) });
             else if (t?.k !== 'none')
               this.note(`buffer ${n.v} of ${target.className} has a shape not known statically: not counted`);
@@ -882,14 +886,7 @@ export class Interpreter {
       return { k: 'none' };
     }
     if (target.k === 'str' && name === 'format') return U(text, 'str.format');
-    if (target.k === 'tensor') {
-      if (name === 'view' || name === 'reshape' || name === 'expand')
-        return { ...target, shape: shapeOf(args) };
-      if (name === 'float') return { ...target, dtype: 'float32' };
-      if (name === 'bfloat16' || name === 'half')
-        return { ...target, dtype: name === 'half' ? 'float16' : 'bfloat16' };
-      return target;
-    }
+    if (target.k === 'tensor') return tensorMethod(target, name, args, kwargs);
     return undefined;
   }
 
@@ -1534,6 +1531,220 @@ function shapeOf(args: V[]): number[] | null {
   for (const x of a) {
     if (x.k !== 'num' || !x.int || x.v < 0) return null;
     out.push(x.v);
+  }
+  return out;
+}
+
+/** A torch dtype value (`torch.bfloat16`, `torch.long`) as a DType; undefined when it is not one. */
+export function dtypeOf(v: V | undefined): DType | undefined {
+  if (v?.k !== 'ref' || !v.name.startsWith('torch.')) return undefined;
+  const n = v.name.slice(6);
+  if (n === 'int64' || n === 'long') return 'int64';
+  if (n === 'bool') return 'bool';
+  return TORCH_DTYPES[n] as DType | undefined;
+}
+
+/** Attributes of a tensor: its shape and dtype when known, else a reference its methods are called through. */
+function tensorAttr(t: TensorV, attr: string, text: string): V {
+  switch (attr) {
+    case 'shape':
+      return t.shape
+        ? { k: 'seq', kind: 'tuple', items: t.shape.map((v) => ({ k: 'num', v, int: true })) }
+        : U(text, 'a shape not known statically');
+    case 'ndim':
+      return t.shape ? { k: 'num', v: t.shape.length, int: true } : U(text, 'a shape not known statically');
+    case 'dtype':
+      return { k: 'ref', name: `torch.${t.dtype}`, bound: true };
+    case 'T':
+    case 'mT':
+      return { ...t, shape: t.shape ? [...t.shape].reverse() : null, param: false };
+    case 'data':
+      return { ...t, param: false };
+    default:
+      // `buf.view(...)` reaches `method` through this reference.
+      return { k: 'ref', name: `<tensor>.${attr}`, bound: false };
+  }
+}
+
+const FLOAT_METHODS: Record<string, DType> = {
+  float: 'float32',
+  half: 'float16',
+  bfloat16: 'bfloat16',
+  double: 'float64',
+  long: 'int64',
+  bool: 'bool',
+};
+
+/**
+ * Tensor methods that keep or reshape the storage a buffer is built from (`torch.tril(...).view(1, 1, n, n)`):
+ * reshapes, dimension inserts and removals, transposes, dtype casts. Any other method gives a tensor of unknown
+ * shape, so a buffer made from it is reported rather than counted wrongly.
+ */
+function tensorMethod(t: TensorV, name: string, args: V[], kwargs: Record<string, V>): V {
+  const out = (shape: number[] | null, dtype: DType = t.dtype): TensorV => ({
+    ...t,
+    shape,
+    dtype,
+    param: false,
+  });
+  const ints = (vs: V[]): number[] | null => {
+    const a = vs.length === 1 && vs[0]?.k === 'seq' ? vs[0].items : vs;
+    return a.every((x) => x.k === 'num' && x.int) ? a.map((x) => (x as { v: number }).v) : null;
+  };
+  const dim = (d: V | undefined, n: number): number | null =>
+    d?.k === 'num' && d.int && d.v >= -n && d.v < n ? (d.v + n) % n : null;
+  const shape = t.shape;
+  switch (name) {
+    case 'view':
+    case 'reshape': {
+      if (args.length === 1 && dtypeOf(args[0])) return out(null); // view(dtype) reinterprets the bytes
+      const s = ints(args);
+      if (!s || !shape) return out(null);
+      const total = shape.reduce((a, b) => a * b, 1);
+      const free = s.filter((x) => x === -1).length;
+      if (free > 1 || s.some((x) => x < -1)) return out(null);
+      const known = s.filter((x) => x !== -1).reduce((a, b) => a * b, 1);
+      if (free === 1)
+        return known > 0 && total % known === 0
+          ? out(s.map((x) => (x === -1 ? total / known : x)))
+          : out(null);
+      return known === total ? out(s) : out(null);
+    }
+    case 'expand': {
+      // -1 keeps a dimension; new leading dimensions come first.
+      const s = ints(args);
+      if (!s || !shape || s.length < shape.length) return out(null);
+      const off = s.length - shape.length;
+      const r = s.map((x, i) => (x === -1 && i >= off ? shape[i - off]! : x));
+      return out(r.some((x) => x < 0) ? null : r);
+    }
+    case 'unsqueeze': {
+      if (!shape) return out(null);
+      const d = dim(args[0] ?? kwargs.dim, shape.length + 1);
+      return d === null ? out(null) : out([...shape.slice(0, d), 1, ...shape.slice(d)]);
+    }
+    case 'squeeze': {
+      if (!shape) return out(null);
+      if (!args.length && !kwargs.dim) return out(shape.filter((x) => x !== 1));
+      const d = dim(args[0] ?? kwargs.dim, shape.length);
+      return d === null ? out(null) : out(shape[d] === 1 ? shape.filter((_, i) => i !== d) : shape);
+    }
+    case 'flatten':
+      return args.length || Object.keys(kwargs).length || !shape
+        ? out(null)
+        : out([shape.reduce((a, b) => a * b, 1)]);
+    case 't':
+      return out(shape && shape.length <= 2 ? [...shape].reverse() : null);
+    case 'transpose': {
+      if (!shape) return out(null);
+      const a = dim(args[0], shape.length);
+      const b = dim(args[1], shape.length);
+      if (a === null || b === null) return out(null);
+      const s = [...shape];
+      [s[a], s[b]] = [s[b]!, s[a]!];
+      return out(s);
+    }
+    case 'permute': {
+      const p = ints(args);
+      if (!p || !shape || p.length !== shape.length) return out(null);
+      const idx = p.map((x) => (x < 0 ? x + shape.length : x));
+      return new Set(idx).size === shape.length && idx.every((x) => x >= 0 && x < shape.length)
+        ? out(idx.map((x) => shape[x]!))
+        : out(null);
+    }
+    case 'repeat': {
+      const r = ints(args);
+      if (!r || !shape || r.length < shape.length) return out(null);
+      const s = [...Array<number>(r.length - shape.length).fill(1), ...shape];
+      return out(s.map((x, i) => x * r[i]!));
+    }
+    case 'to':
+    case 'type': {
+      // to(dtype), to(device), to(device, dtype), to(other_tensor), to(dtype=...)
+      const dt = dtypeOf(kwargs.dtype) ?? args.map(dtypeOf).find((x) => x);
+      const other = args.find((a): a is TensorV => a.k === 'tensor');
+      if (dt) return out(shape, dt);
+      if (other) return out(shape, other.dtype);
+      return out(shape); // a device
+    }
+    case 'float':
+    case 'half':
+    case 'bfloat16':
+    case 'double':
+    case 'long':
+    case 'bool':
+      return out(shape, FLOAT_METHODS[name]);
+    case 'clone':
+    case 'contiguous':
+    case 'detach':
+    case 'cuda':
+    case 'cpu':
+    case 'requires_grad_':
+    case 'pin_memory':
+    case 'fill_':
+    case 'zero_':
+    case 'normal_':
+    case 'uniform_':
+    case 'masked_fill':
+    case 'masked_fill_':
+      return out(shape);
+    case 'mul':
+    case 'mul_':
+    case 'add':
+    case 'add_':
+    case 'div':
+    case 'div_':
+    case 'exp':
+    case 'log':
+    case 'sqrt':
+    case 'cos':
+    case 'sin':
+    case 'neg':
+    case 'abs': {
+      const other = args[0]?.k === 'tensor' ? args[0] : undefined;
+      return other ? out(broadcast(shape, other.shape)) : out(shape);
+    }
+    default:
+      return out(null);
+  }
+}
+
+/** `t * 2`, `1.0 / t`, `a + b` on tensors: the broadcast shape; a float result for true division. */
+function tensorArithmetic(a: V, b: V, op: string): TensorV {
+  const t = (a.k === 'tensor' ? a : b) as TensorV;
+  const shapeOfV = (v: V): number[] | null =>
+    v.k === 'tensor' ? v.shape : v.k === 'num' || v.k === 'bool' ? [] : null;
+  const shape = op === '@' ? null : broadcast(shapeOfV(a), shapeOfV(b));
+  const floats = (v: V) => (v.k === 'tensor' ? isFloatDtype(v.dtype) : v.k === 'num' && !v.int);
+  const dtype: DType =
+    op === '/' && !floats(a) && !floats(b)
+      ? 'float32'
+      : a.k === 'tensor' && b.k === 'tensor'
+        ? a.dtype === b.dtype
+          ? a.dtype
+          : isFloatDtype(a.dtype)
+            ? a.dtype
+            : b.dtype
+        : !isFloatDtype(t.dtype) && (floats(a) || floats(b))
+          ? 'float32'
+          : t.dtype;
+  return { k: 'tensor', shape, dtype, param: false, trainable: false };
+}
+
+function isFloatDtype(d: DType): boolean {
+  return d === 'float32' || d === 'float16' || d === 'bfloat16' || d === 'float64';
+}
+
+/** The shape two tensors broadcast to; null when unknown or incompatible. */
+export function broadcast(a: number[] | null, b: number[] | null): number[] | null {
+  if (!a || !b) return null;
+  const n = Math.max(a.length, b.length);
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const x = a[a.length - n + i] ?? 1;
+    const y = b[b.length - n + i] ?? 1;
+    if (x !== y && x !== 1 && y !== 1) return null;
+    out.push(x === 1 ? y : x);
   }
   return out;
 }
