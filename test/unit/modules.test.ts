@@ -256,6 +256,41 @@ describe('torch.nn layers beyond the basics, with parameters and buffers as PyTo
   });
 });
 
+describe('control flow in constructors: break, continue, while, else', () => {
+  it('builds what Python builds', async () => {
+    const { p, dir } = await project('zoo');
+    const r = modelFromClass(p, path.join(dir, 'flow.py'), 'Loops');
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const root = r.model.root;
+    assert.equal(moduleAt(root, 'layers')?.children.length, 3, 'break at i == 3');
+    assert.equal(moduleAt(root, 'odd')?.children.length, 3, 'continue on even i: 1, 3, 5');
+    assert.equal(moduleAt(root, 'wide')?.params[0]?.shape.join('x'), '128x4', '8 doubled while below 100');
+    assert.equal(moduleAt(root, 'k')?.params[0]?.shape.join('x'), '1x5', 'while True with a break at 5');
+    assert.ok(moduleAt(root, 'after'), "a loop's else runs when it does not break");
+    assert.equal(moduleAt(root, 'never'), undefined, 'and not when it does');
+    const total = 3 * (4 * 4 + 4) + 3 * (4 * 2 + 2) + (4 * 128 + 128) + (5 + 1) + (2 * 2 + 2);
+    assert.equal(countParams(root), total);
+    assert.equal(total, 742); // PyTorch 1.13
+  });
+
+  it('makes what a loop it cannot follow builds unknown, with a note', { timeout: 60_000 }, async () => {
+    const { p, dir } = await project('zoo');
+    for (const [cls, why] of [
+      ['Unbounded', /while depth > 0` depends on values not known statically/],
+      ['Spinning', /while n > 0` runs more than \d+ times/],
+    ] as const) {
+      const r = modelFromClass(p, path.join(dir, 'flow.py'), cls);
+      assert.ok(r.ok, r.ok ? '' : r.reason);
+      assert.ok(
+        r.model.notes.some((n) => why.test(n)),
+        r.model.notes.join('; '),
+      );
+      assert.equal(countParams(r.model.root), 0, `${cls}: proj's width is not guessed`);
+      assert.ok(r.model.notes.some((n) => /Linear with sizes not known statically/.test(n)));
+    }
+  });
+});
+
 /** Debian's python3-torch (PyTorch 1.13) is what CI installs; FSDP_LENS_PYTHON points elsewhere. */
 const PYTHON = process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
 

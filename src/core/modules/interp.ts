@@ -103,6 +103,10 @@ class Return {
   constructor(readonly value: V) {}
 }
 
+/** `break` and `continue`, unwinding to the innermost loop. */
+class Break {}
+class Continue {}
+
 /** Classes from torch.nn the interpreter constructs itself. */
 function torchLayerName(q: string): string | null {
   for (const prefix of ['torch.nn.modules.linear.', 'torch.nn.modules.', 'torch.nn.']) {
@@ -1274,6 +1278,7 @@ export class Interpreter {
         this.execBlock(fn.node.childForFieldName('body'), frame);
       } catch (e) {
         if (e instanceof Return) return e.value;
+        if (e instanceof Break || e instanceof Continue) return U(fn.name, '`break` outside a loop');
         throw e;
       }
       return { k: 'none' };
@@ -1325,15 +1330,47 @@ export class Interpreter {
           this.note(
             `loop \`for ${left.text} in ${right.text.slice(0, 40)}\` runs over values not known statically: skipped`,
           );
+          this.forget(stmt, frame);
           return;
         }
         if (items.length > this.limits.loop) throw new Budget('a loop too long to follow');
         for (const it of items) {
           this.assignTarget(left, it, frame);
-          this.execBlock(stmt.childForFieldName('body'), frame);
+          const r = this.loopBody(stmt, frame);
+          if (r === 'break') return;
         }
-        return;
+        return this.execBlock(
+          stmt.childForFieldName('alternative')?.childForFieldName('body') ?? null,
+          frame,
+        );
       }
+      case 'while_statement': {
+        const cond = stmt.childForFieldName('condition');
+        if (!cond) return;
+        for (let n = 0; ; n++) {
+          const t = truthy(this.eval(cond, frame) as Val);
+          if (t === undefined || n >= this.limits.loop) {
+            // Neither the number of turns nor what they build is known: what the loop assigns becomes unknown.
+            this.note(
+              t === undefined
+                ? `loop \`while ${cond.text.slice(0, 40)}\` depends on values not known statically: what it builds is not counted`
+                : `loop \`while ${cond.text.slice(0, 40)}\` runs more than ${this.limits.loop} times: stopped, what it builds is not counted`,
+            );
+            this.forget(stmt, frame);
+            return;
+          }
+          if (!t) break;
+          if (this.loopBody(stmt, frame) === 'break') return;
+        }
+        return this.execBlock(
+          stmt.childForFieldName('alternative')?.childForFieldName('body') ?? null,
+          frame,
+        );
+      }
+      case 'break_statement':
+        throw new Break();
+      case 'continue_statement':
+        throw new Continue();
       case 'with_statement':
         return this.execBlock(stmt.childForFieldName('body'), frame);
       case 'try_statement':
@@ -1348,6 +1385,34 @@ export class Interpreter {
         return;
       default:
         return;
+    }
+  }
+
+  /** One turn of a loop's body: 'break' when it breaks out, else 'next' (after a `continue` too). */
+  private loopBody(stmt: Node, frame: Frame): 'break' | 'next' {
+    try {
+      this.execBlock(stmt.childForFieldName('body'), frame);
+    } catch (e) {
+      if (e instanceof Break) return 'break';
+      if (e instanceof Continue) return 'next';
+      throw e;
+    }
+    return 'next';
+  }
+
+  /** The local names a statement assigns, made unknown (a loop that could not be followed). */
+  private forget(stmt: Node, frame: Frame): void {
+    for (const a of stmt.descendantsOfType(['assignment', 'augmented_assignment'])) {
+      const left = a.childForFieldName('left');
+      const names = left?.type === 'identifier' ? [left] : (left?.descendantsOfType('identifier') ?? []);
+      for (const n of names)
+        if (n.parent?.type !== 'attribute' && n.parent?.type !== 'subscript')
+          frame.env.set(n.text, U(n.text, 'assigned in a loop that could not be followed'));
+    }
+    for (const f of stmt.descendantsOfType('for_statement')) {
+      const l = f.childForFieldName('left');
+      for (const n of l?.type === 'identifier' ? [l] : (l?.descendantsOfType('identifier') ?? []))
+        frame.env.set(n.text, U(n.text, 'assigned in a loop that could not be followed'));
     }
   }
 
@@ -1486,7 +1551,8 @@ export class Interpreter {
       try {
         this.exec(stmt, frame);
       } catch (e) {
-        if (e instanceof Return) return;
+        // A `break` or `continue` here belongs to a loop around the point of interest: stop where it is.
+        if (e instanceof Return || e instanceof Break || e instanceof Continue) return;
         throw e;
       }
     }
