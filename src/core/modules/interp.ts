@@ -69,6 +69,8 @@ export interface TensorV {
   dtype: DType;
   param: boolean;
   trainable: boolean;
+  /** The dtype was set by the code (a `dtype=` argument, a cast), not left at PyTorch's float32 default. */
+  cast?: boolean;
 }
 
 /** A Python module of the project (`import models.llama as ml`). */
@@ -847,23 +849,34 @@ export class Interpreter {
             kind: 'list',
             items: [...target.children.keys()].map((k) => ({ k: 'str', v: k })),
           };
+        case 'to':
+        case 'type':
+        case 'half':
+        case 'bfloat16':
+        case 'float':
+        case 'double': {
+          // Module._apply: floating-point parameters and buffers take the dtype; integer buffers keep theirs.
+          const dt =
+            name === 'to' || name === 'type'
+              ? (dtypeOf(kwargs.dtype) ?? args.map(dtypeOf).find((x) => x))
+              : FLOAT_METHODS[name];
+          if (dt) castModule(target, dt);
+          else if ([...args, ...Object.values(kwargs)].some((a) => a.k === 'unknown' || a.k === 'param'))
+            this.note(`${text.slice(0, 60)}: the dtype it casts to (if any) is not known statically`);
+          return target;
+        }
         case 'apply':
         case 'init_weights':
         case '_init_weights':
         case 'reset_parameters':
-        case 'to':
+          return { k: 'none' };
         case 'cuda':
+        case 'cpu':
         case 'train':
         case 'eval':
         case 'requires_grad_':
           if (name === 'requires_grad_' && args[0]?.k === 'bool' && !args[0].v) freeze(target);
-          return name === 'to' ||
-            name === 'cuda' ||
-            name === 'train' ||
-            name === 'eval' ||
-            name === 'requires_grad_'
-            ? target
-            : { k: 'none' };
+          return target;
         default:
           return undefined;
       }
@@ -895,6 +908,12 @@ export class Interpreter {
   }
 
   private tensorFactory(name: string, args: V[], kwargs: Record<string, V>): V {
+    const t = this.newTensor(name, args, kwargs);
+    // `torch.zeros(..., dtype=torch.float32)` in a model cast to bf16 stays float32: the dtype was chosen.
+    return t.k === 'tensor' && dtypeOf(kwargs.dtype) ? { ...t, cast: true } : t;
+  }
+
+  private newTensor(name: string, args: V[], kwargs: Record<string, V>): V {
     const dtypeV = kwargs.dtype;
     const dt =
       dtypeV?.k === 'ref' && dtypeV.name.startsWith('torch.')
@@ -985,17 +1004,37 @@ export class Interpreter {
       args.map(plain),
       Object.fromEntries(Object.entries(kwargs).map(([k, v]) => [k, plain(v)])),
     );
-    if (COMPOSITES.has(name)) return this.compositeLayer(name, bound, args, kwargs, text);
+    if (COMPOSITES.has(name)) {
+      const c = this.compositeLayer(name, bound, args, kwargs, text);
+      const dt = dtypeOf(kwargs.dtype);
+      if (dt && c.k === 'mod') castModule(c, dt);
+      return c;
+    }
     const spec = layerParams(name, bound);
     if (!spec.params) {
       this.note(`${text.slice(0, 60)}: ${spec.unknown}; its parameters are not counted`);
       return m;
     }
+    // `nn.Linear(..., dtype=torch.bfloat16)`: the factory kwarg every torch.nn layer takes.
+    const dtype = dtypeOf(kwargs.dtype);
     for (const p of spec.params)
-      m.params.set(p.name, { k: 'tensor', shape: p.shape, dtype: 'float32', param: true, trainable: true });
+      m.params.set(p.name, {
+        k: 'tensor',
+        shape: p.shape,
+        dtype: dtype ?? 'float32',
+        param: true,
+        trainable: true,
+        ...(dtype ? { cast: true } : {}),
+      });
     for (const b of spec.buffers ?? [])
       m.buffers.set(b.name, {
-        t: { k: 'tensor', shape: b.shape, dtype: b.dtype, param: false, trainable: false },
+        t: {
+          k: 'tensor',
+          shape: b.shape,
+          dtype: dtype && isFloatDtype(b.dtype) ? dtype : b.dtype,
+          param: false,
+          trainable: false,
+        },
         persistent: true,
       });
     if (name === 'MultiheadAttention') {
@@ -1010,6 +1049,7 @@ export class Interpreter {
       });
       if (bound.bias !== false)
         out.params.set('bias', { k: 'tensor', shape: [e], dtype: 'float32', param: true, trainable: true });
+      if (dtype) castModule(out, dtype);
       this.register(m, 'out_proj', out);
     }
     return m;
@@ -1837,9 +1877,25 @@ function cloneModule(m: ModV): ModV {
   };
 }
 
+/** `requires_grad_(False)`, in place: a parameter shared with another module is frozen there too, as in PyTorch. */
 function freeze(m: ModV): void {
-  for (const [k, p] of m.params) if (p) m.params.set(k, { ...p, trainable: false });
+  for (const p of m.params.values()) if (p) p.trainable = false;
   for (const c of m.children.values()) freeze(c);
+}
+
+/**
+ * `module.to(dtype)`: every floating-point parameter and buffer below the module takes the dtype, in place (PyTorch
+ * converts `param.data`, so a parameter shared with a module outside this one is cast there too). The dtype is
+ * marked as set, so a cast back to float32 is kept apart from the model's default.
+ */
+function castModule(m: ModV, dtype: DType): void {
+  for (const p of m.params.values())
+    if (p && isFloatDtype(p.dtype)) {
+      p.dtype = dtype;
+      p.cast = true;
+    }
+  for (const b of m.buffers.values()) if (isFloatDtype(b.t.dtype)) b.t = { ...b.t, dtype };
+  for (const c of m.children.values()) castModule(c, dtype);
 }
 
 /** The module tree of a constructed model: paths, shapes, and tied parameters marked as PyTorch dedups them. */
@@ -1861,7 +1917,7 @@ export function toModuleTree(m: ModV): { root: ModuleNode; unknownParams: string
         shape: t.shape,
         numel: numelOf(t.shape),
         trainable: t.trainable,
-        ...(t.dtype !== 'float32' ? { dtype: t.dtype } : {}),
+        ...(t.dtype !== 'float32' || t.cast ? { dtype: t.dtype } : {}),
         ...(tied ? { tiedTo: tied } : {}),
       });
       if (!tied) seen.set(t, full);
