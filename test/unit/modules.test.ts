@@ -341,6 +341,17 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
         bad.ok ? '' : bad.error,
         /importing .*model\.py failed: ModuleNotFoundError: No module named 'not_a_real_package'/,
       );
+      // A fifty-line dispatcher error: its first sentence once, and the user's line it came from.
+      const { facts: loud } = await facts('broken', 'train_loud.py');
+      const noisy = await exactForScript(p, loud, { python: PYTHON, timeoutMs: 60_000 });
+      assert.equal(noisy.ok, false);
+      if (!noisy.ok) {
+        assert.equal(
+          noisy.error,
+          "building Loud failed: NotImplementedError: Could not run 'aten::polar.out' with arguments from the 'Meta' backend. (no kernel for it on the meta device in this PyTorch)",
+        );
+        assert.equal(noisy.detail, 'loud.py:18 in __init__: raise dispatcher_error()');
+      }
       const { facts: slow } = await facts('broken', 'train_slow.py');
       const timed = await exactForScript(p, slow, { python: PYTHON, timeoutMs: 2000 });
       assert.equal(timed.ok, false);
