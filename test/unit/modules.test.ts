@@ -257,6 +257,14 @@ describe('torch.nn layers beyond the basics, with parameters and buffers as PyTo
 });
 
 describe('control flow in constructors: break, continue, while, else', () => {
+  it('makes a call that recurses too deeply unknown, and builds the rest', async () => {
+    const { p, dir } = await project('zoo');
+    const r = modelFromClass(p, path.join(dir, 'flow.py'), 'DeepHelper');
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.equal(countParams(r.model.root), 8 * 8 + 8 + (8 * 2 + 2), 'fc and head; deep has no known width');
+    assert.ok(r.model.notes.some((n) => /depth_of\(\) is called too deep in nested calls to follow/.test(n)));
+  });
+
   it('builds what Python builds', async () => {
     const { p, dir } = await project('zoo');
     const r = modelFromClass(p, path.join(dir, 'flow.py'), 'Loops');

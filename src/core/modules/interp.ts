@@ -1192,8 +1192,10 @@ export class Interpreter {
   /** Constructs an instance: runs `__init__` (dataclasses get their generated one) over the arguments. */
   instantiate(cls: ClassV, args: V[], kwargs: Record<string, V>): V {
     if (++this.depth > this.limits.depth) {
+      // Only this instance is unknown: the modules around it are still built.
       this.depth--;
-      throw new Budget('classes nest too deeply to analyse');
+      this.note(`${cls.name}(...) is built too deep in nested calls to follow: it is not counted`);
+      return U(cls.name, 'classes nest too deeply to analyse');
     }
     try {
       const isModule = this.isModuleClass(cls);
@@ -1269,7 +1271,8 @@ export class Interpreter {
   callFunction(fn: FnV, args: V[], kwargs: Record<string, V>): V {
     if (++this.depth > this.limits.depth) {
       this.depth--;
-      throw new Budget('calls nest too deeply to analyse');
+      this.note(`${fn.name}() is called too deep in nested calls to follow: its result is not known`);
+      return U(fn.name, 'calls nest too deeply to analyse');
     }
     try {
       const env = new Map<string, V>();
@@ -1373,7 +1376,13 @@ export class Interpreter {
           this.forget(stmt, frame);
           return;
         }
-        if (items.length > this.limits.loop) throw new Budget('a loop too long to follow');
+        if (items.length > this.limits.loop) {
+          this.note(
+            `loop \`for ${left.text} in ${right.text.slice(0, 40)}\` runs more than ${this.limits.loop} times: skipped, what it builds is not counted`,
+          );
+          this.forget(stmt, frame);
+          return;
+        }
         for (const it of items) {
           this.assignTarget(left, it, frame);
           const r = this.loopBody(stmt, frame);
