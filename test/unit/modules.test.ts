@@ -86,6 +86,11 @@ describe('static nn.Module analysis: a framework-style Llama across files', () =
     assert.deepEqual(new Set(r.estimate.units.slice(0, 32).map((u) => u.params)), new Set([218_112_000]));
     assert.equal(r.estimate.units[32]!.params, 2 * 128_256 * 4096 + 4096);
     assert.equal(r.estimate.perGpu.modelStateBytes, 16_060_522_496);
+    // reshard_after_forward=int(layer_id) < len(model.layers) - 1, written inline: only layers.31 stays gathered.
+    assert.deepEqual(
+      r.estimate.units.filter((u) => u.residency.kind === 'keep').map((u) => u.name),
+      ['layers.31'],
+    );
   });
 
   it('reads a named config from an annotation: model=path:Class config=8B', async () => {
@@ -112,6 +117,28 @@ describe('static nn.Module analysis: the model passed through two functions (tor
     assert.equal(countParams(r.model.root), total);
     assert.equal(total, 57_184_640); // PyTorch 1.13's sum(p.numel()) for the same model
     assert.match(r.model.origin, /passed to parallelize_llama\(\) at train\.py:13 \(then apply_fsdp\(\)\)/);
+  });
+
+  it('evaluates reshard_after_forward for each block: every one but the last reshards', async () => {
+    // apply_fsdp: reshard_after_forward = int(layer_id) < len(model.layers) - 1, so layers 0 and 1 of 3 reshard.
+    const { p, facts: f } = await facts('titan', 'mypkg/parallelize.py');
+    const r = estimateFile(f, { project: p });
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.deepEqual(
+      r.estimate.units.map((u) => [u.name, u.residency.kind]),
+      [
+        ['layers.0', 'reshard'],
+        ['layers.1', 'reshard'],
+        ['layers.2', 'keep'],
+        ['Transformer (root)', 'reshard'],
+      ],
+    );
+    assert.ok(
+      r.estimate.notes.some((n) =>
+        /evaluated for each module: kept gathered after forward: layers\.2$/.test(n),
+      ),
+    );
+    assert.ok(!r.estimate.notes.some((n) => /assumed the default/.test(n)));
   });
 
   it('ends at functions that only call each other, without a model and without looping', async () => {

@@ -789,6 +789,7 @@ export class Interpreter {
         if (args[0]?.k === 'mod' && q === 'copy.copy') return args[0];
         return args[0] ? cloneValue(args[0]) : U(text, 'copy');
     }
+    if (q === 'len' && args[0]?.k === 'mod') return { k: 'num', v: args[0].children.size, int: true };
     const folded = foldBuiltin(q, args as Val[], kwargs as Record<string, Val>);
     if (folded) return folded;
     if (q === 'dict') {
@@ -1542,6 +1543,16 @@ export class Interpreter {
 
   // ---- results ------------------------------------------------------------------------------------------------
 
+  /** Evaluates an expression of `file` with the names in `env` bound (the rest at module level). */
+  evalWith(file: PyFile, node: Node, env: Map<string, V>): V {
+    try {
+      return this.eval(node, { file, env: new Map(env) });
+    } catch (e) {
+      if (e instanceof Budget) return U(node.text, e.message);
+      throw e;
+    }
+  }
+
   /** Evaluates the expression at `node` as the code would see it: its function's body run up to it first. */
   evalAt(file: PyFile, node: Node): V {
     let fn: Node | null = null;
@@ -1905,6 +1916,13 @@ function castModule(m: ModV, dtype: DType): void {
     }
   for (const b of m.buffers.values()) if (isFloatDtype(b.t.dtype)) b.t = { ...b.t, dtype };
   for (const c of m.children.values()) castModule(c, dtype);
+}
+
+/** A module value standing for a built module tree (its children and class names; no tensors): for `len(model.layers)`. */
+export function moduleFromTree(node: ModuleNode): ModV {
+  const m = newModule(node.className, null);
+  for (const c of node.children) m.children.set(c.name, moduleFromTree(c));
+  return m;
 }
 
 /** The module tree of a constructed model: paths, shapes, and tied parameters marked as PyTorch dedups them. */
