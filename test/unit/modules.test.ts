@@ -272,6 +272,26 @@ describe('torch.nn layers beyond the basics, with parameters and buffers as PyTo
     assert.equal(moduleAt(root, 'bn_plain')?.buffers.length, 0);
   });
 
+  it('registers nn.Buffer values as buffers, and takes .to(device) as no cast', async () => {
+    const { p, dir } = await project('zoo');
+    const r = modelFromClass(p, path.join(dir, 'model.py'), 'NewStyle');
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    // table: 4 x 8 float32, not persistent; steps: one int64; alias is a plain attribute, not a second buffer.
+    assert.deepEqual(
+      r.model.root.buffers.map((b) => [b.name, b.shape.join('x'), b.dtype, b.persistent]),
+      [
+        ['table', '4x8', 'float32', false],
+        ['steps', '', 'int64', true],
+      ],
+    );
+    assert.equal(countBufferBytes(r.model.root), 4 * 8 * 4 + 8);
+    assert.equal(countParams(r.model.root), 8 * 8 + 8);
+    assert.deepEqual(
+      r.model.notes.filter((n) => /dtype/.test(n)),
+      [],
+    );
+  });
+
   it('says which torch.nn layers it does not model instead of dropping them silently', async () => {
     const { p, dir } = await project('zoo');
     const r = modelFromClass(p, path.join(dir, 'model.py'), 'Unlisted');

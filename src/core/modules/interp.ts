@@ -71,6 +71,8 @@ export interface TensorV {
   trainable: boolean;
   /** The dtype was set by the code (a `dtype=` argument, a cast), not left at PyTorch's float32 default. */
   cast?: boolean;
+  /** `nn.Buffer(t, persistent=...)` (PyTorch 2.5): registered as a buffer when assigned to a module. */
+  buffer?: { persistent: boolean };
 }
 
 /** A Python module of the project (`import models.llama as ml`). */
@@ -706,6 +708,21 @@ export class Interpreter {
       if (t?.k === 'tensor') return { ...t, param: true, trainable: !(rg?.k === 'bool' && !rg.v) };
       return { k: 'tensor', shape: null, dtype: 'float32', param: true, trainable: true };
     }
+    if (q === 'torch.nn.Buffer' || q === 'torch.nn.parameter.Buffer') {
+      const t = args[0] ?? kwargs.data;
+      const p = args[1] ?? kwargs.persistent;
+      const persistent = !(p?.k === 'bool' && !p.v);
+      return t?.k === 'tensor'
+        ? { ...t, param: false, buffer: { persistent } }
+        : {
+            k: 'tensor',
+            shape: null,
+            dtype: 'float32',
+            param: false,
+            trainable: false,
+            buffer: { persistent },
+          };
+    }
     if (q.startsWith('torch.') && TENSOR_FACTORIES.has(last)) return this.tensorFactory(last, args, kwargs);
     // Methods called on values (`self.layers.append(block)` reaches here as `<ModuleList>.append`).
     if (fnNode?.type === 'attribute' && frame) {
@@ -862,8 +879,9 @@ export class Interpreter {
               ? (dtypeOf(kwargs.dtype) ?? args.map(dtypeOf).find((x) => x))
               : FLOAT_METHODS[name];
           if (dt) castModule(target, dt);
-          else if ([...args, ...Object.values(kwargs)].some((a) => a.k === 'unknown' || a.k === 'param'))
-            this.note(`${text.slice(0, 60)}: the dtype it casts to (if any) is not known statically`);
+          else if (kwargs.dtype && kwargs.dtype.k !== 'none')
+            // A positional argument is usually a device (`model.to(device)`); only `dtype=` is surely a cast.
+            this.note(`${text.slice(0, 60)}: the dtype it casts to is not known statically`);
           return target;
         }
         case 'apply':
@@ -1534,7 +1552,12 @@ export class Interpreter {
         obj.children.delete(attr);
         obj.params.set(attr, v.param ? v : { ...v, param: true });
       } else if (v.k === 'none' && obj.params.has(attr)) obj.params.set(attr, null);
-      else if (v.k === 'tensor' && obj.buffers.has(attr))
+      else if (v.k === 'tensor' && v.buffer) {
+        // Registered, it is a plain tensor again: `self.y = self.x` does not make a second buffer.
+        if (v.shape)
+          obj.buffers.set(attr, { t: { ...v, buffer: undefined }, persistent: v.buffer.persistent });
+        else this.note(`buffer ${attr} of ${obj.className} has a shape not known statically: not counted`);
+      } else if (v.k === 'tensor' && obj.buffers.has(attr))
         obj.buffers.set(attr, { t: v, persistent: obj.buffers.get(attr)!.persistent });
       else obj.attrs.set(attr, v);
     } else if (obj.k === 'obj') obj.fields.set(attr, v);
@@ -1683,9 +1706,9 @@ function tensorAttr(t: TensorV, attr: string, text: string): V {
       return { k: 'ref', name: `torch.${t.dtype}`, bound: true };
     case 'T':
     case 'mT':
-      return { ...t, shape: t.shape ? [...t.shape].reverse() : null, param: false };
+      return { ...t, shape: t.shape ? [...t.shape].reverse() : null, param: false, buffer: undefined };
     case 'data':
-      return { ...t, param: false };
+      return { ...t, param: false, buffer: undefined };
     default:
       // `buf.view(...)` reaches `method` through this reference.
       return { k: 'ref', name: `<tensor>.${attr}`, bound: false };
@@ -1712,6 +1735,7 @@ function tensorMethod(t: TensorV, name: string, args: V[], kwargs: Record<string
     shape,
     dtype,
     param: false,
+    buffer: undefined,
   });
   const ints = (vs: V[]): number[] | null => {
     const a = vs.length === 1 && vs[0]?.k === 'seq' ? vs[0].items : vs;
