@@ -237,7 +237,8 @@ function callersPassing(
     const dotted = arg.type === 'identifier' || arg.type === 'attribute' ? dottedText(arg) : null;
     const argHead = dotted?.split('.')[0];
     const ab = argHead ? findBinding(c.file.source, argHead, arg) : null;
-    if (ab?.kind === 'param' && dotted) {
+    // (Not `self.model` in a method: its callers pass the instance, whose attributes are not followed here.)
+    if (ab?.kind === 'param' && dotted && !(ab.index === 0 && isMethod(ab.function))) {
       const key = `${c.file.path}:${ab.function.startIndex}`;
       if (seen.has(key)) continue;
       if (depth + 1 >= MAX_CALLER_DEPTH) {
