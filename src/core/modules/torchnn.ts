@@ -421,6 +421,7 @@ function recurrent(name: string, a: Record<string, Arg>): LayerSpec {
   const proj = a.proj_size === undefined || name !== 'LSTM' ? 0 : int(a.proj_size);
   if (i === null || h === null || layers === null || bias === null || bidir === null || proj === null)
     return { className: name, params: null, unknown: `${name} sizes unknown` };
+  if (layers > 10_000) return { className: name, params: null, unknown: `${name} with ${layers} layers` };
   const g = GATES[name]! * h;
   const hOut = proj > 0 ? proj : h;
   const dirs = bidir ? 2 : 1;
