@@ -30,6 +30,36 @@ except Exception as e:  # noqa: BLE001 - any import failure means no usable torc
     fail(EXIT_NO_TORCH, "PyTorch is not installed in this Python", f"{type(e).__name__}: {e}")
 
 
+def summary(e):
+    """One line for an exception: its type and first meaningful line, bounded. PyTorch's dispatcher errors run to
+    fifty lines listing every backend; their first sentence says which operator could not run where."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    if text.startswith("Could not run") and ". " in text:
+        text = text[: text.index(". ") + 1] + " (no kernel for it on the meta device in this PyTorch)"
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def where(e):
+    """Where the error came from in the user's code: the innermost frame outside torch, as `file:line in fn: code`."""
+    frames = traceback.extract_tb(e.__traceback__)
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    own = [
+        f
+        for f in frames
+        if not f.filename.startswith("<")
+        and not os.path.abspath(f.filename).startswith(torch_dir)
+        and os.path.abspath(f.filename) != os.path.abspath(__file__)
+    ]
+    if not own:
+        return None
+    f = own[-1]
+    code = (f.line or "").strip()
+    return f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" + (f": {code[:160]}" if code else "")
+
+
 FACTORIES = ["empty", "zeros", "ones", "full", "rand", "randn", "randint", "arange", "eye", "tensor", "linspace", "empty_strided"]
 
 
@@ -95,7 +125,7 @@ def main():
     try:
         module = load(req["file"], roots)
     except BaseException as e:  # noqa: BLE001 - report the user's import error as it is
-        fail(EXIT_FAILED, f"importing {req['file']} failed: {type(e).__name__}: {e}", traceback.format_exc()[-2000:])
+        fail(EXIT_FAILED, f"importing {req['file']} failed: {summary(e)}", where(e))
 
     def _cls(path, name):
         return getattr(load(path, roots), name)
@@ -106,7 +136,7 @@ def main():
         with meta_device():
             model = eval(req["ctor"], namespace) if req.get("ctor") else getattr(module, req["cls"])()
     except BaseException as e:  # noqa: BLE001
-        fail(EXIT_FAILED, f"building {req['cls']} failed: {type(e).__name__}: {e}", traceback.format_exc()[-2000:])
+        fail(EXIT_FAILED, f"building {req['cls']} failed: {summary(e)}", where(e))
     if not isinstance(model, nn.Module):
         fail(EXIT_FAILED, f"{req['cls']} did not build an nn.Module")
 

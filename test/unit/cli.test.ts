@@ -136,6 +136,48 @@ describe('fsdp-lens estimate', () => {
     assert.deepEqual(ws.source, { kind: 'flag' });
   });
 
+  it('finds callers in the working folder when no pyproject.toml, setup.py or .git marks the project', async () => {
+    const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-cwd-')));
+    fs.mkdirSync(path.join(dir, 'sub'));
+    fs.writeFileSync(
+      path.join(dir, 'train.py'),
+      [
+        'import torch.nn as nn',
+        'from sub.parallel import apply_fsdp',
+        '',
+        'class Net(nn.Module):',
+        '    def __init__(self):',
+        '        super().__init__()',
+        '        self.a = nn.Linear(64, 64)',
+        '        self.b = nn.Linear(64, 64)',
+        '',
+        'model = Net()',
+        'apply_fsdp(model)',
+        '',
+      ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(dir, 'sub', 'parallel.py'),
+      'from torch.distributed.fsdp import fully_shard\n\ndef apply_fsdp(model):\n    fully_shard(model.a)\n    fully_shard(model)\n',
+    );
+    const before = process.cwd();
+    try {
+      process.chdir(dir);
+      const r = await cli('estimate', path.join('sub', 'parallel.py'), '--json');
+      assert.equal(r.code, 0, r.err);
+      const j = JSON.parse(r.out) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      // Two Linear(64, 64): a in its own unit, b in the root's.
+      assert.deepEqual(
+        j.units.map((u: { params: number }) => u.params),
+        [64 * 64 + 64, 64 * 64 + 64],
+      );
+      assert.match(JSON.stringify(j.assumptions), /passed to apply_fsdp\(\) at train\.py:11/);
+    } finally {
+      process.chdir(before);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('reads a config.json given by path, and the Hugging Face cache for from_pretrained ids', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hf-'));
     const cfg = {

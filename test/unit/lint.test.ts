@@ -464,6 +464,14 @@ describe('rules that need the model', () => {
     assert.match(f[0]!.message, /mixes trainable parameters of float32 and bfloat16/);
   });
 
+  it('FSDP014: a submodule cast with .to(dtype), or built with dtype=, before the wrap', async () => {
+    for (const name of ['fsdp014_cast_bad.py', 'fsdp014_factory_bad.py']) {
+      const f = (await lintWithModel(name)).filter((x) => x.rule === 'FSDP014');
+      assert.equal(f.length, 1, name);
+      assert.match(f[0]!.message, /mixes trainable parameters of float32 and bfloat16/);
+    }
+  });
+
   it('FSDP015: Llama 3.1 70B in fp32 with AdamW does not fit 8 H100s', async () => {
     const f = (await lintWithModel('fsdp015_bad.py')).filter((x) => x.rule === 'FSDP015');
     assert.equal(f.length, 1);
@@ -539,7 +547,14 @@ describe('rules that need the model', () => {
     assert.equal(fsdp014.estimate.units[0]!.params, 64 * 64 + 64 + 10 * 64 + 10);
     assert.deepEqual(fsdp014.estimate.units[0]!.trainableDtypes, ['bfloat16']);
 
-    for (const [name, r] of Object.entries({ fsdp011, fsdp012, fsdp013, fsdp014 }))
+    // model.half() casts every floating-point parameter, the bf16 head included; the int64 counter stays int64.
+    // Embedding 100 x 64, body 64 x 64 + 64, head 100 x 64.
+    const half = await analyzeWithModel('fsdp014_cast_good.py');
+    assert.ok(!half.rules.includes('FSDP014'));
+    assert.equal(half.estimate.units[0]!.params, 100 * 64 + 64 * 64 + 64 + 100 * 64);
+    assert.deepEqual(half.estimate.units[0]!.trainableDtypes, ['float16']);
+
+    for (const [name, r] of Object.entries({ fsdp011, fsdp012, fsdp013, fsdp014, half }))
       assert.deepEqual(r.rules, [], `${name}_good.py is clean`);
   });
 });

@@ -86,6 +86,11 @@ describe('static nn.Module analysis: a framework-style Llama across files', () =
     assert.deepEqual(new Set(r.estimate.units.slice(0, 32).map((u) => u.params)), new Set([218_112_000]));
     assert.equal(r.estimate.units[32]!.params, 2 * 128_256 * 4096 + 4096);
     assert.equal(r.estimate.perGpu.modelStateBytes, 16_060_522_496);
+    // reshard_after_forward=int(layer_id) < len(model.layers) - 1, written inline: only layers.31 stays gathered.
+    assert.deepEqual(
+      r.estimate.units.filter((u) => u.residency.kind === 'keep').map((u) => u.name),
+      ['layers.31'],
+    );
   });
 
   it('reads a named config from an annotation: model=path:Class config=8B', async () => {
@@ -94,6 +99,53 @@ describe('static nn.Module analysis: a framework-style Llama across files', () =
     // debugmodel: dim 256, 8 layers, 16 heads, vocab_size -1 (unset): the embedding has an unknown size.
     assert.equal(r.ok, true);
     if (r.ok) assert.ok(r.model.notes.some((n) => /not counted/.test(n)));
+  });
+});
+
+describe('static nn.Module analysis: the model passed through two functions (torchtitan layout)', () => {
+  // "mini": dim 640, 3 layers, 10 heads (head_dim 64), 2 KV heads, vocabulary 32,000, ffn multiplier 1.3, multiple 128.
+  // FFN width: int(2·2560/3) = 1706; int(1.3·1706) = 2217; rounded up to a multiple of 128: 2304.
+  const block = 2 * 640 * 640 + 2 * 640 * 128 + 3 * 640 * 2304 + 2 * 640; // wq wo, wk wv, w1 w2 w3, two RMSNorms
+  const total = 3 * block + 32_000 * 640 + 640 + 640 * 32_000; // embedding, final norm, output
+
+  it('follows apply_fsdp() to parallelize_llama() to the script that builds the model', async () => {
+    const { p, facts: f } = await facts('titan', 'mypkg/parallelize.py');
+    const r = modelFromScript(p, f);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.equal(block, 5_408_000);
+    assert.equal(countParams(moduleAt(r.model.root, 'layers.0')!), block);
+    assert.equal(countParams(r.model.root), total);
+    assert.equal(total, 57_184_640); // PyTorch 1.13's sum(p.numel()) for the same model
+    assert.match(r.model.origin, /passed to parallelize_llama\(\) at train\.py:13 \(then apply_fsdp\(\)\)/);
+  });
+
+  it('evaluates reshard_after_forward for each block: every one but the last reshards', async () => {
+    // apply_fsdp: reshard_after_forward = int(layer_id) < len(model.layers) - 1, so layers 0 and 1 of 3 reshard.
+    const { p, facts: f } = await facts('titan', 'mypkg/parallelize.py');
+    const r = estimateFile(f, { project: p });
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.deepEqual(
+      r.estimate.units.map((u) => [u.name, u.residency.kind]),
+      [
+        ['layers.0', 'reshard'],
+        ['layers.1', 'reshard'],
+        ['layers.2', 'keep'],
+        ['Transformer (root)', 'reshard'],
+      ],
+    );
+    assert.ok(
+      r.estimate.notes.some((n) =>
+        /evaluated for each module: kept gathered after forward: layers\.2$/.test(n),
+      ),
+    );
+    assert.ok(!r.estimate.notes.some((n) => /assumed the default/.test(n)));
+  });
+
+  it('ends at functions that only call each other, without a model and without looping', async () => {
+    const { p, facts: f } = await facts('titan', 'mypkg/loop.py');
+    const r = modelFromScript(p, f);
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? '' : r.reason, /not known statically/);
   });
 });
 
@@ -153,6 +205,152 @@ describe('constant evaluation and layers', () => {
   });
 });
 
+describe('torch.nn layers beyond the basics, with parameters and buffers as PyTorch defines them', () => {
+  const d = 32;
+  // RNNBase, per layer and direction: gates·h·(in + h_out) weights, 2·gates·h biases (LSTM 4 gates, GRU 3, RNN 1).
+  const lstm = 2 * (4 * 48 * (d + 48) + 8 * 48) + 2 * (4 * 48 * (2 * 48 + 48) + 8 * 48); // 2 layers, both ways
+  // proj_size 16, no biases: weight_hh is [4h, 16] and weight_hr [16, h]; layer 1's input is the 16 projected.
+  const lstmProj = 4 * 48 * (d + 16) + 16 * 48 + (4 * 48 * (16 + 16) + 16 * 48);
+  const gru = 3 * 24 * (d + 24) + 6 * 24;
+  const rnn = 16 * (d + 16);
+  const cell = 4 * 8 * (d + 8) + 8 * 8;
+  // MultiheadAttention: in_proj [3d, d] + [3d], out_proj [d, d] + [d]; linear1 [64, d], linear2 [d, 64]; LayerNorms.
+  const mha = 3 * d * d + 3 * d + d * d + d;
+  const ff = d * 64 + 64 + 64 * d + d;
+  const encLayer = mha + ff + 2 * 2 * d;
+  const decLayer = 2 * mha + ff + 3 * 2 * d;
+  const encoder = 2 * encLayer + 2 * d; // two deep copies and the final norm
+  const transformer = encLayer + 2 * d + decLayer + 2 * d;
+  const norms = 2 * 8 + 2 * 8 + 2 * 8 + 8; // BatchNorm2d, InstanceNorm3d(affine), GroupNorm, PReLU(8)
+  const rest = 4 * d * 16 + 4 + 100 * d + (8 * 4 * 3 + 4) + 8 * 2 * 3 * 2; // Bilinear, EmbeddingBag, ConvTranspose
+  const copies = 2 * gru;
+
+  it('counts recurrent, transformer, norm and transposed-convolution layers exactly', async () => {
+    const { p, facts: f } = await facts('zoo', 'train.py');
+    const r = modelFromScript(p, f);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const root = r.model.root;
+    const at = (path: string) => countParams(moduleAt(root, path)!);
+    assert.equal(at('lstm'), lstm);
+    assert.equal(lstm, 87_552);
+    assert.equal(at('lstm_proj'), lstmProj);
+    assert.equal(at('gru'), gru);
+    assert.equal(at('rnn'), rnn);
+    assert.equal(at('cell'), cell);
+    assert.equal(at('encoder'), encoder);
+    assert.equal(at('decoder_layer'), decLayer);
+    assert.equal(at('tr'), transformer);
+    assert.equal(at('copies'), copies, 'copy.deepcopy gives each copy its own parameters');
+    assert.equal(
+      moduleAt(root, 'copies.1')?.params.some((q) => q.tiedTo),
+      false,
+    );
+    assert.equal(
+      moduleAt(root, 'lstm_proj')
+        ?.params.map((q) => q.name)
+        .join(' '),
+      'weight_ih_l0 weight_hh_l0 weight_hr_l0 weight_ih_l1 weight_hh_l1 weight_hr_l1',
+    );
+    assert.equal(
+      countParams(root),
+      lstm + lstmProj + gru + rnn + cell + encoder + decLayer + transformer + norms + rest + copies,
+    );
+    assert.equal(countParams(root), 176_080); // PyTorch 1.13's sum(p.numel()) for Zoo(32)
+    // running_mean and running_var (8 float32 each) and num_batches_tracked (one int64), on bn and inorm_stats.
+    const stats = 2 * (8 * 4 + 8 * 4 + 8);
+    // tril(ones(16, 16)).view(1, 1, 16, 16) in float32; arange(16).unsqueeze(0) as float16; 4 inverse frequencies.
+    const shaped = 16 * 16 * 4 + 16 * 2 + 4 * 4;
+    assert.equal(countBufferBytes(root), stats + shaped);
+    const buf = (name: string) => root.buffers.find((b) => b.name === name);
+    assert.deepEqual(buf('bias')?.shape, [1, 1, 16, 16]);
+    assert.deepEqual(
+      [buf('pos')?.shape, buf('pos')?.dtype, buf('pos')?.persistent],
+      [[1, 16], 'float16', false],
+    );
+    assert.deepEqual([buf('inv_freq')?.shape, buf('inv_freq')?.dtype], [[4, 1], 'float32']);
+    assert.equal(moduleAt(root, 'inorm')?.buffers.length, 0, 'InstanceNorm tracks nothing by default');
+    assert.equal(moduleAt(root, 'bn_plain')?.buffers.length, 0);
+  });
+
+  it('registers nn.Buffer values as buffers, and takes .to(device) as no cast', async () => {
+    const { p, dir } = await project('zoo');
+    const r = modelFromClass(p, path.join(dir, 'model.py'), 'NewStyle');
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    // table: 4 x 8 float32, not persistent; steps: one int64; alias is a plain attribute, not a second buffer.
+    assert.deepEqual(
+      r.model.root.buffers.map((b) => [b.name, b.shape.join('x'), b.dtype, b.persistent]),
+      [
+        ['table', '4x8', 'float32', false],
+        ['steps', '', 'int64', true],
+      ],
+    );
+    assert.equal(countBufferBytes(r.model.root), 4 * 8 * 4 + 8);
+    assert.equal(countParams(r.model.root), 8 * 8 + 8);
+    assert.deepEqual(
+      r.model.notes.filter((n) => /dtype/.test(n)),
+      [],
+    );
+  });
+
+  it('says which torch.nn layers it does not model instead of dropping them silently', async () => {
+    const { p, dir } = await project('zoo');
+    const r = modelFromClass(p, path.join(dir, 'model.py'), 'Unlisted');
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.equal(countParams(r.model.root), 4 * 4 + 4);
+    assert.ok(r.model.notes.includes('nn.LazyLinear not modelled: its parameters are not counted'));
+    assert.ok(r.model.notes.includes('nn.Fold not modelled: its parameters are not counted'));
+    assert.equal(moduleAt(r.model.root, 'lazy')?.className, 'LazyLinear');
+  });
+});
+
+describe('control flow in constructors: break, continue, while, else', () => {
+  it('makes a call that recurses too deeply unknown, and builds the rest', async () => {
+    const { p, dir } = await project('zoo');
+    const r = modelFromClass(p, path.join(dir, 'flow.py'), 'DeepHelper');
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.equal(countParams(r.model.root), 8 * 8 + 8 + (8 * 2 + 2), 'fc and head; deep has no known width');
+    assert.ok(r.model.notes.some((n) => /depth_of\(\) is called too deep in nested calls to follow/.test(n)));
+  });
+
+  it('builds what Python builds', async () => {
+    const { p, dir } = await project('zoo');
+    const r = modelFromClass(p, path.join(dir, 'flow.py'), 'Loops');
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const root = r.model.root;
+    assert.equal(moduleAt(root, 'layers')?.children.length, 3, 'break at i == 3');
+    assert.equal(moduleAt(root, 'odd')?.children.length, 3, 'continue on even i: 1, 3, 5');
+    assert.equal(moduleAt(root, 'wide')?.params[0]?.shape.join('x'), '128x4', '8 doubled while below 100');
+    assert.equal(moduleAt(root, 'k')?.params[0]?.shape.join('x'), '1x5', 'while True with a break at 5');
+    assert.ok(moduleAt(root, 'after'), "a loop's else runs when it does not break");
+    assert.equal(moduleAt(root, 'never'), undefined, 'and not when it does');
+    const total = 3 * (4 * 4 + 4) + 3 * (4 * 2 + 2) + (4 * 128 + 128) + (5 + 1) + (2 * 2 + 2);
+    assert.equal(countParams(root), total);
+    assert.equal(total, 742); // PyTorch 1.13
+  });
+
+  it('makes what a loop it cannot follow builds unknown, with a note', { timeout: 60_000 }, async () => {
+    const { p, dir } = await project('zoo');
+    for (const [cls, why] of [
+      ['Unbounded', /while depth > 0` depends on values not known statically/],
+      ['Spinning', /while n > 0` runs more than \d+ times/],
+      ['TooDeepLSTM', /LSTM with 1000000000 layers; its parameters are not counted/],
+    ] as const) {
+      const r = modelFromClass(p, path.join(dir, 'flow.py'), cls);
+      assert.ok(r.ok, r.ok ? '' : r.reason);
+      assert.ok(
+        r.model.notes.some((n) => why.test(n)),
+        r.model.notes.join('; '),
+      );
+      if (cls === 'TooDeepLSTM') {
+        assert.equal(countParams(r.model.root), 8 * 2 + 2, 'only the head');
+        continue;
+      }
+      assert.equal(countParams(r.model.root), 0, `${cls}: proj's width is not guessed`);
+      assert.ok(r.model.notes.some((n) => /Linear with sizes not known statically/.test(n)));
+    }
+  });
+});
+
 /** Debian's python3-torch (PyTorch 1.13) is what CI installs; FSDP_LENS_PYTHON points elsewhere. */
 const PYTHON = process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
 
@@ -161,6 +359,7 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
     ['gpt', 'train.py'],
     ['llama', 'parallelize.py'],
     ['layers', 'train.py'],
+    ['zoo', 'train.py'],
   ] as const) {
     it(`${name}: same modules, shapes, buffers and ties`, { timeout: 120_000 }, async () => {
       const { p, facts: f } = await facts(name, file);
@@ -202,6 +401,17 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
         bad.ok ? '' : bad.error,
         /importing .*model\.py failed: ModuleNotFoundError: No module named 'not_a_real_package'/,
       );
+      // A fifty-line dispatcher error: its first sentence once, and the user's line it came from.
+      const { facts: loud } = await facts('broken', 'train_loud.py');
+      const noisy = await exactForScript(p, loud, { python: PYTHON, timeoutMs: 60_000 });
+      assert.equal(noisy.ok, false);
+      if (!noisy.ok) {
+        assert.equal(
+          noisy.error,
+          "building Loud failed: NotImplementedError: Could not run 'aten::polar.out' with arguments from the 'Meta' backend. (no kernel for it on the meta device in this PyTorch)",
+        );
+        assert.equal(noisy.detail, 'loud.py:18 in __init__: raise dispatcher_error()');
+      }
       const { facts: slow } = await facts('broken', 'train_slow.py');
       const timed = await exactForScript(p, slow, { python: PYTHON, timeoutMs: 2000 });
       assert.equal(timed.ok, false);

@@ -121,11 +121,13 @@ export function measureExactly(req: ExactRequest): Promise<ExactResult> {
         return;
       }
       if (!json.ok || !json.modules) {
-        const detail = json.detail ?? undefined;
+        // One bounded line each: the error, and where in the user's code it came from (not the error again).
+        const error = bounded(json.error?.trim().split('\n')[0] || 'the helper failed');
+        const detail = json.detail ? bounded(lastLine(json.detail)) : undefined;
         finish({
           ok: false,
-          error: json.error ?? 'the helper failed',
-          ...(detail ? { detail: lastLine(detail) } : {}),
+          error,
+          ...(detail && !error.includes(detail) ? { detail } : {}),
         });
         return;
       }
@@ -142,6 +144,10 @@ export function measureExactly(req: ExactRequest): Promise<ExactResult> {
 
 function lastLine(traceback: string): string {
   return traceback.trim().split('\n').filter(Boolean).pop() ?? traceback;
+}
+
+function bounded(s: string, max = 400): string {
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
 const DTYPE_NAMES: Record<string, DType> = { float: 'float32', half: 'float16', long: 'int64' };

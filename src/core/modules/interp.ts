@@ -15,7 +15,7 @@ import {
 import { numelOf, type DType, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
-import { bindLayerArgs, CONTAINERS, factoryDtype, isTorchLayer, layerParams } from './torchnn';
+import { bindLayerArgs, COMPOSITES, CONTAINERS, factoryDtype, isTorchLayer, layerParams } from './torchnn';
 
 /**
  * A small abstract interpreter for the Python that builds `nn.Module`s: constructors and helper functions are run
@@ -69,6 +69,10 @@ export interface TensorV {
   dtype: DType;
   param: boolean;
   trainable: boolean;
+  /** The dtype was set by the code (a `dtype=` argument, a cast), not left at PyTorch's float32 default. */
+  cast?: boolean;
+  /** `nn.Buffer(t, persistent=...)` (PyTorch 2.5): registered as a buffer when assigned to a module. */
+  buffer?: { persistent: boolean };
 }
 
 /** A Python module of the project (`import models.llama as ml`). */
@@ -102,6 +106,10 @@ interface Frame {
 class Return {
   constructor(readonly value: V) {}
 }
+
+/** `break` and `continue`, unwinding to the innermost loop. */
+class Break {}
+class Continue {}
 
 /** Classes from torch.nn the interpreter constructs itself. */
 function torchLayerName(q: string): string | null {
@@ -346,6 +354,7 @@ export class Interpreter {
         const arg = node.childForFieldName('argument');
         const op = node.childForFieldName('operator')?.text;
         const v = arg ? this.eval(arg, frame) : U(node.text, 'empty');
+        if (v.k === 'tensor') return { ...v, param: false };
         if (v.k !== 'num') return U(node.text, 'not a number');
         return op === '-' ? { ...v, v: -v.v } : v;
       }
@@ -373,6 +382,7 @@ export class Interpreter {
           b.v * a.items.length <= this.limits.loop
         )
           return { k: 'seq', kind: a.kind, items: Array.from({ length: b.v }, () => a.items).flat() };
+        if (a.k === 'tensor' || b.k === 'tensor') return tensorArithmetic(a, b, op);
         const x = asNumber(a as Val);
         const y = asNumber(b as Val);
         if (!x || !y) return U(node.text, 'not a constant number');
@@ -554,6 +564,8 @@ export class Interpreter {
         const v = obj.kwargs[attr];
         return v ?? U(text, `attribute of ${obj.callee}(...)`);
       }
+      case 'tensor':
+        return tensorAttr(obj, attr, text);
       default:
         return U(text, `attribute ${attr} of an unknown value`);
     }
@@ -684,11 +696,32 @@ export class Interpreter {
     const layer = torchLayerName(q);
     if (layer) return this.torchLayer(layer, args, kwargs, text);
     const last = q.slice(q.lastIndexOf('.') + 1);
+    if (q === 'torch.nn.Module' || q === 'torch.nn.modules.module.Module') return newModule('Module', null);
+    if (/^torch\.nn\.(modules\.[\w.]+\.)?[A-Z]\w*$/.test(q) && !/^(Parameter|Module|Buffer)$/.test(last)) {
+      // A torch.nn layer the interpreter does not know: kept in the tree, with a note that it counts nothing.
+      this.note(`nn.${last} not modelled: its parameters are not counted`);
+      return newModule(last, null);
+    }
     if (q === 'torch.nn.Parameter' || q === 'torch.nn.parameter.Parameter' || q === 'nn.Parameter') {
       const t = args[0];
       const rg = kwargs.requires_grad;
       if (t?.k === 'tensor') return { ...t, param: true, trainable: !(rg?.k === 'bool' && !rg.v) };
       return { k: 'tensor', shape: null, dtype: 'float32', param: true, trainable: true };
+    }
+    if (q === 'torch.nn.Buffer' || q === 'torch.nn.parameter.Buffer') {
+      const t = args[0] ?? kwargs.data;
+      const p = args[1] ?? kwargs.persistent;
+      const persistent = !(p?.k === 'bool' && !p.v);
+      return t?.k === 'tensor'
+        ? { ...t, param: false, buffer: { persistent } }
+        : {
+            k: 'tensor',
+            shape: null,
+            dtype: 'float32',
+            param: false,
+            trainable: false,
+            buffer: { persistent },
+          };
     }
     if (q.startsWith('torch.') && TENSOR_FACTORIES.has(last)) return this.tensorFactory(last, args, kwargs);
     // Methods called on values (`self.layers.append(block)` reaches here as `<ModuleList>.append`).
@@ -769,8 +802,11 @@ export class Interpreter {
       case 'copy.deepcopy':
       case 'copy.copy':
       case 'deepcopy':
+        // A shallow copy of a module shares its parameters; a deep copy has its own.
+        if (args[0]?.k === 'mod' && q === 'copy.copy') return args[0];
         return args[0] ? cloneValue(args[0]) : U(text, 'copy');
     }
+    if (q === 'len' && args[0]?.k === 'mod') return { k: 'num', v: args[0].children.size, int: true };
     const folded = foldBuiltin(q, args as Val[], kwargs as Record<string, Val>);
     if (folded) return folded;
     if (q === 'dict') {
@@ -802,7 +838,7 @@ export class Interpreter {
           const t = args[1] ?? kwargs.tensor;
           const persistent = kwargs.persistent ?? args[2];
           if (n?.k === 'str') {
-            if (t?.k === 'tensor')
+            if (t?.k === 'tensor' && t.shape)
               target.buffers.set(n.v, { t, persistent: !(persistent?.k === 'bool' && !persistent.v) });
             else if (t?.k !== 'none')
               this.note(`buffer ${n.v} of ${target.className} has a shape not known statically: not counted`);
@@ -831,23 +867,35 @@ export class Interpreter {
             kind: 'list',
             items: [...target.children.keys()].map((k) => ({ k: 'str', v: k })),
           };
+        case 'to':
+        case 'type':
+        case 'half':
+        case 'bfloat16':
+        case 'float':
+        case 'double': {
+          // Module._apply: floating-point parameters and buffers take the dtype; integer buffers keep theirs.
+          const dt =
+            name === 'to' || name === 'type'
+              ? (dtypeOf(kwargs.dtype) ?? args.map(dtypeOf).find((x) => x))
+              : FLOAT_METHODS[name];
+          if (dt) castModule(target, dt);
+          else if (kwargs.dtype && kwargs.dtype.k !== 'none')
+            // A positional argument is usually a device (`model.to(device)`); only `dtype=` is surely a cast.
+            this.note(`${text.slice(0, 60)}: the dtype it casts to is not known statically`);
+          return target;
+        }
         case 'apply':
         case 'init_weights':
         case '_init_weights':
         case 'reset_parameters':
-        case 'to':
+          return { k: 'none' };
         case 'cuda':
+        case 'cpu':
         case 'train':
         case 'eval':
         case 'requires_grad_':
           if (name === 'requires_grad_' && args[0]?.k === 'bool' && !args[0].v) freeze(target);
-          return name === 'to' ||
-            name === 'cuda' ||
-            name === 'train' ||
-            name === 'eval' ||
-            name === 'requires_grad_'
-            ? target
-            : { k: 'none' };
+          return target;
         default:
           return undefined;
       }
@@ -874,18 +922,17 @@ export class Interpreter {
       return { k: 'none' };
     }
     if (target.k === 'str' && name === 'format') return U(text, 'str.format');
-    if (target.k === 'tensor') {
-      if (name === 'view' || name === 'reshape' || name === 'expand')
-        return { ...target, shape: shapeOf(args) };
-      if (name === 'float') return { ...target, dtype: 'float32' };
-      if (name === 'bfloat16' || name === 'half')
-        return { ...target, dtype: name === 'half' ? 'float16' : 'bfloat16' };
-      return target;
-    }
+    if (target.k === 'tensor') return tensorMethod(target, name, args, kwargs);
     return undefined;
   }
 
   private tensorFactory(name: string, args: V[], kwargs: Record<string, V>): V {
+    const t = this.newTensor(name, args, kwargs);
+    // `torch.zeros(..., dtype=torch.float32)` in a model cast to bf16 stays float32: the dtype was chosen.
+    return t.k === 'tensor' && dtypeOf(kwargs.dtype) ? { ...t, cast: true } : t;
+  }
+
+  private newTensor(name: string, args: V[], kwargs: Record<string, V>): V {
     const dtypeV = kwargs.dtype;
     const dt =
       dtypeV?.k === 'ref' && dtypeV.name.startsWith('torch.')
@@ -976,13 +1023,39 @@ export class Interpreter {
       args.map(plain),
       Object.fromEntries(Object.entries(kwargs).map(([k, v]) => [k, plain(v)])),
     );
+    if (COMPOSITES.has(name)) {
+      const c = this.compositeLayer(name, bound, args, kwargs, text);
+      const dt = dtypeOf(kwargs.dtype);
+      if (dt && c.k === 'mod') castModule(c, dt);
+      return c;
+    }
     const spec = layerParams(name, bound);
     if (!spec.params) {
       this.note(`${text.slice(0, 60)}: ${spec.unknown}; its parameters are not counted`);
       return m;
     }
+    // `nn.Linear(..., dtype=torch.bfloat16)`: the factory kwarg every torch.nn layer takes.
+    const dtype = dtypeOf(kwargs.dtype);
     for (const p of spec.params)
-      m.params.set(p.name, { k: 'tensor', shape: p.shape, dtype: 'float32', param: true, trainable: true });
+      m.params.set(p.name, {
+        k: 'tensor',
+        shape: p.shape,
+        dtype: dtype ?? 'float32',
+        param: true,
+        trainable: true,
+        ...(dtype ? { cast: true } : {}),
+      });
+    for (const b of spec.buffers ?? [])
+      m.buffers.set(b.name, {
+        t: {
+          k: 'tensor',
+          shape: b.shape,
+          dtype: dtype && isFloatDtype(b.dtype) ? dtype : b.dtype,
+          param: false,
+          trainable: false,
+        },
+        persistent: true,
+      });
     if (name === 'MultiheadAttention') {
       const e = bound.embed_dim as number;
       const out = newModule('NonDynamicallyQuantizableLinear', null);
@@ -995,8 +1068,102 @@ export class Interpreter {
       });
       if (bound.bias !== false)
         out.params.set('bias', { k: 'tensor', shape: [e], dtype: 'float32', param: true, trainable: true });
+      if (dtype) castModule(out, dtype);
       this.register(m, 'out_proj', out);
     }
+    return m;
+  }
+
+  /**
+   * torch.nn's transformer layers, built from their parts as PyTorch's transformer.py does. An encoder layer holds
+   * `self_attn` (MultiheadAttention), `linear1` [ff, d], `linear2` [d, ff], `norm1`, `norm2`; a decoder layer adds
+   * `multihead_attn` and `norm3`. TransformerEncoder/Decoder hold `num_layers` deep copies of the layer given and
+   * an optional final `norm`; nn.Transformer builds one of each with a final LayerNorm.
+   */
+  private compositeLayer(
+    name: string,
+    a: Record<string, unknown>,
+    args: V[],
+    kwargs: Record<string, V>,
+    text: string,
+  ): V {
+    const m = newModule(name, null);
+    const num = (k: string, dflt: number): number | null => {
+      const v = a[k];
+      if (v === undefined || v === null) return dflt;
+      return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null;
+    };
+    const bias = a.bias === undefined ? true : a.bias;
+    const lin = (i: number, o: number) =>
+      this.torchLayer('Linear', [], { ...num3(i, o), bias: bool(bias) }, text);
+    const norm = (d: number) =>
+      this.torchLayer('LayerNorm', [], { normalized_shape: int(d), bias: bool(bias) }, text);
+    const layer = (decoder: boolean, d: number, h: number, ff: number): ModV => {
+      const l = newModule(decoder ? 'TransformerDecoderLayer' : 'TransformerEncoderLayer', null);
+      const attn = () =>
+        this.torchLayer('MultiheadAttention', [int(d), int(h)], { bias: bool(bias) }, text) as ModV;
+      this.register(l, 'self_attn', attn());
+      if (decoder) this.register(l, 'multihead_attn', attn());
+      this.register(l, 'linear1', lin(d, ff) as ModV);
+      this.register(l, 'dropout', newModule('Dropout', null));
+      this.register(l, 'linear2', lin(ff, d) as ModV);
+      for (const n of decoder ? ['norm1', 'norm2', 'norm3'] : ['norm1', 'norm2'])
+        this.register(l, n, norm(d) as ModV);
+      for (const n of decoder ? ['dropout1', 'dropout2', 'dropout3'] : ['dropout1', 'dropout2'])
+        this.register(l, n, newModule('Dropout', null));
+      return l;
+    };
+    const unknown = (why: string) => {
+      this.note(`${text.slice(0, 60)}: ${why}; its parameters are not counted`);
+      return m;
+    };
+    const stack = (
+      kind: string,
+      proto: V | undefined,
+      n: number | null,
+      final: V | undefined,
+    ): ModV | null => {
+      if (proto?.k !== 'mod' || n === null || n > this.limits.loop) return null;
+      const s = newModule(kind, null);
+      const list = newModule('ModuleList', null);
+      for (let i = 0; i < n; i++) this.register(list, String(i), cloneModule(proto));
+      this.register(s, 'layers', list);
+      if (final?.k === 'mod') this.register(s, 'norm', final);
+      return s;
+    };
+    if (name === 'TransformerEncoderLayer' || name === 'TransformerDecoderLayer') {
+      const d = num('d_model', -1);
+      const h = num('nhead', -1);
+      const ff = num('dim_feedforward', 2048);
+      if (d === null || d < 0 || h === null || h < 0 || ff === null || typeof bias !== 'boolean')
+        return unknown(`${name} sizes unknown`);
+      const l = layer(name === 'TransformerDecoderLayer', d, h, ff);
+      return l;
+    }
+    if (name === 'TransformerEncoder' || name === 'TransformerDecoder') {
+      const proto = args[0] ?? kwargs.encoder_layer ?? kwargs.decoder_layer;
+      const s = stack(name, proto, num('num_layers', -1), args[2] ?? kwargs.norm);
+      return s ?? unknown(`${name} with a layer or count not known statically`);
+    }
+    // nn.Transformer
+    const d = num('d_model', 512);
+    const h = num('nhead', 8);
+    const ne = num('num_encoder_layers', 6);
+    const nd = num('num_decoder_layers', 6);
+    const ff = num('dim_feedforward', 2048);
+    if (d === null || h === null || ne === null || nd === null || ff === null || typeof bias !== 'boolean')
+      return unknown('Transformer sizes unknown');
+    if (
+      (kwargs.custom_encoder && kwargs.custom_encoder.k !== 'none') ||
+      (kwargs.custom_decoder && kwargs.custom_decoder.k !== 'none') ||
+      args.length > 7
+    )
+      return unknown('Transformer with a custom encoder or decoder');
+    const enc = stack('TransformerEncoder', layer(false, d, h, ff), ne, norm(d));
+    const dec = stack('TransformerDecoder', layer(true, d, h, ff), nd, norm(d));
+    if (!enc || !dec) return unknown('Transformer too deep to follow');
+    this.register(m, 'encoder', enc);
+    this.register(m, 'decoder', dec);
     return m;
   }
 
@@ -1044,8 +1211,10 @@ export class Interpreter {
   /** Constructs an instance: runs `__init__` (dataclasses get their generated one) over the arguments. */
   instantiate(cls: ClassV, args: V[], kwargs: Record<string, V>): V {
     if (++this.depth > this.limits.depth) {
+      // Only this instance is unknown: the modules around it are still built.
       this.depth--;
-      throw new Budget('classes nest too deeply to analyse');
+      this.note(`${cls.name}(...) is built too deep in nested calls to follow: it is not counted`);
+      return U(cls.name, 'classes nest too deeply to analyse');
     }
     try {
       const isModule = this.isModuleClass(cls);
@@ -1121,7 +1290,8 @@ export class Interpreter {
   callFunction(fn: FnV, args: V[], kwargs: Record<string, V>): V {
     if (++this.depth > this.limits.depth) {
       this.depth--;
-      throw new Budget('calls nest too deeply to analyse');
+      this.note(`${fn.name}() is called too deep in nested calls to follow: its result is not known`);
+      return U(fn.name, 'calls nest too deeply to analyse');
     }
     try {
       const env = new Map<string, V>();
@@ -1170,6 +1340,7 @@ export class Interpreter {
         this.execBlock(fn.node.childForFieldName('body'), frame);
       } catch (e) {
         if (e instanceof Return) return e.value;
+        if (e instanceof Break || e instanceof Continue) return U(fn.name, '`break` outside a loop');
         throw e;
       }
       return { k: 'none' };
@@ -1221,15 +1392,53 @@ export class Interpreter {
           this.note(
             `loop \`for ${left.text} in ${right.text.slice(0, 40)}\` runs over values not known statically: skipped`,
           );
+          this.forget(stmt, frame);
           return;
         }
-        if (items.length > this.limits.loop) throw new Budget('a loop too long to follow');
+        if (items.length > this.limits.loop) {
+          this.note(
+            `loop \`for ${left.text} in ${right.text.slice(0, 40)}\` runs more than ${this.limits.loop} times: skipped, what it builds is not counted`,
+          );
+          this.forget(stmt, frame);
+          return;
+        }
         for (const it of items) {
           this.assignTarget(left, it, frame);
-          this.execBlock(stmt.childForFieldName('body'), frame);
+          const r = this.loopBody(stmt, frame);
+          if (r === 'break') return;
         }
-        return;
+        return this.execBlock(
+          stmt.childForFieldName('alternative')?.childForFieldName('body') ?? null,
+          frame,
+        );
       }
+      case 'while_statement': {
+        const cond = stmt.childForFieldName('condition');
+        if (!cond) return;
+        for (let n = 0; ; n++) {
+          const t = truthy(this.eval(cond, frame) as Val);
+          if (t === undefined || n >= this.limits.loop) {
+            // Neither the number of turns nor what they build is known: what the loop assigns becomes unknown.
+            this.note(
+              t === undefined
+                ? `loop \`while ${cond.text.slice(0, 40)}\` depends on values not known statically: what it builds is not counted`
+                : `loop \`while ${cond.text.slice(0, 40)}\` runs more than ${this.limits.loop} times: stopped, what it builds is not counted`,
+            );
+            this.forget(stmt, frame);
+            return;
+          }
+          if (!t) break;
+          if (this.loopBody(stmt, frame) === 'break') return;
+        }
+        return this.execBlock(
+          stmt.childForFieldName('alternative')?.childForFieldName('body') ?? null,
+          frame,
+        );
+      }
+      case 'break_statement':
+        throw new Break();
+      case 'continue_statement':
+        throw new Continue();
       case 'with_statement':
         return this.execBlock(stmt.childForFieldName('body'), frame);
       case 'try_statement':
@@ -1244,6 +1453,34 @@ export class Interpreter {
         return;
       default:
         return;
+    }
+  }
+
+  /** One turn of a loop's body: 'break' when it breaks out, else 'next' (after a `continue` too). */
+  private loopBody(stmt: Node, frame: Frame): 'break' | 'next' {
+    try {
+      this.execBlock(stmt.childForFieldName('body'), frame);
+    } catch (e) {
+      if (e instanceof Break) return 'break';
+      if (e instanceof Continue) return 'next';
+      throw e;
+    }
+    return 'next';
+  }
+
+  /** The local names a statement assigns, made unknown (a loop that could not be followed). */
+  private forget(stmt: Node, frame: Frame): void {
+    for (const a of stmt.descendantsOfType(['assignment', 'augmented_assignment'])) {
+      const left = a.childForFieldName('left');
+      const names = left?.type === 'identifier' ? [left] : (left?.descendantsOfType('identifier') ?? []);
+      for (const n of names)
+        if (n.parent?.type !== 'attribute' && n.parent?.type !== 'subscript')
+          frame.env.set(n.text, U(n.text, 'assigned in a loop that could not be followed'));
+    }
+    for (const f of stmt.descendantsOfType('for_statement')) {
+      const l = f.childForFieldName('left');
+      for (const n of l?.type === 'identifier' ? [l] : (l?.descendantsOfType('identifier') ?? []))
+        frame.env.set(n.text, U(n.text, 'assigned in a loop that could not be followed'));
     }
   }
 
@@ -1315,7 +1552,12 @@ export class Interpreter {
         obj.children.delete(attr);
         obj.params.set(attr, v.param ? v : { ...v, param: true });
       } else if (v.k === 'none' && obj.params.has(attr)) obj.params.set(attr, null);
-      else if (v.k === 'tensor' && obj.buffers.has(attr))
+      else if (v.k === 'tensor' && v.buffer) {
+        // Registered, it is a plain tensor again: `self.y = self.x` does not make a second buffer.
+        if (v.shape)
+          obj.buffers.set(attr, { t: { ...v, buffer: undefined }, persistent: v.buffer.persistent });
+        else this.note(`buffer ${attr} of ${obj.className} has a shape not known statically: not counted`);
+      } else if (v.k === 'tensor' && obj.buffers.has(attr))
         obj.buffers.set(attr, { t: v, persistent: obj.buffers.get(attr)!.persistent });
       else obj.attrs.set(attr, v);
     } else if (obj.k === 'obj') obj.fields.set(attr, v);
@@ -1323,6 +1565,16 @@ export class Interpreter {
   }
 
   // ---- results ------------------------------------------------------------------------------------------------
+
+  /** Evaluates an expression of `file` with the names in `env` bound (the rest at module level). */
+  evalWith(file: PyFile, node: Node, env: Map<string, V>): V {
+    try {
+      return this.eval(node, { file, env: new Map(env) });
+    } catch (e) {
+      if (e instanceof Budget) return U(node.text, e.message);
+      throw e;
+    }
+  }
 
   /** Evaluates the expression at `node` as the code would see it: its function's body run up to it first. */
   evalAt(file: PyFile, node: Node): V {
@@ -1382,7 +1634,8 @@ export class Interpreter {
       try {
         this.exec(stmt, frame);
       } catch (e) {
-        if (e instanceof Return) return;
+        // A `break` or `continue` here belongs to a loop around the point of interest: stop where it is.
+        if (e instanceof Return || e instanceof Break || e instanceof Continue) return;
         throw e;
       }
     }
@@ -1431,15 +1684,269 @@ function shapeOf(args: V[]): number[] | null {
   return out;
 }
 
+/** A torch dtype value (`torch.bfloat16`, `torch.long`) as a DType; undefined when it is not one. */
+export function dtypeOf(v: V | undefined): DType | undefined {
+  if (v?.k !== 'ref' || !v.name.startsWith('torch.')) return undefined;
+  const n = v.name.slice(6);
+  if (n === 'int64' || n === 'long') return 'int64';
+  if (n === 'bool') return 'bool';
+  return TORCH_DTYPES[n] as DType | undefined;
+}
+
+/** Attributes of a tensor: its shape and dtype when known, else a reference its methods are called through. */
+function tensorAttr(t: TensorV, attr: string, text: string): V {
+  switch (attr) {
+    case 'shape':
+      return t.shape
+        ? { k: 'seq', kind: 'tuple', items: t.shape.map((v) => ({ k: 'num', v, int: true })) }
+        : U(text, 'a shape not known statically');
+    case 'ndim':
+      return t.shape ? { k: 'num', v: t.shape.length, int: true } : U(text, 'a shape not known statically');
+    case 'dtype':
+      return { k: 'ref', name: `torch.${t.dtype}`, bound: true };
+    case 'T':
+    case 'mT':
+      return { ...t, shape: t.shape ? [...t.shape].reverse() : null, param: false, buffer: undefined };
+    case 'data':
+      return { ...t, param: false, buffer: undefined };
+    default:
+      // `buf.view(...)` reaches `method` through this reference.
+      return { k: 'ref', name: `<tensor>.${attr}`, bound: false };
+  }
+}
+
+const FLOAT_METHODS: Record<string, DType> = {
+  float: 'float32',
+  half: 'float16',
+  bfloat16: 'bfloat16',
+  double: 'float64',
+  long: 'int64',
+  bool: 'bool',
+};
+
+/**
+ * Tensor methods that keep or reshape the storage a buffer is built from (`torch.tril(...).view(1, 1, n, n)`):
+ * reshapes, dimension inserts and removals, transposes, dtype casts. Any other method gives a tensor of unknown
+ * shape, so a buffer made from it is reported rather than counted wrongly.
+ */
+function tensorMethod(t: TensorV, name: string, args: V[], kwargs: Record<string, V>): V {
+  const out = (shape: number[] | null, dtype: DType = t.dtype): TensorV => ({
+    ...t,
+    shape,
+    dtype,
+    param: false,
+    buffer: undefined,
+  });
+  const ints = (vs: V[]): number[] | null => {
+    const a = vs.length === 1 && vs[0]?.k === 'seq' ? vs[0].items : vs;
+    return a.every((x) => x.k === 'num' && x.int) ? a.map((x) => (x as { v: number }).v) : null;
+  };
+  const dim = (d: V | undefined, n: number): number | null =>
+    d?.k === 'num' && d.int && d.v >= -n && d.v < n ? (d.v + n) % n : null;
+  const shape = t.shape;
+  switch (name) {
+    case 'view':
+    case 'reshape': {
+      if (args.length === 1 && dtypeOf(args[0])) return out(null); // view(dtype) reinterprets the bytes
+      const s = ints(args);
+      if (!s || !shape) return out(null);
+      const total = shape.reduce((a, b) => a * b, 1);
+      const free = s.filter((x) => x === -1).length;
+      if (free > 1 || s.some((x) => x < -1)) return out(null);
+      const known = s.filter((x) => x !== -1).reduce((a, b) => a * b, 1);
+      if (free === 1)
+        return known > 0 && total % known === 0
+          ? out(s.map((x) => (x === -1 ? total / known : x)))
+          : out(null);
+      return known === total ? out(s) : out(null);
+    }
+    case 'expand': {
+      // -1 keeps a dimension; new leading dimensions come first.
+      const s = ints(args);
+      if (!s || !shape || s.length < shape.length) return out(null);
+      const off = s.length - shape.length;
+      const r = s.map((x, i) => (x === -1 && i >= off ? shape[i - off]! : x));
+      return out(r.some((x) => x < 0) ? null : r);
+    }
+    case 'unsqueeze': {
+      if (!shape) return out(null);
+      const d = dim(args[0] ?? kwargs.dim, shape.length + 1);
+      return d === null ? out(null) : out([...shape.slice(0, d), 1, ...shape.slice(d)]);
+    }
+    case 'squeeze': {
+      if (!shape) return out(null);
+      if (!args.length && !kwargs.dim) return out(shape.filter((x) => x !== 1));
+      const d = dim(args[0] ?? kwargs.dim, shape.length);
+      return d === null ? out(null) : out(shape[d] === 1 ? shape.filter((_, i) => i !== d) : shape);
+    }
+    case 'flatten':
+      return args.length || Object.keys(kwargs).length || !shape
+        ? out(null)
+        : out([shape.reduce((a, b) => a * b, 1)]);
+    case 't':
+      return out(shape && shape.length <= 2 ? [...shape].reverse() : null);
+    case 'transpose': {
+      if (!shape) return out(null);
+      const a = dim(args[0], shape.length);
+      const b = dim(args[1], shape.length);
+      if (a === null || b === null) return out(null);
+      const s = [...shape];
+      [s[a], s[b]] = [s[b]!, s[a]!];
+      return out(s);
+    }
+    case 'permute': {
+      const p = ints(args);
+      if (!p || !shape || p.length !== shape.length) return out(null);
+      const idx = p.map((x) => (x < 0 ? x + shape.length : x));
+      return new Set(idx).size === shape.length && idx.every((x) => x >= 0 && x < shape.length)
+        ? out(idx.map((x) => shape[x]!))
+        : out(null);
+    }
+    case 'repeat': {
+      const r = ints(args);
+      if (!r || !shape || r.length < shape.length) return out(null);
+      const s = [...Array<number>(r.length - shape.length).fill(1), ...shape];
+      return out(s.map((x, i) => x * r[i]!));
+    }
+    case 'to':
+    case 'type': {
+      // to(dtype), to(device), to(device, dtype), to(other_tensor), to(dtype=...)
+      const dt = dtypeOf(kwargs.dtype) ?? args.map(dtypeOf).find((x) => x);
+      const other = args.find((a): a is TensorV => a.k === 'tensor');
+      if (dt) return out(shape, dt);
+      if (other) return out(shape, other.dtype);
+      return out(shape); // a device
+    }
+    case 'float':
+    case 'half':
+    case 'bfloat16':
+    case 'double':
+    case 'long':
+    case 'bool':
+      return out(shape, FLOAT_METHODS[name]);
+    case 'clone':
+    case 'contiguous':
+    case 'detach':
+    case 'cuda':
+    case 'cpu':
+    case 'requires_grad_':
+    case 'pin_memory':
+    case 'fill_':
+    case 'zero_':
+    case 'normal_':
+    case 'uniform_':
+    case 'masked_fill':
+    case 'masked_fill_':
+      return out(shape);
+    case 'mul':
+    case 'mul_':
+    case 'add':
+    case 'add_':
+    case 'div':
+    case 'div_':
+    case 'exp':
+    case 'log':
+    case 'sqrt':
+    case 'cos':
+    case 'sin':
+    case 'neg':
+    case 'abs': {
+      const other = args[0]?.k === 'tensor' ? args[0] : undefined;
+      return other ? out(broadcast(shape, other.shape)) : out(shape);
+    }
+    default:
+      return out(null);
+  }
+}
+
+/** `t * 2`, `1.0 / t`, `a + b` on tensors: the broadcast shape; a float result for true division. */
+function tensorArithmetic(a: V, b: V, op: string): TensorV {
+  const t = (a.k === 'tensor' ? a : b) as TensorV;
+  const shapeOfV = (v: V): number[] | null =>
+    v.k === 'tensor' ? v.shape : v.k === 'num' || v.k === 'bool' ? [] : null;
+  const shape = op === '@' ? null : broadcast(shapeOfV(a), shapeOfV(b));
+  const floats = (v: V) => (v.k === 'tensor' ? isFloatDtype(v.dtype) : v.k === 'num' && !v.int);
+  const dtype: DType =
+    op === '/' && !floats(a) && !floats(b)
+      ? 'float32'
+      : a.k === 'tensor' && b.k === 'tensor'
+        ? a.dtype === b.dtype
+          ? a.dtype
+          : isFloatDtype(a.dtype)
+            ? a.dtype
+            : b.dtype
+        : !isFloatDtype(t.dtype) && (floats(a) || floats(b))
+          ? 'float32'
+          : t.dtype;
+  return { k: 'tensor', shape, dtype, param: false, trainable: false };
+}
+
+function isFloatDtype(d: DType): boolean {
+  return d === 'float32' || d === 'float16' || d === 'bfloat16' || d === 'float64';
+}
+
+/** The shape two tensors broadcast to; null when unknown or incompatible. */
+export function broadcast(a: number[] | null, b: number[] | null): number[] | null {
+  if (!a || !b) return null;
+  const n = Math.max(a.length, b.length);
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const x = a[a.length - n + i] ?? 1;
+    const y = b[b.length - n + i] ?? 1;
+    if (x !== y && x !== 1 && y !== 1) return null;
+    out.push(x === 1 ? y : x);
+  }
+  return out;
+}
+
 function cloneValue(v: V): V {
   if (v.k === 'obj') return { ...v, fields: new Map(v.fields) };
   if (v.k === 'dict') return { k: 'dict', entries: v.entries.map((e) => ({ ...e })) };
+  if (v.k === 'mod') return cloneModule(v);
   return v;
 }
 
+const int = (v: number): V => ({ k: 'num', v, int: true });
+const bool = (v: unknown): V => ({ k: 'bool', v: v !== false });
+const num3 = (i: number, o: number): Record<string, V> => ({ in_features: int(i), out_features: int(o) });
+
+/** A deep copy of a module with its own tensors (`copy.deepcopy(layer)`: the copies share nothing). */
+function cloneModule(m: ModV): ModV {
+  return {
+    ...m,
+    children: new Map([...m.children].map(([k, c]) => [k, cloneModule(c)])),
+    params: new Map([...m.params].map(([k, t]) => [k, t ? { ...t } : t])),
+    buffers: new Map([...m.buffers].map(([k, b]) => [k, { ...b, t: { ...b.t } }])),
+    attrs: new Map(m.attrs),
+  };
+}
+
+/** `requires_grad_(False)`, in place: a parameter shared with another module is frozen there too, as in PyTorch. */
 function freeze(m: ModV): void {
-  for (const [k, p] of m.params) if (p) m.params.set(k, { ...p, trainable: false });
+  for (const p of m.params.values()) if (p) p.trainable = false;
   for (const c of m.children.values()) freeze(c);
+}
+
+/**
+ * `module.to(dtype)`: every floating-point parameter and buffer below the module takes the dtype, in place (PyTorch
+ * converts `param.data`, so a parameter shared with a module outside this one is cast there too). The dtype is
+ * marked as set, so a cast back to float32 is kept apart from the model's default.
+ */
+function castModule(m: ModV, dtype: DType): void {
+  for (const p of m.params.values())
+    if (p && isFloatDtype(p.dtype)) {
+      p.dtype = dtype;
+      p.cast = true;
+    }
+  for (const b of m.buffers.values()) if (isFloatDtype(b.t.dtype)) b.t = { ...b.t, dtype };
+  for (const c of m.children.values()) castModule(c, dtype);
+}
+
+/** A module value standing for a built module tree (its children and class names; no tensors): for `len(model.layers)`. */
+export function moduleFromTree(node: ModuleNode): ModV {
+  const m = newModule(node.className, null);
+  for (const c of node.children) m.children.set(c.name, moduleFromTree(c));
+  return m;
 }
 
 /** The module tree of a constructed model: paths, shapes, and tied parameters marked as PyTorch dedups them. */
@@ -1461,7 +1968,7 @@ export function toModuleTree(m: ModV): { root: ModuleNode; unknownParams: string
         shape: t.shape,
         numel: numelOf(t.shape),
         trainable: t.trainable,
-        ...(t.dtype !== 'float32' ? { dtype: t.dtype } : {}),
+        ...(t.dtype !== 'float32' || t.cast ? { dtype: t.dtype } : {}),
         ...(tied ? { tiedTo: tied } : {}),
       });
       if (!tied) seen.set(t, full);

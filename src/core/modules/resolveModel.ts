@@ -5,6 +5,7 @@ import { countParams, walk, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
 import { findBinding, enclosingFunction, parameterOf } from '../analysis/scope';
+import { dottedText } from '../analysis/values';
 import { modelVariable } from '../resolve/plan';
 import { Budget, Interpreter, toModuleTree, type ModV, type V } from './interp';
 
@@ -45,22 +46,21 @@ export function modelFromScript(
     const values: { v: V; where: string }[] = [];
     const b = findBinding(file.source, head, at);
     if (b?.kind === 'param') {
-      // The model arrives as an argument: follow the function's callers across the project.
+      // The model arrives as an argument: follow the function's callers across the project, and their callers in
+      // turn when they pass on an argument of their own (`parallelize_llama(model)` calling `apply_fsdp(model)`).
       const fnName = b.function.childForFieldName('name')?.text ?? '';
-      const callers = project
-        .callersOf(fnName)
-        .filter((c) => c.call.startIndex !== at.startIndex || c.file.path !== file.path)
-        .filter((c) => callReaches(project, c.file, c.call, file.path, fnName, isMethod(b.function)));
-      for (const c of callers.slice(0, 8)) {
-        const arg = argumentFor(c.call, b.index, head, isMethod(b.function));
-        if (!arg) continue;
-        const v = follow(interp.evalAt(c.file, arg), variable.split('.').slice(1), interp);
-        values.push({
-          v,
-          where: `passed to ${fnName}() at ${rel(project, c.file.path)}:${c.call.startPosition.row + 1}`,
-        });
-      }
-      if (!callers.length)
+      const found = callersPassing(
+        project,
+        interp,
+        file,
+        b.function,
+        b.index,
+        head,
+        at,
+        variable.split('.').slice(1),
+      );
+      values.push(...found.values);
+      if (!found.callers)
         return {
           ok: false,
           reason: `${fnName}() receives the model as \`${head}\` and nothing in the project calls it`,
@@ -197,6 +197,76 @@ function finish(project: Project, interp: Interpreter, m: ModV, where: string, n
     classRef: { file: cls?.file.path ?? '', name: m.className },
     ...(cls ? { constructor: renderConstructor(m) } : {}),
   };
+}
+
+/** How many functions deep the model may be passed along before the search stops. */
+const MAX_CALLER_DEPTH = 6;
+
+/**
+ * The values the callers of `fn` pass for its parameter `index` (named `name`), with `attrs` followed below each.
+ * A caller that passes one of its own parameters on is followed to its callers in turn: bounded in depth and in
+ * callers per level, and each function visited once, so recursive or mutually calling helpers end.
+ */
+function callersPassing(
+  project: Project,
+  interp: Interpreter,
+  file: PyFile,
+  fn: Node,
+  index: number,
+  name: string,
+  exclude: Node | null,
+  attrs: string[],
+  depth = 0,
+  seen = new Set<string>(),
+  via: string[] = [],
+): { values: { v: V; where: string }[]; callers: number } {
+  const values: { v: V; where: string }[] = [];
+  const fnName = fn.childForFieldName('name')?.text ?? '';
+  seen.add(`${file.path}:${fn.startIndex}`);
+  const method = isMethod(fn);
+  const callers = project
+    .callersOf(fnName)
+    .filter((c) => !exclude || c.call.startIndex !== exclude.startIndex || c.file.path !== file.path)
+    .filter((c) => callReaches(project, c.file, c.call, file.path, fnName, method));
+  const then = via.length ? ` (then ${via.join(', ')})` : '';
+  for (const c of callers.slice(0, 8)) {
+    const arg = argumentFor(c.call, index, name, method);
+    if (!arg) continue;
+    const where = `passed to ${fnName}() at ${rel(project, c.file.path)}:${c.call.startPosition.row + 1}${then}`;
+    // `outer(model)` where `model` is the caller's own parameter: the model comes from the caller's callers.
+    const dotted = arg.type === 'identifier' || arg.type === 'attribute' ? dottedText(arg) : null;
+    const argHead = dotted?.split('.')[0];
+    const ab = argHead ? findBinding(c.file.source, argHead, arg) : null;
+    // (Not `self.model` in a method: its callers pass the instance, whose attributes are not followed here.)
+    if (ab?.kind === 'param' && dotted && !(ab.index === 0 && isMethod(ab.function))) {
+      const key = `${c.file.path}:${ab.function.startIndex}`;
+      if (seen.has(key)) continue;
+      if (depth + 1 >= MAX_CALLER_DEPTH) {
+        values.push({
+          v: { k: 'unknown', text: dotted, why: `passed through more than ${MAX_CALLER_DEPTH} functions` },
+          where,
+        });
+        continue;
+      }
+      const inner = callersPassing(
+        project,
+        interp,
+        c.file,
+        ab.function,
+        ab.index,
+        argHead!,
+        null,
+        [...dotted.split('.').slice(1), ...attrs],
+        depth + 1,
+        seen,
+        [`${fnName}()`, ...via],
+      );
+      values.push(...inner.values);
+      continue;
+    }
+    values.push({ v: follow(interp.evalAt(c.file, arg), attrs, interp), where });
+  }
+  return { values, callers: callers.length };
 }
 
 /** The argument a call passes for parameter `index` / `name` of the callee. */

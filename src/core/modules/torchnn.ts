@@ -8,11 +8,46 @@ export interface LayerSpec {
   className: string;
   /** Parameter names and shapes; null when an argument is unknown. */
   params: { name: string; shape: number[] }[] | null;
+  /** Buffers the layer registers (BatchNorm's running statistics). */
+  buffers?: { name: string; shape: number[]; dtype: DType }[];
   /** Why the shapes are unknown. */
   unknown?: string;
 }
 
 type Arg = number | boolean | string | number[] | null | undefined;
+
+const NORM_SIG = ['num_features', 'eps', 'momentum', 'affine', 'track_running_stats'];
+const CONV_TRANSPOSE_SIG = [
+  'in_channels',
+  'out_channels',
+  'kernel_size',
+  'stride',
+  'padding',
+  'output_padding',
+  'groups',
+  'bias',
+  'dilation',
+];
+const TRANSFORMER_LAYER_SIG = [
+  'd_model',
+  'nhead',
+  'dim_feedforward',
+  'dropout',
+  'activation',
+  'layer_norm_eps',
+  'batch_first',
+  'norm_first',
+  'bias',
+];
+
+/** Layers made of other layers, which the interpreter builds from their parts (`TransformerEncoderLayer`). */
+export const COMPOSITES = new Set([
+  'TransformerEncoderLayer',
+  'TransformerDecoderLayer',
+  'TransformerEncoder',
+  'TransformerDecoder',
+  'Transformer',
+]);
 
 /** Positional parameter names of the layers, in order, as their constructors declare them. */
 const SIGNATURES: Record<string, string[]> = {
@@ -23,21 +58,63 @@ const SIGNATURES: Record<string, string[]> = {
   LayerNorm: ['normalized_shape', 'eps', 'elementwise_affine', 'bias'],
   RMSNorm: ['normalized_shape', 'eps', 'elementwise_affine'],
   GroupNorm: ['num_groups', 'num_channels', 'eps', 'affine'],
-  BatchNorm1d: ['num_features', 'eps', 'momentum', 'affine', 'track_running_stats'],
-  BatchNorm2d: ['num_features', 'eps', 'momentum', 'affine', 'track_running_stats'],
+  BatchNorm1d: NORM_SIG,
+  BatchNorm2d: NORM_SIG,
+  BatchNorm3d: NORM_SIG,
+  SyncBatchNorm: NORM_SIG,
+  InstanceNorm1d: NORM_SIG,
+  InstanceNorm2d: NORM_SIG,
+  InstanceNorm3d: NORM_SIG,
+  // nn.RNN takes `nonlinearity` fourth in PyTorch 2.x (1.13 took it by keyword only, its fourth being `bias`).
+  RNN: [
+    'input_size',
+    'hidden_size',
+    'num_layers',
+    'nonlinearity',
+    'bias',
+    'batch_first',
+    'dropout',
+    'bidirectional',
+  ],
+  LSTM: [
+    'input_size',
+    'hidden_size',
+    'num_layers',
+    'bias',
+    'batch_first',
+    'dropout',
+    'bidirectional',
+    'proj_size',
+  ],
+  GRU: ['input_size', 'hidden_size', 'num_layers', 'bias', 'batch_first', 'dropout', 'bidirectional'],
+  RNNCell: ['input_size', 'hidden_size', 'bias', 'nonlinearity'],
+  LSTMCell: ['input_size', 'hidden_size', 'bias'],
+  GRUCell: ['input_size', 'hidden_size', 'bias'],
+  TransformerEncoderLayer: TRANSFORMER_LAYER_SIG,
+  TransformerDecoderLayer: TRANSFORMER_LAYER_SIG,
+  TransformerEncoder: ['encoder_layer', 'num_layers', 'norm', 'enable_nested_tensor', 'mask_check'],
+  TransformerDecoder: ['decoder_layer', 'num_layers', 'norm'],
+  Transformer: [
+    'd_model',
+    'nhead',
+    'num_encoder_layers',
+    'num_decoder_layers',
+    'dim_feedforward',
+    'dropout',
+    'activation',
+    'custom_encoder',
+    'custom_decoder',
+    'layer_norm_eps',
+    'batch_first',
+    'norm_first',
+    'bias',
+  ],
   Conv1d: ['in_channels', 'out_channels', 'kernel_size', 'stride', 'padding', 'dilation', 'groups', 'bias'],
   Conv2d: ['in_channels', 'out_channels', 'kernel_size', 'stride', 'padding', 'dilation', 'groups', 'bias'],
   Conv3d: ['in_channels', 'out_channels', 'kernel_size', 'stride', 'padding', 'dilation', 'groups', 'bias'],
-  ConvTranspose2d: [
-    'in_channels',
-    'out_channels',
-    'kernel_size',
-    'stride',
-    'padding',
-    'output_padding',
-    'groups',
-    'bias',
-  ],
+  ConvTranspose1d: CONV_TRANSPOSE_SIG,
+  ConvTranspose2d: CONV_TRANSPOSE_SIG,
+  ConvTranspose3d: CONV_TRANSPOSE_SIG,
   MultiheadAttention: [
     'embed_dim',
     'num_heads',
@@ -81,6 +158,47 @@ export const PARAMETERLESS = new Set([
   'PixelShuffle',
   'CrossEntropyLoss',
   'MSELoss',
+  'AlphaDropout',
+  'Dropout3d',
+  'ReLU6',
+  'SELU',
+  'CELU',
+  'GLU',
+  'Hardswish',
+  'Hardsigmoid',
+  'Hardtanh',
+  'LogSigmoid',
+  'Softmin',
+  'Softmax2d',
+  'Softsign',
+  'Tanhshrink',
+  'Threshold',
+  'MaxPool3d',
+  'AvgPool3d',
+  'AdaptiveMaxPool1d',
+  'AdaptiveMaxPool2d',
+  'AdaptiveMaxPool3d',
+  'AdaptiveAvgPool3d',
+  'PixelUnshuffle',
+  'ChannelShuffle',
+  'UpsamplingNearest2d',
+  'UpsamplingBilinear2d',
+  'ZeroPad2d',
+  'ConstantPad1d',
+  'ConstantPad2d',
+  'ConstantPad3d',
+  'ReflectionPad1d',
+  'ReflectionPad2d',
+  'ReplicationPad1d',
+  'ReplicationPad2d',
+  'CosineSimilarity',
+  'PairwiseDistance',
+  'NLLLoss',
+  'L1Loss',
+  'SmoothL1Loss',
+  'HuberLoss',
+  'KLDivLoss',
+  'BCELoss',
 ]);
 
 export const CONTAINERS = new Set([
@@ -92,7 +210,7 @@ export const CONTAINERS = new Set([
 ]);
 
 export function isTorchLayer(name: string): boolean {
-  return name in SIGNATURES || PARAMETERLESS.has(name) || CONTAINERS.has(name);
+  return name in SIGNATURES || PARAMETERLESS.has(name) || CONTAINERS.has(name) || COMPOSITES.has(name);
 }
 
 /** Binds positional and keyword arguments to a layer's parameter names. */
@@ -173,31 +291,78 @@ export function layerParams(name: string, a: Record<string, Arg>): LayerSpec {
       };
     }
     case 'BatchNorm1d':
-    case 'BatchNorm2d': {
+    case 'BatchNorm2d':
+    case 'BatchNorm3d':
+    case 'SyncBatchNorm':
+    case 'InstanceNorm1d':
+    case 'InstanceNorm2d':
+    case 'InstanceNorm3d': {
+      // _NormBase: weight and bias when affine; running_mean, running_var (float32) and num_batches_tracked (an
+      // int64 scalar) as buffers when tracking running statistics. BatchNorm defaults both on, InstanceNorm off.
+      const instance = name.startsWith('InstanceNorm');
       const c = int(a.num_features);
-      if (c === null) return unknown('BatchNorm features unknown');
+      const affine = flag(a.affine, !instance);
+      const track = flag(a.track_running_stats, !instance);
+      if (c === null || affine === null || track === null) return unknown(`${name} features unknown`);
       return {
         className: name,
-        params: flag(a.affine, true)
+        params: affine
           ? [
               { name: 'weight', shape: [c] },
               { name: 'bias', shape: [c] },
             ]
           : [],
+        buffers: track
+          ? [
+              { name: 'running_mean', shape: [c], dtype: 'float32' },
+              { name: 'running_var', shape: [c], dtype: 'float32' },
+              { name: 'num_batches_tracked', shape: [], dtype: 'int64' },
+            ]
+          : [],
+      };
+    }
+    case 'RNN':
+    case 'LSTM':
+    case 'GRU':
+      return recurrent(name, a);
+    case 'RNNCell':
+    case 'LSTMCell':
+    case 'GRUCell': {
+      // RNNCellBase: weight_ih [gates·h, in], weight_hh [gates·h, h], and two biases of [gates·h].
+      const i = int(a.input_size);
+      const h = int(a.hidden_size);
+      const bias = flag(a.bias, true);
+      if (i === null || h === null || bias === null) return unknown(`${name} sizes unknown`);
+      const g = GATES[name.replace('Cell', '')]! * h;
+      return {
+        className: name,
+        params: [
+          { name: 'weight_ih', shape: [g, i] },
+          { name: 'weight_hh', shape: [g, h] },
+          ...(bias
+            ? [
+                { name: 'bias_ih', shape: [g] },
+                { name: 'bias_hh', shape: [g] },
+              ]
+            : []),
+        ],
       };
     }
     case 'Conv1d':
     case 'Conv2d':
     case 'Conv3d':
-    case 'ConvTranspose2d': {
+    case 'ConvTranspose1d':
+    case 'ConvTranspose2d':
+    case 'ConvTranspose3d': {
       const i = int(a.in_channels);
       const o = int(a.out_channels);
-      const n = name === 'Conv1d' ? 1 : name === 'Conv3d' ? 3 : 2;
+      const n = name.endsWith('1d') ? 1 : name.endsWith('3d') ? 3 : 2;
       const k =
         typeof a.kernel_size === 'number' ? Array<number>(n).fill(a.kernel_size) : dims(a.kernel_size);
       const g = a.groups === undefined ? 1 : int(a.groups);
       if (i === null || o === null || !k || g === null || g === 0) return unknown(`${name} sizes unknown`);
-      const w = name === 'ConvTranspose2d' ? [i, o / g, ...k] : [o, i / g, ...k];
+      if (i % g || o % g) return unknown(`${name} channels not divisible by groups`);
+      const w = name.startsWith('ConvTranspose') ? [i, o / g, ...k] : [o, i / g, ...k];
       return {
         className: name,
         params: [{ name: 'weight', shape: w }, ...(flag(a.bias, true) ? [{ name: 'bias', shape: [o] }] : [])],
@@ -236,6 +401,42 @@ export function layerParams(name: string, a: Record<string, Arg>): LayerSpec {
       if (PARAMETERLESS.has(name)) return { className: name, params: [] };
       return unknown(`${name} is not modelled`);
   }
+}
+
+/** Gates per recurrent layer: the stacked weight is `gates·hidden` rows. */
+const GATES: Record<string, number> = { RNN: 1, LSTM: 4, GRU: 3 };
+
+/**
+ * RNNBase's parameters, layer by layer and direction by direction as PyTorch registers them: `weight_ih_l{k}`
+ * [gates·h, in_k], `weight_hh_l{k}` [gates·h, h_out], `bias_ih_l{k}`, `bias_hh_l{k}` [gates·h], and for an LSTM with
+ * `proj_size` > 0 `weight_hr_l{k}` [proj, h], where h_out is proj_size (else h) and in_k is the input size for the
+ * first layer and h_out·directions after it; the reverse direction's names end in `_reverse`.
+ */
+function recurrent(name: string, a: Record<string, Arg>): LayerSpec {
+  const i = int(a.input_size);
+  const h = int(a.hidden_size);
+  const layers = a.num_layers === undefined ? 1 : int(a.num_layers);
+  const bias = flag(a.bias, true);
+  const bidir = flag(a.bidirectional, false);
+  const proj = a.proj_size === undefined || name !== 'LSTM' ? 0 : int(a.proj_size);
+  if (i === null || h === null || layers === null || bias === null || bidir === null || proj === null)
+    return { className: name, params: null, unknown: `${name} sizes unknown` };
+  if (layers > 10_000) return { className: name, params: null, unknown: `${name} with ${layers} layers` };
+  const g = GATES[name]! * h;
+  const hOut = proj > 0 ? proj : h;
+  const dirs = bidir ? 2 : 1;
+  const params: { name: string; shape: number[] }[] = [];
+  for (let k = 0; k < layers; k++)
+    for (let d = 0; d < dirs; d++) {
+      const sfx = `_l${k}${d ? '_reverse' : ''}`;
+      params.push(
+        { name: `weight_ih${sfx}`, shape: [g, k === 0 ? i : hOut * dirs] },
+        { name: `weight_hh${sfx}`, shape: [g, hOut] },
+      );
+      if (bias) params.push({ name: `bias_ih${sfx}`, shape: [g] }, { name: `bias_hh${sfx}`, shape: [g] });
+      if (proj > 0) params.push({ name: `weight_hr${sfx}`, shape: [proj, h] });
+    }
+  return { className: name, params };
 }
 
 /** torch dtypes of tensor factories (`torch.ones(..., dtype=torch.int64)`); float32 unless told. */

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { decodeSource } from '../analysis/input';
 import { readImports, type ImportTable } from '../analysis/imports';
@@ -240,9 +241,15 @@ export class Project {
   }
 }
 
-/** The project a file belongs to: the nearest folder above it with pyproject.toml, setup.py or .git. */
-export function findProjectRoot(file: string, fsys: ProjectFS = diskFS): string {
-  let dir = path.dirname(path.resolve(file));
+/**
+ * The project a file belongs to: the nearest folder above it with pyproject.toml, setup.py or .git. Without one, the
+ * working folder when the file lies under it (a script run as `fsdp-lens estimate pkg/parallelize.py` from the folder
+ * whose train.py calls it), else the file's own folder. The filesystem root and the home folder are never taken
+ * as a project from the working folder alone.
+ */
+export function findProjectRoot(file: string, fsys: ProjectFS = diskFS, cwd: string = process.cwd()): string {
+  const abs = path.resolve(file);
+  let dir = path.dirname(abs);
   for (let i = 0; i < 32; i++) {
     if (
       ['pyproject.toml', 'setup.py', 'setup.cfg', '.git'].some(
@@ -254,5 +261,8 @@ export function findProjectRoot(file: string, fsys: ProjectFS = diskFS): string 
     if (up === dir) break;
     dir = up;
   }
-  return path.dirname(path.resolve(file));
+  const work = path.resolve(cwd);
+  const inside = !path.relative(work, abs).startsWith('..') && !path.isAbsolute(path.relative(work, abs));
+  if (inside && work !== path.parse(work).root && work !== path.resolve(os.homedir())) return work;
+  return path.dirname(abs);
 }

@@ -12,6 +12,7 @@ import { applyFineTune, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../model/tree';
 import { planFromFacts } from './plan';
+import { reshardPerIteration } from '../modules/perIteration';
 import { frameworkFromFacts } from '../frameworks/python';
 import { pinnedVersions } from '../project/versions';
 import { trainingArgumentValues } from '../frameworks/transformers';
@@ -147,7 +148,13 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   const root = ft ? applyFineTune(model.loaded.root, ft.ft) : model.loaded.root;
   const plan = fw
     ? planForFramework(fw, root, model.loaded.shape)
-    : planFromFacts(facts, root, model.loaded.shape, file);
+    : planFromFacts(
+        facts,
+        root,
+        model.loaded.shape,
+        file,
+        project ? (c, prefix) => reshardPerIteration(project, facts, c, root, prefix) : undefined,
+      );
   plan.notes.unshift(...model.notes, ...(pyproject?.problems ?? []), ...(detected.notes ?? []));
   const { setup, assumptions } = resolveSetup(layers);
   // HYBRID_SHARD shards within a node and replicates across nodes, unless a mesh or flag says otherwise.

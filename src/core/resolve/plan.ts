@@ -49,16 +49,20 @@ function hasModuleNamed(root: ModuleNode, name: string): boolean {
   return false;
 }
 
-function reshardOf(c: WrapCall, notes: string[], where: string): ReshardAfterForward {
+/** A call's `reshard_after_forward`: its value, or `'unknown'` when written but not known statically. */
+function reshardOf(c: WrapCall): ReshardAfterForward | 'unknown' {
   const o = c.options.reshard_after_forward;
   if (!o) return null;
   if (typeof o.value === 'boolean' || typeof o.value === 'number') return o.value;
   if (o.value === null && o.text === 'None') return null;
-  notes.push(
-    `${where}: reshard_after_forward=${o.text} is not known statically; assumed the default (reshard unless root)`,
-  );
-  return null;
+  return 'unknown';
 }
+
+/** Evaluates a wrap call's `reshard_after_forward` for one module it wraps in a loop (see reshardPerIteration). */
+export type ReshardPerModule = (
+  call: WrapCall,
+  modelVariable: string[],
+) => ((modulePath: string) => ReshardAfterForward | undefined) | undefined;
 
 function offloadOf(c: WrapCall, notes: string[], where: string): boolean {
   const o = c.options.offload_policy ?? c.options.cpu_offload;
@@ -80,6 +84,7 @@ export function planFromFacts(
   root: ModuleNode,
   shape: ArchShape | undefined,
   file: string,
+  perModule?: ReshardPerModule,
 ): Plan {
   const peft =
     facts.calls.some((c) => c.paths.some((p) => p.indexOf('base_model', 1) > 0)) &&
@@ -122,7 +127,8 @@ export function planFromFacts(
         continue;
       }
     }
-    const reshard = c.api === 'fully_shard' ? reshardOf(c, notes, where) : null;
+    const raf = c.api === 'fully_shard' ? reshardOf(c) : null;
+    const reshard = raf === 'unknown' ? null : raf;
     const offload = offloadOf(c, notes, where);
     const matched: string[][] = [];
     for (const p of c.paths) {
@@ -137,6 +143,33 @@ export function planFromFacts(
       matched.push(mods);
     }
     const all = matched.flat();
+    if (raf === 'unknown') {
+      // Written per loop iteration (`int(layer_id) < len(model.layers) - 1`): evaluated for each module wrapped.
+      const at = c.targets.length === 1 ? perModule?.(c, prefix) : undefined;
+      const values = at && all.length ? all.map((m) => at(m)) : [];
+      if (values.length && values.every((v) => v !== undefined)) {
+        const kept = all.filter((_, i) => values[i] === false);
+        notes.push(
+          `${where}: reshard_after_forward=${c.options.reshard_after_forward!.text} evaluated for each module: ` +
+            (kept.length
+              ? `kept gathered after forward: ${kept.slice(0, 3).join(', ')}${kept.length > 3 ? ', …' : ''}`
+              : 'all reshard'),
+        );
+        all.forEach((m, i) =>
+          units.push({
+            modules: [m],
+            isRoot: m === '',
+            reshardAfterForward: values[i] as ReshardAfterForward,
+            offload,
+            origin: where,
+          }),
+        );
+        continue;
+      }
+      notes.push(
+        `${where}: reshard_after_forward=${c.options.reshard_after_forward!.text} is not known statically; assumed the default (reshard unless root)`,
+      );
+    }
     if (!all.length) continue;
     const isRoot = all.length === 1 && all[0] === '';
     if (c.targets.length > 1) {
