@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import type { Estimate } from '../../src/core/estimator/estimate';
 import { readConfigText } from '../../src/core/frameworks/configDoc';
 import type { EstimateResult } from '../../src/core/resolve/analyze';
+import { lightningPrecision } from '../../src/core/frameworks/lightning';
 import { titanFfnHidden } from '../../src/core/frameworks/llamaNative';
 import { readFrameworkConfig } from '../../src/core/frameworks/read';
 import { launchCommands } from '../../src/core/frameworks/shell';
@@ -241,14 +242,35 @@ describe('Lightning', () => {
     assert.equal(e.plan.api, 'fsdp1');
     assert.equal(e.units.length, 17);
     assert.equal(e.mesh.worldSize, 16);
-    // bf16-mixed: FSDP MixedPrecision(param, reduce, buffer) all bf16; the module stays fp32.
-    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    // bf16-mixed: Lightning's FSDPPrecision.mixed_precision_config is MixedPrecision(param_dtype=float32,
+    // reduce_dtype=buffer_dtype=bfloat16) and convert_module leaves the module fp32: fp32 gathers, bf16 reduces.
+    assert.equal(e.setup.masterDtype, 'float32');
+    assert.equal(e.comms.gatherDtype, 'float32');
     assert.equal(e.comms.reduceDtype, 'bfloat16');
     // FSDP1 FlatParameters padded to a multiple of 16 (each unit's numel divides by 16 here): 16 B per param / 16,
     // plus Llama 3.2 1B's rotary inv_freq buffer (32 x 4 B).
     assert.equal(e.perGpu.persistentBytes, P1B + 128);
     assert.equal(e.setup.checkpointing, 'full');
     assert.equal(e.setup.syncEveryMicroBatch, false);
+  });
+
+  it("precision flags as Lightning's FSDPPrecision turns them into FSDP MixedPrecision", () => {
+    // lightning/fabric/plugins/precision/fsdp.py: "16-mixed" -> param_dtype float32, reduce/buffer float16;
+    // "bf16-true" -> all bfloat16 and the module converted; the bare "16" is Lightning's alias of "16-mixed".
+    assert.deepEqual(lightningPrecision('16-mixed'), {
+      master: 'float32',
+      param: 'float32',
+      reduce: 'float16',
+    });
+    assert.deepEqual(lightningPrecision('16'), { master: 'float32', param: 'float32', reduce: 'float16' });
+    assert.deepEqual(lightningPrecision('bf16'), { master: 'float32', param: 'float32', reduce: 'bfloat16' });
+    assert.deepEqual(lightningPrecision('16-true'), {
+      master: 'float16',
+      param: 'float16',
+      reduce: 'float16',
+    });
+    assert.deepEqual(lightningPrecision('32'), { master: 'float32', param: 'float32', reduce: 'float32' });
+    assert.equal(lightningPrecision('64-true'), undefined);
   });
 
   it('Trainer(strategy="fsdp") without a policy wraps the whole model as one unit', async () => {
@@ -265,6 +287,9 @@ describe('Lightning', () => {
     assert.equal(e.units.length, 1);
     // bf16-true: the module itself in bf16, so parameters, gradients and Adam states are 2 B each.
     assert.equal(e.setup.masterDtype, 'bfloat16');
+    // and MixedPrecision(param_dtype=reduce_dtype=bfloat16): gathers and reduce-scatters are bf16 too.
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    assert.equal(e.comms.reduceDtype, 'bfloat16');
     assert.equal(e.mesh.worldSize, 4);
   });
 });

@@ -4,7 +4,12 @@ import type { DType } from '../model/tree';
 import type { SetupValues } from '../resolve/setup';
 import type { FrameworkPlan } from './types';
 
-/** What a Lightning `precision` flag means for FSDP (FSDPPrecision.mixed_precision_config, convert_module). */
+/**
+ * What a Lightning `precision` flag means for FSDP (FSDPPrecision.mixed_precision_config, convert_module): the
+ * `*-mixed` flags keep the module and FSDP's param_dtype in float32 (gathers stay fp32; autocast computes in the
+ * low precision) and reduce gradients in the low precision; the `*-true` flags convert the module itself, so all
+ * three are the low precision.
+ */
 export function lightningPrecision(p: string): { master: DType; param: DType; reduce: DType } | undefined {
   const t = p.trim().toLowerCase();
   const flag = t === '32' ? '32-true' : t === '16' ? '16-mixed' : t === 'bf16' ? 'bf16-mixed' : t;
@@ -12,9 +17,9 @@ export function lightningPrecision(p: string): { master: DType; param: DType; re
     case '32-true':
       return { master: 'float32', param: 'float32', reduce: 'float32' };
     case 'bf16-mixed':
-      return { master: 'float32', param: 'bfloat16', reduce: 'bfloat16' };
+      return { master: 'float32', param: 'float32', reduce: 'bfloat16' };
     case '16-mixed':
-      return { master: 'float32', param: 'float16', reduce: 'float16' };
+      return { master: 'float32', param: 'float32', reduce: 'float16' };
     case 'bf16-true':
       return { master: 'bfloat16', param: 'bfloat16', reduce: 'bfloat16' };
     case '16-true':
@@ -122,6 +127,11 @@ export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | n
     if (reduce) values.reduceDtype = reduce;
     details.paramDtype = details.reduceDtype = where(strategyCall as FrameworkCallFact, 'mixed_precision');
   }
+  if (p && p.param !== p.reduce && values.paramDtype === 'float32')
+    notes.push(
+      `precision "${precision}": FSDP gathers float32 parameters and autocast computes in half precision; ` +
+        'activations are counted at 4 B each, which overstates them',
+    );
   const devices = trainer?.kwargs.devices;
   const perNode = typeof devices === 'number' ? devices : Array.isArray(devices) ? devices.length : undefined;
   const nodes = typeof trainer?.kwargs.num_nodes === 'number' ? trainer.kwargs.num_nodes : 1;
