@@ -294,6 +294,27 @@ describe('Lightning', () => {
   });
 });
 
+describe('Lightning counts', () => {
+  it('devices and num_nodes that are not whole numbers are noted, not multiplied', async () => {
+    const text = [
+      'import lightning as L',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'trainer = L.Trainer(strategy="fsdp", devices=1e308, num_nodes=2.5, accumulate_grad_batches=-1)',
+    ].join('\n');
+    const facts = await scanSource(text, 'lit.py');
+    const r = analyzeFacts(facts, text, { lint: null, estimate: {} });
+    assert.ok(r.estimate?.ok);
+    const e = r.estimate.estimate;
+    // Nothing read: fsdp-lens's default world of 8 GPUs and one micro-batch per step.
+    assert.equal(e.mesh.worldSize, 8);
+    assert.equal(e.setup.gradAccum, 1);
+    const notes = r.estimate.framework!.notes.join(' | ');
+    for (const key of ['devices = 1e+308', 'num_nodes = 2.5', 'accumulate_grad_batches = -1'])
+      assert.ok(notes.includes(key), `${key}: ${notes}`);
+  });
+});
+
 describe('torchtune', () => {
   it('llama3_1/8B_full: tok_embeddings, 32 layers, output and the root; pure bf16', async () => {
     const a = await configAnalysis('torchtune/8B_full.yaml');
@@ -431,6 +452,106 @@ describe('configuration files that are not what they seem', () => {
     }
     assert.equal(readFrameworkConfig('a.yaml', cases[0]![1]).kind, 'problem');
     assert.ok('error' in readConfigText('x.toml', 'a = = 1'));
+  });
+
+  it('counts that are not whole numbers are noted and left to the default, never multiplied out', () => {
+    const toml = (shard: string) =>
+      `[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 2\n[parallelism]\ndata_parallel_shard_degree = ${shard}\n`;
+    for (const bad of ['1e308', '2.5', '0', '-4', 'nan', '"eight"']) {
+      const r = readFrameworkConfig('t.toml', toml(bad));
+      assert.ok(r.kind === 'plan', bad);
+      // torchtitan's default dp_shard is -1 (the ranks the launcher starts): no world size from the file.
+      assert.equal(r.plan.values.worldSize, undefined, bad);
+      assert.ok(
+        r.plan.notes.some(
+          (n) => n.startsWith('parallelism.data_parallel_shard_degree = ') && /ignored/.test(n),
+        ),
+        `${bad}: ${r.plan.notes.join(' | ')}`,
+      );
+    }
+    const good = readFrameworkConfig('t.toml', toml('16'));
+    assert.ok(good.kind === 'plan');
+    assert.equal(good.plan.values.worldSize, 16);
+    const minus1 = readFrameworkConfig('t.toml', toml('-1'));
+    assert.ok(minus1.kind === 'plan' && !minus1.plan.notes.some((n) => /ignored/.test(n)));
+    const acc = readFrameworkConfig(
+      'a.yaml',
+      'distributed_type: FSDP\nnum_processes: 2.5\nnum_machines: 1e308\nfsdp_config:\n  fsdp_version: 2\n',
+    );
+    assert.ok(acc.kind === 'plan');
+    assert.equal(acc.plan.values.worldSize, undefined);
+    assert.ok(acc.plan.notes.some((n) => /^num_processes = 2.5 .*ignored/.test(n)));
+    assert.ok(acc.plan.notes.some((n) => /^num_machines = 1e\+308 .*ignored/.test(n)));
+    const tune = readFrameworkConfig(
+      'tune.yaml',
+      'model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\nbatch_size: -2\ndata_parallel_shard_dim: -1\n',
+    );
+    assert.ok(tune.kind === 'plan');
+    assert.equal(tune.plan.values.microBatch, undefined);
+    assert.deepEqual(
+      tune.plan.notes.filter((n) => /ignored/.test(n)).map((n) => n.split(' ')[0]),
+      ['batch_size'],
+    );
+  });
+
+  it('estimates from mutated configurations keep every figure finite and non-negative', async () => {
+    const BAD = {
+      yaml: ['.nan', '-3', '1e308', '"many"', '2.5'],
+      toml: ['nan', '-3', '1e308', '"many"', '2.5'],
+    };
+    const bases: [string, string, 'yaml' | 'toml'][] = [
+      [
+        'torchtitan/llama3_8b.toml',
+        read('torchtitan/llama3_8b.toml').replace(
+          'seq_len = 8192',
+          'seq_len = 8192\nglobal_batch_size = 64\nenable_cpu_offload = false',
+        ),
+        'toml',
+      ],
+      [
+        'torchtune/8B_full.yaml',
+        read('torchtune/8B_full.yaml') + 'data_parallel_shard_dim: 8\ndata_parallel_replicate_dim: 1\n',
+        'yaml',
+      ],
+      ['accelerate/accelerate_fsdp2.yaml', read('accelerate/accelerate_fsdp2.yaml'), 'yaml'],
+    ];
+    // Every figure of an estimate: byte counts, times, traffic, unit sizes. Signed by design: a GPU's headroom
+    // (negative when the plan does not fit) and a timeline event's segment (-1 for the optimizer step).
+    const SIGNED = new Set(['headroomBytes', 'segment']);
+    const bad: string[] = [];
+    const walk = (v: unknown, at: string, depth: number) => {
+      if (depth > 12) return;
+      if (typeof v === 'number') {
+        if (!Number.isFinite(v) || v < 0) bad.push(`${at} = ${v}`);
+      } else if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${at}[${i}]`, depth + 1));
+      else if (typeof v === 'object' && v !== null)
+        for (const [k, x] of Object.entries(v))
+          if (!(SIGNED.has(k) && typeof x === 'number' && Number.isFinite(x)))
+            walk(x, `${at}.${k}`, depth + 1);
+    };
+    let estimated = 0;
+    for (const [rel, text, format] of bases) {
+      const lines = text.split('\n');
+      const numeric = lines
+        .map((l, i) => (format === 'toml' ? /^(\s*\w+\s*=\s*)-?[\d.]/ : /^(\s*\w+:\s+)-?[\d.]/).exec(l) && i)
+        .filter((i): i is number => typeof i === 'number');
+      assert.ok(numeric.length >= 4, `${rel}: ${numeric.length} numeric settings`);
+      for (const i of numeric)
+        for (const b of BAD[format]) {
+          const mutated = [...lines];
+          mutated[i] = lines[i]!.replace(
+            format === 'toml' ? /=\s*.*$/ : /:\s+.*$/,
+            format === 'toml' ? `= ${b}` : `: ${b}`,
+          );
+          const a = await configAnalysis(rel, mutated.join('\n'));
+          const what = `${rel} line ${i + 1} -> ${b}`;
+          if (!a.estimate?.ok) continue;
+          estimated++;
+          walk(a.estimate.estimate, what, 0);
+        }
+    }
+    assert.deepEqual(bad.slice(0, 10), []);
+    assert.ok(estimated > 50, `${estimated} estimates`);
   });
 
   it('launch commands without FSDP are not plans', () => {

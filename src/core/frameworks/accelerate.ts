@@ -1,7 +1,7 @@
 import type { ShardingStrategyName } from '../analysis/apis';
 import type { DType } from '../model/tree';
 import type { SetupValues } from '../resolve/setup';
-import { bool, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
+import { bool, countSetting, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan, FrameworkTrap, WrapSpec } from './types';
 
 /** Accelerate's sharding strategies by name and by number (`FSDP_SHARDING_STRATEGY`, 1-based). */
@@ -94,7 +94,10 @@ export function acceleratePlan(
   const details: FrameworkPlan['details'] = {};
   const notes: string[] = [];
   const traps: FrameworkTrap[] = [];
-  const version = posInt(s.get('fsdp_version')?.v) === 2 ? 2 : 1;
+  const versionAt = s.get('fsdp_version');
+  const version = posInt(versionAt?.v) === 2 ? 2 : 1;
+  if (versionAt && posInt(versionAt.v) !== version)
+    notes.push(`fsdp_version ${String(versionAt.v)} is neither 1 nor 2: Accelerate's default 1 assumed`);
   const strategyAt = s.get('fsdp_sharding_strategy');
   const reshardAt = s.get('fsdp_reshard_after_forward');
   let strategy: ShardingStrategyName = 'FULL_SHARD';
@@ -177,8 +180,9 @@ export function acceleratePlan(
       }
     }
   }
-  const procs = posInt(s.numProcesses?.v);
-  const machines = posInt(s.numMachines?.v) ?? 1;
+  const procs = countSetting(s.numProcesses?.v, 'num_processes', notes, 'the world size is not read from it');
+  const machines =
+    countSetting(s.numMachines?.v, 'num_machines', notes, 'one machine assumed', { max: 1 << 16 }) ?? 1;
   if (procs) {
     values.worldSize = procs;
     details.worldSize = `num_processes at ${s.numProcesses!.where}`;

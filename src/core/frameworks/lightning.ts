@@ -2,6 +2,7 @@ import type { ShardingStrategyName } from '../analysis/apis';
 import type { FileFacts, FrameworkCallFact, PlainValue } from '../analysis/facts';
 import type { DType } from '../model/tree';
 import type { SetupValues } from '../resolve/setup';
+import { countSetting, posInt } from './configDoc';
 import type { FrameworkPlan } from './types';
 
 /**
@@ -132,24 +133,35 @@ export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | n
       `precision "${precision}": FSDP gathers float32 parameters and autocast computes in half precision; ` +
         'activations are counted at 4 B each, which overstates them',
     );
+  // devices: a count, a string of one ("4"), a list of indices, "auto" or -1 (every GPU: left to the launcher).
   const devices = trainer?.kwargs.devices;
-  const perNode = typeof devices === 'number' ? devices : Array.isArray(devices) ? devices.length : undefined;
-  const nodes = typeof trainer?.kwargs.num_nodes === 'number' ? trainer.kwargs.num_nodes : 1;
-  if (perNode && perNode >= 1) {
+  const perNode = Array.isArray(devices)
+    ? devices.length || undefined
+    : devices === 'auto' || devices === -1 || devices === '-1' || devices === undefined
+      ? undefined
+      : countSetting(devices, 'devices', notes, 'the GPUs per node are not read from it', { max: 1 << 16 });
+  const nodes =
+    countSetting(trainer?.kwargs.num_nodes, 'num_nodes', notes, 'one node assumed', { max: 1 << 16 }) ?? 1;
+  if (perNode) {
     values.gpusPerNode = perNode;
     values.worldSize = perNode * nodes;
     details.worldSize = details.gpusPerNode = where(trainer, 'devices');
   }
-  const accumulate = trainer?.kwargs.accumulate_grad_batches;
-  if (typeof accumulate === 'number' && accumulate >= 1) {
+  const accumulate = countSetting(
+    trainer?.kwargs.accumulate_grad_batches,
+    'accumulate_grad_batches',
+    notes,
+    'no accumulation assumed',
+  );
+  if (accumulate) {
     values.gradAccum = accumulate;
     details.gradAccum = where(trainer, 'accumulate_grad_batches');
     // The Trainer runs FSDP's no_sync() on the micro-batches before the last.
     values.syncEveryMicroBatch = false;
   }
   const mesh = k.device_mesh;
-  if (Array.isArray(mesh) && mesh.length === 2 && mesh.every((x) => typeof x === 'number')) {
-    values.replicas = mesh[0] as number;
+  if (Array.isArray(mesh) && mesh.length === 2 && mesh.every((x) => posInt(x, 1 << 16) !== undefined)) {
+    values.replicas = posInt(mesh[0], 1 << 16)!;
     details.replicas = where(strategyCall as FrameworkCallFact, 'device_mesh');
   }
   const classes = classNames(k.auto_wrap_policy);
