@@ -151,6 +151,72 @@ describe('Accelerate', () => {
   });
 });
 
+describe('Accelerate in Python', () => {
+  async function estimatePlugin(lines: string[]) {
+    const text = [
+      'import torch',
+      'from accelerate import Accelerator, FullyShardedDataParallelPlugin',
+      'from torch.distributed.fsdp import MixedPrecision, MixedPrecisionPolicy',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      ...lines,
+      '',
+    ].join('\n');
+    const facts = await scanSource(text, 'acc.py');
+    const r = analyzeFacts(facts, text, { lint: null, estimate: {} });
+    assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+    return r.estimate;
+  }
+
+  it('a MixedPrecisionPolicy on the plugin: its param_dtype gathers, its reduce_dtype reduces', async () => {
+    const r = await estimatePlugin([
+      'mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+      'plugin = FullyShardedDataParallelPlugin(fsdp_version=2, mixed_precision_policy=mp)',
+      'accelerator = Accelerator(fsdp_plugin=plugin)',
+    ]);
+    assert.equal(r.estimate.comms.gatherDtype, 'bfloat16');
+    assert.equal(r.estimate.comms.reduceDtype, 'float32');
+  });
+
+  it('a string policy sets both dtypes; a dict or FSDP1 MixedPrecision without reduce_dtype reduces in param_dtype', async () => {
+    // dataclasses.py set_mixed_precision: "fp16" -> MixedPrecision(param_dtype=float16, reduce_dtype=float16).
+    const s = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(mixed_precision_policy="fp16")',
+    ]);
+    assert.equal(s.estimate.comms.gatherDtype, 'float16');
+    assert.equal(s.estimate.comms.reduceDtype, 'float16');
+    const d = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(mixed_precision_policy={"param_dtype": torch.bfloat16, "reduce_dtype": torch.float32, "buffer_dtype": torch.bfloat16})',
+    ]);
+    assert.equal(d.estimate.comms.gatherDtype, 'bfloat16');
+    assert.equal(d.estimate.comms.reduceDtype, 'float32');
+    // torch's MixedPrecision: reduce_dtype None takes param_dtype's value.
+    const m = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(mixed_precision_policy=MixedPrecision(param_dtype=torch.float16))',
+      'accelerator = Accelerator(fsdp_plugin=plugin, mixed_precision="bf16")',
+    ]);
+    // The plugin's own policy wins over the Accelerator's mixed_precision (set_mixed_precision without override).
+    assert.equal(m.estimate.comms.gatherDtype, 'float16');
+    assert.equal(m.estimate.comms.reduceDtype, 'float16');
+  });
+
+  it('Accelerator(mixed_precision="bf16") with a plugin of no policy: bf16 gathers and reduces, fp32 masters', async () => {
+    const r = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(fsdp_version=2, auto_wrap_policy="transformer_based_wrap")',
+      'accelerator = Accelerator(fsdp_plugin=plugin, mixed_precision="bf16")',
+    ]);
+    assert.equal(r.estimate.comms.gatherDtype, 'bfloat16');
+    assert.equal(r.estimate.comms.reduceDtype, 'bfloat16');
+    assert.equal(r.estimate.setup.masterDtype, 'float32');
+    const none = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(fsdp_version=2)',
+      'accelerator = Accelerator(fsdp_plugin=plugin, mixed_precision="no")',
+    ]);
+    // No mixed precision: gathers in the parameters' own dtype (fp32 from from_pretrained's default).
+    assert.equal(none.estimate.comms.gatherDtype, 'float32');
+  });
+});
+
 describe('Transformers and TRL', () => {
   const script = (args: string, pin?: string) =>
     [
@@ -593,6 +659,27 @@ describe('where a script finds its framework configuration', () => {
     assert.equal(r.estimate.mesh.worldSize, 16);
     assert.equal(r.framework?.framework, 'Accelerate');
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the script's Accelerator(mixed_precision=...) over the config's mixed_precision", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-accmp-'));
+    try {
+      fs.writeFileSync(
+        path.join(dir, 'accelerate.yaml'),
+        fsdp2(8).replace('mixed_precision: bf16', 'mixed_precision: "no"'),
+      );
+      const text = script.replace('Accelerator()', 'Accelerator(mixed_precision="fp16")');
+      fs.writeFileSync(path.join(dir, 'train.py'), text);
+      const facts = await scanSource(text, path.join(dir, 'train.py'));
+      const project = new Project([dir], await grammar());
+      const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
+      assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+      assert.equal(r.estimate.framework?.framework, 'Accelerate');
+      assert.equal(r.estimate.estimate.comms.gatherDtype, 'float16');
+      assert.equal(r.estimate.estimate.setup.masterDtype, 'float32');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("Accelerate's default config under $HF_HOME when nothing nearer says", async () => {

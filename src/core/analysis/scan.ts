@@ -1232,6 +1232,17 @@ const FRAMEWORK_WORDS: Record<string, FrameworkCallFact['kind']> = {
   ModelParallelStrategy: 'ModelParallelStrategy',
   Trainer: 'LightningTrainer',
   Fabric: 'Fabric',
+  Accelerator: 'Accelerator',
+  SFTTrainer: 'TrlTrainer',
+  DPOTrainer: 'TrlTrainer',
+  GRPOTrainer: 'TrlTrainer',
+  ORPOTrainer: 'TrlTrainer',
+  KTOTrainer: 'TrlTrainer',
+  CPOTrainer: 'TrlTrainer',
+  RewardTrainer: 'TrlTrainer',
+  PPOTrainer: 'TrlTrainer',
+  OnlineDPOTrainer: 'TrlTrainer',
+  RLOOTrainer: 'TrlTrainer',
 };
 
 /** A framework constructor, told apart from same-named classes by where it is imported from. */
@@ -1250,6 +1261,10 @@ function frameworkKind(last: string, qualified: string): FrameworkCallFact['kind
       return /^(transformers|trl)\b/.test(qualified) || qualified === last ? kind : undefined;
     case 'FullyShardedDataParallelPlugin':
       return /^accelerate\b/.test(qualified) || qualified === last ? kind : undefined;
+    case 'Accelerator':
+      return /^accelerate\b/.test(qualified) ? kind : undefined;
+    case 'TrlTrainer':
+      return /^trl\b/.test(qualified) ? kind : undefined;
   }
 }
 

@@ -10,7 +10,7 @@ import { applyFineTune, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../model/tree';
 import { planFromFacts } from './plan';
-import { frameworkFromFacts } from '../frameworks/python';
+import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
 import { pinnedVersions } from '../project/versions';
 import { trainingArgumentValues } from '../frameworks/transformers';
 import { nearbyFrameworkConfig } from './configFile';
@@ -111,6 +111,15 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     const t = trainingArgumentValues(args, facts.path);
     extraLayers.push({ source: { kind: 'detected' }, values: t.values, details: t.details });
   }
+  // `Accelerator(mixed_precision=...)` takes precedence over the config's `mixed_precision`.
+  const accelerator = nearby ? acceleratorPrecision(acceleratorCall(facts), facts.path) : undefined;
+  if (accelerator) {
+    extraLayers.push({
+      source: { kind: 'detected' },
+      values: accelerator.values,
+      details: accelerator.details,
+    });
+  }
   const configModel: ModelChoice | undefined = fw?.builtModel
     ? { loaded: fw.builtModel.loaded, source: fw.builtModel.source }
     : fw?.model;
@@ -146,7 +155,12 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   const plan = fw
     ? planForFramework(fw, root, model.loaded.shape)
     : planFromFacts(facts, root, model.loaded.shape, file);
-  plan.notes.unshift(...model.notes, ...(pyproject?.problems ?? []), ...(detected.notes ?? []));
+  plan.notes.unshift(
+    ...model.notes,
+    ...(pyproject?.problems ?? []),
+    ...(detected.notes ?? []),
+    ...(accelerator?.notes ?? []),
+  );
   const { setup, assumptions } = resolveSetup(layers);
   // HYBRID_SHARD shards within a node and replicates across nodes, unless a mesh or flag says otherwise.
   if ((plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2') && setup.replicas === 1) {
