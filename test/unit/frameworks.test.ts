@@ -360,6 +360,51 @@ describe('Lightning', () => {
   });
 });
 
+describe('Lightning strategy arguments', () => {
+  async function lightning(strategy: string) {
+    const text = [
+      'import lightning as L',
+      'from lightning.pytorch.strategies import FSDPStrategy',
+      'from torch.distributed.fsdp import CPUOffload, ShardingStrategy',
+      'from transformers import AutoModelForCausalLM',
+      'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      `trainer = L.Trainer(strategy=${strategy}, devices=4, precision="32-true")`,
+    ].join('\n');
+    const facts = await scanSource(text, 'lit.py');
+    const r = analyzeFacts(facts, text, { lint: null, estimate: {} });
+    assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+    return r.estimate;
+  }
+
+  it('cpu_offload=CPUOffload(offload_params=True) offloads as cpu_offload=True does', async () => {
+    // Lightning's _init_cpu_offload uses a CPUOffload as given. One FSDP1 unit of the whole model over 4 GPUs
+    // (1,235,814,400 / 4 is whole: no padding): fp32 parameters, gradients and 2 AdamW states, 16 B per parameter,
+    // a quarter of them in each process's host memory.
+    for (const arg of ['CPUOffload(offload_params=True)', 'True']) {
+      const r = await lightning(`FSDPStrategy(cpu_offload=${arg})`);
+      assert.equal(r.framework?.offload, true, arg);
+      assert.equal(r.estimate.perGpu.hostBytes, (P1B * 16) / 4, arg);
+    }
+    const off = await lightning('FSDPStrategy(cpu_offload=CPUOffload(offload_params=False))');
+    assert.equal(off.framework?.offload, false);
+    assert.equal(off.estimate.perGpu.hostBytes, 0);
+  });
+
+  it('_HYBRID_SHARD_ZERO2, by name or by the enum, as ShardingStrategy[name.upper()] reads it', async () => {
+    for (const s of [
+      '"_HYBRID_SHARD_ZERO2"',
+      'ShardingStrategy._HYBRID_SHARD_ZERO2',
+      '"_hybrid_shard_zero2"',
+    ]) {
+      const r = await lightning(`FSDPStrategy(sharding_strategy=${s}, auto_wrap_policy={LlamaDecoderLayer})`);
+      assert.equal(r.estimate.plan.strategy, '_HYBRID_SHARD_ZERO2', s);
+    }
+    const bare = await lightning('FSDPStrategy(sharding_strategy="HYBRID_SHARD")');
+    assert.ok(bare.framework!.notes.some((n) => /Lightning raises/.test(n)));
+  });
+});
+
 describe('Lightning counts', () => {
   it('devices and num_nodes that are not whole numbers are noted, not multiplied', async () => {
     const text = [

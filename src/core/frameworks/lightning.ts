@@ -30,7 +30,17 @@ export function lightningPrecision(p: string): { master: DType; param: DType; re
   }
 }
 
-const STRATEGIES: ShardingStrategyName[] = ['FULL_SHARD', 'SHARD_GRAD_OP', 'NO_SHARD', 'HYBRID_SHARD'];
+/**
+ * Lightning's `_init_sharding_strategy` looks a string up as `ShardingStrategy[name.upper()]`, so every member of
+ * torch's enum is accepted, `_HYBRID_SHARD_ZERO2` included (with its leading underscore).
+ */
+const STRATEGIES: ShardingStrategyName[] = [
+  'FULL_SHARD',
+  'SHARD_GRAD_OP',
+  'NO_SHARD',
+  'HYBRID_SHARD',
+  '_HYBRID_SHARD_ZERO2',
+];
 
 function isCall(
   v: PlainValue | undefined,
@@ -171,7 +181,28 @@ export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | n
     details.checkpointing = where(strategyCall as FrameworkCallFact, 'activation_checkpointing_policy');
   }
   const strategy = strategyName(k.sharding_strategy) ?? 'FULL_SHARD';
-  const offload = k.cpu_offload === true || named === 'fsdp_cpu_offload';
+  // `_init_cpu_offload`: a CPUOffload is used as given, anything else is CPUOffload(offload_params=bool(value)).
+  const cpuOffload = k.cpu_offload;
+  const offload =
+    named === 'fsdp_cpu_offload' ||
+    (isCall(cpuOffload)
+      ? /CPUOffload$/.test(cpuOffload.call) &&
+        (cpuOffload.kwargs.offload_params ?? cpuOffload.args[0] ?? false) === true
+      : cpuOffload === true || (typeof cpuOffload === 'number' && cpuOffload !== 0));
+  if (isCall(cpuOffload) && /CPUOffload$/.test(cpuOffload.call)) {
+    const v = cpuOffload.kwargs.offload_params ?? cpuOffload.args[0];
+    if (v !== undefined && typeof v !== 'boolean')
+      notes.push('CPUOffload(offload_params=...) not read statically: assumed off');
+  }
+  if (
+    /HYBRID/.test(strategy) &&
+    (k.auto_wrap_policy === undefined || k.auto_wrap_policy === null) &&
+    (k.device_mesh === undefined || k.device_mesh === null) &&
+    (k.process_group === undefined || k.process_group === null)
+  )
+    notes.push(
+      `${strategy} needs an auto_wrap_policy, a process_group or a device_mesh: Lightning raises without one`,
+    );
   if (!classes && k.auto_wrap_policy !== undefined && k.auto_wrap_policy !== null)
     notes.push('auto_wrap_policy not read statically: assumed to wrap each block');
   return {
