@@ -106,6 +106,71 @@ describe('Accelerate', () => {
     assert.equal(ok(good).units.length, 17);
   });
 
+  it('load and save keys: rank-0 loading and sharded checkpoints change the host memory per node', async () => {
+    const host = (e: Estimate, name: string) => e.hostPerNode.terms.find((t) => t.name === name)?.bytes;
+    // train_sft.py loads Llama 3.1 8B with from_pretrained's default fp32; the accelerate_fsdp2.yaml beside it
+    // says fsdp_cpu_ram_efficient_loading true and SHARDED_STATE_DICT, 8 processes on one node.
+    const text = read('accelerate/train_sft.py');
+    const facts = await scanSource(text, path.join(FW, 'accelerate', 'train_sft.py'));
+    const project = new Project([path.join(FW, 'accelerate')], await grammar());
+    const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
+    const e = ok(r);
+    // Only local rank 0 materialises the weights: one copy of 4 B per parameter, not eight.
+    assert.equal(host(e, 'loading (from_pretrained on local rank 0 only)'), P8B * 4);
+    assert.equal(host(e, 'loading (from_pretrained on every rank)'), undefined);
+    // Each of the 8 processes copies its 1/8 fp32 shard to host memory (8,030,261,248 / 8 is whole); nothing is
+    // gathered on rank 0.
+    assert.equal(host(e, 'saving a sharded state dict'), (P8B / 8) * 4 * 8);
+    assert.equal(host(e, 'saving a full state dict on rank 0'), undefined);
+
+    const yaml = (extra: string[]) =>
+      [
+        'distributed_type: FSDP',
+        'num_processes: 8',
+        'fsdp_config:',
+        '  fsdp_version: 1',
+        '  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+        ...extra.map((l) => `  ${l}`),
+        '# fsdp: model=meta-llama/Llama-3.2-1B',
+        '',
+      ].join('\n');
+    const notesOf = (r: ReturnType<typeof readFrameworkConfig>) => (r.kind === 'plan' ? r.plan.notes : []);
+    // FSDP1 defaults: Accelerate's NO_PREFETCH, a full state dict, accelerate launch's rank-0 loading.
+    const d = readFrameworkConfig('d.yaml', yaml([]));
+    assert.ok(d.kind === 'plan');
+    assert.ok(notesOf(d).some((n) => /default is NO_PREFETCH/.test(n)));
+    assert.equal(d.plan.host?.stateDict?.kind, 'full');
+    assert.match(d.plan.host?.rank0Loading ?? '', /accelerate launch's default/);
+    const set = readFrameworkConfig(
+      's.yaml',
+      yaml([
+        'fsdp_backward_prefetch: BACKWARD_PRE',
+        'fsdp_forward_prefetch: false',
+        'fsdp_use_orig_params: true',
+        'fsdp_sync_module_states: true',
+        'fsdp_cpu_ram_efficient_loading: false',
+        'fsdp_state_dict_type: SHARDED_STATE_DICT',
+        'fsdp_made_up_key: 3',
+      ]),
+    );
+    assert.ok(set.kind === 'plan');
+    assert.ok(!notesOf(set).some((n) => /PREFETCH/.test(n)), notesOf(set).join(' | '));
+    const noEffect = notesOf(set).find((n) => n.startsWith('read, with no effect on memory'))!;
+    for (const k of ['fsdp_forward_prefetch', 'fsdp_use_orig_params', 'fsdp_sync_module_states'])
+      assert.ok(noEffect.includes(k), k);
+    assert.ok(notesOf(set).some((n) => /^fsdp_made_up_key: not keys Accelerate reads/.test(n)));
+    assert.equal(set.plan.host?.rank0Loading, undefined);
+    assert.equal(set.plan.host?.stateDict?.kind, 'sharded');
+    // FSDP2 defaults to sharded checkpoints; forward prefetch there is an error Accelerate raises.
+    const v2 = readFrameworkConfig(
+      'v2.yaml',
+      yaml(['fsdp_forward_prefetch: true']).replace('fsdp_version: 1', 'fsdp_version: 2'),
+    );
+    assert.ok(v2.kind === 'plan');
+    assert.equal(v2.plan.host?.stateDict?.kind, 'sharded');
+    assert.ok(notesOf(v2).some((n) => /Accelerate raises/.test(n)));
+  });
+
   it('NO_WRAP (the default) makes the whole model one unit under FSDP1', async () => {
     const a = await configAnalysis(
       'accelerate/nowrap.yaml',

@@ -39,12 +39,27 @@ export interface EstimateInput {
   plan: Plan;
   setup: TrainingSetup;
   assumptions: Assumption[];
-  /** How the script loads weights: `from_pretrained` materialises the whole model in every process first. */
-  loading?: { fromPretrained: boolean; meta: boolean; dtype: DType | null; line?: string };
+  /**
+   * How the script loads weights: `from_pretrained` materialises the whole model in every process first, or in
+   * local rank 0 only (`rank0Only`: Accelerate's cpu_ram_efficient_loading, the others start on the meta device).
+   */
+  loading?: {
+    fromPretrained: boolean;
+    meta: boolean;
+    dtype: DType | null;
+    line?: string;
+    rank0Only?: { detail: string };
+  };
+  /** How checkpoints are saved, when the configuration says: a full state dict gathered on rank 0, or shards. */
+  stateDict?: { kind: 'full' | 'sharded'; detail: string };
 }
 
 /** Host memory per node: every process's offloaded state, the loading spike, a full checkpoint on rank 0. */
-function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
+function hostPerNode(
+  e: Estimate,
+  loading: EstimateInput['loading'],
+  stateDict?: EstimateInput['stateDict'],
+): Figure {
   const G = Math.min(e.setup.gpusPerNode, e.mesh.worldSize);
   const terms: Term[] = [];
   if (e.perGpu.hostBytes > 0)
@@ -53,7 +68,15 @@ function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
       bytes: e.perGpu.hostBytes * G,
       formula: `${G} processes x ${fmtBytes(e.perGpu.hostBytes)} of offloaded state`,
     });
-  if (loading?.fromPretrained && !loading.meta) {
+  if (loading?.fromPretrained && !loading.meta && loading.rank0Only) {
+    const dt = loading.dtype ?? e.setup.masterDtype;
+    const each = e.model.params * bytesOf(dt);
+    terms.push({
+      name: 'loading (from_pretrained on local rank 0 only)',
+      bytes: each,
+      formula: `one process per node materialises the whole model in ${dt} (${fmtBytes(each)}); the other ${G - 1} start on the meta device and receive their shards (${loading.rank0Only.detail})`,
+    });
+  } else if (loading?.fromPretrained && !loading.meta) {
     const dt = loading.dtype ?? e.setup.masterDtype;
     const each = e.model.params * bytesOf(dt);
     terms.push({
@@ -62,11 +85,20 @@ function hostPerNode(e: Estimate, loading: EstimateInput['loading']): Figure {
       formula: `${G} processes each materialise the whole model in ${dt} (${fmtBytes(each)}) before sharding${loading.line ? ` (${loading.line})` : ''}; load on the meta device or on rank 0 only to avoid it`,
     });
   }
-  terms.push({
-    name: 'saving a full state dict on rank 0',
-    bytes: e.model.params * bytesOf(e.setup.masterDtype),
-    formula: `${fmtCount(e.model.params)} params x ${bytesOf(e.setup.masterDtype)} B gathered on one rank (CPU-offloaded full state dict); sharded checkpoints avoid it`,
-  });
+  if (stateDict?.kind === 'sharded') {
+    const W = e.mesh.worldSize;
+    const shard = Math.ceil(e.model.params / W) * bytesOf(e.setup.masterDtype);
+    terms.push({
+      name: 'saving a sharded state dict',
+      bytes: shard * G,
+      formula: `${G} processes each copy their 1/${W} shard (${fmtBytes(shard)}) to host memory; no full state dict is gathered (${stateDict.detail})`,
+    });
+  } else
+    terms.push({
+      name: 'saving a full state dict on rank 0',
+      bytes: e.model.params * bytesOf(e.setup.masterDtype),
+      formula: `${fmtCount(e.model.params)} params x ${bytesOf(e.setup.masterDtype)} B gathered on one rank (CPU-offloaded full state dict); sharded checkpoints avoid it`,
+    });
   // Offloaded state stays; loading and saving happen at different times.
   const offload = terms.find((t) => t.name === 'CPU offload')?.bytes ?? 0;
   return {
@@ -569,7 +601,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
     fit: [],
     hostPerNode: { bytes: 0, terms: [] },
   };
-  result.hostPerNode = hostPerNode(result, input.loading);
+  result.hostPerNode = hostPerNode(result, input.loading, input.stateDict);
   const timeline = simulate(result, input.model.root, input.model.shape);
   result.timeline = timeline;
   if (timeline) {

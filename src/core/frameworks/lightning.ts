@@ -219,6 +219,16 @@ export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | n
     offload,
     values,
     details,
+    // FSDPStrategy(state_dict_type="full") by default: checkpoints gather the model on rank 0 (offloaded to CPU).
+    host: {
+      stateDict: {
+        kind: k.state_dict_type === 'sharded' ? 'sharded' : 'full',
+        where:
+          k.state_dict_type !== undefined
+            ? `state_dict_type=${JSON.stringify(k.state_dict_type)} at ${where(strategyCall as FrameworkCallFact, 'state_dict_type')}`
+            : `Lightning's default state_dict_type="full"`,
+      },
+    },
     notes: [
       `${framework} FSDPStrategy${named ? ` ("${named}")` : ''}: FSDP1 at the root${classes ? `, a unit per ${classes.join(', ')}` : k.auto_wrap_policy ? '' : ', no auto-wrap policy: the whole model is one unit'}`,
       ...notes,

@@ -126,6 +126,19 @@ function trainerArgsPlan(
       cfg.activation_checkpointing,
       a.configWhere('activation_checkpointing'),
     );
+  // Passed on to Accelerate's plugin as given (TrainingArguments._process_fsdp_args); the state dict type defaults
+  // to FULL_STATE_DICT whatever the version.
+  for (const key of [
+    'backward_prefetch',
+    'forward_prefetch',
+    'use_orig_params',
+    'sync_module_states',
+    'cpu_ram_efficient_loading',
+    'state_dict_type',
+  ])
+    if (cfg[key] !== undefined) put(`fsdp_${key}`, cfg[key], a.configWhere(key));
+  if (cfg.state_dict_type === undefined)
+    put('fsdp_state_dict_type', 'FULL_STATE_DICT', `Transformers' default FULL_STATE_DICT (${fsdpWhere})`);
   const plan = acceleratePlan(
     {
       file,
@@ -140,6 +153,14 @@ function trainerArgsPlan(
     `${framework === 'TRL' ? 'TRL on ' : ''}Transformers ${versions.transformers ? versions.transformers.version : '5 (not pinned in the workspace)'}: ` +
       `FSDP${version === 2 ? '2' : '1'}${version === 1 && !autoWrap ? ' without auto_wrap: the whole model is one unit' : ''}`,
   );
+  const limit = bool(cfg.limit_all_gathers);
+  if (limit === false && version === 1)
+    plan.notes.push(
+      'limit_all_gathers false: FSDP1 may issue all-gathers further ahead, so more gathered units can be in flight than the figures count',
+    );
+  else if (limit !== undefined)
+    plan.notes.push(`limit_all_gathers ${String(limit)}: read, with no effect on memory`);
+  if (cfg.xla !== undefined) plan.notes.push('xla: read, not modelled (fsdp-lens models GPUs)');
   if (!v5 && strategyWord === undefined && words.length)
     plan.notes.push('fsdp= names no sharding strategy: FULL_SHARD');
   return plan;

@@ -202,8 +202,12 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
             meta: loaded.meta,
             dtype: loaded.dtype && isDType(loaded.dtype) ? loaded.dtype : null,
             line: `${file}:${loaded.line}`,
+            ...(fw?.host?.rank0Loading ? { rank0Only: { detail: fw.host.rank0Loading } } : {}),
           },
         }
+      : {}),
+    ...(fw?.host?.stateDict
+      ? { stateDict: { kind: fw.host.stateDict.kind, detail: fw.host.stateDict.where } }
       : {}),
     model: { name: model.loaded.name, root, shape: model.loaded.shape, source: model.source },
     plan,
