@@ -11,7 +11,7 @@ import { titanFfnHidden } from '../../src/core/frameworks/llamaNative';
 import { readFrameworkConfig } from '../../src/core/frameworks/read';
 import { launchCommands } from '../../src/core/frameworks/shell';
 import { analyzeConfigText, analyzeFacts } from '../../src/core/pipeline';
-import { Project } from '../../src/core/project/project';
+import { isProjectInput, Project } from '../../src/core/project/project';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { cli, FIXTURES, grammar, scanSource } from './helpers';
 
@@ -790,6 +790,93 @@ describe('where a script finds its framework configuration', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('an edited config or version pin reaches the script once the editor reports the file changed', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-watch-'));
+    try {
+      const yaml = path.join(dir, 'accelerate.yaml');
+      fs.writeFileSync(yaml, fsdp2(8));
+      const text = [
+        'from transformers import AutoModelForCausalLM, TrainingArguments',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'args = TrainingArguments(output_dir="o", fsdp="full_shard auto_wrap")',
+        'def helper():',
+        '    pass',
+        'helper()',
+        '',
+      ].join('\n');
+      const script = path.join(dir, 'train.py');
+      fs.writeFileSync(script, text);
+      fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==4.57.6\n');
+      const facts = await scanSource(text, script);
+      const project = new Project([dir], await grammar());
+      const run = () => {
+        const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
+        assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+        return r.estimate;
+      };
+      // Transformers 4 pinned: fsdp="full_shard auto_wrap" is FSDP1.
+      assert.equal(run().estimate.plan.api, 'fsdp1');
+      const callers = project.callersOf('helper');
+      fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==5.18.0\n');
+      project.invalidate(path.join(dir, 'requirements.txt'));
+      // Transformers 5: fsdp=... is FSDP2.
+      assert.equal(run().estimate.plan.api, 'fsdp2');
+      // A pin or a config is not Python: the search for callers is kept.
+      assert.equal(project.callersOf('helper'), callers);
+      project.invalidate(script);
+      assert.notEqual(project.callersOf('helper'), callers);
+
+      // The nearby Accelerate config of a script that configures no FSDP itself.
+      const accText = [
+        'from accelerate import Accelerator',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'accelerator = Accelerator()',
+        '',
+      ].join('\n');
+      const accScript = path.join(dir, 'acc.py');
+      fs.writeFileSync(accScript, accText);
+      const accFacts = await scanSource(accText, accScript);
+      const world = () => {
+        const r = analyzeFacts(accFacts, accText, { lint: null, estimate: { project } });
+        assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+        return r.estimate.estimate.mesh.worldSize;
+      };
+      assert.equal(world(), 8);
+      fs.writeFileSync(yaml, fsdp2(16));
+      project.invalidate(yaml);
+      assert.equal(world(), 16);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the files whose changes the editor reports: configurations, launch files and pins, not run output', () => {
+    for (const f of [
+      '/w/accelerate.yaml',
+      '/w/configs/8B_full.yml',
+      '/w/llama3_8b.toml',
+      '/w/ds_zero3.json',
+      '/w/run.sh',
+      '/w/job.slurm',
+      '/w/requirements-dev.txt',
+      '/w/uv.lock',
+      '/w/Makefile',
+      '/w/train.py',
+      'C:\\w\\requirements.txt',
+    ])
+      assert.ok(isProjectInput(f), f);
+    for (const f of [
+      '/w/README.md',
+      '/w/node_modules/x/package.json',
+      '/w/.venv/lib/a.py',
+      '/w/wandb/run-1/files/config.yaml',
+      '/w/out/checkpoint-500/trainer_state.json',
+      '/w/data.csv',
+    ])
+      assert.ok(!isProjectInput(f), f);
   });
 
   it("Accelerate's default config under $HF_HOME when nothing nearer says", async () => {
