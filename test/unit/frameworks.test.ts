@@ -510,6 +510,44 @@ describe('torchtune', () => {
     assert.equal(e.setup.checkpointing, 'full');
   });
 
+  it("torchtune's own llama3/8B_full builder and Qwen2.5: the shapes of their _model_builders.py", async () => {
+    // llama3_8b: vocab 128,256, 32 layers, 32 heads, 8 KV heads, dim 4,096, FFN 14,336: Llama 3.1 8B's shapes
+    // (only rope scaling and max_seq_len differ, which hold no parameters).
+    const llama3 = ok(
+      await configAnalysis(
+        'torchtune/llama3.yaml',
+        read('torchtune/8B_full.yaml').replace(
+          'torchtune.models.llama3_1.llama3_1_8b',
+          'torchtune.models.llama3.llama3_8b',
+        ),
+      ),
+    );
+    assert.equal(llama3.model.params, P8B);
+    // qwen2_5_7b_base: vocab 152,064, 28 layers, 28 heads, 4 KV heads (head_dim 128), dim 3,584, FFN 18,944, biases on
+    // q, k and v, untied output. Per layer: q 3584x3584 + 3584, k and v 3584x512 + 512 each, o 3584x3584,
+    // 3 x 3584 x 18944, two norms of 3584 = 233,057,792; x 28 = 6,525,618,176; embedding and output
+    // 152,064 x 3,584 = 544,997,376 each; final norm 3,584: 7,615,616,512 (Qwen2.5-7B's published count).
+    const perLayer = 3584 * 3584 + 3584 + 2 * (3584 * 512 + 512) + 3584 * 3584 + 3 * 3584 * 18944 + 2 * 3584;
+    assert.equal(perLayer, 233_057_792);
+    const qwenParams = 28 * perLayer + 2 * 152064 * 3584 + 3584;
+    assert.equal(qwenParams, 7_615_616_512);
+    const qwenYaml = read('torchtune/8B_full.yaml')
+      .replace('torchtune.models.llama3_1.llama3_1_8b', 'torchtune.models.qwen2_5.qwen2_5_7b_base')
+      .replace("custom_sharded_layers: ['tok_embeddings', 'output']", '');
+    const qwen = ok(await configAnalysis('torchtune/qwen.yaml', qwenYaml));
+    assert.equal(qwen.model.params, qwenParams);
+    // A unit per layer and the root (no custom_sharded_layers).
+    assert.equal(qwen.units.length, 29);
+    const instruct = readFrameworkConfig(
+      'q.yaml',
+      'model:\n  _component_: torchtune.models.qwen2_5.qwen2_5_72b_instruct\n',
+    );
+    assert.ok(instruct.kind === 'plan');
+    const unknown = readFrameworkConfig('g.yaml', 'model:\n  _component_: torchtune.models.gemma.gemma_2b\n');
+    assert.ok(unknown.kind === 'problem');
+    assert.match(unknown.problem.message, /gemma_2b is not one fsdp-lens knows/);
+  });
+
   it('a LoRA recipe: rank-8 adapters on q_proj and v_proj of every layer', async () => {
     const yaml = read('torchtune/8B_full.yaml')
       .replace(
