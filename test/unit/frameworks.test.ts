@@ -353,6 +353,38 @@ describe('Transformers and TRL', () => {
     assert.equal(e.setup.seqLen, 2048);
   });
 
+  it('a standalone Transformers 4 fsdp_config JSON that names the block class: a unit per block', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hfjson-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==4.57.6\n');
+      fs.writeFileSync(
+        path.join(dir, 'train.py'),
+        'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")\n',
+      );
+      const json = JSON.stringify({ fsdp_transformer_layer_cls_to_wrap: ['LlamaDecoderLayer'] });
+      fs.writeFileSync(path.join(dir, 'fsdp.json'), json);
+      const project = new Project([dir], await grammar());
+      const a = analyzeConfigText(path.join(dir, 'fsdp.json'), json, {
+        lint: null,
+        estimate: { project },
+      });
+      const e = ok(a);
+      // FSDP1 (Transformers 4) with the transformer policy on Llama 3.2 1B: 16 LlamaDecoderLayer units and the root,
+      // as the script form fsdp="full_shard auto_wrap" gives.
+      assert.equal(e.plan.api, 'fsdp1');
+      assert.equal(e.units.length, 17);
+      assert.ok(e.plan.notes.some((n) => /assumed run with fsdp="full_shard auto_wrap"/.test(n)));
+      // Without a wrapping key, Transformers 4 wraps nothing of its own: one unit.
+      const bare = JSON.stringify({ fsdp_backward_prefetch: 'backward_pre' });
+      const b = ok(
+        analyzeConfigText(path.join(dir, 'bare.json'), bare, { lint: null, estimate: { project } }),
+      );
+      assert.equal(b.units.length, 1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('the command-line form of Transformers 4 in a shell script', async () => {
     const a = await configAnalysis('accelerate/hf_cli.sh');
     const e = ok(a);

@@ -302,9 +302,16 @@ export function trainerArgsJsonPlan(
   versions: { transformers?: VersionPin; accelerate?: VersionPin } = {},
 ): FrameworkPlan {
   const fsdpConfig = isRecord(doc.data) ? doc.data : {};
-  return trainerArgsPlan(
+  // Without the script, the `fsdp=` words are unknown. A JSON that names the classes to wrap, a wrap policy or a
+  // size threshold is written for auto-wrapping: under Transformers 4 those keys only act with the `auto_wrap`
+  // word, so it is assumed (and said), as the script form would give it.
+  const wrapKeys = ['transformer_layer_cls_to_wrap', 'auto_wrap_policy', 'min_num_params'].filter(
+    (k) => fsdpConfig[k] !== undefined || fsdpConfig[`fsdp_${k}`] !== undefined,
+  );
+  const v4 = !!versions.transformers && !versionAtLeast(versions.transformers.version, '5');
+  const plan = trainerArgsPlan(
     {
-      fsdp: true,
+      fsdp: wrapKeys.length ? ['full_shard', 'auto_wrap'] : true,
       fsdpConfig,
       configWhere: (key) => doc.where([fsdpConfig[key] !== undefined ? key : `fsdp_${key}`]),
       configRange: (key) => doc.rangeOf([fsdpConfig[key] !== undefined ? key : `fsdp_${key}`]),
@@ -314,4 +321,9 @@ export function trainerArgsJsonPlan(
     doc.rangeOf([]),
     versions,
   );
+  if (wrapKeys.length && v4)
+    plan.notes.push(
+      `${wrapKeys.join(', ')} given: assumed run with fsdp="full_shard auto_wrap" (Transformers 4 ignores ${wrapKeys.length > 1 ? 'them' : 'it'} without auto_wrap)`,
+    );
+  return plan;
 }
