@@ -12,6 +12,7 @@ import { readFrameworkConfig } from '../../src/core/frameworks/read';
 import { launchCommands } from '../../src/core/frameworks/shell';
 import { analyzeConfigText, analyzeFacts } from '../../src/core/pipeline';
 import { isProjectInput, Project } from '../../src/core/project/project';
+import { readLaunchFile } from '../../src/core/project/settings';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { cli, FIXTURES, grammar, scanSource } from './helpers';
 
@@ -578,6 +579,31 @@ describe('torchtune', () => {
     const unknown = readFrameworkConfig('g.yaml', 'model:\n  _component_: torchtune.models.gemma.gemma_2b\n');
     assert.ok(unknown.kind === 'problem');
     assert.match(unknown.problem.message, /gemma_2b is not one fsdp-lens knows/);
+  });
+
+  it('tune run --nproc_per_node in a launch script sets the world size of the config it passes', async () => {
+    assert.deepEqual(
+      readLaunchFile(
+        'run.sh',
+        'tune run --nnodes 2 --nproc_per_node 4 lora_finetune_distributed --config llama3_1/8B_lora\n',
+      ),
+      [{ file: 'run.sh', line: 1, script: '8B_lora.yaml', nprocPerNode: 4, nnodes: 2 }],
+    );
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-tune-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'configs'));
+      const yaml = read('torchtune/8B_full.yaml');
+      fs.writeFileSync(path.join(dir, 'configs', '8B_full.yaml'), yaml);
+      fs.writeFileSync(
+        path.join(dir, 'run.sh'),
+        'tune run --nproc_per_node 4 \\\n  full_finetune_distributed --config configs/8B_full.yaml\n',
+      );
+      const e = ok(await configAnalysis('torchtune/8B_full.yaml', yaml, dir));
+      assert.equal(e.mesh.worldSize, 4);
+      assert.equal(e.assumptions.find((x) => x.key === 'worldSize')?.source.kind, 'launch');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a LoRA recipe: rank-8 adapters on q_proj and v_proj of every layer', async () => {
