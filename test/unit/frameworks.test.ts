@@ -386,6 +386,28 @@ describe('Transformers and TRL', () => {
     }
   });
 
+  it('TRL trainers given a model id load it themselves: SFTTrainer(model="Qwen/Qwen2.5-7B")', async () => {
+    // Qwen2.5-7B: 7,615,616,512 parameters (28 layers of 233,057,792 with q/k/v biases, untied 152,064 x 3,584
+    // embedding and head, final norm), the count its model card publishes.
+    for (const call of [
+      'SFTTrainer(model="Qwen/Qwen2.5-7B", args=cfg, train_dataset=ds)',
+      'SFTTrainer("Qwen/Qwen2.5-7B", args=cfg, train_dataset=ds)',
+      'trl.GRPOTrainer(model=MODEL, reward_funcs=[], args=cfg)',
+    ]) {
+      const text = [
+        'import trl',
+        'from trl import SFTConfig, SFTTrainer',
+        'MODEL = "Qwen/Qwen2.5-7B"',
+        'cfg = SFTConfig(output_dir="o", fsdp=True)',
+        `trainer = ${call}`,
+      ].join('\n');
+      const r = await estimateIn(text, 'transformers==5.18.0\n');
+      const e = r.estimate!.ok ? r.estimate!.estimate : undefined!;
+      assert.equal(e.model.params, 7_615_616_512, call);
+      assert.match(e.model.source.detail ?? '', /Trainer\(model=\.\.\.\)/, call);
+    }
+  });
+
   it('the command-line form of Transformers 4 in a shell script', async () => {
     const a = await configAnalysis('accelerate/hf_cli.sh');
     const e = ok(a);

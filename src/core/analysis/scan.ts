@@ -1320,6 +1320,20 @@ function frameworkCallFact(
     kwargs[name] = plainOf(ev.eval(value));
     kwargLines[name] = file.line(a);
   }
+  // TRL's trainers take the model first (all but PPOTrainer, whose first parameter is `args`).
+  const first = call.childForFieldName('arguments')?.namedChildren[0];
+  if (
+    kind === 'TrlTrainer' &&
+    !('model' in kwargs) &&
+    !/PPOTrainer$/.test(callee) &&
+    first &&
+    first.type !== 'keyword_argument' &&
+    first.type !== 'list_splat' &&
+    first.type !== 'dictionary_splat'
+  ) {
+    kwargs.model = plainOf(ev.eval(first));
+    kwargLines.model = file.line(first);
+  }
   return { kind, callee, line: file.line(call), range: rangeOf(call), kwargs, kwargLines };
 }
 

@@ -234,7 +234,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
 /** Trains through Transformers' Trainer, TRL or Accelerate (the FSDP settings then live in their configuration). */
 function trainsThroughFramework(facts: FileFacts): boolean {
   return (
-    facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments') ||
+    facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer') ||
     facts.imports.some((i) => /^accelerate\b/.test(i.qualified))
   );
 }
@@ -255,6 +255,16 @@ function resolveModel(
     candidates.push({
       id: pretrained.pretrained,
       source: { kind: 'detected', detail: `${file}:${pretrained.line}` },
+    });
+  // TRL's trainers load a model id themselves: `SFTTrainer(model="Qwen/Qwen2.5-7B", ...)`.
+  const trl = facts.frameworkCalls.find((c) => c.kind === 'TrlTrainer' && typeof c.kwargs.model === 'string');
+  if (trl && !pretrained?.pretrained)
+    candidates.push({
+      id: trl.kwargs.model as string,
+      source: {
+        kind: 'detected',
+        detail: `${trl.callee.split('.').pop()}(model=...) at ${file}:${trl.kwargLines.model ?? trl.line}`,
+      },
     });
   if (projectModel) candidates.push(projectModel);
   // A class the user picked for this file (`path/to/model.py:Class`).
