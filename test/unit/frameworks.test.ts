@@ -234,6 +234,13 @@ describe('Accelerate in Python', () => {
     return r.estimate;
   }
 
+  it('an Accelerator alone, with no model and no FSDP plugin, is not estimated', async () => {
+    const text = 'from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision="bf16")\n';
+    const facts = await scanSource(text, 'plain.py');
+    assert.equal(facts.frameworkCalls[0]?.kind, 'Accelerator');
+    assert.equal(analyzeFacts(facts, text, { lint: null, estimate: {} }).estimate, undefined);
+  });
+
   it('a MixedPrecisionPolicy on the plugin: its param_dtype gathers, its reduce_dtype reduces', async () => {
     const r = await estimatePlugin([
       'mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
