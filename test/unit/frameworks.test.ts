@@ -783,6 +783,16 @@ describe('configuration files that are not what they seem', () => {
     assert.equal(acc.plan.values.worldSize, undefined);
     assert.ok(acc.plan.notes.some((n) => /^num_processes = 2.5 .*ignored/.test(n)));
     assert.ok(acc.plan.notes.some((n) => /^num_machines = 1e\+308 .*ignored/.test(n)));
+    const pc = readFrameworkConfig(
+      'p.yaml',
+      'distributed_type: FSDP\nnum_processes: 8\nparallelism_config:\n  parallelism_config_dp_replicate_size: 1e308\n  parallelism_config_dp_shard_size: 4\n',
+    );
+    assert.ok(pc.kind === 'plan');
+    assert.equal(pc.plan.values.replicas, undefined);
+    assert.equal(
+      pc.plan.notes.filter((n) => /^parallelism_config dp_replicate_size = 1e\+308 .*ignored/.test(n)).length,
+      1,
+    );
     const tune = readFrameworkConfig(
       'tune.yaml',
       'model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\nbatch_size: -2\ndata_parallel_shard_dim: -1\n',

@@ -72,6 +72,8 @@ interface AccelerateSettings {
   numProcesses?: { v: unknown; where: string };
   numMachines?: { v: unknown; where: string };
   parallelism?: { replicate?: number; shard?: number; tp?: number; where: string };
+  /** What reading the settings found wrong (a size that is not a whole number), for the plan's notes. */
+  readNotes?: string[];
 }
 
 /**
@@ -94,7 +96,7 @@ export function acceleratePlan(
 ): FrameworkPlan {
   const values: SetupValues = {};
   const details: FrameworkPlan['details'] = {};
-  const notes: string[] = [];
+  const notes: string[] = [...(s.readNotes ?? [])];
   const traps: FrameworkTrap[] = [];
   const versionAt = s.get('fsdp_version');
   const version = posInt(versionAt?.v) === 2 ? 2 : 1;
@@ -334,10 +336,22 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
   const top = (key: string) =>
     doc.data[key] !== undefined ? { v: doc.data[key], where: doc.where([key]) } : undefined;
   const pc = isRecord(doc.data.parallelism_config) ? doc.data.parallelism_config : undefined;
-  const pget = (k: string) => posInt(pc?.[`parallelism_config_${k}`] ?? pc?.[k]);
+  const readNotes: string[] = [];
+  const pget = (k: string) =>
+    countSetting(
+      pc?.[`parallelism_config_${k}`] ?? pc?.[k],
+      `parallelism_config ${k}`,
+      readNotes,
+      'not used',
+      { max: 1 << 16 },
+    );
+  const replicate = pc ? pget('dp_replicate_size') : undefined;
+  const shard = pc ? pget('dp_shard_size') : undefined;
+  const tp = pc ? pget('tp_size') : undefined;
   return {
     file: doc.file,
     launcher: true,
+    readNotes,
     range: doc.rangeOf(['distributed_type']),
     rangeOf: (key) => doc.rangeOf(['fsdp_config', key]),
     get(key) {
@@ -351,9 +365,9 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
     ...(pc
       ? {
           parallelism: {
-            ...(pget('dp_replicate_size') ? { replicate: pget('dp_replicate_size')! } : {}),
-            ...(pget('dp_shard_size') ? { shard: pget('dp_shard_size')! } : {}),
-            ...(pget('tp_size') ? { tp: pget('tp_size')! } : {}),
+            ...(replicate ? { replicate } : {}),
+            ...(shard ? { shard } : {}),
+            ...(tp ? { tp } : {}),
             where: doc.where(['parallelism_config']),
           },
         }
