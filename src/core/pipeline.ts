@@ -25,7 +25,13 @@ export function analyzeFacts(
   opts: { lint: LintOptions | null; estimate: AnalyzeOptions },
 ): FileAnalysis {
   let estimate: EstimateResult | undefined;
-  if (facts.calls.length || facts.models.length || facts.frameworkCalls.length || opts.estimate.framework) {
+  // An `Accelerator()` alone (plain data parallelism, or a model made elsewhere) is no FSDP plan to estimate.
+  if (
+    facts.calls.length ||
+    facts.models.length ||
+    facts.frameworkCalls.some((c) => c.kind !== 'Accelerator') ||
+    opts.estimate.framework
+  ) {
     try {
       estimate = estimateFile(facts, opts.estimate);
     } catch (e) {

@@ -2,7 +2,13 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ExactModel } from '../core/exact/exact';
 import type { PythonGrammar } from '../core/parsing/python';
-import { diskFS, Project, type ProjectFS } from '../core/project/project';
+import {
+  diskFS,
+  isProjectInput,
+  Project,
+  PROJECT_INPUTS_GLOB,
+  type ProjectFS,
+} from '../core/project/project';
 
 /** Reads open documents from the editor (their unsaved text) and everything else from disk. */
 function editorFS(): ProjectFS {
@@ -35,10 +41,11 @@ export class WorkspaceProjects implements vscode.Disposable {
     private readonly grammar: () => PythonGrammar | undefined,
     private readonly state: vscode.Memento,
   ) {
-    const watcher = vscode.workspace.createFileSystemWatcher(
-      '**/{*.py,pyproject.toml,*.sh,*.slurm,*.sbatch,launch.json}',
-    );
+    // Framework configurations and version pins as well as Python files and launch scripts: an edited Accelerate
+    // YAML or a changed pin must not leave an open script's plan as it was.
+    const watcher = vscode.workspace.createFileSystemWatcher(PROJECT_INPUTS_GLOB);
     const touched = (uri: vscode.Uri) => {
+      if (!isProjectInput(uri.fsPath)) return;
       for (const p of this.projects.values()) p.invalidate(uri.fsPath);
       this.changed.fire();
     };
@@ -51,11 +58,7 @@ export class WorkspaceProjects implements vscode.Disposable {
       // Unsaved edits of open files are what the editor's file system serves: derived values must follow them.
       vscode.workspace.onDidChangeTextDocument((e) => {
         if (e.document.uri.scheme !== 'file' || !e.contentChanges.length) return;
-        if (
-          e.document.languageId !== 'python' &&
-          !/\.(toml|sh|slurm|sbatch|json)$/.test(e.document.uri.fsPath)
-        )
-          return;
+        if (e.document.languageId !== 'python' && !isProjectInput(e.document.uri.fsPath)) return;
         for (const p of this.projects.values()) p.invalidate(e.document.uri.fsPath, { contentOnly: true });
       }),
       this.changed,

@@ -6,11 +6,13 @@ import { describe, it } from 'node:test';
 import type { Estimate } from '../../src/core/estimator/estimate';
 import { readConfigText } from '../../src/core/frameworks/configDoc';
 import type { EstimateResult } from '../../src/core/resolve/analyze';
+import { lightningPrecision } from '../../src/core/frameworks/lightning';
 import { titanFfnHidden } from '../../src/core/frameworks/llamaNative';
 import { readFrameworkConfig } from '../../src/core/frameworks/read';
 import { launchCommands } from '../../src/core/frameworks/shell';
 import { analyzeConfigText, analyzeFacts } from '../../src/core/pipeline';
-import { Project } from '../../src/core/project/project';
+import { isProjectInput, Project } from '../../src/core/project/project';
+import { readLaunchFile } from '../../src/core/project/settings';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { cli, FIXTURES, grammar, scanSource } from './helpers';
 
@@ -105,6 +107,71 @@ describe('Accelerate', () => {
     assert.equal(ok(good).units.length, 17);
   });
 
+  it('load and save keys: rank-0 loading and sharded checkpoints change the host memory per node', async () => {
+    const host = (e: Estimate, name: string) => e.hostPerNode.terms.find((t) => t.name === name)?.bytes;
+    // train_sft.py loads Llama 3.1 8B with from_pretrained's default fp32; the accelerate_fsdp2.yaml beside it
+    // says fsdp_cpu_ram_efficient_loading true and SHARDED_STATE_DICT, 8 processes on one node.
+    const text = read('accelerate/train_sft.py');
+    const facts = await scanSource(text, path.join(FW, 'accelerate', 'train_sft.py'));
+    const project = new Project([path.join(FW, 'accelerate')], await grammar());
+    const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
+    const e = ok(r);
+    // Only local rank 0 materialises the weights: one copy of 4 B per parameter, not eight.
+    assert.equal(host(e, 'loading (from_pretrained on local rank 0 only)'), P8B * 4);
+    assert.equal(host(e, 'loading (from_pretrained on every rank)'), undefined);
+    // Each of the 8 processes copies its 1/8 fp32 shard to host memory (8,030,261,248 / 8 is whole); nothing is
+    // gathered on rank 0.
+    assert.equal(host(e, 'saving a sharded state dict'), (P8B / 8) * 4 * 8);
+    assert.equal(host(e, 'saving a full state dict on rank 0'), undefined);
+
+    const yaml = (extra: string[]) =>
+      [
+        'distributed_type: FSDP',
+        'num_processes: 8',
+        'fsdp_config:',
+        '  fsdp_version: 1',
+        '  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+        ...extra.map((l) => `  ${l}`),
+        '# fsdp: model=meta-llama/Llama-3.2-1B',
+        '',
+      ].join('\n');
+    const notesOf = (r: ReturnType<typeof readFrameworkConfig>) => (r.kind === 'plan' ? r.plan.notes : []);
+    // FSDP1 defaults: Accelerate's NO_PREFETCH, a full state dict, accelerate launch's rank-0 loading.
+    const d = readFrameworkConfig('d.yaml', yaml([]));
+    assert.ok(d.kind === 'plan');
+    assert.ok(notesOf(d).some((n) => /default is NO_PREFETCH/.test(n)));
+    assert.equal(d.plan.host?.stateDict?.kind, 'full');
+    assert.match(d.plan.host?.rank0Loading ?? '', /accelerate launch's default/);
+    const set = readFrameworkConfig(
+      's.yaml',
+      yaml([
+        'fsdp_backward_prefetch: BACKWARD_PRE',
+        'fsdp_forward_prefetch: false',
+        'fsdp_use_orig_params: true',
+        'fsdp_sync_module_states: true',
+        'fsdp_cpu_ram_efficient_loading: false',
+        'fsdp_state_dict_type: SHARDED_STATE_DICT',
+        'fsdp_made_up_key: 3',
+      ]),
+    );
+    assert.ok(set.kind === 'plan');
+    assert.ok(!notesOf(set).some((n) => /PREFETCH/.test(n)), notesOf(set).join(' | '));
+    const noEffect = notesOf(set).find((n) => n.startsWith('read, with no effect on memory'))!;
+    for (const k of ['fsdp_forward_prefetch', 'fsdp_use_orig_params', 'fsdp_sync_module_states'])
+      assert.ok(noEffect.includes(k), k);
+    assert.ok(notesOf(set).some((n) => /^fsdp_made_up_key: not keys Accelerate reads/.test(n)));
+    assert.equal(set.plan.host?.rank0Loading, undefined);
+    assert.equal(set.plan.host?.stateDict?.kind, 'sharded');
+    // FSDP2 defaults to sharded checkpoints; forward prefetch there is an error Accelerate raises.
+    const v2 = readFrameworkConfig(
+      'v2.yaml',
+      yaml(['fsdp_forward_prefetch: true']).replace('fsdp_version: 1', 'fsdp_version: 2'),
+    );
+    assert.ok(v2.kind === 'plan');
+    assert.equal(v2.plan.host?.stateDict?.kind, 'sharded');
+    assert.ok(notesOf(v2).some((n) => /Accelerate raises/.test(n)));
+  });
+
   it('NO_WRAP (the default) makes the whole model one unit under FSDP1', async () => {
     const a = await configAnalysis(
       'accelerate/nowrap.yaml',
@@ -147,6 +214,79 @@ describe('Accelerate', () => {
     assert.equal(e.mesh.worldSize, 16);
     assert.equal(e.mesh.gpusPerNode, 8);
     assert.equal(e.units.length, 33);
+  });
+});
+
+describe('Accelerate in Python', () => {
+  async function estimatePlugin(lines: string[]) {
+    const text = [
+      'import torch',
+      'from accelerate import Accelerator, FullyShardedDataParallelPlugin',
+      'from torch.distributed.fsdp import MixedPrecision, MixedPrecisionPolicy',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      ...lines,
+      '',
+    ].join('\n');
+    const facts = await scanSource(text, 'acc.py');
+    const r = analyzeFacts(facts, text, { lint: null, estimate: {} });
+    assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+    return r.estimate;
+  }
+
+  it('an Accelerator alone, with no model and no FSDP plugin, is not estimated', async () => {
+    const text = 'from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision="bf16")\n';
+    const facts = await scanSource(text, 'plain.py');
+    assert.equal(facts.frameworkCalls[0]?.kind, 'Accelerator');
+    assert.equal(analyzeFacts(facts, text, { lint: null, estimate: {} }).estimate, undefined);
+  });
+
+  it('a MixedPrecisionPolicy on the plugin: its param_dtype gathers, its reduce_dtype reduces', async () => {
+    const r = await estimatePlugin([
+      'mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+      'plugin = FullyShardedDataParallelPlugin(fsdp_version=2, mixed_precision_policy=mp)',
+      'accelerator = Accelerator(fsdp_plugin=plugin)',
+    ]);
+    assert.equal(r.estimate.comms.gatherDtype, 'bfloat16');
+    assert.equal(r.estimate.comms.reduceDtype, 'float32');
+  });
+
+  it('a string policy sets both dtypes; a dict or FSDP1 MixedPrecision without reduce_dtype reduces in param_dtype', async () => {
+    // dataclasses.py set_mixed_precision: "fp16" -> MixedPrecision(param_dtype=float16, reduce_dtype=float16).
+    const s = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(mixed_precision_policy="fp16")',
+    ]);
+    assert.equal(s.estimate.comms.gatherDtype, 'float16');
+    assert.equal(s.estimate.comms.reduceDtype, 'float16');
+    const d = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(mixed_precision_policy={"param_dtype": torch.bfloat16, "reduce_dtype": torch.float32, "buffer_dtype": torch.bfloat16})',
+    ]);
+    assert.equal(d.estimate.comms.gatherDtype, 'bfloat16');
+    assert.equal(d.estimate.comms.reduceDtype, 'float32');
+    // torch's MixedPrecision: reduce_dtype None takes param_dtype's value.
+    const m = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(mixed_precision_policy=MixedPrecision(param_dtype=torch.float16))',
+      'accelerator = Accelerator(fsdp_plugin=plugin, mixed_precision="bf16")',
+    ]);
+    // The plugin's own policy wins over the Accelerator's mixed_precision (set_mixed_precision without override).
+    assert.equal(m.estimate.comms.gatherDtype, 'float16');
+    assert.equal(m.estimate.comms.reduceDtype, 'float16');
+  });
+
+  it('Accelerator(mixed_precision="bf16") with a plugin of no policy: bf16 gathers and reduces, fp32 masters', async () => {
+    const r = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(fsdp_version=2, auto_wrap_policy="transformer_based_wrap")',
+      'accelerator = Accelerator(fsdp_plugin=plugin, mixed_precision="bf16")',
+    ]);
+    assert.equal(r.estimate.comms.gatherDtype, 'bfloat16');
+    assert.equal(r.estimate.comms.reduceDtype, 'bfloat16');
+    assert.equal(r.estimate.setup.masterDtype, 'float32');
+    const none = await estimatePlugin([
+      'plugin = FullyShardedDataParallelPlugin(fsdp_version=2)',
+      'accelerator = Accelerator(fsdp_plugin=plugin, mixed_precision="no")',
+    ]);
+    // No mixed precision: gathers in the parameters' own dtype (fp32 from from_pretrained's default).
+    assert.equal(none.estimate.comms.gatherDtype, 'float32');
   });
 });
 
@@ -221,6 +361,60 @@ describe('Transformers and TRL', () => {
     assert.equal(e.setup.seqLen, 2048);
   });
 
+  it('a standalone Transformers 4 fsdp_config JSON that names the block class: a unit per block', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hfjson-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==4.57.6\n');
+      fs.writeFileSync(
+        path.join(dir, 'train.py'),
+        'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")\n',
+      );
+      const json = JSON.stringify({ fsdp_transformer_layer_cls_to_wrap: ['LlamaDecoderLayer'] });
+      fs.writeFileSync(path.join(dir, 'fsdp.json'), json);
+      const project = new Project([dir], await grammar());
+      const a = analyzeConfigText(path.join(dir, 'fsdp.json'), json, {
+        lint: null,
+        estimate: { project },
+      });
+      const e = ok(a);
+      // FSDP1 (Transformers 4) with the transformer policy on Llama 3.2 1B: 16 LlamaDecoderLayer units and the root,
+      // as the script form fsdp="full_shard auto_wrap" gives.
+      assert.equal(e.plan.api, 'fsdp1');
+      assert.equal(e.units.length, 17);
+      assert.ok(e.plan.notes.some((n) => /assumed run with fsdp="full_shard auto_wrap"/.test(n)));
+      // Without a wrapping key, Transformers 4 wraps nothing of its own: one unit.
+      const bare = JSON.stringify({ fsdp_backward_prefetch: 'backward_pre' });
+      const b = ok(
+        analyzeConfigText(path.join(dir, 'bare.json'), bare, { lint: null, estimate: { project } }),
+      );
+      assert.equal(b.units.length, 1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('TRL trainers given a model id load it themselves: SFTTrainer(model="Qwen/Qwen2.5-7B")', async () => {
+    // Qwen2.5-7B: 7,615,616,512 parameters (28 layers of 233,057,792 with q/k/v biases, untied 152,064 x 3,584
+    // embedding and head, final norm), the count its model card publishes.
+    for (const call of [
+      'SFTTrainer(model="Qwen/Qwen2.5-7B", args=cfg, train_dataset=ds)',
+      'SFTTrainer("Qwen/Qwen2.5-7B", args=cfg, train_dataset=ds)',
+      'trl.GRPOTrainer(model=MODEL, reward_funcs=[], args=cfg)',
+    ]) {
+      const text = [
+        'import trl',
+        'from trl import SFTConfig, SFTTrainer',
+        'MODEL = "Qwen/Qwen2.5-7B"',
+        'cfg = SFTConfig(output_dir="o", fsdp=True)',
+        `trainer = ${call}`,
+      ].join('\n');
+      const r = await estimateIn(text, 'transformers==5.18.0\n');
+      const e = r.estimate!.ok ? r.estimate!.estimate : undefined!;
+      assert.equal(e.model.params, 7_615_616_512, call);
+      assert.match(e.model.source.detail ?? '', /Trainer\(model=\.\.\.\)/, call);
+    }
+  });
+
   it('the command-line form of Transformers 4 in a shell script', async () => {
     const a = await configAnalysis('accelerate/hf_cli.sh');
     const e = ok(a);
@@ -241,14 +435,35 @@ describe('Lightning', () => {
     assert.equal(e.plan.api, 'fsdp1');
     assert.equal(e.units.length, 17);
     assert.equal(e.mesh.worldSize, 16);
-    // bf16-mixed: FSDP MixedPrecision(param, reduce, buffer) all bf16; the module stays fp32.
-    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    // bf16-mixed: Lightning's FSDPPrecision.mixed_precision_config is MixedPrecision(param_dtype=float32,
+    // reduce_dtype=buffer_dtype=bfloat16) and convert_module leaves the module fp32: fp32 gathers, bf16 reduces.
+    assert.equal(e.setup.masterDtype, 'float32');
+    assert.equal(e.comms.gatherDtype, 'float32');
     assert.equal(e.comms.reduceDtype, 'bfloat16');
     // FSDP1 FlatParameters padded to a multiple of 16 (each unit's numel divides by 16 here): 16 B per param / 16,
     // plus Llama 3.2 1B's rotary inv_freq buffer (32 x 4 B).
     assert.equal(e.perGpu.persistentBytes, P1B + 128);
     assert.equal(e.setup.checkpointing, 'full');
     assert.equal(e.setup.syncEveryMicroBatch, false);
+  });
+
+  it("precision flags as Lightning's FSDPPrecision turns them into FSDP MixedPrecision", () => {
+    // lightning/fabric/plugins/precision/fsdp.py: "16-mixed" -> param_dtype float32, reduce/buffer float16;
+    // "bf16-true" -> all bfloat16 and the module converted; the bare "16" is Lightning's alias of "16-mixed".
+    assert.deepEqual(lightningPrecision('16-mixed'), {
+      master: 'float32',
+      param: 'float32',
+      reduce: 'float16',
+    });
+    assert.deepEqual(lightningPrecision('16'), { master: 'float32', param: 'float32', reduce: 'float16' });
+    assert.deepEqual(lightningPrecision('bf16'), { master: 'float32', param: 'float32', reduce: 'bfloat16' });
+    assert.deepEqual(lightningPrecision('16-true'), {
+      master: 'float16',
+      param: 'float16',
+      reduce: 'float16',
+    });
+    assert.deepEqual(lightningPrecision('32'), { master: 'float32', param: 'float32', reduce: 'float32' });
+    assert.equal(lightningPrecision('64-true'), undefined);
   });
 
   it('Trainer(strategy="fsdp") without a policy wraps the whole model as one unit', async () => {
@@ -265,7 +480,76 @@ describe('Lightning', () => {
     assert.equal(e.units.length, 1);
     // bf16-true: the module itself in bf16, so parameters, gradients and Adam states are 2 B each.
     assert.equal(e.setup.masterDtype, 'bfloat16');
+    // and MixedPrecision(param_dtype=reduce_dtype=bfloat16): gathers and reduce-scatters are bf16 too.
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    assert.equal(e.comms.reduceDtype, 'bfloat16');
     assert.equal(e.mesh.worldSize, 4);
+  });
+});
+
+describe('Lightning strategy arguments', () => {
+  async function lightning(strategy: string) {
+    const text = [
+      'import lightning as L',
+      'from lightning.pytorch.strategies import FSDPStrategy',
+      'from torch.distributed.fsdp import CPUOffload, ShardingStrategy',
+      'from transformers import AutoModelForCausalLM',
+      'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      `trainer = L.Trainer(strategy=${strategy}, devices=4, precision="32-true")`,
+    ].join('\n');
+    const facts = await scanSource(text, 'lit.py');
+    const r = analyzeFacts(facts, text, { lint: null, estimate: {} });
+    assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+    return r.estimate;
+  }
+
+  it('cpu_offload=CPUOffload(offload_params=True) offloads as cpu_offload=True does', async () => {
+    // Lightning's _init_cpu_offload uses a CPUOffload as given. One FSDP1 unit of the whole model over 4 GPUs
+    // (1,235,814,400 / 4 is whole: no padding): fp32 parameters, gradients and 2 AdamW states, 16 B per parameter,
+    // a quarter of them in each process's host memory.
+    for (const arg of ['CPUOffload(offload_params=True)', 'True']) {
+      const r = await lightning(`FSDPStrategy(cpu_offload=${arg})`);
+      assert.equal(r.framework?.offload, true, arg);
+      assert.equal(r.estimate.perGpu.hostBytes, (P1B * 16) / 4, arg);
+    }
+    const off = await lightning('FSDPStrategy(cpu_offload=CPUOffload(offload_params=False))');
+    assert.equal(off.framework?.offload, false);
+    assert.equal(off.estimate.perGpu.hostBytes, 0);
+  });
+
+  it('_HYBRID_SHARD_ZERO2, by name or by the enum, as ShardingStrategy[name.upper()] reads it', async () => {
+    for (const s of [
+      '"_HYBRID_SHARD_ZERO2"',
+      'ShardingStrategy._HYBRID_SHARD_ZERO2',
+      '"_hybrid_shard_zero2"',
+    ]) {
+      const r = await lightning(`FSDPStrategy(sharding_strategy=${s}, auto_wrap_policy={LlamaDecoderLayer})`);
+      assert.equal(r.estimate.plan.strategy, '_HYBRID_SHARD_ZERO2', s);
+    }
+    const bare = await lightning('FSDPStrategy(sharding_strategy="HYBRID_SHARD")');
+    assert.ok(bare.framework!.notes.some((n) => /Lightning raises/.test(n)));
+  });
+});
+
+describe('Lightning counts', () => {
+  it('devices and num_nodes that are not whole numbers are noted, not multiplied', async () => {
+    const text = [
+      'import lightning as L',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'trainer = L.Trainer(strategy="fsdp", devices=1e308, num_nodes=2.5, accumulate_grad_batches=-1)',
+    ].join('\n');
+    const facts = await scanSource(text, 'lit.py');
+    const r = analyzeFacts(facts, text, { lint: null, estimate: {} });
+    assert.ok(r.estimate?.ok);
+    const e = r.estimate.estimate;
+    // Nothing read: fsdp-lens's default world of 8 GPUs and one micro-batch per step.
+    assert.equal(e.mesh.worldSize, 8);
+    assert.equal(e.setup.gradAccum, 1);
+    const notes = r.estimate.framework!.notes.join(' | ');
+    for (const key of ['devices = 1e+308', 'num_nodes = 2.5', 'accumulate_grad_batches = -1'])
+      assert.ok(notes.includes(key), `${key}: ${notes}`);
   });
 });
 
@@ -286,6 +570,69 @@ describe('torchtune', () => {
     assert.equal(e.setup.microBatch, 2);
     assert.equal(e.setup.seqLen, 4096);
     assert.equal(e.setup.checkpointing, 'full');
+  });
+
+  it("torchtune's own llama3/8B_full builder and Qwen2.5: the shapes of their _model_builders.py", async () => {
+    // llama3_8b: vocab 128,256, 32 layers, 32 heads, 8 KV heads, dim 4,096, FFN 14,336: Llama 3.1 8B's shapes
+    // (only rope scaling and max_seq_len differ, which hold no parameters).
+    const llama3 = ok(
+      await configAnalysis(
+        'torchtune/llama3.yaml',
+        read('torchtune/8B_full.yaml').replace(
+          'torchtune.models.llama3_1.llama3_1_8b',
+          'torchtune.models.llama3.llama3_8b',
+        ),
+      ),
+    );
+    assert.equal(llama3.model.params, P8B);
+    // qwen2_5_7b_base: vocab 152,064, 28 layers, 28 heads, 4 KV heads (head_dim 128), dim 3,584, FFN 18,944, biases on
+    // q, k and v, untied output. Per layer: q 3584x3584 + 3584, k and v 3584x512 + 512 each, o 3584x3584,
+    // 3 x 3584 x 18944, two norms of 3584 = 233,057,792; x 28 = 6,525,618,176; embedding and output
+    // 152,064 x 3,584 = 544,997,376 each; final norm 3,584: 7,615,616,512 (Qwen2.5-7B's published count).
+    const perLayer = 3584 * 3584 + 3584 + 2 * (3584 * 512 + 512) + 3584 * 3584 + 3 * 3584 * 18944 + 2 * 3584;
+    assert.equal(perLayer, 233_057_792);
+    const qwenParams = 28 * perLayer + 2 * 152064 * 3584 + 3584;
+    assert.equal(qwenParams, 7_615_616_512);
+    const qwenYaml = read('torchtune/8B_full.yaml')
+      .replace('torchtune.models.llama3_1.llama3_1_8b', 'torchtune.models.qwen2_5.qwen2_5_7b_base')
+      .replace("custom_sharded_layers: ['tok_embeddings', 'output']", '');
+    const qwen = ok(await configAnalysis('torchtune/qwen.yaml', qwenYaml));
+    assert.equal(qwen.model.params, qwenParams);
+    // A unit per layer and the root (no custom_sharded_layers).
+    assert.equal(qwen.units.length, 29);
+    const instruct = readFrameworkConfig(
+      'q.yaml',
+      'model:\n  _component_: torchtune.models.qwen2_5.qwen2_5_72b_instruct\n',
+    );
+    assert.ok(instruct.kind === 'plan');
+    const unknown = readFrameworkConfig('g.yaml', 'model:\n  _component_: torchtune.models.gemma.gemma_2b\n');
+    assert.ok(unknown.kind === 'problem');
+    assert.match(unknown.problem.message, /gemma_2b is not one fsdp-lens knows/);
+  });
+
+  it('tune run --nproc_per_node in a launch script sets the world size of the config it passes', async () => {
+    assert.deepEqual(
+      readLaunchFile(
+        'run.sh',
+        'tune run --nnodes 2 --nproc_per_node 4 lora_finetune_distributed --config llama3_1/8B_lora\n',
+      ),
+      [{ file: 'run.sh', line: 1, script: '8B_lora.yaml', nprocPerNode: 4, nnodes: 2 }],
+    );
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-tune-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'configs'));
+      const yaml = read('torchtune/8B_full.yaml');
+      fs.writeFileSync(path.join(dir, 'configs', '8B_full.yaml'), yaml);
+      fs.writeFileSync(
+        path.join(dir, 'run.sh'),
+        'tune run --nproc_per_node 4 \\\n  full_finetune_distributed --config configs/8B_full.yaml\n',
+      );
+      const e = ok(await configAnalysis('torchtune/8B_full.yaml', yaml, dir));
+      assert.equal(e.mesh.worldSize, 4);
+      assert.equal(e.assumptions.find((x) => x.key === 'worldSize')?.source.kind, 'launch');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a LoRA recipe: rank-8 adapters on q_proj and v_proj of every layer', async () => {
@@ -408,6 +755,116 @@ describe('configuration files that are not what they seem', () => {
     assert.ok('error' in readConfigText('x.toml', 'a = = 1'));
   });
 
+  it('counts that are not whole numbers are noted and left to the default, never multiplied out', () => {
+    const toml = (shard: string) =>
+      `[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 2\n[parallelism]\ndata_parallel_shard_degree = ${shard}\n`;
+    for (const bad of ['1e308', '2.5', '0', '-4', 'nan', '"eight"']) {
+      const r = readFrameworkConfig('t.toml', toml(bad));
+      assert.ok(r.kind === 'plan', bad);
+      // torchtitan's default dp_shard is -1 (the ranks the launcher starts): no world size from the file.
+      assert.equal(r.plan.values.worldSize, undefined, bad);
+      assert.ok(
+        r.plan.notes.some(
+          (n) => n.startsWith('parallelism.data_parallel_shard_degree = ') && /ignored/.test(n),
+        ),
+        `${bad}: ${r.plan.notes.join(' | ')}`,
+      );
+    }
+    const good = readFrameworkConfig('t.toml', toml('16'));
+    assert.ok(good.kind === 'plan');
+    assert.equal(good.plan.values.worldSize, 16);
+    const minus1 = readFrameworkConfig('t.toml', toml('-1'));
+    assert.ok(minus1.kind === 'plan' && !minus1.plan.notes.some((n) => /ignored/.test(n)));
+    const acc = readFrameworkConfig(
+      'a.yaml',
+      'distributed_type: FSDP\nnum_processes: 2.5\nnum_machines: 1e308\nfsdp_config:\n  fsdp_version: 2\n',
+    );
+    assert.ok(acc.kind === 'plan');
+    assert.equal(acc.plan.values.worldSize, undefined);
+    assert.ok(acc.plan.notes.some((n) => /^num_processes = 2.5 .*ignored/.test(n)));
+    assert.ok(acc.plan.notes.some((n) => /^num_machines = 1e\+308 .*ignored/.test(n)));
+    const pc = readFrameworkConfig(
+      'p.yaml',
+      'distributed_type: FSDP\nnum_processes: 8\nparallelism_config:\n  parallelism_config_dp_replicate_size: 1e308\n  parallelism_config_dp_shard_size: 4\n',
+    );
+    assert.ok(pc.kind === 'plan');
+    assert.equal(pc.plan.values.replicas, undefined);
+    assert.equal(
+      pc.plan.notes.filter((n) => /^parallelism_config dp_replicate_size = 1e\+308 .*ignored/.test(n)).length,
+      1,
+    );
+    const tune = readFrameworkConfig(
+      'tune.yaml',
+      'model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\nbatch_size: -2\ndata_parallel_shard_dim: -1\n',
+    );
+    assert.ok(tune.kind === 'plan');
+    assert.equal(tune.plan.values.microBatch, undefined);
+    assert.deepEqual(
+      tune.plan.notes.filter((n) => /ignored/.test(n)).map((n) => n.split(' ')[0]),
+      ['batch_size'],
+    );
+  });
+
+  it('estimates from mutated configurations keep every figure finite and non-negative', async () => {
+    const BAD = {
+      yaml: ['.nan', '-3', '1e308', '"many"', '2.5'],
+      toml: ['nan', '-3', '1e308', '"many"', '2.5'],
+    };
+    const bases: [string, string, 'yaml' | 'toml'][] = [
+      [
+        'torchtitan/llama3_8b.toml',
+        read('torchtitan/llama3_8b.toml').replace(
+          'seq_len = 8192',
+          'seq_len = 8192\nglobal_batch_size = 64\nenable_cpu_offload = false',
+        ),
+        'toml',
+      ],
+      [
+        'torchtune/8B_full.yaml',
+        read('torchtune/8B_full.yaml') + 'data_parallel_shard_dim: 8\ndata_parallel_replicate_dim: 1\n',
+        'yaml',
+      ],
+      ['accelerate/accelerate_fsdp2.yaml', read('accelerate/accelerate_fsdp2.yaml'), 'yaml'],
+    ];
+    // Every figure of an estimate: byte counts, times, traffic, unit sizes. Signed by design: a GPU's headroom
+    // (negative when the plan does not fit) and a timeline event's segment (-1 for the optimizer step).
+    const SIGNED = new Set(['headroomBytes', 'segment']);
+    const bad: string[] = [];
+    const walk = (v: unknown, at: string, depth: number) => {
+      if (depth > 12) return;
+      if (typeof v === 'number') {
+        if (!Number.isFinite(v) || v < 0) bad.push(`${at} = ${v}`);
+      } else if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${at}[${i}]`, depth + 1));
+      else if (typeof v === 'object' && v !== null)
+        for (const [k, x] of Object.entries(v))
+          if (!(SIGNED.has(k) && typeof x === 'number' && Number.isFinite(x)))
+            walk(x, `${at}.${k}`, depth + 1);
+    };
+    let estimated = 0;
+    for (const [rel, text, format] of bases) {
+      const lines = text.split('\n');
+      const numeric = lines
+        .map((l, i) => (format === 'toml' ? /^(\s*\w+\s*=\s*)-?[\d.]/ : /^(\s*\w+:\s+)-?[\d.]/).exec(l) && i)
+        .filter((i): i is number => typeof i === 'number');
+      assert.ok(numeric.length >= 4, `${rel}: ${numeric.length} numeric settings`);
+      for (const i of numeric)
+        for (const b of BAD[format]) {
+          const mutated = [...lines];
+          mutated[i] = lines[i]!.replace(
+            format === 'toml' ? /=\s*.*$/ : /:\s+.*$/,
+            format === 'toml' ? `= ${b}` : `: ${b}`,
+          );
+          const a = await configAnalysis(rel, mutated.join('\n'));
+          const what = `${rel} line ${i + 1} -> ${b}`;
+          if (!a.estimate?.ok) continue;
+          estimated++;
+          walk(a.estimate.estimate, what, 0);
+        }
+    }
+    assert.deepEqual(bad.slice(0, 10), []);
+    assert.ok(estimated > 50, `${estimated} estimates`);
+  });
+
   it('launch commands without FSDP are not plans', () => {
     assert.deepEqual(launchCommands('run.sh', 'torchrun --nproc_per_node 8 train.py --lr 1e-4\n'), []);
   });
@@ -447,6 +904,114 @@ describe('where a script finds its framework configuration', () => {
     assert.equal(r.estimate.mesh.worldSize, 16);
     assert.equal(r.framework?.framework, 'Accelerate');
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the script's Accelerator(mixed_precision=...) over the config's mixed_precision", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-accmp-'));
+    try {
+      fs.writeFileSync(
+        path.join(dir, 'accelerate.yaml'),
+        fsdp2(8).replace('mixed_precision: bf16', 'mixed_precision: "no"'),
+      );
+      const text = script.replace('Accelerator()', 'Accelerator(mixed_precision="fp16")');
+      fs.writeFileSync(path.join(dir, 'train.py'), text);
+      const facts = await scanSource(text, path.join(dir, 'train.py'));
+      const project = new Project([dir], await grammar());
+      const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
+      assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+      assert.equal(r.estimate.framework?.framework, 'Accelerate');
+      assert.equal(r.estimate.estimate.comms.gatherDtype, 'float16');
+      assert.equal(r.estimate.estimate.setup.masterDtype, 'float32');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an edited config or version pin reaches the script once the editor reports the file changed', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-watch-'));
+    try {
+      const yaml = path.join(dir, 'accelerate.yaml');
+      fs.writeFileSync(yaml, fsdp2(8));
+      const text = [
+        'from transformers import AutoModelForCausalLM, TrainingArguments',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'args = TrainingArguments(output_dir="o", fsdp="full_shard auto_wrap")',
+        'def helper():',
+        '    pass',
+        'helper()',
+        '',
+      ].join('\n');
+      const script = path.join(dir, 'train.py');
+      fs.writeFileSync(script, text);
+      fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==4.57.6\n');
+      const facts = await scanSource(text, script);
+      const project = new Project([dir], await grammar());
+      const run = () => {
+        const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
+        assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+        return r.estimate;
+      };
+      // Transformers 4 pinned: fsdp="full_shard auto_wrap" is FSDP1.
+      assert.equal(run().estimate.plan.api, 'fsdp1');
+      const callers = project.callersOf('helper');
+      fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==5.18.0\n');
+      project.invalidate(path.join(dir, 'requirements.txt'));
+      // Transformers 5: fsdp=... is FSDP2.
+      assert.equal(run().estimate.plan.api, 'fsdp2');
+      // A pin or a config is not Python: the search for callers is kept.
+      assert.equal(project.callersOf('helper'), callers);
+      project.invalidate(script);
+      assert.notEqual(project.callersOf('helper'), callers);
+
+      // The nearby Accelerate config of a script that configures no FSDP itself.
+      const accText = [
+        'from accelerate import Accelerator',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'accelerator = Accelerator()',
+        '',
+      ].join('\n');
+      const accScript = path.join(dir, 'acc.py');
+      fs.writeFileSync(accScript, accText);
+      const accFacts = await scanSource(accText, accScript);
+      const world = () => {
+        const r = analyzeFacts(accFacts, accText, { lint: null, estimate: { project } });
+        assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+        return r.estimate.estimate.mesh.worldSize;
+      };
+      assert.equal(world(), 8);
+      fs.writeFileSync(yaml, fsdp2(16));
+      project.invalidate(yaml);
+      assert.equal(world(), 16);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the files whose changes the editor reports: configurations, launch files and pins, not run output', () => {
+    for (const f of [
+      '/w/accelerate.yaml',
+      '/w/configs/8B_full.yml',
+      '/w/llama3_8b.toml',
+      '/w/ds_zero3.json',
+      '/w/run.sh',
+      '/w/job.slurm',
+      '/w/requirements-dev.txt',
+      '/w/uv.lock',
+      '/w/Makefile',
+      '/w/train.py',
+      'C:\\w\\requirements.txt',
+    ])
+      assert.ok(isProjectInput(f), f);
+    for (const f of [
+      '/w/README.md',
+      '/w/node_modules/x/package.json',
+      '/w/.venv/lib/a.py',
+      '/w/wandb/run-1/files/config.yaml',
+      '/w/out/checkpoint-500/trainer_state.json',
+      '/w/data.csv',
+    ])
+      assert.ok(!isProjectInput(f), f);
   });
 
   it("Accelerate's default config under $HF_HOME when nothing nearer says", async () => {

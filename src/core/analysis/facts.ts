@@ -29,7 +29,8 @@ export interface FileFacts {
   problems: ScanProblem[];
   /**
    * Constructor calls of frameworks that configure FSDP: Transformers' `TrainingArguments` and TRL's configs,
-   * Accelerate's `FullyShardedDataParallelPlugin`, Lightning's `FSDPStrategy`, `Trainer` and `Fabric`.
+   * Accelerate's `FullyShardedDataParallelPlugin` and `Accelerator` (its `mixed_precision`), Lightning's
+   * `FSDPStrategy`, `Trainer` and `Fabric`, TRL's trainers (`SFTTrainer(model="org/name")`).
    */
   frameworkCalls: FrameworkCallFact[];
 }
@@ -54,7 +55,9 @@ export interface FrameworkCallFact {
     | 'FSDPStrategy'
     | 'ModelParallelStrategy'
     | 'LightningTrainer'
-    | 'Fabric';
+    | 'Fabric'
+    | 'Accelerator'
+    | 'TrlTrainer';
   /** The fully qualified callee (`transformers.TrainingArguments`, `trl.SFTConfig`). */
   callee: string;
   line: number;

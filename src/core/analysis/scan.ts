@@ -1316,6 +1316,17 @@ const FRAMEWORK_WORDS: Record<string, FrameworkCallFact['kind']> = {
   ModelParallelStrategy: 'ModelParallelStrategy',
   Trainer: 'LightningTrainer',
   Fabric: 'Fabric',
+  Accelerator: 'Accelerator',
+  SFTTrainer: 'TrlTrainer',
+  DPOTrainer: 'TrlTrainer',
+  GRPOTrainer: 'TrlTrainer',
+  ORPOTrainer: 'TrlTrainer',
+  KTOTrainer: 'TrlTrainer',
+  CPOTrainer: 'TrlTrainer',
+  RewardTrainer: 'TrlTrainer',
+  PPOTrainer: 'TrlTrainer',
+  OnlineDPOTrainer: 'TrlTrainer',
+  RLOOTrainer: 'TrlTrainer',
 };
 
 /** A framework constructor, told apart from same-named classes by where it is imported from. */
@@ -1334,6 +1345,10 @@ function frameworkKind(last: string, qualified: string): FrameworkCallFact['kind
       return /^(transformers|trl)\b/.test(qualified) || qualified === last ? kind : undefined;
     case 'FullyShardedDataParallelPlugin':
       return /^accelerate\b/.test(qualified) || qualified === last ? kind : undefined;
+    case 'Accelerator':
+      return /^accelerate\b/.test(qualified) ? kind : undefined;
+    case 'TrlTrainer':
+      return /^trl\b/.test(qualified) ? kind : undefined;
   }
 }
 
@@ -1388,6 +1403,20 @@ function frameworkCallFact(
     if (!name || !value) continue;
     kwargs[name] = plainOf(ev.eval(value));
     kwargLines[name] = file.line(a);
+  }
+  // TRL's trainers take the model first (all but PPOTrainer, whose first parameter is `args`).
+  const first = call.childForFieldName('arguments')?.namedChildren[0];
+  if (
+    kind === 'TrlTrainer' &&
+    !('model' in kwargs) &&
+    !/PPOTrainer$/.test(callee) &&
+    first &&
+    first.type !== 'keyword_argument' &&
+    first.type !== 'list_splat' &&
+    first.type !== 'dictionary_splat'
+  ) {
+    kwargs.model = plainOf(ev.eval(first));
+    kwargLines.model = file.line(first);
   }
   return { kind, callee, line: file.line(call), range: rangeOf(call), kwargs, kwargLines };
 }

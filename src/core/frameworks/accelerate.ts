@@ -1,7 +1,7 @@
 import type { ShardingStrategyName } from '../analysis/apis';
 import type { DType } from '../model/tree';
 import type { SetupValues } from '../resolve/setup';
-import { bool, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
+import { bool, countSetting, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan, FrameworkTrap, WrapSpec } from './types';
 
 /** Accelerate's sharding strategies by name and by number (`FSDP_SHARDING_STRATEGY`, 1-based). */
@@ -61,6 +61,8 @@ export function versionAtLeast(v: string, min: string): boolean {
  */
 interface AccelerateSettings {
   get(key: string): { v: unknown; where: string; line?: number } | undefined;
+  /** The `fsdp_*` keys the configuration gives, to note those fsdp-lens does not read. */
+  keys?(): string[];
   /** Launched with `accelerate launch`, which exports its flags' defaults for what the config omits. */
   launcher?: boolean;
   file: string;
@@ -70,6 +72,8 @@ interface AccelerateSettings {
   numProcesses?: { v: unknown; where: string };
   numMachines?: { v: unknown; where: string };
   parallelism?: { replicate?: number; shard?: number; tp?: number; where: string };
+  /** What reading the settings found wrong (a size that is not a whole number), for the plan's notes. */
+  readNotes?: string[];
 }
 
 /**
@@ -92,9 +96,12 @@ export function acceleratePlan(
 ): FrameworkPlan {
   const values: SetupValues = {};
   const details: FrameworkPlan['details'] = {};
-  const notes: string[] = [];
+  const notes: string[] = [...(s.readNotes ?? [])];
   const traps: FrameworkTrap[] = [];
-  const version = posInt(s.get('fsdp_version')?.v) === 2 ? 2 : 1;
+  const versionAt = s.get('fsdp_version');
+  const version = posInt(versionAt?.v) === 2 ? 2 : 1;
+  if (versionAt && posInt(versionAt.v) !== version)
+    notes.push(`fsdp_version ${String(versionAt.v)} is neither 1 nor 2: Accelerate's default 1 assumed`);
   const strategyAt = s.get('fsdp_sharding_strategy');
   const reshardAt = s.get('fsdp_reshard_after_forward');
   let strategy: ShardingStrategyName = 'FULL_SHARD';
@@ -177,8 +184,9 @@ export function acceleratePlan(
       }
     }
   }
-  const procs = posInt(s.numProcesses?.v);
-  const machines = posInt(s.numMachines?.v) ?? 1;
+  const procs = countSetting(s.numProcesses?.v, 'num_processes', notes, 'the world size is not read from it');
+  const machines =
+    countSetting(s.numMachines?.v, 'num_machines', notes, 'one machine assumed', { max: 1 << 16 }) ?? 1;
   if (procs) {
     values.worldSize = procs;
     details.worldSize = `num_processes at ${s.numProcesses!.where}`;
@@ -187,6 +195,7 @@ export function acceleratePlan(
       details.gpusPerNode = `num_processes / num_machines at ${s.numProcesses!.where}`;
     }
   }
+  const host = loadSave(s, version, notes);
   const par = s.parallelism;
   if (par?.replicate && par.replicate > 1) {
     values.replicas = par.replicate;
@@ -209,9 +218,116 @@ export function acceleratePlan(
     offload,
     values,
     details,
+    host,
     notes,
     traps,
   };
+}
+
+/** The `fsdp_config` keys Accelerate reads (`accelerate config` writes them; dataclasses.py reads their env vars). */
+const KNOWN_KEYS = new Set([
+  'fsdp_version',
+  'fsdp_sharding_strategy',
+  'fsdp_reshard_after_forward',
+  'fsdp_auto_wrap_policy',
+  'fsdp_transformer_layer_cls_to_wrap',
+  'fsdp_min_num_params',
+  'fsdp_offload_params',
+  'fsdp_activation_checkpointing',
+  'fsdp_ignored_modules',
+  'fsdp_backward_prefetch',
+  'fsdp_forward_prefetch',
+  'fsdp_use_orig_params',
+  'fsdp_sync_module_states',
+  'fsdp_cpu_ram_efficient_loading',
+  'fsdp_state_dict_type',
+]);
+
+/** `FSDP_BACKWARD_PREFETCH` and `FSDP_STATE_DICT_TYPE` by name or by their 1-based number (utils/constants.py). */
+const BACKWARD_PREFETCH = ['BACKWARD_PRE', 'BACKWARD_POST', 'NO_PREFETCH'];
+const STATE_DICT_TYPES = ['FULL_STATE_DICT', 'LOCAL_STATE_DICT', 'SHARDED_STATE_DICT'];
+function enumName(v: unknown, names: string[]): string | undefined {
+  const n = posInt(v);
+  if (n !== undefined) return names[n - 1];
+  const t = str(v)?.trim().toUpperCase();
+  return t && names.includes(t) ? t : undefined;
+}
+
+/**
+ * The keys that change what happens around the training step rather than in it, read as Accelerate's
+ * `FullyShardedDataParallelPlugin.__post_init__` resolves them, each either modelled or noted:
+ *  - `fsdp_backward_prefetch`: unset means None (NO_PREFETCH) under FSDP1; FSDP2 ignores it;
+ *  - `fsdp_forward_prefetch`: FSDP1 only (Accelerate raises under FSDP2);
+ *  - `fsdp_use_orig_params`, `fsdp_sync_module_states`: no effect on memory (obsolete under FSDP2);
+ *  - `fsdp_cpu_ram_efficient_loading` (`accelerate launch` defaults it to true): Transformers' `from_pretrained`
+ *    loads the weights on local rank 0 only, the other processes on the meta device;
+ *  - `fsdp_state_dict_type`: FULL_STATE_DICT by default under FSDP1, SHARDED_STATE_DICT under FSDP2; only the full
+ *    one gathers the model on rank 0 (offloaded to its host memory) when saving.
+ */
+function loadSave(
+  s: AccelerateSettings,
+  version: 1 | 2,
+  notes: string[],
+): NonNullable<FrameworkPlan['host']> {
+  const host: NonNullable<FrameworkPlan['host']> = {};
+  const noEffect: string[] = [];
+  const bp = s.get('fsdp_backward_prefetch');
+  const prefetch = bp ? enumName(bp.v, BACKWARD_PREFETCH) : 'NO_PREFETCH';
+  if (version === 2) {
+    if (bp)
+      noEffect.push(
+        'fsdp_backward_prefetch (Accelerate drops it under FSDP2, which prefetches one unit in backward itself)',
+      );
+  } else if (bp && !prefetch)
+    notes.push(
+      `fsdp_backward_prefetch ${String(bp.v)} is not one Accelerate knows (BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH)`,
+    );
+  else if (prefetch === 'NO_PREFETCH')
+    notes.push(
+      `${bp ? 'fsdp_backward_prefetch NO_PREFETCH' : "no fsdp_backward_prefetch (Accelerate's default is NO_PREFETCH)"}: FSDP1 gathers each unit only when its backward starts, ` +
+        'so backward all-gathers do not overlap compute and one gathered unit fewer is in flight than the figures count (they assume BACKWARD_PRE)',
+    );
+  else if (prefetch === 'BACKWARD_POST')
+    notes.push(
+      'fsdp_backward_prefetch BACKWARD_POST: counted as BACKWARD_PRE, one unit prefetched in backward',
+    );
+  const fp = s.get('fsdp_forward_prefetch');
+  const forward = fp ? bool(fp.v) : undefined;
+  if (forward && version === 2)
+    notes.push(
+      'fsdp_forward_prefetch true under fsdp_version 2: Accelerate raises (not implemented for FSDP2)',
+    );
+  else if (fp)
+    noEffect.push(
+      `fsdp_forward_prefetch ${String(fp.v)} (the figures count one unit gathered ahead in forward, as FSDP1's limited all-gathers allow either way)`,
+    );
+  for (const key of ['fsdp_use_orig_params', 'fsdp_sync_module_states']) {
+    const v = s.get(key);
+    if (v) noEffect.push(`${key} ${String(v.v)}${version === 2 ? ' (obsolete under FSDP2)' : ''}`);
+  }
+  const ram = s.get('fsdp_cpu_ram_efficient_loading');
+  const efficient = ram ? bool(ram.v) : s.launcher;
+  if (efficient)
+    host.rank0Loading = ram
+      ? `fsdp_cpu_ram_efficient_loading at ${ram.where}`
+      : "accelerate launch's default fsdp_cpu_ram_efficient_loading true";
+  const sd = s.get('fsdp_state_dict_type');
+  const sdName = sd ? enumName(sd.v, STATE_DICT_TYPES) : undefined;
+  if (sd && !sdName)
+    notes.push(
+      `fsdp_state_dict_type ${String(sd.v)} is not one Accelerate knows: its default for FSDP${version} assumed`,
+    );
+  const kind = sdName ?? (version === 1 ? 'FULL_STATE_DICT' : 'SHARDED_STATE_DICT');
+  host.stateDict = {
+    kind: kind === 'FULL_STATE_DICT' ? 'full' : 'sharded',
+    where: sdName
+      ? `fsdp_state_dict_type ${sdName} at ${sd!.where}`
+      : `Accelerate's default ${kind} under FSDP${version}`,
+  };
+  if (noEffect.length) notes.push(`read, with no effect on memory: ${noEffect.join('; ')}`);
+  const unknown = (s.keys?.() ?? []).filter((k) => /^fsdp_/.test(k) && !KNOWN_KEYS.has(k));
+  if (unknown.length) notes.push(`${unknown.join(', ')}: not keys Accelerate reads, ignored`);
+  return host;
 }
 
 /** Settings of an Accelerate YAML/JSON config (`fsdp_config` keys, top-level precision and processes). */
@@ -220,25 +336,38 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
   const top = (key: string) =>
     doc.data[key] !== undefined ? { v: doc.data[key], where: doc.where([key]) } : undefined;
   const pc = isRecord(doc.data.parallelism_config) ? doc.data.parallelism_config : undefined;
-  const pget = (k: string) => posInt(pc?.[`parallelism_config_${k}`] ?? pc?.[k]);
+  const readNotes: string[] = [];
+  const pget = (k: string) =>
+    countSetting(
+      pc?.[`parallelism_config_${k}`] ?? pc?.[k],
+      `parallelism_config ${k}`,
+      readNotes,
+      'not used',
+      { max: 1 << 16 },
+    );
+  const replicate = pc ? pget('dp_replicate_size') : undefined;
+  const shard = pc ? pget('dp_shard_size') : undefined;
+  const tp = pc ? pget('tp_size') : undefined;
   return {
     file: doc.file,
     launcher: true,
+    readNotes,
     range: doc.rangeOf(['distributed_type']),
     rangeOf: (key) => doc.rangeOf(['fsdp_config', key]),
     get(key) {
       const v = fsdp[key];
       return v === undefined ? undefined : { v, where: doc.where(['fsdp_config', key]) };
     },
+    keys: () => Object.keys(fsdp),
     ...(top('mixed_precision') ? { mixedPrecision: top('mixed_precision')! } : {}),
     ...(top('num_processes') ? { numProcesses: top('num_processes')! } : {}),
     ...(top('num_machines') ? { numMachines: top('num_machines')! } : {}),
     ...(pc
       ? {
           parallelism: {
-            ...(pget('dp_replicate_size') ? { replicate: pget('dp_replicate_size')! } : {}),
-            ...(pget('dp_shard_size') ? { shard: pget('dp_shard_size')! } : {}),
-            ...(pget('tp_size') ? { tp: pget('tp_size')! } : {}),
+            ...(replicate ? { replicate } : {}),
+            ...(shard ? { shard } : {}),
+            ...(tp ? { tp } : {}),
             where: doc.where(['parallelism_config']),
           },
         }
@@ -270,6 +399,7 @@ export function launchFlagSettings(
     rangeOf: (key) => lineRange(flags[key]?.line ?? first),
     get: (key) =>
       flags[key] ? { v: flags[key]!.v, where: `--${key} at ${name}:${flags[key]!.line + 1}` } : undefined,
+    keys: () => Object.keys(flags),
     ...(top('mixed_precision') ? { mixedPrecision: top('mixed_precision')! } : {}),
     ...(top('num_processes') ? { numProcesses: top('num_processes')! } : {}),
     ...(top('num_machines') ? { numMachines: top('num_machines')! } : {}),
@@ -294,6 +424,12 @@ export function pluginSettings(
     fsdp_offload_params: 'cpu_offload',
     fsdp_activation_checkpointing: 'activation_checkpointing',
     fsdp_ignored_modules: 'ignored_modules',
+    fsdp_backward_prefetch: 'backward_prefetch',
+    fsdp_forward_prefetch: 'forward_prefetch',
+    fsdp_use_orig_params: 'use_orig_params',
+    fsdp_sync_module_states: 'sync_module_states',
+    fsdp_cpu_ram_efficient_loading: 'cpu_ram_efficient_loading',
+    fsdp_state_dict_type: 'state_dict_type',
   };
   return {
     file,

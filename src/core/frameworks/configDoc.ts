@@ -172,6 +172,39 @@ export function posInt(v: unknown, max = 1 << 20): number | undefined {
   return n !== undefined && Number.isInteger(n) && n >= 1 && n <= max ? n : undefined;
 }
 
+/** A value as the configuration writes it, for messages (`"many"`, `1e+308`, `NaN`). */
+export function shown(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
+  return Array.isArray(v) ? 'a list' : 'a table';
+}
+
+/**
+ * A count setting (a world size, a degree, a batch size): a positive whole number within `max`. A value that is
+ * present but not one (NaN, 2.5, -3, 1e308, "many", a list) is noted in `notes` as ignored, with `fallback` saying
+ * what is used instead, and gives undefined; an absent one gives undefined silently. `allow` lists values the
+ * framework gives a meaning of its own (torchtitan's -1), returned as they are.
+ */
+export function countSetting(
+  v: unknown,
+  label: string,
+  notes: string[],
+  fallback: string,
+  opts: { max?: number; allow?: number[] } = {},
+): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  const max = opts.max ?? 1 << 20;
+  const n = posInt(v, max);
+  if (n !== undefined) return n;
+  const x = num(v);
+  if (x !== undefined && opts.allow?.includes(x)) return x;
+  notes.push(
+    `${label} = ${shown(v)} is not a whole number from 1 to ${max.toLocaleString('en-US')}` +
+      `${opts.allow?.length ? ` (or ${opts.allow.join(', ')})` : ''}: ignored, ${fallback}`,
+  );
+  return undefined;
+}
+
 /** YAML and JSON booleans, and the strings frameworks accept for them ("true", "True", "1"). */
 export function bool(v: unknown): boolean | undefined {
   if (typeof v === 'boolean') return v;

@@ -1,5 +1,5 @@
 import type { SetupValues } from '../resolve/setup';
-import { at, bool, isRecord, num, posInt, str, type ConfigDoc } from './configDoc';
+import { at, bool, countSetting, isRecord, num, str, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
 /** A DeepSpeed config: a `zero_optimization` section. */
@@ -33,8 +33,13 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     details[k] = doc.where(path);
   };
   const notes = [`DeepSpeed ZeRO stage ${stage}, shown as the FSDP plan it corresponds to`];
-  set('microBatch', posInt(at(d, ['train_micro_batch_size_per_gpu'])), ['train_micro_batch_size_per_gpu']);
-  set('gradAccum', posInt(at(d, ['gradient_accumulation_steps'])), ['gradient_accumulation_steps']);
+  // "auto" leaves the value to the Transformers Trainer that fills it in.
+  const count = (key: string) => {
+    const v = at(d, [key]);
+    return v === 'auto' ? undefined : countSetting(v, key, notes, 'the default used');
+  };
+  set('microBatch', count('train_micro_batch_size_per_gpu'), ['train_micro_batch_size_per_gpu']);
+  set('gradAccum', count('gradient_accumulation_steps'), ['gradient_accumulation_steps']);
   const bf16 = bool(at(d, ['bf16', 'enabled'])) === true;
   const fp16 = bool(at(d, ['fp16', 'enabled'])) === true;
   // Low-precision working weights with fp32 master weights and optimizer state; gradients reduced in that dtype.

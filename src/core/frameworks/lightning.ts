@@ -2,9 +2,15 @@ import type { ShardingStrategyName } from '../analysis/apis';
 import type { FileFacts, FrameworkCallFact, PlainValue } from '../analysis/facts';
 import type { DType } from '../model/tree';
 import type { SetupValues } from '../resolve/setup';
+import { countSetting, posInt } from './configDoc';
 import type { FrameworkPlan } from './types';
 
-/** What a Lightning `precision` flag means for FSDP (FSDPPrecision.mixed_precision_config, convert_module). */
+/**
+ * What a Lightning `precision` flag means for FSDP (FSDPPrecision.mixed_precision_config, convert_module): the
+ * `*-mixed` flags keep the module and FSDP's param_dtype in float32 (gathers stay fp32; autocast computes in the
+ * low precision) and reduce gradients in the low precision; the `*-true` flags convert the module itself, so all
+ * three are the low precision.
+ */
 export function lightningPrecision(p: string): { master: DType; param: DType; reduce: DType } | undefined {
   const t = p.trim().toLowerCase();
   const flag = t === '32' ? '32-true' : t === '16' ? '16-mixed' : t === 'bf16' ? 'bf16-mixed' : t;
@@ -12,9 +18,9 @@ export function lightningPrecision(p: string): { master: DType; param: DType; re
     case '32-true':
       return { master: 'float32', param: 'float32', reduce: 'float32' };
     case 'bf16-mixed':
-      return { master: 'float32', param: 'bfloat16', reduce: 'bfloat16' };
+      return { master: 'float32', param: 'float32', reduce: 'bfloat16' };
     case '16-mixed':
-      return { master: 'float32', param: 'float16', reduce: 'float16' };
+      return { master: 'float32', param: 'float32', reduce: 'float16' };
     case 'bf16-true':
       return { master: 'bfloat16', param: 'bfloat16', reduce: 'bfloat16' };
     case '16-true':
@@ -24,7 +30,17 @@ export function lightningPrecision(p: string): { master: DType; param: DType; re
   }
 }
 
-const STRATEGIES: ShardingStrategyName[] = ['FULL_SHARD', 'SHARD_GRAD_OP', 'NO_SHARD', 'HYBRID_SHARD'];
+/**
+ * Lightning's `_init_sharding_strategy` looks a string up as `ShardingStrategy[name.upper()]`, so every member of
+ * torch's enum is accepted, `_HYBRID_SHARD_ZERO2` included (with its leading underscore).
+ */
+const STRATEGIES: ShardingStrategyName[] = [
+  'FULL_SHARD',
+  'SHARD_GRAD_OP',
+  'NO_SHARD',
+  'HYBRID_SHARD',
+  '_HYBRID_SHARD_ZERO2',
+];
 
 function isCall(
   v: PlainValue | undefined,
@@ -122,24 +138,40 @@ export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | n
     if (reduce) values.reduceDtype = reduce;
     details.paramDtype = details.reduceDtype = where(strategyCall as FrameworkCallFact, 'mixed_precision');
   }
+  if (p && p.param !== p.reduce && values.paramDtype === 'float32')
+    notes.push(
+      `precision "${precision}": FSDP gathers float32 parameters and autocast computes in half precision; ` +
+        'activations are counted at 4 B each, which overstates them',
+    );
+  // devices: a count, a string of one ("4"), a list of indices, "auto" or -1 (every GPU: left to the launcher).
   const devices = trainer?.kwargs.devices;
-  const perNode = typeof devices === 'number' ? devices : Array.isArray(devices) ? devices.length : undefined;
-  const nodes = typeof trainer?.kwargs.num_nodes === 'number' ? trainer.kwargs.num_nodes : 1;
-  if (perNode && perNode >= 1) {
+  const perNode = Array.isArray(devices)
+    ? devices.length || undefined
+    : devices === 'auto' || devices === -1 || devices === '-1' || devices === undefined
+      ? undefined
+      : countSetting(devices, 'devices', notes, 'the GPUs per node are not read from it', { max: 1 << 16 });
+  const nodes =
+    countSetting(trainer?.kwargs.num_nodes, 'num_nodes', notes, 'one node assumed', { max: 1 << 16 }) ?? 1;
+  if (perNode) {
     values.gpusPerNode = perNode;
     values.worldSize = perNode * nodes;
     details.worldSize = details.gpusPerNode = where(trainer, 'devices');
   }
-  const accumulate = trainer?.kwargs.accumulate_grad_batches;
-  if (typeof accumulate === 'number' && accumulate >= 1) {
+  const accumulate = countSetting(
+    trainer?.kwargs.accumulate_grad_batches,
+    'accumulate_grad_batches',
+    notes,
+    'no accumulation assumed',
+  );
+  if (accumulate) {
     values.gradAccum = accumulate;
     details.gradAccum = where(trainer, 'accumulate_grad_batches');
     // The Trainer runs FSDP's no_sync() on the micro-batches before the last.
     values.syncEveryMicroBatch = false;
   }
   const mesh = k.device_mesh;
-  if (Array.isArray(mesh) && mesh.length === 2 && mesh.every((x) => typeof x === 'number')) {
-    values.replicas = mesh[0] as number;
+  if (Array.isArray(mesh) && mesh.length === 2 && mesh.every((x) => posInt(x, 1 << 16) !== undefined)) {
+    values.replicas = posInt(mesh[0], 1 << 16)!;
     details.replicas = where(strategyCall as FrameworkCallFact, 'device_mesh');
   }
   const classes = classNames(k.auto_wrap_policy);
@@ -149,7 +181,28 @@ export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | n
     details.checkpointing = where(strategyCall as FrameworkCallFact, 'activation_checkpointing_policy');
   }
   const strategy = strategyName(k.sharding_strategy) ?? 'FULL_SHARD';
-  const offload = k.cpu_offload === true || named === 'fsdp_cpu_offload';
+  // `_init_cpu_offload`: a CPUOffload is used as given, anything else is CPUOffload(offload_params=bool(value)).
+  const cpuOffload = k.cpu_offload;
+  const offload =
+    named === 'fsdp_cpu_offload' ||
+    (isCall(cpuOffload)
+      ? /CPUOffload$/.test(cpuOffload.call) &&
+        (cpuOffload.kwargs.offload_params ?? cpuOffload.args[0] ?? false) === true
+      : cpuOffload === true || (typeof cpuOffload === 'number' && cpuOffload !== 0));
+  if (isCall(cpuOffload) && /CPUOffload$/.test(cpuOffload.call)) {
+    const v = cpuOffload.kwargs.offload_params ?? cpuOffload.args[0];
+    if (v !== undefined && typeof v !== 'boolean')
+      notes.push('CPUOffload(offload_params=...) not read statically: assumed off');
+  }
+  if (
+    /HYBRID/.test(strategy) &&
+    (k.auto_wrap_policy === undefined || k.auto_wrap_policy === null) &&
+    (k.device_mesh === undefined || k.device_mesh === null) &&
+    (k.process_group === undefined || k.process_group === null)
+  )
+    notes.push(
+      `${strategy} needs an auto_wrap_policy, a process_group or a device_mesh: Lightning raises without one`,
+    );
   if (!classes && k.auto_wrap_policy !== undefined && k.auto_wrap_policy !== null)
     notes.push('auto_wrap_policy not read statically: assumed to wrap each block');
   return {
@@ -166,6 +219,16 @@ export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | n
     offload,
     values,
     details,
+    // FSDPStrategy(state_dict_type="full") by default: checkpoints gather the model on rank 0 (offloaded to CPU).
+    host: {
+      stateDict: {
+        kind: k.state_dict_type === 'sharded' ? 'sharded' : 'full',
+        where:
+          k.state_dict_type !== undefined
+            ? `state_dict_type=${JSON.stringify(k.state_dict_type)} at ${where(strategyCall as FrameworkCallFact, 'state_dict_type')}`
+            : `Lightning's default state_dict_type="full"`,
+      },
+    },
     notes: [
       `${framework} FSDPStrategy${named ? ` ("${named}")` : ''}: FSDP1 at the root${classes ? `, a unit per ${classes.join(', ')}` : k.auto_wrap_policy ? '' : ', no auto-wrap policy: the whole model is one unit'}`,
       ...notes,

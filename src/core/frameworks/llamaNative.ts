@@ -12,6 +12,8 @@ export interface LlamaDims {
   ffn: number;
   vocab: number;
   tied: boolean;
+  /** Biases on q_proj, k_proj and v_proj (Qwen2 and Qwen2.5: torchtune's `qwen2` builder). */
+  qkvBias?: boolean;
 }
 
 /**
@@ -58,8 +60,42 @@ export function titanDims(flavor: string): LlamaDims | undefined {
   };
 }
 
-/** torchtune's Llama builders (torchtune/models/llama3_1, llama3_2, llama3_3 `_model_builders.py`). */
+const LLAMA3_8B: LlamaDims = {
+  dim: 4096,
+  layers: 32,
+  heads: 32,
+  kvHeads: 8,
+  ffn: 14336,
+  vocab: 128256,
+  tied: false,
+};
+const LLAMA3_70B: LlamaDims = { ...LLAMA3_8B, dim: 8192, layers: 80, heads: 64, ffn: 28672 };
+// torchtune/models/qwen2_5/_model_builders.py: base and instruct builders share their shapes (only
+// max_seq_len differs); q, k and v carry biases.
+const QWEN2_5_7B: LlamaDims = {
+  dim: 3584,
+  layers: 28,
+  heads: 28,
+  kvHeads: 4,
+  ffn: 18944,
+  vocab: 152064,
+  tied: false,
+  qkvBias: true,
+};
+const QWEN2_5_72B: LlamaDims = { ...QWEN2_5_7B, dim: 8192, layers: 80, heads: 64, kvHeads: 8, ffn: 29568 };
+
+/**
+ * torchtune's model builders fsdp-lens knows, by name, with the Hugging Face model of the same shapes: Llama 3
+ * (torchtune/models/llama3: llama3_8b and llama3_70b have Llama 3.1's shapes; only RoPE scaling and the maximum
+ * length differ, neither of which has parameters), Llama 3.1, 3.2 and 3.3, and Qwen2.5 7B and 72B.
+ */
 export const TUNE_MODELS: Record<string, LlamaDims & { hf: string }> = {
+  llama3_8b: { ...LLAMA3_8B, hf: 'meta-llama/Llama-3.1-8B' },
+  llama3_70b: { ...LLAMA3_70B, hf: 'meta-llama/Llama-3.1-70B' },
+  qwen2_5_7b_base: { ...QWEN2_5_7B, hf: 'Qwen/Qwen2.5-7B' },
+  qwen2_5_7b_instruct: { ...QWEN2_5_7B, hf: 'Qwen/Qwen2.5-7B-Instruct' },
+  qwen2_5_72b_base: { ...QWEN2_5_72B, hf: 'Qwen/Qwen2.5-72B' },
+  qwen2_5_72b_instruct: { ...QWEN2_5_72B, hf: 'Qwen/Qwen2.5-72B-Instruct' },
   llama3_1_8b: {
     dim: 4096,
     layers: 32,
@@ -140,9 +176,10 @@ export function llamaNative(
   root.embedding('tok_embeddings', d.vocab, d.dim);
   root.list('layers', d.layers, block, (b) => {
     b.child(titan ? 'attention' : 'attn', titan ? 'Attention' : 'MultiHeadAttention', (a) => {
-      a.linear(titan ? 'wq' : 'q_proj', d.dim, d.heads * hd);
-      a.linear(titan ? 'wk' : 'k_proj', d.dim, d.kvHeads * hd);
-      a.linear(titan ? 'wv' : 'v_proj', d.dim, d.kvHeads * hd);
+      const bias = d.qkvBias ?? false;
+      a.linear(titan ? 'wq' : 'q_proj', d.dim, d.heads * hd, bias);
+      a.linear(titan ? 'wk' : 'k_proj', d.dim, d.kvHeads * hd, bias);
+      a.linear(titan ? 'wv' : 'v_proj', d.dim, d.kvHeads * hd, bias);
       a.linear(titan ? 'wo' : 'output_proj', d.heads * hd, d.dim);
     });
     b.child(titan ? 'feed_forward' : 'mlp', 'FeedForward', (f) => {
@@ -158,7 +195,7 @@ export function llamaNative(
   // Rotary tables: torchtitan's `freqs_cis` (complex64, seq_len x head_dim / 2, non-persistent).
   if (titan) root.buffer('freqs_cis', [seqLen, Math.floor(hd / 2), 2], 'float32', false);
   const shape: ArchShape = {
-    modelType: 'llama',
+    modelType: d.qkvBias ? 'qwen2' : 'llama',
     hidden: d.dim,
     layers: d.layers,
     heads: d.heads,
@@ -177,5 +214,10 @@ export function llamaNative(
     blockClass: block,
     tiedEmbeddings: d.tied,
   };
-  return { root: root.node, shape, name, origin: `${naming} Llama 3 definition` };
+  return {
+    root: root.node,
+    shape,
+    name,
+    origin: `${naming} ${d.qkvBias ? 'Qwen2' : 'Llama 3'} definition`,
+  };
 }

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { flags } from '../project/settings';
 import { launchFlagSettings, acceleratePlan, type VersionPin } from './accelerate';
+import { posInt } from './configDoc';
 import type { FrameworkPlan } from './types';
 
 /** A launch command of a shell script that configures FSDP on its command line. */
@@ -93,8 +94,8 @@ export function launchCommands(
         plan.values.masterDtype = 'float32';
         plan.details.paramDtype = plan.details.reduceDtype = `--bf16 at ${name}:${start + 1}`;
       }
-      const batch = Number(strip(hf.get('--per_device_train_batch_size')));
-      if (Number.isInteger(batch) && batch > 0) {
+      const batch = posInt(strip(hf.get('--per_device_train_batch_size')));
+      if (batch) {
         plan.values.microBatch = batch;
         plan.details.microBatch = `--per_device_train_batch_size at ${name}:${start + 1}`;
       }

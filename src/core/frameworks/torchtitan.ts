@@ -1,6 +1,6 @@
 import type { DType } from '../model/tree';
 import type { SetupValues } from '../resolve/setup';
-import { at, bool, isRecord, num, posInt, str, type ConfigDoc } from './configDoc';
+import { at, bool, countSetting, isRecord, str, type ConfigDoc } from './configDoc';
 import { llamaNative, titanDims } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
@@ -61,10 +61,25 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
       message: `flavor "${flavor}" is not one of torchtitan's Llama 3 flavors (debugmodel, 8B, 70B, 405B)`,
     };
 
+  // torchtitan's config manager refuses these when they are not integers; fsdp-lens notes them and uses the
+  // defaults so the figures stay those of a job torchtitan could run.
+  const count = (path: string[], dflt: number, allow?: number[]) =>
+    countSetting(at(d, path), path.join('.'), notes, `torchtitan's default ${dflt} used`, {
+      ...(allow ? { allow } : {}),
+    }) ?? dflt;
+  const degree = (key: string, dflt: number, allow?: number[]) => {
+    const { v, path } = par(key);
+    return (
+      countSetting(v, path.join('.'), notes, `torchtitan's default ${dflt} used`, {
+        max: 1 << 16,
+        ...(allow ? { allow } : {}),
+      }) ?? dflt
+    );
+  };
   const batchKey = at(d, ['training', 'local_batch_size']) !== undefined ? 'local_batch_size' : 'batch_size';
-  const local = posInt(at(d, ['training', batchKey])) ?? 8;
+  const local = count(['training', batchKey], 8);
   set('microBatch', local, ['training', batchKey]);
-  set('seqLen', posInt(at(d, ['training', 'seq_len'])) ?? 2048, ['training', 'seq_len']);
+  set('seqLen', count(['training', 'seq_len'], 2048), ['training', 'seq_len']);
   const master = DTYPES[str(at(d, ['training', 'dtype'])) ?? 'float32'];
   set('masterDtype', master ?? 'float32', ['training', 'dtype']);
   set('paramDtype', DTYPES[str(at(d, ['training', 'mixed_precision_param'])) ?? 'bfloat16'] ?? 'bfloat16', [
@@ -78,11 +93,11 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   // torchtitan never skips the reduce-scatter of a micro-batch.
   values.syncEveryMicroBatch = true;
 
-  const shard = num(par('data_parallel_shard_degree').v) ?? -1;
-  const replicate = posInt(par('data_parallel_replicate_degree').v) ?? 1;
-  const tp = posInt(par('tensor_parallel_degree').v) ?? 1;
-  const pp = posInt(par('pipeline_parallel_degree').v) ?? 1;
-  const cp = posInt(par('context_parallel_degree').v) ?? 1;
+  const shard = degree('data_parallel_shard_degree', -1, [-1]);
+  const replicate = degree('data_parallel_replicate_degree', 1);
+  const tp = degree('tensor_parallel_degree', 1);
+  const pp = degree('pipeline_parallel_degree', 1);
+  const cp = degree('context_parallel_degree', 1);
   if (tp > 1 || pp > 1 || cp > 1)
     notes.push(
       `tensor (${tp}), pipeline (${pp}) and context (${cp}) parallel degrees are not modelled: the figures are those of ` +
@@ -95,8 +110,8 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     // dp_shard = -1: the ranks left after the others; the world size comes from the launcher.
     set('replicas', replicate, par('data_parallel_replicate_degree').path);
   }
-  const globalBatch = num(at(d, ['training', 'global_batch_size']));
-  if (globalBatch !== undefined && globalBatch > 0 && shard > 0) {
+  const globalBatch = count(['training', 'global_batch_size'], -1, [-1]);
+  if (globalBatch > 0 && shard > 0) {
     const steps = Math.floor(globalBatch / (local * shard * replicate));
     if (steps >= 1) set('gradAccum', steps, ['training', 'global_batch_size']);
   }

@@ -1,7 +1,7 @@
 import type { OptimizerFamily } from '../analysis/apis';
 import type { FineTune } from '../model/finetune';
 import type { SetupValues } from '../resolve/setup';
-import { at, bool, isRecord, posInt, str, strList, type ConfigDoc } from './configDoc';
+import { at, bool, countSetting, isRecord, str, strList, type ConfigDoc } from './configDoc';
 import { llamaNative, TUNE_MODELS } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
@@ -49,6 +49,9 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     values[k] = v;
     details[k] = doc.where(path);
   };
+  // A count torchtune could not use (2.5, -1, "many") is noted and left to the default.
+  const count = (path: string[], fallback = 'the default used') =>
+    countSetting(at(d, path), path.join('.'), notes, fallback);
   const dtype = str(at(d, ['dtype'])) ?? 'bf16';
   const master = dtype === 'fp32' || dtype === 'float32' ? 'float32' : 'bfloat16';
   set('masterDtype', master, ['dtype']);
@@ -56,21 +59,21 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   values.paramDtype = null;
   values.reduceDtype = null;
   details.paramDtype = `${doc.where(['dtype'])} (no mixed-precision policy)`;
-  set('microBatch', posInt(at(d, ['batch_size'])), ['batch_size']);
-  set('gradAccum', posInt(at(d, ['gradient_accumulation_steps'])), ['gradient_accumulation_steps']);
+  set('microBatch', count(['batch_size']), ['batch_size']);
+  set('gradAccum', count(['gradient_accumulation_steps']), ['gradient_accumulation_steps']);
   values.syncEveryMicroBatch = true;
-  set('seqLen', posInt(at(d, ['tokenizer', 'max_seq_len'])), ['tokenizer', 'max_seq_len']);
+  set('seqLen', count(['tokenizer', 'max_seq_len']), ['tokenizer', 'max_seq_len']);
   const ac = bool(at(d, ['enable_activation_checkpointing']));
   if (ac !== undefined) set('checkpointing', ac ? 'full' : 'none', ['enable_activation_checkpointing']);
   const optimizer = str(at(d, ['optimizer', '_component_']));
   const family = optimizer && OPTIMIZERS.find(([re]) => re.test(optimizer))?.[1];
   if (family) set('optimizer', family, ['optimizer', '_component_']);
   if (bool(at(d, ['optimizer', 'fused'])) === true) set('optimizerImpl', 'fused', ['optimizer', 'fused']);
-  const shardDim = posInt(at(d, ['data_parallel_shard_dim']));
-  const replicateDim = posInt(at(d, ['data_parallel_replicate_dim'])) ?? 1;
+  const shardDim = at(d, ['data_parallel_shard_dim']) === -1 ? undefined : count(['data_parallel_shard_dim']);
+  const replicateDim = count(['data_parallel_replicate_dim'], 'the default 1 used') ?? 1;
   if (shardDim) set('worldSize', shardDim * replicateDim, ['data_parallel_shard_dim']);
   if (replicateDim > 1) set('replicas', replicateDim, ['data_parallel_replicate_dim']);
-  const tp = posInt(at(d, ['tensor_parallel_dim'])) ?? 1;
+  const tp = count(['tensor_parallel_dim'], 'the default 1 used') ?? 1;
   if (tp > 1)
     notes.push(
       `tensor parallelism (degree ${tp}) is not modelled: the figures are those of the FSDP dimension`,
@@ -85,7 +88,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     const targets = [...(strList(m.lora_attn_modules) ?? ['q_proj', 'v_proj'])];
     if (bool(m.apply_lora_to_mlp)) targets.push('w1', 'w2', 'w3');
     if (bool(m.apply_lora_to_output)) targets.push('output');
-    fineTune = { lora: { rank: posInt(m.lora_rank) ?? 8, targets } };
+    fineTune = { lora: { rank: count(['model', 'lora_rank'], 'rank 8 used') ?? 8, targets } };
     if (lora[1]) fineTune.baseDtype = 'nf4';
     notes.push(
       `LoRA rank ${fineTune.lora!.rank} on ${targets.join(', ')}${lora[1] ? ', NF4 base (QLoRA)' : ''}`,

@@ -126,6 +126,19 @@ function trainerArgsPlan(
       cfg.activation_checkpointing,
       a.configWhere('activation_checkpointing'),
     );
+  // Passed on to Accelerate's plugin as given (TrainingArguments._process_fsdp_args); the state dict type defaults
+  // to FULL_STATE_DICT whatever the version.
+  for (const key of [
+    'backward_prefetch',
+    'forward_prefetch',
+    'use_orig_params',
+    'sync_module_states',
+    'cpu_ram_efficient_loading',
+    'state_dict_type',
+  ])
+    if (cfg[key] !== undefined) put(`fsdp_${key}`, cfg[key], a.configWhere(key));
+  if (cfg.state_dict_type === undefined)
+    put('fsdp_state_dict_type', 'FULL_STATE_DICT', `Transformers' default FULL_STATE_DICT (${fsdpWhere})`);
   const plan = acceleratePlan(
     {
       file,
@@ -140,6 +153,14 @@ function trainerArgsPlan(
     `${framework === 'TRL' ? 'TRL on ' : ''}Transformers ${versions.transformers ? versions.transformers.version : '5 (not pinned in the workspace)'}: ` +
       `FSDP${version === 2 ? '2' : '1'}${version === 1 && !autoWrap ? ' without auto_wrap: the whole model is one unit' : ''}`,
   );
+  const limit = bool(cfg.limit_all_gathers);
+  if (limit === false && version === 1)
+    plan.notes.push(
+      'limit_all_gathers false: FSDP1 may issue all-gathers further ahead, so more gathered units can be in flight than the figures count',
+    );
+  else if (limit !== undefined)
+    plan.notes.push(`limit_all_gathers ${String(limit)}: read, with no effect on memory`);
+  if (cfg.xla !== undefined) plan.notes.push('xla: read, not modelled (fsdp-lens models GPUs)');
   if (!v5 && strategyWord === undefined && words.length)
     plan.notes.push('fsdp= names no sharding strategy: FULL_SHARD');
   return plan;
@@ -281,9 +302,16 @@ export function trainerArgsJsonPlan(
   versions: { transformers?: VersionPin; accelerate?: VersionPin } = {},
 ): FrameworkPlan {
   const fsdpConfig = isRecord(doc.data) ? doc.data : {};
-  return trainerArgsPlan(
+  // Without the script, the `fsdp=` words are unknown. A JSON that names the classes to wrap, a wrap policy or a
+  // size threshold is written for auto-wrapping: under Transformers 4 those keys only act with the `auto_wrap`
+  // word, so it is assumed (and said), as the script form would give it.
+  const wrapKeys = ['transformer_layer_cls_to_wrap', 'auto_wrap_policy', 'min_num_params'].filter(
+    (k) => fsdpConfig[k] !== undefined || fsdpConfig[`fsdp_${k}`] !== undefined,
+  );
+  const v4 = !!versions.transformers && !versionAtLeast(versions.transformers.version, '5');
+  const plan = trainerArgsPlan(
     {
-      fsdp: true,
+      fsdp: wrapKeys.length ? ['full_shard', 'auto_wrap'] : true,
       fsdpConfig,
       configWhere: (key) => doc.where([fsdpConfig[key] !== undefined ? key : `fsdp_${key}`]),
       configRange: (key) => doc.rangeOf([fsdpConfig[key] !== undefined ? key : `fsdp_${key}`]),
@@ -293,4 +321,9 @@ export function trainerArgsJsonPlan(
     doc.rangeOf([]),
     versions,
   );
+  if (wrapKeys.length && v4)
+    plan.notes.push(
+      `${wrapKeys.join(', ')} given: assumed run with fsdp="full_shard auto_wrap" (Transformers 4 ignores ${wrapKeys.length > 1 ? 'them' : 'it'} without auto_wrap)`,
+    );
+  return plan;
 }

@@ -65,6 +65,12 @@ export interface FrameworkPlan {
   /** Module naming of the framework's own model classes (torchtune, torchtitan), mapped from Hugging Face's. */
   naming?: 'torchtune' | 'torchtitan';
   fineTune?: FineTune;
+  /**
+   * Host memory the configuration decides at load and save time: `rank0Loading` (where it is said) when only local
+   * rank 0 materialises `from_pretrained`'s weights (Accelerate's cpu_ram_efficient_loading); `stateDict` the
+   * checkpoint format (a full state dict gathered on rank 0, or each rank's shard).
+   */
+  host?: { rank0Loading?: string; stateDict?: { kind: 'full' | 'sharded'; where: string } };
   /** What was read and assumed, in words, for the assumptions list. */
   notes: string[];
   /** Mistakes the configuration makes (lint findings of the config file). */

@@ -18,6 +18,25 @@ export interface ProjectFS {
 
 const MAX_FILE_BYTES = 2 * 1024 * 1024;
 
+/**
+ * The files analyses read besides Python sources, as a watcher glob and as a test of one path: framework
+ * configurations (Accelerate YAML, torchtune YAML, torchtitan TOML, DeepSpeed and Transformers JSON), launch files
+ * (shell, SLURM, Makefile, launch.json) and version pins (requirements, pyproject.toml, setup.py, lock files).
+ */
+export const PROJECT_INPUTS_GLOB =
+  '**/{*.py,*.yaml,*.yml,*.json,*.toml,*.sh,*.bash,*.slurm,*.sbatch,Makefile,requirements*.txt,requirements*.in,*.lock,setup.cfg}';
+const PROJECT_INPUT =
+  /\.(py|ya?ml|json|toml|sh|bash|slurm|sbatch|lock)$|(^|[\\/])(Makefile|setup\.cfg|requirements[^\\/]*\.(txt|in))$/;
+
+/** Folders of run output a training job rewrites as it goes (logs, checkpoints): never an analysis's input. */
+const RUN_OUTPUT = /^(wandb|lightning_logs|mlruns|checkpoint-\d+)$/;
+
+export function isProjectInput(file: string): boolean {
+  if (!PROJECT_INPUT.test(file)) return false;
+  const dirs = file.split(/[\\/]/).slice(0, -1);
+  return !dirs.some((d) => SKIP_DIRS.has(d) || RUN_OUTPUT.test(d));
+}
+
 export const diskFS: ProjectFS = {
   readFile(file) {
     try {
@@ -142,7 +161,10 @@ export class Project {
     if (cached) cached.source.tree.delete();
     this.cache.delete(abs);
     if (!opts.contentOnly) this.listing = undefined;
-    this.memos.clear();
+    // The callers of a function are found in Python files alone: a configuration, launch file or version pin
+    // leaves them as they are (they are the costly search); every other value may read any of those files.
+    if (abs.endsWith('.py')) this.memos.clear();
+    else for (const k of [...this.memos.keys()]) if (!k.startsWith('callers:')) this.memos.delete(k);
   }
 
   private readonly memos = new Map<string, unknown>();

@@ -117,7 +117,8 @@ export interface LaunchFact {
 
 /**
  * Launch commands in shell scripts, SLURM batch files and `.vscode/launch.json`: `torchrun --nproc_per_node 8
- * --nnodes 2 train.py`, `python -m torch.distributed.run ...`, `#SBATCH --nodes=2` / `--gpus-per-node=8`.
+ * --nnodes 2 train.py`, `python -m torch.distributed.run ...`, `tune run --nproc_per_node 8 RECIPE --config
+ * CONFIG` (for the config), `#SBATCH --nodes=2` / `--gpus-per-node=8`.
  */
 export function readLaunchFile(file: string, text: string): LaunchFact[] {
   const out: LaunchFact[] = [];
@@ -144,7 +145,8 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     if (line.endsWith('\\')) return;
     const cmd = joined;
     joined = '';
-    if (!/\btorchrun\b|torch\.distributed\.(run|launch)\b|\baccelerate\s+launch\b/.test(cmd)) return;
+    const tune = /\btune\s+run\b/.test(cmd);
+    if (!tune && !/\btorchrun\b|torch\.distributed\.(run|launch)\b|\baccelerate\s+launch\b/.test(cmd)) return;
     const opts = flags(cmd);
     const nnodes = num(opts.get('--nnodes') ?? opts.get('--num_machines'));
     // `accelerate launch --num_processes` counts every process of every machine; torchrun's is per node.
@@ -152,8 +154,14 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     const nproc =
       num(opts.get('--nproc_per_node') ?? opts.get('--nproc-per-node')) ??
       (total && total % (nnodes ?? 1) === 0 ? total / (nnodes ?? 1) : total);
-    const script =
-      /(\S+\.py)\b/.exec(cmd.replace(/^.*?(torchrun|launch|torch\.distributed\.run)\b/, ''))?.[1] ?? null;
+    // `tune run [torchrun options] RECIPE --config CONFIG`: torchtune hands the options to torchrun and the
+    // recipe reads CONFIG, the file the figures are for.
+    const tuneConfig = tune ? opts.get('--config')?.replace(/^["']|["']$/g, '') : undefined;
+    const script = tune
+      ? tuneConfig
+        ? `${tuneConfig}${/\.ya?ml$/.test(tuneConfig) ? '' : '.yaml'}`
+        : null
+      : (/(\S+\.py)\b/.exec(cmd.replace(/^.*?(torchrun|launch|torch\.distributed\.run)\b/, ''))?.[1] ?? null);
     out.push({
       file,
       line: start + 1,

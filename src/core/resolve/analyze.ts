@@ -13,7 +13,7 @@ import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../m
 import { isDType, type DType } from '../model/tree';
 import { planFromFacts } from './plan';
 import { reshardPerIteration } from '../modules/perIteration';
-import { frameworkFromFacts } from '../frameworks/python';
+import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
 import { pinnedVersions } from '../project/versions';
 import { trainingArgumentValues } from '../frameworks/transformers';
 import { nearbyFrameworkConfig } from './configFile';
@@ -114,6 +114,15 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     const t = trainingArgumentValues(args, facts.path);
     extraLayers.push({ source: { kind: 'detected' }, values: t.values, details: t.details });
   }
+  // `Accelerator(mixed_precision=...)` takes precedence over the config's `mixed_precision`.
+  const accelerator = nearby ? acceleratorPrecision(acceleratorCall(facts), facts.path) : undefined;
+  if (accelerator) {
+    extraLayers.push({
+      source: { kind: 'detected' },
+      values: accelerator.values,
+      details: accelerator.details,
+    });
+  }
   const configModel: ModelChoice | undefined = fw?.builtModel
     ? { loaded: fw.builtModel.loaded, source: fw.builtModel.source }
     : fw?.model;
@@ -155,7 +164,12 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
         file,
         project ? (c, prefix) => reshardPerIteration(project, facts, c, root, prefix) : undefined,
       );
-  plan.notes.unshift(...model.notes, ...(pyproject?.problems ?? []), ...(detected.notes ?? []));
+  plan.notes.unshift(
+    ...model.notes,
+    ...(pyproject?.problems ?? []),
+    ...(detected.notes ?? []),
+    ...(accelerator?.notes ?? []),
+  );
   const { setup, assumptions } = resolveSetup(layers);
   // HYBRID_SHARD shards within a node and replicates across nodes, unless a mesh or flag says otherwise.
   if ((plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2') && setup.replicas === 1) {
@@ -197,8 +211,12 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
             meta: loaded.meta,
             dtype: loaded.dtype && isDType(loaded.dtype) ? loaded.dtype : null,
             line: `${file}:${loaded.line}`,
+            ...(fw?.host?.rank0Loading ? { rank0Only: { detail: fw.host.rank0Loading } } : {}),
           },
         }
+      : {}),
+    ...(fw?.host?.stateDict
+      ? { stateDict: { kind: fw.host.stateDict.kind, detail: fw.host.stateDict.where } }
       : {}),
     model: { name: model.loaded.name, root, shape: model.loaded.shape, source: model.source },
     plan,
@@ -225,7 +243,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
 /** Trains through Transformers' Trainer, TRL or Accelerate (the FSDP settings then live in their configuration). */
 function trainsThroughFramework(facts: FileFacts): boolean {
   return (
-    facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments') ||
+    facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer') ||
     facts.imports.some((i) => /^accelerate\b/.test(i.qualified))
   );
 }
@@ -246,6 +264,16 @@ function resolveModel(
     candidates.push({
       id: pretrained.pretrained,
       source: { kind: 'detected', detail: `${file}:${pretrained.line}` },
+    });
+  // TRL's trainers load a model id themselves: `SFTTrainer(model="Qwen/Qwen2.5-7B", ...)`.
+  const trl = facts.frameworkCalls.find((c) => c.kind === 'TrlTrainer' && typeof c.kwargs.model === 'string');
+  if (trl && !pretrained?.pretrained)
+    candidates.push({
+      id: trl.kwargs.model as string,
+      source: {
+        kind: 'detected',
+        detail: `${trl.callee.split('.').pop()}(model=...) at ${file}:${trl.kwargLines.model ?? trl.line}`,
+      },
     });
   if (projectModel) candidates.push(projectModel);
   // A class the user picked for this file (`path/to/model.py:Class`).

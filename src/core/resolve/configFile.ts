@@ -3,6 +3,7 @@ import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/fac
 import { scanFile } from '../analysis/scan';
 import { formatOf } from '../frameworks/configDoc';
 import { readFrameworkConfig, type ConfigReading } from '../frameworks/read';
+import { acceleratorCall, acceleratorPrecision } from '../frameworks/python';
 import { trainingArgumentValues } from '../frameworks/transformers';
 import type { FrameworkPlan } from '../frameworks/types';
 import type { Project } from '../project/project';
@@ -101,6 +102,14 @@ export function fromCompanion(script: FileFacts | undefined): { model?: ModelCho
   if (args) {
     const t = trainingArgumentValues(args, script.path);
     out.layer = { source: { kind: 'detected' }, values: t.values, details: t.details };
+  }
+  // `Accelerator(mixed_precision=...)` in the script takes precedence over the config's `mixed_precision`.
+  const acc = acceleratorPrecision(acceleratorCall(script), script.path);
+  if (acc && Object.keys(acc.values).length) {
+    const layer = out.layer ?? { source: { kind: 'detected' }, values: {}, details: {} };
+    Object.assign(layer.values, acc.values);
+    layer.details = { ...layer.details, ...acc.details };
+    out.layer = layer;
   }
   return out;
 }
