@@ -236,6 +236,20 @@ describe('timeline properties over the catalog', () => {
   for (const id of ids) {
     const { input } = run(CATALOG[id]!, {});
     const w = new WhatIfModel(input);
+    it(`${id}: the smallest world size found fits, and one fewer GPU does not`, () => {
+      let checked = 0;
+      for (const gpu of ['l4-24gb', 'a100-sxm-40gb', 'h100-sxm-80gb'])
+        for (const microBatch of [1, 8]) {
+          const m = w.minGpus(gpu, { microBatch });
+          if (m.worldSize === null) continue;
+          checked++;
+          const fits = (n: number) =>
+            requiredBytes(w.run({ worldSize: n, microBatch }).perGpu.peakBytes) <= gpuBytes(findGpu(gpu)!);
+          assert.equal(fits(m.worldSize), true, `${gpu} x ${m.worldSize}`);
+          if (m.worldSize > 1) assert.equal(fits(m.worldSize - 1), false, `${gpu} x ${m.worldSize - 1}`);
+        }
+      assert.ok(checked > 0);
+    });
     it(`${id}: the peak is never below the persistent state`, () => {
       for (const ws of [1, 8, 64])
         for (const mb of [1, 4]) {

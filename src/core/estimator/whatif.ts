@@ -154,7 +154,8 @@ export class WhatIfModel {
     if (!gpu) return { gpu: gpuId, worldSize: null, reason: `unknown GPU ${gpuId}` };
     const capacity = gpuBytes(gpu);
     const R = Math.max(1, this.input.setup.replicas);
-    const fits = (shard: number) => ({ ok: requiredBytes(this.peakAt(shard * R, w)) <= capacity });
+    const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w));
+    const fits = (shard: number) => ({ ok: need(shard) <= capacity });
     const MAX = 65_536;
     const top = fits(MAX);
     if (!top.ok) {
@@ -170,9 +171,37 @@ export class WhatIfModel {
           'checkpointing, a smaller micro-batch or sequence, or smaller units',
       };
     }
+    // The peak is close to a + b/W (what sharding cannot shrink, plus what it divides): a first guess from W = 1
+    // and W = MAX, then a bracket around it by doubling, then bisection. A handful of estimates instead of 17.
     let lo = 1;
     let hi = MAX;
-    if (fits(1).ok) hi = 1;
+    const n1 = need(1);
+    if (n1 <= capacity) hi = 1;
+    else {
+      const nMax = need(MAX);
+      const b = (n1 - nMax) / (1 - 1 / MAX);
+      const a = n1 - b;
+      const guess = capacity > a ? Math.min(MAX, Math.max(2, Math.ceil(b / (capacity - a)))) : MAX;
+      if (fits(guess).ok) {
+        hi = guess;
+        for (let step = 1; hi - step >= 1; step *= 2) {
+          if (!fits(hi - step).ok) {
+            lo = hi - step;
+            break;
+          }
+          hi -= step;
+        }
+      } else {
+        lo = guess;
+        for (let step = 1; lo + step <= MAX; step *= 2) {
+          if (fits(lo + step).ok) {
+            hi = lo + step;
+            break;
+          }
+          lo += step;
+        }
+      }
+    }
     while (lo + 1 < hi) {
       const mid = Math.floor((lo + hi) / 2);
       if (fits(mid).ok) hi = mid;
