@@ -281,16 +281,31 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   // gradients exist once backward reaches segment s; what no segment holds counts from the unit's first segment
   // in backward.
   // FSDP1 reduces one FlatParameter per unit, whose gradient is modelled whole from the unit's first segment.
+  // Non-empty segments by their first position, searched by bisection (a MoE model has tens of thousands of paths).
+  const bySpan = segs
+    .map((g, index) => ({ lo: g.lo, hi: g.hi, index }))
+    .filter((g) => g.hi >= g.lo)
+    .sort((a, b) => a.lo - b.lo);
   const segmentOf = (path: string): number => {
-    const r = ranges.get(path);
-    return r ? segs.findIndex((g) => g.hi >= g.lo && r[0] >= g.lo && r[0] <= g.hi) : -1;
+    const at = ranges.get(path)?.[0];
+    if (at === undefined) return -1;
+    let lo = 0;
+    let hi = bySpan.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (bySpan[mid]!.lo <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    const g = bySpan[lo];
+    return g && g.lo <= at && at <= g.hi ? g.index : -1;
   };
   const gradsFrom = e.units.map((u, i) => {
     const per = segs.map(() => 0);
     const sp = spans[i];
     if (!sp) return per;
     let placed = 0;
-    if (!fsdp1)
+    // Only a unit spanning several segments has gradients appearing at different times.
+    if (!fsdp1 && sp[0] < sp[1])
       for (const [path, n] of Object.entries(u.gradsAt ?? {})) {
         const t = segmentOf(path);
         if (t < sp[0] || t > sp[1]) continue;
