@@ -21,9 +21,25 @@ export function assignParameters(root: ModuleNode, plan: Plan, masterDtype: DTyp
   const units: Unit[] = [];
   // Each parameter's last user in forward order (depth-first, parents before children): its gradient appears
   // there first in backward.
-  const lastUser = new Map<string, string>();
+  // A parameter's last user is the module that holds it, except for tied ones: only those are looked up.
+  const tiedTargets = new Map<string, Set<string>>();
   for (const m of walk(root))
-    for (const p of m.params) lastUser.set(p.tiedTo ?? joinPath(m.path, p.name), m.path);
+    for (const p of m.params) {
+      if (!p.tiedTo) continue;
+      const dot = p.tiedTo.lastIndexOf('.');
+      const owner = dot < 0 ? '' : p.tiedTo.slice(0, dot);
+      const names = tiedTargets.get(owner) ?? new Set<string>();
+      names.add(dot < 0 ? p.tiedTo : p.tiedTo.slice(dot + 1));
+      tiedTargets.set(owner, names);
+    }
+  const lastUser = new Map<string, string>();
+  if (tiedTargets.size)
+    for (const m of walk(root)) {
+      const targets = tiedTargets.get(m.path);
+      for (const p of m.params)
+        if (p.tiedTo) lastUser.set(p.tiedTo, m.path);
+        else if (targets?.has(p.name)) lastUser.set(joinPath(m.path, p.name), m.path);
+    }
   plan.units.forEach((u, index) => {
     const acc = new Accumulator(masterDtype, lastUser);
     const classNames = new Set<string>();
@@ -33,6 +49,8 @@ export function assignParameters(root: ModuleNode, plan: Plan, masterDtype: DTyp
       classNames.add(node.className);
       collect(node, wrapped, owned, acc);
     }
+    // Gradients appearing at different times matter only for a unit whose modules are not one piece of forward.
+    const gradsAt = u.modules.length > 1 || acc.skippedWrapped ? acc.gradsAtRecord() : {};
     for (const path of u.modules) wrapped.add(path);
     units.push({
       index,
@@ -44,7 +62,7 @@ export function assignParameters(root: ModuleNode, plan: Plan, masterDtype: DTyp
       trainableParams: acc.trainable,
       groups: acc.groups(),
       bufferBytes: acc.bufferBytes,
-      gradsAt: acc.gradsAt,
+      gradsAt,
       reshardAfterForward: u.reshardAfterForward,
       offload: u.offload,
       origin: u.origin,
@@ -66,7 +84,11 @@ class Accumulator {
   params = 0;
   trainable = 0;
   bufferBytes = 0;
-  gradsAt: Record<string, number> = {};
+  /** Trainable parameters' last users and sizes, in order (made into a record only when a unit needs it). */
+  private readonly gradUsers: string[] = [];
+  private readonly gradNumels: number[] = [];
+  /** A wrapped module inside this unit's modules was skipped (its forward splits this unit's). */
+  skippedWrapped = false;
   private readonly byKey = new Map<string, ParamGroup>();
 
   constructor(
@@ -74,9 +96,19 @@ class Accumulator {
     private readonly lastUser?: Map<string, string>,
   ) {}
 
-  add(shape: number[], numel: number, dtype: DType | undefined, trainable: boolean, param?: string): void {
-    const at = param !== undefined ? this.lastUser?.get(param) : undefined;
-    if (trainable && at !== undefined) this.gradsAt[at] = (this.gradsAt[at] ?? 0) + numel;
+  add(
+    shape: number[],
+    numel: number,
+    dtype: DType | undefined,
+    trainable: boolean,
+    param?: string,
+    module?: string,
+  ): void {
+    const at = param !== undefined && this.lastUser ? (this.lastUser.get(param) ?? module) : undefined;
+    if (trainable && at !== undefined) {
+      this.gradUsers.push(at);
+      this.gradNumels.push(numel);
+    }
     const dim0 = shape[0] ?? 1;
     const rest = shape.length > 1 ? numel / dim0 : 1;
     const dt = dtype ?? this.masterDtype;
@@ -86,6 +118,13 @@ class Accumulator {
     else this.byKey.set(key, { dim0, rest, count: 1, dtype: dt, trainable });
     this.params += numel;
     if (trainable) this.trainable += numel;
+  }
+
+  /** Trainable parameters by the module whose backward first produces their gradient. */
+  gradsAtRecord(): Record<string, number> {
+    const out: Record<string, number> = {};
+    this.gradUsers.forEach((at, i) => (out[at] = (out[at] ?? 0) + this.gradNumels[i]!));
+    return out;
   }
 
   groups(): ParamGroup[] {
@@ -105,7 +144,10 @@ function collect(
   const shapes = new Map<string, number[]>();
   while (stack.length) {
     const m = stack.pop()!;
-    if (m !== node && wrapped.has(m.path)) continue;
+    if (m !== node && wrapped.has(m.path)) {
+      acc.skippedWrapped = true;
+      continue;
+    }
     let any = false;
     for (const p of m.params) {
       const key = p.tiedTo ?? joinPath(m.path, p.name);
@@ -113,7 +155,7 @@ function collect(
       owned.add(key);
       any = true;
       shapes.set(key, p.shape);
-      acc.add(p.shape, p.numel, p.dtype, p.trainable, key);
+      acc.add(p.shape, p.numel, p.dtype, p.trainable, key, m.path);
     }
     if (any) modules?.add(m.path);
     for (const b of m.buffers) acc.bufferBytes += Math.ceil(b.numel * DTYPE_BYTES[b.dtype]);
