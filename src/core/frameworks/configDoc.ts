@@ -2,6 +2,8 @@ import { findNodeAtLocation, getNodeValue, parseTree, type ParseError } from 'js
 import { parse as parseToml } from 'smol-toml';
 import { isMap, LineCounter, parseDocument } from 'yaml';
 import type { Range } from '../parsing/source';
+import type { SetupValues } from '../resolve/setup';
+import type { FrameworkPlan } from './types';
 
 export type ConfigFormat = 'yaml' | 'json' | 'toml';
 
@@ -230,4 +232,20 @@ export function strList(v: unknown): string[] | undefined {
       .map((s) => s.trim())
       .filter(Boolean);
   return undefined;
+}
+
+/** Setup values read from a configuration, each with where in the file it was written. */
+export function setupFrom(doc: ConfigDoc): {
+  values: SetupValues;
+  details: FrameworkPlan['details'];
+  set: <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => void;
+} {
+  const values: SetupValues = {};
+  const details: FrameworkPlan['details'] = {};
+  const set = <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => {
+    if (v === undefined) return;
+    values[k] = v;
+    details[k] = doc.where(path);
+  };
+  return { values, details, set };
 }

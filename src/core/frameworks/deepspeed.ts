@@ -1,5 +1,4 @@
-import type { SetupValues } from '../resolve/setup';
-import { at, bool, countSetting, isRecord, num, str, type ConfigDoc } from './configDoc';
+import { at, bool, countSetting, isRecord, setupFrom, num, str, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
 /** A DeepSpeed config: a `zero_optimization` section. */
@@ -25,13 +24,7 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
       range,
       message: `zero_optimization.stage ${stage} is not 0, 1, 2 or 3`,
     };
-  const values: SetupValues = {};
-  const details: FrameworkPlan['details'] = {};
-  const set = <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => {
-    if (v === undefined) return;
-    values[k] = v;
-    details[k] = doc.where(path);
-  };
+  const { values, details, set } = setupFrom(doc);
   const notes = [`DeepSpeed ZeRO stage ${stage}, shown as the FSDP plan it corresponds to`];
   // "auto" leaves the value to the Transformers Trainer that fills it in.
   const count = (key: string) => {

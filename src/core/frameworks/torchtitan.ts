@@ -1,6 +1,6 @@
 import type { DType } from '../model/tree';
 import type { SetupValues } from '../resolve/setup';
-import { at, bool, countSetting, isRecord, str, type ConfigDoc } from './configDoc';
+import { at, bool, countSetting, isRecord, setupFrom, str, type ConfigDoc } from './configDoc';
 import { llamaNative, titanDims } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
@@ -38,13 +38,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   };
   const legacy = !isRecord(d.parallelism) || at(d, ['training', 'batch_size']) !== undefined;
   const notes: string[] = [];
-  const values: SetupValues = {};
-  const details: FrameworkPlan['details'] = {};
-  const set = <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => {
-    if (v === undefined) return;
-    values[k] = v;
-    details[k] = doc.where(path);
-  };
+  const { values, details, set } = setupFrom(doc);
   if (!/^llama3/.test(name))
     return {
       framework: 'torchtitan',

@@ -1,7 +1,6 @@
 import type { OptimizerFamily } from '../analysis/apis';
 import type { FineTune } from '../model/finetune';
-import type { SetupValues } from '../resolve/setup';
-import { at, bool, countSetting, isRecord, str, strList, type ConfigDoc } from './configDoc';
+import { at, bool, countSetting, isRecord, setupFrom, str, strList, type ConfigDoc } from './configDoc';
 import { llamaNative, TUNE_MODELS } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
@@ -42,13 +41,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
       message: `model component ${component} is not one fsdp-lens knows (${Object.keys(TUNE_MODELS).join(', ')})`,
     };
   const notes: string[] = [];
-  const values: SetupValues = {};
-  const details: FrameworkPlan['details'] = {};
-  const set = <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => {
-    if (v === undefined) return;
-    values[k] = v;
-    details[k] = doc.where(path);
-  };
+  const { values, details, set } = setupFrom(doc);
   // A count torchtune could not use (2.5, -1, "many") is noted and left to the default.
   const count = (path: string[], fallback = 'the default used') =>
     countSetting(at(d, path), path.join('.'), notes, fallback);
