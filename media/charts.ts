@@ -15,7 +15,7 @@ import {
   Tooltip,
   type ChartDataset,
 } from 'chart.js';
-import { fmtBytes, type ByteUnits } from '../src/core/estimator/format';
+import { fmtBytes, type ByteUnit } from '../src/core/vocabulary/bytes';
 import type { PanelData } from '../src/core/report/panelData';
 
 Chart.register(
@@ -72,7 +72,7 @@ function faded(c: string): string {
   return /^#[0-9a-f]{6}$/i.test(c) ? `${c}66` : c;
 }
 
-const scaleOf = (units: ByteUnits) => (units === 'GB' ? 1e9 : 2 ** 30);
+const scaleOf = (units: ByteUnit) => (units === 'GB' ? 1e9 : 2 ** 30);
 
 function axisDefaults(t: ReturnType<typeof theme>) {
   return { ticks: { color: t.fg, font: { family: t.font } }, grid: { color: t.lines } };
@@ -82,7 +82,7 @@ function axisDefaults(t: ReturnType<typeof theme>) {
 export function memoryChart(
   canvas: HTMLCanvasElement,
   e: Estimate,
-  units: ByteUnits,
+  units: ByteUnit,
   focus: Set<string>,
 ): Chart {
   const t = theme();
@@ -156,7 +156,7 @@ export function memoryChart(
 export function granularityChart(
   canvas: HTMLCanvasElement,
   points: NonNullable<PanelData['granularity']>,
-  units: ByteUnits,
+  units: ByteUnit,
   current: number,
 ): Chart {
   const t = theme();

@@ -3,12 +3,11 @@ import { lintFacts } from './lint/lint';
 import type { Finding, LintOptions } from './lint/types';
 import { formatOf } from './frameworks/configDoc';
 import type { ConfigReading } from './frameworks/read';
-import { estimateFile, type AnalyzeOptions, type EstimateResult } from './resolve/analyze';
+import { estimateFile, type AnalyzeOptions, type EstimateResult, type ModelChoice } from './resolve/analyze';
 import { companionScript, configFacts, fromCompanion, readConfigInProject } from './resolve/configFile';
 import * as path from 'node:path';
 import { launchCommands } from './frameworks/shell';
 import { pinnedVersions } from './project/versions';
-import type { ModelChoice } from './resolve/analyze';
 
 /** Everything the surfaces show for one file: its facts, its estimate (or why none), its findings. */
 export interface FileAnalysis {

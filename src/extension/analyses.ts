@@ -5,7 +5,7 @@ import { analyzeConfigText, analyzeFacts } from '../core/pipeline';
 import type { ConfigReading } from '../core/frameworks/read';
 import type { WorkspaceProjects } from './projects';
 import type { Finding } from '../core/lint/types';
-import type { ByteUnits } from '../core/estimator/format';
+import type { ByteUnit } from '../core/vocabulary/bytes';
 import type { EstimateResult, ModelChoice } from '../core/resolve/analyze';
 import { checkTextSize } from '../core/analysis/input';
 import { scanFile } from '../core/analysis/scan';
@@ -23,7 +23,7 @@ export interface DocumentAnalysis {
   findings: Finding[];
   /** The estimate, or why there is none (no model known, a bad config). */
   estimate?: EstimateResult;
-  units: ByteUnits;
+  units: ByteUnit;
   /** Set when the document was not analysed (too large, grammar unavailable): why, in words. */
   notice?: string;
   /** A framework configuration (Accelerate, torchtune, torchtitan, DeepSpeed, a launch script): what it is. */

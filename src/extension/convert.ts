@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { Range } from '../core/parsing/source';
+import type { Range } from '../core/vocabulary/range';
 
 /** Core ranges (0-based lines, UTF-16 columns) to editor ranges. */
 export function toRange(r: Range): vscode.Range {

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { exactForScript } from '../core/exact/exact';
-import { fmtCount } from '../core/estimator/format';
+import { fmtCount } from '../core/vocabulary/bytes';
 import { countParams } from '../core/model/tree';
 import { modelFromScript, moduleClasses } from '../core/modules/resolveModel';
 import type { DocumentAnalyses } from './analyses';

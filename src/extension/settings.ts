@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { ByteUnits } from '../core/estimator/format';
+import type { ByteUnit } from '../core/vocabulary/bytes';
 import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '../core/lint/types';
 import { parseSetupValue } from '../core/resolve/analyze';
 import type { SetupValues } from '../core/resolve/setup';
@@ -17,7 +17,7 @@ export interface Settings {
   estimate: SetupValues;
   /** The model to fall back on when the script does not say: a Hugging Face id or a config.json path. */
   model: string | null;
-  units: ByteUnits;
+  units: ByteUnit;
 }
 
 export function readSettings(scope?: vscode.ConfigurationScope): Settings {

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { GPUS, gpuBytes } from '../core/hardware/catalog';
-import { fmtBytes } from '../core/estimator/format';
+import { fmtBytes } from '../core/vocabulary/bytes';
 import { sourceText } from '../core/report/text';
 import type { DocumentAnalyses } from './analyses';
 import { SECTION } from './settings';

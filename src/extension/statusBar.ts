@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { fmtBytes } from '../core/estimator/format';
+import { fmtBytes } from '../core/vocabulary/bytes';
 import { peakWhere } from '../core/report/summary';
 import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
 import { COMMANDS } from './commands';

@@ -1,4 +1,4 @@
-import { fmtCount, fmtParams } from '../../core/estimator/format';
+import { fmtCount, fmtParams } from '../../core/vocabulary/bytes';
 import { GPUS, LINKS } from '../../core/hardware/catalog';
 import { CATALOG } from '../../core/model/catalog';
 import { modelFromHfConfig } from '../../core/model/hf';

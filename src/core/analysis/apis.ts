@@ -152,31 +152,6 @@ export const UNBOUND_FALLBACKS: Record<string, ApiKind> = {
   init_device_mesh: 'init_device_mesh',
 };
 
-/** torch dtype attribute names and the canonical dtype each means. */
-export const TORCH_DTYPES: Record<string, string> = {
-  float32: 'float32',
-  float: 'float32',
-  float16: 'float16',
-  half: 'float16',
-  bfloat16: 'bfloat16',
-  float64: 'float64',
-  double: 'float64',
-  float8_e4m3fn: 'float8_e4m3fn',
-  float8_e5m2: 'float8_e5m2',
-  int8: 'int8',
-  uint8: 'uint8',
-};
-
-/** FSDP1 `ShardingStrategy` members. */
-export const SHARDING_STRATEGIES = [
-  'FULL_SHARD',
-  'SHARD_GRAD_OP',
-  'NO_SHARD',
-  'HYBRID_SHARD',
-  '_HYBRID_SHARD_ZERO2',
-] as const;
-export type ShardingStrategyName = (typeof SHARDING_STRATEGIES)[number];
-
 /** Positional parameters of the wrap APIs, in order, after the module (from PyTorch's signatures). */
 export const POSITIONAL_PARAMS: Partial<Record<ApiKind, string[]>> = {
   // fully_shard(module, *, mesh, reshard_after_forward, shard_placement_fn, mp_policy, offload_policy, ...)

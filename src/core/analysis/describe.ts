@@ -1,16 +1,6 @@
+import { shortDtype } from '../vocabulary/dtypes';
 import type { WrapCall } from './facts';
 import type { MixedPrecisionValue, OffloadValue, WrapPolicyValue } from './options';
-
-const SHORT_DTYPE: Record<string, string> = {
-  bfloat16: 'bf16',
-  float16: 'fp16',
-  float32: 'fp32',
-  float64: 'fp64',
-};
-
-export function shortDtype(d: string | null | undefined): string {
-  return d ? (SHORT_DTYPE[d] ?? d) : '?';
-}
 
 /** What a loop iterates over, without the iteration method: `model.layers.items()` → `model.layers`. */
 export function iterableBase(iterable: string): string {

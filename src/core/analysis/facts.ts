@@ -1,4 +1,4 @@
-import type { Position, Range } from '../parsing/source';
+import type { Position, Range } from '../vocabulary/range';
 
 /**
  * What the scan finds in one Python file, as plain data with source ranges: the input of resolution, the

@@ -1,4 +1,5 @@
-import { classifyApi, SHARDING_STRATEGIES } from './apis';
+import { classifyApi } from './apis';
+import { SHARDING_STRATEGIES } from '../vocabulary/fsdp';
 import { dtypeOf, toJson, type Val } from './values';
 
 /** Mixed precision as both FSDP generations describe it (FSDP1 `MixedPrecision` adds `buffer_dtype`). */

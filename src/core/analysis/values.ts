@@ -1,6 +1,6 @@
 import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
-import { TORCH_DTYPES } from './apis';
+import { dtypeFromText, torchDtype, type DType } from '../vocabulary/dtypes';
 import type { ImportTable } from './imports';
 import { conditionParts, enclosingFunction, findBinding, type Binding } from './scope';
 
@@ -798,21 +798,9 @@ export function toJson(v: Val): unknown {
   }
 }
 
-/** `torch.bfloat16` → `bfloat16`; also the strings Accelerate and friends use (`"bf16"`). */
-export function dtypeOf(v: Val): string | undefined {
-  if (v.k === 'ref' && v.name.startsWith('torch.')) return TORCH_DTYPES[v.name.slice(6)];
-  if (v.k === 'str') return TORCH_DTYPES[v.v] ?? DTYPE_ALIASES[v.v.toLowerCase()];
+/** `torch.bfloat16` → `bfloat16`; also the strings configurations write (`"bf16"`, `"float16"`). */
+export function dtypeOf(v: Val): DType | undefined {
+  if (v.k === 'ref' && v.name.startsWith('torch.')) return torchDtype(v.name.slice(6));
+  if (v.k === 'str') return dtypeFromText(v.v);
   return undefined;
 }
-
-const DTYPE_ALIASES: Record<string, string> = {
-  bf16: 'bfloat16',
-  fp16: 'float16',
-  fp32: 'float32',
-  '16-mixed': 'float16',
-  'bf16-mixed': 'bfloat16',
-  'bf16-true': 'bfloat16',
-  '32-true': 'float32',
-  '32': 'float32',
-  '16': 'float16',
-};

@@ -1,29 +1,12 @@
-import type { ShardingStrategyName } from '../analysis/apis';
+import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import { findGpu, findLink, GPUS, gpuBytes, type Gpu, type Link } from '../hardware/catalog';
 import type { ArchShape } from '../model/hf';
 import { recomputeOf } from './activations';
-import {
-  countBufferBytes,
-  countParams,
-  DTYPE_BYTES,
-  isFloat,
-  tensorBytes,
-  type DType,
-  type ModuleNode,
-} from '../model/tree';
-import { fmtBytes, fmtCount, fmtParams } from './format';
-import type {
-  Assumption,
-  CheckpointMode,
-  Figure,
-  ParamGroup,
-  Plan,
-  Source,
-  Term,
-  TrainingSetup,
-  Traffic,
-  Unit,
-} from './types';
+import { countBufferBytes, countParams, type ModuleNode } from '../model/tree';
+import { DTYPE_BYTES, isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
+import { fmtBytes, fmtCount, fmtParams } from '../vocabulary/bytes';
+import type { Assumption, Source } from '../vocabulary/source';
+import type { CheckpointMode, Figure, ParamGroup, Plan, Term, TrainingSetup, Traffic, Unit } from './types';
 import { FIT_RESERVE, requiredBytes, simulate, type LiveSet, type Phase, type Timeline } from './timeline';
 import { assignParameters, type Ownership } from './units';
 

@@ -1,5 +1,6 @@
 import type { ArchShape } from '../model/hf';
-import { DTYPE_BYTES, type ModuleNode } from '../model/tree';
+import { DTYPE_BYTES } from '../vocabulary/dtypes';
+import { type ModuleNode } from '../model/tree';
 import { blockActivations, lossTransient, tailActivations, type ActivationInputs } from './activations';
 import type { Estimate, UnitEstimate } from './estimate';
 import type { TrainingSetup } from './types';

@@ -1,23 +1,7 @@
-import type { OptimizerFamily, ShardingStrategyName } from '../analysis/apis';
-import type { DType } from '../model/tree';
-
-/** Where an input came from, highest precedence first (ESTIMATOR.md). */
-export type SourceKind =
-  'flag' | 'annotation' | 'pyproject' | 'launch' | 'setting' | 'detected' | 'measured' | 'config' | 'default';
-
-export interface Source {
-  kind: SourceKind;
-  /** `train.py:12`, `--world-size`, `fsdpLens.worldSize`, `torchrun --nproc_per_node in run.sh:3`. */
-  detail?: string;
-}
-
-/** One input the numbers rest on, with where it came from. */
-export interface Assumption {
-  key: string;
-  label: string;
-  value: string;
-  source: Source;
-}
+import type { OptimizerFamily } from '../analysis/apis';
+import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
+import type { DType } from '../vocabulary/dtypes';
+import type { Source } from '../vocabulary/source';
 
 export type CheckpointMode = 'none' | 'full' | 'selective' | { everyN: number };
 
@@ -49,8 +33,6 @@ export interface TrainingSetup {
   /** Fraction of dense bf16 peak that compute reaches (model FLOPs utilisation). */
   mfu: number;
 }
-
-export type ReshardAfterForward = boolean | number | null;
 
 /** One FSDP unit as the plan applies it, before parameters are assigned. */
 export interface UnitPlan {

@@ -1,6 +1,6 @@
 import type { WrapPolicyValue } from '../analysis/options';
-import { joinPath, moduleAt, walk, type DType, type ModuleNode } from '../model/tree';
-import { DTYPE_BYTES } from '../model/tree';
+import { joinPath, moduleAt, walk, type ModuleNode } from '../model/tree';
+import { type DType, DTYPE_BYTES } from '../vocabulary/dtypes';
 import type { ParamGroup, Plan, Unit, UnitPlan } from './types';
 
 /** The units with the parameters each owns, and what no unit owns. */

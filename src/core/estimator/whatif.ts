@@ -1,6 +1,6 @@
 import { findGpu, gpuBytes } from '../hardware/catalog';
 import { estimate, type Estimate, type EstimateInput } from './estimate';
-import { fmtBytes } from './format';
+import { fmtBytes } from '../vocabulary/bytes';
 import { requiredBytes } from './timeline';
 import type { Plan, TrainingSetup, Unit } from './types';
 import { assignParameters, type Ownership } from './units';

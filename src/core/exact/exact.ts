@@ -3,7 +3,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';
-import { countParams, isDType, numelOf, type DType, type ModuleNode } from '../model/tree';
+import { countParams, numelOf, type ModuleNode } from '../model/tree';
+import { isDType, torchDtype } from '../vocabulary/dtypes';
 import { modelFromScript } from '../modules/resolveModel';
 import type { Project } from '../project/project';
 
@@ -150,8 +151,6 @@ function bounded(s: string, max = 400): string {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
-const DTYPE_NAMES: Record<string, DType> = { float: 'float32', half: 'float16', long: 'int64' };
-
 /** The module tree the helper reported (modules in `named_modules()` order, tied parameters marked). */
 export function treeFromHelper(modules: HelperModule[]): ModuleNode {
   const byPath = new Map<string, ModuleNode>();
@@ -163,7 +162,7 @@ export function treeFromHelper(modules: HelperModule[]): ModuleNode {
       path: m.path,
       className: m.cls,
       params: m.params.map((p) => {
-        const dt = DTYPE_NAMES[p.dtype] ?? p.dtype;
+        const dt = torchDtype(p.dtype) ?? p.dtype;
         return {
           name: p.name,
           shape: p.shape,
@@ -174,7 +173,7 @@ export function treeFromHelper(modules: HelperModule[]): ModuleNode {
         };
       }),
       buffers: m.buffers.map((b) => {
-        const dt = DTYPE_NAMES[b.dtype] ?? b.dtype;
+        const dt = torchDtype(b.dtype) ?? b.dtype;
         return {
           name: b.name,
           shape: b.shape,

@@ -1,5 +1,6 @@
-import type { ShardingStrategyName } from '../analysis/apis';
-import type { DType } from '../model/tree';
+import type { ShardingStrategyName } from '../vocabulary/fsdp';
+import type { DType } from '../vocabulary/dtypes';
+import { versionAtLeast, type VersionPin } from '../vocabulary/versions';
 import type { SetupValues } from '../resolve/setup';
 import { bool, countSetting, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan, FrameworkTrap, WrapSpec } from './types';
@@ -22,7 +23,11 @@ export function accelerateStrategy(v: unknown): ShardingStrategyName | undefined
   return STRATEGIES.find((x) => x === s);
 }
 
-const MIXED: Record<string, DType | null> = {
+/**
+ * Accelerate's `mixed_precision` names and the dtype each gathers and reduces in (`FullyShardedDataParallelPlugin.
+ * set_mixed_precision`): fp8 computes in bf16, `no` keeps the model's own dtype.
+ */
+export const ACCELERATE_PRECISION: Readonly<Record<string, DType | null>> = {
   no: null,
   fp16: 'float16',
   bf16: 'bfloat16',
@@ -37,22 +42,6 @@ export function isAccelerate(doc: ConfigDoc): boolean {
     (doc.format === 'yaml' || doc.format === 'json') &&
     (t?.toUpperCase() === 'FSDP' || isRecord(doc.data.fsdp_config))
   );
-}
-
-/** The Accelerate version the project pins, when known: it decides which units the FSDP2 path creates. */
-export interface VersionPin {
-  version: string;
-  where: string;
-}
-
-/** Whether version `v` is at least `min` (numeric dotted comparison; pre-release suffixes ignored). */
-export function versionAtLeast(v: string, min: string): boolean {
-  const a = v.split(/[.+-]/).map((x) => parseInt(x, 10) || 0);
-  const b = min.split('.').map((x) => parseInt(x, 10) || 0);
-  for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) > (b[i] ?? 0);
-  }
-  return true;
 }
 
 /**
@@ -172,8 +161,8 @@ export function acceleratePlan(
   const mp = s.mixedPrecision;
   if (mp) {
     const m = str(mp.v)?.toLowerCase() ?? 'no';
-    if (m in MIXED) {
-      const d = MIXED[m]!;
+    if (m in ACCELERATE_PRECISION) {
+      const d = ACCELERATE_PRECISION[m]!;
       values.paramDtype = d;
       values.reduceDtype = d;
       details.paramDtype = details.reduceDtype = `mixed_precision: ${m} at ${mp.where}`;

@@ -1,7 +1,9 @@
 import { findNodeAtLocation, getNodeValue, parseTree, type ParseError } from 'jsonc-parser';
 import { parse as parseToml } from 'smol-toml';
 import { isMap, LineCounter, parseDocument } from 'yaml';
-import type { Range } from '../parsing/source';
+import type { PlainValue } from '../analysis/facts';
+import { torchDtype, type DType } from '../vocabulary/dtypes';
+import type { Range } from '../vocabulary/range';
 import type { SetupValues } from '../resolve/setup';
 import type { FrameworkPlan } from './types';
 
@@ -248,4 +250,11 @@ export function setupFrom(doc: ConfigDoc): {
     details[k] = doc.where(path);
   };
   return { values, details, set };
+}
+
+/** `torch.bfloat16` (a name) as a dtype. */
+export function refDtype(v: PlainValue | undefined): DType | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && 'ref' in v
+    ? torchDtype(v.ref.split('.').pop()!)
+    : undefined;
 }

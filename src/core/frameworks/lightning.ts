@@ -1,8 +1,8 @@
-import type { ShardingStrategyName } from '../analysis/apis';
+import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import type { FileFacts, FrameworkCallFact, PlainValue } from '../analysis/facts';
-import type { DType } from '../model/tree';
+import type { DType } from '../vocabulary/dtypes';
 import type { SetupValues } from '../resolve/setup';
-import { countSetting, posInt } from './configDoc';
+import { countSetting, posInt, refDtype } from './configDoc';
 import type { FrameworkPlan } from './types';
 
 /**
@@ -70,20 +70,6 @@ function strategyName(v: PlainValue | undefined): ShardingStrategyName | undefin
   return STRATEGIES.find((x) => x === s);
 }
 
-const DTYPE_NAMES: Record<string, DType> = {
-  bfloat16: 'bfloat16',
-  float16: 'float16',
-  half: 'float16',
-  float32: 'float32',
-  float: 'float32',
-};
-
-function dtypeOf(v: PlainValue | undefined): DType | undefined {
-  if (typeof v === 'object' && v !== null && !Array.isArray(v) && 'ref' in v)
-    return DTYPE_NAMES[v.ref.split('.').pop()!];
-  return undefined;
-}
-
 /**
  * Lightning's FSDP from a script: `Trainer(strategy=FSDPStrategy(...) | "fsdp", precision=..., devices=...,
  * num_nodes=..., accumulate_grad_batches=...)` or Fabric's equivalent. FSDPStrategy wraps the model once at the
@@ -132,8 +118,8 @@ export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | n
   } else notes.push(`precision ${precision} is not one FSDP knows: the dtypes are the defaults`);
   const mp = k.mixed_precision;
   if (isCall(mp)) {
-    const param = dtypeOf(mp.kwargs.param_dtype);
-    const reduce = dtypeOf(mp.kwargs.reduce_dtype);
+    const param = refDtype(mp.kwargs.param_dtype);
+    const reduce = refDtype(mp.kwargs.reduce_dtype);
     if (param) values.paramDtype = param;
     if (reduce) values.reduceDtype = reduce;
     details.paramDtype = details.reduceDtype = where(strategyCall as FrameworkCallFact, 'mixed_precision');

@@ -1,10 +1,10 @@
 import * as path from 'node:path';
-import type { FileFacts, FrameworkCallFact, PlainValue } from '../analysis/facts';
-import type { DType } from '../model/tree';
-import type { PinnedVersions } from '../project/versions';
+import type { FileFacts, FrameworkCallFact } from '../analysis/facts';
+import type { DType } from '../vocabulary/dtypes';
+import type { PinnedVersions } from '../vocabulary/versions';
 import type { SetupValues } from '../resolve/setup';
-import { acceleratePlan, pluginSettings } from './accelerate';
-import { readConfigText, type ConfigDoc } from './configDoc';
+import { ACCELERATE_PRECISION, acceleratePlan, pluginSettings } from './accelerate';
+import { readConfigText, refDtype, type ConfigDoc } from './configDoc';
 import { lightningPlan } from './lightning';
 import { trainingArgumentsPlan } from './transformers';
 import type { FrameworkPlan } from './types';
@@ -57,29 +57,6 @@ export function frameworkFromFacts(
   return undefined;
 }
 
-/** Accelerate's precision names (`FullyShardedDataParallelPlugin.set_mixed_precision`): fp8 computes in bf16. */
-const ACCELERATE_DTYPES: Record<string, DType> = {
-  fp8: 'bfloat16',
-  fp16: 'float16',
-  bf16: 'bfloat16',
-  fp32: 'float32',
-};
-
-const TORCH_DTYPES: Record<string, DType> = {
-  bfloat16: 'bfloat16',
-  float16: 'float16',
-  half: 'float16',
-  float32: 'float32',
-  float: 'float32',
-};
-
-/** `torch.bfloat16` (a name) as a dtype. */
-function torchDtype(v: PlainValue | undefined): DType | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && 'ref' in v
-    ? TORCH_DTYPES[v.ref.split('.').pop()!]
-    : undefined;
-}
-
 /** The script's `Accelerator(...)` call from accelerate, if any. */
 export function acceleratorCall(facts: FileFacts): FrameworkCallFact | undefined {
   return facts.frameworkCalls.find((c) => c.kind === 'Accelerator');
@@ -110,7 +87,7 @@ export function acceleratorPrecision(
       details: { paramDtype: where, reduceDtype: where },
       notes: [],
     };
-  const d = ACCELERATE_DTYPES[key];
+  const d = ACCELERATE_PRECISION[key];
   if (!d)
     return {
       values: {},
@@ -150,7 +127,7 @@ function pluginPrecision(
     out.details.paramDtype = out.details.reduceDtype = where;
   };
   if (typeof mp === 'string') {
-    const d = ACCELERATE_DTYPES[mp.trim().toLowerCase()];
+    const d = ACCELERATE_PRECISION[mp.trim().toLowerCase()];
     if (d) set(d, d);
     else
       out.notes.push(
@@ -163,10 +140,10 @@ function pluginPrecision(
     ('dict' in mp || ('call' in mp && /MixedPrecision(Policy)?$/.test(mp.call)))
   ) {
     const kw = 'dict' in mp ? mp.dict : mp.kwargs;
-    const param = torchDtype(kw.param_dtype);
-    const reduce = torchDtype(kw.reduce_dtype);
+    const param = refDtype(kw.param_dtype);
+    const reduce = refDtype(kw.reduce_dtype);
     const unread = (['param_dtype', 'reduce_dtype'] as const).filter(
-      (k) => kw[k] !== undefined && kw[k] !== null && !torchDtype(kw[k]),
+      (k) => kw[k] !== undefined && kw[k] !== null && !refDtype(kw[k]),
     );
     if (unread.length)
       out.notes.push(`mixed_precision_policy ${unread.join(', ')} not read statically: assumed unset`);

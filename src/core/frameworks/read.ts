@@ -1,4 +1,5 @@
-import { accelerateConfigPlan, isAccelerate, type VersionPin } from './accelerate';
+import { accelerateConfigPlan, isAccelerate } from './accelerate';
+import { type VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
 import { deepspeedPlan, isDeepSpeed } from './deepspeed';
 import { isTorchtitan, torchtitanPlan } from './torchtitan';

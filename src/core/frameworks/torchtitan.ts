@@ -1,4 +1,4 @@
-import type { DType } from '../model/tree';
+import type { DType } from '../vocabulary/dtypes';
 import type { SetupValues } from '../resolve/setup';
 import { at, bool, countSetting, isRecord, setupFrom, str, type ConfigDoc } from './configDoc';
 import { llamaNative, titanDims } from './llamaNative';

@@ -1,8 +1,9 @@
 import type { OptimizerFamily } from '../analysis/apis';
 import type { FrameworkCallFact, PlainValue } from '../analysis/facts';
-import type { Range } from '../parsing/source';
+import type { Range } from '../vocabulary/range';
 import type { SetupValues } from '../resolve/setup';
-import { acceleratePlan, versionAtLeast, type VersionPin } from './accelerate';
+import { acceleratePlan } from './accelerate';
+import { versionAtLeast, type VersionPin } from '../vocabulary/versions';
 import { bool, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan } from './types';
 

@@ -1,6 +1,6 @@
-import type { ShardingStrategyName } from '../analysis/apis';
-import type { Range } from '../parsing/source';
-import type { Source } from '../estimator/types';
+import type { ShardingStrategyName } from '../vocabulary/fsdp';
+import type { Range } from '../vocabulary/range';
+import type { Source } from '../vocabulary/source';
 import type { FineTune } from '../model/finetune';
 import type { LoadedModel } from '../model/load';
 import type { ModelChoice } from '../resolve/analyze';

@@ -1,4 +1,4 @@
-import type { Position, Range } from '../parsing/source';
+import type { Position, Range } from '../vocabulary/range';
 import type { TextEdit } from './types';
 
 /** Text helpers for building fixes from the original source. */

@@ -3,7 +3,7 @@ import type { Estimate } from '../estimator/estimate';
 import type { MinGpus } from '../estimator/whatif';
 import type { FrameworkPlan } from '../frameworks/types';
 import type { ModuleNode } from '../model/tree';
-import type { Range } from '../parsing/source';
+import type { Range } from '../vocabulary/range';
 
 export type Severity = 'error' | 'warning' | 'info' | 'hint';
 export type SeveritySetting = Severity | 'off';

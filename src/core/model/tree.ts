@@ -1,48 +1,5 @@
-/** Element types of parameters and buffers, and what one element takes in memory. */
-export type DType =
-  | 'float32'
-  | 'bfloat16'
-  | 'float16'
-  | 'float64'
-  | 'float8_e4m3fn'
-  | 'float8_e5m2'
-  | 'int8'
-  | 'uint8'
-  | 'int64'
-  | 'bool'
-  | 'nf4';
-
-/**
- * Bytes per element. NF4 packs two values per byte and keeps one fp32 absmax per block of 64 values (bitsandbytes
- * without double quantisation): 0.5625 bytes per value.
- */
-export const DTYPE_BYTES: Record<DType, number> = {
-  float32: 4,
-  bfloat16: 2,
-  float16: 2,
-  float64: 8,
-  float8_e4m3fn: 1,
-  float8_e5m2: 1,
-  int8: 1,
-  uint8: 1,
-  int64: 8,
-  bool: 1,
-  nf4: 0.5 + 4 / 64,
-};
-
-/** Floating-point dtypes: the ones FSDP's mixed precision casts to `param_dtype`. */
-export function isFloat(d: DType): boolean {
-  return d === 'float32' || d === 'bfloat16' || d === 'float16' || d === 'float64';
-}
-
-/** Bytes of a tensor of `numel` elements, rounded up (a fractional size per value, like NF4's, ends in a whole byte). */
-export function tensorBytes(numel: number, dtype: DType): number {
-  return Math.ceil(numel * DTYPE_BYTES[dtype]);
-}
-
-export function isDType(s: string): s is DType {
-  return s in DTYPE_BYTES;
-}
+/** Module trees with PyTorch's names and shapes: what every model reader builds and the estimator reads. */
+import { DTYPE_BYTES, type DType } from '../vocabulary/dtypes';
 
 export interface ParamInfo {
   /** Local name (`weight`). */

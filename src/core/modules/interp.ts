@@ -1,4 +1,4 @@
-import { TORCH_DTYPES } from '../analysis/apis';
+import { castMethodDtype, isFloat, torchDtype } from '../vocabulary/dtypes';
 import {
   arithmetic,
   asNumber,
@@ -12,7 +12,8 @@ import {
   type DictEntry,
   type Val,
 } from '../analysis/values';
-import { numelOf, type DType, type ModuleNode } from '../model/tree';
+import { numelOf, type ModuleNode } from '../model/tree';
+import { type DType } from '../vocabulary/dtypes';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
 import { bindLayerArgs, COMPOSITES, CONTAINERS, factoryDtype, isTorchLayer, layerParams } from './torchnn';
@@ -877,7 +878,7 @@ export class Interpreter {
           const dt =
             name === 'to' || name === 'type'
               ? (dtypeOf(kwargs.dtype) ?? args.map(dtypeOf).find((x) => x))
-              : FLOAT_METHODS[name];
+              : castMethodDtype(name);
           if (dt) castModule(target, dt);
           else if (kwargs.dtype && kwargs.dtype.k !== 'none')
             // A positional argument is usually a device (`model.to(device)`); only `dtype=` is surely a cast.
@@ -936,7 +937,7 @@ export class Interpreter {
     const dtypeV = kwargs.dtype;
     const dt =
       dtypeV?.k === 'ref' && dtypeV.name.startsWith('torch.')
-        ? (TORCH_DTYPES[dtypeV.name.slice(6)] ?? dtypeV.name.slice(6))
+        ? (torchDtype(dtypeV.name.slice(6)) ?? dtypeV.name.slice(6))
         : undefined;
     const dtype = factoryDtype(name, dt);
     if (name === 'tril' || name === 'triu' || name === 'ones_like' || name === 'zeros_like') {
@@ -1050,7 +1051,7 @@ export class Interpreter {
         t: {
           k: 'tensor',
           shape: b.shape,
-          dtype: dtype && isFloatDtype(b.dtype) ? dtype : b.dtype,
+          dtype: dtype && isFloat(b.dtype) ? dtype : b.dtype,
           param: false,
           trainable: false,
         },
@@ -1686,11 +1687,7 @@ function shapeOf(args: V[]): number[] | null {
 
 /** A torch dtype value (`torch.bfloat16`, `torch.long`) as a DType; undefined when it is not one. */
 export function dtypeOf(v: V | undefined): DType | undefined {
-  if (v?.k !== 'ref' || !v.name.startsWith('torch.')) return undefined;
-  const n = v.name.slice(6);
-  if (n === 'int64' || n === 'long') return 'int64';
-  if (n === 'bool') return 'bool';
-  return TORCH_DTYPES[n] as DType | undefined;
+  return v?.k === 'ref' && v.name.startsWith('torch.') ? torchDtype(v.name.slice(6)) : undefined;
 }
 
 /** Attributes of a tensor: its shape and dtype when known, else a reference its methods are called through. */
@@ -1714,15 +1711,6 @@ function tensorAttr(t: TensorV, attr: string, text: string): V {
       return { k: 'ref', name: `<tensor>.${attr}`, bound: false };
   }
 }
-
-const FLOAT_METHODS: Record<string, DType> = {
-  float: 'float32',
-  half: 'float16',
-  bfloat16: 'bfloat16',
-  double: 'float64',
-  long: 'int64',
-  bool: 'bool',
-};
 
 /**
  * Tensor methods that keep or reshape the storage a buffer is built from (`torch.tril(...).view(1, 1, n, n)`):
@@ -1823,7 +1811,7 @@ function tensorMethod(t: TensorV, name: string, args: V[], kwargs: Record<string
     case 'double':
     case 'long':
     case 'bool':
-      return out(shape, FLOAT_METHODS[name]);
+      return out(shape, castMethodDtype(name));
     case 'clone':
     case 'contiguous':
     case 'detach':
@@ -1865,24 +1853,20 @@ function tensorArithmetic(a: V, b: V, op: string): TensorV {
   const shapeOfV = (v: V): number[] | null =>
     v.k === 'tensor' ? v.shape : v.k === 'num' || v.k === 'bool' ? [] : null;
   const shape = op === '@' ? null : broadcast(shapeOfV(a), shapeOfV(b));
-  const floats = (v: V) => (v.k === 'tensor' ? isFloatDtype(v.dtype) : v.k === 'num' && !v.int);
+  const floats = (v: V) => (v.k === 'tensor' ? isFloat(v.dtype) : v.k === 'num' && !v.int);
   const dtype: DType =
     op === '/' && !floats(a) && !floats(b)
       ? 'float32'
       : a.k === 'tensor' && b.k === 'tensor'
         ? a.dtype === b.dtype
           ? a.dtype
-          : isFloatDtype(a.dtype)
+          : isFloat(a.dtype)
             ? a.dtype
             : b.dtype
-        : !isFloatDtype(t.dtype) && (floats(a) || floats(b))
+        : !isFloat(t.dtype) && (floats(a) || floats(b))
           ? 'float32'
           : t.dtype;
   return { k: 'tensor', shape, dtype, param: false, trainable: false };
-}
-
-function isFloatDtype(d: DType): boolean {
-  return d === 'float32' || d === 'float16' || d === 'bfloat16' || d === 'float64';
 }
 
 /** The shape two tensors broadcast to; null when unknown or incompatible. */
@@ -1934,11 +1918,11 @@ function freeze(m: ModV): void {
  */
 function castModule(m: ModV, dtype: DType): void {
   for (const p of m.params.values())
-    if (p && isFloatDtype(p.dtype)) {
+    if (p && isFloat(p.dtype)) {
       p.dtype = dtype;
       p.cast = true;
     }
-  for (const b of m.buffers.values()) if (isFloatDtype(b.t.dtype)) b.t = { ...b.t, dtype };
+  for (const b of m.buffers.values()) if (isFloat(b.t.dtype)) b.t = { ...b.t, dtype };
   for (const c of m.children.values()) castModule(c, dtype);
 }
 

@@ -1,6 +1,6 @@
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import { findBinding } from '../analysis/scope';
-import type { ReshardAfterForward } from '../estimator/types';
+import type { ReshardAfterForward } from '../vocabulary/fsdp';
 import { moduleAt, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project } from '../project/project';

@@ -1,4 +1,4 @@
-import type { DType } from '../model/tree';
+import { isDType, torchDtype, type DType } from '../vocabulary/dtypes';
 
 /**
  * The parameters `torch.nn` layers create, from their constructor arguments (PyTorch's own definitions: a
@@ -441,15 +441,6 @@ function recurrent(name: string, a: Record<string, Arg>): LayerSpec {
 
 /** torch dtypes of tensor factories (`torch.ones(..., dtype=torch.int64)`); float32 unless told. */
 export function factoryDtype(name: string, dtype: string | undefined): DType {
-  if (
-    dtype === 'bfloat16' ||
-    dtype === 'float16' ||
-    dtype === 'float64' ||
-    dtype === 'int8' ||
-    dtype === 'uint8'
-  )
-    return dtype;
-  if (dtype === 'int64' || dtype === 'long') return 'int64';
-  if (dtype === 'bool') return 'bool';
-  return name === 'arange' ? 'int64' : 'float32';
+  const d = dtype === undefined ? undefined : (torchDtype(dtype) ?? (isDType(dtype) ? dtype : undefined));
+  return d ?? (name === 'arange' ? 'int64' : 'float32');
 }

@@ -1,16 +1,6 @@
+import type { Range } from '../vocabulary/range';
 import { compiledQuery, type Node, type QueryMatch, type Tree } from './python';
 import type { QueryName } from './queries';
-
-/** A position in a document: 0-based line and UTF-16 column, as VS Code counts them. */
-export interface Position {
-  line: number;
-  character: number;
-}
-
-export interface Range {
-  start: Position;
-  end: Position;
-}
 
 export function rangeOf(node: Node): Range {
   return {

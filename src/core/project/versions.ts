@@ -1,12 +1,6 @@
 import * as path from 'node:path';
-import type { VersionPin } from '../frameworks/accelerate';
+import type { PinnedVersions } from '../vocabulary/versions';
 import type { ProjectFS } from './project';
-
-export interface PinnedVersions {
-  transformers?: VersionPin;
-  accelerate?: VersionPin;
-  trl?: VersionPin;
-}
 
 const PACKAGES = ['transformers', 'accelerate', 'trl'] as const;
 

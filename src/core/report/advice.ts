@@ -1,6 +1,6 @@
-import type { Estimate } from '../estimator/estimate';
-import { trafficBytes } from '../estimator/estimate';
-import { fmtBytes, fmtSeconds, wholeNodesText, type ByteUnits } from '../estimator/format';
+import { type Estimate, trafficBytes } from '../estimator/estimate';
+import { fmtBytes, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
+import { wholeNodesText } from '../estimator/format';
 import { requiredBytes } from '../estimator/timeline';
 import { WhatIfModel, type WhatIf } from '../estimator/whatif';
 import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
@@ -64,7 +64,7 @@ function option(e: Estimate, label: string, note: string, whatIf?: WhatIf): Advi
  * cheapest changes that would, re-estimated), transfers that cannot hide behind compute (with HYBRID_SHARD and
  * SHARD_GRAD_OP compared), optimizer state dominating memory (with what LoRA would need).
  */
-export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUnits = 'GB'): Advice[] {
+export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUnit = 'GB'): Advice[] {
   const b = (n: number) => fmtBytes(n, units);
   const out: Advice[] = [];
   const mine = e.fit.find((f) => f.gpu === e.gpu.id);

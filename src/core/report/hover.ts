@@ -1,8 +1,8 @@
-import { describeCall, shortDtype } from '../analysis/describe';
+import { describeCall } from '../analysis/describe';
+import { shortDtype } from '../vocabulary/dtypes';
 import type { WrapCall } from '../analysis/facts';
-import type { Estimate, UnitEstimate } from '../estimator/estimate';
-import { trafficBytes } from '../estimator/estimate';
-import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnits } from '../estimator/format';
+import { type Estimate, type UnitEstimate, trafficBytes } from '../estimator/estimate';
+import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import type { Term } from '../estimator/types';
 import type { FrameworkPlan } from '../frameworks/types';
 import { peakWhere, unitsOfCall } from './summary';
@@ -94,7 +94,7 @@ const HOVER_ASSUMPTIONS = [
 export function hoverMarkdown(
   call: WrapCall,
   e: Estimate | undefined,
-  units: ByteUnits,
+  units: ByteUnit,
   links: HoverLinks,
   why?: string,
 ): string {
@@ -167,7 +167,7 @@ function footer(e: Estimate, links: HoverLinks): string[] {
 export function frameworkHoverMarkdown(
   fw: FrameworkPlan,
   e: Estimate,
-  units: ByteUnits,
+  units: ByteUnit,
   links: HoverLinks,
 ): string {
   const b = (n: number) => fmtBytes(n, units);

@@ -2,7 +2,7 @@ import { describeCall } from '../analysis/describe';
 import type { FileFacts } from '../analysis/facts';
 import type { Estimate } from '../estimator/estimate';
 import type { CheckpointMode, TrainingSetup } from '../estimator/types';
-import type { ByteUnits } from '../estimator/format';
+import type { ByteUnit } from '../vocabulary/bytes';
 import type { FitMatrix, GranularityPoint, WhatIf } from '../estimator/whatif';
 import { GPUS } from '../hardware/catalog';
 import type { EstimateResult } from '../resolve/analyze';
@@ -27,7 +27,7 @@ export interface PanelData {
   file: string;
   uri: string;
   focusUnit: number | null;
-  units: ByteUnits;
+  units: ByteUnit;
   calls: { line: number; api: string; target: string; description: string; lens: string }[];
   estimate?: ReturnType<typeof estimateJson>;
   noEstimate?: { reason: string; hint?: string };
@@ -94,7 +94,7 @@ export interface PanelInput {
   facts: FileFacts;
   uri: string;
   focusUnit: number | null;
-  units: ByteUnits;
+  units: ByteUnit;
   estimate?: EstimateResult;
   notice?: string;
   /** Control values the user changed in the panel. */

@@ -1,9 +1,9 @@
-import { describeCall, shortDtype } from '../analysis/describe';
+import { describeCall } from '../analysis/describe';
+import { shortDtype } from '../vocabulary/dtypes';
 import type { WrapCall } from '../analysis/facts';
 import type { FrameworkPlan } from '../frameworks/types';
-import type { Estimate, UnitEstimate } from '../estimator/estimate';
-import { trafficBytes } from '../estimator/estimate';
-import { fmtBytes, fmtParams, type ByteUnits } from '../estimator/format';
+import { type Estimate, type UnitEstimate, trafficBytes } from '../estimator/estimate';
+import { fmtBytes, fmtParams, type ByteUnit } from '../vocabulary/bytes';
 
 /** The units a wrap call created (matched by the line the plan recorded). */
 export function unitsOfCall(e: Estimate, call: WrapCall): UnitEstimate[] {
@@ -22,13 +22,13 @@ function collectivesPerUnit(u: UnitEstimate): string {
 
 /** The one-line CodeLens over a wrap call: what it makes and what that costs. */
 /** The lens over a framework's FSDP configuration (a config file's first line, a constructor call). */
-export function frameworkLensTitle(fw: FrameworkPlan, e: Estimate, units: ByteUnits = 'GB'): string {
+export function frameworkLensTitle(fw: FrameworkPlan, e: Estimate, units: ByteUnit = 'GB'): string {
   const api = fw.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${e.plan.strategy}`;
   return `${fw.framework} → ${api} · ${planTotals(e, units)}`;
 }
 
 /** The plan's totals: per-GPU memory, the step's peak and the fit, traffic per step. */
-export function planTotals(e: Estimate, units: ByteUnits = 'GB'): string {
+export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
   const b = (n: number) => fmtBytes(n, units);
   const traffic = trafficBytes(e.comms.perStep);
   const c = e.comms.perStep.collectives;
@@ -53,7 +53,7 @@ export function planTotals(e: Estimate, units: ByteUnits = 'GB'): string {
 export function lensTitle(
   call: WrapCall,
   e: Estimate | undefined,
-  units: ByteUnits = 'GB',
+  units: ByteUnit = 'GB',
   opts: { totals?: boolean } = {},
 ): string {
   const gen = call.api === 'fully_shard' ? 'FSDP2' : 'FSDP1';

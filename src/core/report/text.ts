@@ -1,14 +1,7 @@
-import {
-  fmtBytes,
-  fmtCount,
-  fmtParams,
-  fmtSeconds,
-  wholeNodesText,
-  type ByteUnits,
-} from '../estimator/format';
-import type { Estimate, UnitEstimate } from '../estimator/estimate';
-import { trafficBytes } from '../estimator/estimate';
-import type { Source } from '../estimator/types';
+import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
+import { wholeNodesText } from '../estimator/format';
+import { type Estimate, type UnitEstimate, trafficBytes } from '../estimator/estimate';
+import type { Source } from '../vocabulary/source';
 import type { MinGpus } from '../estimator/whatif';
 import { requiredBytes } from '../estimator/timeline';
 import type { Advice } from './advice';
@@ -30,7 +23,7 @@ export function sourceText(s: Source): string {
 }
 
 /** Groups alike units (32 decoder blocks) so a plan reads in one line. */
-export function planSummary(e: Estimate, units: ByteUnits = 'GB'): string {
+export function planSummary(e: Estimate, units: ByteUnit = 'GB'): string {
   const groups = new Map<string, UnitEstimate[]>();
   for (const u of e.units) {
     const key = u.isRoot ? `root:${u.name}` : `${u.classNames.join('+')}:${u.params}`;
@@ -51,7 +44,7 @@ export function planSummary(e: Estimate, units: ByteUnits = 'GB'): string {
 const pad = (s: string, n: number) => s.padEnd(n);
 
 /** The estimate as a person reads it in a terminal. */
-export function estimateText(e: Estimate, opts: { units?: ByteUnits; minGpus?: MinGpus } = {}): string {
+export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: MinGpus } = {}): string {
   const U = opts.units ?? 'GB';
   const b = (n: number) => fmtBytes(n, U);
   const L: string[] = [];
@@ -139,7 +132,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnits; minGpus?: M
 }
 
 /** The advice as a terminal section: each finding and the changes it compares, re-estimated. */
-export function adviceText(advice: Advice[], units: ByteUnits = 'GB'): string {
+export function adviceText(advice: Advice[], units: ByteUnit = 'GB'): string {
   const shown = advice.filter((a) => a.level !== 'ok');
   if (!shown.length) return '';
   const b = (n: number) => fmtBytes(n, units);

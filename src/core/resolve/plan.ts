@@ -1,9 +1,9 @@
-import type { ShardingStrategyName } from '../analysis/apis';
+import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import type { OffloadValue, WrapPolicyValue } from '../analysis/options';
 import type { ArchShape } from '../model/hf';
 import type { ModuleNode } from '../model/tree';
-import type { Plan, ReshardAfterForward, UnitPlan } from '../estimator/types';
+import type { Plan, UnitPlan } from '../estimator/types';
 import { defaultUnits, matchModules, unitsFromPolicy } from '../estimator/units';
 
 /** The path of the variable that holds the model (`model`, `self.model`), from the root wrap or the units' base. */

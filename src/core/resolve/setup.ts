@@ -1,7 +1,8 @@
 import type { OptimizerFamily } from '../analysis/apis';
 import { DEFAULT_GPU, findGpu } from '../hardware/catalog';
-import { isDType, type DType } from '../model/tree';
-import type { Assumption, CheckpointMode, Source, TrainingSetup } from '../estimator/types';
+import { dtypeFromText, shortDtype, type DType } from '../vocabulary/dtypes';
+import type { Assumption, Source } from '../vocabulary/source';
+import type { CheckpointMode, TrainingSetup } from '../estimator/types';
 
 /** Inputs a layer (a flag, an annotation, the code, a setting) may set; each is a string or number as given. */
 export interface SetupValues {
@@ -176,24 +177,14 @@ export const PARSE = {
    * are storage formats of frozen quantized weights (`--base-dtype nf4`), never training dtypes.
    */
   dtype(name: string, v: string, allowed: readonly DType[] = TRAINING_DTYPES): DType {
-    const t = v.trim().toLowerCase();
-    const alias: Record<string, DType> = {
-      fp32: 'float32',
-      bf16: 'bfloat16',
-      fp16: 'float16',
-      float: 'float32',
-      half: 'float16',
-    };
-    const d =
-      alias[t] ?? (isDType(t.replace(/^torch\./, '')) ? (t.replace(/^torch\./, '') as DType) : undefined);
-    const short: Partial<Record<DType, string>> = { float32: 'fp32', bfloat16: 'bf16', float16: 'fp16' };
-    const names = allowed.map((a) => short[a] ?? a);
+    const d = dtypeFromText(v);
+    const names = allowed.map(shortDtype);
     const list =
       names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
     if (!d || !allowed.includes(d)) {
       const why =
         d === 'nf4' || d === 'int8' || d === 'uint8' || d === 'float8_e4m3fn' || d === 'float8_e5m2'
-          ? ` (${short[d] ?? d} is a storage format for frozen quantized weights, not a training dtype; for QLoRA use --base-dtype nf4)`
+          ? ` (${shortDtype(d)} is a storage format for frozen quantized weights, not a training dtype; for QLoRA use --base-dtype nf4)`
           : '';
       throw new Error(`${name} must be ${list}, not "${v}"${why}`);
     }

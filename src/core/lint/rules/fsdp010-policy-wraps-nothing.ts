@@ -1,4 +1,4 @@
-import { fmtCount } from '../../estimator/format';
+import { fmtCount } from '../../vocabulary/bytes';
 import type { WrapPolicyValue } from '../../analysis/options';
 import { walk } from '../../model/tree';
 import type { Draft, Rule } from '../types';

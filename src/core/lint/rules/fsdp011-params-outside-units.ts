@@ -1,4 +1,4 @@
-import { fmtCount } from '../../estimator/format';
+import { fmtCount } from '../../vocabulary/bytes';
 import type { Draft, Rule } from '../types';
 
 export const paramsOutsideUnits: Rule = {

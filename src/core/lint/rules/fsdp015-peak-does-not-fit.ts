@@ -1,4 +1,5 @@
-import { fmtBytes, wholeNodesText } from '../../estimator/format';
+import { fmtBytes } from '../../vocabulary/bytes';
+import { wholeNodesText } from '../../estimator/format';
 import { requiredBytes } from '../../estimator/timeline';
 import type { Draft, Rule } from '../types';
 
