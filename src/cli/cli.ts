@@ -1,4 +1,5 @@
 import { VERSION } from '../core/meta';
+import { estimateFlagsHelp } from './help';
 import { estimateCommand } from './commands/estimate';
 import { lintCommand } from './commands/lint';
 import { gpusCommand, modelsCommand } from './commands/models';
@@ -25,16 +26,7 @@ Commands:
       --rule ID=LEVEL       Severity of a rule: error, warning, info, hint or off (repeatable).
 
   estimate [FILE]           Per-GPU memory and traffic per step of the FSDP plan in FILE (or the default plan).
-      --model ORG/NAME      A Hugging Face model (local cache, else the built-in catalog: fsdp-lens models).
-      --config PATH         A config.json.
-      --world-size N  --gpus-per-node G  --replicas R  --gpu ID   (IDs: fsdp-lens gpus)
-      --batch B  --seq S  --grad-accum K  --ac none|full|selective|every-N
-      --optimizer adamw|adam|sgd|sgd-momentum|adam8bit|adafactor
-      --param-dtype D  --reduce-dtype D   Mixed precision gather / reduce dtype: fp32, bf16 or fp16
-      --master-dtype fp32|bf16  Sharded parameters the optimizer updates (bf16: pure-bf16 training)
-      --attention fused|eager   Attention kernel: fused (SDPA, FlashAttention) or eager (keeps the s x s scores)
-      --lora-rank R  --lora-targets q_proj,v_proj   LoRA adapters (the base frozen)
-      --base-dtype nf4      4-bit NF4 base weights (QLoRA)
+${estimateFlagsHelp()}
       --exact               Build the model with PyTorch on the meta device for exact counts (runs your code).
       --python PATH         The Python for --exact (default python3); --exact-timeout S (default 120).
       --units GB|GiB        Decimal GB (default) or binary GiB.

@@ -1,8 +1,7 @@
 import * as vscode from 'vscode';
 import type { ByteUnit } from '../core/vocabulary/bytes';
 import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '../core/lint/types';
-import { parseSetupValue } from '../core/resolve/analyze';
-import type { SetupValues } from '../core/resolve/setup';
+import { parseInput, SETTING_INPUTS, type SetupValues } from '../core/inputs/table';
 
 export const SECTION = 'fsdpLens';
 
@@ -38,28 +37,19 @@ export function readSettings(scope?: vscode.ConfigurationScope): Settings {
   };
 }
 
-/** Settings that feed the estimate; a value that does not parse is ignored (the default applies). */
+/** Settings that feed the estimate (the inputs the table gives a setting); a value that does not parse is ignored. */
 function estimateValues(c: vscode.WorkspaceConfiguration): SetupValues {
-  const out: SetupValues = {};
-  const keys: [string, keyof SetupValues][] = [
-    ['worldSize', 'worldSize'],
-    ['gpusPerNode', 'gpusPerNode'],
-    ['gpu', 'gpu'],
-    ['microBatch', 'microBatch'],
-    ['seqLen', 'seqLen'],
-    ['checkpointing', 'checkpointing'],
-    ['optimizer', 'optimizer'],
-  ];
-  for (const [setting, key] of keys) {
-    const v = c.get<unknown>(setting, null);
+  const out: Record<string, unknown> = {};
+  for (const { key, setting } of SETTING_INPUTS) {
+    const v = c.get<unknown>(setting.name, null);
     if (v === null || v === undefined || v === '') continue;
     try {
-      (out as Record<string, unknown>)[key] = parseSetupValue(key, String(v), `fsdpLens.${setting}`);
+      out[key] = parseInput(key, String(v), `fsdpLens.${setting.name}`);
     } catch {
       // An invalid value is as if unset; the settings editor shows the schema error.
     }
   }
-  return out;
+  return out as SetupValues;
 }
 
 function nonEmpty(s: string | null | undefined): string | null {

@@ -19,7 +19,8 @@ import { loadPython, type PythonGrammar, type Tree } from '../../src/core/parsin
 import { SourceFile } from '../../src/core/parsing/source';
 import { Project } from '../../src/core/project/project';
 import { estimateFile } from '../../src/core/resolve/analyze';
-import { DEFAULTS, resolveSetup } from '../../src/core/resolve/setup';
+import { DEFAULTS } from '../../src/core/inputs/table';
+import { resolveSetup } from '../../src/core/inputs/layers';
 import { modelFromScript } from '../../src/core/modules/resolveModel';
 import { generatedScript } from './gen';
 

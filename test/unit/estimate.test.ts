@@ -12,7 +12,8 @@ import { defaultUnits, unitsFromPolicy } from '../../src/core/estimator/units';
 import { CATALOG } from '../../src/core/model/catalog';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { estimateFile } from '../../src/core/resolve/analyze';
-import { DEFAULTS, resolveSetup, type SetupValues } from '../../src/core/resolve/setup';
+import { DEFAULTS, type SetupValues } from '../../src/core/inputs/table';
+import { resolveSetup } from '../../src/core/inputs/layers';
 import { fromPyproject } from '../../src/core/project/settings';
 import { cli, scanSource } from './helpers';
 

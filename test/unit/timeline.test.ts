@@ -11,7 +11,8 @@ import { CATALOG } from '../../src/core/model/catalog';
 import { applyFineTune } from '../../src/core/model/finetune';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { countParams } from '../../src/core/model/tree';
-import { resolveSetup, type SetupValues } from '../../src/core/resolve/setup';
+import { resolveSetup } from '../../src/core/inputs/layers';
+import type { SetupValues } from '../../src/core/inputs/table';
 
 /** A two-block Llama small enough to follow every byte by hand. */
 const TINY = {

@@ -4,13 +4,10 @@ import { scanText } from '../../core/analysis/input';
 import { estimateJson } from '../../core/report/json';
 import { advise } from '../../core/report/advice';
 import { adviceText, estimateText } from '../../core/report/text';
-import {
-  estimateFile,
-  parseSetupValue,
-  type EstimateResult,
-  type ModelChoice,
-} from '../../core/resolve/analyze';
-import { replicasDivide, type SetupValues } from '../../core/resolve/setup';
+import { estimateFile, type EstimateResult } from '../../core/resolve/analyze';
+import { INPUT_BY_FLAG, parseInput, type SetupValues } from '../../core/inputs/table';
+import { fineTuneFromFlags, type ModelChoice } from '../../core/inputs/model';
+import { replicasDivide } from '../../core/inputs/layers';
 import { loadPython } from '../../core/parsing/python';
 import { findProjectRoot, Project } from '../../core/project/project';
 import { exactForScript, type ExactModel } from '../../core/exact/exact';
@@ -19,25 +16,6 @@ import { parseOptions } from '../args';
 import { EXIT, UsageError, type Streams } from '../cli';
 import { isConfigFile, readConfigFile, readPythonFile } from '../files';
 import { analyzeConfigText } from '../../core/pipeline';
-
-/** Flags that set an input, and the key each sets. */
-const SETUP_FLAGS: Record<string, keyof SetupValues> = {
-  'world-size': 'worldSize',
-  'gpus-per-node': 'gpusPerNode',
-  replicas: 'replicas',
-  gpu: 'gpu',
-  batch: 'microBatch',
-  seq: 'seqLen',
-  'grad-accum': 'gradAccum',
-  ac: 'checkpointing',
-  optimizer: 'optimizer',
-  'param-dtype': 'paramDtype',
-  'reduce-dtype': 'reduceDtype',
-  'master-dtype': 'masterDtype',
-  attention: 'attention',
-  'link-efficiency': 'linkEfficiency',
-  mfu: 'mfu',
-};
 
 export async function estimateCommand(argv: string[], io: Streams): Promise<number> {
   const options = {
@@ -51,17 +29,17 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     exact: { type: 'boolean' },
     python: { type: 'string' },
     'exact-timeout': { type: 'string' },
-    ...Object.fromEntries(Object.keys(SETUP_FLAGS).map((k) => [k, { type: 'string' }])),
+    ...Object.fromEntries(Object.keys(INPUT_BY_FLAG).map((k) => [k, { type: 'string' }])),
   } as const;
   const { values, positionals } = parseOptions(argv, options, 'estimate');
   if (positionals.length > 1) throw new UsageError('estimate takes at most one FILE');
   if (values.model && values.config) throw new UsageError('estimate: give --model or --config, not both');
   const flags: SetupValues = {};
-  for (const [flag, key] of Object.entries(SETUP_FLAGS)) {
+  for (const [flag, key] of Object.entries(INPUT_BY_FLAG)) {
     const raw = (values as Record<string, unknown>)[flag];
     if (typeof raw !== 'string') continue;
     try {
-      (flags as Record<string, unknown>)[key] = parseSetupValue(key, raw, `--${flag}`);
+      (flags as Record<string, unknown>)[key] = parseInput(key, raw, `--${flag}`);
     } catch (e) {
       throw new UsageError(`estimate: ${e instanceof Error ? e.message : String(e)}`);
     }
@@ -75,29 +53,14 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
       `estimate: --replicas ${flags.replicas} does not divide --world-size ${flags.worldSize}: HSDP needs R replicas of world-size / R GPUs each`,
     );
   let fineTune: FineTune | undefined;
-  if (
-    values['lora-rank'] !== undefined ||
-    values['lora-targets'] !== undefined ||
-    values['base-dtype'] !== undefined
-  ) {
-    fineTune = {};
-    if (values['lora-rank'] !== undefined || values['lora-targets'] !== undefined) {
-      const rank = Number(values['lora-rank'] ?? 8);
-      if (!Number.isInteger(rank) || rank < 1)
-        throw new UsageError(
-          `estimate: --lora-rank must be a positive whole number, not "${values['lora-rank']}"`,
-        );
-      const targets = (values['lora-targets'] ?? 'q_proj,v_proj')
-        .split(',')
-        .map((t) => t.trim())
-        .filter(Boolean);
-      fineTune.lora = { rank, targets };
-    }
-    if (values['base-dtype'] !== undefined) {
-      if (values['base-dtype'] !== 'nf4')
-        throw new UsageError(`estimate: --base-dtype takes nf4, not "${values['base-dtype']}"`);
-      fineTune.baseDtype = 'nf4';
-    }
+  try {
+    fineTune = fineTuneFromFlags({
+      loraRank: values['lora-rank'],
+      loraTargets: values['lora-targets'],
+      baseDtype: values['base-dtype'],
+    });
+  } catch (e) {
+    throw new UsageError(`estimate: ${e instanceof Error ? e.message : String(e)}`);
   }
   const units = values.units ?? 'GB';
   if (units !== 'GB' && units !== 'GiB') throw new UsageError('estimate: --units must be GB or GiB');

@@ -1,3 +1,4 @@
+import type { OptimizerFamily } from '../inputs/parse';
 /**
  * The PyTorch (and neighbouring) APIs the scan recognises, by fully qualified name. One table, so that every
  * import form (`from x import y as z`, `import x as m; m.y`, the legacy composable path) resolves to one kind.
@@ -107,7 +108,6 @@ export const OPTIMIZERS: Record<string, { name: string; family: OptimizerFamily 
   'bitsandbytes.optim.AdamW': { name: 'AdamW', family: 'adamw' },
   'torchao.optim.AdamW8bit': { name: 'AdamW8bit', family: 'adam8bit' },
 };
-export type OptimizerFamily = 'adamw' | 'adam' | 'sgd' | 'sgd-momentum' | 'adam8bit' | 'adafactor';
 
 /** Last segments worth searching the text for: every call the scan cares about contains one of them. */
 export const SEARCH_WORDS: readonly string[] = [

@@ -1,6 +1,6 @@
 import type { Node, PythonGrammar } from '../parsing/python';
 import { rangeOf, type SourceFile } from '../parsing/source';
-import { type Position } from '../vocabulary/range';
+import type { Position } from '../vocabulary/range';
 import {
   classifyApi,
   FSDP2_MODULE,

@@ -1,5 +1,5 @@
 import type { ArchShape } from '../model/hf';
-import type { CheckpointMode } from './types';
+import type { CheckpointMode } from '../inputs/parse';
 
 /**
  * Activation memory per micro-batch, written as the list of tensors each block kind keeps for backward. Every

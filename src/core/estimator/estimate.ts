@@ -6,7 +6,9 @@ import { countBufferBytes, countParams, type ModuleNode } from '../model/tree';
 import { DTYPE_BYTES, isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
 import { fmtBytes, fmtCount, fmtParams } from '../vocabulary/bytes';
 import type { Assumption, Source } from '../vocabulary/source';
-import type { CheckpointMode, Figure, ParamGroup, Plan, Term, TrainingSetup, Traffic, Unit } from './types';
+import type { CheckpointMode } from '../inputs/parse';
+import type { Figure, ParamGroup, Plan, Term, Traffic, Unit } from './types';
+import type { TrainingSetup } from '../inputs/table';
 import { FIT_RESERVE, requiredBytes, simulate, type LiveSet, type Phase, type Timeline } from './timeline';
 import { assignParameters, type Ownership } from './units';
 

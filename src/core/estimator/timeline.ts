@@ -1,9 +1,9 @@
 import type { ArchShape } from '../model/hf';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
-import { type ModuleNode } from '../model/tree';
+import type { ModuleNode } from '../model/tree';
 import { blockActivations, lossTransient, tailActivations, type ActivationInputs } from './activations';
 import type { Estimate, UnitEstimate } from './estimate';
-import type { TrainingSetup } from './types';
+import type { TrainingSetup } from '../inputs/table';
 
 /** What is alive at one moment of the step, by category (bytes). */
 export interface LiveSet {

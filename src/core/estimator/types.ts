@@ -1,38 +1,6 @@
-import type { OptimizerFamily } from '../analysis/apis';
 import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
 import type { Source } from '../vocabulary/source';
-
-export type CheckpointMode = 'none' | 'full' | 'selective' | { everyN: number };
-
-/** Training inputs of an estimate (each also reported as an assumption with its source). */
-export interface TrainingSetup {
-  worldSize: number;
-  gpusPerNode: number;
-  /** HSDP replicas R (1 without HSDP); the shard group is worldSize / replicas. */
-  replicas: number;
-  gpu: string;
-  microBatch: number;
-  seqLen: number;
-  gradAccum: number;
-  /** With `set_requires_gradient_sync(False)` / `no_sync()` only the last micro-batch reduces. */
-  syncEveryMicroBatch: boolean;
-  checkpointing: CheckpointMode;
-  optimizer: OptimizerFamily;
-  /** How the optimizer steps: `foreach` (PyTorch's default on CUDA) allocates temporaries the size of the parameters. */
-  optimizerImpl: 'foreach' | 'fused' | 'for-loop';
-  /** The original (sharded, master) parameter dtype. */
-  masterDtype: DType;
-  /** Mixed precision: the dtype parameters are gathered and computed in (null: no mixed precision). */
-  paramDtype: DType | null;
-  /** The dtype gradients are reduced in (null: the param dtype, as FSDP2 does when reduce_dtype is unset). */
-  reduceDtype: DType | null;
-  attention: 'fused' | 'eager';
-  /** Fraction of per-direction link bandwidth collectives reach. */
-  linkEfficiency: number;
-  /** Fraction of dense bf16 peak that compute reaches (model FLOPs utilisation). */
-  mfu: number;
-}
 
 /** One FSDP unit as the plan applies it, before parameters are assigned. */
 export interface UnitPlan {

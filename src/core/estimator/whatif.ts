@@ -2,7 +2,8 @@ import { findGpu, gpuBytes } from '../hardware/catalog';
 import { estimate, type Estimate, type EstimateInput } from './estimate';
 import { fmtBytes } from '../vocabulary/bytes';
 import { requiredBytes } from './timeline';
-import type { Plan, TrainingSetup, Unit } from './types';
+import type { Plan, Unit } from './types';
+import type { TrainingSetup } from '../inputs/table';
 import { assignParameters, type Ownership } from './units';
 
 /** Inputs the panel's controls change; everything else stays as the file and settings say. */

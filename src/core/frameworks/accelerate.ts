@@ -1,7 +1,7 @@
 import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
 import { versionAtLeast, type VersionPin } from '../vocabulary/versions';
-import type { SetupValues } from '../resolve/setup';
+import type { SetupValues } from '../inputs/table';
 import { bool, countSetting, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan, FrameworkTrap, WrapSpec } from './types';
 

@@ -4,7 +4,7 @@ import { isMap, LineCounter, parseDocument } from 'yaml';
 import type { PlainValue } from '../analysis/facts';
 import { torchDtype, type DType } from '../vocabulary/dtypes';
 import type { Range } from '../vocabulary/range';
-import type { SetupValues } from '../resolve/setup';
+import type { SetupValues } from '../inputs/table';
 import type { FrameworkPlan } from './types';
 
 export type ConfigFormat = 'yaml' | 'json' | 'toml';

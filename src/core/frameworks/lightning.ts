@@ -1,7 +1,7 @@
 import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import type { FileFacts, FrameworkCallFact, PlainValue } from '../analysis/facts';
 import type { DType } from '../vocabulary/dtypes';
-import type { SetupValues } from '../resolve/setup';
+import type { SetupValues } from '../inputs/table';
 import { countSetting, posInt, refDtype } from './configDoc';
 import type { FrameworkPlan } from './types';
 

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import type { FileFacts, FrameworkCallFact } from '../analysis/facts';
 import type { DType } from '../vocabulary/dtypes';
 import type { PinnedVersions } from '../vocabulary/versions';
-import type { SetupValues } from '../resolve/setup';
+import type { SetupValues } from '../inputs/table';
 import { ACCELERATE_PRECISION, acceleratePlan, pluginSettings } from './accelerate';
 import { readConfigText, refDtype, type ConfigDoc } from './configDoc';
 import { lightningPlan } from './lightning';

@@ -1,5 +1,5 @@
 import { accelerateConfigPlan, isAccelerate } from './accelerate';
-import { type VersionPin } from '../vocabulary/versions';
+import type { VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
 import { deepspeedPlan, isDeepSpeed } from './deepspeed';
 import { isTorchtitan, torchtitanPlan } from './torchtitan';

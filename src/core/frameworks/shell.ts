@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { flags } from '../project/settings';
 import { launchFlagSettings, acceleratePlan } from './accelerate';
-import { type VersionPin } from '../vocabulary/versions';
+import type { VersionPin } from '../vocabulary/versions';
 import { posInt } from './configDoc';
 import type { FrameworkPlan } from './types';
 

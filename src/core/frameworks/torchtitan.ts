@@ -1,5 +1,5 @@
 import type { DType } from '../vocabulary/dtypes';
-import type { SetupValues } from '../resolve/setup';
+import type { SetupValues } from '../inputs/table';
 import { at, bool, countSetting, isRecord, setupFrom, str, type ConfigDoc } from './configDoc';
 import { llamaNative, titanDims } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';

@@ -1,4 +1,4 @@
-import type { OptimizerFamily } from '../analysis/apis';
+import type { OptimizerFamily } from '../inputs/parse';
 import type { FineTune } from '../model/finetune';
 import { at, bool, countSetting, isRecord, setupFrom, str, strList, type ConfigDoc } from './configDoc';
 import { llamaNative, TUNE_MODELS } from './llamaNative';

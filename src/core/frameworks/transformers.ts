@@ -1,7 +1,7 @@
-import type { OptimizerFamily } from '../analysis/apis';
+import type { OptimizerFamily } from '../inputs/parse';
 import type { FrameworkCallFact, PlainValue } from '../analysis/facts';
 import type { Range } from '../vocabulary/range';
-import type { SetupValues } from '../resolve/setup';
+import type { SetupValues } from '../inputs/table';
 import { acceleratePlan } from './accelerate';
 import { versionAtLeast, type VersionPin } from '../vocabulary/versions';
 import { bool, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';

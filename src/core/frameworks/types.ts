@@ -3,8 +3,8 @@ import type { Range } from '../vocabulary/range';
 import type { Source } from '../vocabulary/source';
 import type { FineTune } from '../model/finetune';
 import type { LoadedModel } from '../model/load';
-import type { ModelChoice } from '../resolve/analyze';
-import type { SetupValues } from '../resolve/setup';
+import type { ModelChoice } from '../inputs/model';
+import type { SetupValues } from '../inputs/table';
 
 export type FrameworkName =
   | 'Accelerate'

@@ -166,3 +166,10 @@ export function findLink(id: string): Link | undefined {
 export function gpuBytes(g: Gpu): number {
   return g.memoryMiB * 1024 * 1024;
 }
+
+/** The GPU's name with its memory when the name does not say it (`NVIDIA L40S 48GB`), for lists to choose from. */
+export function gpuLabel(g: Gpu): string {
+  if (/\d\s*GB\b/.test(g.name)) return g.name;
+  const gb = /(\d+)gb$/.exec(g.id)?.[1];
+  return gb ? `${g.name} ${gb}GB` : g.name;
+}

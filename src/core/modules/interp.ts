@@ -1,4 +1,4 @@
-import { castMethodDtype, isFloat, torchDtype } from '../vocabulary/dtypes';
+import { castMethodDtype, isFloat, torchDtype, type DType } from '../vocabulary/dtypes';
 import {
   arithmetic,
   asNumber,
@@ -13,7 +13,6 @@ import {
   type Val,
 } from '../analysis/values';
 import { numelOf, type ModuleNode } from '../model/tree';
-import { type DType } from '../vocabulary/dtypes';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
 import { bindLayerArgs, COMPOSITES, CONTAINERS, factoryDtype, isTorchLayer, layerParams } from './torchnn';

@@ -1,35 +1,14 @@
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import type { ModelChoice } from '../resolve/analyze';
-import { parseSetupValue, type Layer, type SetupValues } from '../resolve/setup';
+import type { ModelChoice } from '../inputs/model';
+import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
+import type { Layer } from '../inputs/layers';
 import type { ProjectFS } from './project';
 
 /**
  * Project-level inputs of an estimate, in the precedence of ESTIMATOR.md: `[tool.fsdp-lens]` in pyproject.toml,
  * then what launch files say (torchrun, SLURM batch scripts, VS Code launch configurations).
  */
-
-/** Keys of `[tool.fsdp-lens]` and of `# fsdp:` annotations, and the input each sets. */
-export const SETTING_KEYS: Record<string, keyof SetupValues> = {
-  world_size: 'worldSize',
-  nproc: 'worldSize',
-  gpus_per_node: 'gpusPerNode',
-  replicas: 'replicas',
-  gpu: 'gpu',
-  batch: 'microBatch',
-  micro_batch: 'microBatch',
-  seq: 'seqLen',
-  seq_len: 'seqLen',
-  grad_accum: 'gradAccum',
-  ac: 'checkpointing',
-  checkpointing: 'checkpointing',
-  optimizer: 'optimizer',
-  param_dtype: 'paramDtype',
-  reduce_dtype: 'reduceDtype',
-  master_dtype: 'masterDtype',
-  attention: 'attention',
-  attn_implementation: 'attention',
-};
 
 export interface ProjectLayer {
   layer: Layer;
@@ -86,13 +65,13 @@ export function fromPyproject(text: string, file: string): ProjectLayer | undefi
       else model = { ...(model ?? { source: { kind: 'pyproject', detail: where } }), configKey: raw };
       continue;
     }
-    const key = SETTING_KEYS[k];
+    const key = INPUT_BY_KEY[k];
     if (!key) {
       problems.push(`${where}: unknown key "${k}"`);
       continue;
     }
     try {
-      (values as Record<string, unknown>)[key] = parseSetupValue(key, String(raw), `${k} (${where})`);
+      (values as Record<string, unknown>)[key] = parseInput(key, String(raw), `${k} (${where})`);
     } catch (e) {
       problems.push(e instanceof Error ? e.message : String(e));
     }

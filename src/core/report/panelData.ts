@@ -1,7 +1,8 @@
 import { describeCall } from '../analysis/describe';
 import type { FileFacts } from '../analysis/facts';
 import type { Estimate } from '../estimator/estimate';
-import type { CheckpointMode, TrainingSetup } from '../estimator/types';
+import type { CheckpointMode } from '../inputs/parse';
+import type { TrainingSetup } from '../inputs/table';
 import type { ByteUnit } from '../vocabulary/bytes';
 import type { FitMatrix, GranularityPoint, WhatIf } from '../estimator/whatif';
 import { GPUS } from '../hardware/catalog';

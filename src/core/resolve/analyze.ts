@@ -21,11 +21,12 @@ import { planForFramework } from '../frameworks/plan';
 import type { FrameworkPlan } from '../frameworks/types';
 import { modelFromClass, modelFromScript, inferShapeFromTree as staticShape } from '../modules/resolveModel';
 import type { Project } from '../project/project';
-import { launchLayer, pyprojectLayer, SETTING_KEYS } from '../project/settings';
+import { launchLayer, pyprojectLayer } from '../project/settings';
 import type { ExactModel } from '../exact/exact';
 import { countParams } from '../model/tree';
-import { attentionKind, parseSetupValue, resolveSetup, type Layer, type SetupValues } from './setup';
-export { parseSetupValue };
+import { attentionKind } from '../inputs/parse';
+import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
+import { resolveSetup, type Layer } from '../inputs/layers';
 
 /** Where the model comes from when the caller names it (a flag or a setting). */
 export interface ModelChoice {
@@ -368,7 +369,7 @@ function annotationLayer(
   for (const a of facts.annotations) {
     const where = `# fsdp: at ${file}:${a.line}`;
     for (const [k, raw] of Object.entries(a.values)) {
-      const key = k === 'model' || k === 'config' ? k : SETTING_KEYS[k];
+      const key = k === 'model' || k === 'config' ? k : INPUT_BY_KEY[k];
       if (!key) continue; // Unknown keys are reported by the annotation lint rule, not fatal here.
       if (key === 'model' || key === 'config') {
         const source: Source = { kind: 'annotation', detail: where };
@@ -385,7 +386,7 @@ function annotationLayer(
         continue;
       }
       try {
-        (values as Record<string, unknown>)[key] = parseSetupValue(key, raw, `${k} (${where})`);
+        (values as Record<string, unknown>)[key] = parseInput(key, raw, `${k} (${where})`);
         details[key] = where;
       } catch (e) {
         return { error: e instanceof Error ? e.message : String(e) };

@@ -8,8 +8,8 @@ import { trainingArgumentValues } from '../frameworks/transformers';
 import type { FrameworkPlan } from '../frameworks/types';
 import type { Project } from '../project/project';
 import { pinnedVersions } from '../project/versions';
-import type { ModelChoice } from './analyze';
-import type { Layer } from './setup';
+import type { ModelChoice } from '../inputs/model';
+import type { Layer } from '../inputs/layers';
 
 /** `# fsdp: key=value` and `# noqa` comments of a YAML or TOML configuration (JSON has no comments). */
 export function configComments(file: string, text: string): Pick<FileFacts, 'annotations' | 'noqa'> {

@@ -1,0 +1,62 @@
+/**
+ * Precedence: each input takes its value from the highest layer that sets it (a flag, an annotation, the
+ * framework's configuration, the code, pyproject.toml, a launch file, an editor setting), else its default, and
+ * says where it came from (docs/estimator.md, "Inputs").
+ */
+import type { Assumption, Source } from '../vocabulary/source';
+import {
+  DEFAULTS,
+  INPUT_KEYS,
+  INPUTS,
+  showInput,
+  type InputKey,
+  type SetupValues,
+  type TrainingSetup,
+} from './table';
+
+/** One source of inputs; layers are listed highest precedence first. */
+export interface Layer {
+  source: Source;
+  values: SetupValues;
+  /** Per-key source detail (`train.py:12` for the mesh, another line for the dtype). */
+  details?: Partial<Record<InputKey, string>>;
+}
+
+/** Whether `replicas` HSDP replicas split `worldSize` GPUs into whole shard groups. */
+export function replicasDivide(worldSize: number, replicas: number): boolean {
+  return replicas >= 1 && worldSize % replicas === 0;
+}
+
+/** Resolves every input by precedence, recording where each came from. */
+export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptions: Assumption[] } {
+  const all: Layer[] = [...layers, { source: { kind: 'default' }, values: DEFAULTS }];
+  const chosen = {} as Record<InputKey, { value: unknown; source: Source }>;
+  for (const key of INPUT_KEYS) {
+    for (const layer of all) {
+      const v = layer.values[key];
+      if (v === undefined) continue;
+      const detail = layer.details?.[key] ?? layer.source.detail;
+      chosen[key] = {
+        value: v,
+        source: detail ? { kind: layer.source.kind, detail } : { kind: layer.source.kind },
+      };
+      break;
+    }
+  }
+  const setup = Object.fromEntries(INPUT_KEYS.map((k) => [k, chosen[k].value])) as TrainingSetup;
+  // The world is whole replicas of whole shard groups: replicas that do not divide it are not used.
+  const askedReplicas = setup.replicas;
+  if (!replicasDivide(setup.worldSize, setup.replicas)) setup.replicas = 1;
+  const assumptions: Assumption[] = INPUT_KEYS.filter(
+    (k) => !(k === 'replicas' && setup.replicas === 1 && chosen[k].source.kind === 'default'),
+  ).map((k) => ({
+    key: k,
+    label: INPUTS[k].label,
+    value:
+      k === 'replicas' && setup.replicas !== askedReplicas
+        ? `1 (${askedReplicas} replicas do not divide ${setup.worldSize} GPUs: not used)`
+        : showInput(k, chosen[k].value as never, setup),
+    source: chosen[k].source,
+  }));
+  return { setup, assumptions };
+}

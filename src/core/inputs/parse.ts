@@ -1,0 +1,135 @@
+/**
+ * Parsers of input values as flags, `# fsdp:` annotations, `[tool.fsdp-lens]` and editor settings write them.
+ * Each throws an Error whose message names the input and what it accepts.
+ */
+import { findGpu } from '../hardware/catalog';
+import { dtypeFromText, shortDtype, type DType } from '../vocabulary/dtypes';
+
+/** Activation checkpointing: none, every block, torchtitan's selective per-op policy, or every N-th block. */
+export type CheckpointMode = 'none' | 'full' | 'selective' | { everyN: number };
+
+/** Optimizer families, by the state each keeps per trainable parameter (docs/estimator.md). */
+export type OptimizerFamily = 'adamw' | 'adam' | 'sgd' | 'sgd-momentum' | 'adam8bit' | 'adafactor';
+
+/** Dtypes mixed precision gathers (`param_dtype`) and reduces (`reduce_dtype`) in. */
+export const TRAINING_DTYPES: readonly DType[] = ['float32', 'bfloat16', 'float16'];
+/** Dtypes of the sharded parameters the optimizer updates: fp32 master weights, or pure-bf16 training. */
+export const MASTER_DTYPES: readonly DType[] = ['float32', 'bfloat16'];
+
+/** The largest count any input takes (a world size of a million GPUs is already beyond any cluster). */
+export const MAX_COUNT = 1_000_000;
+
+export function positiveInt(name: string, v: string | number): number {
+  const n = typeof v === 'number' ? v : Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_COUNT)
+    throw new Error(`${name} must be a positive whole number, not "${v}"`);
+  return n;
+}
+
+/**
+ * A floating-point dtype among `allowed`. Mixed precision gathers and reduces in fp32, bf16 or fp16 (FSDP2's
+ * `MixedPrecisionPolicy` and FSDP1's `MixedPrecision` take floating dtypes); the sharded parameters the optimizer
+ * updates are fp32 (mixed precision) or bf16 (pure-bf16 training, as torchtune runs it). Integer and 4-bit types
+ * are storage formats of frozen quantized weights (`--base-dtype nf4`), never training dtypes.
+ */
+export function dtype(name: string, v: string, allowed: readonly DType[] = TRAINING_DTYPES): DType {
+  const d = dtypeFromText(v);
+  const names = allowed.map(shortDtype);
+  const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
+  if (!d || !allowed.includes(d)) {
+    const why =
+      d === 'nf4' || d === 'int8' || d === 'uint8' || d === 'float8_e4m3fn' || d === 'float8_e5m2'
+        ? ` (${shortDtype(d)} is a storage format for frozen quantized weights, not a training dtype; for QLoRA use --base-dtype nf4)`
+        : '';
+    throw new Error(`${name} must be ${list}, not "${v}"${why}`);
+  }
+  return d;
+}
+
+export function checkpointing(name: string, v: string): CheckpointMode {
+  const t = v.toLowerCase();
+  if (t === 'none' || t === 'full' || t === 'selective') return t;
+  const m = /^every-?(\d+)$/.exec(t);
+  if (m) return { everyN: positiveInt(name, m[1]!) };
+  throw new Error(`${name} must be none, full, selective or every-N (e.g. every-2), not "${v}"`);
+}
+
+/** `none`, `full`, `selective`, `every-2`: checkpointing as every surface writes it. */
+export function checkpointingText(c: CheckpointMode): string {
+  return typeof c === 'object' ? `every-${c.everyN}` : c;
+}
+
+const OPTIMIZER_NAMES: Record<string, OptimizerFamily> = {
+  adamw: 'adamw',
+  adam: 'adam',
+  sgd: 'sgd',
+  'sgd-momentum': 'sgd-momentum',
+  momentum: 'sgd-momentum',
+  adam8bit: 'adam8bit',
+  adamw8bit: 'adam8bit',
+  'adam-8bit': 'adam8bit',
+  adafactor: 'adafactor',
+};
+
+export function optimizer(name: string, v: string): OptimizerFamily {
+  const o = OPTIMIZER_NAMES[v.toLowerCase().replace(/_/g, '-')];
+  if (!o)
+    throw new Error(`${name} must be adamw, adam, sgd, sgd-momentum, adam8bit or adafactor, not "${v}"`);
+  return o;
+}
+
+export function gpu(name: string, v: string): string {
+  const g = findGpu(v);
+  if (!g) throw new Error(`${name}: unknown GPU "${v}"`);
+  return g.id;
+}
+
+/**
+ * The attention kind a Transformers `attn_implementation` selects: `eager` materialises the s x s scores; SDPA,
+ * FlashAttention and flex attention are fused kernels that do not keep them. Undefined for names not known.
+ */
+export function attentionKind(implementation: string): 'fused' | 'eager' | undefined {
+  const t = implementation.toLowerCase().replace(/-/g, '_');
+  if (t === 'eager') return 'eager';
+  if (
+    t === 'fused' ||
+    t === 'sdpa' ||
+    t === 'flex_attention' ||
+    t === 'flash' ||
+    /^flash_attention_\d$/.test(t) ||
+    // Hub kernels (`kernels-community/flash-attn`) are fused too.
+    /^kernels_community\//.test(t)
+  )
+    return 'fused';
+  return undefined;
+}
+
+export function attention(name: string, v: string): 'fused' | 'eager' {
+  const a = attentionKind(v);
+  if (!a)
+    throw new Error(
+      `${name} must be fused or eager (sdpa, flash_attention_2 and flex_attention are fused), not "${v}"`,
+    );
+  return a;
+}
+
+export function fraction(name: string, v: string | number): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0 || n > 1)
+    throw new Error(`${name} must be a fraction between 0 and 1, not "${v}"`);
+  return n;
+}
+
+export function choice<T extends string>(name: string, v: string, options: readonly T[]): T {
+  const t = v.trim().toLowerCase();
+  const o = options.find((x) => x === t);
+  if (!o) throw new Error(`${name} must be ${options.join(', ')}, not "${v}"`);
+  return o;
+}
+
+/** A release like `2.8` or `2.8.0` (a local suffix such as `+cu126` dropped). */
+export function release(name: string, v: string | number): string {
+  const t = String(v).trim().replace(/\+.*$/, '');
+  if (!/^\d+\.\d+(\.\d+)?$/.test(t)) throw new Error(`${name} must be a release like 2.8, not "${v}"`);
+  return t;
+}

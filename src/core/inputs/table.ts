@@ -1,0 +1,362 @@
+/**
+ * The table of estimate inputs: every input an estimate rests on, declared once with its type (through its
+ * parser), its default, its label and description, and every name it has: the command-line flag, the keys of
+ * `# fsdp:` annotations and `[tool.fsdp-lens]`, the VS Code setting and the panel's what-if control. The CLI's
+ * parser and help, the annotation and pyproject readers, the settings reader, package.json's settings, the
+ * README's settings table, the panel's controls and the what-if model all derive from it. Adding an input is one
+ * entry here plus its use in the estimator.
+ */
+import { DEFAULT_GPU, findGpu, gpuLabel, GPUS } from '../hardware/catalog';
+import type { DType } from '../vocabulary/dtypes';
+import * as parse from './parse';
+import type { CheckpointMode, OptimizerFamily } from './parse';
+
+/** A VS Code setting (`fsdpLens.<name>`): the JSON schema package.json declares, less the common parts. */
+export interface SettingSpec {
+  name: string;
+  schema: Record<string, unknown>;
+}
+
+/** A what-if control of the footprint panel. */
+export interface ControlSpec {
+  label: string;
+  kind: 'number' | 'select';
+  /** The choices of a select, value and label. */
+  options?: () => { value: string; label: string }[];
+}
+
+/** What a reader of the other inputs' values sees while describing one (the reduce dtype names the param dtype). */
+export interface DescribeContext {
+  paramDtype: DType | null;
+  masterDtype: DType;
+}
+
+export interface InputSpec<T> {
+  /** How the assumption list names it (`world size`). */
+  label: string;
+  /** One line: what it is, for help texts, setting descriptions and the README. */
+  summary: string;
+  default: T;
+  /** Parses a value as flags, annotations, pyproject.toml and settings write it; throws a message naming `name`. */
+  parse(raw: string | number, name: string): T;
+  /** The value in words for the assumption list (default: as a string). */
+  show?(v: T, ctx: DescribeContext): string;
+  /** The command-line flag (`--world-size N`). */
+  flag?: { name: string; value: string };
+  /** Keys of `# fsdp:` annotations and `[tool.fsdp-lens]` in pyproject.toml (the first is the one to write). */
+  keys?: readonly string[];
+  setting?: SettingSpec;
+  control?: ControlSpec;
+}
+
+function input<T>(spec: InputSpec<T>): InputSpec<T> {
+  return spec;
+}
+
+const count = (v: string | number, name: string) => parse.positiveInt(name, v);
+const pct = (v: number) => `${Math.round(v * 100)}%`;
+
+/** A nullable setting of `type`, with the rest of its schema. */
+const nullable = (type: string, rest: Record<string, unknown>): Record<string, unknown> => ({
+  type: [type, 'null'],
+  default: null,
+  ...rest,
+});
+
+const CHECKPOINTING_CHOICES = [
+  { value: 'none', label: 'none', doc: 'No activation checkpointing' },
+  { value: 'full', label: 'full (every block)', doc: 'Full: every block recomputed in backward' },
+  {
+    value: 'selective',
+    label: 'selective (attention)',
+    doc: 'Selective per-op checkpointing as torchtitan applies it',
+  },
+  { value: 'every-2', label: 'every 2nd block', doc: 'Every second block checkpointed' },
+  { value: 'every-4', label: 'every 4th block', doc: 'Every fourth block checkpointed' },
+];
+
+const OPTIMIZER_CHOICES: OptimizerFamily[] = [
+  'adamw',
+  'adam',
+  'sgd',
+  'sgd-momentum',
+  'adam8bit',
+  'adafactor',
+];
+
+/** Every estimate input, in the order the assumption list, the help and the settings show them. */
+export const INPUTS = {
+  worldSize: input<number>({
+    label: 'world size',
+    summary: 'Total GPUs (data-parallel world size)',
+    default: 8,
+    parse: count,
+    flag: { name: 'world-size', value: 'N' },
+    keys: ['world_size', 'nproc'],
+    setting: {
+      name: 'worldSize',
+      schema: nullable('integer', {
+        minimum: 1,
+        markdownDescription:
+          'Total number of GPUs (data-parallel world size). Unset: what the script, a `# fsdp:` comment or a launch file says, else 8.',
+      }),
+    },
+    control: { label: 'World size', kind: 'number' },
+  }),
+  gpusPerNode: input<number>({
+    label: 'GPUs per node',
+    summary: 'GPUs per node: shard groups within a node use its GPU links, larger ones the network',
+    default: 8,
+    parse: count,
+    flag: { name: 'gpus-per-node', value: 'G' },
+    keys: ['gpus_per_node'],
+    setting: {
+      name: 'gpusPerNode',
+      schema: nullable('integer', {
+        minimum: 1,
+        markdownDescription:
+          "GPUs per node: shard groups that fit in a node use the GPUs' own link (NVLink), larger ones the network. Unset: 8.",
+      }),
+    },
+    control: { label: 'GPUs per node', kind: 'number' },
+  }),
+  replicas: input<number>({
+    label: 'HSDP replicas',
+    summary: 'HSDP replicas R: the shard group is world size / R',
+    default: 1,
+    parse: count,
+    flag: { name: 'replicas', value: 'R' },
+    keys: ['replicas'],
+  }),
+  gpu: input<string>({
+    label: 'GPU',
+    summary: 'The GPU to check the fit against and take memory, compute and link speeds from',
+    default: DEFAULT_GPU,
+    parse: (v, name) => parse.gpu(name, String(v)),
+    show: (v) => findGpu(v)?.name ?? v,
+    flag: { name: 'gpu', value: 'ID' },
+    keys: ['gpu'],
+    setting: {
+      name: 'gpu',
+      schema: nullable('string', {
+        enum: [null, ...GPUS.map((g) => g.id)],
+        enumItemLabels: [
+          `(default: ${findGpu(DEFAULT_GPU)!.name.replace(/^NVIDIA /, '')})`,
+          ...GPUS.map(gpuLabel),
+        ],
+        markdownDescription:
+          'The GPU to check the fit against and to take memory, compute and link speeds from.',
+      }),
+    },
+    control: {
+      label: 'GPU',
+      kind: 'select',
+      options: () => GPUS.map((g) => ({ value: g.id, label: gpuLabel(g) })),
+    },
+  }),
+  microBatch: input<number>({
+    label: 'micro-batch',
+    summary: 'Sequences per GPU per micro-batch',
+    default: 1,
+    parse: count,
+    flag: { name: 'batch', value: 'B' },
+    keys: ['batch', 'micro_batch'],
+    setting: {
+      name: 'microBatch',
+      schema: nullable('integer', {
+        minimum: 1,
+        markdownDescription: 'Sequences per GPU per micro-batch. Unset: 1.',
+      }),
+    },
+    control: { label: 'Micro-batch', kind: 'number' },
+  }),
+  seqLen: input<number>({
+    label: 'sequence length',
+    summary: 'Sequence length in tokens',
+    default: 4096,
+    parse: count,
+    flag: { name: 'seq', value: 'S' },
+    keys: ['seq', 'seq_len'],
+    setting: {
+      name: 'seqLen',
+      schema: nullable('integer', {
+        minimum: 1,
+        markdownDescription: 'Sequence length in tokens. Unset: 4096.',
+      }),
+    },
+    control: { label: 'Sequence length', kind: 'number' },
+  }),
+  gradAccum: input<number>({
+    label: 'gradient accumulation steps',
+    summary: 'Micro-batches per optimizer step',
+    default: 1,
+    parse: count,
+    flag: { name: 'grad-accum', value: 'K' },
+    keys: ['grad_accum'],
+  }),
+  syncEveryMicroBatch: input<boolean>({
+    label: 'gradient sync',
+    summary:
+      'Gradients reduced every micro-batch, or on the last only (no_sync / set_requires_gradient_sync(False))',
+    default: true,
+    parse: (v, name) => parse.choice(name, String(v), ['every', 'last']) === 'every',
+    show: (v) =>
+      v ? 'every micro-batch' : 'last micro-batch only (no_sync / set_requires_gradient_sync(False))',
+    flag: { name: 'grad-sync', value: 'every|last' },
+    keys: ['grad_sync'],
+  }),
+  checkpointing: input<CheckpointMode>({
+    label: 'activation checkpointing',
+    summary: 'Activation checkpointing: none, full, selective or every-N blocks',
+    default: 'none',
+    parse: (v, name) => parse.checkpointing(name, String(v)),
+    show: (v) => (typeof v === 'object' ? `every ${v.everyN} blocks` : v),
+    flag: { name: 'ac', value: 'none|full|selective|every-N' },
+    keys: ['ac', 'checkpointing'],
+    setting: {
+      name: 'checkpointing',
+      schema: nullable('string', {
+        enum: [null, ...CHECKPOINTING_CHOICES.map((c) => c.value)],
+        markdownEnumDescriptions: [
+          'What the script says (none unless it applies activation checkpointing)',
+          ...CHECKPOINTING_CHOICES.map((c) => c.doc),
+        ],
+        markdownDescription: 'Activation checkpointing mode, when the script does not say.',
+      }),
+    },
+    control: {
+      label: 'Activation checkpointing',
+      kind: 'select',
+      options: () => CHECKPOINTING_CHOICES.map(({ value, label }) => ({ value, label })),
+    },
+  }),
+  optimizer: input<OptimizerFamily>({
+    label: 'optimizer',
+    summary: 'Optimizer when the script does not construct one the analysis recognises',
+    default: 'adamw',
+    parse: (v, name) => parse.optimizer(name, String(v)),
+    flag: { name: 'optimizer', value: OPTIMIZER_CHOICES.join('|') },
+    keys: ['optimizer'],
+    setting: {
+      name: 'optimizer',
+      schema: nullable('string', {
+        enum: [null, ...OPTIMIZER_CHOICES],
+        markdownDescription:
+          'Optimizer, when the script does not construct one the analysis recognises (AdamW keeps two fp32 states per trainable parameter).',
+      }),
+    },
+  }),
+  optimizerImpl: input<'foreach' | 'fused' | 'for-loop'>({
+    label: 'optimizer implementation',
+    summary:
+      "How the optimizer steps: foreach (PyTorch's default on CUDA) allocates temporaries the size of the shard",
+    default: 'foreach',
+    parse: (v, name) => parse.choice(name, String(v), ['foreach', 'fused', 'for-loop'] as const),
+    flag: { name: 'optimizer-impl', value: 'foreach|fused|for-loop' },
+    keys: ['optimizer_impl'],
+  }),
+  masterDtype: input<DType>({
+    label: 'parameter dtype (sharded, master)',
+    summary: 'Sharded parameters the optimizer updates: fp32, or bf16 for pure-bf16 training',
+    default: 'float32',
+    parse: (v, name) => parse.dtype(name, String(v), parse.MASTER_DTYPES),
+    flag: { name: 'master-dtype', value: 'fp32|bf16' },
+    keys: ['master_dtype'],
+  }),
+  paramDtype: input<DType | null>({
+    label: 'mixed precision param_dtype',
+    summary: 'Mixed precision: the dtype parameters are gathered and computed in (fp32, bf16 or fp16)',
+    default: 'bfloat16',
+    parse: (v, name) => parse.dtype(name, String(v), parse.TRAINING_DTYPES),
+    show: (v) => (v === null ? 'none (no mixed precision: gathered in the parameter dtype)' : v),
+    flag: { name: 'param-dtype', value: 'D' },
+    keys: ['param_dtype'],
+  }),
+  reduceDtype: input<DType | null>({
+    label: 'mixed precision reduce_dtype',
+    summary: 'Mixed precision: the dtype gradients are reduced in (fp32, bf16 or fp16)',
+    default: null,
+    parse: (v, name) => parse.dtype(name, String(v), parse.TRAINING_DTYPES),
+    show: (v, ctx) => (v === null ? `= param_dtype (${ctx.paramDtype ?? ctx.masterDtype})` : v),
+    flag: { name: 'reduce-dtype', value: 'D' },
+    keys: ['reduce_dtype'],
+  }),
+  attention: input<'fused' | 'eager'>({
+    label: 'attention',
+    summary: 'Attention kernel: fused (SDPA, FlashAttention) or eager (keeps the s x s scores)',
+    default: 'fused',
+    parse: (v, name) => parse.attention(name, String(v)),
+    show: (v) => (v === 'fused' ? 'fused kernel (SDPA / FlashAttention)' : 'eager (keeps the s x s scores)'),
+    flag: { name: 'attention', value: 'fused|eager' },
+    keys: ['attention', 'attn_implementation'],
+  }),
+  linkEfficiency: input<number>({
+    label: 'collective efficiency',
+    summary: 'Fraction of the per-direction link bandwidth collectives reach',
+    default: 0.8,
+    parse: (v, name) => parse.fraction(name, v),
+    show: pct,
+    flag: { name: 'link-efficiency', value: 'F' },
+    keys: ['link_efficiency'],
+  }),
+  mfu: input<number>({
+    label: 'compute efficiency (MFU)',
+    summary: 'Fraction of dense bf16 peak compute reaches (model FLOPs utilisation)',
+    default: 0.4,
+    parse: (v, name) => parse.fraction(name, v),
+    show: pct,
+    flag: { name: 'mfu', value: 'F' },
+    keys: ['mfu'],
+  }),
+};
+
+export type InputKey = keyof typeof INPUTS;
+
+/** The value of every input: what the estimator computes from. */
+export type TrainingSetup = { [K in InputKey]: (typeof INPUTS)[K] extends InputSpec<infer T> ? T : never };
+
+/** Inputs one source sets (a flag, an annotation, the code, a setting); the rest come from below. */
+export type SetupValues = Partial<TrainingSetup>;
+
+export const INPUT_KEYS = Object.keys(INPUTS) as InputKey[];
+
+export function inputSpec<K extends InputKey>(key: K): InputSpec<TrainingSetup[K]> {
+  return INPUTS[key] as unknown as InputSpec<TrainingSetup[K]>;
+}
+
+/** Every input's default. */
+export const DEFAULTS: TrainingSetup = Object.fromEntries(
+  INPUT_KEYS.map((k) => [k, INPUTS[k].default]),
+) as TrainingSetup;
+
+/** The input each `# fsdp:` / `[tool.fsdp-lens]` key sets. */
+export const INPUT_BY_KEY: Readonly<Record<string, InputKey>> = Object.fromEntries(
+  INPUT_KEYS.flatMap((k) => (INPUTS[k] as InputSpec<unknown>).keys?.map((n) => [n, k] as const) ?? []),
+);
+
+/** The input each command-line flag sets (`world-size` → worldSize). */
+export const INPUT_BY_FLAG: Readonly<Record<string, InputKey>> = Object.fromEntries(
+  INPUT_KEYS.flatMap((k) => {
+    const f = (INPUTS[k] as InputSpec<unknown>).flag;
+    return f ? [[f.name, k] as const] : [];
+  }),
+);
+
+/** Parses one input's value as a flag, an annotation, pyproject.toml or a setting writes it. */
+export function parseInput<K extends InputKey>(key: K, raw: string | number, name: string): TrainingSetup[K] {
+  return inputSpec(key).parse(raw, name);
+}
+
+/** An input's value in words, for the assumption list. */
+export function showInput<K extends InputKey>(key: K, v: TrainingSetup[K], ctx: DescribeContext): string {
+  const spec = inputSpec(key);
+  return spec.show ? spec.show(v, ctx) : String(v);
+}
+
+/** The inputs an editor setting sets, with the setting. */
+export const SETTING_INPUTS: readonly { key: InputKey; setting: SettingSpec }[] = INPUT_KEYS.flatMap(
+  (key) => {
+    const setting = (INPUTS[key] as InputSpec<unknown>).setting;
+    return setting ? [{ key, setting }] : [];
+  },
+);
