@@ -1,3 +1,4 @@
+import type { PlainValue } from '../python/plain';
 import type { Position, Range } from '../vocabulary/range';
 
 /**
@@ -34,18 +35,6 @@ export interface FileFacts {
    */
   frameworkCalls: FrameworkCallFact[];
 }
-
-/** A value as the scan could read it: plain data, a reference to a name, a call, or unknown. */
-export type PlainValue =
-  | string
-  | number
-  | boolean
-  | null
-  | PlainValue[]
-  | { ref: string }
-  | { call: string; args: PlainValue[]; kwargs: Record<string, PlainValue> }
-  | { dict: Record<string, PlainValue> }
-  | { unknown: string };
 
 export interface FrameworkCallFact {
   /** What is constructed (the class name as imported). */
@@ -304,3 +293,5 @@ export function emptyFacts(path: string): FileFacts {
     frameworkCalls: [],
   };
 }
+
+export type { PlainValue };

@@ -1,6 +1,7 @@
 import { classifyApi } from './apis';
 import { SHARDING_STRATEGIES } from '../vocabulary/fsdp';
-import { dtypeOf, toJson, type Val } from './values';
+import { dtypeOf, toJson } from '../python/plain';
+import { type Value } from '../python/values';
 
 /** Mixed precision as both FSDP generations describe it (FSDP1 `MixedPrecision` adds `buffer_dtype`). */
 export interface MixedPrecisionValue {
@@ -30,7 +31,7 @@ export interface OffloadValue {
 }
 
 /** The meaning of one wrap option's value, as the command line and the estimator read it. */
-export function interpretOption(name: string, v: Val): unknown {
+export function interpretOption(name: string, v: Value): unknown {
   switch (name) {
     case 'mp_policy':
     case 'mixed_precision':
@@ -54,11 +55,11 @@ export function interpretOption(name: string, v: Val): unknown {
   }
 }
 
-export function mixedPrecision(v: Val): MixedPrecisionValue | null {
+export function mixedPrecision(v: Value): MixedPrecisionValue | null {
   if (v.k !== 'call') return null;
   const api = classifyApi(v.callee)?.kind ?? lastSegment(v.callee);
   if (api !== 'MixedPrecisionPolicy' && api !== 'MixedPrecision') return null;
-  const arg = (name: string, index: number): Val | undefined => v.kwargs[name] ?? v.args[index];
+  const arg = (name: string, index: number): Value | undefined => v.kwargs[name] ?? v.args[index];
   const unresolved: Record<string, string> = {};
   const dtype = (name: string, index: number): string | null => {
     const a = arg(name, index);
@@ -91,7 +92,7 @@ export function mixedPrecision(v: Val): MixedPrecisionValue | null {
   });
 }
 
-export function wrapPolicy(v: Val): WrapPolicyValue {
+export function wrapPolicy(v: Value): WrapPolicyValue {
   if (v.k === 'none') return { policy: 'unknown', text: 'None' };
   if (v.k === 'ref') {
     const kind = classifyApi(v.name)?.kind ?? lastSegment(v.name);
@@ -126,7 +127,7 @@ export function wrapPolicy(v: Val): WrapPolicyValue {
   return { policy: 'unknown', text: v.node.text };
 }
 
-function classNames(v: Val | undefined): { classes: string[]; unresolved?: string[] } {
+function classNames(v: Value | undefined): { classes: string[]; unresolved?: string[] } {
   if (!v) return { classes: [] };
   const items = v.k === 'seq' ? v.items : [v];
   const classes: string[] = [];
@@ -139,7 +140,7 @@ function classNames(v: Val | undefined): { classes: string[]; unresolved?: strin
   return unresolved.length ? { classes, unresolved } : { classes };
 }
 
-function offload(v: Val): OffloadValue | null {
+function offload(v: Value): OffloadValue | null {
   if (v.k === 'none') return { offloadParams: false };
   if (v.k === 'bool') return { offloadParams: v.v };
   if (v.k !== 'call') return null;
@@ -156,7 +157,7 @@ function offload(v: Val): OffloadValue | null {
   return null;
 }
 
-function enumMember(v: Val, enumName: string, members: readonly string[]): string | null {
+function enumMember(v: Value, enumName: string, members: readonly string[]): string | null {
   if (v.k === 'ref') {
     const m = lastSegment(v.name);
     const owner = v.name.slice(0, v.name.length - m.length - 1);
@@ -171,7 +172,7 @@ export function lastSegment(q: string): string {
 }
 
 /** Short source-like text of a value, for messages. */
-export function describe(v: Val): string {
+export function describe(v: Value): string {
   switch (v.k) {
     case 'unknown':
       return v.text;
@@ -190,7 +191,7 @@ export function describe(v: Val): string {
 /** The classes a lambda tests with `isinstance(m, Cls)` / `isinstance(m, (A, B))`, read from its tree. */
 function withClasses<T extends { policy: 'lambda' | 'custom'; text: string }>(
   p: T,
-  fn: Val | undefined,
+  fn: Value | undefined,
 ): T & { classes?: string[] } {
   if (fn?.k !== 'lambda') return p;
   const classes: string[] = [];

@@ -16,7 +16,6 @@ import {
   type AnnotationFact,
   type CheckpointFact,
   type FrameworkCallFact,
-  type PlainValue,
   type FileFacts,
   type FunctionFact,
   type ImportFact,
@@ -29,7 +28,8 @@ import {
   type TrainingFact,
   type WrapCall,
 } from './facts';
-import { readImports, type ImportTable } from './imports';
+import { dtypeOf, toPlain, type PlainValue } from '../python/plain';
+import { readImports, type ImportTable } from '../python/imports';
 import { describe, interpretOption, lastSegment } from './options';
 import {
   conditionParts,
@@ -39,8 +39,11 @@ import {
   findBinding,
   parameterNames,
   qualifiedName,
-} from './scope';
-import { dtypeOf, dottedText, Evaluator, toJson, truthy, type Val } from './values';
+  dottedText,
+} from '../python/scope';
+import { Evaluator } from './evaluator';
+import { truthy } from '../python/operators';
+import type { Value } from '../python/values';
 
 /** Calls that are facts of the training setup rather than of FSDP itself. */
 const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpointing'> = {
@@ -270,7 +273,7 @@ function readOptions(
 ): { options: Record<string, OptionFact>; unresolvedSplats: string[] } {
   const options: Record<string, OptionFact> = {};
   const names = (kind && POSITIONAL_PARAMS[kind]) ?? [];
-  const put = (name: string, node: Node, extra: Partial<OptionFact> = {}, val?: Val) => {
+  const put = (name: string, node: Node, extra: Partial<OptionFact> = {}, val?: Value) => {
     if (skip.includes(name)) return;
     const value =
       name === 'mesh' || name === 'device_mesh'
@@ -1353,41 +1356,6 @@ function frameworkKind(last: string, qualified: string): FrameworkCallFact['kind
   }
 }
 
-/** A value as plain data: constants, lists and dicts as they are, names and calls by name. */
-function plainOf(v: Val, depth = 0): PlainValue {
-  if (depth > 8) return { unknown: 'nested too deeply' };
-  switch (v.k) {
-    case 'num':
-    case 'str':
-    case 'bool':
-      return v.v;
-    case 'none':
-      return null;
-    case 'seq':
-      return v.items.slice(0, 256).map((x) => plainOf(x, depth + 1));
-    case 'dict': {
-      const o: Record<string, PlainValue> = {};
-      for (const e of v.entries.slice(0, 256))
-        if (e.key.k === 'str') o[e.key.v] = plainOf(e.value, depth + 1);
-      return { dict: o };
-    }
-    case 'ref':
-      return { ref: v.name };
-    case 'call':
-      return {
-        call: v.callee,
-        args: v.args.slice(0, 32).map((x) => plainOf(x, depth + 1)),
-        kwargs: Object.fromEntries(Object.entries(v.kwargs).map(([k, x]) => [k, plainOf(x, depth + 1)])),
-      };
-    case 'param':
-      return v.default ? plainOf(v.default, depth + 1) : { unknown: v.name };
-    case 'lambda':
-      return { unknown: v.text.slice(0, 80) };
-    case 'unknown':
-      return { unknown: v.text.slice(0, 80) };
-  }
-}
-
 function frameworkCallFact(
   file: SourceFile,
   ev: Evaluator,
@@ -1402,7 +1370,7 @@ function frameworkCallFact(
     const name = a.childForFieldName('name')?.text;
     const value = a.childForFieldName('value');
     if (!name || !value) continue;
-    kwargs[name] = plainOf(ev.eval(value));
+    kwargs[name] = toPlain(ev.eval(value), { params: 'default' });
     kwargLines[name] = file.line(a);
   }
   // TRL's trainers take the model first (all but PPOTrainer, whose first parameter is `args`).
@@ -1416,7 +1384,7 @@ function frameworkCallFact(
     first.type !== 'list_splat' &&
     first.type !== 'dictionary_splat'
   ) {
-    kwargs.model = plainOf(ev.eval(first));
+    kwargs.model = toPlain(ev.eval(first), { params: 'default' });
     kwargLines.model = file.line(first);
   }
   return { kind, callee, line: file.line(call), range: rangeOf(call), kwargs, kwargLines };
@@ -1460,5 +1428,3 @@ function readNoqa(file: SourceFile): Record<number, string[] | null> {
   }
   return out;
 }
-
-export { toJson };

@@ -1,7 +1,7 @@
 import { findNodeAtLocation, getNodeValue, parseTree, type ParseError } from 'jsonc-parser';
 import { parse as parseToml } from 'smol-toml';
 import { isMap, LineCounter, parseDocument } from 'yaml';
-import type { PlainValue } from '../analysis/facts';
+import type { PlainValue } from '../python/plain';
 import { torchDtype, type DType } from '../vocabulary/dtypes';
 import type { Range } from '../vocabulary/range';
 import type { SetupValues } from '../inputs/table';

@@ -1,5 +1,6 @@
 import type { ShardingStrategyName } from '../vocabulary/fsdp';
-import type { FileFacts, FrameworkCallFact, PlainValue } from '../analysis/facts';
+import type { FileFacts, FrameworkCallFact } from '../analysis/facts';
+import type { PlainValue } from '../python/plain';
 import type { DType } from '../vocabulary/dtypes';
 import type { SetupValues } from '../inputs/table';
 import { countSetting, posInt, refDtype } from './configDoc';

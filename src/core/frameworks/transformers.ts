@@ -1,5 +1,6 @@
 import type { OptimizerFamily } from '../inputs/parse';
-import type { FrameworkCallFact, PlainValue } from '../analysis/facts';
+import type { FrameworkCallFact } from '../analysis/facts';
+import type { PlainValue } from '../python/plain';
 import type { Range } from '../vocabulary/range';
 import type { SetupValues } from '../inputs/table';
 import { acceleratePlan } from './accelerate';

@@ -1,10 +1,12 @@
 import type { FileFacts, WrapCall } from '../analysis/facts';
-import { findBinding } from '../analysis/scope';
+import { findBinding } from '../python/scope';
 import type { ReshardAfterForward } from '../vocabulary/fsdp';
 import { moduleAt, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project } from '../project/project';
-import { Interpreter, moduleFromTree, type V } from './interp';
+import { Interpreter } from './interpreter';
+import { moduleFromTree } from './moduleValues';
+import { type Value } from '../python/values';
 
 /**
  * `reshard_after_forward` of a wrap call in a loop, evaluated for each module the loop wraps: torchtitan's
@@ -66,7 +68,7 @@ export function reshardPerIteration(
     const index = parent?.children.findIndex((c) => c.name === name) ?? -1;
     const mod = moduleAt(root, modulePath);
     if (!parent || index < 0 || !mod) return undefined;
-    const env = new Map<string, V>([[modelVariable[0]!, model]]);
+    const env = new Map<string, Value>([[modelVariable[0]!, model]]);
     const modV = moduleFromTree(mod);
     if (kind === 'module') env.set(names[0]!.text, modV);
     else {

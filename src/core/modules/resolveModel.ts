@@ -4,10 +4,11 @@ import type { ArchShape } from '../model/hf';
 import { countParams, walk, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
-import { findBinding, enclosingFunction, parameterOf } from '../analysis/scope';
-import { dottedText } from '../analysis/values';
+import { findBinding, enclosingFunction, parameterOf, dottedText } from '../python/scope';
 import { modelVariable } from '../resolve/plan';
-import { Budget, Interpreter, toModuleTree, type ModV, type V } from './interp';
+import { Budget, Interpreter } from './interpreter';
+import { toModuleTree } from './moduleValues';
+import { type ModV, type Value } from '../python/values';
 
 /** A model built by reading its `nn.Module` code. */
 export interface CodeModel {
@@ -43,7 +44,7 @@ export function modelFromScript(
     const at = anchor ? nodeAt(file, anchor.statement.start) : nodeAtLine(file, facts.models[0]?.line ?? 1);
     if (!at) return { ok: false, reason: 'the wrap call could not be located' };
     const head = variable.split('.')[0]!;
-    const values: { v: V; where: string }[] = [];
+    const values: { v: Value; where: string }[] = [];
     const b = findBinding(file.source, head, at);
     if (b?.kind === 'param') {
       // The model arrives as an argument: follow the function's callers across the project, and their callers in
@@ -116,7 +117,7 @@ export function modelFromClass(
   try {
     const cls = interp.moduleName(f, className);
     if (cls.k !== 'cls') return { ok: false, reason: `${className} is not a class of ${rel(project, file)}` };
-    const args: V[] = [];
+    const args: Value[] = [];
     if (configKey) {
       const cfg = namedConfig(interp, f, configKey);
       if (!cfg)
@@ -146,7 +147,7 @@ export function modelFromClass(
 }
 
 /** A module-level dict (in the file or the files it imports) whose `key` entry is a config object. */
-function namedConfig(interp: Interpreter, f: PyFile, key: string): V | undefined {
+function namedConfig(interp: Interpreter, f: PyFile, key: string): Value | undefined {
   const files = [
     f,
     ...f.imports.bindings
@@ -169,7 +170,7 @@ function namedConfig(interp: Interpreter, f: PyFile, key: string): V | undefined
       const d = interp.moduleName(file, left.text);
       if (d.k !== 'dict') continue;
       const e = d.entries.find((x) => x.key.k === 'str' && x.key.v === key);
-      if (e && (e.value as V).k === 'obj') return e.value as V;
+      if (e && (e.value as Value).k === 'obj') return e.value as Value;
     }
   }
   return undefined;
@@ -219,8 +220,8 @@ function callersPassing(
   depth = 0,
   seen = new Set<string>(),
   via: string[] = [],
-): { values: { v: V; where: string }[]; callers: number } {
-  const values: { v: V; where: string }[] = [];
+): { values: { v: Value; where: string }[]; callers: number } {
+  const values: { v: Value; where: string }[] = [];
   const fnName = fn.childForFieldName('name')?.text ?? '';
   seen.add(`${file.path}:${fn.startIndex}`);
   const method = isMethod(fn);
@@ -321,7 +322,7 @@ function isMethod(fn: Node): boolean {
 }
 
 /** `model.module` style attribute chains below the variable. */
-function follow(v: V, attrs: string[], interp: Interpreter): V {
+function follow(v: Value, attrs: string[], interp: Interpreter): Value {
   let cur = v;
   for (const a of attrs) {
     if (cur.k !== 'mod') return cur;
@@ -420,7 +421,7 @@ export function inferShapeFromTree(
 function collectFields(m: ModV): Record<string, number> {
   const out: Record<string, number> = {};
   const seen = new Set<object>();
-  const visit = (v: V, depth: number) => {
+  const visit = (v: Value, depth: number) => {
     if (depth > 6 || seen.has(v)) return;
     seen.add(v);
     const entries = v.k === 'mod' ? v.attrs : v.k === 'obj' ? v.fields : null;
@@ -452,7 +453,7 @@ function renderConstructor(m: ModV): string | undefined {
   return `_cls(${JSON.stringify(m.cls.file.path)}, ${JSON.stringify(m.cls.name)})(${parts.join(', ')})`;
 }
 
-function pyLiteral(v: V, depth = 0): string | undefined {
+function pyLiteral(v: Value, depth = 0): string | undefined {
   if (depth > 8) return undefined;
   switch (v.k) {
     case 'num':

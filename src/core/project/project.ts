@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { decodeSource } from '../analysis/input';
-import { readImports, type ImportTable } from '../analysis/imports';
+import { readImports, type ImportTable } from '../python/imports';
 import type { Node, PythonGrammar } from '../parsing/python';
 import { SourceFile } from '../parsing/source';
 

@@ -270,3 +270,45 @@ export function parameterNames(fn: Node): string[] {
   }
   return out;
 }
+
+/** `a.b.c` for an attribute chain of identifiers (whitespace and comments removed). */
+export function dottedText(node: Node): string {
+  if (node.type === 'identifier') return node.text;
+  if (node.type === 'attribute') {
+    const o = node.childForFieldName('object');
+    const a = node.childForFieldName('attribute');
+    if (o && a) return `${dottedText(o)}.${a.text}`;
+  }
+  return node.text.replace(/\s+/g, '');
+}
+
+/**
+ * The module-level bindings of a file, name to the statement that binds it last: classes, functions and plain
+ * assignments, including those under `if TYPE_CHECKING:` or in a `try:` (what the module namespace holds once
+ * it has run). The interpreter reads module names through this table; `findBinding` answers for one point.
+ */
+export function moduleBindings(root: Node): Map<string, Node> {
+  const scope = new Map<string, Node>();
+  const visit = (stmts: Node[]) => {
+    for (const stmt of stmts) {
+      const s = stmt.type === 'decorated_definition' ? (stmt.childForFieldName('definition') ?? stmt) : stmt;
+      if (s.type === 'class_definition' || s.type === 'function_definition') {
+        const n = s.childForFieldName('name')?.text;
+        if (n) scope.set(n, stmt);
+      } else if (s.type === 'expression_statement') {
+        const a = s.namedChild(0);
+        if (a?.type === 'assignment') {
+          const left = a.childForFieldName('left');
+          if (left?.type === 'identifier') scope.set(left.text, a);
+        }
+      } else if (s.type === 'if_statement' || s.type === 'try_statement') {
+        for (const b of s
+          .descendantsOfType('block')
+          .filter((x) => x.parent?.parent?.id === s.id || x.parent?.id === s.id))
+          visit(b.namedChildren);
+      }
+    }
+  };
+  visit(root.namedChildren);
+  return scope;
+}

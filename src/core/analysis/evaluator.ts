@@ -1,0 +1,296 @@
+/**
+ * The scan's constant evaluation: Python expressions of one file as far as they are statically known, each name
+ * read from the binding visible where it is used (the last assignment before it in the same function, a
+ * parameter whose every call site passes the same constant, the module's binding), dicts grown with `d[k] = v`
+ * and `d.update(...)`, library calls kept as calls. The value model and its operators are src/core/python's;
+ * this engine adds how names are found. Bounded in steps and depth per evaluation: pathological input yields
+ * unknown values, never a hang or an exception.
+ */
+import type { Node } from '../parsing/python';
+import type { SourceFile } from '../parsing/source';
+import { callBuiltin } from '../python/builtins';
+import { Expressions, kwargsOf } from '../python/expressions';
+import type { ImportTable } from '../python/imports';
+import { truthy } from '../python/operators';
+import { toPlain } from '../python/plain';
+import { conditionParts, dottedText, enclosingFunction, findBinding, type Binding } from '../python/scope';
+import { sameKey, setEntry, UNKNOWN, type DictEntry, type DictV, type Value } from '../python/values';
+
+export interface EvalLimits {
+  /** Nodes visited per top-level evaluation. */
+  maxSteps: number;
+  /** Nesting of name lookups and sub-expressions. */
+  maxDepth: number;
+}
+
+const DEFAULT_LIMITS: EvalLimits = { maxSteps: 4000, maxDepth: 48 };
+
+/** Calls of these names are folded by the value model when their arguments are known. */
+const LOOP_BUILTIN_LIMIT = 10_000;
+
+export class Evaluator extends Expressions<null> {
+  private steps = 0;
+  private readonly active = new Set<number>();
+  /** Times an evaluation was cut short (budget, depth or a cycle): a result reached that way depends on context. */
+  private cutShort = 0;
+  /** Parameters' values from their call sites, by function and name (each wrap call asks about the same ones). */
+  private readonly callSiteValues = new Map<string, Value | null>();
+
+  constructor(
+    readonly file: SourceFile,
+    readonly imports: ImportTable,
+    private readonly limits: EvalLimits = DEFAULT_LIMITS,
+  ) {
+    super();
+  }
+
+  /** Evaluates `node`; each call has its own step budget. */
+  eval(node: Node): Value {
+    this.steps = 0;
+    this.depth = 0;
+    return this.evaluate(node, null);
+  }
+
+  /** Evaluates a name as seen from `at` (the last binding before it). */
+  evalName(name: string, at: Node): Value {
+    this.steps = 0;
+    this.depth = 0;
+    return this.lookup(name, at);
+  }
+
+  protected guard(node: Node): Value | undefined {
+    if (++this.steps > this.limits.maxSteps) {
+      this.cutShort++;
+      return UNKNOWN(node.text, 'too complex to evaluate');
+    }
+    if (this.depth >= this.limits.maxDepth) {
+      this.cutShort++;
+      return UNKNOWN(node.text, 'nested too deeply');
+    }
+    return undefined;
+  }
+
+  protected name(node: Node): Value {
+    return this.lookup(node.text, node);
+  }
+
+  protected attribute(base: Value, attr: string, node: Node): Value {
+    if (base.k === 'ref') return { k: 'ref', name: `${base.name}.${attr}`, bound: base.bound };
+    if (base.k === 'dict') {
+      const e = base.entries.find((x) => x.key.k === 'str' && x.key.v === attr);
+      if (e) return e.value;
+    }
+    if (base.k === 'call') {
+      // An object built by keyword arguments (a config or a dataclass instance): its field, when passed.
+      const v = base.kwargs[attr];
+      if (v) return v;
+    }
+    const obj = node.childForFieldName('object');
+    return UNKNOWN(node.text, `attribute of ${obj?.text ?? '?'}`);
+  }
+
+  protected item(base: Value, key: Value, node: Node): Value {
+    if (base.k === 'dict') {
+      const e = base.entries.find((x) => sameKey(x.key, key));
+      return e ? e.value : UNKNOWN(node.text, 'key not found');
+    }
+    if (base.k === 'seq' && key.k === 'num' && key.int) {
+      const i = key.v < 0 ? base.items.length + key.v : key.v;
+      return base.items[i] ?? UNKNOWN(node.text, 'index out of range');
+    }
+    if (base.k === 'ref')
+      return UNKNOWN(node.text, `an item of ${node.childForFieldName('value')?.text ?? '?'}`);
+    return UNKNOWN(node.text, 'not a constant container');
+  }
+
+  /** A call: builtins that fold (int, min, max, ...) are folded; everything else is kept as a call value. */
+  protected call(node: Node): Value {
+    const fn = node.childForFieldName('function');
+    if (!fn) return UNKNOWN(node.text, 'incomplete');
+    const callee = fn.type === 'identifier' || fn.type === 'attribute' ? this.calleeName(fn) : fn.text;
+    const { args, keywords, splats } = this.callArguments(node.childForFieldName('arguments'), null);
+    const kwargs = kwargsOf(keywords);
+    const folded = callBuiltin(
+      callee,
+      { args, kwargs, keywords, splats },
+      { iterate: (v) => this.iterate(v), maxRange: LOOP_BUILTIN_LIMIT },
+      node.text,
+    );
+    return folded ?? { k: 'call', callee, args, kwargs, splats, node };
+  }
+
+  private lookup(name: string, at: Node): Value {
+    const binding = findBinding(this.file, name, at);
+    if (!binding) {
+      const q = this.imports.qualify(name);
+      return { k: 'ref', name: q.qualified, bound: q.bound };
+    }
+    return this.fromBinding(name, binding, at);
+  }
+
+  private fromBinding(name: string, b: Binding, at: Node): Value {
+    const key = b.name.startIndex;
+    if (this.active.has(key)) {
+      this.cutShort++;
+      return UNKNOWN(name, 'defined in terms of itself');
+    }
+    this.active.add(key);
+    try {
+      switch (b.kind) {
+        case 'assign': {
+          if (!b.value) return UNKNOWN(name, 'unpacked from a sequence');
+          const v = this.evaluate(b.value, null);
+          return v.k === 'dict' ? this.grownDict(name, v, b, at) : v;
+        }
+        case 'param':
+          return (
+            this.fromCallSitesOnce(name, b) ?? {
+              k: 'param',
+              name,
+              function: b.function.childForFieldName('name')?.text ?? '',
+              index: b.index,
+              default: b.default ? this.evaluate(b.default, null) : null,
+            }
+          );
+        case 'loop':
+          return UNKNOWN(name, 'a loop variable');
+        case 'with':
+          return this.evaluate(b.value, null);
+        case 'def':
+        case 'class':
+          return { k: 'ref', name, bound: true };
+      }
+    } finally {
+      this.active.delete(key);
+    }
+  }
+
+  /** `fromCallSites`, remembered unless the evaluation was cut short (then the answer depends on where it began). */
+  private fromCallSitesOnce(name: string, b: Binding & { kind: 'param' }): Value | null {
+    const key = `${b.function.id}:${name}`;
+    const known = this.callSiteValues.get(key);
+    if (known !== undefined) return known;
+    const before = this.cutShort;
+    const v = this.fromCallSites(name, b);
+    if (this.cutShort === before) this.callSiteValues.set(key, v);
+    return v;
+  }
+
+  /**
+   * A parameter's value from the calls of its function in this file, when every call passes the same constant
+   * (or leaves the default). Methods called as `obj.f(...)` skip `self`.
+   */
+  private fromCallSites(name: string, b: Binding & { kind: 'param' }): Value | null {
+    const fnName = b.function.childForFieldName('name')?.text;
+    if (!fnName) return null;
+    const isMethod = b.function.parent?.parent?.type === 'class_definition';
+    let agreed: Value | null = null;
+    let key: string | null = null;
+    let sites = 0;
+    for (const id of this.file.identifiers(fnName)) {
+      const p = id.parent;
+      const callee = p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id ? p : id;
+      const call = callee.parent;
+      if (call?.type !== 'call' || call.childForFieldName('function')?.id !== callee.id) continue;
+      if (call.startIndex >= b.function.startIndex && call.endIndex <= b.function.endIndex) continue; // recursion
+      if (++sites > 8) return null;
+      const args = call.childForFieldName('arguments');
+      if (args?.type !== 'argument_list') return null;
+      const positional = args.namedChildren.filter(
+        (a) => a.type !== 'keyword_argument' && a.type !== 'comment',
+      );
+      if (args.namedChildren.some((a) => a.type === 'list_splat' || a.type === 'dictionary_splat'))
+        return null;
+      const kw = args.namedChildren.find(
+        (a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name,
+      );
+      const index = b.index - (isMethod && callee.type === 'attribute' ? 1 : 0);
+      const node = kw?.childForFieldName('value') ?? positional[index] ?? b.default;
+      if (!node) return null;
+      const v = this.evaluate(node, null);
+      if (v.k === 'unknown' || v.k === 'param') return null;
+      const k = JSON.stringify(toPlain(v)) + (v.k === 'call' ? v.node.text : '');
+      if (key !== null && k !== key) return null;
+      key = k;
+      agreed = v;
+    }
+    return agreed;
+  }
+
+  /** A dict bound by `name = {...}` plus the keys set with `name[k] = v` or `name.update(...)` before `at`. */
+  private grownDict(name: string, dict: DictV, b: Binding & { kind: 'assign' }, at: Node): Value {
+    const scope = b.scope;
+    const entries = [...dict.entries];
+    const from = b.statement.endIndex;
+    const to = at.startIndex;
+    if (to <= from) return dict;
+    for (const id of this.file.identifiers(name, from, to)) {
+      if ((enclosingFunction(id)?.id ?? null) !== (scope?.id ?? null)) continue;
+      const p = id.parent;
+      // Keys set under a condition known to be false are dropped; known-true conditions are not shown.
+      const parts = conditionParts(id, scope);
+      const known = parts.map((c) => {
+        const t = truthy(this.evaluate(c.node, null));
+        return t === undefined ? undefined : t !== c.negated;
+      });
+      if (known.some((k) => k === false)) continue;
+      const conds = parts
+        .filter((_, i) => known[i] === undefined)
+        .map((c) => (c.negated ? `not (${c.node.text})` : c.node.text));
+      const extra = conds.length ? { conditions: conds } : {};
+      const line = id.startPosition.row + 1;
+      if (p?.type === 'subscript' && p.childForFieldName('value')?.id === id.id) {
+        const assign = p.parent;
+        const keyNode = p.childForFieldName('subscript');
+        const valueNode = assign?.childForFieldName('right');
+        if (
+          assign?.type === 'assignment' &&
+          assign.childForFieldName('left')?.id === p.id &&
+          keyNode &&
+          valueNode
+        ) {
+          setEntry(entries, {
+            key: this.evaluate(keyNode, null),
+            value: this.evaluate(valueNode, null),
+            valueNode,
+            line,
+            ...extra,
+          });
+        }
+      } else if (p?.type === 'attribute' && p.childForFieldName('attribute')?.text === 'update') {
+        const call = p.parent;
+        if (call?.type === 'call') {
+          const argList = call.childForFieldName('arguments');
+          const a = argList?.type === 'argument_list' ? this.callArguments(argList, null) : undefined;
+          if (a) {
+            for (const x of a.args)
+              if (x.k === 'dict') for (const e of x.entries) setEntry(entries, { ...e, line, ...extra });
+            for (const e of a.keywords) setEntry(entries, { ...e, line, ...extra });
+          }
+        }
+      } else if (p?.type === 'assignment' && p.childForFieldName('left')?.id === id.id) {
+        // Rebound: the later binding wins (findBinding would have returned it); stop growing this one.
+        break;
+      }
+    }
+    return { k: 'dict', entries } satisfies { k: 'dict'; entries: DictEntry[] };
+  }
+
+  /** The qualified name a callee expression refers to, through imports and local aliases. */
+  calleeName(fn: Node): string {
+    if (fn.type === 'identifier') {
+      const b = findBinding(this.file, fn.text, fn);
+      if (
+        b?.kind === 'assign' &&
+        b.value &&
+        (b.value.type === 'identifier' || b.value.type === 'attribute')
+      ) {
+        // `fs = fully_shard` style aliases.
+        const v = this.evaluate(b.value, null);
+        if (v.k === 'ref') return v.name;
+      }
+      return this.imports.qualify(fn.text).qualified;
+    }
+    return this.imports.qualify(dottedText(fn)).qualified;
+  }
+}

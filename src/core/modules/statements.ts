@@ -1,0 +1,377 @@
+/**
+ * Statement execution for the interpreter: blocks, `if`, `for` and `while` with `break` / `continue` and
+ * `else`, assignments to names, attributes, items and unpacked targets, comprehensions, and running a function
+ * body up to a point of interest. Bounded: a step budget for the whole run, a limit on loop turns, and what a
+ * loop that cannot be followed assigns becomes unknown.
+ */
+import type { Node } from '../parsing/python';
+import { Expressions } from '../python/expressions';
+import { arithmetic, asNumber, truthy } from '../python/operators';
+import { setEntry, UNKNOWN, type ClassV, type ModuleFile, type Value } from '../python/values';
+import { setAttribute } from './methods';
+import { register } from './moduleValues';
+import type { LayerContext } from './torchLayers';
+
+/** The analysis ran past its step budget (the model code is too large or loops without end). */
+export class Budget extends Error {}
+
+export interface Limits {
+  steps: number;
+  depth: number;
+  loop: number;
+}
+
+export const LIMITS: Limits = { steps: 2_000_000, depth: 64, loop: 10_000 };
+
+export interface Frame {
+  file: ModuleFile;
+  env: Map<string, Value>;
+  /** The class whose method runs (for `super()`) and the instance. */
+  owner?: ClassV;
+  self?: Value;
+}
+
+export class Return {
+  constructor(readonly value: Value) {}
+}
+
+/** `break` and `continue`, unwinding to the innermost loop. */
+export class Break {}
+export class Continue {}
+
+/** Runs statements over frames; the interpreter adds names, calls and classes. */
+export abstract class Statements extends Expressions<Frame> {
+  private steps = 0;
+  readonly notes: string[] = [];
+  /** What layers and methods need of the interpreter (notes, iteration, the loop limit). */
+  protected abstract readonly layers: LayerContext;
+
+  constructor(protected readonly limits: Limits) {
+    super();
+  }
+
+  protected note(s: string): void {
+    if (!this.notes.includes(s) && this.notes.length < 50) this.notes.push(s);
+  }
+
+  protected tick(): void {
+    if (++this.steps > this.limits.steps)
+      throw new Budget('the model code is too complex to analyse statically');
+  }
+
+  protected guard(node: Node): Value | undefined {
+    this.tick();
+    return this.depth + 1 > this.limits.depth * 4 ? UNKNOWN(node.text, 'nested too deeply') : undefined;
+  }
+
+  /** A condition's truth; unknown ones are taken as true (the code's main path), with a note. */
+  private condition(cond: Node, frame: Frame): boolean {
+    const t = truthy(this.evaluate(cond, frame));
+    if (t !== undefined) return t;
+    this.note(`condition \`${cond.text.slice(0, 60)}\` is not known statically: assumed true`);
+    return true;
+  }
+
+  protected override comprehension(node: Node, frame: Frame): Value {
+    const body = node.childForFieldName('body');
+    const clauses = node.namedChildren.filter((c) => c.type === 'for_in_clause' || c.type === 'if_clause');
+    if (!body) return UNKNOWN(node.text, 'incomplete');
+    const out: Value[] = [];
+    const env = new Map(frame.env);
+    const inner: Frame = { ...frame, env };
+    const run = (i: number): boolean => {
+      if (i === clauses.length) {
+        out.push(this.evaluate(body, inner));
+        return out.length <= this.limits.loop;
+      }
+      const c = clauses[i]!;
+      if (c.type === 'if_clause') {
+        const cond = c.namedChild(0);
+        return cond && !truthy(this.evaluate(cond, inner)) ? true : run(i + 1);
+      }
+      const left = c.childForFieldName('left');
+      const right = c.childForFieldName('right');
+      if (!left || !right) return false;
+      const items = this.iterate(this.evaluate(right, inner));
+      if (!items) return false;
+      for (const it of items) {
+        this.assignTarget(left, it, inner);
+        if (!run(i + 1)) return false;
+      }
+      return true;
+    };
+    if (!run(0)) return UNKNOWN(node.text, 'a comprehension over unknown values');
+    return { k: 'seq', kind: 'list', items: out as Value[] };
+  }
+
+  // ---- statements ---------------------------------------------------------------------------------------------
+
+  execBlock(block: Node | null, frame: Frame): void {
+    for (const stmt of block?.namedChildren ?? []) this.exec(stmt, frame);
+  }
+
+  private exec(stmt: Node, frame: Frame): void {
+    this.tick();
+    switch (stmt.type) {
+      case 'expression_statement': {
+        const e = stmt.namedChild(0);
+        if (!e) return;
+        if (e.type === 'assignment') this.assign(e, frame);
+        else if (e.type === 'augmented_assignment') this.augAssign(e, frame);
+        else this.evaluate(e, frame);
+        return;
+      }
+      case 'return_statement': {
+        const v = stmt.namedChild(0);
+        throw new Return(v ? this.evaluate(v, frame) : { k: 'none' });
+      }
+      case 'if_statement': {
+        const cond = stmt.childForFieldName('condition');
+        if (cond && this.condition(cond, frame))
+          return this.execBlock(stmt.childForFieldName('consequence'), frame);
+        for (const alt of stmt.childrenForFieldName('alternative')) {
+          if (alt.type === 'elif_clause') {
+            const c = alt.childForFieldName('condition');
+            if (c && this.condition(c, frame))
+              return this.execBlock(alt.childForFieldName('consequence'), frame);
+          } else return this.execBlock(alt.childForFieldName('body'), frame);
+        }
+        return;
+      }
+      case 'for_statement': {
+        const left = stmt.childForFieldName('left');
+        const right = stmt.childForFieldName('right');
+        if (!left || !right) return;
+        const items = this.iterate(this.evaluate(right, frame));
+        if (!items) {
+          this.note(
+            `loop \`for ${left.text} in ${right.text.slice(0, 40)}\` runs over values not known statically: skipped`,
+          );
+          this.forget(stmt, frame);
+          return;
+        }
+        if (items.length > this.limits.loop) {
+          this.note(
+            `loop \`for ${left.text} in ${right.text.slice(0, 40)}\` runs more than ${this.limits.loop} times: skipped, what it builds is not counted`,
+          );
+          this.forget(stmt, frame);
+          return;
+        }
+        for (const it of items) {
+          this.assignTarget(left, it, frame);
+          const r = this.loopBody(stmt, frame);
+          if (r === 'break') return;
+        }
+        return this.execBlock(
+          stmt.childForFieldName('alternative')?.childForFieldName('body') ?? null,
+          frame,
+        );
+      }
+      case 'while_statement': {
+        const cond = stmt.childForFieldName('condition');
+        if (!cond) return;
+        for (let n = 0; ; n++) {
+          const t = truthy(this.evaluate(cond, frame));
+          if (t === undefined || n >= this.limits.loop) {
+            // Neither the number of turns nor what they build is known: what the loop assigns becomes unknown.
+            this.note(
+              t === undefined
+                ? `loop \`while ${cond.text.slice(0, 40)}\` depends on values not known statically: what it builds is not counted`
+                : `loop \`while ${cond.text.slice(0, 40)}\` runs more than ${this.limits.loop} times: stopped, what it builds is not counted`,
+            );
+            this.forget(stmt, frame);
+            return;
+          }
+          if (!t) break;
+          if (this.loopBody(stmt, frame) === 'break') return;
+        }
+        return this.execBlock(
+          stmt.childForFieldName('alternative')?.childForFieldName('body') ?? null,
+          frame,
+        );
+      }
+      case 'break_statement':
+        throw new Break();
+      case 'continue_statement':
+        throw new Continue();
+      case 'with_statement':
+        return this.execBlock(stmt.childForFieldName('body'), frame);
+      case 'try_statement':
+        return this.execBlock(stmt.childForFieldName('body'), frame);
+      case 'function_definition': {
+        const n = stmt.childForFieldName('name')?.text;
+        if (n) frame.env.set(n, { k: 'fn', file: frame.file, node: stmt, name: n });
+        return;
+      }
+      case 'import_from_statement':
+      case 'import_statement':
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** One turn of a loop's body: 'break' when it breaks out, else 'next' (after a `continue` too). */
+  private loopBody(stmt: Node, frame: Frame): 'break' | 'next' {
+    try {
+      this.execBlock(stmt.childForFieldName('body'), frame);
+    } catch (e) {
+      if (e instanceof Break) return 'break';
+      if (e instanceof Continue) return 'next';
+      throw e;
+    }
+    return 'next';
+  }
+
+  /** The local names a statement assigns, made unknown (a loop that could not be followed). */
+  private forget(stmt: Node, frame: Frame): void {
+    for (const a of stmt.descendantsOfType(['assignment', 'augmented_assignment'])) {
+      const left = a.childForFieldName('left');
+      const names = left?.type === 'identifier' ? [left] : (left?.descendantsOfType('identifier') ?? []);
+      for (const n of names)
+        if (n.parent?.type !== 'attribute' && n.parent?.type !== 'subscript')
+          frame.env.set(n.text, UNKNOWN(n.text, 'assigned in a loop that could not be followed'));
+    }
+    for (const f of stmt.descendantsOfType('for_statement')) {
+      const l = f.childForFieldName('left');
+      for (const n of l?.type === 'identifier' ? [l] : (l?.descendantsOfType('identifier') ?? []))
+        frame.env.set(n.text, UNKNOWN(n.text, 'assigned in a loop that could not be followed'));
+    }
+  }
+
+  private assign(a: Node, frame: Frame): void {
+    const left = a.childForFieldName('left');
+    const right = a.childForFieldName('right');
+    if (!left || !right) return;
+    const v = this.evaluate(right, frame);
+    this.assignTarget(left, v, frame);
+  }
+
+  private augAssign(a: Node, frame: Frame): void {
+    const left = a.childForFieldName('left');
+    const right = a.childForFieldName('right');
+    const op = a.childForFieldName('operator')?.text.replace('=', '');
+    if (!left || !right || !op) return;
+    const x = asNumber(this.evaluate(left, frame));
+    const y = asNumber(this.evaluate(right, frame));
+    this.assignTarget(left, x && y ? arithmetic(op, x, y, a.text) : UNKNOWN(a.text, 'unknown'), frame);
+  }
+
+  assignTarget(target: Node, v: Value, frame: Frame): void {
+    switch (target.type) {
+      case 'identifier':
+        frame.env.set(target.text, v);
+        return;
+      case 'pattern_list':
+      case 'tuple_pattern':
+      case 'list_pattern': {
+        const names = target.namedChildren;
+        const items = v.k === 'seq' ? v.items : null;
+        names.forEach((n, i) =>
+          this.assignTarget(n, items?.[i] ?? UNKNOWN(n.text, 'unpacked from an unknown value'), frame),
+        );
+        return;
+      }
+      case 'attribute': {
+        const obj = target.childForFieldName('object');
+        const attr = target.childForFieldName('attribute')?.text;
+        if (!obj || !attr) return;
+        setAttribute(this.layers, this.evaluate(obj, frame), attr, v);
+        return;
+      }
+      case 'subscript': {
+        const obj = target.childForFieldName('value');
+        const key = target.childForFieldName('subscript');
+        if (!obj || !key) return;
+        const container = this.evaluate(obj, frame);
+        const k = this.evaluate(key, frame);
+        if (container.k === 'mod') {
+          const name = k.k === 'str' ? k.v : k.k === 'num' ? String(k.v) : null;
+          if (name !== null && v.k === 'mod') register(container, name, v);
+        } else if (container.k === 'dict' && k.k !== 'unknown')
+          setEntry(container.entries, { key: k, value: v });
+        else if (container.k === 'seq' && k.k === 'num' && k.int) container.items[k.v] = v;
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  // ---- results ------------------------------------------------------------------------------------------------
+
+  /** Evaluates an expression of `file` with the names in `env` bound (the rest at module level). */
+  evalWith(file: ModuleFile, node: Node, env: Map<string, Value>): Value {
+    try {
+      return this.evaluate(node, { file, env: new Map(env) });
+    } catch (e) {
+      if (e instanceof Budget) return UNKNOWN(node.text, e.message);
+      throw e;
+    }
+  }
+
+  /** Evaluates the expression at `node` as the code would see it: its function's body run up to it first. */
+  evalAt(file: ModuleFile, node: Node): Value {
+    let fn: Node | null = null;
+    for (let p = node.parent; p; p = p.parent) if (p.type === 'function_definition') fn = fn ?? p;
+    const frame: Frame = { file, env: new Map() };
+    if (fn) {
+      for (const p of fn.childForFieldName('parameters')?.namedChildren ?? []) {
+        const name =
+          p.type === 'identifier'
+            ? p.text
+            : p.type === 'typed_parameter'
+              ? p.namedChild(0)?.text
+              : p.childForFieldName('name')?.text;
+        const dflt = p.childForFieldName('value');
+        if (name)
+          frame.env.set(
+            name,
+            dflt
+              ? this.evaluate(dflt, frame)
+              : {
+                  k: 'param',
+                  name,
+                  function: fn.childForFieldName('name')?.text ?? '',
+                  index: 0,
+                  default: null,
+                },
+          );
+      }
+      const body = fn.childForFieldName('body');
+      this.runUntil(body, node, frame);
+    } else this.runUntil(file.source.root, node, frame, true);
+    return this.evaluate(node, frame);
+  }
+
+  /** Runs the statements of `block` that come before the one holding `node` (entering blocks that hold it). */
+  private runUntil(block: Node | null, node: Node, frame: Frame, moduleLevel = false): void {
+    for (const stmt of block?.namedChildren ?? []) {
+      if (stmt.startIndex <= node.startIndex && node.endIndex <= stmt.endIndex) {
+        for (const b of stmt.namedChildren.filter(
+          (c) => c.type === 'block' || c.type === 'else_clause' || c.type === 'elif_clause',
+        )) {
+          const inner =
+            b.type === 'block' ? b : (b.childForFieldName('body') ?? b.childForFieldName('consequence'));
+          if (inner && inner.startIndex <= node.startIndex && node.endIndex <= inner.endIndex)
+            this.runUntil(inner, node, frame, moduleLevel);
+        }
+        return;
+      }
+      if (
+        moduleLevel &&
+        (stmt.type === 'class_definition' ||
+          stmt.type === 'function_definition' ||
+          stmt.type === 'decorated_definition')
+      )
+        continue;
+      try {
+        this.exec(stmt, frame);
+      } catch (e) {
+        // A `break` or `continue` here belongs to a loop around the point of interest: stop where it is.
+        if (e instanceof Return || e instanceof Break || e instanceof Continue) return;
+        throw e;
+      }
+    }
+  }
+}
