@@ -27,22 +27,7 @@ import { countParams } from '../model/tree';
 import { attentionKind } from '../inputs/parse';
 import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
 import { resolveSetup, type Layer } from '../inputs/layers';
-
-/** Where the model comes from when the caller names it (a flag or a setting). */
-export interface ModelChoice {
-  /** A Hugging Face id (`meta-llama/Llama-3.1-8B`). */
-  id?: string;
-  /** A config.json path. */
-  config?: string;
-  /** A class of the project (`models/llama/model.py:Transformer`), with a named config (`8B`). */
-  classRef?: { file: string; name: string };
-  configKey?: string;
-  /** The model the script's own code builds (static analysis). */
-  code?: boolean;
-  /** A model already built (a framework's own definition: a torchtune component, a torchtitan flavor). */
-  loaded?: LoadedModel;
-  source: Source;
-}
+import type { ModelChoice } from '../inputs/model';
 
 export interface AnalyzeOptions {
   /** Command-line flags (highest precedence). */
