@@ -209,3 +209,13 @@ function withClasses<T extends { policy: 'lambda' | 'custom'; text: string }>(
   }
   return classes.length ? { ...p, classes } : p;
 }
+
+/** What a `mesh=` argument denotes: a mesh from `init_device_mesh`, or some of its named dimensions. */
+export interface MeshValue {
+  shape: (number | null)[] | null;
+  dimNames: string[] | null;
+  /** The whole mesh when FSDP is given a slice of it (`world_mesh["dp"]` of a `("dp", "tp")` mesh). */
+  full?: { shape: (number | null)[] | null; dimNames: string[] | null };
+  /** Line of the `init_device_mesh` call. */
+  line: number;
+}

@@ -2,7 +2,7 @@ import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';
 import type { MixedPrecisionValue } from '../analysis/options';
-import type { MeshValue } from '../analysis/scan';
+import type { MeshValue } from '../analysis/options';
 import type { Estimate, EstimateInput } from '../estimator/estimate';
 import { WhatIfModel, type MinGpus } from '../estimator/whatif';
 import type { Source } from '../vocabulary/source';

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/facts';
+import { annotationValues, noqaCodes } from '../analysis/comments';
 import { scanFile } from '../analysis/scan';
 import { formatOf } from '../frameworks/configDoc';
 import { readFrameworkConfig, type ConfigReading } from '../frameworks/read';
@@ -22,29 +23,14 @@ export function configComments(file: string, text: string): Pick<FileFacts, 'ann
     if (!m) return;
     const body = m[2]!;
     const a = /^\s*fsdp:(.*)$/.exec(body);
-    if (a) {
-      const values: Record<string, string> = {};
-      const invalid: string[] = [];
-      for (const tok of a[1]!.trim().split(/\s+/).filter(Boolean)) {
-        const eq = tok.indexOf('=');
-        if (eq > 0 && eq < tok.length - 1) values[tok.slice(0, eq)] = tok.slice(eq + 1);
-        else invalid.push(tok);
-      }
+    if (a)
       annotations.push({
         line: i + 1,
         range: { start: { line: i, character: m.index }, end: { line: i, character: line.length } },
-        values,
-        invalid,
+        ...annotationValues(a[1]!),
       });
-    }
-    const q = /^\s*noqa\b(?::\s*([A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?/i.exec(body);
-    if (q)
-      noqa[i] = q[1]
-        ? q[1]
-            .split(/[\s,]+/)
-            .filter(Boolean)
-            .map((c) => c.toUpperCase())
-        : null;
+    const codes = noqaCodes(body);
+    if (codes !== undefined) noqa[i] = codes;
   });
   return { annotations, noqa };
 }

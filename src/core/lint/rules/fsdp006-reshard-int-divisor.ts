@@ -1,4 +1,4 @@
-import type { MeshValue } from '../../analysis/scan';
+import type { MeshValue } from '../../analysis/options';
 import type { Draft, Rule } from '../types';
 
 export const reshardIntDivisor: Rule = {

@@ -1,0 +1,98 @@
+/** The arguments of a call as the scan reads them: positional, keyword and `**mapping` options mapped through the API's signature, each with its source range. */
+import type { Node } from '../parsing/python';
+import { type SourceFile, rangeOf } from '../parsing/source';
+import type { Value } from '../python/values';
+import { type ApiKind, POSITIONAL_PARAMS } from './apis';
+import { type Evaluator } from './evaluator';
+import type { OptionFact } from './facts';
+import { describe, interpretOption } from './options';
+import { meshOption } from './setupCalls';
+
+export interface Args {
+  positional: Node[];
+  keywords: Map<string, Node>;
+  splats: Node[];
+}
+
+/** A call's arguments: keywords and splats from the `arguments` query, positional ones in order. */
+export function readArgs(file: SourceFile, call: Node): Args {
+  const out: Args = { positional: [], keywords: new Map(), splats: [] };
+  const list = call.childForFieldName('arguments');
+  if (list?.type !== 'argument_list') {
+    if (list) out.positional.push(list); // `f(x for x in y)`: a generator argument
+    return out;
+  }
+  const own = (n: Node) => n.parent?.parent?.id === list.id;
+  for (const m of file.matches('arguments', list)) {
+    const keyword = m.captures.find((c) => c.name === 'keyword')?.node;
+    const value = m.captures.find((c) => c.name === 'value')?.node;
+    const kwsplat = m.captures.find((c) => c.name === 'kwsplat')?.node;
+    if (keyword && value && own(keyword)) out.keywords.set(keyword.text, value);
+    else if (kwsplat && own(kwsplat)) out.splats.push(kwsplat);
+  }
+  for (const a of list.namedChildren)
+    if (!['keyword_argument', 'dictionary_splat', 'list_splat', 'comment'].includes(a.type))
+      out.positional.push(a);
+  return out;
+}
+
+/** Options of a call by parameter name: positional arguments mapped through the API's signature, keywords, and `**dict` keys. */
+export function readOptions(
+  ev: Evaluator,
+  args: Args,
+  kind: ApiKind | null,
+  skip: string[],
+): { options: Record<string, OptionFact>; unresolvedSplats: string[] } {
+  const options: Record<string, OptionFact> = {};
+  const names = (kind && POSITIONAL_PARAMS[kind]) ?? [];
+  const put = (name: string, node: Node, extra: Partial<OptionFact> = {}, val?: Value) => {
+    if (skip.includes(name)) return;
+    const value =
+      name === 'mesh' || name === 'device_mesh'
+        ? meshOption(ev, node)
+        : interpretOption(name, val ?? ev.eval(node));
+    options[name] = { text: node.text, value, range: rangeOf(node), ...extra };
+  };
+  args.positional.forEach((node, i) => {
+    const name = names[i];
+    if (name) put(name, node);
+  });
+  const unresolvedSplats: string[] = [];
+  for (const splat of args.splats) {
+    const v = ev.eval(splat);
+    if (v.k !== 'dict') {
+      unresolvedSplats.push(splat.text);
+      continue;
+    }
+    for (const e of v.entries) {
+      if (e.key.k !== 'str') continue;
+      const node = e.valueNode;
+      const extra: Partial<OptionFact> = { via: `**${splat.text}` };
+      if (e.conditions) extra.conditions = e.conditions;
+      if (node) put(e.key.v, node, extra, e.value);
+      else if (!skip.includes(e.key.v))
+        options[e.key.v] = {
+          text: describe(e.value),
+          value: interpretOption(e.key.v, e.value),
+          range: rangeOf(splat),
+          ...extra,
+        };
+    }
+  }
+  for (const [name, node] of args.keywords) put(name, node);
+  return { options, unresolvedSplats };
+}
+
+export function statementInfo(file: SourceFile, stmt: Node) {
+  return { start: stmt.startIndex, end: stmt.endIndex, range: rangeOf(stmt), indent: file.indentOf(stmt) };
+}
+
+/** The call whose callee ends with `id` (`fully_shard(...)`, `tdf.fully_shard(...)`), if any. */
+export function callOf(id: Node): Node | null {
+  let callee: Node = id;
+  const p = id.parent;
+  if (p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id) callee = p;
+  const call = callee.parent;
+  if (call?.type === 'call' && call.childForFieldName('function')?.id === callee.id) return call;
+  return null;
+}

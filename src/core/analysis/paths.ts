@@ -1,0 +1,171 @@
+/** Module paths of wrapped expressions: `model.layers[3]` is model/layers/3, a loop variable over `model.layers` is model/layers/*, over `model.named_modules()` model/**, through helpers, getattr and comprehensions. */
+import type { Node } from '../parsing/python';
+import type { SourceFile } from '../parsing/source';
+import { dottedText, findBinding } from '../python/scope';
+import { lastSegment } from './options';
+
+/**
+ * The module path a wrapped expression denotes, relative to a variable: `model.layers[3]` → model/layers/3,
+ * a loop variable over `model.layers.items()` → model/layers/*, over `model.named_modules()` → model/**.
+ */
+export function pathOf(file: SourceFile, expr: Node, inLoopAt: Node | null, depth = 0): string[] {
+  if (depth > 8) return [expr.text];
+  switch (expr.type) {
+    case 'identifier': {
+      const b = findBinding(file, expr.text, expr);
+      if (b?.kind === 'loop' && inLoopAt) return iterablePath(file, b.loop, depth);
+      if (
+        b?.kind === 'assign' &&
+        b.value &&
+        ['attribute', 'subscript', 'call'].includes(b.value.type) &&
+        b.statement.startIndex < expr.startIndex
+      ) {
+        const v = b.value.type === 'call' ? unwrapCall(b.value) : b.value;
+        if (v) return pathOf(file, v, inLoopAt, depth + 1);
+      }
+      return [expr.text];
+    }
+    case 'attribute': {
+      const o = expr.childForFieldName('object');
+      const a = expr.childForFieldName('attribute');
+      return o && a ? [...pathOf(file, o, inLoopAt, depth + 1), a.text] : [expr.text];
+    }
+    case 'subscript': {
+      const v = expr.childForFieldName('value');
+      const s = expr.childForFieldName('subscript');
+      if (!v) return [expr.text];
+      let key = '*';
+      if (s?.type === 'integer') key = s.text;
+      else if (s?.type === 'string') key = stripQuotes(s.text);
+      return [...pathOf(file, v, inLoopAt, depth + 1), key];
+    }
+    case 'call': {
+      const viaGetattr = getattrPath(file, expr, inLoopAt, depth);
+      if (viaGetattr) return viaGetattr;
+      const inner = unwrapCall(expr);
+      return inner ? pathOf(file, inner, inLoopAt, depth + 1) : [expr.text];
+    }
+    default:
+      return [expr.text];
+  }
+}
+
+/** `checkpoint_wrapper(block, ...)` / `FSDP(block)` style calls pass their module through. */
+export function unwrapCall(call: Node): Node | null {
+  const fn = call.childForFieldName('function');
+  const args = call.childForFieldName('arguments');
+  const first =
+    args?.type === 'argument_list'
+      ? args.namedChildren.find((c) => c.type !== 'keyword_argument' && c.type !== 'comment')
+      : undefined;
+  if (!fn || !first) return null;
+  const name = lastSegment(dottedText(fn));
+  return /checkpoint_wrapper|^wrap$|^FSDP$|FullyShardedDataParallel/.test(name) ? first : null;
+}
+
+/** `getattr(model, "layers")`: the attribute named by a constant string. */
+export function getattrPath(
+  file: SourceFile,
+  call: Node,
+  inLoopAt: Node | null,
+  depth: number,
+): string[] | null {
+  const fn = call.childForFieldName('function');
+  const args = call.childForFieldName('arguments')?.namedChildren ?? [];
+  if (fn?.type !== 'identifier' || fn.text !== 'getattr' || args.length < 2) return null;
+  const [obj, attr] = args;
+  if (!obj || attr?.type !== 'string') return null;
+  return [...pathOf(file, obj, inLoopAt, depth + 1), stripQuotes(attr.text)];
+}
+
+export function stripQuotes(text: string): string {
+  return text.replace(/^[rbuf]*['"]{1,3}|['"]{1,3}$/gi, '');
+}
+
+export function iterablePath(file: SourceFile, loop: Node, depth: number): string[] {
+  const it = loop.childForFieldName('right');
+  return it ? elementPath(file, it, depth) : ['*'];
+}
+
+/** The path of the elements of a sequence expression (`model.layers` → `model.layers.*`). */
+export function elementPath(file: SourceFile, expr: Node, depth: number): string[] {
+  if (depth > 8) return [expr.text, '*'];
+  let it: Node | undefined = expr;
+  // enumerate(X), reversed(X), list(X), zip(X, ...)
+  for (let i = 0; i < 4 && it?.type === 'call'; i++) {
+    const fn = it.childForFieldName('function');
+    const name = fn ? lastSegment(dottedText(fn)) : '';
+    const args = it.childForFieldName('arguments');
+    const first: Node | undefined = args?.namedChildren.find((c) => c.type !== 'keyword_argument');
+    if (fn?.type === 'attribute') {
+      const obj = fn.childForFieldName('object');
+      if (!obj) break;
+      if (name === 'named_modules' || name === 'modules')
+        return [...pathOf(file, obj, null, depth + 1), '**'];
+      if (['items', 'values', 'named_children', 'children', 'keys'].includes(name))
+        return [...pathOf(file, obj, null, depth + 1), '*'];
+      break;
+    }
+    if (['enumerate', 'reversed', 'list', 'zip', 'tuple', 'sorted', 'iter'].includes(name) && first) {
+      it = first;
+      continue;
+    }
+    if (name === 'range') return ['*'];
+    break;
+  }
+  if (!it) return ['*'];
+  if (COMPREHENSIONS.includes(it.type)) return comprehensionPath(file, it, depth);
+  // `blocks = list(model.layers)` / `blocks = [m for m in model.modules() if ...]`, then `for b in blocks`.
+  if (it.type === 'identifier') {
+    const b = findBinding(file, it.text, it);
+    if (
+      b?.kind === 'assign' &&
+      b.value &&
+      b.statement.startIndex < it.startIndex &&
+      (b.value.type === 'call' || COMPREHENSIONS.includes(b.value.type))
+    )
+      return elementPath(file, b.value, depth + 1);
+  }
+  if (it.type === 'subscript' && it.childForFieldName('subscript')?.type === 'slice') {
+    const v = it.childForFieldName('value');
+    return v ? [...pathOf(file, v, null, depth + 1), '*'] : ['*'];
+  }
+  return [...pathOf(file, it, null, depth + 1), '*'];
+}
+
+export const COMPREHENSIONS = ['list_comprehension', 'generator_expression', 'set_comprehension'];
+
+/**
+ * The elements of `[m for m in X if ...]` (X's elements) or `[b.attn for b in X]` (an attribute of each); anything
+ * else is opaque, a path no module path starts with.
+ */
+export function comprehensionPath(file: SourceFile, comp: Node, depth: number): string[] {
+  const opaque = [comp.text, '*'];
+  const clauses = comp.namedChildren.filter((c) => c.type === 'for_in_clause');
+  let body = comp.childForFieldName('body');
+  const clause = clauses[0];
+  const left = clause?.childForFieldName('left');
+  const right = clause?.childForFieldName('right');
+  if (clauses.length !== 1 || !body || !left || !right) return opaque;
+  const attrs: string[] = [];
+  while (body?.type === 'attribute') {
+    attrs.unshift(body.childForFieldName('attribute')?.text ?? '');
+    body = body.childForFieldName('object');
+  }
+  // `for m in X`, or the module of `for name, m in X.named_modules()`.
+  const names =
+    left.type === 'identifier' ? [left] : left.namedChildren.filter((c) => c.type === 'identifier');
+  if (body?.type !== 'identifier' || body.text !== names[names.length - 1]?.text) return opaque;
+  return [...elementPath(file, right, depth + 1), ...attrs];
+}
+
+/** A path is under another when the other is a strict prefix (`**` matches any depth). */
+export function isUnder(path: string[], root: string[]): boolean {
+  if (root.length >= path.length && !path.includes('**')) return false;
+  for (let i = 0; i < root.length; i++) {
+    if (path[i] === undefined) return false;
+    if (root[i] === '**') return true;
+    if (path[i] !== root[i] && path[i] !== '*' && root[i] !== '*') return false;
+  }
+  return path.length > root.length;
+}

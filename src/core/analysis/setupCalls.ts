@@ -1,0 +1,204 @@
+/** The training setup the code writes: device meshes (and the slice of one a wrap uses), optimizers, mixed-precision policies and activation checkpointing. */
+import type { Node } from '../parsing/python';
+import { type SourceFile, rangeOf } from '../parsing/source';
+import { enclosingFunction, enclosingStatement, findBinding, qualifiedName } from '../python/scope';
+import { OPTIMIZERS, classifyApi } from './apis';
+import { readArgs, readOptions, statementInfo } from './arguments';
+import { type Evaluator } from './evaluator';
+import type { CheckpointFact, MeshFact, MixedPrecisionFact, OptimizerFact, WrapCall } from './facts';
+import { lastSegment, type MeshValue } from './options';
+import { loopsOf } from './wrapCalls';
+
+export function meshOption(ev: Evaluator, node: Node): MeshValue | null {
+  let base = node;
+  let dims: string[] | null = null;
+  if (node.type === 'subscript') {
+    const v = node.childForFieldName('value');
+    const k = node.childForFieldName('subscript');
+    if (!v || !k) return null;
+    const key = ev.eval(k);
+    if (key.k === 'str') dims = [key.v];
+    else if (key.k === 'seq' && key.items.every((i) => i.k === 'str'))
+      dims = key.items.map((i) => (i as { v: string }).v);
+    else return null;
+    base = v;
+  }
+  const v = ev.eval(base);
+  if (v.k !== 'call' || classifyApi(v.callee)?.kind !== 'init_device_mesh') return null;
+  const shapeVal = v.kwargs.mesh_shape ?? v.args[1];
+  const namesVal = v.kwargs.mesh_dim_names ?? v.args[2];
+  let shape: (number | null)[] | null = null;
+  if (shapeVal?.k === 'seq') shape = shapeVal.items.map((x) => (x.k === 'num' && x.int ? x.v : null));
+  else if (shapeVal?.k === 'num') shape = [shapeVal.v];
+  const names =
+    namesVal?.k === 'seq' && namesVal.items.every((x) => x.k === 'str')
+      ? namesVal.items.map((x) => (x as { v: string }).v)
+      : null;
+  if (dims) {
+    if (!names) return { shape: dims.map(() => null), dimNames: dims, line: v.node.startPosition.row + 1 };
+    const idx = dims.map((d) => names.indexOf(d));
+    return {
+      shape: idx.map((i) => (i >= 0 && shape ? (shape[i] ?? null) : null)),
+      dimNames: dims,
+      full: { shape, dimNames: names },
+      line: v.node.startPosition.row + 1,
+    };
+  }
+  return { shape, dimNames: names, line: v.node.startPosition.row + 1 };
+}
+
+export function offsetOf(file: SourceFile, pos: { line: number; character: number }): number {
+  let off = 0;
+  for (let l = 0; l < pos.line; l++) off = file.text.indexOf('\n', off) + 1;
+  return off + pos.character;
+}
+
+export function functionStart(file: SourceFile, c: WrapCall): number {
+  const node = file.root.descendantForIndex(c.statement.start, c.statement.start + 1);
+  return (node && enclosingFunction(node)?.startIndex) ?? 0;
+}
+
+export function meshFact(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  api: 'init_device_mesh' | 'DeviceMesh',
+): MeshFact {
+  const args = readArgs(file, call);
+  const shapeNode =
+    args.keywords.get('mesh_shape') ?? args.keywords.get('mesh') ?? args.positional[1] ?? null;
+  const deviceNode = args.keywords.get('device_type') ?? args.positional[0] ?? null;
+  const namesNode = args.keywords.get('mesh_dim_names') ?? null;
+  let shape: (number | null)[] | null = null;
+  if (shapeNode && api === 'init_device_mesh') {
+    const v = ev.eval(shapeNode);
+    if (v.k === 'seq') shape = v.items.map((x) => (x.k === 'num' && x.int ? x.v : null));
+    else if (v.k === 'num' && v.int) shape = [v.v];
+  }
+  let dimNames: string[] | null = null;
+  if (namesNode) {
+    const v = ev.eval(namesNode);
+    if (v.k === 'seq' && v.items.every((x) => x.k === 'str'))
+      dimNames = v.items.map((x) => (x as { v: string }).v);
+    else if (v.k === 'str') dimNames = [v.v];
+  }
+  const device = deviceNode ? ev.eval(deviceNode) : null;
+  const parent = call.parent;
+  const scope = enclosingFunction(call);
+  return {
+    name:
+      parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
+        ? (parent.childForFieldName('left')?.text ?? null)
+        : null,
+    line: file.line(call),
+    range: rangeOf(call),
+    api,
+    deviceType: device?.k === 'str' ? device.v : null,
+    shape,
+    shapeText: shapeNode?.text ?? '',
+    dimNames,
+    function: scope ? qualifiedName(scope) : null,
+  };
+}
+
+export function optimizerFact(file: SourceFile, ev: Evaluator, call: Node, qualified: string): OptimizerFact {
+  const args = readArgs(file, call);
+  const paramsNode = args.keywords.get('params') ?? args.positional[0] ?? null;
+  const info = OPTIMIZERS[qualified];
+  let target: string | null = null;
+  if (paramsNode) {
+    const calls =
+      paramsNode.type === 'call'
+        ? [paramsNode, ...paramsNode.descendantsOfType('call')]
+        : paramsNode.descendantsOfType('call');
+    for (const c of calls) {
+      const f = c.childForFieldName('function');
+      const attr = f?.type === 'attribute' ? f.childForFieldName('attribute')?.text : undefined;
+      if (f && (attr === 'parameters' || attr === 'named_parameters')) {
+        target = f.childForFieldName('object')?.text ?? null;
+        break;
+      }
+    }
+    if (!target && paramsNode.type === 'identifier') {
+      // `params = model.parameters(); AdamW(params)`
+      const b = findBinding(file, paramsNode.text, paramsNode);
+      if (b?.kind === 'assign' && b.value) {
+        const f = b.value.type === 'call' ? b.value.childForFieldName('function') : null;
+        if (
+          f?.type === 'attribute' &&
+          /^(named_)?parameters$/.test(f.childForFieldName('attribute')?.text ?? '')
+        )
+          target = f.childForFieldName('object')?.text ?? null;
+      }
+    }
+  }
+  const scope = enclosingFunction(call);
+  let family = info?.family ?? 'adamw';
+  if (family === 'sgd') {
+    // SGD keeps a momentum buffer only when momentum is non-zero.
+    const momentum = args.keywords.get('momentum') ?? args.positional[2];
+    const v = momentum ? ev.eval(momentum) : null;
+    if (v && !(v.k === 'num' && v.v === 0)) family = 'sgd-momentum';
+  }
+  return {
+    name: info?.name ?? lastSegment(qualified),
+    qualified,
+    family,
+    line: file.line(call),
+    range: rangeOf(call),
+    statement: statementInfo(file, enclosingStatement(call)),
+    paramsText: paramsNode?.text ?? '',
+    target,
+    function: scope ? qualifiedName(scope) : null,
+    options: readOptions(ev, { ...args, positional: [] }, null, ['params']).options,
+  };
+}
+
+export function checkpointFact(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  api: CheckpointFact['api'],
+): CheckpointFact {
+  const scope = enclosingFunction(call);
+  const loops = loopsOf(file, call, scope);
+  return {
+    api,
+    line: file.line(call),
+    range: rangeOf(call),
+    text: call.text.length > 200 ? call.text.slice(0, 200) + '…' : call.text,
+    loop: loops[loops.length - 1] ?? null,
+    function: scope ? qualifiedName(scope) : null,
+    options: readOptions(ev, readArgs(file, call), api === 'gradient_checkpointing_enable' ? null : api, [])
+      .options,
+  };
+}
+
+export function mixedPrecisionFact(
+  file: SourceFile,
+  call: Node,
+  api: 'MixedPrecisionPolicy' | 'MixedPrecision',
+): MixedPrecisionFact {
+  const parent = call.parent;
+  const left =
+    parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
+      ? parent.childForFieldName('left')
+      : null;
+  const variable = left?.type === 'identifier' ? left.text : null;
+  let used = true;
+  if (variable && parent) {
+    const scope = enclosingFunction(call);
+    const end = scope ? scope.endIndex : file.text.length;
+    // Read again after the assignment (module-level variables may be read by functions defined earlier, too).
+    const from = scope ? parent.endIndex : 0;
+    used = file
+      .identifiers(variable, from, end)
+      .some((id) => id.startIndex !== left!.startIndex && !isAssignedName(id));
+  }
+  return { api, variable, line: file.line(call), range: rangeOf(call), used };
+}
+
+export function isAssignedName(id: Node): boolean {
+  const p = id.parent;
+  return p?.type === 'assignment' && p.childForFieldName('left')?.id === id.id;
+}

@@ -1,0 +1,128 @@
+/** Fine-tuning and training facts: LoRA and quantisation configs, frozen modules, dtype casts, gradient-sync toggles and gradient clipping. */
+import type { Node } from '../parsing/python';
+import { type SourceFile, rangeOf } from '../parsing/source';
+import { dtypeOf } from '../python/plain';
+import { enclosingFunction, qualifiedName } from '../python/scope';
+import { readArgs, readOptions } from './arguments';
+import { type Evaluator } from './evaluator';
+import type { TrainingFact } from './facts';
+import { lastSegment } from './options';
+import { loopsOf } from './wrapCalls';
+
+export function trainingFact(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  kind: TrainingFact['kind'],
+  fn: Node,
+  qualified: string,
+): TrainingFact | null {
+  const args = readArgs(file, call);
+  const scope = enclosingFunction(call);
+  const obj = fn.type === 'attribute' ? fn.childForFieldName('object') : null;
+  let target: string | null = obj?.text ?? null;
+  // `.bfloat16()` / `.half()` casts are method calls on a module.
+  if (kind === 'cast' && !obj) return null;
+  if (kind === 'freeze') {
+    const a = args.positional[0] ?? args.keywords.get('requires_grad');
+    const v = a ? ev.eval(a) : ({ k: 'bool', v: true } as const);
+    if (!(v.k === 'bool' && v.v === false)) return null;
+  }
+  if (kind === 'peft') target = args.positional[0]?.text ?? null;
+  const castDtype =
+    kind === 'cast' ? (lastSegment(qualified) === 'half' ? 'float16' : 'bfloat16') : undefined;
+  if (kind === 'clip_grad_norm' && !qualified.startsWith('torch.')) target = obj?.text ?? null;
+  else if (kind === 'clip_grad_norm')
+    target = parametersOwner(args.keywords.get('parameters') ?? args.positional[0]);
+  return {
+    kind,
+    line: file.line(call),
+    range: rangeOf(call),
+    text: call.text.length > 200 ? call.text.slice(0, 200) + '…' : call.text,
+    options: readOptions(ev, args, null, []).options,
+    positional: args.positional.map((a) => a.text),
+    target,
+    qualified,
+    ...(castDtype ? { dtype: castDtype } : {}),
+    function: scope ? qualifiedName(scope) : null,
+  };
+}
+
+/** `model` in `model.parameters()` (or a comprehension / filter over it). */
+export function parametersOwner(node: Node | undefined): string | null {
+  if (!node) return null;
+  const calls =
+    node.type === 'call' ? [node, ...node.descendantsOfType('call')] : node.descendantsOfType('call');
+  for (const c of calls) {
+    const f = c.childForFieldName('function');
+    const attr = f?.type === 'attribute' ? f.childForFieldName('attribute')?.text : undefined;
+    if (f && (attr === 'parameters' || attr === 'named_parameters'))
+      return f.childForFieldName('object')?.text ?? null;
+  }
+  return null;
+}
+
+/** `module.to(torch.bfloat16)` / `.to(dtype=torch.float16)`: the module's parameters change dtype. */
+export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
+  const out: TrainingFact[] = [];
+  for (const word of ['bfloat16', 'float16', 'half', 'float32']) {
+    for (const id of file.identifiers(word)) {
+      const attr = id.parent;
+      if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
+      const arg = attr.parent?.type === 'keyword_argument' ? attr.parent : attr;
+      const call = arg.parent?.type === 'argument_list' ? arg.parent.parent : null;
+      const fn = call?.type === 'call' ? call.childForFieldName('function') : null;
+      if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'to') continue;
+      const dtype = dtypeOf(ev.eval(attr));
+      if (!dtype) continue;
+      const scope = enclosingFunction(call!);
+      out.push({
+        kind: 'cast',
+        line: file.line(call!),
+        range: rangeOf(call!),
+        text: call!.text.length > 200 ? call!.text.slice(0, 200) + '…' : call!.text,
+        options: {},
+        positional: [],
+        target: fn.childForFieldName('object')?.text ?? null,
+        qualified: 'to',
+        dtype,
+        function: scope ? qualifiedName(scope) : null,
+      });
+    }
+  }
+  return out;
+}
+
+/** `p.requires_grad = False` in a loop over `X.parameters()`: X is frozen. */
+export function frozenAssignments(file: SourceFile): TrainingFact[] {
+  const out: TrainingFact[] = [];
+  for (const id of file.identifiers('requires_grad')) {
+    const attr = id.parent;
+    const assign = attr?.parent;
+    if (
+      attr?.type !== 'attribute' ||
+      assign?.type !== 'assignment' ||
+      assign.childForFieldName('left')?.id !== attr.id
+    )
+      continue;
+    if (assign.childForFieldName('right')?.type !== 'false') continue;
+    const scope = enclosingFunction(assign);
+    const loops = loopsOf(file, assign, scope);
+    const loop = loops[loops.length - 1];
+    const target = loop
+      ? loop.iterable.replace(/\.(named_)?parameters\(\)$/, '')
+      : (attr.childForFieldName('object')?.text ?? null);
+    out.push({
+      kind: 'freeze',
+      line: file.line(assign),
+      range: rangeOf(assign),
+      text: loop ? `for ${loop.target} in ${loop.iterable}: ${assign.text}` : assign.text,
+      options: {},
+      positional: [],
+      qualified: 'requires_grad',
+      target,
+      function: scope ? qualifiedName(scope) : null,
+    });
+  }
+  return out;
+}

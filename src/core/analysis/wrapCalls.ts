@@ -1,0 +1,331 @@
+/** What one `fully_shard` / `FSDP` / `wrap` call does: its target and the module path it denotes, its options, the loops and conditions around it, an enclosing `enable_wrap` block, and whether it can ever run; and calls in code that does not parse yet. */
+import type { Node } from '../parsing/python';
+import { type SourceFile, rangeOf } from '../parsing/source';
+import { truthy } from '../python/operators';
+import {
+  conditionParts,
+  conditionsOf,
+  enclosingFunction,
+  enclosingStatement,
+  parameterNames,
+  qualifiedName,
+} from '../python/scope';
+import type { Position } from '../vocabulary/range';
+import { classifyApi } from './apis';
+import { callOf, readArgs, readOptions, statementInfo } from './arguments';
+import { type Evaluator } from './evaluator';
+import type { FunctionFact, LoopFact, OptionFact, WrapCall } from './facts';
+import { lastSegment } from './options';
+import { isUnder, iterablePath, pathOf } from './paths';
+import { functionStart, offsetOf } from './setupCalls';
+
+export function wrapCall(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  fn: Node,
+  api: 'fully_shard' | 'FSDP' | 'wrap',
+  module: string,
+  legacy: boolean,
+): WrapCall {
+  const args = readArgs(file, call);
+  const targetNode = args.keywords.get('module') ?? args.positional[0] ?? null;
+  const { options, unresolvedSplats } = readOptions(ev, args, api, ['module']);
+  const scope = enclosingFunction(call);
+  const loops = loopsOf(file, call, scope);
+  const targets =
+    targetNode?.type === 'list' || targetNode?.type === 'tuple'
+      ? targetNode.namedChildren.filter((c) => c.type !== 'comment')
+      : targetNode
+        ? [targetNode]
+        : [];
+  const parent = call.parent;
+  const assignedTo =
+    parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
+      ? (parent.childForFieldName('left')?.text ?? null)
+      : null;
+  const stmt = enclosingStatement(call);
+  const outerLoop = loops[0] ? outermostLoopStatement(call, scope) : null;
+  const fact: WrapCall = {
+    api,
+    line: file.line(call),
+    range: rangeOf(call),
+    callee: fn.text,
+    calleeRange: rangeOf(fn),
+    target: targetNode?.text ?? '',
+    targetRange: targetNode ? rangeOf(targetNode) : null,
+    argumentsEnd: lastArgumentEnd(call),
+    targets: targets.map((t) => t.text),
+    paths: targets.map((t) => pathOf(file, t, loops.length ? call : null)),
+    loop: loops[loops.length - 1] ?? null,
+    loops,
+    conditions: conditionsOf(call, scope),
+    function: scope ? qualifiedName(scope) : null,
+    importPath: module || null,
+    legacy,
+    options,
+    unresolvedSplats,
+    assignedTo,
+    isRoot: false,
+    children: [],
+    statement: statementInfo(file, stmt),
+    loopStatement: outerLoop ? statementInfo(file, outerLoop) : null,
+    classFilter: classFilterOf(ev, call, scope, targetNode),
+  };
+  const enable = enableWrapOptions(file, ev, call, scope);
+  if (enable) {
+    fact.enableWrap = enable;
+    // `wrap(m, **overrides)` runs FSDP with `{**enable_wrap_kwargs, **overrides}` (torch/distributed/fsdp/wrap.py).
+    if (api === 'wrap')
+      for (const [name, o] of Object.entries(enable))
+        if (!(name in fact.options)) fact.options[name] = { ...o, inherited: 'enable_wrap' };
+  }
+  const never = neverRunsReason(ev, call, scope);
+  if (never) fact.neverRuns = never;
+  return fact;
+}
+
+/** Classes named by `isinstance(<target>, Cls)` / `isinstance(<target>, (A, B))` around a call. */
+export function classFilterOf(
+  ev: Evaluator,
+  call: Node,
+  scope: Node | null,
+  target: Node | null,
+): string[] | null {
+  if (target?.type !== 'identifier') return null;
+  for (const part of conditionParts(call, scope)) {
+    // `not isinstance(m, Block)` negated (a guard `if not isinstance(...): continue`) is `isinstance(m, Block)`.
+    let node: Node | null = part.node;
+    let negated = part.negated;
+    while (node?.type === 'not_operator' || node?.type === 'parenthesized_expression') {
+      if (node.type === 'not_operator') negated = !negated;
+      node = node.type === 'not_operator' ? node.childForFieldName('argument') : node.namedChild(0);
+    }
+    if (negated || node?.type !== 'call' || node.childForFieldName('function')?.text !== 'isinstance')
+      continue;
+    const [subject, cls] = node.childForFieldName('arguments')?.namedChildren ?? [];
+    if (subject?.text !== target.text || !cls) continue;
+    const items = cls.type === 'tuple' || cls.type === 'parenthesized_expression' ? cls.namedChildren : [cls];
+    return items.map((i) =>
+      lastSegment(i.type === 'identifier' || i.type === 'attribute' ? ev.calleeName(i) : i.text),
+    );
+  }
+  return null;
+}
+
+/** Methods whose iteration yields `(name, value)` pairs, not modules. */
+export const PAIR_ITERATORS = /\.(named_modules|named_children|named_parameters|named_buffers|items)\(\)$/;
+
+/** Why a call can never run: an enclosing condition that is always false. */
+export function neverRunsReason(ev: Evaluator, call: Node, scope: Node | null): string | null {
+  for (const part of conditionParts(call, scope)) {
+    const v = truthy(ev.eval(part.node));
+    if (v !== undefined && v === part.negated)
+      return `the condition \`${part.node.text}\` is always ${v ? 'true' : 'false'} here`;
+    if (part.negated || part.node.type !== 'call') continue;
+    // `for m in model.named_modules(): if isinstance(m, Block)`: m is a (name, module) pair, never a Block.
+    const fn = part.node.childForFieldName('function');
+    const subject = part.node.childForFieldName('arguments')?.namedChild(0);
+    if (fn?.text !== 'isinstance' || subject?.type !== 'identifier') continue;
+    for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) {
+      if (p.type !== 'for_statement') continue;
+      const left = p.childForFieldName('left');
+      const right = p.childForFieldName('right');
+      if (left?.type === 'identifier' && left.text === subject.text && right) {
+        const it = right.text.trim();
+        if (PAIR_ITERATORS.test(it) || /^enumerate\(/.test(it))
+          return `\`for ${left.text} in ${it}\` yields (name, module) pairs, so \`${part.node.text}\` is never true`;
+      }
+    }
+  }
+  return null;
+}
+
+/** A wrap call in code that does not parse yet (`fully_shard(layer, mesh=` being typed): callee and target only. */
+export function incompleteWrapCall(
+  file: SourceFile,
+  id: Node,
+  api: 'fully_shard' | 'FSDP' | 'wrap',
+  module: string,
+  legacy: boolean,
+): WrapCall {
+  const open = id.nextSibling!;
+  const targetNode =
+    open.nextNamedSibling && ['identifier', 'attribute', 'subscript'].includes(open.nextNamedSibling.type)
+      ? open.nextNamedSibling
+      : null;
+  const errorNode = id.parent!;
+  const loopNode = errorNode.parent?.type === 'for_statement' ? errorNode.parent : null;
+  const loops: LoopFact[] = [];
+  if (loopNode) {
+    const left = loopNode.childForFieldName('left');
+    const right = loopNode.childForFieldName('right');
+    if (left && right) loops.push(loopFact(file, loopNode, left, right));
+  }
+  const end = targetNode ?? open;
+  const range = { start: rangeOf(id).start, end: rangeOf(end).end };
+  const stmt = loopNode ?? errorNode;
+  const scope = enclosingFunction(id);
+  return {
+    api,
+    line: file.line(id),
+    range,
+    callee: id.text,
+    calleeRange: rangeOf(id),
+    target: targetNode?.text ?? '',
+    targetRange: targetNode ? rangeOf(targetNode) : null,
+    argumentsEnd: targetNode ? rangeOf(targetNode).end : null,
+    targets: targetNode ? [targetNode.text] : [],
+    paths: targetNode
+      ? [
+          loopNode && targetNode.type === 'identifier' && loops[0]?.target === targetNode.text
+            ? iterablePath(file, loopNode, 0)
+            : pathOf(file, targetNode, null),
+        ]
+      : [],
+    loop: loops[0] ?? null,
+    loops,
+    conditions: [],
+    function: scope ? qualifiedName(scope) : null,
+    importPath: module || null,
+    legacy,
+    options: {},
+    unresolvedSplats: [],
+    assignedTo: null,
+    isRoot: false,
+    children: [],
+    statement: statementInfo(file, stmt),
+    loopStatement: loopNode ? statementInfo(file, loopNode) : null,
+    classFilter: null,
+    incomplete: true,
+  };
+}
+
+export function lastArgumentEnd(call: Node): Position | null {
+  const args = call.childForFieldName('arguments');
+  const last =
+    args?.type === 'argument_list' ? args.namedChildren.filter((c) => c.type !== 'comment').pop() : undefined;
+  return last ? rangeOf(last).end : null;
+}
+
+/** The options of an enclosing `with enable_wrap(wrapper_cls=FSDP, **kwargs):` block. */
+export function enableWrapOptions(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  scope: Node | null,
+): Record<string, OptionFact> | undefined {
+  for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) {
+    if (p.type !== 'with_statement') continue;
+    for (const manager of withCalls(file, p)) {
+      const f = manager.childForFieldName('function');
+      if (f && classifyApi(ev.calleeName(f))?.kind === 'enable_wrap')
+        return readOptions(ev, readArgs(file, manager), 'FSDP', ['wrapper_cls', 'module']).options;
+    }
+  }
+  return undefined;
+}
+
+/** The context-manager calls of one `with` statement (`torch.device("meta")`, `enable_wrap(...)`). */
+export function withCalls(file: SourceFile, stmt: Node): Node[] {
+  const out: Node[] = [];
+  for (const m of file.matches('blocks', stmt)) {
+    if (!m.captures.some((c) => c.name === 'with' && c.node.id === stmt.id)) continue;
+    const call = m.captures.find((c) => c.name === 'manager')?.node.parent;
+    if (call) out.push(call);
+  }
+  return out;
+}
+
+export function loopFact(file: SourceFile, loop: Node, left: Node, right: Node): LoopFact {
+  return {
+    target: left.text,
+    iterable: right.text,
+    line: file.line(loop),
+    range: rangeOf(loop),
+    targetRange: rangeOf(left),
+  };
+}
+
+export function loopsOf(file: SourceFile, node: Node, scope: Node | null): LoopFact[] {
+  const loops: LoopFact[] = [];
+  let child = node;
+  for (let p = node.parent; p && p.id !== scope?.id; p = p.parent) {
+    if (p.type === 'for_statement') {
+      const body = p.childForFieldName('body');
+      const left = p.childForFieldName('left');
+      const right = p.childForFieldName('right');
+      if (body && child.id === body.id && left && right) loops.unshift(loopFact(file, p, left, right));
+    } else if (
+      p.type === 'list_comprehension' ||
+      p.type === 'generator_expression' ||
+      p.type === 'set_comprehension'
+    ) {
+      const bodyNode = p.childForFieldName('body');
+      if (bodyNode && child.id === bodyNode.id) {
+        for (const clause of p.namedChildren.filter((c) => c.type === 'for_in_clause')) {
+          const left = clause.childForFieldName('left');
+          const right = clause.childForFieldName('right');
+          if (left && right) loops.unshift(loopFact(file, clause, left, right));
+        }
+      }
+    } else if (p.type === 'function_definition' || p.type === 'class_definition') break;
+    child = p;
+  }
+  return loops;
+}
+
+export function outermostLoopStatement(node: Node, scope: Node | null): Node | null {
+  let found: Node | null = null;
+  for (let p = node.parent; p && p.id !== scope?.id; p = p.parent) if (p.type === 'for_statement') found = p;
+  return found;
+}
+
+/**
+ * Marks which calls wrap the object whose children other calls wrap (the roots of the plan). A child is wrapped
+ * in the same function as the root, or in a function the root's function calls before the root call.
+ */
+export function linkRoots(file: SourceFile, calls: WrapCall[]): void {
+  const reaches = (root: WrapCall, child: WrapCall): boolean => {
+    if (root.function === child.function) return true;
+    const name = child.function?.split('.').pop();
+    if (!name) return false;
+    const from = root.function ? functionStart(file, root) : 0;
+    const to = offsetOf(file, root.range.start);
+    return file.identifiers(name, from, to).some((id) => callOf(id) !== null);
+  };
+  calls.forEach((c, i) => {
+    if (c.paths.length !== 1 || !c.paths[0]) return;
+    const p = c.paths[0];
+    calls.forEach((d, j) => {
+      if (i !== j && d.paths.some((q) => isUnder(q, p)) && reaches(c, d)) c.children.push(j);
+    });
+  });
+  const isChild = new Set(calls.flatMap((c) => c.children));
+  calls.forEach((c, i) => {
+    const p = c.paths[0];
+    const standalone =
+      c.paths.length === 1 &&
+      p &&
+      c.loops.length === 0 &&
+      (p.length === 1 || (p.length === 2 && p[0] === 'self'));
+    c.isRoot = !isChild.has(i) && (c.children.length > 0 || !!standalone);
+  });
+}
+
+/** The functions holding wrap calls: their parameters and whether this file calls them. */
+export function functionFacts(file: SourceFile, calls: WrapCall[]): Record<string, FunctionFact> {
+  const out: Record<string, FunctionFact> = {};
+  for (const c of calls) {
+    if (!c.function || out[c.function]) continue;
+    const node = file.root.descendantForIndex(c.statement.start, c.statement.start + 1);
+    const fn = node && enclosingFunction(node);
+    const name = fn?.childForFieldName('name')?.text;
+    if (!fn || !name) continue;
+    const calledInFile = file
+      .identifiers(name)
+      .some((id) => (id.startIndex < fn.startIndex || id.startIndex >= fn.endIndex) && callOf(id) !== null);
+    out[c.function] = { line: file.line(fn), parameters: parameterNames(fn), calledInFile };
+  }
+  return out;
+}
