@@ -49,10 +49,6 @@ function card(label: string, value: string, detail: string, cls = ''): HTMLEleme
   return c;
 }
 
-function unitsOfCall(e: Estimate, line: number): Set<string> {
-  return new Set(e.units.filter((u) => u.origin.endsWith(`:${line}`)).map((u) => u.name));
-}
-
 function renderHeader(data: PanelData, e: Estimate | undefined): HTMLElement {
   const h = el('header');
   h.append(el('h1', `FSDP footprint · ${data.file.split(/[\\/]/).pop() ?? data.file}`));
@@ -246,7 +242,7 @@ function renderChart(data: PanelData, e: Estimate): HTMLElement {
     return s;
   }
   const focusCall = data.focusUnit !== null ? data.calls[data.focusUnit] : undefined;
-  const focus = focusCall ? unitsOfCall(e, focusCall.line) : new Set<string>();
+  const focus = new Set(focusCall?.units ?? []);
   s.append(
     el(
       'p',
@@ -354,7 +350,7 @@ function renderUnits(data: PanelData, e: Estimate): HTMLElement {
   const s = section('Units', 'units');
   const b = (n: number) => fmtBytes(n, data.units);
   const focusCall = data.focusUnit !== null ? data.calls[data.focusUnit] : undefined;
-  const focus = focusCall ? unitsOfCall(e, focusCall.line) : new Set<string>();
+  const focus = new Set(focusCall?.units ?? []);
   const peaks = e.perGpu.perUnitPeakBytes as Record<string, number>;
   const groups = groupUnits(e.units);
   const rows: Cell[][] = groups.map((g) => {

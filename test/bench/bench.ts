@@ -12,7 +12,7 @@ import { exactForScript } from '../../src/core/exact/exact';
 import { CATALOG } from '../../src/core/model/catalog';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { estimate } from '../../src/core/estimator/estimate';
-import { defaultUnits } from '../../src/core/estimator/units';
+import { defaultUnits } from '../../src/core/plan/policies';
 import { WhatIfModel } from '../../src/core/estimator/whatif';
 import { changeFor, ParsedDocument } from '../../src/core/parsing/document';
 import { loadPython, type PythonGrammar, type Tree } from '../../src/core/parsing/python';

@@ -8,7 +8,7 @@ import type { ShardingStrategyName } from '../../src/core/vocabulary/fsdp';
 import { estimate, trafficBytes, type Estimate } from '../../src/core/estimator/estimate';
 import { fmtBytes, fmtCount } from '../../src/core/vocabulary/bytes';
 import type { Plan } from '../../src/core/estimator/types';
-import { defaultUnits, unitsFromPolicy } from '../../src/core/estimator/units';
+import { defaultUnits, unitsFromPolicy } from '../../src/core/plan/policies';
 import { CATALOG } from '../../src/core/model/catalog';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { estimateFile } from '../../src/core/resolve/analyze';

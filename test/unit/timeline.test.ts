@@ -4,7 +4,7 @@ import { blockActivations, blockTensors } from '../../src/core/estimator/activat
 import { estimate, type Estimate } from '../../src/core/estimator/estimate';
 import { requiredBytes } from '../../src/core/estimator/timeline';
 import type { Plan } from '../../src/core/estimator/types';
-import { defaultUnits } from '../../src/core/estimator/units';
+import { defaultUnits } from '../../src/core/plan/policies';
 import { WhatIfModel } from '../../src/core/estimator/whatif';
 import { gpuBytes, findGpu } from '../../src/core/hardware/catalog';
 import { CATALOG } from '../../src/core/model/catalog';

@@ -102,6 +102,8 @@ export interface LoopFact {
 
 export interface WrapCall {
   api: WrapApi;
+  /** The file the call is in (the path the scan was given): with `line`, the call's identity across files. */
+  file: string;
   /** 1-based line of the call. */
   line: number;
   range: Range;

@@ -3,6 +3,7 @@ import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 import { dottedText, findBinding } from '../python/scope';
 import { lastSegment } from './options';
+import type { WrapCall } from './facts';
 
 /**
  * The module path a wrapped expression denotes, relative to a variable: `model.layers[3]` → model/layers/3,
@@ -168,4 +169,18 @@ export function isUnder(path: string[], root: string[]): boolean {
     if (path[i] !== root[i] && path[i] !== '*' && root[i] !== '*') return false;
   }
   return path.length > root.length;
+}
+
+/** The path of the variable that holds the model (`model`, `self.model`), from the root wrap or the units' base. */
+export function modelVariable(calls: WrapCall[], modelVariables: string[] = []): string[] | null {
+  // The variable a model is constructed into, when the wrapped paths start with it (`model.model.layers`).
+  for (const v of modelVariables) {
+    const parts = v.split('.');
+    if (calls.some((c) => c.paths.some((p) => parts.every((s, i) => p[i] === s)))) return parts;
+  }
+  const root = calls.find((c) => c.isRoot && c.paths.length === 1);
+  if (root?.paths[0]) return root.paths[0];
+  const p = calls.find((c) => c.paths[0]?.length)?.paths[0];
+  if (!p) return null;
+  return p.slice(0, p[0] === 'self' ? 2 : 1);
 }

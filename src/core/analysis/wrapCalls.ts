@@ -48,6 +48,7 @@ export function wrapCall(
   const outerLoop = loops[0] ? outermostLoopStatement(call, scope) : null;
   const fact: WrapCall = {
     api,
+    file: file.path,
     line: file.line(call),
     range: rangeOf(call),
     callee: fn.text,
@@ -168,6 +169,7 @@ export function incompleteWrapCall(
   const scope = enclosingFunction(id);
   return {
     api,
+    file: file.path,
     line: file.line(id),
     range,
     callee: id.text,

@@ -7,7 +7,7 @@ import { DTYPE_BYTES, isFloat, tensorBytes, type DType } from '../vocabulary/dty
 import { fmtBytes, fmtCount, fmtParams } from '../vocabulary/bytes';
 import type { Assumption, Source } from '../vocabulary/source';
 import type { CheckpointMode } from '../inputs/parse';
-import type { Figure, ParamGroup, Plan, Term, Traffic, Unit } from './types';
+import type { Figure, ParamGroup, Plan, Term, Traffic, Unit, WrapSite } from './types';
 import type { TrainingSetup } from '../inputs/table';
 import { FIT_RESERVE, requiredBytes, simulate, type LiveSet, type Phase, type Timeline } from './timeline';
 import { assignParameters, type Ownership } from './units';
@@ -132,6 +132,7 @@ export interface UnitEstimate {
     backwardCompute: number;
   };
   origin: string;
+  site: WrapSite | null;
 }
 
 /** What one link carries in a step. */
@@ -382,6 +383,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
         backwardCompute: ((2 + recompute[unitIndex]!) * fwdFlops) / flops,
       },
       origin: u.origin,
+      site: u.site,
     };
   });
 

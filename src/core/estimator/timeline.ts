@@ -1,6 +1,6 @@
 import type { ArchShape } from '../model/hf';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
-import type { ModuleNode } from '../model/tree';
+import { outermostOfClass, type ModuleNode } from '../model/tree';
 import { blockActivations, lossTransient, tailActivations, type ActivationInputs } from './activations';
 import type { Estimate, UnitEstimate } from './estimate';
 import type { TrainingSetup } from '../inputs/table';
@@ -104,18 +104,11 @@ function rangesOf(root: ModuleNode): Map<string, [number, number]> {
 /** The step's execution segments: what runs before the blocks, each block, what runs after them. */
 function segmentsOf(root: ModuleNode, shape: ArchShape): Segment[] {
   const ranges = rangesOf(root);
-  const blocks: [number, number][] = [];
-  const isMoe: boolean[] = [];
-  const stack = [root];
-  while (stack.length) {
-    const m = stack.pop()!;
-    if (m.className === shape.blockClass) {
-      blocks.push(ranges.get(m.path)!);
-      isMoe.push(shape.experts > 0 && m.children.some((c) => c.children.some((g) => g.name === 'experts')));
-      continue;
-    }
-    for (let i = m.children.length - 1; i >= 0; i--) stack.push(m.children[i]!);
-  }
+  const outer = outermostOfClass(root, shape.blockClass);
+  const blocks = outer.map((m) => ranges.get(m.path)!);
+  const isMoe = outer.map(
+    (m) => shape.experts > 0 && m.children.some((c) => c.children.some((g) => g.name === 'experts')),
+  );
   const total = ranges.get('')![1];
   if (!blocks.length) return [{ kind: 'head', lo: 0, hi: total, blockIndex: -1, moe: false }];
   return [

@@ -2,6 +2,14 @@ import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fs
 import type { DType } from '../vocabulary/dtypes';
 import type { Source } from '../vocabulary/source';
 
+/** The call (or configuration line) that made a unit: where the lens, hover and findings about it go. */
+export interface WrapSite {
+  /** The file's path as the analysis read it. */
+  file: string;
+  /** 1-based line of the wrap call, or of the configuration's first line. */
+  line: number;
+}
+
 /** One FSDP unit as the plan applies it, before parameters are assigned. */
 export interface UnitPlan {
   /** Module paths the unit wraps ('' is the model root). */
@@ -11,8 +19,10 @@ export interface UnitPlan {
   reshardAfterForward: ReshardAfterForward;
   /** Parameters and gradients in host memory (CPUOffloadPolicy / CPUOffload(offload_params=True)). */
   offload: boolean;
-  /** Where the plan said so (`train.py:14`), or how it was derived. */
+  /** Where the plan said so (`train.py:14`), or how it was derived, in words. */
   origin: string;
+  /** The call that made the unit; null for a default plan. */
+  site: WrapSite | null;
 }
 
 export interface Plan {
@@ -56,6 +66,7 @@ export interface Unit {
   reshardAfterForward: ReshardAfterForward;
   offload: boolean;
   origin: string;
+  site: WrapSite | null;
 }
 
 /** A sum with the terms that make it, for hovers and the panel. */

@@ -54,6 +54,38 @@ export function* walk(node: ModuleNode): Generator<ModuleNode> {
   }
 }
 
+/**
+ * The outermost modules of class `className`, in model order (depth-first): a model's decoder blocks, not
+ * descending into a block for blocks nested in it.
+ */
+export function outermostOfClass(root: ModuleNode, className: string | undefined): ModuleNode[] {
+  const out: ModuleNode[] = [];
+  if (!className) return out;
+  const stack = [root];
+  while (stack.length) {
+    const m = stack.pop()!;
+    if (m.className === className) {
+      out.push(m);
+      continue;
+    }
+    for (let i = m.children.length - 1; i >= 0; i--) stack.push(m.children[i]!);
+  }
+  return out;
+}
+
+/** Every class name that occurs in the tree. */
+export function classNamesOf(root: ModuleNode): Set<string> {
+  const out = new Set<string>();
+  for (const m of walk(root)) out.add(m.className);
+  return out;
+}
+
+/** Whether some module of the tree has attribute name `name` (`base_model`). */
+export function hasModuleNamed(root: ModuleNode, name: string): boolean {
+  for (const m of walk(root)) if (m.name === name) return true;
+  return false;
+}
+
 /** The module at a dotted path, or undefined. */
 export function moduleAt(root: ModuleNode, path: string): ModuleNode | undefined {
   if (!path) return root;

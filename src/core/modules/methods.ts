@@ -3,10 +3,9 @@
  * `register_buffer`), its casts (`to`, `half`) and freezing, dict and list methods, and tensor methods.
  */
 import { dtypeOf } from '../python/plain';
-import { LIMITS, sameKey, UNKNOWN, type Value } from '../python/values';
+import { LIMITS, sameKey, UNKNOWN, type Value, setEntry } from '../python/values';
 import { castMethodDtype } from '../vocabulary/dtypes';
 import { castModule, freeze, register } from './moduleValues';
-import { setEntry } from '../python/values';
 import { tensorMethod } from './tensors';
 import type { LayerContext } from './torchLayers';
 

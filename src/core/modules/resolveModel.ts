@@ -5,7 +5,7 @@ import { countParams, walk, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
 import { findBinding, enclosingFunction, parameterOf, dottedText } from '../python/scope';
-import { modelVariable } from '../resolve/plan';
+import { modelVariable } from '../analysis/paths';
 import { Budget, Interpreter } from './interpreter';
 import { toModuleTree } from './moduleValues';
 import { type ModV, type Value } from '../python/values';

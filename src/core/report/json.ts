@@ -39,6 +39,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       traffic: u.traffic,
       seconds: u.time,
       origin: u.origin,
+      site: u.site,
     })),
     unowned: e.unowned,
     hostPerNode: e.hostPerNode,

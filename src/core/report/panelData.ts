@@ -9,7 +9,7 @@ import { GPUS } from '../hardware/catalog';
 import type { EstimateResult } from '../resolve/analyze';
 import { advise, type Advice } from './advice';
 import { estimateJson } from './json';
-import { lensTitle } from './summary';
+import { lensTitle, unitsOfCall } from './summary';
 
 /** The what-if controls' values, as the webview shows them (checkpointing as `none`, `full`, `every-2`). */
 export interface WhatIfValues {
@@ -29,7 +29,8 @@ export interface PanelData {
   uri: string;
   focusUnit: number | null;
   units: ByteUnit;
-  calls: { line: number; api: string; target: string; description: string; lens: string }[];
+  /** The file's wrap calls, each with the units it made (by name). */
+  calls: { line: number; api: string; target: string; description: string; lens: string; units: string[] }[];
   estimate?: ReturnType<typeof estimateJson>;
   noEstimate?: { reason: string; hint?: string };
   notice?: string;
@@ -124,6 +125,7 @@ export function buildPanelData(input: PanelInput): PanelData {
       target: c.target,
       description: describeCall(c),
       lens: lensTitle(c, undefined, input.units),
+      units: [],
     }));
     return data;
   }
@@ -151,6 +153,7 @@ export function buildPanelData(input: PanelInput): PanelData {
     target: c.target,
     description: describeCall(c),
     lens: lensTitle(c, e, input.units),
+    units: unitsOfCall(e, c).map((u) => u.name),
   }));
   data.estimate = estimateJson(e, r.model, minGpus);
   if (r.framework)

@@ -5,10 +5,9 @@ import type { FrameworkPlan } from '../frameworks/types';
 import { type Estimate, type UnitEstimate, trafficBytes } from '../estimator/estimate';
 import { fmtBytes, fmtParams, type ByteUnit } from '../vocabulary/bytes';
 
-/** The units a wrap call created (matched by the line the plan recorded). */
+/** The units a wrap call created. */
 export function unitsOfCall(e: Estimate, call: WrapCall): UnitEstimate[] {
-  const suffix = `:${call.line}`;
-  return e.units.filter((u) => u.origin.endsWith(suffix));
+  return e.units.filter((u) => u.site?.file === call.file && u.site.line === call.line);
 }
 
 function collectivesPerUnit(u: UnitEstimate): string {

@@ -1,10 +1,9 @@
 import type { WrapCall } from '../../analysis/facts';
 import type { Estimate, UnitEstimate } from '../../estimator/estimate';
 
-/** The wrap call that created a unit (units record the line of their call). */
+/** The wrap call that created a unit. */
 export function callOfUnit(calls: WrapCall[], u: UnitEstimate): WrapCall | undefined {
-  const line = Number(/:(\d+)$/.exec(u.origin)?.[1]);
-  return calls.find((c) => c.line === line);
+  return calls.find((c) => u.site?.file === c.file && u.site.line === c.line);
 }
 
 /** The innermost unit whose modules contain the module at `path`. */

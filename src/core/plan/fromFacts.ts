@@ -2,23 +2,10 @@ import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fs
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import type { OffloadValue, WrapPolicyValue } from '../analysis/options';
 import type { ArchShape } from '../model/hf';
-import type { ModuleNode } from '../model/tree';
+import { hasModuleNamed, type ModuleNode } from '../model/tree';
 import type { Plan, UnitPlan } from '../estimator/types';
-import { defaultUnits, matchModules, unitsFromPolicy } from '../estimator/units';
-
-/** The path of the variable that holds the model (`model`, `self.model`), from the root wrap or the units' base. */
-export function modelVariable(calls: WrapCall[], modelVariables: string[] = []): string[] | null {
-  // The variable a model is constructed into, when the wrapped paths start with it (`model.model.layers`).
-  for (const v of modelVariables) {
-    const parts = v.split('.');
-    if (calls.some((c) => c.paths.some((p) => parts.every((s, i) => p[i] === s)))) return parts;
-  }
-  const root = calls.find((c) => c.isRoot && c.paths.length === 1);
-  if (root?.paths[0]) return root.paths[0];
-  const p = calls.find((c) => c.paths[0]?.length)?.paths[0];
-  if (!p) return null;
-  return p.slice(0, p[0] === 'self' ? 2 : 1);
-}
+import { modelVariable } from '../analysis/paths';
+import { defaultUnits, matchModules, unitsFromPolicy } from './policies';
 
 function stripPrefix(path: string[], prefix: string[]): string[] | null {
   if (path.length < prefix.length) return null;
@@ -37,16 +24,6 @@ function throughPeft(p: string[]): string[] {
   const i = p.indexOf('base_model', 1);
   if (i < 0) return p;
   return [...p.slice(0, i), ...p.slice(p[i + 1] === 'model' ? i + 2 : i + 1)];
-}
-
-function hasModuleNamed(root: ModuleNode, name: string): boolean {
-  const stack = [root];
-  while (stack.length) {
-    const m = stack.pop()!;
-    if (m.name === name) return true;
-    stack.push(...m.children);
-  }
-  return false;
 }
 
 /** A call's `reshard_after_forward`: its value, or `'unknown'` when written but not known statically. */
@@ -119,6 +96,7 @@ export function planFromFacts(
   for (const c of ordered) {
     if (fsdp2 && c.api !== 'fully_shard') continue;
     const where = `${file}:${c.line}`;
+    const site = { file: facts.path, line: c.line };
     if (c.api !== 'fully_shard') {
       const ss = c.options.sharding_strategy?.value;
       if (c.isRoot && typeof ss === 'string') strategy = ss as ShardingStrategyName;
@@ -162,6 +140,7 @@ export function planFromFacts(
             reshardAfterForward: values[i] as ReshardAfterForward,
             offload,
             origin: where,
+            site,
           }),
         );
         continue;
@@ -174,7 +153,7 @@ export function planFromFacts(
     const isRoot = all.length === 1 && all[0] === '';
     if (c.targets.length > 1) {
       // fully_shard([a, b]) makes one unit of both.
-      units.push({ modules: all, isRoot: false, reshardAfterForward: reshard, offload, origin: where });
+      units.push({ modules: all, isRoot: false, reshardAfterForward: reshard, offload, origin: where, site });
     } else {
       for (const m of all)
         units.push({
@@ -183,6 +162,7 @@ export function planFromFacts(
           reshardAfterForward: reshard,
           offload,
           origin: where,
+          site,
         });
     }
   }
@@ -197,6 +177,7 @@ export function planFromFacts(
       const r = unitsFromPolicy(root, policy, {
         fallbackClasses: shape ? [shape.blockClass] : [],
         origin: where,
+        site: { file: facts.path, line: policyRoot.line },
         offload: offloadOf(policyRoot, notes, where),
         reshardAfterForward: true,
       });

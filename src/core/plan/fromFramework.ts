@@ -1,23 +1,12 @@
+/**
+ * A framework's FSDP configuration (Accelerate, Transformers, Lightning, torchtune, torchtitan, DeepSpeed) as the
+ * units it creates on a model, in the order it wraps them: the same `Plan` a script's own wrap calls give.
+ */
 import type { Plan, UnitPlan } from '../estimator/types';
-import { unitsFromPolicy } from '../estimator/units';
+import { unitsFromPolicy } from './policies';
 import type { ArchShape } from '../model/hf';
-import type { ModuleNode } from '../model/tree';
-import type { FrameworkPlan } from './types';
-
-function blockPaths(root: ModuleNode, blockClass: string | undefined): string[] {
-  const out: string[] = [];
-  if (!blockClass) return out;
-  const stack = [root];
-  while (stack.length) {
-    const m = stack.pop()!;
-    if (m.className === blockClass) {
-      out.push(m.path);
-      continue;
-    }
-    for (let i = m.children.length - 1; i >= 0; i--) stack.push(m.children[i]!);
-  }
-  return out;
-}
+import { classNamesOf, moduleAt, outermostOfClass, type ModuleNode } from '../model/tree';
+import type { FrameworkPlan } from '../frameworks/types';
 
 /**
  * Accelerate's FSDP2 extra units on a Transformers model: the input embedding (unless tied to the head), and the
@@ -41,33 +30,13 @@ function accelerateExtras(
   };
 }
 
-function classNames(root: ModuleNode): Set<string> {
-  const out = new Set<string>();
-  const stack = [root];
-  while (stack.length) {
-    const m = stack.pop()!;
-    out.add(m.className);
-    stack.push(...m.children);
-  }
-  return out;
-}
-
-/** Whether the model has a module at `path` (`norm`, `model.embed_tokens`). */
-function hasModule(root: ModuleNode, path: string): boolean {
-  let cur: ModuleNode | undefined = root;
-  for (const seg of path.split('.')) {
-    cur = cur?.children.find((c) => c.name === seg);
-    if (!cur) return false;
-  }
-  return true;
-}
-
 /**
  * The units a framework's configuration creates on a model, in wrapping order with the root last: the same
  * `Plan` a script's own `fully_shard` / `FSDP(...)` calls give, so the estimator and the rules treat both alike.
  */
 export function planForFramework(fp: FrameworkPlan, root: ModuleNode, shape: ArchShape | undefined): Plan {
   const origin = `${fp.framework} (${fp.file.split(/[\\/]/).pop()}:${fp.range.start.line + 1})`;
+  const site = { file: fp.file, line: fp.range.start.line + 1 };
   const notes: string[] = [];
   const unit = (modules: string[], reshard: boolean | null, isRoot = false): UnitPlan => ({
     modules,
@@ -75,13 +44,14 @@ export function planForFramework(fp: FrameworkPlan, root: ModuleNode, shape: Arc
     reshardAfterForward: isRoot ? null : reshard,
     offload: fp.offload,
     origin,
+    site,
   });
   let units: UnitPlan[];
   const w = fp.wrap;
   if (w.kind === 'root') units = [unit([''], null, true)];
   else if (w.kind === 'policy') {
     const classes = w.classes ?? (shape ? [shape.blockClass] : []);
-    const present = classNames(root);
+    const present = classNamesOf(root);
     const missing = (w.classes ?? []).filter((c) => !present.has(c));
     if (missing.length) notes.push(`${missing.join(', ')} not found in the model: wraps nothing`);
     const r = unitsFromPolicy(
@@ -92,6 +62,7 @@ export function planForFramework(fp: FrameworkPlan, root: ModuleNode, shape: Arc
       {
         fallbackClasses: classes,
         origin,
+        site,
         offload: fp.offload,
         reshardAfterForward: fp.reshardAfterForward ?? true,
       },
@@ -108,9 +79,9 @@ export function planForFramework(fp: FrameworkPlan, root: ModuleNode, shape: Arc
       units.push(rootUnit);
     }
   } else {
-    const blocks = blockPaths(root, shape?.blockClass);
+    const blocks = outermostOfClass(root, shape?.blockClass).map((m) => m.path);
     const group = (g: string[], reshard: boolean | null) => {
-      const present = g.filter((p) => hasModule(root, p));
+      const present = g.filter((p) => !!moduleAt(root, p));
       if (present.length < g.length)
         notes.push(`${g.filter((p) => !present.includes(p)).join(', ')}: no such module`);
       return present.length ? [unit(present, reshard)] : [];
