@@ -16,7 +16,7 @@ import {
   type ChartDataset,
 } from 'chart.js';
 import { fmtBytes, type ByteUnit } from '../src/core/vocabulary/bytes';
-import type { PanelData } from '../src/core/report/panelData';
+import type { PanelData } from '../src/core/report/panelProtocol';
 
 Chart.register(
   BarController,

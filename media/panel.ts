@@ -6,10 +6,11 @@ import '@vscode-elements/elements/dist/vscode-single-select/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { Chart } from 'chart.js';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds } from '../src/core/vocabulary/bytes';
-import { wholeNodesText } from '../src/core/estimator/format';
-import type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from '../src/core/report/panelData';
+import { wholeNodesText } from '../src/core/whatif/model';
+import type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from '../src/core/report/panelProtocol';
 import { granularityChart, memoryChart } from './charts';
 import { custom, el, section, table, type Cell } from './dom';
+import { peakWhere, shortGpu } from '../src/core/report/words';
 
 interface VsCodeApi {
   postMessage(msg: PanelRequest): void;
@@ -32,17 +33,6 @@ type Estimate = NonNullable<PanelData['estimate']>;
 
 const post = (m: PanelRequest) => vscode.postMessage(m);
 
-function shortGpu(name: string): string {
-  return name.replace(/^NVIDIA (GeForce )?|^AMD Instinct /, '');
-}
-
-function phaseWords(at: Estimate['perGpu']['peakAt']): string {
-  if (!at) return '';
-  if (at.phase === 'optimizer') return 'in the optimizer step';
-  if (at.phase === 'loss') return 'at the loss (logits)';
-  return `in the ${at.phase} of ${at.unit || 'modules outside every unit'}`;
-}
-
 function card(label: string, value: string, detail: string, cls = ''): HTMLElement {
   const c = el('div', undefined, `card ${cls}`.trim());
   c.append(el('div', label, 'card-label'), el('div', value, 'card-value'), el('div', detail, 'card-detail'));
@@ -53,7 +43,7 @@ function renderHeader(data: PanelData, e: Estimate | undefined): HTMLElement {
   const h = el('header');
   h.append(el('h1', `FSDP footprint · ${data.file.split(/[\\/]/).pop() ?? data.file}`));
   if (!e) return h;
-  const api = e.plan.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${e.plan.strategy}`;
+  const api = e.plan.label;
   const mesh = e.mesh.hsdp
     ? `${e.mesh.worldSize} GPUs as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup}`
     : `${e.mesh.worldSize} GPUs`;
@@ -69,15 +59,15 @@ function renderHeader(data: PanelData, e: Estimate | undefined): HTMLElement {
 
 function renderSummary(data: PanelData, e: Estimate): HTMLElement {
   const b = (n: number) => fmtBytes(n, data.units);
-  const mine = e.fit.find((f) => f.gpu === e.gpu.id);
+  const mine = e.targetFit;
   const s = el('section', undefined, 'summary');
   s.id = 'summary';
   const verdict = el('p', undefined, `verdict ${mine?.fits ? 'fits' : 'no-fit'}`);
   verdict.setAttribute('role', 'status');
   verdict.textContent = mine
     ? mine.fits
-      ? `Fits ${shortGpu(e.gpu.name)}: peak ${b(e.perGpu.peakBytes)} ${phaseWords(e.perGpu.peakAt)}, ${b(mine.headroomBytes)} to spare`
-      : `Does not fit ${shortGpu(e.gpu.name)}: peak ${b(e.perGpu.peakBytes)} ${phaseWords(e.perGpu.peakAt)}, ${b(-mine.headroomBytes)} short`
+      ? `Fits ${shortGpu(e.gpu.name)}: peak ${b(e.perGpu.peakBytes)} ${peakWhere(e.perGpu.peakAt)}, ${b(mine.headroomBytes)} to spare`
+      : `Does not fit ${shortGpu(e.gpu.name)}: peak ${b(e.perGpu.peakBytes)} ${peakWhere(e.perGpu.peakAt)}, ${b(-mine.headroomBytes)} short`
     : `Peak ${b(e.perGpu.peakBytes)}`;
   s.append(verdict);
   const cards = el('div', undefined, 'cards');
@@ -85,9 +75,6 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
     e.model.trainableParams < e.model.params
       ? `${fmtParams(e.model.trainableParams)} trainable`
       : 'all trainable';
-  const traffic =
-    e.comms.perStep.allGatherBytes + e.comms.perStep.reduceScatterBytes + e.comms.perStep.allReduceBytes;
-  const c = e.comms.perStep.collectives;
   const minCard = card(
     'Smallest world size',
     e.minGpus === null ? 'none' : `${e.minGpus} GPU${e.minGpus === 1 ? '' : 's'}`,
@@ -106,13 +93,13 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
     card(
       'Peak per GPU',
       b(e.perGpu.peakBytes),
-      phaseWords(e.perGpu.peakAt) || 'no activation model',
+      peakWhere(e.perGpu.peakAt) || 'no activation model',
       mine?.fits ? 'ok' : 'bad',
     ),
     card(
       'Traffic per step',
-      b(traffic),
-      `${c.allGather + c.reduceScatter + c.allReduce} collectives per GPU`,
+      b(e.comms.perStepTotal.bytes),
+      `${e.comms.perStepTotal.collectives} collectives per GPU`,
     ),
     minCard,
   );
@@ -120,28 +107,21 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
   return s;
 }
 
-const controls = new Map<keyof WhatIfValues, HTMLElement & { value: string }>();
+const controls = new Map<string, HTMLElement & { value: string }>();
 let controlsBuiltFor = '';
 let pending: ReturnType<typeof setTimeout> | undefined;
 
+/** The controls' values: numbers for number fields, the chosen value of selects. */
 function readControls(): Partial<WhatIfValues> {
-  const num = (k: keyof WhatIfValues) => {
-    const n = Number(controls.get(k)?.value);
-    return Number.isFinite(n) && n >= 1 ? Math.floor(n) : undefined;
-  };
-  const str = (k: keyof WhatIfValues) => controls.get(k)?.value;
   const v: Partial<WhatIfValues> = {};
-  const set = <K extends keyof WhatIfValues>(k: K, x: WhatIfValues[K] | undefined) => {
-    if (x !== undefined) v[k] = x;
-  };
-  set('worldSize', num('worldSize'));
-  set('gpusPerNode', num('gpusPerNode'));
-  set('microBatch', num('microBatch'));
-  set('seqLen', num('seqLen'));
-  set('blocksPerUnit', num('blocksPerUnit'));
-  set('gpu', str('gpu'));
-  set('checkpointing', str('checkpointing'));
-  set('strategy', str('strategy'));
+  for (const c of current?.whatIf?.controls ?? []) {
+    const raw = controls.get(c.key)?.value;
+    if (raw === undefined) continue;
+    if (c.kind === 'number') {
+      const n = Number(raw);
+      if (Number.isFinite(n) && n >= 1) v[c.key] = Math.floor(n);
+    } else v[c.key] = raw;
+  }
   return v;
 }
 
@@ -150,11 +130,7 @@ function sendWhatIf(delay: number): void {
   pending = setTimeout(() => post({ type: 'whatIf', values: readControls() }), delay);
 }
 
-function select(
-  key: keyof WhatIfValues,
-  label: string,
-  options: { value: string; label: string }[],
-): HTMLElement {
+function select(key: string, label: string, options: { value: string; label: string }[]): HTMLElement {
   const wrap = el('label', undefined, 'control');
   wrap.append(el('span', label));
   const s = custom('vscode-single-select', { 'aria-label': label }) as HTMLElement & { value: string };
@@ -165,7 +141,7 @@ function select(
   return wrap;
 }
 
-function field(key: keyof WhatIfValues, label: string): HTMLElement {
+function field(key: string, label: string): HTMLElement {
   const wrap = el('label', undefined, 'control');
   wrap.append(el('span', label));
   const f = custom('vscode-textfield', { type: 'number', min: '1', 'aria-label': label }) as HTMLElement & {
@@ -178,47 +154,16 @@ function field(key: keyof WhatIfValues, label: string): HTMLElement {
   return wrap;
 }
 
-function checkpointingOptions(base: string): { value: string; label: string }[] {
-  const options = [
-    { value: 'none', label: 'none' },
-    { value: 'full', label: 'full (every block)' },
-    { value: 'every-2', label: 'every 2nd block' },
-    { value: 'selective', label: 'selective (attention)' },
-  ];
-  if (!options.some((o) => o.value === base)) options.push({ value: base, label: base.replace('-', ' ') });
-  return options;
-}
-
-/** The what-if controls: built once per panel (so typing keeps focus), their values refreshed on each update. */
+/** The what-if controls the core describes: built once per set of controls (so typing keeps focus), their values refreshed on each update. */
 function renderControls(data: PanelData, host: HTMLElement): void {
   const w = data.whatIf!;
-  const signature = JSON.stringify([w.gpus.map((g) => g.id), w.blockUnits, w.strategies]);
+  const signature = JSON.stringify(w.controls);
   if (controlsBuiltFor !== signature) {
     controls.clear();
     host.replaceChildren();
     const grid = el('div', undefined, 'controls');
-    const divisors: { value: string; label: string }[] = [];
-    for (let k = 1; k <= Math.max(1, w.blockUnits); k++)
-      if (w.blockUnits % k === 0 || k === 1)
-        divisors.push({ value: String(k), label: k === 1 ? '1 block (as planned)' : `${k} blocks` });
-    grid.append(
-      field('worldSize', 'World size'),
-      field('gpusPerNode', 'GPUs per node'),
-      select(
-        'gpu',
-        'GPU',
-        w.gpus.map((g) => ({ value: g.id, label: g.name })),
-      ),
-      field('microBatch', 'Micro-batch'),
-      field('seqLen', 'Sequence length'),
-      select('checkpointing', 'Activation checkpointing', checkpointingOptions(w.base.checkpointing)),
-      select(
-        'strategy',
-        'Sharding',
-        w.strategies.map((s) => ({ value: s, label: s })),
-      ),
-    );
-    if (w.blockUnits > 1) grid.append(select('blocksPerUnit', 'Unit granularity', divisors));
+    for (const c of w.controls)
+      grid.append(c.kind === 'number' ? field(c.key, c.label) : select(c.key, c.label, c.options ?? []));
     const reset = custom('vscode-button', { secondary: true }, 'Reset to the file');
     reset.addEventListener('click', () => post({ type: 'reset' }));
     const actions = el('div', undefined, 'control actions');
@@ -256,7 +201,7 @@ function renderChart(data: PanelData, e: Estimate): HTMLElement {
   canvas.setAttribute('role', 'img');
   canvas.setAttribute(
     'aria-label',
-    `Memory per GPU over the step, peaking at ${fmtBytes(e.perGpu.peakBytes, data.units)} ${phaseWords(e.perGpu.peakAt)}`,
+    `Memory per GPU over the step, peaking at ${fmtBytes(e.perGpu.peakBytes, data.units)} ${peakWhere(e.perGpu.peakAt)}`,
   );
   box.append(canvas);
   s.append(box);
@@ -291,7 +236,10 @@ function renderAdvice(data: PanelData): HTMLElement {
         for (const o of tryable) {
           const btn = custom('vscode-button', { secondary: true }, `Try ${o.label}`);
           btn.addEventListener('click', () =>
-            post({ type: 'whatIf', values: { ...readControls(), ...toValues(o.whatIf!) } }),
+            post({
+              type: 'whatIf',
+              values: { ...readControls(), ...toValues(o.whatIf as Record<string, unknown>) },
+            }),
           );
           row.append(btn);
         }
@@ -303,18 +251,16 @@ function renderAdvice(data: PanelData): HTMLElement {
   return s;
 }
 
-function toValues(w: NonNullable<NonNullable<PanelData['advice']>[number]['options'][number]['whatIf']>) {
+/** An advice option's change as control values (checkpointing as text, as the control shows it). */
+function toValues(w: Record<string, unknown>): Partial<WhatIfValues> {
   const v: Partial<WhatIfValues> = {};
-  if (w.worldSize) v.worldSize = w.worldSize;
-  if (w.gpusPerNode) v.gpusPerNode = w.gpusPerNode;
-  if (w.gpu) v.gpu = w.gpu;
-  if (w.microBatch) v.microBatch = w.microBatch;
-  if (w.seqLen) v.seqLen = w.seqLen;
-  if (w.checkpointing)
-    v.checkpointing =
-      typeof w.checkpointing === 'object' ? `every-${w.checkpointing.everyN}` : w.checkpointing;
-  if (w.blocksPerUnit) v.blocksPerUnit = w.blocksPerUnit;
-  if (w.strategy) v.strategy = w.strategy;
+  for (const [k, x] of Object.entries(w)) {
+    if (x === undefined) continue;
+    v[k] =
+      typeof x === 'object' && x !== null && 'everyN' in x
+        ? `every-${(x as { everyN: number }).everyN}`
+        : (x as string | number);
+  }
   return v;
 }
 
@@ -377,7 +323,7 @@ function renderUnits(data: PanelData, e: Estimate): HTMLElement {
       !unitPeaks.length ? '–' : lo === hi ? b(lo) : `${b(lo)} – ${b(hi)}`,
       residencyWords(u.residency),
       `${c.allGather} AG · ${c.reduceScatter} RS${c.allReduce ? ` · ${c.allReduce} AR` : ''}`,
-      b(u.traffic.allGatherBytes + u.traffic.reduceScatterBytes + u.traffic.allReduceBytes),
+      b(u.trafficBytes),
       { text: g.length > 1 ? `${u.origin} (loop)` : u.origin, cls: 'muted' },
     ];
   });
@@ -442,10 +388,10 @@ function renderComms(data: PanelData, e: Estimate): HTMLElement {
   s.append(
     el(
       'p',
-      exposed > 0.05 * compute
+      !e.comms.seconds.transfersHide
         ? `About ${fmtSeconds(exposed)} per step of transfers cannot hide behind compute.`
         : `Transfers hide behind compute (${fmtSeconds(exposed)} exposed per step).`,
-      exposed > 0.05 * compute ? 'notice' : 'muted',
+      e.comms.seconds.transfersHide ? 'muted' : 'notice',
     ),
   );
   s.append(
@@ -472,11 +418,11 @@ function renderFit(data: PanelData, e: Estimate): HTMLElement {
   const headers = ['GPU', ...m.worldSizes.map((n) => `${n}`), 'Smallest world size'];
   const rows: Cell[][] = m.gpus.map((g) => [
     { text: shortGpu(g.name), cls: g.id === e.gpu.id ? 'strong' : '' },
-    ...g.fits.map((f) => ({
-      text: f ? '✓' : '✗',
-      cls: f ? 'ok' : 'bad',
-      title: f ? 'fits' : 'does not fit',
-    })),
+    ...g.fits.map((f) =>
+      f === null
+        ? { text: '–', cls: 'muted', title: 'PyTorch cannot build this mesh' }
+        : { text: f ? '✓' : '✗', cls: f ? 'ok' : 'bad', title: f ? 'fits' : 'does not fit' },
+    ),
     g.minGpus.worldSize === null
       ? { text: 'none', title: g.minGpus.reason ?? '' }
       : g.minGpus.wholeNodes
@@ -488,7 +434,7 @@ function renderFit(data: PanelData, e: Estimate): HTMLElement {
   ]);
   rows.push([
     { text: 'peak per GPU', cls: 'muted' },
-    ...m.peakBytes.map((p) => ({ text: b(p), cls: 'muted' })),
+    ...m.peakBytes.map((p) => ({ text: p === null ? '–' : b(p), cls: 'muted' })),
     '',
   ]);
   const wrap = el('div', undefined, 'scroll');
@@ -527,7 +473,7 @@ function renderGranularity(data: PanelData): HTMLElement | undefined {
   box.append(canvas);
   s.append(box);
   queueMicrotask(() =>
-    charts.push(granularityChart(canvas, g, data.units, data.whatIf?.values.blocksPerUnit ?? 1)),
+    charts.push(granularityChart(canvas, g, data.units, Number(data.whatIf?.values.blocksPerUnit ?? 1))),
   );
   return s;
 }
@@ -599,6 +545,10 @@ function render(data: PanelData): void {
     if (g) parts.push(g);
     parts.push(renderAssumptions(e));
   } else if (data.noEstimate) {
+    if (data.whatIf) {
+      renderControls(data, controlsHost);
+      parts.push(controlsHost);
+    }
     parts.push(el('p', `No estimate: ${data.noEstimate.reason}.`, 'notice'));
     if (data.noEstimate.hint) parts.push(el('p', data.noEstimate.hint, 'muted'));
     const choose = custom('vscode-button', {}, 'Choose the model');

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
 import { frameworkLensTitle, lensTitle } from '../core/report/summary';
+import { planLabel } from '../core/report/words';
 import type { DocumentAnalyses } from './analyses';
 import { COMMANDS } from './commands';
 import { toRange } from './convert';
@@ -48,7 +49,7 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
       const p = config.plan;
       return [
         new vscode.CodeLens(toRange(p.range), {
-          title: `${p.framework} → ${p.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${p.strategy}`} · no estimate: ${why ?? 'no model'}`,
+          title: `${p.framework} → ${planLabel(p.api, p.strategy)} · no estimate: ${why ?? 'no model'}`,
           tooltip:
             'Name the model in a "# fsdp: model=ORG/NAME" comment of this file, in a training script beside it, or in the fsdpLens.model setting',
           command: '',

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { fmtBytes } from '../core/vocabulary/bytes';
-import { peakWhere } from '../core/report/summary';
+import { peakWhere, spaced } from '../core/report/words';
 import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
 import { COMMANDS } from './commands';
 import { readSettings } from './settings';
@@ -41,11 +41,13 @@ export class FitStatusBar implements vscode.Disposable {
     }
     const e = r.estimate;
     const b = (n: number) => fmtBytes(n, a.units);
-    const fit = e.fit.find((f) => f.gpu === e.gpu.id);
+    const fit = e.targetFit;
     const ok = !!fit?.fits;
     this.item.text = `${ok ? '$(check)' : '$(warning)'} FSDP ${b(e.perGpu.peakBytes)}/GPU`;
     const md = new vscode.MarkdownString();
-    md.appendMarkdown(`**FSDP peak per GPU: ${b(e.perGpu.peakBytes)}**${peakWhere(e)}\n\n`);
+    md.appendMarkdown(
+      `**FSDP peak per GPU: ${b(e.perGpu.peakBytes)}**${spaced(peakWhere(e.perGpu.peakAt))}\n\n`,
+    );
     if (fit)
       md.appendMarkdown(
         ok

@@ -13,7 +13,7 @@ import { CATALOG } from '../../src/core/model/catalog';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { estimate } from '../../src/core/estimator/estimate';
 import { defaultUnits } from '../../src/core/plan/policies';
-import { WhatIfModel } from '../../src/core/estimator/whatif';
+import { WhatIfModel } from '../../src/core/whatif/model';
 import { changeFor, ParsedDocument } from '../../src/core/parsing/document';
 import { loadPython, type PythonGrammar, type Tree } from '../../src/core/parsing/python';
 import { SourceFile } from '../../src/core/parsing/source';

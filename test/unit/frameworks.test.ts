@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import type { Estimate } from '../../src/core/estimator/estimate';
+import type { Estimate } from '../../src/core/estimator/types';
 import { readConfigText } from '../../src/core/frameworks/configDoc';
 import type { EstimateResult } from '../../src/core/resolve/analyze';
 import { lightningPrecision } from '../../src/core/frameworks/lightning';

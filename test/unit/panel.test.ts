@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { requiredBytes } from '../../src/core/estimator/timeline';
+import { requiredBytes } from '../../src/core/estimator/fit';
 import { findGpu, gpuBytes } from '../../src/core/hardware/catalog';
 import { hoverMarkdown, mdEscape } from '../../src/core/report/hover';
 import { buildPanelData, whatIfFrom, type WhatIfValues } from '../../src/core/report/panelData';

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { decodeSource, scanText } from '../../src/core/analysis/input';
-import type { Estimate } from '../../src/core/estimator/estimate';
+import type { Estimate } from '../../src/core/estimator/types';
 import { readFrameworkConfig } from '../../src/core/frameworks/read';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { CATALOG, type HfConfig } from '../../src/core/model/catalog';

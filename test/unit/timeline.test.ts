@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { blockActivations, blockTensors } from '../../src/core/estimator/activations';
-import { estimate, type Estimate } from '../../src/core/estimator/estimate';
-import { requiredBytes } from '../../src/core/estimator/timeline';
-import type { Plan } from '../../src/core/estimator/types';
+import { estimate } from '../../src/core/estimator/estimate';
+import type { Estimate, Plan } from '../../src/core/estimator/types';
+import { requiredBytes } from '../../src/core/estimator/fit';
 import { defaultUnits } from '../../src/core/plan/policies';
-import { WhatIfModel } from '../../src/core/estimator/whatif';
+import { WhatIfModel } from '../../src/core/whatif/model';
 import { gpuBytes, findGpu } from '../../src/core/hardware/catalog';
 import { CATALOG } from '../../src/core/model/catalog';
 import { applyFineTune } from '../../src/core/model/finetune';

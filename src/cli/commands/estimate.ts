@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import { emptyFacts, type FileFacts } from '../../core/analysis/facts';
 import { scanText } from '../../core/analysis/input';
 import { estimateJson } from '../../core/report/json';
-import { advise } from '../../core/report/advice';
+import { advise } from '../../core/whatif/advice';
 import { adviceText, estimateText } from '../../core/report/text';
 import { estimateFile, type EstimateResult } from '../../core/resolve/analyze';
 import { INPUT_BY_FLAG, parseInput, type SetupValues } from '../../core/inputs/table';

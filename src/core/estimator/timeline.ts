@@ -2,59 +2,15 @@ import type { ArchShape } from '../model/hf';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
 import { outermostOfClass, type ModuleNode } from '../model/tree';
 import { blockActivations, lossTransient, tailActivations, type ActivationInputs } from './activations';
-import type { Estimate, UnitEstimate } from './estimate';
-import type { TrainingSetup } from '../inputs/table';
-
-/** What is alive at one moment of the step, by category (bytes). */
-export interface LiveSet {
-  /** Sharded parameters, gradients and optimizer state, replicated leftovers, buffers. */
-  state: number;
-  /** Unsharded parameters of the units gathered now (and 1/k slices kept after forward). */
-  gathered: number;
-  /** All-gather output buffers: the prefetched unit's, and in FSDP2's forward the current one kept until the next copy-out. */
-  gatherBuffers: number;
-  /** Activations saved by earlier blocks for their backward. */
-  activations: number;
-  /** The running block's own tensors: built in forward, rebuilt by recomputation in backward, and gradients of activations. */
-  working: number;
-  /** Unsharded gradients and reduce-scatter buffers in flight. */
-  gradients: number;
-  /** Logits and loss at the turn from forward to backward. */
-  logits: number;
-  /** Optimizer step temporaries. */
-  optimizer: number;
-}
-
-export type Phase = 'forward' | 'loss' | 'backward' | 'optimizer';
-
-/** What the optimizer step's event (and a peak there) names in place of a unit. */
-export const OPTIMIZER_STEP = 'optimizer step';
-
-export interface TimelineEvent {
-  phase: Phase;
-  /** Index of the execution segment (embedding, block i, head), -1 outside them. */
-  segment: number;
-  /**
-   * The unit whose compute or collective this is (the innermost unit around the segment); `OPTIMIZER_STEP` for
-   * the optimizer step, which updates every unit's shard at once.
-   */
-  unit: string;
-  label: string;
-  live: LiveSet;
-  total: number;
-}
-
-export interface Timeline {
-  events: TimelineEvent[];
-  peak: { bytes: number; at: { unit: string; phase: Phase }; event: number; live: LiveSet };
-  /** The largest live set while each unit runs, forward or backward. */
-  perUnit: Record<string, number>;
-  /** Saved activations of the whole forward (what checkpointing trades for compute). */
-  activationBytes: number;
-  /** Extra compute from recomputation, as a fraction of the step without it. */
-  recomputeFraction: number;
-  notes: string[];
-}
+import {
+  OPTIMIZER_STEP,
+  type Estimate,
+  type LiveSet,
+  type Phase,
+  type Timeline,
+  type TimelineEvent,
+  type UnitEstimate,
+} from './types';
 
 const CATEGORIES: (keyof LiveSet)[] = [
   'state',
@@ -420,22 +376,3 @@ function segLabel(s: Segment, phase: 'forward' | 'backward'): string {
     s.kind === 'block' ? `block ${s.blockIndex}` : s.kind === 'head' ? 'embedding' : 'final norm and head';
   return `${phase} ${what}`;
 }
-
-/** Usable memory check: the peak plus allocator overhead and the CUDA context must fit the GPU. */
-export const FIT_RESERVE = {
-  /** CUDA context, cuBLAS workspaces and NCCL buffers, bytes. */
-  contextBytes: 2 ** 30,
-  /** The caching allocator reserves more than it hands out (fragmentation): a fraction of the peak. */
-  fragmentation: 0.1,
-};
-
-export function requiredBytes(peak: number): number {
-  return Math.ceil(peak * (1 + FIT_RESERVE.fragmentation)) + FIT_RESERVE.contextBytes;
-}
-
-/** The largest peak a GPU of `capacity` bytes holds: the inverse of `requiredBytes`. */
-export function usableBytes(capacity: number): number {
-  return Math.max(0, Math.floor((capacity - FIT_RESERVE.contextBytes) / (1 + FIT_RESERVE.fragmentation)));
-}
-
-export type { TrainingSetup };

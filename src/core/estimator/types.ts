@@ -1,6 +1,15 @@
+/**
+ * The estimator's vocabulary: its inputs (the plan, the model, the setup) and everything an estimate reports (per
+ * unit, per GPU, per step, over the step's timeline), as plain data every surface renders.
+ */
+import type { Gpu, Link } from '../hardware/catalog';
+import type { TrainingSetup } from '../inputs/table';
+import type { ArchShape } from '../model/hf';
+import type { ModuleNode } from '../model/tree';
+import type { Mesh } from './mesh';
 import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
-import type { Source } from '../vocabulary/source';
+import type { Assumption, Source } from '../vocabulary/source';
 
 /** The call (or configuration line) that made a unit: where the lens, hover and findings about it go. */
 export interface WrapSite {
@@ -87,4 +96,194 @@ export interface Traffic {
   reduceScatterBytes: number;
   allReduceBytes: number;
   collectives: { allGather: number; reduceScatter: number; allReduce: number };
+}
+
+export interface FitResult {
+  gpu: string;
+  name: string;
+  fits: boolean;
+  /** Usable memory minus the peak, allocator overhead and CUDA context; negative when it does not fit. */
+  headroomBytes: number;
+  memoryBytes: number;
+}
+
+/** Everything an estimate is computed from. */
+export interface EstimateInput {
+  model: { name: string; root: ModuleNode; shape?: ArchShape; source: Source };
+  plan: Plan;
+  setup: TrainingSetup;
+  assumptions: Assumption[];
+  /**
+   * How the script loads weights: `from_pretrained` materialises the whole model in every process first, or in
+   * local rank 0 only (`rank0Only`: Accelerate's cpu_ram_efficient_loading, the others start on the meta device).
+   */
+  loading?: {
+    fromPretrained: boolean;
+    meta: boolean;
+    dtype: DType | null;
+    line?: string;
+    rank0Only?: { detail: string };
+  };
+  /** How checkpoints are saved, when the configuration says: a full state dict gathered on rank 0, or shards. */
+  stateDict?: { kind: 'full' | 'sharded'; detail: string };
+}
+
+/** How one unit is held between its forward and its backward. */
+export type Residency = { kind: 'reshard' } | { kind: 'keep' } | { kind: 'slice'; ranks: number };
+
+export interface UnitEstimate {
+  index: number;
+  name: string;
+  modules: string[];
+  classNames: string[];
+  isRoot: boolean;
+  params: number;
+  trainableParams: number;
+  /** The unit's parameters unsharded, in the all-gather dtype: what a forward or backward of it holds. */
+  gatheredBytes: number;
+  /** This rank's shard of the unit: parameters, gradients and optimizer state (on the GPU unless offloaded). */
+  shard: { params: number; grads: number; optimizer: number };
+  residency: Residency;
+  offload: boolean;
+  /** Original dtypes of the unit's trainable parameters (FSDP2 requires one). */
+  trainableDtypes: DType[];
+  /** Trainable parameters by the module whose backward first produces their gradient (see `Unit.gradsAt`). */
+  gradsAt: Record<string, number>;
+  /** Collectives of this unit in one micro-batch. */
+  traffic: Traffic & { forwardAllGatherBytes: number; backwardAllGatherBytes: number };
+  /** Seconds on the link and of compute, per micro-batch. */
+  time: {
+    forwardGather: number;
+    backwardGather: number;
+    reduceScatter: number;
+    allReduce: number;
+    forwardCompute: number;
+    backwardCompute: number;
+  };
+  origin: string;
+  site: WrapSite | null;
+}
+
+/** What one link carries in a step. */
+export interface LinkLoad {
+  link: Link;
+  /** Who talks over it: the shard group (all-gathers, reduce-scatters) or the replicas (all-reduces). */
+  role: 'shard group' | 'replicas';
+  collectives: number;
+  bytes: number;
+  seconds: number;
+}
+
+export interface Estimate {
+  model: { name: string; params: number; trainableParams: number; bufferBytes: number; source: Source };
+  plan: { api: Plan['api']; strategy: ShardingStrategyName; units: number; source: Source; notes: string[] };
+  mesh: Mesh;
+  units: UnitEstimate[];
+  /** Parameters in no unit: replicated, with full gradients and optimizer state on every rank. */
+  unowned: { params: number; bytes: number; modules: string[] };
+  perGpu: {
+    /** Everything that stays on the GPU through a step: sharded state, replicated leftovers, buffers. */
+    persistentBytes: number;
+    persistent: Figure;
+    /** Parameters, gradients and optimizer state only (ZeRO's "model state"), on this GPU. */
+    modelStateBytes: number;
+    hostBytes: number;
+    host: Figure;
+    /** The largest live set over the step (allocated bytes), where it happens and what it is made of. */
+    peakBytes: number;
+    peakAt: { unit: string; phase: Phase } | null;
+    peak: Figure;
+    /** The largest live set of forward and backward alone (without the optimizer step). */
+    peakForwardBackwardBytes: number;
+  };
+  /** The live set over the step, event by event (null when activations cannot be modelled). */
+  timeline: Timeline | null;
+  /** Whether the peak fits each GPU of the catalog, with the allocator overhead and CUDA context added. */
+  fit: FitResult[];
+  /** The fit on the target GPU (the verdict every surface shows). */
+  targetFit: FitResult;
+  /** Host (CPU) memory of one node: offloaded state, and the spikes of loading and of saving a full checkpoint. */
+  hostPerNode: Figure;
+  /** Model state of the whole model, unsharded: what one GPU of plain data parallelism holds. */
+  modelStateTotalBytes: number;
+  comms: {
+    perMicroBatch: Traffic;
+    perStep: Traffic;
+    /** The per-step traffic by collective and phase, with its formula. */
+    traffic: Figure;
+    /** ZeRO-3's accounting: parameters all-gathered twice and gradients reduce-scattered once per step. */
+    zero3ReferenceBytes: number;
+    /** Plain data parallelism: one all-reduce of all gradients per step. */
+    ddpAllReduceBytes: number;
+    ddpDtype: DType;
+    gatherDtype: DType;
+    reduceDtype: DType;
+    /** Links the shard group's and the replicas' collectives cross. */
+    shardLink: Link;
+    replicaLink: Link | null;
+    /** Per optimizer step, each link's collectives, bytes per GPU and seconds at the assumed efficiency. */
+    links: LinkLoad[];
+    /** Per optimizer step, seconds: time on the link if nothing overlapped, and compute. */
+    commSeconds: number;
+    computeSeconds: number;
+    /** Communication that cannot hide behind compute (forward gathers vs forward compute, backward likewise). */
+    exposedSeconds: number;
+    /** Whether the exposed transfers stay under the share of compute that counts as hidden. */
+    transfersHide: boolean;
+  };
+  gpu: Gpu;
+  setup: TrainingSetup;
+  assumptions: Assumption[];
+  notes: string[];
+}
+
+/** What is alive at one moment of the step, by category (bytes). */
+export interface LiveSet {
+  /** Sharded parameters, gradients and optimizer state, replicated leftovers, buffers. */
+  state: number;
+  /** Unsharded parameters of the units gathered now (and 1/k slices kept after forward). */
+  gathered: number;
+  /** All-gather output buffers: the prefetched unit's, and in FSDP2's forward the current one kept until the next copy-out. */
+  gatherBuffers: number;
+  /** Activations saved by earlier blocks for their backward. */
+  activations: number;
+  /** The running block's own tensors: built in forward, rebuilt by recomputation in backward, and gradients of activations. */
+  working: number;
+  /** Unsharded gradients and reduce-scatter buffers in flight. */
+  gradients: number;
+  /** Logits and loss at the turn from forward to backward. */
+  logits: number;
+  /** Optimizer step temporaries. */
+  optimizer: number;
+}
+
+export type Phase = 'forward' | 'loss' | 'backward' | 'optimizer';
+
+/** What the optimizer step's event (and a peak there) names in place of a unit. */
+export const OPTIMIZER_STEP = 'optimizer step';
+
+export interface TimelineEvent {
+  phase: Phase;
+  /** Index of the execution segment (embedding, block i, head), -1 outside them. */
+  segment: number;
+  /**
+   * The unit whose compute or collective this is (the innermost unit around the segment); `OPTIMIZER_STEP` for
+   * the optimizer step, which updates every unit's shard at once.
+   */
+  unit: string;
+  label: string;
+  live: LiveSet;
+  total: number;
+}
+
+export interface Timeline {
+  events: TimelineEvent[];
+  peak: { bytes: number; at: { unit: string; phase: Phase }; event: number; live: LiveSet };
+  /** The largest live set while each unit runs, forward or backward. */
+  perUnit: Record<string, number>;
+  /** Saved activations of the whole forward (what checkpointing trades for compute). */
+  activationBytes: number;
+  /** Extra compute from recomputation, as a fraction of the step without it. */
+  recomputeFraction: number;
+  notes: string[];
 }

@@ -1,6 +1,6 @@
 import type { FileFacts } from '../analysis/facts';
-import type { Estimate } from '../estimator/estimate';
-import type { MinGpus } from '../estimator/whatif';
+import type { Estimate } from '../estimator/types';
+import type { MinGpus } from '../whatif/model';
 import type { FrameworkPlan } from '../frameworks/types';
 import type { ModuleNode } from '../model/tree';
 import type { Range } from '../vocabulary/range';

@@ -1,11 +1,12 @@
 import { describeCall } from '../analysis/describe';
 import { shortDtype } from '../vocabulary/dtypes';
 import type { WrapCall } from '../analysis/facts';
-import { type Estimate, type UnitEstimate, trafficBytes } from '../estimator/estimate';
+import type { Estimate, UnitEstimate, Term } from '../estimator/types';
+import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import type { Term } from '../estimator/types';
 import type { FrameworkPlan } from '../frameworks/types';
-import { peakWhere, unitsOfCall } from './summary';
+import { unitsOfCall } from './summary';
+import { peakWhere, planLabel, spaced } from './words';
 import { sourceText } from './text';
 
 /** Command links the hover offers (URIs the editor supplies; absent ones are left out). */
@@ -43,7 +44,7 @@ function residencyWords(u: UnitEstimate): string {
 function planSection(e: Estimate, b: (n: number) => string): string[] {
   const L: string[] = [];
   const W = e.mesh.shardGroup;
-  const fit = e.fit.find((f) => f.gpu === e.gpu.id);
+  const fit = e.targetFit;
   L.push(
     `${e.units.length} units over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
       (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : ''),
@@ -53,7 +54,7 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
     ...termRows(e.perGpu.persistent.terms, b),
     `| **persistent** | **${b(e.perGpu.persistentBytes)}** | |`,
     '',
-    `**Peak ${b(e.perGpu.peakBytes)}**${mdEscape(peakWhere(e))}` +
+    `**Peak ${b(e.perGpu.peakBytes)}**${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))}` +
       (fit
         ? fit.fits
           ? ` · fits ${mdEscape(e.gpu.name)} with ${b(fit.headroomBytes)} to spare`
@@ -133,7 +134,7 @@ export function hoverMarkdown(
       `| traffic${each} per micro-batch | ${b(trafficBytes(u.traffic))} | ${c.allGather} all-gather${c.allGather === 1 ? '' : 's'} + ${c.reduceScatter} reduce-scatter${c.allReduce ? ` + ${c.allReduce} all-reduce` : ''} |`,
       ...(peaks.length
         ? [
-            `| peak while ${mine.length > 1 ? 'they run' : 'it runs'} | ${b(Math.max(...peaks))} | the step's peak is ${b(e.perGpu.peakBytes)}${mdEscape(peakWhere(e))} |`,
+            `| peak while ${mine.length > 1 ? 'they run' : 'it runs'} | ${b(Math.max(...peaks))} | the step's peak is ${b(e.perGpu.peakBytes)}${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))} |`,
           ]
         : []),
       '',
@@ -171,7 +172,7 @@ export function frameworkHoverMarkdown(
   links: HoverLinks,
 ): string {
   const b = (n: number) => fmtBytes(n, units);
-  const api = fw.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${e.plan.strategy}`;
+  const api = planLabel(fw.api, e.plan.strategy);
   const L = [`**${mdEscape(fw.framework)} → ${api}**`, ''];
   for (const n of e.plan.notes.slice(0, 6)) L.push(`- ${mdEscape(n)}`);
   L.push('', ...planSection(e, b), ...footer(e, links));

@@ -1,7 +1,9 @@
-import type { Estimate } from '../estimator/estimate';
-import { FIT_RESERVE, usableBytes } from '../estimator/timeline';
+import { collectiveCount, trafficBytes } from '../estimator/collectives';
+import { planLabel } from '../vocabulary/fsdp';
+import type { Estimate } from '../estimator/types';
+import { FIT_RESERVE, usableBytes } from '../estimator/fit';
 import { gpuBytes } from '../hardware/catalog';
-import type { MinGpus } from '../estimator/whatif';
+import type { MinGpus } from '../whatif/model';
 import type { LoadedModel } from '../model/load';
 
 /** The estimate as JSON: exact bytes and counts, the terms behind each figure, and every assumption's source. */
@@ -16,7 +18,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       source: model?.origin ?? e.model.source.detail ?? e.model.source.kind,
       from: e.model.source,
     },
-    plan: { ...e.plan },
+    plan: { ...e.plan, label: planLabel(e.plan.api, e.plan.strategy) },
     mesh: e.mesh,
     gpu: {
       id: e.gpu.id,
@@ -37,6 +39,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       residency: u.residency,
       offload: u.offload,
       traffic: u.traffic,
+      trafficBytes: trafficBytes(u.traffic),
       seconds: u.time,
       origin: u.origin,
       site: u.site,
@@ -58,6 +61,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       activationBytes: e.timeline?.activationBytes ?? null,
     },
     fit: e.fit,
+    targetFit: e.targetFit,
     fitReserve: {
       contextBytes: FIT_RESERVE.contextBytes,
       fragmentation: FIT_RESERVE.fragmentation,
@@ -76,6 +80,8 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     })),
     comms: {
       perStep: e.comms.perStep,
+      /** Bytes and collectives of a step, all kinds together. */
+      perStepTotal: { bytes: trafficBytes(e.comms.perStep), collectives: collectiveCount(e.comms.perStep) },
       traffic: e.comms.traffic,
       perMicroBatch: e.comms.perMicroBatch,
       zero3ReferenceBytes: e.comms.zero3ReferenceBytes,
@@ -90,6 +96,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
         comm: e.comms.commSeconds,
         compute: e.comms.computeSeconds,
         exposed: e.comms.exposedSeconds,
+        transfersHide: e.comms.transfersHide,
       },
     },
     assumptions: e.assumptions,

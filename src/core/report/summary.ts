@@ -2,8 +2,10 @@ import { describeCall } from '../analysis/describe';
 import { shortDtype } from '../vocabulary/dtypes';
 import type { WrapCall } from '../analysis/facts';
 import type { FrameworkPlan } from '../frameworks/types';
-import { type Estimate, type UnitEstimate, trafficBytes } from '../estimator/estimate';
+import { type Estimate, type UnitEstimate } from '../estimator/types';
+import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtParams, type ByteUnit } from '../vocabulary/bytes';
+import { peakWhere, planLabel, shortGpu, spaced } from './words';
 
 /** The units a wrap call created. */
 export function unitsOfCall(e: Estimate, call: WrapCall): UnitEstimate[] {
@@ -22,7 +24,7 @@ function collectivesPerUnit(u: UnitEstimate): string {
 /** The one-line CodeLens over a wrap call: what it makes and what that costs. */
 /** The lens over a framework's FSDP configuration (a config file's first line, a constructor call). */
 export function frameworkLensTitle(fw: FrameworkPlan, e: Estimate, units: ByteUnit = 'GB'): string {
-  const api = fw.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${e.plan.strategy}`;
+  const api = planLabel(fw.api, e.plan.strategy);
   return `${fw.framework} → ${api} · ${planTotals(e, units)}`;
 }
 
@@ -32,7 +34,7 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
   const traffic = trafficBytes(e.comms.perStep);
   const c = e.comms.perStep.collectives;
   const mp = `${shortDtype(e.comms.gatherDtype)}/${shortDtype(e.comms.reduceDtype)}`;
-  const fit = e.fit.find((f) => f.gpu === e.gpu.id);
+  const fit = e.targetFit;
   const verdict = fit
     ? fit.fits
       ? `fits ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)} (${b(fit.headroomBytes)} spare)`
@@ -40,7 +42,7 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
     : `${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}`;
   return (
     `${e.units.length} units · ${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
-    `peak ${b(e.perGpu.peakBytes)}${peakWhere(e)} · ${verdict} · ` +
+    `peak ${b(e.perGpu.peakBytes)}${spaced(peakWhere(e.perGpu.peakAt))} · ${verdict} · ` +
     `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp})`
   );
 }
@@ -81,17 +83,4 @@ export function lensTitle(
     : '';
   const per = e.setup.gradAccum > 1 ? 'micro-batch' : 'step';
   return `${gen} ${count}${size}${cls} · ${b(u.gatheredBytes)} gathered${mine.length > 1 ? ' each' : ''} · ${residency} · ${collectivesPerUnit(u)}/${per}${peak}`;
-}
-
-/** Where the step's peak happens, in a few words. */
-export function peakWhere(e: Estimate): string {
-  const at = e.perGpu.peakAt;
-  if (!at) return '';
-  if (at.phase === 'optimizer') return ' in the optimizer step';
-  if (at.phase === 'loss') return ' at the loss';
-  return ` in ${at.phase === 'forward' ? 'forward' : 'backward'} of ${at.unit || 'modules outside every unit'}`;
-}
-
-function shortGpu(name: string): string {
-  return name.replace(/^NVIDIA (GeForce )?/, '').replace(/^AMD Instinct /, '');
 }

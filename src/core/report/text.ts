@@ -1,10 +1,11 @@
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { wholeNodesText } from '../estimator/format';
-import { type Estimate, type UnitEstimate, trafficBytes } from '../estimator/estimate';
+import { wholeNodesText, type MinGpus } from '../whatif/model';
+import { type Estimate, type UnitEstimate } from '../estimator/types';
+import { trafficBytes } from '../estimator/collectives';
 import type { Source } from '../vocabulary/source';
-import type { MinGpus } from '../estimator/whatif';
-import { requiredBytes } from '../estimator/timeline';
-import type { Advice } from './advice';
+import { requiredBytes } from '../estimator/fit';
+import type { Advice } from '../whatif/advice';
+import { peakWhereInFull, planLabel, shortGpu } from './words';
 
 /** Where an input came from, in a few words. */
 export function sourceText(s: Source): string {
@@ -48,7 +49,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   const U = opts.units ?? 'GB';
   const b = (n: number) => fmtBytes(n, U);
   const L: string[] = [];
-  const api = e.plan.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${e.plan.strategy}`;
+  const api = planLabel(e.plan.api, e.plan.strategy);
   L.push(`${e.model.name}  ·  ${fmtCount(e.model.params)} parameters (${fmtParams(e.model.params)})`);
   L.push(`Plan      ${api} · ${e.units.length} units: ${planSummary(e, U)}`);
   const mesh = e.mesh.hsdp
@@ -72,12 +73,10 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   for (const t of e.hostPerNode.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
   L.push('');
   const at = e.perGpu.peakAt;
-  L.push(
-    `Peak      ${b(e.perGpu.peakBytes)} per GPU${at ? `, during ${phaseWords(at.phase)}${at.phase !== 'optimizer' && at.unit ? ` of ${at.unit}` : ''}` : ''}`,
-  );
+  L.push(`Peak      ${b(e.perGpu.peakBytes)} per GPU${at ? `, ${peakWhereInFull(at)}` : ''}`);
   for (const t of e.perGpu.peak.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
   const need = requiredBytes(e.perGpu.peakBytes);
-  const mine = e.fit.find((f) => f.gpu === e.gpu.id);
+  const mine = e.targetFit;
   if (mine) {
     L.push(
       `Fit       ${mine.fits ? 'fits' : 'does NOT fit'} ${e.gpu.name} (${b(mine.memoryBytes)}): needs ${b(need)} with allocator overhead and CUDA context, ` +
@@ -93,7 +92,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   }
   const others = e.fit.filter((f) => f.gpu !== e.gpu.id);
   L.push(
-    `          other GPUs: ${others.map((f) => `${f.name.replace(/^NVIDIA (GeForce )?|^AMD Instinct /, '')} ${f.fits ? 'yes' : 'no'}`).join(', ')}`,
+    `          other GPUs: ${others.map((f) => `${shortGpu(f.name)} ${f.fits ? 'yes' : 'no'}`).join(', ')}`,
   );
   L.push('');
   const s = e.comms.perStep;
@@ -116,7 +115,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push(
     `  ${link.name}, ${link.perDirectionGBs} GB/s each way at ${Math.round(e.setup.linkEfficiency * 100)}%: ` +
       `${fmtSeconds(e.comms.commSeconds)} on the link against ${fmtSeconds(e.comms.computeSeconds)} of compute per step; ` +
-      (e.comms.exposedSeconds > 0.05 * e.comms.computeSeconds
+      (!e.comms.transfersHide
         ? `about ${fmtSeconds(e.comms.exposedSeconds)} cannot hide behind compute`
         : 'transfers hide behind compute'),
   );
@@ -146,12 +145,4 @@ export function adviceText(advice: Advice[], units: ByteUnit = 'GB'): string {
       );
   }
   return L.join('\n') + '\n';
-}
-
-function phaseWords(p: string): string {
-  return p === 'loss'
-    ? 'the loss (logits at the turn from forward to backward)'
-    : p === 'optimizer'
-      ? 'the optimizer step'
-      : `the ${p}`;
 }

@@ -2,8 +2,8 @@ import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';
 import type { MixedPrecisionValue, MeshValue } from '../analysis/options';
-import type { Estimate, EstimateInput } from '../estimator/estimate';
-import { WhatIfModel, type MinGpus } from '../estimator/whatif';
+import type { Estimate, EstimateInput } from '../estimator/types';
+import { WhatIfModel, type MinGpus } from '../whatif/model';
 import type { Source } from '../vocabulary/source';
 import { ConfigError } from '../model/hf';
 import { closeCatalogIds } from '../model/catalog';
@@ -27,6 +27,8 @@ import { attentionKind } from '../inputs/parse';
 import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
 import { resolveSetup, type Layer } from '../inputs/layers';
 import type { ModelChoice } from '../inputs/model';
+import { planLabel } from '../vocabulary/fsdp';
+import { fsdpMesh, MeshError, type Mesh } from '../estimator/mesh';
 
 export interface AnalyzeOptions {
   /** Command-line flags (highest precedence). */
@@ -155,16 +157,21 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     ...(accelerator?.notes ?? []),
   );
   const { setup, assumptions } = resolveSetup(layers);
-  // HYBRID_SHARD shards within a node and replicates across nodes, unless a mesh or flag says otherwise.
-  if ((plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2') && setup.replicas === 1) {
-    setup.replicas = Math.max(1, Math.ceil(setup.worldSize / setup.gpusPerNode));
+  // The mesh: PyTorch refuses some (FSDP1's HYBRID_SHARD on part of a node): then there is no estimate, only why.
+  let mesh: Mesh;
+  try {
+    mesh = fsdpMesh(setup, plan.strategy);
+  } catch (e) {
+    if (e instanceof MeshError) return { ok: false, reason: e.message };
+    throw e;
+  }
+  if (mesh.derived)
     assumptions.push({
       key: 'replicas',
       label: 'HSDP replicas',
-      value: String(setup.replicas),
-      source: { kind: 'detected', detail: `${plan.strategy}: one shard group per node` },
+      value: String(mesh.replicas),
+      source: { kind: 'detected', detail: mesh.derived },
     });
-  }
   assumptions.unshift(
     {
       key: 'model',
@@ -175,7 +182,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     {
       key: 'plan',
       label: 'plan',
-      value: `${plan.api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${plan.strategy}`}, ${plan.units.length} units`,
+      value: `${planLabel(plan.api, plan.strategy)}, ${plan.units.length} units`,
       source: plan.source,
     },
   );

@@ -1,6 +1,6 @@
 import { fmtBytes } from '../../vocabulary/bytes';
-import { wholeNodesText } from '../../estimator/format';
-import { requiredBytes } from '../../estimator/timeline';
+import { wholeNodesText } from '../../whatif/model';
+import { requiredBytes } from '../../estimator/fit';
 import type { Draft, Rule } from '../types';
 
 export const peakDoesNotFit: Rule = {
@@ -28,7 +28,7 @@ fully_shard(model)`,
   check(ctx) {
     const e = ctx.model?.estimate;
     if (!e || !e.timeline) return [];
-    const fit = e.fit.find((f) => f.gpu === e.gpu.id);
+    const fit = e.targetFit;
     if (!fit || fit.fits) return [];
     const roots = ctx.facts.calls.filter((c) => c.isRoot);
     const at = roots[roots.length - 1] ?? ctx.facts.calls[ctx.facts.calls.length - 1] ?? ctx.framework;

@@ -1,5 +1,5 @@
 import type { WrapCall } from '../../analysis/facts';
-import type { Estimate, UnitEstimate } from '../../estimator/estimate';
+import type { Estimate, UnitEstimate } from '../../estimator/types';
 
 /** The wrap call that created a unit. */
 export function callOfUnit(calls: WrapCall[], u: UnitEstimate): WrapCall | undefined {

@@ -1,10 +1,11 @@
-import { type Estimate, trafficBytes } from '../estimator/estimate';
+import { type Estimate } from '../estimator/types';
+import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { wholeNodesText } from '../estimator/format';
-import { requiredBytes } from '../estimator/timeline';
-import { WhatIfModel, type WhatIf } from '../estimator/whatif';
+import { wholeNodesText, WhatIfModel, type WhatIf } from './model';
+import { requiredBytes } from '../estimator/fit';
 import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
 import { applyFineTune } from '../model/finetune';
+import { MeshError } from '../estimator/mesh';
 
 /** One change the advice proposes, with the estimate re-run under it. */
 export interface AdviceOption {
@@ -28,9 +29,6 @@ export interface Advice {
   options: AdviceOption[];
 }
 
-/** Transfers count as exposed when more than this share of compute waits on them. */
-export const EXPOSED_SHARE = 0.05;
-
 const LORA = { rank: 16, targets: ['all-linear'] };
 const loraModels = new WeakMap<WhatIfModel, WhatIfModel>();
 
@@ -45,8 +43,15 @@ function loraModel(m: WhatIfModel): WhatIfModel {
   return l;
 }
 
-function option(e: Estimate, label: string, note: string, whatIf?: WhatIf): AdviceOption {
-  const mine = e.fit.find((f) => f.gpu === e.gpu.id);
+/** A change's option, re-estimated; undefined when the change makes a mesh PyTorch refuses. */
+function option(
+  e: Estimate | undefined,
+  label: string,
+  note: string,
+  whatIf?: WhatIf,
+): AdviceOption | undefined {
+  if (!e) return undefined;
+  const mine = e.targetFit;
   return {
     label,
     ...(whatIf ? { whatIf } : {}),
@@ -67,15 +72,26 @@ function option(e: Estimate, label: string, note: string, whatIf?: WhatIf): Advi
 export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUnit = 'GB'): Advice[] {
   const b = (n: number) => fmtBytes(n, units);
   const out: Advice[] = [];
-  const mine = e.fit.find((f) => f.gpu === e.gpu.id);
-  const run = (change: WhatIf) => model.run({ ...w, ...change });
+  const mine = e.targetFit;
+  const run = (change: WhatIf): Estimate | undefined => {
+    try {
+      return model.run({ ...w, ...change });
+    } catch (err) {
+      if (err instanceof MeshError) return undefined;
+      throw err;
+    }
+  };
+  const add = (options: AdviceOption[], o: AdviceOption | undefined) => {
+    if (o) options.push(o);
+  };
 
   if (mine && !mine.fits) {
     const options: AdviceOption[] = [];
     const s = e.setup;
     if (s.checkpointing !== 'full') {
       const ch: WhatIf = { checkpointing: 'full' };
-      options.push(
+      add(
+        options,
         option(
           run(ch),
           'full activation checkpointing',
@@ -86,7 +102,8 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     }
     if (s.microBatch > 1) {
       const ch: WhatIf = { microBatch: 1 };
-      options.push(
+      add(
+        options,
         option(
           run(ch),
           'micro-batch 1',
@@ -97,12 +114,13 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     }
     if ((w.blocksPerUnit ?? 1) > 1) {
       const ch: WhatIf = { blocksPerUnit: 1 };
-      options.push(option(run(ch), 'one block per unit', 'more, smaller all-gathers', ch));
+      add(options, option(run(ch), 'one block per unit', 'more, smaller all-gathers', ch));
     }
     const min = model.minGpus(e.gpu.id, w);
     if (min.worldSize !== null && min.worldSize > e.mesh.worldSize) {
       const ch: WhatIf = { worldSize: min.worldSize };
-      options.push(
+      add(
+        options,
         option(
           run(ch),
           `${min.worldSize} GPUs`,
@@ -117,7 +135,8 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     )[0];
     if (bigger) {
       const ch: WhatIf = { gpu: bigger.id };
-      options.push(
+      add(
+        options,
         option(
           run(ch),
           bigger.name,
@@ -132,7 +151,8 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       const m = model.minGpus(e.gpu.id, ck);
       if (m.worldSize !== null) {
         const ch: WhatIf = { checkpointing: 'full', worldSize: m.worldSize };
-        options.push(
+        add(
+          options,
           option(
             run(ch),
             `full checkpointing and ${m.worldSize} GPUs`,
@@ -159,12 +179,13 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
   }
 
   const compute = e.comms.computeSeconds;
-  if (e.mesh.worldSize > 1 && e.comms.exposedSeconds > EXPOSED_SHARE * compute) {
+  if (e.mesh.worldSize > 1 && !e.comms.transfersHide) {
     const options: AdviceOption[] = [];
     const nodes = e.mesh.nodes;
     if (!e.mesh.hsdp && nodes > 1 && e.mesh.worldSize % e.mesh.gpusPerNode === 0) {
       const ch: WhatIf = { strategy: 'HYBRID_SHARD' };
-      options.push(
+      add(
+        options,
         option(
           run(ch),
           'HYBRID_SHARD',
@@ -176,7 +197,8 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     const keepsAll = e.units.every((u) => u.isRoot || u.residency.kind === 'keep');
     if (!keepsAll) {
       const ch: WhatIf = { strategy: 'SHARD_GRAD_OP' };
-      options.push(
+      add(
+        options,
         option(
           run(ch),
           e.plan.api === 'fsdp2' ? 'reshard_after_forward=False (SHARD_GRAD_OP)' : 'SHARD_GRAD_OP',
@@ -186,7 +208,8 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       );
     }
     const ch: WhatIf = { microBatch: e.setup.microBatch * 2 };
-    options.push(
+    add(
+      options,
       option(
         run(ch),
         `micro-batch ${e.setup.microBatch * 2}`,
@@ -215,7 +238,8 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     const options: AdviceOption[] = [];
     if (e.model.trainableParams === e.model.params) {
       const lora = loraModel(model).run(w);
-      options.push(
+      add(
+        options,
         option(
           lora,
           `LoRA rank ${LORA.rank} on every linear layer`,
@@ -236,7 +260,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
   }
 
   if (!out.some((a) => a.level === 'problem') && mine?.fits) {
-    const hides = e.comms.exposedSeconds <= EXPOSED_SHARE * compute;
+    const hides = e.comms.transfersHide;
     out.unshift({
       id: 'ok',
       level: 'ok',

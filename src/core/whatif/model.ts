@@ -1,19 +1,15 @@
 import { findGpu, gpuBytes } from '../hardware/catalog';
-import { estimate, type Estimate, type EstimateInput } from './estimate';
+import { estimate } from '../estimator/estimate';
+import { MeshError } from '../estimator/mesh';
+import { isHybrid } from '../vocabulary/fsdp';
+import type { Estimate, EstimateInput, Plan, Unit } from '../estimator/types';
 import { fmtBytes } from '../vocabulary/bytes';
-import { requiredBytes } from './timeline';
-import type { Plan, Unit } from './types';
+import { requiredBytes } from '../estimator/fit';
 import type { TrainingSetup } from '../inputs/table';
-import { assignParameters, type Ownership } from './units';
+import { assignParameters, type Ownership } from '../estimator/units';
 
-/** Inputs the panel's controls change; everything else stays as the file and settings say. */
-export interface WhatIf {
-  worldSize?: number;
-  gpusPerNode?: number;
-  gpu?: string;
-  microBatch?: number;
-  seqLen?: number;
-  checkpointing?: TrainingSetup['checkpointing'];
+/** Changes of the plan itself beside its inputs: unit granularity and the sharding strategy. */
+export interface PlanChanges {
   /** One unit per k consecutive blocks (1 = one per block, as planned). */
   blocksPerUnit?: number;
   /**
@@ -22,6 +18,9 @@ export interface WhatIf {
    */
   strategy?: 'FULL_SHARD' | 'SHARD_GRAD_OP' | 'HYBRID_SHARD';
 }
+
+/** A what-if: any inputs of the table changed, and changes of the plan. Everything else stays as the file says. */
+export type WhatIf = Partial<TrainingSetup> & PlanChanges;
 
 /** One point of the unit-granularity curve: bigger units mean fewer collectives and a higher peak. */
 export interface GranularityPoint {
@@ -35,9 +34,9 @@ export interface GranularityPoint {
 /** Which GPUs of the catalog the plan fits at which world sizes, and the smallest world size for each. */
 export interface FitMatrix {
   worldSizes: number[];
-  /** Peak per GPU (allocated bytes) at each world size. */
-  peakBytes: number[];
-  gpus: { id: string; name: string; memoryBytes: number; fits: boolean[]; minGpus: MinGpus }[];
+  /** Peak per GPU (allocated bytes) at each world size; null where the mesh cannot be built. */
+  peakBytes: (number | null)[];
+  gpus: { id: string; name: string; memoryBytes: number; fits: (boolean | null)[]; minGpus: MinGpus }[];
 }
 
 /**
@@ -48,40 +47,45 @@ export interface FitMatrix {
 export class WhatIfModel {
   private readonly base: Ownership;
   private readonly merged = new Map<number, { plan: Plan; ownership: Ownership }>();
-  private readonly peaks = new Map<string, number>();
+  private readonly peaks = new Map<string, number | null>();
 
   constructor(readonly input: EstimateInput) {
     this.base = assignParameters(input.model.root, input.plan, input.setup.masterDtype);
   }
 
-  run(w: WhatIf = {}): Estimate {
+  /** The setup and plan a what-if makes, with the ownership to estimate them with. */
+  private changed(w: WhatIf): { setup: TrainingSetup; plan: Plan; ownership: Ownership } {
+    const { blocksPerUnit, strategy, ...inputs } = w;
     const setup: TrainingSetup = { ...this.input.setup };
-    if (w.worldSize) setup.worldSize = w.worldSize;
-    if (w.gpusPerNode) setup.gpusPerNode = w.gpusPerNode;
-    if (w.gpu) setup.gpu = w.gpu;
-    if (w.microBatch) setup.microBatch = w.microBatch;
-    if (w.seqLen) setup.seqLen = w.seqLen;
-    if (w.checkpointing) setup.checkpointing = w.checkpointing;
+    for (const [k, v] of Object.entries(inputs))
+      if (v !== undefined) (setup as Record<string, unknown>)[k] = v;
     if (setup.replicas > 1 && setup.worldSize % setup.replicas !== 0) setup.replicas = 1;
-    const k = Math.max(1, Math.floor(w.blocksPerUnit ?? 1));
+    const k = Math.max(1, Math.floor(blocksPerUnit ?? 1));
     const regrouped = k === 1 ? { plan: this.input.plan, ownership: this.base } : this.regrouped(k);
     let plan = regrouped.plan;
-    if (w.strategy) {
-      const hybridNow =
-        plan.strategy === 'HYBRID_SHARD' || plan.strategy === '_HYBRID_SHARD_ZERO2' || setup.replicas > 1;
-      if (w.strategy === 'HYBRID_SHARD') {
-        if (!hybridNow) {
-          plan = { ...plan, strategy: 'HYBRID_SHARD' };
-          // One shard group per node, replicated across nodes.
-          setup.replicas =
-            setup.worldSize % setup.gpusPerNode === 0 ? Math.max(1, setup.worldSize / setup.gpusPerNode) : 1;
-        }
+    if (strategy) {
+      const hybridNow = isHybrid(plan.strategy) || setup.replicas > 1;
+      if (strategy === 'HYBRID_SHARD') {
+        // One shard group per node, replicated across nodes: the mesh derives it (see fsdpMesh).
+        if (!hybridNow) plan = { ...plan, strategy: 'HYBRID_SHARD' };
       } else {
         if (hybridNow) setup.replicas = 1;
-        if (plan.strategy !== w.strategy) plan = { ...plan, strategy: w.strategy };
+        if (plan.strategy !== strategy) plan = { ...plan, strategy };
       }
     }
-    return estimate({ ...this.input, plan, setup }, regrouped.ownership);
+    return { setup, plan, ownership: regrouped.ownership };
+  }
+
+  /** The estimate under a what-if. Throws MeshError when the what-if makes a mesh PyTorch refuses. */
+  run(w: WhatIf = {}): Estimate {
+    const c = this.changed(w);
+    return estimate({ ...this.input, plan: c.plan, setup: c.setup }, c.ownership);
+  }
+
+  /** Shard groups of one node each, derived from the world size (FSDP1's hybrid strategies without a mesh). */
+  private perNodeGroups(w: WhatIf): number | null {
+    const c = this.changed(w);
+    return isHybrid(c.plan.strategy) && c.setup.replicas === 1 ? c.setup.gpusPerNode : null;
   }
 
   /** Units made of one block each (what `blocksPerUnit` regroups). */
@@ -108,12 +112,20 @@ export class WhatIfModel {
     return out;
   }
 
-  /** The peak per GPU at a world size (memoised: memory does not depend on which GPU). */
-  private peakAt(worldSize: number, w: WhatIf): number {
+  /**
+   * The peak per GPU at a world size, or null where the mesh cannot be built there (memoised: memory does not
+   * depend on which GPU).
+   */
+  private peakAt(worldSize: number, w: WhatIf): number | null {
     const key = JSON.stringify({ ...w, gpu: undefined, worldSize });
     let p = this.peaks.get(key);
     if (p === undefined) {
-      p = this.run({ ...w, worldSize }).perGpu.peakBytes;
+      try {
+        p = this.run({ ...w, worldSize }).perGpu.peakBytes;
+      } catch (e) {
+        if (!(e instanceof MeshError)) throw e;
+        p = null;
+      }
       if (this.peaks.size > 4096) this.peaks.clear();
       this.peaks.set(key, p);
     }
@@ -121,8 +133,9 @@ export class WhatIfModel {
   }
 
   /** Fit of the plan on every GPU of the catalog, at powers of two up to past the smallest that fits. */
-  fitMatrix(gpus: { id: string }[], w: WhatIf = {}): FitMatrix {
-    const R = Math.max(1, this.input.setup.replicas);
+  fitMatrix(gpus: readonly { id: string }[], w: WhatIf = {}): FitMatrix {
+    // World sizes are whole replica sets (whole nodes where shard groups are nodes).
+    const R = this.perNodeGroups(w) ?? Math.max(1, this.input.setup.replicas);
     const minimums = gpus.map((g) => this.minGpus(g.id, w));
     const current = w.worldSize ?? this.input.setup.worldSize;
     const wanted = Math.max(current, ...minimums.map((m) => m.worldSize ?? 0));
@@ -141,7 +154,7 @@ export class WhatIfModel {
             id: gpu.id,
             name: gpu.name,
             memoryBytes: capacity,
-            fits: peakBytes.map((p) => requiredBytes(p) <= capacity),
+            fits: peakBytes.map((p) => (p === null ? null : requiredBytes(p) <= capacity)),
             minGpus: minimums[i]!,
           },
         ];
@@ -154,8 +167,24 @@ export class WhatIfModel {
     const gpu = findGpu(gpuId);
     if (!gpu) return { gpu: gpuId, worldSize: null, reason: `unknown GPU ${gpuId}` };
     const capacity = gpuBytes(gpu);
+    const perNode = this.perNodeGroups(w);
+    if (perNode !== null) {
+      // Shard groups are nodes: more nodes add replicas, not shards, so one node's peak is every world size's.
+      const p = this.peakAt(perNode, w);
+      if (p !== null && requiredBytes(p) <= capacity) return { gpu: gpu.id, worldSize: perNode };
+      return {
+        gpu: gpu.id,
+        worldSize: null,
+        reason:
+          `shard groups are single nodes of ${perNode} GPUs here, so more nodes add replicas, not shards: ` +
+          (p === null
+            ? 'no mesh of whole nodes can be built'
+            : `each GPU needs ${fmtBytes(requiredBytes(p))}`) +
+          '. Shard over more GPUs (FULL_SHARD, or a 2-D mesh with larger shard groups), or lower the peak',
+      };
+    }
     const R = Math.max(1, this.input.setup.replicas);
-    const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w));
+    const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w) ?? Infinity);
     const fits = (shard: number) => ({ ok: need(shard) <= capacity });
     const MAX = 65_536;
     const top = fits(MAX);
@@ -279,4 +308,10 @@ export interface MinGpus {
    */
   wholeNodes?: { worldSize: number; nodes: number; gpusPerNode: number };
   reason?: string;
+}
+
+/** `; 16 GPUs on 2 whole nodes of 8` when the smallest count leaves a node part-filled. */
+export function wholeNodesText(min: Pick<MinGpus, 'wholeNodes'>, lead: string): string {
+  const n = min.wholeNodes;
+  return n ? `${lead}${n.worldSize} GPUs on ${n.nodes} whole nodes of ${n.gpusPerNode}` : '';
 }

@@ -1,0 +1,42 @@
+/**
+ * The fit test, written once: a peak fits a GPU when the peak plus the caching allocator's reserve and the CUDA
+ * context is at most the memory the driver reports (docs/estimator.md, "Fit").
+ */
+import { GPUS, gpuBytes, type Gpu } from '../hardware/catalog';
+import type { FitResult } from './types';
+
+/** Usable memory check: the peak plus allocator overhead and the CUDA context must fit the GPU. */
+export const FIT_RESERVE = {
+  /** CUDA context, cuBLAS workspaces and NCCL buffers, bytes. */
+  contextBytes: 2 ** 30,
+  /** The caching allocator reserves more than it hands out (fragmentation): a fraction of the peak. */
+  fragmentation: 0.1,
+};
+
+/** What a peak needs of a GPU: the peak, the allocator's reserve on it, and the CUDA context. */
+export function requiredBytes(peak: number): number {
+  return Math.ceil(peak * (1 + FIT_RESERVE.fragmentation)) + FIT_RESERVE.contextBytes;
+}
+
+/** The largest peak a GPU of `capacity` bytes holds: the inverse of `requiredBytes`. */
+export function usableBytes(capacity: number): number {
+  return Math.max(0, Math.floor((capacity - FIT_RESERVE.contextBytes) / (1 + FIT_RESERVE.fragmentation)));
+}
+
+/** Whether a peak fits one GPU, with the headroom left (negative when short). */
+export function fitOn(peakBytes: number, g: Gpu): FitResult {
+  const capacity = gpuBytes(g);
+  const need = requiredBytes(peakBytes);
+  return {
+    gpu: g.id,
+    name: g.name,
+    fits: need <= capacity,
+    headroomBytes: capacity - need,
+    memoryBytes: capacity,
+  };
+}
+
+/** The fit of a peak on every GPU of the catalog. */
+export function fitAll(peakBytes: number): FitResult[] {
+  return GPUS.map((g) => fitOn(peakBytes, g));
+}

@@ -1,0 +1,61 @@
+/**
+ * The FSDP mesh, written once: R replicas of shard groups of W GPUs, on nodes of G. A 2-D device mesh (or
+ * `--replicas`) gives R; FSDP1's hybrid strategies without one shard within each node as PyTorch does; NO_SHARD
+ * shards nothing. Meshes PyTorch refuses are an error, with PyTorch's own message.
+ */
+import { isHybrid, type ShardingStrategyName } from '../vocabulary/fsdp';
+
+export interface Mesh {
+  worldSize: number;
+  shardGroup: number;
+  replicas: number;
+  nodes: number;
+  gpusPerNode: number;
+  /** Sharded within groups and replicated across them (HSDP). */
+  hsdp: boolean;
+  /** How the replicas were found, when the plan derived them (`HYBRID_SHARD: one shard group per node`). */
+  derived?: string;
+}
+
+/** A mesh PyTorch would refuse to build: the script stops before training. */
+export class MeshError extends Error {}
+
+/**
+ * The mesh of a plan. `replicas` is R from a 2-D mesh or a flag (1 when none says). FSDP1's HYBRID_SHARD and
+ * _HYBRID_SHARD_ZERO2 without a process group or mesh shard within each node: `_init_process_group_state_for_
+ * hybrid_shard` builds the shard group with `dist.new_subgroups(device_count())` (torch/distributed/fsdp/
+ * _init_utils.py, `_init_intra_node_process_group`), which raises ValueError when the world is smaller than a node
+ * or not whole nodes (`new_subgroups` in distributed_c10d.py). Throws MeshError for those.
+ */
+export function fsdpMesh(
+  setup: { worldSize: number; gpusPerNode: number; replicas: number },
+  strategy: ShardingStrategyName,
+): Mesh {
+  const N = setup.worldSize;
+  const G = setup.gpusPerNode;
+  const nodes = Math.ceil(N / G);
+  const base = { worldSize: N, nodes, gpusPerNode: G };
+  if (strategy === 'NO_SHARD') return { ...base, shardGroup: 1, replicas: 1, hsdp: false };
+  if (setup.replicas > 1) {
+    const R = setup.replicas;
+    return { ...base, shardGroup: Math.max(1, Math.floor(N / R)), replicas: R, hsdp: true };
+  }
+  if (isHybrid(strategy)) {
+    if (G > N)
+      throw new MeshError(
+        `${strategy} without a device mesh shards within each node: PyTorch's new_subgroups(${G}) raises ValueError ("The arg 'group_size' (${G}) must not exceed the world size (${N})"). Give a 2-D device_mesh, or set the GPUs per node to what each node runs`,
+      );
+    if (N % G !== 0)
+      throw new MeshError(
+        `${strategy} without a device mesh shards within each node: PyTorch's new_subgroups(${G}) raises ValueError ("The world size (${N}) must be divisible by 'group_size=${G}'") at ${N} GPUs on nodes of ${G}. Use whole nodes, or give a 2-D device_mesh`,
+      );
+    return {
+      ...base,
+      shardGroup: G,
+      replicas: N / G,
+      hsdp: N / G > 1,
+      derived: `${strategy}: one shard group per node of ${G}`,
+    };
+  }
+  return { ...base, shardGroup: N, replicas: 1, hsdp: false };
+}

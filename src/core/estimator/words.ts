@@ -1,0 +1,69 @@
+/** The estimate's terms in words: the peak's categories, dtype mixes, what each optimizer keeps. */
+import type { TrainingSetup } from '../inputs/table';
+import { fmtParams } from '../vocabulary/bytes';
+import type { DType } from '../vocabulary/dtypes';
+import { bytesOf } from './shards';
+import type { Figure, LiveSet, Term, Unit } from './types';
+
+/** The peak's composition, by category, with what each means. */
+export function peakFigure(live: LiveSet, setup: TrainingSetup): Figure {
+  const ac =
+    typeof setup.checkpointing === 'object' ? `every-${setup.checkpointing.everyN}` : setup.checkpointing;
+  const words: Record<keyof LiveSet, [string, string]> = {
+    state: [
+      'sharded state',
+      'parameters, gradients and optimizer state of this GPU (with buffers and replicated leftovers)',
+    ],
+    gathered: [
+      'gathered parameters',
+      'units unsharded now: the running one, the root and units kept after forward',
+    ],
+    gatherBuffers: [
+      'all-gather buffers',
+      'the prefetched unit (and in FSDP2 forward the current one until the next copy-out)',
+    ],
+    activations: [
+      'saved activations',
+      `kept for backward (${ac} checkpointing, micro-batch ${setup.microBatch} x ${setup.seqLen} tokens); not reduced by sharding`,
+    ],
+    working: [
+      'running block',
+      "the running block's tensors, rebuilt when checkpointed, and the gradients of its activations",
+    ],
+    gradients: ['gradient buffers', 'unsharded gradients and reduce-scatter inputs in flight'],
+    logits: ['logits and loss', 'b·s·V logits, their fp32 copy and log-softmax, and their gradients'],
+    optimizer: ['optimizer step', 'temporaries of the optimizer step'],
+  };
+  const terms: Term[] = (Object.keys(words) as (keyof LiveSet)[])
+    .filter((k) => live[k] > 0)
+    .map((k) => ({ name: words[k][0], bytes: live[k], formula: words[k][1] }));
+  return { bytes: terms.reduce((s, t) => s + t.bytes, 0), terms };
+}
+
+/** `4 B (float32)`, or the mix of dtypes when parameters differ (NF4 base weights, a bf16 head). */
+export function dtypeWords(units: Unit[], master: DType): string {
+  const byType = new Map<DType, number>();
+  for (const u of units)
+    for (const g of u.groups) byType.set(g.dtype, (byType.get(g.dtype) ?? 0) + g.count * g.dim0 * g.rest);
+  if (byType.size <= 1) {
+    const d = [...byType.keys()][0] ?? master;
+    return `${bytesOf(d)} B (${d})`;
+  }
+  return [...byType.entries()].map(([d, n]) => `${fmtParams(n)} in ${d} (${bytesOf(d)} B)`).join(' + ');
+}
+
+export function optimizerWords(s: TrainingSetup): string {
+  switch (s.optimizer) {
+    case 'adam':
+    case 'adamw':
+      return `${s.optimizer === 'adam' ? 'Adam' : 'AdamW'}: 2 states x ${bytesOf(s.masterDtype)} B (${s.masterDtype}) per trainable param`;
+    case 'sgd-momentum':
+      return `SGD with momentum: 1 state x ${bytesOf(s.masterDtype)} B per trainable param`;
+    case 'sgd':
+      return 'SGD: no state';
+    case 'adam8bit':
+      return '8-bit Adam: 2 one-byte states per trainable param';
+    case 'adafactor':
+      return 'Adafactor: factored second moment (a row and a column per matrix), 4 B each';
+  }
+}

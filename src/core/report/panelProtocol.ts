@@ -1,0 +1,50 @@
+/**
+ * The messages between the extension and the footprint panel's webview: the one file both programs share. The
+ * webview receives `PanelData` (plain data the core computed) and sends back what the user asks for.
+ */
+import type { ByteUnit } from '../vocabulary/bytes';
+import type { Advice } from '../whatif/advice';
+import type { ControlDescription, WhatIfValues } from '../whatif/controls';
+import type { FitMatrix, GranularityPoint } from '../whatif/model';
+import type { estimateJson } from './json';
+
+export type { ControlDescription, WhatIfValues };
+
+/** What the webview receives: plain data, rendered by src/webview/panel.ts. */
+export interface PanelData {
+  file: string;
+  uri: string;
+  focusUnit: number | null;
+  units: ByteUnit;
+  /** The file's wrap calls, each with the units it made (by name). */
+  calls: { line: number; api: string; target: string; description: string; lens: string; units: string[] }[];
+  estimate?: ReturnType<typeof estimateJson>;
+  noEstimate?: { reason: string; hint?: string };
+  notice?: string;
+  whatIf?: {
+    /** The controls to show, derived from the table of inputs and the plan's own changes. */
+    controls: ControlDescription[];
+    /** The values in force (the file's, changed by the controls). */
+    values: WhatIfValues;
+    /** The values the file and settings give. */
+    base: WhatIfValues;
+    /** Units of one block each (the granularity control regroups them); 0 when the model has no block class. */
+    blockUnits: number;
+  };
+  fitMatrix?: FitMatrix;
+  granularity?: GranularityPoint[];
+  advice?: Advice[];
+  /** The framework whose configuration made the plan (when the file has no wrap calls of its own). */
+  framework?: { name: string; file: string; line: number };
+}
+
+/** Messages from the panel's webview to the extension. */
+export type PanelRequest =
+  | { type: 'ready' }
+  | { type: 'whatIf'; values: Partial<WhatIfValues> }
+  | { type: 'reset' }
+  | { type: 'reveal'; line: number }
+  | { type: 'command'; command: 'measureExactly' | 'chooseModel' };
+
+/** Messages from the extension to the panel's webview. */
+export type PanelUpdate = { type: 'update'; data: PanelData };

@@ -1,0 +1,34 @@
+/**
+ * How the presenters say the same things (the CLI, the lens, the hover, the status bar and the webview import
+ * these): where a peak happens, a GPU's short name, a plan's label. Pure, with no import but types, so the
+ * webview uses it as it is.
+ */
+import type { Phase } from '../estimator/types';
+export { planLabel } from '../vocabulary/fsdp';
+
+/** Where the step's peak happens, short: `at the loss`, `in backward of block 3`, `in the optimizer step`. */
+export function peakWhere(at: { unit: string; phase: Phase } | null): string {
+  if (!at) return '';
+  if (at.phase === 'optimizer') return 'in the optimizer step';
+  if (at.phase === 'loss') return 'at the loss';
+  return `in ${at.phase} of ${at.unit || 'modules outside every unit'}`;
+}
+
+/** Where the peak happens, in full (the CLI's peak line). */
+export function peakWhereInFull(at: { unit: string; phase: Phase } | null): string {
+  if (!at) return '';
+  if (at.phase === 'optimizer') return 'during the optimizer step';
+  const what =
+    at.phase === 'loss' ? 'the loss (logits at the turn from forward to backward)' : `the ${at.phase}`;
+  return `during ${what}${at.unit ? ` of ${at.unit}` : ''}`;
+}
+
+/** `H100 SXM 80GB` for `NVIDIA H100 SXM 80GB`: a GPU's name without its vendor. */
+export function shortGpu(name: string): string {
+  return name.replace(/^NVIDIA (GeForce )?|^AMD Instinct /, '');
+}
+
+/** ` text` when there is text: for words that follow another. */
+export function spaced(text: string): string {
+  return text ? ` ${text}` : '';
+}

@@ -1,0 +1,94 @@
+/**
+ * The what-if controls of the footprint panel, derived from the table of inputs (each input with a `control`)
+ * and the plan's own changes (unit granularity, sharding strategy): their descriptions for the webview, the
+ * values in force, and the parse of what the webview sends back into a what-if, with the same parsers as flags.
+ */
+import { checkpointingText } from '../inputs/parse';
+import { INPUT_KEYS, inputSpec, type InputKey, type TrainingSetup } from '../inputs/table';
+import type { Estimate } from '../estimator/types';
+import type { PlanChanges, WhatIf } from './model';
+
+/** Control values as the webview shows and sends them: numbers as numbers, choices as their text. */
+export type WhatIfValues = Record<string, string | number>;
+
+/** One control: a number field or a select. */
+export interface ControlDescription {
+  key: string;
+  label: string;
+  kind: 'number' | 'select';
+  options?: { value: string; label: string }[];
+}
+
+const STRATEGIES = ['FULL_SHARD', 'SHARD_GRAD_OP', 'HYBRID_SHARD'] as const;
+
+/** The inputs the panel controls, in the table's order. */
+export const CONTROL_INPUTS: readonly InputKey[] = INPUT_KEYS.filter((k) => inputSpec(k).control);
+
+/** A value as the control shows it. */
+function shown(key: InputKey, v: unknown): string | number {
+  if (key === 'checkpointing') return checkpointingText(v as TrainingSetup['checkpointing']);
+  return typeof v === 'number' ? v : String(v);
+}
+
+/** The control values an estimate was made with. */
+export function controlValues(e: Estimate, blocksPerUnit: number): WhatIfValues {
+  const out: WhatIfValues = {};
+  for (const k of CONTROL_INPUTS) out[k] = shown(k, e.setup[k]);
+  out.blocksPerUnit = blocksPerUnit;
+  out.strategy = e.mesh.hsdp ? 'HYBRID_SHARD' : e.plan.strategy;
+  return out;
+}
+
+/** The controls, for a plan whose blocks can be regrouped `blockUnits` ways and whose strategy is `current`. */
+export function controlDescriptions(
+  blockUnits: number,
+  current: string,
+  base: WhatIfValues,
+): ControlDescription[] {
+  const out: ControlDescription[] = CONTROL_INPUTS.map((k) => {
+    const c = inputSpec(k).control!;
+    const options = c.options?.();
+    const value = base[k];
+    // A value the file uses that the list does not offer (every-3) is offered too.
+    if (options && value !== undefined && !options.some((o) => o.value === String(value)))
+      options.push({ value: String(value), label: String(value).replace('-', ' ') });
+    return { key: k, label: c.label, kind: c.kind, ...(options ? { options } : {}) };
+  });
+  out.push({
+    key: 'strategy',
+    label: 'Sharding',
+    kind: 'select',
+    options: [...new Set([current, ...STRATEGIES])].map((s) => ({ value: s, label: s })),
+  });
+  if (blockUnits > 1) {
+    const options: { value: string; label: string }[] = [];
+    for (let k = 1; k <= blockUnits; k++)
+      if (blockUnits % k === 0)
+        options.push({ value: String(k), label: k === 1 ? '1 block (as planned)' : `${k} blocks` });
+    out.push({ key: 'blocksPerUnit', label: 'Unit granularity', kind: 'select', options });
+  }
+  return out;
+}
+
+/**
+ * The what-if a set of control values makes: only the values that differ from `base`, each parsed as a flag of
+ * the same input would be. What does not parse (nonsense from the webview) is dropped, not trusted.
+ */
+export function whatIfFrom(values: WhatIfValues, base?: WhatIfValues): WhatIf {
+  const w: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(values)) {
+    if (base && String(base[k]) === String(v)) continue;
+    if ((CONTROL_INPUTS as readonly string[]).includes(k)) {
+      try {
+        w[k] = inputSpec(k as InputKey).parse(v, k);
+      } catch {
+        // Not a value of this input: ignored.
+      }
+    } else if (k === 'blocksPerUnit') {
+      const n = Number(v);
+      if (Number.isInteger(n) && n > 1 && n <= 1 << 16) w.blocksPerUnit = n;
+    } else if (k === 'strategy' && (STRATEGIES as readonly unknown[]).includes(v))
+      w.strategy = v as PlanChanges['strategy'];
+  }
+  return w as WhatIf;
+}
