@@ -1,4 +1,4 @@
-import { VERSION } from '../core/meta';
+import { VERSION } from '../core/vocabulary/meta';
 import { estimateFlagsHelp } from './help';
 import { estimateCommand } from './commands/estimate';
 import { lintCommand } from './commands/lint';

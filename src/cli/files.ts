@@ -48,11 +48,6 @@ export function readPythonFile(file: string): { text: string } | { error: string
   return { text: decoded.text };
 }
 
-/** YAML, JSON and TOML files: read as framework configurations (Accelerate, torchtune, torchtitan, DeepSpeed). */
-export function isConfigFile(file: string): boolean {
-  return /\.(ya?ml|jsonc?|toml|sh|bash|slurm|sbatch)$/i.test(file);
-}
-
 /** Reads a configuration file as UTF-8 text; a message for the user when it cannot be. */
 export function readConfigFile(file: string): { text: string } | { error: string } {
   let bytes: Buffer;

@@ -1,7 +1,8 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { emptyFacts, type FileFacts } from '../core/analysis/facts';
-import { analyzeConfigText, analyzeFacts } from '../core/pipeline';
+import { analyzeDocument, isConfigPath } from '../core/entry/analyze';
+import { nodeHost } from '../host/disk';
 import type { ConfigReading } from '../core/frameworks/read';
 import type { WorkspaceProjects } from './projects';
 import type { Finding } from '../core/lint/types';
@@ -11,7 +12,8 @@ import type { ModelChoice } from '../core/inputs/model';
 import { checkTextSize } from '../core/analysis/input';
 import { scanFile } from '../core/analysis/scan';
 import { ParsedDocument } from '../core/parsing/document';
-import { loadPython, type PythonGrammar } from '../core/parsing/python';
+import { loadPython } from '../host/grammar';
+import { type PythonGrammar } from '../core/parsing/python';
 import { SourceFile } from '../core/parsing/source';
 import { readSettings, type Settings } from './settings';
 
@@ -31,9 +33,6 @@ export interface DocumentAnalysis {
   config?: ConfigReading;
 }
 
-/** Files a framework configuration can live in. */
-const CONFIG_FILE = /\.(ya?ml|jsonc?|toml|sh|bash|slurm|sbatch)$/i;
-
 /** Whether the document is one fsdp-lens reads: Python, or a configuration file that may configure FSDP. */
 export function isAnalysable(document: vscode.TextDocument): boolean {
   return document.languageId === 'python' || isConfigDocument(document);
@@ -50,7 +49,7 @@ function label(document: vscode.TextDocument): string {
 
 export function isConfigDocument(document: vscode.TextDocument): boolean {
   const name = document.uri.path;
-  return CONFIG_FILE.test(name) && !/(^|\/)(package(-lock)?|tsconfig|\.vscode\/\w+)\.json$/.test(name);
+  return isConfigPath(name) && !/(^|\/)(package(-lock)?|tsconfig|\.vscode\/\w+)\.json$/.test(name);
 }
 
 interface Entry {
@@ -222,16 +221,21 @@ export class DocumentAnalyses implements vscode.Disposable {
     const fallback = fallbackModel(settings);
     const choice = this.projects?.modelChoice(document.uri);
     const exactModel = this.projects?.exactModel(document.uri);
-    const a = analyzeFacts(facts, text, {
-      lint: settings.lint.enabled ? settings.lint : null,
-      estimate: {
-        settings: settings.estimate,
-        ...(fallback ? { fallbackModel: fallback } : {}),
-        ...(project ? { project } : {}),
-        ...(choice ? { modelChoice: choice } : {}),
-        ...(exactModel ? { exactModel } : {}),
+    const a = analyzeDocument(
+      entry.doc.grammar,
+      { file: facts.path, text, facts },
+      {
+        lint: settings.lint.enabled ? settings.lint : null,
+        estimate: {
+          settings: settings.estimate,
+          host: this.host(project),
+          ...(fallback ? { fallbackModel: fallback } : {}),
+          ...(project ? { project } : {}),
+          ...(choice ? { modelChoice: choice } : {}),
+          ...(exactModel ? { exactModel } : {}),
+        },
       },
-    });
+    );
     return {
       uri,
       version: document.version,
@@ -240,6 +244,11 @@ export class DocumentAnalyses implements vscode.Disposable {
       units: settings.units,
       ...(a.estimate ? { estimate: a.estimate } : {}),
     };
+  }
+
+  /** The machine as the analysis sees it: the project's file system (open documents first) over the disk. */
+  private host(project: ReturnType<WorkspaceProjects['forDocument']>) {
+    return nodeHost(project?.fs);
   }
 
   /** One line per analysis: the first of a document at info level (with the time since it opened), later ones at debug. */
@@ -264,21 +273,27 @@ export class DocumentAnalyses implements vscode.Disposable {
     const uri = document.uri.toString();
     const file = document.uri.fsPath || document.uri.path;
     const project = this.projects?.forDocument(document.uri);
-    const a = analyzeConfigText(file, text, {
-      lint: settings.lint.enabled ? settings.lint : null,
-      estimate: {
-        settings: settings.estimate,
-        ...(project ? { project } : {}),
-        ...(fallbackModel(settings) ? { fallbackModel: fallbackModel(settings)! } : {}),
+    const grammar = this.grammarLoaded!;
+    const a = analyzeDocument(
+      grammar,
+      { file, text },
+      {
+        lint: settings.lint.enabled ? settings.lint : null,
+        estimate: {
+          settings: settings.estimate,
+          host: this.host(project),
+          ...(project ? { project } : {}),
+          ...(fallbackModel(settings) ? { fallbackModel: fallbackModel(settings)! } : {}),
+        },
       },
-    });
+    );
     return {
       uri,
       version: document.version,
       facts: a.facts,
       findings: a.findings,
       units: settings.units,
-      config: a.reading,
+      ...(a.reading ? { config: a.reading } : {}),
       ...(a.estimate ? { estimate: a.estimate } : {}),
     };
   }

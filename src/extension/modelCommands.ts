@@ -7,6 +7,7 @@ import { modelFromScript, moduleClasses } from '../core/modules/resolveModel';
 import type { DocumentAnalyses } from './analyses';
 import type { WorkspaceProjects } from './projects';
 import { SECTION } from './settings';
+import { runExactHelper } from '../host/exact';
 
 /** The Python to run exact mode with: the setting, else the Python extension's interpreter, else `python3`. */
 export async function pythonFor(uri: vscode.Uri): Promise<{ python: string; from: string }> {
@@ -75,6 +76,7 @@ export async function measureExactly(
         timeoutMs: seconds * 1000,
         signal: abort.signal,
         ...(choice ? { choice } : {}),
+        run: runExactHelper,
       });
     },
   );

@@ -2,13 +2,8 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ExactModel } from '../core/exact/exact';
 import type { PythonGrammar } from '../core/parsing/python';
-import {
-  diskFS,
-  isProjectInput,
-  Project,
-  PROJECT_INPUTS_GLOB,
-  type ProjectFS,
-} from '../core/project/project';
+import { diskFS } from '../host/disk';
+import { isProjectInput, Project, PROJECT_INPUTS_GLOB, type ProjectFS } from '../core/project/project';
 
 /** Reads open documents from the editor (their unsaved text) and everything else from disk. */
 function editorFS(): ProjectFS {

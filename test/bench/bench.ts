@@ -15,7 +15,8 @@ import { estimate } from '../../src/core/estimator/estimate';
 import { defaultUnits } from '../../src/core/plan/policies';
 import { WhatIfModel } from '../../src/core/whatif/model';
 import { changeFor, ParsedDocument } from '../../src/core/parsing/document';
-import { loadPython, type PythonGrammar, type Tree } from '../../src/core/parsing/python';
+import { loadPython } from '../../src/host/grammar';
+import { type PythonGrammar, type Tree } from '../../src/core/parsing/python';
 import { SourceFile } from '../../src/core/parsing/source';
 import { Project } from '../../src/core/project/project';
 import { estimateFile } from '../../src/core/resolve/analyze';
@@ -23,6 +24,8 @@ import { DEFAULTS } from '../../src/core/inputs/table';
 import { resolveSetup } from '../../src/core/inputs/layers';
 import { modelFromScript } from '../../src/core/modules/resolveModel';
 import { generatedScript } from './gen';
+import { diskFS } from '../../src/host/disk';
+import { runExactHelper } from '../../src/host/exact';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const QUICK = process.argv.includes('--quick');
@@ -188,7 +191,7 @@ function workspace(grammar: PythonGrammar): void {
       tree.delete();
     }
   })();
-  let project = new Project([dir], grammar);
+  let project = new Project([dir], grammar, diskFS);
   const t0 = performance.now();
   const r = estimateFile(facts, { project });
   const cold = performance.now() - t0;
@@ -198,7 +201,7 @@ function workspace(grammar: PythonGrammar): void {
     `${ms(cold)}, then ${ms(warm)}${r.ok ? ` (${r.estimate.model.params.toLocaleString('en-US')} params)` : ` (no model: ${r.reason})`}`,
   );
   project.dispose();
-  project = new Project([dir], grammar);
+  project = new Project([dir], grammar, diskFS);
   project.dispose();
   fs.rmSync(dir, { recursive: true, force: true });
 }
@@ -255,13 +258,13 @@ async function exact(grammar: PythonGrammar): Promise<void> {
   const tree = grammar.parse(text);
   const facts = scanFile(grammar, new SourceFile(file, text, tree));
   tree.delete();
-  const project = new Project([dir], grammar);
+  const project = new Project([dir], grammar, diskFS);
   const st = time(() => modelFromScript(project, facts), 5, 1);
   const xs: number[] = [];
   let error = '';
   for (let i = 0; i < 3; i++) {
     const t = performance.now();
-    const r = await exactForScript(project, facts, { python, timeoutMs: 120_000 });
+    const r = await exactForScript(project, facts, { python, timeoutMs: 120_000, run: runExactHelper });
     xs.push(performance.now() - t);
     if (!r.ok) error = r.error;
   }
@@ -317,7 +320,7 @@ function firstAnalysis(grammar: PythonGrammar): void {
   const xs: number[] = [];
   for (let i = 0; i < 7; i++) {
     const t = performance.now();
-    const project = new Project([examples], grammar);
+    const project = new Project([examples], grammar, diskFS);
     for (const name of ['train_llama_fsdp2.py', 'train_fsdp1_auto_wrap.py', 'missing_root_wrap.py']) {
       const file = path.join(examples, name);
       const text = fs.readFileSync(file, 'utf8');

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { scanText } from '../../src/core/analysis/input';
-import { loadPython } from '../../src/core/parsing/python';
+import { loadPython } from '../../src/host/grammar';
 import { buildPanelData, type PanelData, type WhatIfValues } from '../../src/core/report/panelData';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { launchBrowser, ROOT } from './harness';

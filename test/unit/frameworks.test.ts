@@ -10,11 +10,12 @@ import { lightningPrecision } from '../../src/core/frameworks/lightning';
 import { titanFfnHidden } from '../../src/core/frameworks/llamaNative';
 import { readFrameworkConfig } from '../../src/core/frameworks/read';
 import { launchCommands } from '../../src/core/frameworks/shell';
-import { analyzeConfigText, analyzeFacts } from '../../src/core/pipeline';
+import { analyzeConfigText, analyzeFacts } from '../../src/core/entry/analyze';
 import { isProjectInput, Project } from '../../src/core/project/project';
 import { readLaunchFile } from '../../src/core/project/settings';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { cli, FIXTURES, grammar, scanSource } from './helpers';
+import { diskFS, nodeHost } from '../../src/host/disk';
 
 const FW = path.join(FIXTURES, 'frameworks');
 const read = (rel: string) => fs.readFileSync(path.join(FW, rel), 'utf8');
@@ -26,7 +27,7 @@ const P8B = 8_030_261_248;
 const P1B = 1_235_814_400;
 
 async function configAnalysis(rel: string, text = read(rel), projectRoot = path.dirname(path.join(FW, rel))) {
-  const project = new Project([projectRoot], await grammar());
+  const project = new Project([projectRoot], await grammar(), diskFS);
   const a = analyzeConfigText(path.join(FW, rel), text, {
     lint: DEFAULT_LINT_OPTIONS,
     estimate: { project },
@@ -67,7 +68,7 @@ describe('Accelerate', () => {
   it('the script itself takes the YAML beside it', async () => {
     const text = read('accelerate/train_sft.py');
     const facts = await scanSource(text, path.join(FW, 'accelerate', 'train_sft.py'));
-    const project = new Project([path.join(FW, 'accelerate')], await grammar());
+    const project = new Project([path.join(FW, 'accelerate')], await grammar(), diskFS);
     const r = analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
     assert.ok(r.estimate?.ok);
     assert.equal(r.estimate.framework?.framework, 'Accelerate');
@@ -113,7 +114,7 @@ describe('Accelerate', () => {
     // says fsdp_cpu_ram_efficient_loading true and SHARDED_STATE_DICT, 8 processes on one node.
     const text = read('accelerate/train_sft.py');
     const facts = await scanSource(text, path.join(FW, 'accelerate', 'train_sft.py'));
-    const project = new Project([path.join(FW, 'accelerate')], await grammar());
+    const project = new Project([path.join(FW, 'accelerate')], await grammar(), diskFS);
     const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
     const e = ok(r);
     // Only local rank 0 materialises the weights: one copy of 4 B per parameter, not eight.
@@ -190,7 +191,7 @@ describe('Accelerate', () => {
     );
     const yaml = read('accelerate/accelerate_fsdp2.yaml') + '# fsdp: model=meta-llama/Llama-3.1-8B\n';
     fs.writeFileSync(path.join(dir, 'accelerate.yaml'), yaml);
-    const project = new Project([dir], await grammar());
+    const project = new Project([dir], await grammar(), diskFS);
     const a = analyzeConfigText(path.join(dir, 'accelerate.yaml'), yaml, {
       lint: null,
       estimate: { project },
@@ -305,7 +306,7 @@ describe('Transformers and TRL', () => {
     if (requirements) fs.writeFileSync(path.join(dir, 'requirements.txt'), requirements);
     fs.writeFileSync(path.join(dir, 'train.py'), text);
     const facts = await scanSource(text, path.join(dir, 'train.py'));
-    const project = new Project([dir], await grammar());
+    const project = new Project([dir], await grammar(), diskFS);
     const r = analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
     fs.rmSync(dir, { recursive: true, force: true });
     assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
@@ -371,7 +372,7 @@ describe('Transformers and TRL', () => {
       );
       const json = JSON.stringify({ fsdp_transformer_layer_cls_to_wrap: ['LlamaDecoderLayer'] });
       fs.writeFileSync(path.join(dir, 'fsdp.json'), json);
-      const project = new Project([dir], await grammar());
+      const project = new Project([dir], await grammar(), diskFS);
       const a = analyzeConfigText(path.join(dir, 'fsdp.json'), json, {
         lint: null,
         estimate: { project },
@@ -886,8 +887,8 @@ describe('where a script finds its framework configuration', () => {
     const text = script;
     fs.writeFileSync(path.join(dir, 'train.py'), text);
     const facts = await scanSource(text, path.join(dir, 'train.py'));
-    const project = new Project([dir], await grammar());
-    const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
+    const project = new Project([dir], await grammar(), diskFS);
+    const r = analyzeFacts(facts, text, { lint: null, estimate: { project, host: nodeHost() } });
     assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
     return r.estimate;
   }
@@ -916,7 +917,7 @@ describe('where a script finds its framework configuration', () => {
       const text = script.replace('Accelerator()', 'Accelerator(mixed_precision="fp16")');
       fs.writeFileSync(path.join(dir, 'train.py'), text);
       const facts = await scanSource(text, path.join(dir, 'train.py'));
-      const project = new Project([dir], await grammar());
+      const project = new Project([dir], await grammar(), diskFS);
       const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
       assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
       assert.equal(r.estimate.framework?.framework, 'Accelerate');
@@ -945,7 +946,7 @@ describe('where a script finds its framework configuration', () => {
       fs.writeFileSync(script, text);
       fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==4.57.6\n');
       const facts = await scanSource(text, script);
-      const project = new Project([dir], await grammar());
+      const project = new Project([dir], await grammar(), diskFS);
       const run = () => {
         const r = analyzeFacts(facts, text, { lint: null, estimate: { project } });
         assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));

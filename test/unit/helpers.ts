@@ -3,7 +3,8 @@ import * as path from 'node:path';
 import type { FileFacts, WrapCall } from '../../src/core/analysis/facts';
 import { scanText } from '../../src/core/analysis/input';
 import { runCli } from '../../src/cli/cli';
-import { loadPython, type PythonGrammar } from '../../src/core/parsing/python';
+import { loadPython } from '../../src/host/grammar';
+import { type PythonGrammar } from '../../src/core/parsing/python';
 
 /** The repository root (tests run from out/test/unit). */
 export const ROOT = path.resolve(__dirname, '..', '..', '..');

@@ -9,9 +9,10 @@ import { lintFacts } from '../../src/core/lint/lint';
 import { RULES } from '../../src/core/lint/registry';
 import { toSarif } from '../../src/core/lint/sarif';
 import { DEFAULT_LINT_OPTIONS, type Finding, type LintOptions } from '../../src/core/lint/types';
-import { analyzeFacts } from '../../src/core/pipeline';
+import { analyzeFacts } from '../../src/core/entry/analyze';
 import { Project } from '../../src/core/project/project';
 import { fixture, FIXTURES, grammar, ROOT, scanSource } from './helpers';
+import { diskFS } from '../../src/host/disk';
 
 process.env.FSDP_LENS_STRICT_RULES = '1';
 
@@ -429,7 +430,7 @@ describe('rules that need the model', () => {
   async function lintWithModel(name: string) {
     const text = fixture(`lint/${name}`);
     const facts = await scanSource(text, path.join(FIXTURES, 'lint', name));
-    const project = new Project([path.join(FIXTURES, 'lint')], await grammar());
+    const project = new Project([path.join(FIXTURES, 'lint')], await grammar(), diskFS);
     return analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } }).findings;
   }
 
@@ -507,7 +508,7 @@ describe('rules that need the model', () => {
     async function analyzeWithModel(name: string) {
       const text = fixture(`lint/${name}`);
       const facts = await scanSource(text, path.join(FIXTURES, 'lint', name));
-      const project = new Project([path.join(FIXTURES, 'lint')], await grammar());
+      const project = new Project([path.join(FIXTURES, 'lint')], await grammar(), diskFS);
       const a = analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
       const e = a.estimate;
       assert.ok(e?.ok, `${name}: the model is resolved (${e && !e.ok ? e.reason : 'no estimate'})`);

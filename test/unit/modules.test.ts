@@ -10,10 +10,12 @@ import { modelFromClass, modelFromScript } from '../../src/core/modules/resolveM
 import { Project } from '../../src/core/project/project';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { fixture, FIXTURES, grammar } from './helpers';
+import { diskFS } from '../../src/host/disk';
+import { runExactHelper } from '../../src/host/exact';
 
 async function project(name: string) {
   const dir = path.join(FIXTURES, 'projects', name);
-  return { dir, p: new Project([dir], await grammar()) };
+  return { dir, p: new Project([dir], await grammar(), diskFS) };
 }
 
 async function facts(name: string, file: string) {
@@ -366,7 +368,7 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
       const { p, facts: f } = await facts(name, file);
       const stat = modelFromScript(p, f);
       assert.ok(stat.ok, stat.ok ? '' : stat.reason);
-      const x = await exactForScript(p, f, { python: PYTHON, timeoutMs: 110_000 });
+      const x = await exactForScript(p, f, { python: PYTHON, timeoutMs: 110_000, run: runExactHelper });
       assert.ok(x.ok, x.ok ? '' : `${x.error} ${x.detail ?? ''}`);
       const flat = (root: ModuleNode) =>
         [...walk(root)]
@@ -393,10 +395,11 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
       const noTorch = await exactForScript(p, f, {
         python: process.execPath.replace(/node$/, 'nonexistent-python'),
         timeoutMs: 30_000,
+        run: runExactHelper,
       });
       assert.equal(noTorch.ok, false);
       assert.match(noTorch.ok ? '' : noTorch.error, /Python not found/);
-      const bad = await exactForScript(p, f, { python: PYTHON, timeoutMs: 60_000 });
+      const bad = await exactForScript(p, f, { python: PYTHON, timeoutMs: 60_000, run: runExactHelper });
       assert.equal(bad.ok, false);
       assert.match(
         bad.ok ? '' : bad.error,
@@ -404,7 +407,7 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
       );
       // A fifty-line dispatcher error: its first sentence once, and the user's line it came from.
       const { facts: loud } = await facts('broken', 'train_loud.py');
-      const noisy = await exactForScript(p, loud, { python: PYTHON, timeoutMs: 60_000 });
+      const noisy = await exactForScript(p, loud, { python: PYTHON, timeoutMs: 60_000, run: runExactHelper });
       assert.equal(noisy.ok, false);
       if (!noisy.ok) {
         assert.equal(
@@ -414,7 +417,7 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
         assert.equal(noisy.detail, 'loud.py:18 in __init__: raise dispatcher_error()');
       }
       const { facts: slow } = await facts('broken', 'train_slow.py');
-      const timed = await exactForScript(p, slow, { python: PYTHON, timeoutMs: 2000 });
+      const timed = await exactForScript(p, slow, { python: PYTHON, timeoutMs: 2000, run: runExactHelper });
       assert.equal(timed.ok, false);
       assert.match(timed.ok ? '' : timed.error, /longer than 2 s and was stopped/);
     },

@@ -15,10 +15,11 @@ import { CATALOG, type HfConfig } from '../../src/core/model/catalog';
 import { ConfigError, modelFromHfConfig } from '../../src/core/model/hf';
 import { ParsedDocument, changeFor } from '../../src/core/parsing/document';
 import { SourceFile } from '../../src/core/parsing/source';
-import { analyzeFacts } from '../../src/core/pipeline';
+import { analyzeFacts } from '../../src/core/entry/analyze';
 import { Project } from '../../src/core/project/project';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { FIXTURES, fixture, grammar, ROOT } from './helpers';
+import { diskFS } from '../../src/host/disk';
 
 const SEED = 20261129;
 const params = (numRuns: number) => ({ seed: SEED, numRuns });
@@ -205,7 +206,7 @@ describe('robustness: pathological Python', () => {
     fs.writeFileSync(path.join(dir, 'train.py'), script);
     const g = await grammar();
     const facts = scanText(g, path.join(dir, 'train.py'), script);
-    const project = new Project([dir], g);
+    const project = new Project([dir], g, diskFS);
     const r = estimateFile(facts, { project });
     if (r.ok) assertSane(r.estimate, 'cycle');
     else assert.match(r.reason, /\S/);

@@ -1,21 +1,22 @@
 import * as path from 'node:path';
-import { emptyFacts, type FileFacts } from '../../core/analysis/facts';
 import { scanText } from '../../core/analysis/input';
 import { estimateJson } from '../../core/report/json';
 import { advise } from '../../core/whatif/advice';
 import { adviceText, estimateText } from '../../core/report/text';
-import { estimateFile, type EstimateResult } from '../../core/resolve/analyze';
+import type { EstimateResult } from '../../core/resolve/analyze';
 import { INPUT_BY_FLAG, parseInput, type SetupValues } from '../../core/inputs/table';
 import { fineTuneFromFlags, type ModelChoice } from '../../core/inputs/model';
 import { replicasDivide } from '../../core/inputs/layers';
-import { loadPython } from '../../core/parsing/python';
+import { loadPython } from '../../host/grammar';
 import { findProjectRoot, Project } from '../../core/project/project';
 import { exactForScript, type ExactModel } from '../../core/exact/exact';
+import { nodeHost } from '../../host/disk';
+import { runExactHelper } from '../../host/exact';
 import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
 import { EXIT, UsageError, type Streams } from '../cli';
-import { isConfigFile, readConfigFile, readPythonFile } from '../files';
-import { analyzeConfigText } from '../../core/pipeline';
+import { readConfigFile, readPythonFile } from '../files';
+import { analyzeDocument, isConfigPath } from '../../core/entry/analyze';
 
 export async function estimateCommand(argv: string[], io: Streams): Promise<number> {
   const options = {
@@ -69,81 +70,76 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
   if (values.config)
     model = { config: path.resolve(values.config), source: { kind: 'flag', detail: '--config' } };
 
-  let facts: FileFacts = emptyFacts('(no file)');
-  let project: Project | undefined;
   const file = positionals[0];
-  if (file && isConfigFile(file)) {
-    // A framework's configuration: Accelerate, a Transformers fsdp_config, torchtune, torchtitan, DeepSpeed.
-    const read = readConfigFile(file);
-    if ('error' in read) {
-      io.err.write(`fsdp-lens: ${read.error}\n`);
-      return EXIT.usage;
+  if (!file && !model) throw new UsageError('estimate needs a FILE, --model ORG/NAME or --config PATH');
+  const read = file ? (isConfigPath(file) ? readConfigFile(file) : readPythonFile(file)) : { text: '' };
+  if ('error' in read) {
+    io.err.write(`fsdp-lens: ${read.error}\n`);
+    return EXIT.usage;
+  }
+  const grammar = await loadPython();
+  const host = nodeHost();
+  const abs = file ? path.resolve(file) : undefined;
+  const project = abs ? new Project([findProjectRoot(abs, host)], grammar, host.fs) : undefined;
+  try {
+    // The Python file scanned once: exact mode reads the same facts the estimate does.
+    const facts = abs && !isConfigPath(abs) ? scanText(grammar, abs, read.text) : undefined;
+    let exactModel: ExactModel | undefined;
+    if (values.exact) {
+      if (!project || !facts)
+        throw new UsageError('estimate: --exact needs a FILE whose model is defined in the project');
+      const timeout = Number(values['exact-timeout'] ?? 120);
+      if (!Number.isFinite(timeout) || timeout <= 0)
+        throw new UsageError('estimate: --exact-timeout takes seconds');
+      const x = await exactForScript(project, facts, {
+        python: values.python ?? 'python3',
+        timeoutMs: timeout * 1000,
+        run: runExactHelper,
+      });
+      if (!x.ok) {
+        io.err.write(`fsdp-lens: ${file}: exact mode: ${x.error}${x.detail ? `\n  ${x.detail}` : ''}\n`);
+        return EXIT.usage;
+      }
+      exactModel = x.model;
     }
-    const grammar = await loadPython();
-    const cfgProject = new Project([findProjectRoot(file)], grammar);
-    const a = analyzeConfigText(path.resolve(file), read.text, {
-      lint: null,
-      estimate: {
-        flags: { values: flags, ...(model ? { model } : {}), ...(fineTune ? { fineTune } : {}) },
-        project: cfgProject,
+    // The same entry the editor calls.
+    const a = analyzeDocument(
+      grammar,
+      { ...(abs ? { file: abs } : {}), text: read.text, ...(facts ? { facts } : {}) },
+      {
+        lint: null,
+        estimate: {
+          flags: { values: flags, ...(model ? { model } : {}), ...(fineTune ? { fineTune } : {}) },
+          host,
+          ...(project ? { project } : {}),
+          ...(exactModel ? { exactModel } : {}),
+        },
       },
-    });
-    cfgProject.dispose();
-    if (a.reading.kind === 'none') {
+    );
+    if (a.reading?.kind === 'none') {
       io.err.write(
         `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed)\n`,
       );
       return EXIT.usage;
     }
-    if (a.reading.kind === 'problem') {
+    if (a.reading?.kind === 'problem') {
       io.err.write(`fsdp-lens: ${file}: ${a.reading.problem.framework}: ${a.reading.problem.message}\n`);
       return EXIT.usage;
     }
-    return writeEstimate(io, file, a.estimate, units, values.json === true, a.reading.plan.framework);
-  }
-  if (file) {
-    const read = readPythonFile(file);
-    if ('error' in read) {
-      io.err.write(`fsdp-lens: ${read.error}\n`);
-      return EXIT.usage;
+    const result = a.estimate;
+    // --replicas against a world size the file, a launch script or the default sets.
+    if (result?.ok) {
+      const world = result.estimate.setup.worldSize;
+      if (flags.replicas !== undefined && !replicasDivide(world, flags.replicas))
+        throw new UsageError(
+          `estimate: --replicas ${flags.replicas} does not divide the world size ${world} (${result.estimate.assumptions.find((x) => x.key === 'worldSize')?.source.kind ?? 'default'}): HSDP needs R replicas of world-size / R GPUs each`,
+        );
     }
-    const grammar = await loadPython();
-    facts = scanText(grammar, path.resolve(file), read.text);
-    project = new Project([findProjectRoot(file)], grammar);
-  } else if (!model) throw new UsageError('estimate needs a FILE, --model ORG/NAME or --config PATH');
-
-  let exactModel: ExactModel | undefined;
-  if (values.exact) {
-    if (!project || !file)
-      throw new UsageError('estimate: --exact needs a FILE whose model is defined in the project');
-    const timeout = Number(values['exact-timeout'] ?? 120);
-    if (!Number.isFinite(timeout) || timeout <= 0)
-      throw new UsageError('estimate: --exact-timeout takes seconds');
-    const x = await exactForScript(project, facts, {
-      python: values.python ?? 'python3',
-      timeoutMs: timeout * 1000,
-    });
-    if (!x.ok) {
-      io.err.write(`fsdp-lens: ${file}: exact mode: ${x.error}${x.detail ? `\n  ${x.detail}` : ''}\n`);
-      return EXIT.usage;
-    }
-    exactModel = x.model;
+    const framework = a.reading?.kind === 'plan' ? a.reading.plan.framework : undefined;
+    return writeEstimate(io, file, result, units, values.json === true, framework);
+  } finally {
+    project?.dispose();
   }
-  const result = estimateFile(facts, {
-    flags: { values: flags, ...(model ? { model } : {}), ...(fineTune ? { fineTune } : {}) },
-    ...(project ? { project } : {}),
-    ...(exactModel ? { exactModel } : {}),
-  });
-  project?.dispose();
-  // --replicas against a world size the file, a launch script or the default sets.
-  if (result.ok) {
-    const world = result.estimate.setup.worldSize;
-    if (flags.replicas !== undefined && !replicasDivide(world, flags.replicas))
-      throw new UsageError(
-        `estimate: --replicas ${flags.replicas} does not divide the world size ${world} (${result.estimate.assumptions.find((a) => a.key === 'worldSize')?.source.kind ?? 'default'}): HSDP needs R replicas of world-size / R GPUs each`,
-      );
-  }
-  return writeEstimate(io, file, result, units, values.json === true);
 }
 
 /** Prints an estimate (text with the advice, or JSON), or why there is none. */

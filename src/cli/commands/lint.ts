@@ -1,15 +1,15 @@
 import * as path from 'node:path';
-import { scanText } from '../../core/analysis/input';
-import { analyzeConfigText, analyzeFacts } from '../../core/pipeline';
+import { analyzeDocument, isConfigPath } from '../../core/entry/analyze';
+import { nodeHost } from '../../host/disk';
 import { findProjectRoot, Project } from '../../core/project/project';
 import { RULES, ruleById } from '../../core/lint/registry';
 import { toSarif, type FileFindings } from '../../core/lint/sarif';
 import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '../../core/lint/types';
-import { RULES_DOC_URL, VERSION } from '../../core/meta';
-import { loadPython } from '../../core/parsing/python';
+import { RULES_DOC_URL, VERSION } from '../../core/vocabulary/meta';
+import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';
 import { EXIT, UsageError, type Streams } from '../cli';
-import { collectPythonFiles, isConfigFile, readConfigFile, readPythonFile } from '../files';
+import { collectPythonFiles, readConfigFile, readPythonFile } from '../files';
 
 const LEVELS: SeveritySetting[] = ['error', 'warning', 'info', 'hint', 'off'];
 
@@ -49,56 +49,42 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
   const grammar = await loadPython();
   const projects = new Map<string, Project>();
   const results: (FileFindings & { path: string })[] = [];
+  const host = nodeHost();
   for (const file of files) {
-    const root = findProjectRoot(file);
-    if (!projects.has(root)) projects.set(root, new Project([root], grammar));
-    if (isConfigFile(file)) {
-      const cfg = readConfigFile(file);
-      if ('error' in cfg) {
-        io.err.write(`fsdp-lens: ${cfg.error}\n`);
-        bad = true;
-        continue;
-      }
-      const a = analyzeConfigText(path.resolve(file), cfg.text, {
-        lint: options,
-        estimate: { project: projects.get(root)! },
-      });
-      if (a.reading.kind === 'none') {
-        io.err.write(
-          `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed)\n`,
-        );
-        bad = true;
-        continue;
-      }
-      if (a.reading.kind === 'problem') {
-        io.err.write(`fsdp-lens: ${file}: ${a.reading.problem.message}\n`);
-        bad = true;
-        continue;
-      }
-      results.push({
-        path: file,
-        uri: path.relative(process.cwd(), path.resolve(file)).split(path.sep).join('/'),
-        findings: a.findings,
-      });
-      continue;
-    }
-    const read = readPythonFile(file);
+    const root = findProjectRoot(path.resolve(file), host);
+    if (!projects.has(root)) projects.set(root, new Project([root], grammar, host.fs));
+    const config = isConfigPath(file);
+    const read = config ? readConfigFile(file) : readPythonFile(file);
     if ('error' in read) {
       io.err.write(`fsdp-lens: ${read.error}\n`);
       bad = true;
       continue;
     }
-    const facts = scanText(grammar, path.resolve(file), read.text);
-    const { findings } = analyzeFacts(facts, read.text, {
-      lint: options,
-      estimate: { project: projects.get(root)! },
-    });
+    // The same entry the editor calls.
+    const a = analyzeDocument(
+      grammar,
+      { file: path.resolve(file), text: read.text },
+      { lint: options, estimate: { project: projects.get(root)!, host } },
+    );
+    if (a.reading?.kind === 'none') {
+      io.err.write(
+        `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed)\n`,
+      );
+      bad = true;
+      continue;
+    }
+    if (a.reading?.kind === 'problem') {
+      io.err.write(`fsdp-lens: ${file}: ${a.reading.problem.message}\n`);
+      bad = true;
+      continue;
+    }
     results.push({
       path: file,
       uri: path.relative(process.cwd(), path.resolve(file)).split(path.sep).join('/'),
-      findings,
+      findings: a.findings,
     });
   }
+  for (const p of projects.values()) p.dispose();
 
   if (format === 'sarif')
     io.out.write(

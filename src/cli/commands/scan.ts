@@ -1,5 +1,5 @@
 import { scanText } from '../../core/analysis/input';
-import { loadPython } from '../../core/parsing/python';
+import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';
 import { EXIT, UsageError, type Streams } from '../cli';
 import { readPythonFile } from '../files';

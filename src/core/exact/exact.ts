@@ -1,24 +1,13 @@
-import { spawn } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
+/**
+ * Exact mode: the model measured by PyTorch on the meta device, in the user's own Python (only where the
+ * workspace is trusted). The core finds the class and its constructor and reads the helper's answer; the edge
+ * runs the process.
+ */
 import type { FileFacts } from '../analysis/facts';
 import { countParams, numelOf, type ModuleNode } from '../model/tree';
 import { isDType, torchDtype } from '../vocabulary/dtypes';
 import { modelFromScript } from '../modules/resolveModel';
 import type { Project } from '../project/project';
-
-/** The helper script shipped beside the bundles (dist/), or in python/ of a source checkout. */
-export const HELPER = 'fsdp_lens_measure.py';
-
-export function helperPath(): string {
-  const candidates = [
-    path.join(__dirname, HELPER),
-    path.join(__dirname, '..', 'python', HELPER),
-    path.join(__dirname, '..', '..', '..', 'python', HELPER),
-  ];
-  return candidates.find((p) => fs.existsSync(p)) ?? candidates[0]!;
-}
 
 export interface ExactRequest {
   python: string;
@@ -44,103 +33,39 @@ interface HelperModule {
   buffers: { name: string; shape: number[]; dtype: string; persistent: boolean }[];
 }
 
-/**
- * Runs the helper in the user's Python: imports the model's module and builds the model on the meta device, so
- * nothing is allocated and no training code runs. Bounded by a time limit and cancellable.
- */
-export function measureExactly(req: ExactRequest): Promise<ExactResult> {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-exact-'));
-  const reqFile = path.join(tmp, 'request.json');
-  fs.writeFileSync(
-    reqFile,
-    JSON.stringify({ roots: req.roots, file: req.file, cls: req.cls, ctor: req.ctor ?? null }),
-  );
-  const started = Date.now();
-  return new Promise<ExactResult>((resolve) => {
-    let out = '';
-    let err = '';
-    let settled = false;
-    const finish = (r: ExactResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      req.signal?.removeEventListener('abort', onAbort);
-      fs.rmSync(tmp, { recursive: true, force: true });
-      resolve(r);
-    };
-    let child: ReturnType<typeof spawn>;
-    try {
-      child = spawn(req.python, [helperPath(), reqFile], {
-        cwd: req.roots[0] ?? path.dirname(req.file),
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
-      });
-    } catch (e) {
-      finish({ ok: false, error: `cannot run ${req.python}: ${e instanceof Error ? e.message : String(e)}` });
-      return;
-    }
-    const onAbort = () => {
-      child.kill('SIGKILL');
-      finish({ ok: false, error: 'cancelled' });
-    };
-    req.signal?.addEventListener('abort', onAbort);
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      finish({
-        ok: false,
-        error: `measuring took longer than ${Math.round(req.timeoutMs / 1000)} s and was stopped`,
-      });
-    }, req.timeoutMs);
-    child.stdout!.on('data', (b: Buffer) => {
-      if (out.length < 64 * 1024 * 1024) out += b.toString();
-    });
-    child.stderr!.on('data', (b: Buffer) => {
-      err = (err + b.toString()).slice(-8000);
-    });
-    child.on('error', (e: NodeJS.ErrnoException) =>
-      finish({
-        ok: false,
-        error:
-          e.code === 'ENOENT' ? `Python not found: ${req.python}` : `cannot run ${req.python}: ${e.message}`,
-      }),
-    );
-    child.on('close', () => {
-      const line = out.trim().split('\n').pop() ?? '';
-      let json: {
-        ok: boolean;
-        error?: string;
-        detail?: string;
-        torch?: string;
-        python?: string;
-        modules?: HelperModule[];
-      };
-      try {
-        json = JSON.parse(line);
-      } catch {
-        const last = err.trim().split('\n').pop();
-        finish({ ok: false, error: last ? `the helper failed: ${last}` : 'the helper printed no result' });
-        return;
-      }
-      if (!json.ok || !json.modules) {
-        // One bounded line each: the error, and where in the user's code it came from (not the error again).
-        const error = bounded(json.error?.trim().split('\n')[0] || 'the helper failed');
-        const detail = json.detail ? bounded(lastLine(json.detail)) : undefined;
-        finish({
-          ok: false,
-          error,
-          ...(detail && !error.includes(detail) ? { detail } : {}),
-        });
-        return;
-      }
-      finish({
-        ok: true,
-        root: treeFromHelper(json.modules),
-        torch: json.torch ?? '?',
-        python: json.python ?? '?',
-        seconds: (Date.now() - started) / 1000,
-      });
-    });
-  });
+/** Runs the measuring helper for a request (the edge spawns the user's Python: src/host/exact.ts). */
+export type ExactRunner = (req: ExactRequest) => Promise<ExactResult>;
+
+/** The last JSON line of the helper's output (and its stderr, for failures) as a result. */
+export function helperResult(stdout: string, stderr: string, seconds: number): ExactResult {
+  const line = stdout.trim().split('\n').pop() ?? '';
+  let json: {
+    ok: boolean;
+    error?: string;
+    detail?: string;
+    torch?: string;
+    python?: string;
+    modules?: HelperModule[];
+  };
+  try {
+    json = JSON.parse(line);
+  } catch {
+    const last = stderr.trim().split('\n').pop();
+    return { ok: false, error: last ? `the helper failed: ${last}` : 'the helper printed no result' };
+  }
+  if (!json.ok || !json.modules) {
+    // One bounded line each: the error, and where in the user's code it came from (not the error again).
+    const error = bounded(json.error?.trim().split('\n')[0] || 'the helper failed');
+    const detail = json.detail ? bounded(lastLine(json.detail)) : undefined;
+    return { ok: false, error, ...(detail && !error.includes(detail) ? { detail } : {}) };
+  }
+  return {
+    ok: true,
+    root: treeFromHelper(json.modules),
+    torch: json.torch ?? '?',
+    python: json.python ?? '?',
+    seconds,
+  };
 }
 
 function lastLine(traceback: string): string {
@@ -210,12 +135,12 @@ export interface ExactModel {
 export async function exactForScript(
   project: Project,
   facts: FileFacts,
-  opts: { python: string; timeoutMs: number; signal?: AbortSignal; choice?: string },
+  opts: { python: string; timeoutMs: number; signal?: AbortSignal; choice?: string; run: ExactRunner },
 ): Promise<{ ok: true; model: ExactModel } | { ok: false; error: string; detail?: string }> {
   const r = modelFromScript(project, facts, opts.choice ? { choice: opts.choice } : {});
   if (!r.ok) return { ok: false, error: `the model class was not found: ${r.reason}` };
   const m = r.model;
-  const res = await measureExactly({
+  const res = await opts.run({
     python: opts.python,
     roots: project.roots,
     file: m.classRef.file,

@@ -4,7 +4,7 @@ import type { Finding, Fix, Rule, RuleContext } from './types';
 
 /**
  * Runs every enabled rule over a file's facts; `# noqa` comments suppress findings. A rule that throws on odd input
- * is skipped so that linting never fails as a whole (tests set FSDP_LENS_STRICT_RULES to see the exception).
+ * is skipped so that linting never fails as a whole (`strict` options, for tests, rethrow instead).
  */
 export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Finding[] {
   const findings: Finding[] = [];
@@ -16,7 +16,7 @@ export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Fin
     try {
       drafts = rule.check(ctx);
     } catch (e) {
-      if (process.env.FSDP_LENS_STRICT_RULES) throw e;
+      if (ctx.options.strict) throw e;
       continue;
     }
     for (const d of drafts) {

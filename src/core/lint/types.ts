@@ -38,6 +38,8 @@ export interface LintOptions {
   minTorchVersion: string;
   /** Per-rule severity or `off`. */
   rules: Record<string, SeveritySetting>;
+  /** Rethrow a rule's exception instead of skipping the rule (tests). */
+  strict?: boolean;
 }
 
 export const DEFAULT_LINT_OPTIONS: LintOptions = { minTorchVersion: '2.6', rules: {} };

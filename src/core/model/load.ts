@@ -1,6 +1,9 @@
-import * as fs from 'node:fs';
-import * as os from 'node:os';
+/**
+ * Models by name or path: a Hugging Face id from the local hub cache (what `from_pretrained` would read) or the
+ * built-in catalog, and a config.json at a path, read through the host's file system.
+ */
 import * as path from 'node:path';
+import type { FileSystem, Host } from '../vocabulary/host';
 import { catalogConfig, type HfConfig } from './catalog';
 import { ConfigError, modelFromHfConfig, type HfModel } from './hf';
 
@@ -16,43 +19,31 @@ export interface LoadedModel {
 }
 
 /** The local Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub. */
-export function hfHubCache(env: NodeJS.ProcessEnv = process.env, home = os.homedir()): string {
+export function hfHubCache(host: Pick<Host, 'env' | 'home'>): string {
+  const env = host.env;
   if (env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
   if (env.HF_HOME) return path.join(env.HF_HOME, 'hub');
-  return path.join(home, '.cache', 'huggingface', 'hub');
+  return path.join(host.home, '.cache', 'huggingface', 'hub');
 }
 
 /** The config.json of `ORG/NAME` in the hub cache (the snapshot `refs/main` names), if downloaded. */
-export function cachedConfigPath(id: string, cache = hfHubCache()): string | undefined {
+export function cachedConfigPath(id: string, cache: string, fs: FileSystem): string | undefined {
   if (!/^[\w.-]+\/[\w.-]+$/.test(id)) return undefined;
   const repo = path.join(cache, `models--${id.replace('/', '--')}`);
-  try {
-    const ref = fs.readFileSync(path.join(repo, 'refs', 'main'), 'utf8').trim();
-    if (!/^[\w.-]+$/.test(ref)) return undefined;
-    const file = path.join(repo, 'snapshots', ref, 'config.json');
-    return fs.existsSync(file) ? file : undefined;
-  } catch {
-    return undefined;
-  }
+  const ref = fs.readFile(path.join(repo, 'refs', 'main'))?.trim();
+  if (!ref || !/^[\w.-]+$/.test(ref)) return undefined;
+  const file = path.join(repo, 'snapshots', ref, 'config.json');
+  return fs.version(file) !== undefined ? file : undefined;
 }
 
-const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
-
-/** Reads and parses a config.json; a ConfigError says what is wrong with it. */
-export function readConfigFile(file: string): HfConfig {
-  let text: string;
-  try {
-    const st = fs.statSync(file);
-    if (st.isDirectory()) file = path.join(file, 'config.json');
-    if (fs.statSync(file).size > MAX_CONFIG_BYTES)
-      throw new ConfigError(`${file} is too large to be a config.json`);
-    text = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    if (e instanceof ConfigError) throw e;
+/** Reads and parses a config.json (or the config.json of a folder); a ConfigError says what is wrong with it. */
+export function readConfigFile(file: string, fs: FileSystem): HfConfig {
+  if (fs.isDirectory(file)) file = path.join(file, 'config.json');
+  const text = fs.readFile(file);
+  if (text === undefined)
     throw new ConfigError(
-      `cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : String(e)}`,
+      `cannot read ${file}: ${fs.version(file) === undefined ? 'no such file' : 'not a text file of a readable size'}`,
     );
-  }
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -69,9 +60,9 @@ export function readConfigFile(file: string): HfConfig {
 }
 
 /** Loads a model from a config.json path. */
-export function loadConfigPath(file: string): LoadedModel {
-  return memo(`${file}\u0000${mtime(file)}`, () => ({
-    ...modelFromHfConfig(readConfigFile(file)),
+export function loadConfigPath(file: string, fs: FileSystem): LoadedModel {
+  return memo(`${file}\u0000${fs.version(file) ?? ''}`, () => ({
+    ...modelFromHfConfig(readConfigFile(file, fs)),
     name: path.basename(path.dirname(path.resolve(file))) || file,
     origin: `config.json at ${file}`,
   }))!;
@@ -81,12 +72,12 @@ export function loadConfigPath(file: string): LoadedModel {
  * Loads `ORG/NAME`: the local Hugging Face cache first (what `from_pretrained` would read), then the built-in
  * catalog. Undefined when neither knows it.
  */
-export function loadHubModel(id: string, cache = hfHubCache()): LoadedModel | undefined {
-  const cached = cachedConfigPath(id, cache);
-  return memo(`${id}\u0000${cached ?? 'catalog'}\u0000${cached ? mtime(cached) : 0}`, () => {
+export function loadHubModel(id: string, cache: string, fs: FileSystem): LoadedModel | undefined {
+  const cached = cachedConfigPath(id, cache, fs);
+  return memo(`${id}\u0000${cached ?? 'catalog'}\u0000${cached ? (fs.version(cached) ?? '') : ''}`, () => {
     if (cached)
       return {
-        ...modelFromHfConfig(readConfigFile(cached)),
+        ...modelFromHfConfig(readConfigFile(cached, fs)),
         name: id,
         id,
         origin: `Hugging Face cache (${cached})`,
@@ -113,12 +104,4 @@ function memo(key: string, load: () => LoadedModel | undefined): LoadedModel | u
   MEMO.set(key, v);
   if (MEMO.size > MEMO_SIZE) MEMO.delete(MEMO.keys().next().value!);
   return v;
-}
-
-function mtime(file: string): number {
-  try {
-    return fs.statSync(file).mtimeMs;
-  } catch {
-    return 0;
-  }
 }

@@ -1,5 +1,4 @@
-import * as fs from 'node:fs';
-import * as path from 'node:path';
+/** The Python grammar (web-tree-sitter with tree-sitter-python's WebAssembly) and its compiled queries. */
 import {
   Edit,
   Language,
@@ -52,45 +51,15 @@ export class PythonGrammar {
     return compiledQuery(this.language, name);
   }
 
-  static async load(wasmDir: string): Promise<PythonGrammar> {
-    const runtime = path.join(wasmDir, RUNTIME_WASM);
-    const grammar = path.join(wasmDir, PYTHON_WASM);
-    for (const f of [runtime, grammar]) {
-      if (!fs.existsSync(f))
-        throw new Error(`missing ${path.basename(f)} in ${wasmDir}: run "npm run build"`);
-    }
-    await Parser.init({ locateFile: () => runtime });
-    const language = await Language.load(fs.readFileSync(grammar));
+  /**
+   * Loads the grammar: `runtimeWasm` is the path of web-tree-sitter's runtime (the library reads it), `grammar`
+   * the Python grammar's WebAssembly bytes. The edge finds and reads them (src/host/grammar.ts).
+   */
+  static async load(runtimeWasm: string, grammar: Uint8Array): Promise<PythonGrammar> {
+    await Parser.init({ locateFile: () => runtimeWasm });
+    const language = await Language.load(grammar);
     const parser = new Parser();
     parser.setLanguage(language);
     return new PythonGrammar(language, parser);
   }
-}
-
-let shared: Promise<PythonGrammar> | undefined;
-let sharedDir: string | undefined;
-
-/**
- * The process-wide grammar. The WASM files are looked up beside the running bundle (`dist/`), or in `wasmDir`
- * when given on the first call.
- */
-export function loadPython(wasmDir?: string): Promise<PythonGrammar> {
-  if (!shared) {
-    sharedDir = wasmDir ?? defaultWasmDir();
-    shared = PythonGrammar.load(sharedDir);
-    shared.catch(() => {
-      shared = undefined;
-    });
-  }
-  return shared;
-}
-
-/** Where the WASM files were loaded from (for messages). */
-export function loadedWasmDir(): string | undefined {
-  return sharedDir;
-}
-
-function defaultWasmDir(): string {
-  const candidates = [__dirname, path.join(__dirname, '..'), path.join(__dirname, '..', '..', 'dist')];
-  return candidates.find((d) => fs.existsSync(path.join(d, PYTHON_WASM))) ?? __dirname;
 }

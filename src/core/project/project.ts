@@ -1,22 +1,11 @@
-import * as fs from 'node:fs';
-import * as os from 'node:os';
+import type { FileSystem, Host } from '../vocabulary/host';
 import * as path from 'node:path';
-import { decodeSource } from '../analysis/input';
 import { readImports, type ImportTable } from '../python/imports';
 import type { Node, PythonGrammar } from '../parsing/python';
 import { SourceFile } from '../parsing/source';
 
-/** File access the project analysis needs; the CLI and tests use the disk, the editor may use open documents first. */
-export interface ProjectFS {
-  /** UTF-8 text, or undefined when missing, unreadable, binary or too large. */
-  readFile(file: string): string | undefined;
-  /** A key that changes when the file changes (mtime and size), or undefined when missing. */
-  version(file: string): string | undefined;
-  isDirectory(dir: string): boolean;
-  listDir(dir: string): string[];
-}
-
-const MAX_FILE_BYTES = 2 * 1024 * 1024;
+/** File access the project analysis needs (the editor serves open documents first). */
+export type ProjectFS = FileSystem;
 
 /**
  * The files analyses read besides Python sources, as a watcher glob and as a test of one path: framework
@@ -36,41 +25,6 @@ export function isProjectInput(file: string): boolean {
   const dirs = file.split(/[\\/]/).slice(0, -1);
   return !dirs.some((d) => SKIP_DIRS.has(d) || RUN_OUTPUT.test(d));
 }
-
-export const diskFS: ProjectFS = {
-  readFile(file) {
-    try {
-      const st = fs.statSync(file);
-      if (!st.isFile() || st.size > MAX_FILE_BYTES) return undefined;
-      const d = decodeSource(fs.readFileSync(file), MAX_FILE_BYTES);
-      return d.ok ? d.text : undefined;
-    } catch {
-      return undefined;
-    }
-  },
-  version(file) {
-    try {
-      const st = fs.statSync(file);
-      return st.isFile() ? `${st.mtimeMs}:${st.size}` : undefined;
-    } catch {
-      return undefined;
-    }
-  },
-  isDirectory(dir) {
-    try {
-      return fs.statSync(dir).isDirectory();
-    } catch {
-      return false;
-    }
-  },
-  listDir(dir) {
-    try {
-      return fs.readdirSync(dir);
-    } catch {
-      return [];
-    }
-  },
-};
 
 /** A parsed Python file of the project, with what the model analysis looks up in it. */
 export interface PyFile {
@@ -109,7 +63,7 @@ export class Project {
   constructor(
     readonly roots: string[],
     readonly grammar: PythonGrammar,
-    readonly fs: ProjectFS = diskFS,
+    readonly fs: ProjectFS,
     opts: { maxFiles?: number } = {},
   ) {
     this.maxFiles = opts.maxFiles ?? 5000;
@@ -269,7 +223,9 @@ export class Project {
  * whose train.py calls it), else the file's own folder. The filesystem root and the home folder are never taken
  * as a project from the working folder alone.
  */
-export function findProjectRoot(file: string, fsys: ProjectFS = diskFS, cwd: string = process.cwd()): string {
+export function findProjectRoot(file: string, host: Pick<Host, 'fs' | 'cwd' | 'home'>): string {
+  const fsys = host.fs;
+  const cwd = host.cwd;
   const abs = path.resolve(file);
   let dir = path.dirname(abs);
   for (let i = 0; i < 32; i++) {
@@ -285,6 +241,6 @@ export function findProjectRoot(file: string, fsys: ProjectFS = diskFS, cwd: str
   }
   const work = path.resolve(cwd);
   const inside = !path.relative(work, abs).startsWith('..') && !path.isAbsolute(path.relative(work, abs));
-  if (inside && work !== path.parse(work).root && work !== path.resolve(os.homedir())) return work;
+  if (inside && work !== path.parse(work).root && work !== path.resolve(host.home)) return work;
   return path.dirname(abs);
 }

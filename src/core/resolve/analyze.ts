@@ -28,6 +28,7 @@ import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
 import { resolveSetup, type Layer } from '../inputs/layers';
 import type { ModelChoice } from '../inputs/model';
 import { planLabel } from '../vocabulary/fsdp';
+import { NO_HOST, type Host } from '../vocabulary/host';
 import { fsdpMesh, MeshError, type Mesh } from '../estimator/mesh';
 
 export interface AnalyzeOptions {
@@ -43,7 +44,12 @@ export interface AnalyzeOptions {
   modelChoice?: string;
   /** The model as exact mode measured it (takes the place of the static reading). */
   exactModel?: ExactModel;
-  /** The Hugging Face cache to read configs from (defaults to the environment's). */
+  /**
+   * The machine: the file system model configs are read through and the environment that locates the Hugging
+   * Face cache. Without one nothing outside the project (and its file system) is read.
+   */
+  host?: Host;
+  /** The Hugging Face cache to read configs from (defaults to the host's). */
   hubCache?: string;
   /** A framework's FSDP configuration (a config file) to plan from instead of the file's wrap calls. */
   framework?: FrameworkPlan;
@@ -91,7 +97,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   // configuration beside it (what `accelerate launch --config_file` applies).
   const nearby =
     !opts.framework && !fromScript && !facts.calls.length && project && trainsThroughFramework(facts)
-      ? nearbyFrameworkConfig(project, facts.path)
+      ? nearbyFrameworkConfig(project, facts.path, opts.host?.env)
       : undefined;
   const fw = opts.framework ?? fromScript ?? nearby;
   const extraLayers = [...(opts.extraLayers ?? [])];
@@ -246,7 +252,8 @@ function resolveModel(
   annotated: ModelChoice | undefined,
   projectModel?: ModelChoice,
 ): { loaded: LoadedModel; source: Source; notes: string[] } | { reason: string; hint?: string } {
-  const cache = opts.hubCache ?? hfHubCache();
+  const host = opts.host ?? NO_HOST;
+  const cache = opts.hubCache ?? hfHubCache(host);
   const candidates: ModelChoice[] = [];
   if (opts.flags?.model) candidates.push(opts.flags.model);
   if (annotated) candidates.push(annotated);
@@ -300,11 +307,13 @@ function resolveModel(
     try {
       if (c.loaded) return { loaded: c.loaded, source: c.source, notes: [] };
       if (c.config) {
-        const base = c.source.kind === 'annotation' ? path.dirname(facts.path) : process.cwd();
-        return { loaded: loadConfigPath(path.resolve(base, c.config)), source: c.source, notes: [] };
+        // Relative to the file for an annotation, else to the workspace (an editor setting) or the working folder.
+        const base =
+          c.source.kind === 'annotation' ? path.dirname(facts.path) : (opts.project?.roots[0] ?? host.cwd);
+        return { loaded: loadConfigPath(path.resolve(base, c.config), host.fs), source: c.source, notes: [] };
       }
       if (c.id) {
-        const loaded = loadHubModel(c.id, cache);
+        const loaded = loadHubModel(c.id, cache, host.fs);
         if (loaded) return { loaded, source: c.source, notes: [] };
         const close = closeCatalogIds(c.id);
         return {

@@ -1,3 +1,4 @@
+import type { Host } from '../vocabulary/host';
 import * as path from 'node:path';
 import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/facts';
 import { annotationValues, noqaCodes } from '../analysis/comments';
@@ -115,7 +116,7 @@ export function readConfigInProject(file: string, text: string, project?: Projec
 export function nearbyFrameworkConfig(
   project: Project,
   script: string,
-  env: NodeJS.ProcessEnv = process.env,
+  env: Host['env'] = {},
 ): FrameworkPlan | undefined {
   return project.memo(`nearby-config:${script}`, () => {
     const dirs = [...new Set([path.dirname(script), ...project.roots])];

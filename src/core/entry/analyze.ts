@@ -1,14 +1,21 @@
-import type { FileFacts } from './analysis/facts';
-import { lintFacts } from './lint/lint';
-import type { Finding, LintOptions } from './lint/types';
-import { formatOf } from './frameworks/configDoc';
-import type { ConfigReading } from './frameworks/read';
-import { estimateFile, type AnalyzeOptions, type EstimateResult } from './resolve/analyze';
-import type { ModelChoice } from './inputs/model';
-import { companionScript, configFacts, fromCompanion, readConfigInProject } from './resolve/configFile';
+/**
+ * The one entry of the core: a document (a Python script or a framework configuration) analysed for the editor
+ * and the command line alike: its facts, its estimate (or why there is none) and its findings. File system and
+ * environment come in through `AnalyzeOptions` (the host, the project); nothing here reads the disk itself.
+ */
+import { emptyFacts, type FileFacts } from '../analysis/facts';
+import { scanText } from '../analysis/input';
+import type { PythonGrammar } from '../parsing/python';
+import { lintFacts } from '../lint/lint';
+import type { Finding, LintOptions } from '../lint/types';
+import { formatOf } from '../frameworks/configDoc';
+import type { ConfigReading } from '../frameworks/read';
+import { estimateFile, type AnalyzeOptions, type EstimateResult } from '../resolve/analyze';
+import type { ModelChoice } from '../inputs/model';
+import { companionScript, configFacts, fromCompanion, readConfigInProject } from '../resolve/configFile';
 import * as path from 'node:path';
-import { launchCommands } from './frameworks/shell';
-import { pinnedVersions } from './project/versions';
+import { launchCommands } from '../frameworks/shell';
+import { pinnedVersions } from '../project/versions';
 
 /** Everything the surfaces show for one file: its facts, its estimate (or why none), its findings. */
 export interface FileAnalysis {
@@ -30,7 +37,8 @@ export function analyzeFacts(
     facts.calls.length ||
     facts.models.length ||
     facts.frameworkCalls.some((c) => c.kind !== 'Accelerator') ||
-    opts.estimate.framework
+    opts.estimate.framework ||
+    opts.estimate.flags?.model
   ) {
     try {
       estimate = estimateFile(facts, opts.estimate);
@@ -123,4 +131,28 @@ export function analyzeConfigText(
       ? a.findings.map((f) => ({ ...f, fixes: f.fixes.filter((x) => !/noqa/i.test(x.title)) }))
       : a.findings;
   return { ...a, findings, reading, ...(companion ? { companion: companion.path } : {}) };
+}
+
+/** Files read as framework configurations or launch scripts rather than Python. */
+const CONFIG_FILE = /\.(ya?ml|jsonc?|toml|sh|bash|slurm|sbatch)$/i;
+
+/** Whether a file is read as a framework configuration (or a launch script) rather than as Python. */
+export function isConfigPath(file: string): boolean {
+  return CONFIG_FILE.test(file);
+}
+
+export type DocumentAnalysis = FileAnalysis & Partial<Pick<ConfigFileAnalysis, 'reading' | 'companion'>>;
+
+/**
+ * Analyses one document: a configuration by what it configures, a Python file by its facts (scanned here, or
+ * given by a caller that keeps its own incremental tree). Without a file, the model of the flags alone.
+ */
+export function analyzeDocument(
+  grammar: PythonGrammar,
+  doc: { file?: string; text: string; facts?: FileFacts },
+  opts: { lint: LintOptions | null; estimate: AnalyzeOptions },
+): DocumentAnalysis {
+  if (doc.file && isConfigPath(doc.file)) return analyzeConfigText(doc.file, doc.text, opts);
+  const facts = doc.facts ?? (doc.file ? scanText(grammar, doc.file, doc.text) : emptyFacts('(no file)'));
+  return analyzeFacts(facts, doc.text, opts);
 }
