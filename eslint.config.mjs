@@ -2,6 +2,110 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The stages of src/core, lowest first (docs/architecture.md explains each). A stage imports only the stages
+ * below it; the rules generated from this list fail `npm run lint` on an import that goes up or sideways.
+ */
+export const CORE_STAGES = [
+  'vocabulary',
+  'hardware',
+  'parsing',
+  'model',
+  'inputs',
+  'python',
+  'analysis',
+  'project',
+  'estimator',
+  'whatif',
+  'frameworks',
+  'modules',
+  'exact',
+  'plan',
+  'lint',
+  'resolve',
+  'report',
+  'entry',
+];
+
+/** What each program outside the core may import, besides the core (the webview only what is pure data and words). */
+const EDGES = {
+  host: { forbid: ['cli', 'extension', 'webview'] },
+  cli: { forbid: ['extension', 'webview'] },
+  extension: { forbid: ['cli', 'webview'] },
+};
+
+/** A relative import of folder `name` from anywhere below src (`../x`, `../../core/x`). */
+const relative = (names) => `^(\\.\\./)+(${names.join('|')})(/|$)`;
+
+const layerRules = [
+  ...CORE_STAGES.map((stage, i) => {
+    const above = CORE_STAGES.slice(i + 1);
+    return {
+      files: [`src/core/${stage}/**/*.ts`],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            paths: [{ name: 'vscode', message: 'src/core is editor-independent.' }],
+            patterns: [
+              ...(above.length
+                ? [
+                    {
+                      regex: relative(above),
+                      message: `src/core/${stage} is below ${above.join(', ')}: it may not import them (docs/architecture.md).`,
+                    },
+                  ]
+                : []),
+              {
+                regex: '^(\\.\\./)+(host|cli|extension|webview)(/|$)',
+                message:
+                  'src/core reads files, the environment and processes only through the Host it is given.',
+              },
+              {
+                regex: '^node:(fs|os|child_process|worker_threads|net|http|https)$',
+                message:
+                  'src/core reads files, the environment and processes only through the Host it is given.',
+              },
+            ],
+          },
+        ],
+      },
+    };
+  }),
+  ...Object.entries(EDGES).map(([folder, { forbid }]) => ({
+    files: [`src/${folder}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: relative(forbid), message: `src/${folder} may not import ${forbid.join(', ')}.` },
+          ],
+        },
+      ],
+    },
+  })),
+  {
+    // The webview is a program of its own: it receives plain data and imports only pure words and types.
+    files: ['src/webview/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./core/(?!vocabulary/bytes$|vocabulary/words$|report/panelProtocol$)',
+              message:
+                'The webview imports from the core only vocabulary/bytes, vocabulary/words and report/panelProtocol (pure, browser-safe).',
+            },
+            { regex: '^\\.\\./(host|cli|extension)(/|$)', message: 'The webview runs in the browser.' },
+          ],
+        },
+      ],
+    },
+  },
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -25,16 +129,7 @@ export default tseslint.config(
       'no-restricted-imports': 'off',
     },
   },
-  {
-    // The core runs in the CLI, in tests and in the extension host alike: it never imports the editor API.
-    files: ['src/core/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        { paths: [{ name: 'vscode', message: 'src/core is editor-independent.' }] },
-      ],
-    },
-  },
+  ...layerRules,
   {
     files: ['scripts/**/*.mjs', '*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },

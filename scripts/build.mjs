@@ -60,13 +60,13 @@ const builds = [
     banner: { js: '#!/usr/bin/env node' },
   },
 ];
-if (fs.existsSync(path.join(root, 'media/panel.ts'))) {
+if (fs.existsSync(path.join(root, 'src/webview/panel.ts'))) {
   builds.push({
     ...common,
     platform: 'browser',
     format: 'iife',
     target: 'es2022',
-    entryPoints: ['media/panel.ts'],
+    entryPoints: ['src/webview/panel.ts'],
     outfile: 'dist/panel.js',
   });
 }

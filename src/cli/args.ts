@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError } from './cli';
+import { UsageError } from './io';
 
 /** `util.parseArgs` with usage errors the CLI reports as such. */
 export function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(

@@ -1,18 +1,13 @@
 import { VERSION } from '../core/vocabulary/meta';
+import { EXIT, UsageError, type Streams } from './io';
+
+export { EXIT, UsageError, type Streams };
 import { estimateFlagsHelp } from './help';
 import { estimateCommand } from './commands/estimate';
 import { lintCommand } from './commands/lint';
 import { gpusCommand, modelsCommand } from './commands/models';
 import { rulesCommand } from './commands/rules';
 import { scanCommand } from './commands/scan';
-
-export interface Streams {
-  out: { write(s: string): unknown };
-  err: { write(s: string): unknown };
-}
-
-/** Exit codes: 0 clean, 1 findings (lint), 2 bad input or usage. */
-export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
 
 export const USAGE = `Usage: fsdp-lens <command> [options]
 
@@ -45,8 +40,6 @@ ${estimateFlagsHelp()}
 
 Exit status: 0 clean, 1 a lint warning or error, 2 bad input or usage.
 `;
-
-export class UsageError extends Error {}
 
 /** Runs the command line; resolves to the exit code. */
 export async function runCli(argv: string[], io: Streams): Promise<number> {

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
 import { frameworkLensTitle, lensTitle } from '../core/report/summary';
-import { planLabel } from '../core/report/words';
+import { planLabel } from '../core/vocabulary/fsdp';
 import type { DocumentAnalyses } from './analyses';
 import { COMMANDS } from './commands';
 import { toRange } from './convert';

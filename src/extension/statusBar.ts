@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { fmtBytes } from '../core/vocabulary/bytes';
-import { peakWhere, spaced } from '../core/report/words';
+import { peakWhere, spaced } from '../core/vocabulary/words';
 import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
 import { COMMANDS } from './commands';
 import { readSettings } from './settings';

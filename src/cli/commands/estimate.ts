@@ -14,7 +14,7 @@ import { nodeHost } from '../../host/disk';
 import { runExactHelper } from '../../host/exact';
 import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
-import { EXIT, UsageError, type Streams } from '../cli';
+import { EXIT, UsageError, type Streams } from '../io';
 import { readConfigFile, readPythonFile } from '../files';
 import { analyzeDocument, isConfigPath } from '../../core/entry/analyze';
 

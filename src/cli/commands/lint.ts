@@ -8,7 +8,7 @@ import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '..
 import { RULES_DOC_URL, VERSION } from '../../core/vocabulary/meta';
 import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';
-import { EXIT, UsageError, type Streams } from '../cli';
+import { EXIT, UsageError, type Streams } from '../io';
 import { collectPythonFiles, readConfigFile, readPythonFile } from '../files';
 
 const LEVELS: SeveritySetting[] = ['error', 'warning', 'info', 'hint', 'off'];

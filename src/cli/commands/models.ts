@@ -4,7 +4,7 @@ import { CATALOG } from '../../core/model/catalog';
 import { modelFromHfConfig } from '../../core/model/hf';
 import { countParams } from '../../core/model/tree';
 import { parseOptions } from '../args';
-import { UsageError, EXIT, type Streams } from '../cli';
+import { UsageError, EXIT, type Streams } from '../io';
 
 /** One built-in model: its Hugging Face id, architecture and parameter count as the estimator builds it. */
 export interface CatalogRow {

@@ -1,7 +1,7 @@
 import { renderRulesDoc } from '../../core/lint/docs';
 import { RULES } from '../../core/lint/registry';
 import { parseOptions } from '../args';
-import { EXIT, type Streams } from '../cli';
+import { EXIT, type Streams } from '../io';
 
 export function rulesCommand(argv: string[], io: Streams): number {
   const { values } = parseOptions(argv, { markdown: { type: 'boolean' } }, 'rules');

@@ -1,7 +1,7 @@
 import { scanText } from '../../core/analysis/input';
 import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';
-import { EXIT, UsageError, type Streams } from '../cli';
+import { EXIT, UsageError, type Streams } from '../io';
 import { readPythonFile } from '../files';
 import { formatScanText } from '../format';
 

@@ -2,11 +2,10 @@
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import type { Value } from '../python/values';
-import { type ApiKind, POSITIONAL_PARAMS } from './apis';
+import { type ApiKind, POSITIONAL_PARAMS, classifyApi } from './apis';
 import { type Evaluator } from './evaluator';
 import type { OptionFact } from './facts';
-import { describe, interpretOption } from './options';
-import { meshOption } from './setupCalls';
+import { describe, interpretOption, type MeshValue } from './options';
 
 export interface Args {
   positional: Node[];
@@ -83,10 +82,6 @@ export function readOptions(
   return { options, unresolvedSplats };
 }
 
-export function statementInfo(file: SourceFile, stmt: Node) {
-  return { start: stmt.startIndex, end: stmt.endIndex, range: rangeOf(stmt), indent: file.indentOf(stmt) };
-}
-
 /** The call whose callee ends with `id` (`fully_shard(...)`, `tdf.fully_shard(...)`), if any. */
 export function callOf(id: Node): Node | null {
   let callee: Node = id;
@@ -95,4 +90,42 @@ export function callOf(id: Node): Node | null {
   const call = callee.parent;
   if (call?.type === 'call' && call.childForFieldName('function')?.id === callee.id) return call;
   return null;
+}
+
+export function meshOption(ev: Evaluator, node: Node): MeshValue | null {
+  let base = node;
+  let dims: string[] | null = null;
+  if (node.type === 'subscript') {
+    const v = node.childForFieldName('value');
+    const k = node.childForFieldName('subscript');
+    if (!v || !k) return null;
+    const key = ev.eval(k);
+    if (key.k === 'str') dims = [key.v];
+    else if (key.k === 'seq' && key.items.every((i) => i.k === 'str'))
+      dims = key.items.map((i) => (i as { v: string }).v);
+    else return null;
+    base = v;
+  }
+  const v = ev.eval(base);
+  if (v.k !== 'call' || classifyApi(v.callee)?.kind !== 'init_device_mesh') return null;
+  const shapeVal = v.kwargs.mesh_shape ?? v.args[1];
+  const namesVal = v.kwargs.mesh_dim_names ?? v.args[2];
+  let shape: (number | null)[] | null = null;
+  if (shapeVal?.k === 'seq') shape = shapeVal.items.map((x) => (x.k === 'num' && x.int ? x.v : null));
+  else if (shapeVal?.k === 'num') shape = [shapeVal.v];
+  const names =
+    namesVal?.k === 'seq' && namesVal.items.every((x) => x.k === 'str')
+      ? namesVal.items.map((x) => (x as { v: string }).v)
+      : null;
+  if (dims) {
+    if (!names) return { shape: dims.map(() => null), dimNames: dims, line: v.node.startPosition.row + 1 };
+    const idx = dims.map((d) => names.indexOf(d));
+    return {
+      shape: idx.map((i) => (i >= 0 && shape ? (shape[i] ?? null) : null)),
+      dimNames: dims,
+      full: { shape, dimNames: names },
+      line: v.node.startPosition.row + 1,
+    };
+  }
+  return { shape, dimNames: names, line: v.node.startPosition.row + 1 };
 }

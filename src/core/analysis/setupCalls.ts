@@ -2,61 +2,12 @@
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import { enclosingFunction, enclosingStatement, findBinding, qualifiedName } from '../python/scope';
-import { OPTIMIZERS, classifyApi } from './apis';
-import { readArgs, readOptions, statementInfo } from './arguments';
+import { OPTIMIZERS } from './apis';
+import { readArgs, readOptions } from './arguments';
+import { statementInfo, loopsOf } from './context';
 import { type Evaluator } from './evaluator';
-import type { CheckpointFact, MeshFact, MixedPrecisionFact, OptimizerFact, WrapCall } from './facts';
-import { lastSegment, type MeshValue } from './options';
-import { loopsOf } from './wrapCalls';
-
-export function meshOption(ev: Evaluator, node: Node): MeshValue | null {
-  let base = node;
-  let dims: string[] | null = null;
-  if (node.type === 'subscript') {
-    const v = node.childForFieldName('value');
-    const k = node.childForFieldName('subscript');
-    if (!v || !k) return null;
-    const key = ev.eval(k);
-    if (key.k === 'str') dims = [key.v];
-    else if (key.k === 'seq' && key.items.every((i) => i.k === 'str'))
-      dims = key.items.map((i) => (i as { v: string }).v);
-    else return null;
-    base = v;
-  }
-  const v = ev.eval(base);
-  if (v.k !== 'call' || classifyApi(v.callee)?.kind !== 'init_device_mesh') return null;
-  const shapeVal = v.kwargs.mesh_shape ?? v.args[1];
-  const namesVal = v.kwargs.mesh_dim_names ?? v.args[2];
-  let shape: (number | null)[] | null = null;
-  if (shapeVal?.k === 'seq') shape = shapeVal.items.map((x) => (x.k === 'num' && x.int ? x.v : null));
-  else if (shapeVal?.k === 'num') shape = [shapeVal.v];
-  const names =
-    namesVal?.k === 'seq' && namesVal.items.every((x) => x.k === 'str')
-      ? namesVal.items.map((x) => (x as { v: string }).v)
-      : null;
-  if (dims) {
-    if (!names) return { shape: dims.map(() => null), dimNames: dims, line: v.node.startPosition.row + 1 };
-    const idx = dims.map((d) => names.indexOf(d));
-    return {
-      shape: idx.map((i) => (i >= 0 && shape ? (shape[i] ?? null) : null)),
-      dimNames: dims,
-      full: { shape, dimNames: names },
-      line: v.node.startPosition.row + 1,
-    };
-  }
-  return { shape, dimNames: names, line: v.node.startPosition.row + 1 };
-}
-
-export function offsetOf(file: SourceFile, pos: { line: number; character: number }): number {
-  let off = 0;
-  for (let l = 0; l < pos.line; l++) off = file.text.indexOf('\n', off) + 1;
-  return off + pos.character;
-}
-
-export function functionStart(file: SourceFile, c: WrapCall): number {
-  const node = file.root.descendantForIndex(c.statement.start, c.statement.start + 1);
-  return (node && enclosingFunction(node)?.startIndex) ?? 0;
-}
+import type { CheckpointFact, MeshFact, MixedPrecisionFact, OptimizerFact } from './facts';
+import { lastSegment } from './options';
 
 export function meshFact(
   file: SourceFile,

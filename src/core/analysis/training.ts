@@ -7,7 +7,7 @@ import { readArgs, readOptions } from './arguments';
 import { type Evaluator } from './evaluator';
 import type { TrainingFact } from './facts';
 import { lastSegment } from './options';
-import { loopsOf } from './wrapCalls';
+import { loopsOf } from './context';
 
 export function trainingFact(
   file: SourceFile,

@@ -12,12 +12,12 @@ import {
 } from '../python/scope';
 import type { Position } from '../vocabulary/range';
 import { classifyApi } from './apis';
-import { callOf, readArgs, readOptions, statementInfo } from './arguments';
+import { callOf, readArgs, readOptions } from './arguments';
+import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, statementInfo } from './context';
 import { type Evaluator } from './evaluator';
 import type { FunctionFact, LoopFact, OptionFact, WrapCall } from './facts';
 import { lastSegment } from './options';
 import { isUnder, iterablePath, pathOf } from './paths';
-import { functionStart, offsetOf } from './setupCalls';
 
 export function wrapCall(
   file: SourceFile,
@@ -237,50 +237,6 @@ export function withCalls(file: SourceFile, stmt: Node): Node[] {
     if (call) out.push(call);
   }
   return out;
-}
-
-export function loopFact(file: SourceFile, loop: Node, left: Node, right: Node): LoopFact {
-  return {
-    target: left.text,
-    iterable: right.text,
-    line: file.line(loop),
-    range: rangeOf(loop),
-    targetRange: rangeOf(left),
-  };
-}
-
-export function loopsOf(file: SourceFile, node: Node, scope: Node | null): LoopFact[] {
-  const loops: LoopFact[] = [];
-  let child = node;
-  for (let p = node.parent; p && p.id !== scope?.id; p = p.parent) {
-    if (p.type === 'for_statement') {
-      const body = p.childForFieldName('body');
-      const left = p.childForFieldName('left');
-      const right = p.childForFieldName('right');
-      if (body && child.id === body.id && left && right) loops.unshift(loopFact(file, p, left, right));
-    } else if (
-      p.type === 'list_comprehension' ||
-      p.type === 'generator_expression' ||
-      p.type === 'set_comprehension'
-    ) {
-      const bodyNode = p.childForFieldName('body');
-      if (bodyNode && child.id === bodyNode.id) {
-        for (const clause of p.namedChildren.filter((c) => c.type === 'for_in_clause')) {
-          const left = clause.childForFieldName('left');
-          const right = clause.childForFieldName('right');
-          if (left && right) loops.unshift(loopFact(file, clause, left, right));
-        }
-      }
-    } else if (p.type === 'function_definition' || p.type === 'class_definition') break;
-    child = p;
-  }
-  return loops;
-}
-
-export function outermostLoopStatement(node: Node, scope: Node | null): Node | null {
-  let found: Node | null = null;
-  for (let p = node.parent; p && p.id !== scope?.id; p = p.parent) if (p.type === 'for_statement') found = p;
-  return found;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { TrainingSetup } from '../inputs/table';
 import type { ArchShape } from '../model/hf';
 import type { ModuleNode } from '../model/tree';
 import type { Mesh } from './mesh';
-import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
+import type { Phase, ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
 import type { Assumption, Source } from '../vocabulary/source';
 
@@ -257,7 +257,7 @@ export interface LiveSet {
   optimizer: number;
 }
 
-export type Phase = 'forward' | 'loss' | 'backward' | 'optimizer';
+export type { Phase };
 
 /** What the optimizer step's event (and a peak there) names in place of a unit. */
 export const OPTIMIZER_STEP = 'optimizer step';

@@ -6,7 +6,8 @@ import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import type { FrameworkPlan } from '../frameworks/types';
 import { unitsOfCall } from './summary';
-import { peakWhere, planLabel, spaced } from './words';
+import { peakWhere, spaced } from '../vocabulary/words';
+import { planLabel } from '../vocabulary/fsdp';
 import { sourceText } from './text';
 
 /** Command links the hover offers (URIs the editor supplies; absent ones are left out). */

@@ -5,7 +5,8 @@ import type { FrameworkPlan } from '../frameworks/types';
 import { type Estimate, type UnitEstimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtParams, type ByteUnit } from '../vocabulary/bytes';
-import { peakWhere, planLabel, shortGpu, spaced } from './words';
+import { peakWhere, shortGpu, spaced } from '../vocabulary/words';
+import { planLabel } from '../vocabulary/fsdp';
 
 /** The units a wrap call created. */
 export function unitsOfCall(e: Estimate, call: WrapCall): UnitEstimate[] {

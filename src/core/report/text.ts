@@ -1,11 +1,12 @@
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { wholeNodesText, type MinGpus } from '../whatif/model';
+import { wholeNodesText, peakWhereInFull, shortGpu } from '../vocabulary/words';
+import { type MinGpus } from '../whatif/model';
 import { type Estimate, type UnitEstimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import type { Source } from '../vocabulary/source';
 import { requiredBytes } from '../estimator/fit';
 import type { Advice } from '../whatif/advice';
-import { peakWhereInFull, planLabel, shortGpu } from './words';
+import { planLabel } from '../vocabulary/fsdp';
 
 /** Where an input came from, in a few words. */
 export function sourceText(s: Source): string {

@@ -28,3 +28,6 @@ export type ReshardAfterForward = boolean | number | null;
 export function planLabel(api: FsdpApi, strategy: ShardingStrategyName): string {
   return api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${strategy}`;
 }
+
+/** The phases of one training step, in order. */
+export type Phase = 'forward' | 'loss' | 'backward' | 'optimizer';

@@ -1,7 +1,8 @@
 import { type Estimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { wholeNodesText, WhatIfModel, type WhatIf } from './model';
+import { wholeNodesText } from '../vocabulary/words';
+import { WhatIfModel, type WhatIf } from './model';
 import { requiredBytes } from '../estimator/fit';
 import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
 import { applyFineTune } from '../model/finetune';

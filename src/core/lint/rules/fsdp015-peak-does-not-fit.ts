@@ -1,5 +1,5 @@
 import { fmtBytes } from '../../vocabulary/bytes';
-import { wholeNodesText } from '../../whatif/model';
+import { wholeNodesText } from '../../vocabulary/words';
 import { requiredBytes } from '../../estimator/fit';
 import type { Draft, Rule } from '../types';
 

@@ -5,12 +5,11 @@ import '@vscode-elements/elements/dist/vscode-option/index.js';
 import '@vscode-elements/elements/dist/vscode-single-select/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { Chart } from 'chart.js';
-import { fmtBytes, fmtCount, fmtParams, fmtSeconds } from '../src/core/vocabulary/bytes';
-import { wholeNodesText } from '../src/core/whatif/model';
-import type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from '../src/core/report/panelProtocol';
+import { fmtBytes, fmtCount, fmtParams, fmtSeconds } from '../core/vocabulary/bytes';
+import { wholeNodesText, peakWhere, shortGpu } from '../core/vocabulary/words';
+import type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from '../core/report/panelProtocol';
 import { granularityChart, memoryChart } from './charts';
 import { custom, el, section, table, type Cell } from './dom';
-import { peakWhere, shortGpu } from '../src/core/report/words';
 
 interface VsCodeApi {
   postMessage(msg: PanelRequest): void;

@@ -15,8 +15,8 @@ import {
   Tooltip,
   type ChartDataset,
 } from 'chart.js';
-import { fmtBytes, type ByteUnit } from '../src/core/vocabulary/bytes';
-import type { PanelData } from '../src/core/report/panelProtocol';
+import { fmtBytes, type ByteUnit } from '../core/vocabulary/bytes';
+import type { PanelData } from '../core/report/panelProtocol';
 
 Chart.register(
   BarController,

@@ -1,10 +1,9 @@
 /**
- * How the presenters say the same things (the CLI, the lens, the hover, the status bar and the webview import
- * these): where a peak happens, a GPU's short name, a plan's label. Pure, with no import but types, so the
- * webview uses it as it is.
+ * How every surface says the same things (the CLI, the lens, the hover, the status bar, the advice and the
+ * webview import these): where a peak happens, a GPU's short name, a count on whole nodes. Pure, with no import
+ * but types, so the webview uses it as it is.
  */
-import type { Phase } from '../estimator/types';
-export { planLabel } from '../vocabulary/fsdp';
+import type { Phase } from './fsdp';
 
 /** Where the step's peak happens, short: `at the loss`, `in backward of block 3`, `in the optimizer step`. */
 export function peakWhere(at: { unit: string; phase: Phase } | null): string {
@@ -31,4 +30,13 @@ export function shortGpu(name: string): string {
 /** ` text` when there is text: for words that follow another. */
 export function spaced(text: string): string {
   return text ? ` ${text}` : '';
+}
+
+/** `; 16 GPUs on 2 whole nodes of 8` when the smallest count leaves a node part-filled. */
+export function wholeNodesText(
+  min: { wholeNodes?: { worldSize: number; nodes: number; gpusPerNode: number } },
+  lead: string,
+): string {
+  const n = min.wholeNodes;
+  return n ? `${lead}${n.worldSize} GPUs on ${n.nodes} whole nodes of ${n.gpusPerNode}` : '';
 }
