@@ -1,3 +1,4 @@
+/** Command-line options parsed with node's parseArgs, its errors reported as usage errors. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from './io';
 

@@ -1,3 +1,4 @@
+/** The command-line tool: its usage text and the dispatch to each command. */
 import { VERSION } from '../core/vocabulary/meta';
 import { EXIT, UsageError, type Streams } from './io';
 

@@ -1,3 +1,7 @@
+/**
+ * Reading the files the command line is given: Python files by extension or shebang, configurations, folders
+ * walked for Python files.
+ */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decodeSource } from '../core/analysis/input';

@@ -1,3 +1,4 @@
+/** The scan of a file as a person reads it in a terminal. */
 import type { FileFacts } from '../core/analysis/facts';
 import { describeCall } from '../core/analysis/describe';
 

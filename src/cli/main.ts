@@ -1,3 +1,4 @@
+/** The command-line tool's entry point: runs the CLI with the process's arguments and streams. */
 import { runCli } from './cli';
 
 runCli(process.argv.slice(2), { out: process.stdout, err: process.stderr }).then(

@@ -1,3 +1,7 @@
+/**
+ * Analyses of open documents, cached per version: edits applied to the tree as they arrive, the analysis after a
+ * pause, through the core entry.
+ */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { emptyFacts, type FileFacts } from '../core/analysis/facts';

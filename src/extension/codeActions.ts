@@ -1,3 +1,4 @@
+/** Quick fixes for the extension's diagnostics, from the findings of the same document version. */
 import * as vscode from 'vscode';
 import type { DocumentAnalyses } from './analyses';
 import { toRange } from './convert';

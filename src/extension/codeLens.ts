@@ -1,3 +1,4 @@
+/** The lenses over wrap calls and configurations. */
 import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
 import { frameworkLensTitle, lensTitle } from '../core/report/summary';

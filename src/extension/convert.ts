@@ -1,3 +1,4 @@
+/** Core ranges to editor ranges. */
 import * as vscode from 'vscode';
 import type { Range } from '../core/vocabulary/range';
 

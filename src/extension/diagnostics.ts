@@ -1,3 +1,4 @@
+/** Lint findings as diagnostics, published for the document version they were computed on. */
 import * as vscode from 'vscode';
 import { ruleAnchor } from '../core/lint/docs';
 import { ruleById } from '../core/lint/registry';

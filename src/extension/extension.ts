@@ -1,3 +1,4 @@
+/** The extension's activation: the analysis service wired to the editor's providers, commands and panel. */
 import * as vscode from 'vscode';
 import { DocumentAnalyses, isAnalysable, type DocumentAnalysis } from './analyses';
 import { FixProvider } from './codeActions';

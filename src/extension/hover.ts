@@ -1,3 +1,4 @@
+/** The hover provider over wrap calls and configurations, with the command links the extension writes itself. */
 import * as vscode from 'vscode';
 import { frameworkHoverMarkdown, hoverMarkdown, type HoverLinks } from '../core/report/hover';
 import type { DocumentAnalyses } from './analyses';

@@ -1,3 +1,4 @@
+/** The model commands: exact mode (only in trusted workspaces) and choosing the model of a file. */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { exactForScript } from '../core/exact/exact';

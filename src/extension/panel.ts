@@ -1,3 +1,4 @@
+/** The footprint panel's host: one webview per window, fed the core's panel data, answering its messages. */
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import {

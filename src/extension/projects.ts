@@ -1,3 +1,7 @@
+/**
+ * One project per workspace folder, kept in step with the files by a watcher, with the editor's open documents
+ * served first.
+ */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ExactModel } from '../core/exact/exact';

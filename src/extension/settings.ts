@@ -1,3 +1,6 @@
+/**
+ * The extension's settings for one resource, read in one place (the estimate inputs through the table of inputs).
+ */
 import * as vscode from 'vscode';
 import type { ByteUnit } from '../core/vocabulary/bytes';
 import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '../core/lint/types';

@@ -1,3 +1,4 @@
+/** The commands that set the world size and the target GPU as settings. */
 import * as vscode from 'vscode';
 import { GPUS, gpuBytes } from '../core/hardware/catalog';
 import { fmtBytes } from '../core/vocabulary/bytes';

@@ -1,3 +1,4 @@
+/** The status bar entry: the active file's peak per GPU and whether it fits. */
 import * as vscode from 'vscode';
 import { fmtBytes } from '../core/vocabulary/bytes';
 import { peakWhere, spaced } from '../core/vocabulary/words';

@@ -1,3 +1,7 @@
+/**
+ * `fsdp-lens estimate`: the estimate of a script, a configuration or a model named by flags, as text with advice
+ * or as JSON, through the same core entry the editor uses.
+ */
 import * as path from 'node:path';
 import { scanText } from '../../core/analysis/input';
 import { estimateJson } from '../../core/report/json';

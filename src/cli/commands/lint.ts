@@ -1,3 +1,7 @@
+/**
+ * `fsdp-lens lint`: the rules over files and folders, as text, JSON or SARIF, through the same core entry the
+ * editor uses.
+ */
 import * as path from 'node:path';
 import { analyzeDocument, isConfigPath } from '../../core/entry/analyze';
 import { nodeHost } from '../../host/disk';

@@ -1,3 +1,4 @@
+/** `fsdp-lens models` and `fsdp-lens gpus`: the built-in model catalog and the GPUs `--gpu` takes. */
 import { fmtCount, fmtParams } from '../../core/vocabulary/bytes';
 import { GPUS, LINKS } from '../../core/hardware/catalog';
 import { CATALOG } from '../../core/model/catalog';

@@ -1,3 +1,4 @@
+/** `fsdp-lens rules`: the lint rules with their severities, or their documentation (docs/rules.md). */
 import { renderRulesDoc } from '../../core/lint/docs';
 import { RULES } from '../../core/lint/registry';
 import { parseOptions } from '../args';

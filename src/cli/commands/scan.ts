@@ -1,3 +1,4 @@
+/** `fsdp-lens scan`: what each wrap call of a file does, as text or JSON. */
 import { scanText } from '../../core/analysis/input';
 import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';

@@ -1,8 +1,8 @@
-import type { OptimizerFamily } from '../inputs/parse';
 /**
  * The PyTorch (and neighbouring) APIs the scan recognises, by fully qualified name. One table, so that every
  * import form (`from x import y as z`, `import x as m; m.y`, the legacy composable path) resolves to one kind.
  */
+import type { OptimizerFamily } from '../inputs/parse';
 
 export type ApiKind =
   | 'fully_shard'

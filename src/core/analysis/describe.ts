@@ -1,3 +1,7 @@
+/**
+ * What a wrap call does in words (no numbers): the lens text before an estimate, the scan's text, the panel's call
+ * list.
+ */
 import { shortDtype } from '../vocabulary/dtypes';
 import type { WrapCall } from './facts';
 import type { MixedPrecisionValue, OffloadValue, WrapPolicyValue } from './options';

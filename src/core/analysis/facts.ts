@@ -1,3 +1,4 @@
+/** The facts the scan finds in one Python file, as plain data with source ranges: the input of every later stage. */
 import type { PlainValue } from '../python/plain';
 import type { Position, Range } from '../vocabulary/range';
 

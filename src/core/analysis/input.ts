@@ -1,3 +1,7 @@
+/**
+ * Source text for the analysis: decoding bytes as Python source (PEP 263 coding lines, binary and size refusals)
+ * and scanning one file's text.
+ */
 import type { PythonGrammar } from '../parsing/python';
 import { SourceFile } from '../parsing/source';
 import type { FileFacts } from './facts';

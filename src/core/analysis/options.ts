@@ -1,3 +1,7 @@
+/**
+ * The values of wrap-call options as FSDP reads them: mixed-precision policies, wrap policies, CPU offload,
+ * sharding strategies, meshes.
+ */
 import { classifyApi } from './apis';
 import { SHARDING_STRATEGIES } from '../vocabulary/fsdp';
 import { dtypeOf, toJson } from '../python/plain';

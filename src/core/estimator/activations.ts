@@ -1,3 +1,7 @@
+/**
+ * Activation memory of a transformer block as PyTorch keeps it for backward, per checkpointing mode, and the
+ * tensors of the tail and the loss.
+ */
 import type { ArchShape } from '../model/hf';
 import type { CheckpointMode } from '../inputs/parse';
 

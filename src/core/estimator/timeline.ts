@@ -1,3 +1,7 @@
+/**
+ * The step's timeline: forward through the units, the loss, backward in reverse and the optimizer step, with what
+ * is alive at each event and the peak.
+ */
 import type { ArchShape } from '../model/hf';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
 import { outermostOfClass, type ModuleNode } from '../model/tree';

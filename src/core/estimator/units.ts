@@ -1,3 +1,7 @@
+/**
+ * Which parameters each FSDP unit owns, assigned as PyTorch assigns them: units in order, inner ones first, a tied
+ * parameter to the first unit reaching it.
+ */
 import { joinPath, moduleAt, walk, type ModuleNode } from '../model/tree';
 import { type DType, DTYPE_BYTES } from '../vocabulary/dtypes';
 import type { ParamGroup, Plan, Unit, UnitPlan } from './types';

@@ -1,3 +1,7 @@
+/**
+ * Accelerate's FSDP: its config files, `accelerate launch` flags and `FullyShardedDataParallelPlugin(...)`,
+ * resolved as Accelerate resolves them.
+ */
 import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
 import { versionAtLeast, type VersionPin } from '../vocabulary/versions';

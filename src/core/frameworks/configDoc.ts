@@ -1,3 +1,7 @@
+/**
+ * Configuration files as plain data with the line of each key (YAML, JSON, TOML), and the readers of setting
+ * values the framework readers share.
+ */
 import { findNodeAtLocation, getNodeValue, parseTree, type ParseError } from 'jsonc-parser';
 import { parse as parseToml } from 'smol-toml';
 import { isMap, LineCounter, parseDocument } from 'yaml';

@@ -1,3 +1,4 @@
+/** DeepSpeed ZeRO configs read as the FSDP plan each stage corresponds to, for comparison. */
 import { at, bool, countSetting, isRecord, setupFrom, num, str, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 

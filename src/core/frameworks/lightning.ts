@@ -1,3 +1,4 @@
+/** Lightning's and Fabric's FSDP from a script: the strategy, precision flags, devices and nodes. */
 import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import type { FileFacts, FrameworkCallFact } from '../analysis/facts';
 import type { PlainValue } from '../python/plain';

@@ -1,3 +1,4 @@
+/** torchtune's and torchtitan's own Llama and Qwen definitions: their flavors' dimensions and their module trees. */
 import type { ArchShape } from '../model/hf';
 import type { LoadedModel } from '../model/load';
 import { ModuleBuilder } from '../model/tree';

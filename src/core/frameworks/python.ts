@@ -1,3 +1,7 @@
+/**
+ * Framework constructors in a script (TrainingArguments, the Accelerate plugin, Lightning strategies) read as a
+ * framework plan, and Accelerate's precision.
+ */
 import * as path from 'node:path';
 import type { FileFacts, FrameworkCallFact } from '../analysis/facts';
 import type { DType } from '../vocabulary/dtypes';

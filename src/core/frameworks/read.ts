@@ -1,3 +1,7 @@
+/**
+ * Recognises the training configurations fsdp-lens understands and reads each as an FSDP plan; anything else is
+ * `none`.
+ */
 import { accelerateConfigPlan, isAccelerate } from './accelerate';
 import type { VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';

@@ -1,3 +1,7 @@
+/**
+ * Launch commands in shell scripts (`accelerate launch --fsdp_*`, `python train.py --fsdp ...`) read as framework
+ * plans.
+ */
 import * as path from 'node:path';
 import { flags } from '../project/settings';
 import { launchFlagSettings, acceleratePlan } from './accelerate';

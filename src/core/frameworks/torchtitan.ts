@@ -1,3 +1,4 @@
+/** torchtitan's job TOML: model flavor, batch and sequence, mixed precision, parallelism degrees, checkpointing. */
 import type { DType } from '../vocabulary/dtypes';
 import type { SetupValues } from '../inputs/table';
 import { at, bool, countSetting, isRecord, setupFrom, str, type ConfigDoc } from './configDoc';

@@ -1,3 +1,4 @@
+/** torchtune's recipe YAML: the model component, custom sharded layers, dtype, batch, checkpointing, LoRA. */
 import type { OptimizerFamily } from '../inputs/parse';
 import type { FineTune } from '../model/finetune';
 import { at, bool, countSetting, isRecord, setupFrom, str, strList, type ConfigDoc } from './configDoc';

@@ -1,3 +1,7 @@
+/**
+ * Transformers' and TRL's FSDP: TrainingArguments in code, on command lines and in fsdp_config JSON, by the
+ * version the project pins.
+ */
 import type { OptimizerFamily } from '../inputs/parse';
 import type { FrameworkCallFact } from '../analysis/facts';
 import type { PlainValue } from '../python/plain';

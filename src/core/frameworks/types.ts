@@ -1,3 +1,7 @@
+/**
+ * What a framework's FSDP configuration is, ready to plan: which modules become units, the strategy, the inputs it
+ * sets, its traps.
+ */
 import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import type { Range } from '../vocabulary/range';
 import type { Source } from '../vocabulary/source';

@@ -1,3 +1,4 @@
+/** The rules' documentation (docs/rules.md), rendered from the rules themselves. */
 import type { Rule } from './types';
 
 /** The anchor of a rule's section in docs/rules.md (GitHub's heading slugs). */

@@ -1,3 +1,4 @@
+/** Text helpers for building fixes from the original source: lines, offsets, indentation, applying edits. */
 import type { Position, Range } from '../vocabulary/range';
 import type { TextEdit } from './types';
 

@@ -1,3 +1,4 @@
+/** Runs every enabled rule over a file's facts; `# noqa` comments suppress findings. */
 import { TextIndex } from './edits';
 import { RULES } from './registry';
 import type { Finding, Fix, Rule, RuleContext } from './types';

@@ -1,3 +1,4 @@
+/** Every lint rule, in order, by id. */
 import { missingRootWrap } from './rules/fsdp001-missing-root-wrap';
 import { rootBeforeChildren } from './rules/fsdp002-root-before-children';
 import { fsdp1WithoutPolicy } from './rules/fsdp003-fsdp1-without-policy';

@@ -1,3 +1,4 @@
+/** Findings as SARIF 2.1.0, for code scanning in CI. */
 import { pathToFileURL } from 'node:url';
 import type * as Sarif from 'sarif';
 import { ruleAnchor } from './docs';

@@ -1,3 +1,4 @@
+/** The lint vocabulary: findings, fixes, rules and what a rule reads. */
 import type { FileFacts } from '../analysis/facts';
 import type { Estimate } from '../estimator/types';
 import type { MinGpus } from '../whatif/model';

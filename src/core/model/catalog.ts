@@ -1,3 +1,7 @@
+/**
+ * The built-in model catalog: published Hugging Face configs by id, close-id suggestions, and the classes of each
+ * supported architecture.
+ */
 import hfConfigs from './hf-configs.json';
 
 /** A published Hugging Face config.json (the fields the estimator reads; others are kept as they are). */

@@ -1,3 +1,4 @@
+/** A model as its fine-tuning trains it: LoRA adapters (as PEFT adds them), frozen modules and NF4 base weights. */
 import { joinPath, numelOf, type ModuleNode, type ParamInfo } from './tree';
 
 /** A fine-tuning setup: LoRA adapters, frozen modules, a quantised base. */

@@ -1,3 +1,7 @@
+/**
+ * Hugging Face config.json to the module tree Transformers builds, with PyTorch's names and shapes, and the
+ * architecture's dimensions.
+ */
 import { ARCHITECTURES, SUPPORTED_MODEL_TYPES, type HfConfig } from './catalog';
 import { ModuleBuilder, type ModuleNode } from './tree';
 

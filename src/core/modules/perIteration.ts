@@ -1,3 +1,4 @@
+/** `reshard_after_forward` written per loop iteration, evaluated for each module the loop wraps. */
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import { findBinding } from '../python/scope';
 import type { ReshardAfterForward } from '../vocabulary/fsdp';

@@ -1,3 +1,7 @@
+/**
+ * The model a script wraps, built by reading its nn.Module code: the wrapped variable followed to its
+ * construction, through the project's callers.
+ */
 import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';
 import type { ArchShape } from '../model/hf';

@@ -1,3 +1,7 @@
+/**
+ * The torch.nn layers the interpreter builds: their parameters' and buffers' names and shapes from their
+ * constructor arguments.
+ */
 import { isDType, torchDtype, type DType } from '../vocabulary/dtypes';
 
 /**

@@ -1,3 +1,4 @@
+/** A document's syntax tree kept in step with its edits, re-parsed incrementally. */
 import { Edit, type PythonGrammar, type Tree } from './python';
 
 /** One text change as editors report it: the replaced range (UTF-16 offsets and positions) and the new text. */

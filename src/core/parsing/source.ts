@@ -1,3 +1,4 @@
+/** A parsed Python file: its text, tree and the word search the scan locates candidates with. */
 import type { Range } from '../vocabulary/range';
 import { compiledQuery, type Node, type QueryMatch, type Tree } from './python';
 import type { QueryName } from './queries';

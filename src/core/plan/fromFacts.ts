@@ -1,3 +1,4 @@
+/** The FSDP plan a file's wrap calls describe, mapped onto the model's modules in the order the calls run. */
 import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import type { OffloadValue, WrapPolicyValue } from '../analysis/options';

@@ -1,3 +1,7 @@
+/**
+ * The Python files of a workspace, parsed on demand and cached by version: imports resolve and callers are found
+ * here.
+ */
 import type { FileSystem, Host } from '../vocabulary/host';
 import * as path from 'node:path';
 import { readImports, type ImportTable } from '../python/imports';

@@ -1,14 +1,13 @@
+/**
+ * Project-level inputs of an estimate, in the precedence of docs/estimator.md: `[tool.fsdp-lens]` in
+ * pyproject.toml, then what launch files say (torchrun, SLURM batch scripts, VS Code launch configurations).
+ */
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { ModelChoice } from '../inputs/model';
 import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
 import type { Layer } from '../inputs/layers';
 import type { ProjectFS } from './project';
-
-/**
- * Project-level inputs of an estimate, in the precedence of ESTIMATOR.md: `[tool.fsdp-lens]` in pyproject.toml,
- * then what launch files say (torchrun, SLURM batch scripts, VS Code launch configurations).
- */
 
 export interface ProjectLayer {
   layer: Layer;

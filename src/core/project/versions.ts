@@ -1,3 +1,4 @@
+/** The versions of Transformers, Accelerate and TRL a project pins, from lock files and requirements. */
 import * as path from 'node:path';
 import type { PinnedVersions } from '../vocabulary/versions';
 import type { ProjectFS } from './project';

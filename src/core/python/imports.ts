@@ -1,3 +1,4 @@
+/** Every way an import statement binds a name in a file, and the resolution of dotted names through them. */
 import type { Node, PythonGrammar } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 

@@ -1,3 +1,7 @@
+/**
+ * Bindings and scopes of Python code read statically: the binding visible at a point, enclosing functions, the
+ * conditions a statement runs under.
+ */
 import type { Node, Tree } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 

@@ -1,3 +1,7 @@
+/**
+ * The hover over a wrap call or a configuration: what it makes and costs, the formula of each figure, the
+ * assumptions, as Markdown with user text escaped.
+ */
 import { describeCall } from '../analysis/describe';
 import { shortDtype } from '../vocabulary/dtypes';
 import type { WrapCall } from '../analysis/facts';

@@ -1,3 +1,4 @@
+/** The estimate as JSON: exact bytes and counts, the terms of each figure, and every assumption's source. */
 import { collectiveCount, trafficBytes } from '../estimator/collectives';
 import { planLabel } from '../vocabulary/fsdp';
 import type { Estimate } from '../estimator/types';

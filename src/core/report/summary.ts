@@ -1,3 +1,4 @@
+/** The CodeLens text over a wrap call or a configuration: what it makes and what that costs. */
 import { describeCall } from '../analysis/describe';
 import { shortDtype } from '../vocabulary/dtypes';
 import type { WrapCall } from '../analysis/facts';

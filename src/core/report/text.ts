@@ -1,3 +1,4 @@
+/** The estimate and its advice as a person reads them in a terminal. */
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import { wholeNodesText, peakWhereInFull, shortGpu } from '../vocabulary/words';
 import { type MinGpus } from '../whatif/model';

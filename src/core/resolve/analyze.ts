@@ -1,3 +1,7 @@
+/**
+ * The estimate of one file: the model, the plan and every input resolved with its source, then estimated; or why
+ * there is none.
+ */
 import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';

@@ -1,3 +1,7 @@
+/**
+ * Configuration files in a project: their annotations, the training script beside them, and the Accelerate config
+ * a script is launched with.
+ */
 import type { Host } from '../vocabulary/host';
 import * as path from 'node:path';
 import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/facts';

@@ -1,3 +1,4 @@
+/** The release and where the rules' documentation lives. */
 declare const __VERSION__: string | undefined;
 
 /** The release, injected at build time from package.json. */

@@ -1,3 +1,7 @@
+/**
+ * What to change: a plan that does not fit, transfers that cannot hide, optimizer state that dominates, each
+ * change re-estimated.
+ */
 import { type Estimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';

@@ -1,3 +1,7 @@
+/**
+ * Re-estimates of one plan under changed inputs: what-ifs, unit granularity, the fit matrix and the smallest world
+ * size that fits.
+ */
 import { findGpu, gpuBytes } from '../hardware/catalog';
 import { estimate } from '../estimator/estimate';
 import { MeshError } from '../estimator/mesh';

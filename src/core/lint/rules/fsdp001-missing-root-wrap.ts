@@ -1,3 +1,4 @@
+/** Rule FSDP001: Blocks are wrapped but the model itself is not. */
 import type { WrapCall } from '../../analysis/facts';
 import { iterableBase } from '../../analysis/describe';
 import { insertLinesAfter, TextIndex } from '../edits';

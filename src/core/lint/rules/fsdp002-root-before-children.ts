@@ -1,3 +1,4 @@
+/** Rule FSDP002: The model is wrapped before its blocks. */
 import { moveLines, TextIndex } from '../edits';
 import type { Draft, Rule } from '../types';
 

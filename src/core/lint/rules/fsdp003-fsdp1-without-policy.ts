@@ -1,3 +1,4 @@
+/** Rule FSDP003: FSDP1 wraps a model of repeated blocks as one unit. */
 import { ARCHITECTURES, catalogConfig } from '../../model/catalog';
 import type { FileFacts, WrapCall } from '../../analysis/facts';
 import { insertLinesAfter, TextIndex } from '../edits';

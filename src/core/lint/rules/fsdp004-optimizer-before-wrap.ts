@@ -1,3 +1,4 @@
+/** Rule FSDP004: The optimizer is created before the model is wrapped. */
 import { moveLines, TextIndex } from '../edits';
 import type { Draft, Rule } from '../types';
 

@@ -1,3 +1,4 @@
+/** Rule FSDP005: FSDP2 imported from the legacy composable path. */
 import { FSDP2_MODULE, LEGACY_FSDP2_MODULES } from '../../analysis/apis';
 import type { Draft, Rule } from '../types';
 

@@ -1,3 +1,4 @@
+/** Rule FSDP006: `reshard_after_forward` as an int that the shard group cannot use. */
 import type { MeshValue } from '../../analysis/options';
 import type { Draft, Rule } from '../types';
 

@@ -1,3 +1,4 @@
+/** Rule FSDP007: A mixed-precision policy is built but never passed. */
 import type { Draft, Rule } from '../types';
 
 export const unusedMixedPrecision: Rule = {

@@ -1,3 +1,4 @@
+/** Rule FSDP008: A wrap call sits under a condition that never holds. */
 import type { Draft, Rule } from '../types';
 
 export const wrapNeverRuns: Rule = {

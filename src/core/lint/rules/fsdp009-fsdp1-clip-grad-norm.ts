@@ -1,3 +1,4 @@
+/** Rule FSDP009: `torch.nn.utils.clip_grad_norm_` on an FSDP1 model. */
 import type { Draft, Rule } from '../types';
 
 export const fsdp1ClipGradNorm: Rule = {

@@ -1,3 +1,4 @@
+/** Rule FSDP010: The auto-wrap policy wraps no module of the model. */
 import { fmtCount } from '../../vocabulary/bytes';
 import type { WrapPolicyValue } from '../../analysis/options';
 import { walk } from '../../model/tree';

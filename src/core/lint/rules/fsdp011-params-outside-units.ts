@@ -1,3 +1,4 @@
+/** Rule FSDP011: Parameters are left outside every FSDP unit. */
 import { fmtCount } from '../../vocabulary/bytes';
 import type { Draft, Rule } from '../types';
 

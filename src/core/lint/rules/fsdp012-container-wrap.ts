@@ -1,3 +1,4 @@
+/** Rule FSDP012: `fully_shard` on a ModuleList or ModuleDict. */
 import type { Draft, Rule } from '../types';
 import { callOfUnit } from './model-shared';
 

@@ -1,3 +1,4 @@
+/** Rule FSDP013: Tied parameters fall in different units. */
 import { walk } from '../../model/tree';
 import type { Draft, Rule } from '../types';
 import { callOfUnit, unitOfModule } from './model-shared';

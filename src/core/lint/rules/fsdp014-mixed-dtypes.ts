@@ -1,3 +1,4 @@
+/** Rule FSDP014: One unit mixes parameter dtypes. */
 import type { Draft, Rule } from '../types';
 import { callOfUnit } from './model-shared';
 

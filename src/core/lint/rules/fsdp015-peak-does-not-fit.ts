@@ -1,3 +1,4 @@
+/** Rule FSDP015: The estimated peak does not fit the target GPU. */
 import { fmtBytes } from '../../vocabulary/bytes';
 import { wholeNodesText } from '../../vocabulary/words';
 import { requiredBytes } from '../../estimator/fit';

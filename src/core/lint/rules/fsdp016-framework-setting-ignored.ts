@@ -1,3 +1,4 @@
+/** Rule FSDP016: A framework setting that FSDP does not use as written. */
 import type { Draft, Rule } from '../types';
 
 export const frameworkSettingIgnored: Rule = {

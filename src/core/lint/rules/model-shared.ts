@@ -1,3 +1,4 @@
+/** What the model-aware rules share: the call that made a unit, the unit that holds a module. */
 import type { WrapCall } from '../../analysis/facts';
 import type { Estimate, UnitEstimate } from '../../estimator/types';
 

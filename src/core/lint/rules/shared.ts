@@ -1,3 +1,4 @@
+/** What the wrap rules share: groups of block wraps without a root, a call's options written again for a fix. */
 import type { FileFacts, WrapCall } from '../../analysis/facts';
 
 /** Unit wraps of parts of one object (`model`), in one function, with no wrap of the object itself. */

@@ -1,3 +1,4 @@
+/** The declarative tree-sitter queries of the scan, by name. */
 import argumentsQuery from './arguments.scm';
 import blocks from './blocks.scm';
 import imports from './imports.scm';
