@@ -16,7 +16,9 @@ import { estimateFile } from '../../src/core/resolve/analyze';
 import { DEFAULTS, type SetupValues } from '../../src/core/inputs/table';
 import { resolveSetup } from '../../src/core/inputs/layers';
 import { fromPyproject } from '../../src/core/project/settings';
-import { cli, scanSource } from './helpers';
+import { Project } from '../../src/core/project/project';
+import { diskFS } from '../../src/host/disk';
+import { cli, grammar, scanSource } from './helpers';
 
 const LLAMA_8B = 8_030_261_248;
 const LLAMA_8B_LAYER = 218_112_000;
@@ -1034,5 +1036,73 @@ describe('time on the link with gradient accumulation', () => {
     assert.ok(Math.abs(synced.estimate.comms.commSeconds - 4 * (gathers + reduces)) < 1e-9);
     assert.ok(Math.abs(skipped.estimate.comms.commSeconds - (4 * gathers + reduces)) < 1e-9);
     assert.equal(skipped.estimate.setup.syncEveryMicroBatch, false);
+  });
+});
+
+describe('the PyTorch version decides the root of an FSDP2 plan', () => {
+  // Before 2.8, FSDPState._lazy_init sets the root's post_forward_mesh_info to None whatever fully_shard was told;
+  // from 2.8 an explicit reshard_after_forward=True on the root is respected (PyTorch PRs 154704 and 155319).
+  // Llama 3.2 1B (tied embedding): the root owns the embedding [128256, 2048] and the final norm [2048]. Each of 8
+  // ranks holds 128256 / 8 = 16032 rows and 2048 / 8 = 256 norm elements; a bf16 all-gather receives the other 7
+  // shards: 7 x (16032 x 2048 + 256) x 2 B = 459,673,088 bytes.
+  const ROOT_GATHER = 7 * (16032 * 2048 + 256) * 2;
+  const script = [
+    'from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy',
+    'from transformers import AutoModelForCausalLM',
+    'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+    'mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16)',
+    'for layer in model.model.layers:',
+    '    fully_shard(layer, mp_policy=mp)',
+    'fully_shard(model, mp_policy=mp, reshard_after_forward=True)',
+    '',
+  ].join('\n');
+  const rootOf = async (torch?: string) => {
+    const text = torch ? `# fsdp: torch=${torch}\n${script}` : script;
+    const r = estimateFile(await scanSource(text, 'train.py'));
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    return { e: r.estimate, root: r.estimate.units.find((u) => u.isRoot)! };
+  };
+
+  it('2.8 and later: the root told to reshard is all-gathered again in backward', async () => {
+    const { root } = await rootOf();
+    assert.equal(root.traffic.forwardAllGatherBytes, ROOT_GATHER);
+    assert.equal(root.traffic.backwardAllGatherBytes, ROOT_GATHER);
+    assert.equal(root.residency.kind, 'reshard');
+  });
+
+  it('before 2.8: the root stays gathered, with a note saying why', async () => {
+    const { e, root } = await rootOf('2.7');
+    assert.equal(root.traffic.backwardAllGatherBytes, 0);
+    assert.equal(root.residency.kind, 'keep');
+    assert.ok(e.notes.some((n) => /has no effect on PyTorch 2\.7/.test(n)));
+    assert.equal(e.assumptions.find((a) => a.key === 'torchVersion')!.value, '2.7');
+  });
+});
+
+describe('the PyTorch version from the project', () => {
+  it('a pinned torch in requirements.txt sets the version the estimate uses, with where it is pinned', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-torchpin-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers>=4.50\ntorch==2.6.0\n');
+      const text = [
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'fully_shard(model, reshard_after_forward=True)',
+        '',
+      ].join('\n');
+      const file = path.join(dir, 'train.py');
+      fs.writeFileSync(file, text);
+      const project = new Project([dir], await grammar(), diskFS);
+      const r = estimateFile(await scanSource(text, file), { project });
+      project.dispose();
+      assert.ok(r.ok, r.ok ? '' : r.reason);
+      const a = r.estimate.assumptions.find((x) => x.key === 'torchVersion')!;
+      assert.equal(a.value, '2.6.0');
+      assert.deepEqual(a.source, { kind: 'detected', detail: 'torch 2.6.0 pinned at requirements.txt:2' });
+      assert.equal(r.estimate.units.find((u) => u.isRoot)!.residency.kind, 'keep');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -127,6 +127,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     attention: 'eager',
     linkEfficiency: '0.5',
     mfu: '0.5',
+    torchVersion: '2.7',
   };
   const v = samples[key];
   if (v === undefined) throw new Error(`no sample value for ${key}: add one`);

@@ -13,7 +13,7 @@ import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { fitAll, fitOn } from './fit';
 import { hostPerNode } from './host';
 import { fsdpMesh, type Mesh } from './mesh';
-import { badReshardNotes, residencyOf } from './residency';
+import { badReshardNotes, residencyOf, rootClampNotes } from './residency';
 import { bytesOf, flatShardNumel, fullStateBytes, optimizerBytes, shardNumel, shardRows } from './shards';
 import { simulate } from './timeline';
 import type {
@@ -70,7 +70,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const trainW = fsdp1 ? flatShardNumel(u.groups, W, trainable) : shardNumel(u.groups, W, trainable);
   const gradShard = trainW * master;
   const optShard = optimizerBytes(setup.optimizer, u.groups, W, fsdp1, setup.masterDtype);
-  const residency = residencyOf(u, ctx.plan, ctx.keepAll, W);
+  const residency = residencyOf(u, ctx.plan, ctx.keepAll, W, setup.torchVersion);
   // Mixed precision casts floating-point parameters to the all-gather dtype; quantised ones travel as stored.
   const gatherSize = (g: ParamGroup, numel: number) =>
     isFloat(g.dtype) ? numel * ag : tensorBytes(numel, g.dtype);
@@ -347,7 +347,8 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   // Backward recomputes the checkpointed blocks' forward: a share of each unit's forward FLOPs.
   const recompute = recomputedShares(own.units, input.model.root, input.model.shape, setup.checkpointing);
   const units = own.units.map((u, i) => unitEstimate(u, ctx, recompute[i]!, input));
-  if (plan.api === 'fsdp2' && !keepAll && !noShard) notes.push(...badReshardNotes(own.units, W));
+  if (plan.api === 'fsdp2' && !keepAll && !noShard)
+    notes.push(...badReshardNotes(own.units, W), ...rootClampNotes(own.units, setup.torchVersion));
   if (own.unowned.params > 0)
     notes.push(
       `${fmtCount(own.unowned.params)} parameters are in no FSDP unit (${own.unowned.modules.slice(0, 4).join(', ')}${own.unowned.modules.length > 4 ? ', …' : ''}): replicated on every GPU, and FSDP never reduces their gradients across ranks`,

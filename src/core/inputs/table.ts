@@ -290,6 +290,16 @@ export const INPUTS = {
     flag: { name: 'attention', value: 'fused|eager' },
     keys: ['attention', 'attn_implementation'],
   }),
+  torchVersion: input<string>({
+    label: 'PyTorch version',
+    summary:
+      'The PyTorch release the job runs (FSDP2 keeps the root gathered whatever it is told before 2.8)',
+    default: '2.8',
+    parse: (v, name) => parse.release(name, v),
+    show: (v) => (v === '2.8' ? '2.8 or later' : v),
+    flag: { name: 'torch', value: 'V' },
+    keys: ['torch'],
+  }),
   linkEfficiency: input<number>({
     label: 'collective efficiency',
     summary: 'Fraction of the per-direction link bandwidth collectives reach',

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { PinnedVersions } from '../vocabulary/versions';
 import type { ProjectFS } from './project';
 
-const PACKAGES = ['transformers', 'accelerate', 'trl'] as const;
+const PACKAGES = ['transformers', 'accelerate', 'trl', 'torch'] as const;
 
 /**
  * The versions of Transformers, Accelerate and TRL a project pins: lock files first (uv.lock, poetry.lock), then

@@ -136,6 +136,22 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     });
   const detected = detectedLayer(facts, file);
   layers.push(detected);
+  // The PyTorch the project pins (requirements, pyproject.toml, lock files) decides semantics that changed.
+  const torchPin =
+    project && root0
+      ? project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)).torch
+      : undefined;
+  if (torchPin) {
+    try {
+      layers.push({
+        source: { kind: 'detected' },
+        values: { torchVersion: parseInput('torchVersion', torchPin.version, torchPin.where) },
+        details: { torchVersion: `torch ${torchPin.version} pinned at ${torchPin.where}` },
+      });
+    } catch {
+      // A pin that is not a release (a URL, a local build) says nothing about semantics.
+    }
+  }
   if (pyproject) layers.push(pyproject.layer);
   if (launch) layers.push(launch);
   if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
