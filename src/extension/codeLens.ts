@@ -69,9 +69,10 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
     return calls.map(
       (call, index) =>
         new vscode.CodeLens(toRange(call.range), {
-          title: estimate
-            ? lensTitle(call, estimate, analysis.units, { totals: noRoot && index === calls.length - 1 })
-            : `${describeCall(call)}${why && call.isRoot ? ` · no estimate: ${why}` : ''}`,
+          title: lensTitle(call, estimate, analysis.units, {
+            totals: noRoot && index === calls.length - 1,
+            ...(why ? { why } : {}),
+          }),
           tooltip: `${describeCall(call)}\nClick to open the FSDP footprint panel on this unit`,
           command: COMMANDS.estimateFootprint,
           arguments: [document.uri, index],

@@ -1,7 +1,6 @@
 /** The status bar entry: the active file's peak per GPU and whether it fits. */
 import * as vscode from 'vscode';
-import { fmtBytes } from '../core/vocabulary/bytes';
-import { peakWhere, spaced } from '../core/vocabulary/words';
+import { statusSummary } from '../core/report/status';
 import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
 import { COMMANDS } from './commands';
 import { readSettings } from './settings';
@@ -40,34 +39,18 @@ export class FitStatusBar implements vscode.Disposable {
       this.item.hide();
       return;
     }
-    const e = r.estimate;
-    const b = (n: number) => fmtBytes(n, a.units);
-    const fit = e.targetFit;
-    const ok = !!fit?.fits;
-    this.item.text = `${ok ? '$(check)' : '$(warning)'} FSDP ${b(e.perGpu.peakBytes)}/GPU`;
-    const md = new vscode.MarkdownString();
-    md.appendMarkdown(
-      `**FSDP peak per GPU: ${b(e.perGpu.peakBytes)}**${spaced(peakWhere(e.perGpu.peakAt))}\n\n`,
-    );
-    if (fit)
-      md.appendMarkdown(
-        ok
-          ? `Fits ${e.mesh.worldSize} x ${e.gpu.name} with ${b(fit.headroomBytes)} to spare.\n\n`
-          : `Does not fit ${e.mesh.worldSize} x ${e.gpu.name}: ${b(-fit.headroomBytes)} short.\n\n`,
-      );
-    md.appendMarkdown(
-      `Persistent ${b(e.perGpu.persistentBytes)} per GPU. Click to open the footprint panel.`,
-    );
-    this.item.tooltip = md;
-    this.item.backgroundColor = ok ? undefined : new vscode.ThemeColor('statusBarItem.warningBackground');
+    const st = statusSummary(r.estimate, a.units);
+    this.item.text = st.text;
+    this.item.tooltip = new vscode.MarkdownString(st.tooltip.join('\n\n'));
+    this.item.backgroundColor = st.fits
+      ? undefined
+      : new vscode.ThemeColor('statusBarItem.warningBackground');
     this.item.command = {
       title: 'Estimate FSDP footprint',
       command: COMMANDS.estimateFootprint,
       arguments: [vscode.Uri.parse(a.uri)],
     };
-    this.item.accessibilityInformation = {
-      label: `FSDP peak ${b(e.perGpu.peakBytes)} per GPU, ${ok ? 'fits' : 'does not fit'} ${e.gpu.name}`,
-    };
+    this.item.accessibilityInformation = { label: st.accessibilityLabel };
     this.item.show();
   }
 

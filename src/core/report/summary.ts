@@ -57,10 +57,11 @@ export function lensTitle(
   call: WrapCall,
   e: Estimate | undefined,
   units: ByteUnit = 'GB',
-  opts: { totals?: boolean } = {},
+  opts: { totals?: boolean; why?: string } = {},
 ): string {
   const gen = call.api === 'fully_shard' ? 'FSDP2' : 'FSDP1';
-  if (!e) return describeCall(call);
+  // Without an estimate: what the call does, and on the root why there are no numbers.
+  if (!e) return `${describeCall(call)}${opts.why && call.isRoot ? ` · no estimate: ${opts.why}` : ''}`;
   const mine = unitsOfCall(e, call);
   const b = (n: number) => fmtBytes(n, units);
   if (call.isRoot) return `${gen} root · ${planTotals(e, units)}`;
