@@ -555,7 +555,20 @@ describe('rules that need the model', () => {
     assert.equal(half.estimate.units[0]!.params, 100 * 64 + 64 * 64 + 64 + 100 * 64);
     assert.deepEqual(half.estimate.units[0]!.trainableDtypes, ['float16']);
 
-    for (const [name, r] of Object.entries({ fsdp011, fsdp012, fsdp013, fsdp014, half }))
+    // A list of stem modules wrapped one by one is a unit per stem, not a container missing its root: Linear(16, 32)
+    // and Linear(1, 32) alone, each Block's Linear(32, 32), and the root keeps only `out`, Linear(32, 16).
+    const listed = await analyzeWithModel('fsdp001_listed_good.py');
+    const unitParams = listed.estimate.units.map((u) => [u.modules.join('+'), u.params]);
+    assert.deepEqual(unitParams, [
+      ['patch', 16 * 32 + 32],
+      ['clock', 1 * 32 + 32],
+      ['blocks.0', 32 * 32 + 32],
+      ['blocks.1', 32 * 32 + 32],
+      ['blocks.2', 32 * 32 + 32],
+      ['', 32 * 16 + 16],
+    ]);
+
+    for (const [name, r] of Object.entries({ fsdp011, fsdp012, fsdp013, fsdp014, half, listed }))
       assert.deepEqual(r.rules, [], `${name}_good.py is clean`);
   });
 });

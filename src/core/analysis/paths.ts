@@ -51,6 +51,33 @@ export function pathOf(file: SourceFile, expr: Node, inLoopAt: Node | null, dept
   }
 }
 
+/** The most elements of a literal list a loop is followed through, one path each. */
+const LITERAL_ELEMENTS = 64;
+
+/**
+ * The module paths a wrapped expression denotes: one, except for a loop variable over a list or tuple written out
+ * (`for m in [model.embed, model.norm]`, or through a name bound to one), which denotes each element in turn.
+ */
+export function pathsOf(file: SourceFile, expr: Node, inLoopAt: Node | null): string[][] {
+  const literal = expr.type === 'identifier' && inLoopAt ? loopLiteral(file, expr) : null;
+  return literal ? literal.map((e) => pathOf(file, e, null, 1)) : [pathOf(file, expr, inLoopAt)];
+}
+
+/** The elements of the list or tuple literal a loop variable runs over, or null. */
+function loopLiteral(file: SourceFile, name: Node): Node[] | null {
+  const b = findBinding(file, name.text, name);
+  if (b?.kind !== 'loop' || b.loop.childForFieldName('left')?.type !== 'identifier') return null;
+  let it = b.loop.childForFieldName('right');
+  if (it?.type === 'identifier') {
+    const v = findBinding(file, it.text, it);
+    it = v?.kind === 'assign' && v.value && v.statement.startIndex < it.startIndex ? v.value : null;
+  }
+  if (!it || (it.type !== 'list' && it.type !== 'tuple')) return null;
+  const elements = it.namedChildren.filter((c) => c.type !== 'comment');
+  if (!elements.length || elements.length > LITERAL_ELEMENTS) return null;
+  return elements.every((e) => e.type === 'attribute' || e.type === 'subscript') ? elements : null;
+}
+
 /** `checkpoint_wrapper(block, ...)` / `FSDP(block)` style calls pass their module through. */
 export function unwrapCall(call: Node): Node | null {
   const fn = call.childForFieldName('function');

@@ -17,7 +17,7 @@ import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, sta
 import { type Evaluator } from './evaluator';
 import type { FunctionFact, LoopFact, OptionFact, WrapCall } from './facts';
 import { lastSegment } from './options';
-import { isUnder, iterablePath, pathOf } from './paths';
+import { isUnder, iterablePath, pathOf, pathsOf } from './paths';
 
 export function wrapCall(
   file: SourceFile,
@@ -57,7 +57,7 @@ export function wrapCall(
     targetRange: targetNode ? rangeOf(targetNode) : null,
     argumentsEnd: lastArgumentEnd(call),
     targets: targets.map((t) => t.text),
-    paths: targets.map((t) => pathOf(file, t, loops.length ? call : null)),
+    paths: targets.flatMap((t) => pathsOf(file, t, loops.length ? call : null)),
     loop: loops[loops.length - 1] ?? null,
     loops,
     conditions: conditionsOf(call, scope),
