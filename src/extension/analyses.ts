@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { emptyFacts, type FileFacts } from '../core/analysis/facts';
-import { analyzeDocument, isConfigPath } from '../core/entry/analyze';
+import { analyzeDocument, isConfigPath, type DocumentAnalysis as CoreAnalysis } from '../core/entry/analyze';
 import { nodeHost } from '../host/disk';
 import type { ConfigReading } from '../core/frameworks/read';
 import type { WorkspaceProjects } from './projects';
@@ -14,11 +14,9 @@ import type { ByteUnit } from '../core/vocabulary/bytes';
 import type { EstimateResult } from '../core/resolve/analyze';
 import type { ModelChoice } from '../core/inputs/model';
 import { checkTextSize } from '../core/analysis/input';
-import { scanFile } from '../core/analysis/scan';
 import { ParsedDocument } from '../core/parsing/document';
 import { loadPython } from '../host/grammar';
 import { type PythonGrammar } from '../core/parsing/python';
-import { SourceFile } from '../core/parsing/source';
 import { readSettings, type Settings } from './settings';
 
 /** The analysis of one document version. */
@@ -35,6 +33,8 @@ export interface DocumentAnalysis {
   notice?: string;
   /** A framework configuration (Accelerate, torchtune, torchtitan, DeepSpeed, a launch script): what it is. */
   config?: ConfigReading;
+  /** Set when the analysis stopped at its budget: why (the result is partial). */
+  incomplete?: string;
 }
 
 /** Whether the document is one fsdp-lens reads: Python, or a configuration file that may configure FSDP. */
@@ -220,14 +220,13 @@ export class DocumentAnalyses implements vscode.Disposable {
     }
     if (isConfigDocument(document)) return this.runConfig(document, text, settings);
     const tree = entry.doc.parse(text, document.version);
-    const facts = scanFile(entry.doc.grammar, new SourceFile(document.uri.fsPath || uri, text, tree));
     const project = this.projects?.forDocument(document.uri);
     const fallback = fallbackModel(settings);
     const choice = this.projects?.modelChoice(document.uri);
     const exactModel = this.projects?.exactModel(document.uri);
     const a = analyzeDocument(
       entry.doc.grammar,
-      { file: facts.path, text, facts },
+      { file: document.uri.fsPath || uri, text, tree },
       {
         lint: settings.lint.enabled ? settings.lint : null,
         estimate: {
@@ -240,14 +239,23 @@ export class DocumentAnalyses implements vscode.Disposable {
         },
       },
     );
+    this.logGaps(document, a);
     return {
       uri,
       version: document.version,
-      facts,
+      facts: a.facts,
       findings: a.findings,
       units: settings.units,
       ...(a.estimate ? { estimate: a.estimate } : {}),
+      ...(a.incomplete ? { incomplete: a.incomplete } : {}),
     };
+  }
+
+  /** What an analysis left out, in the log: its budget stop, and each stage that failed with its stack. */
+  private logGaps(document: vscode.TextDocument, a: CoreAnalysis): void {
+    if (a.incomplete) this.log?.warn(`${label(document)}: partial result: ${a.incomplete}`);
+    for (const f of a.faults)
+      this.log?.error(`${label(document)}: ${f.stage} failed: ${f.message}${f.stack ? `\n${f.stack}` : ''}`);
   }
 
   /** The machine as the analysis sees it: the project's file system (open documents first) over the disk. */
@@ -291,12 +299,14 @@ export class DocumentAnalyses implements vscode.Disposable {
         },
       },
     );
+    this.logGaps(document, a);
     return {
       uri,
       version: document.version,
       facts: a.facts,
       findings: a.findings,
       units: settings.units,
+      ...(a.incomplete ? { incomplete: a.incomplete } : {}),
       ...(a.reading ? { config: a.reading } : {}),
       ...(a.estimate ? { estimate: a.estimate } : {}),
     };

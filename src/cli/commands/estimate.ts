@@ -18,7 +18,7 @@ import { nodeHost } from '../../host/disk';
 import { runExactHelper } from '../../host/exact';
 import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
-import { EXIT, UsageError, type Streams } from '../io';
+import { EXIT, reportGaps, UsageError, type Streams } from '../io';
 import { readConfigFile, readPythonFile } from '../files';
 import { analyzeDocument, isConfigPath } from '../../core/entry/analyze';
 
@@ -140,7 +140,9 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
         );
     }
     const framework = a.reading?.kind === 'plan' ? a.reading.plan.framework : undefined;
-    return writeEstimate(io, file, result, units, values.json === true, framework);
+    const failed = reportGaps(io, file ?? 'estimate', a);
+    const code = writeEstimate(io, file, result, units, values.json === true, framework, a.incomplete);
+    return failed ? EXIT.internal : code;
   } finally {
     project?.dispose();
   }
@@ -154,6 +156,7 @@ function writeEstimate(
   units: 'GB' | 'GiB',
   json: boolean,
   framework?: string,
+  incomplete?: string,
 ): number {
   if (!result || !result.ok) {
     const why = result && !result.ok ? result : { reason: 'nothing to estimate', hint: undefined };
@@ -168,6 +171,7 @@ function writeEstimate(
       JSON.stringify(
         {
           ...(framework ? { framework } : {}),
+          ...(incomplete ? { incomplete } : {}),
           ...estimateJson(result.estimate, result.model, result.minGpus),
           advice,
         },
@@ -178,6 +182,7 @@ function writeEstimate(
   else
     io.out.write(
       (framework ? `${framework} configuration\n` : '') +
+        (incomplete ? `Partial result: ${incomplete}\n` : '') +
         estimateText(result.estimate, { units, minGpus: result.minGpus }) +
         adviceText(advice, units),
     );

@@ -12,7 +12,7 @@ import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '..
 import { RULES_DOC_URL, VERSION } from '../../core/vocabulary/meta';
 import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';
-import { EXIT, UsageError, type Streams } from '../io';
+import { EXIT, reportGaps, UsageError, type Streams } from '../io';
 import { collectPythonFiles, readConfigFile, readPythonFile } from '../files';
 
 const LEVELS: SeveritySetting[] = ['error', 'warning', 'info', 'hint', 'off'];
@@ -48,6 +48,7 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
 
   const { files, missing, empty } = collectPythonFiles(positionals);
   let bad = missing.length > 0;
+  let internal = false;
   for (const m of missing) io.err.write(`fsdp-lens: ${m}: no such file or directory\n`);
   for (const d of empty) io.err.write(`fsdp-lens: ${d}: no .py files in this directory\n`);
   const grammar = await loadPython();
@@ -70,6 +71,7 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
       { file: path.resolve(file), text: read.text },
       { lint: options, estimate: { project: projects.get(root)!, host } },
     );
+    if (reportGaps(io, file, a)) internal = true;
     if (a.reading?.kind === 'none') {
       io.err.write(
         `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed)\n`,
@@ -125,6 +127,7 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
         : '',
     );
   }
+  if (internal) return EXIT.internal;
   if (bad) return EXIT.usage;
   return results.some((r) => r.findings.some((f) => f.severity === 'error' || f.severity === 'warning'))
     ? EXIT.findings

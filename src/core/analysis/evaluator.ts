@@ -6,10 +6,12 @@
  * this engine adds how names are found. Bounded in steps and depth per evaluation: pathological input yields
  * unknown values, never a hang or an exception.
  */
+import { budget } from '../vocabulary/budget';
 import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 import { callBuiltin } from '../python/builtins';
 import { Expressions, kwargsOf } from '../python/expressions';
+import { spent } from '../python/values';
 import type { ImportTable } from '../python/imports';
 import { truthy } from '../python/operators';
 import { toPlain } from '../python/plain';
@@ -59,6 +61,10 @@ export class Evaluator extends Expressions<null> {
   }
 
   protected guard(node: Node): Value | undefined {
+    if (!budget().step()) {
+      this.cutShort++;
+      return spent(node.text);
+    }
     if (++this.steps > this.limits.maxSteps) {
       this.cutShort++;
       return UNKNOWN(node.text, 'too complex to evaluate');

@@ -2,6 +2,7 @@
  * Source text for the analysis: decoding bytes as Python source (PEP 263 coding lines, binary and size refusals)
  * and scanning one file's text.
  */
+import { withBudget, WorkBudget } from '../vocabulary/budget';
 import type { PythonGrammar } from '../parsing/python';
 import { SourceFile } from '../parsing/source';
 import type { FileFacts } from './facts';
@@ -71,11 +72,11 @@ export function checkTextSize(text: string, maxBytes = DEFAULT_MAX_BYTES): strin
     : null;
 }
 
-/** Parses and scans one file's text. */
+/** Parses and scans one file's text, under the work budget of the analysis in progress (or one of its own). */
 export function scanText(grammar: PythonGrammar, path: string, text: string): FileFacts {
   const tree = grammar.parse(text);
   try {
-    return scanFile(grammar, new SourceFile(path, text, tree));
+    return withBudget(new WorkBudget(), () => scanFile(grammar, new SourceFile(path, text, tree)));
   } finally {
     tree.delete();
   }

@@ -252,12 +252,14 @@ export function linkRoots(file: SourceFile, calls: WrapCall[]): void {
     const to = offsetOf(file, root.range.start);
     return file.identifiers(name, from, to).some((id) => callOf(id) !== null);
   };
+  const index = new PathIndex(calls);
   calls.forEach((c, i) => {
     if (c.paths.length !== 1 || !c.paths[0]) return;
     const p = c.paths[0];
-    calls.forEach((d, j) => {
+    for (const j of index.candidatesUnder(p)) {
+      const d = calls[j]!;
       if (i !== j && d.paths.some((q) => isUnder(q, p)) && reaches(c, d)) c.children.push(j);
-    });
+    }
   });
   const isChild = new Set(calls.flatMap((c) => c.children));
   calls.forEach((c, i) => {
@@ -269,6 +271,61 @@ export function linkRoots(file: SourceFile, calls: WrapCall[]): void {
       (p.length === 1 || (p.length === 2 && p[0] === 'self'));
     c.isRoot = !isChild.has(i) && (c.children.length > 0 || !!standalone);
   });
+}
+
+/** One level of the calls' paths: the calls whose path ends here, and the next segments. */
+interface PathNode {
+  calls: number[];
+  next: Map<string, PathNode>;
+}
+
+/**
+ * The wrap calls' paths as a trie, so that finding the calls under a root path costs the calls found rather than
+ * every call of the file (a generated file wraps thousands of blocks). It yields candidates, a superset of the
+ * calls `isUnder` accepts, in call order.
+ */
+export class PathIndex {
+  private readonly top: PathNode = { calls: [], next: new Map() };
+
+  constructor(calls: WrapCall[]) {
+    calls.forEach((c, i) => {
+      for (const q of c.paths) {
+        let n = this.top;
+        for (const seg of q) {
+          let m = n.next.get(seg);
+          if (!m) n.next.set(seg, (m = { calls: [], next: new Map() }));
+          n = m;
+        }
+        n.calls.push(i);
+      }
+    });
+  }
+
+  candidatesUnder(root: string[]): number[] {
+    const out = new Set<number>();
+    const below = (n: PathNode) => {
+      const stack = [...n.next.values()];
+      while (stack.length) {
+        const m = stack.pop()!;
+        for (const i of m.calls) out.add(i);
+        for (const k of m.next.values()) stack.push(k);
+      }
+    };
+    const visit = (n: PathNode, i: number) => {
+      if (i === root.length) return below(n);
+      const seg = root[i]!;
+      if (seg === '*' || seg === '**') return below(n);
+      const exact = n.next.get(seg);
+      if (exact) visit(exact, i + 1);
+      const any = n.next.get('*');
+      if (any) visit(any, i + 1);
+      // A path that names every module below it (`model.**`) is decided by isUnder.
+      const all = n.next.get('**');
+      if (all) for (const j of all.calls) out.add(j);
+    };
+    visit(this.top, 0);
+    return [...out].sort((a, b) => a - b);
+  }
 }
 
 /** The functions holding wrap calls: their parameters and whether this file calls them. */

@@ -14,6 +14,11 @@ import { estimateFile, type AnalyzeOptions, type EstimateResult } from '../resol
 import type { ModelChoice } from '../inputs/model';
 import { companionScript, configFacts, fromCompanion, readConfigInProject } from '../resolve/configFile';
 import * as path from 'node:path';
+import { scanFile } from '../analysis/scan';
+import { SourceFile } from '../parsing/source';
+import type { Tree } from '../parsing/python';
+import { withBudget, WorkBudget, type BudgetLimits } from '../vocabulary/budget';
+import { collectFaults, fault, type Fault } from '../vocabulary/faults';
 import { launchCommands } from '../frameworks/shell';
 import { pinnedVersions } from '../project/versions';
 
@@ -43,7 +48,7 @@ export function analyzeFacts(
     try {
       estimate = estimateFile(facts, opts.estimate);
     } catch (e) {
-      estimate = { ok: false, reason: `the estimate failed: ${e instanceof Error ? e.message : String(e)}` };
+      estimate = { ok: false, reason: fault('the estimate', e) };
     }
   }
   const model = estimate?.ok
@@ -107,7 +112,7 @@ export function analyzeConfigText(
         framework: 'Accelerate',
         file,
         range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
-        message: `could not read the configuration: ${e instanceof Error ? e.message : String(e)}`,
+        message: fault('reading the configuration', e),
       },
     };
   }
@@ -141,18 +146,43 @@ export function isConfigPath(file: string): boolean {
   return CONFIG_FILE.test(file);
 }
 
-export type DocumentAnalysis = FileAnalysis & Partial<Pick<ConfigFileAnalysis, 'reading' | 'companion'>>;
+export type DocumentAnalysis = FileAnalysis &
+  Partial<Pick<ConfigFileAnalysis, 'reading' | 'companion'>> & {
+    /** Set when the analysis stopped at its budget: why, and that the rest is unknown. */
+    incomplete?: string;
+    /** Exceptions a stage did not expect (the stage's result is missing, the rest stands). */
+    faults: Fault[];
+  };
 
 /**
- * Analyses one document: a configuration by what it configures, a Python file by its facts (scanned here, or
- * given by a caller that keeps its own incremental tree). Without a file, the model of the flags alone.
+ * Analyses one document: a configuration by what it configures, a Python file by its facts (scanned here from its
+ * text, or from the tree of a caller that keeps its own incremental tree). Without a file, the model of the flags
+ * alone. The whole analysis runs under one work budget and never throws: what a stage did not expect is a fault.
  */
 export function analyzeDocument(
   grammar: PythonGrammar,
-  doc: { file?: string; text: string; facts?: FileFacts },
-  opts: { lint: LintOptions | null; estimate: AnalyzeOptions },
+  doc: { file?: string; text: string; facts?: FileFacts; tree?: Tree },
+  opts: { lint: LintOptions | null; estimate: AnalyzeOptions; limits?: BudgetLimits },
 ): DocumentAnalysis {
-  if (doc.file && isConfigPath(doc.file)) return analyzeConfigText(doc.file, doc.text, opts);
-  const facts = doc.facts ?? (doc.file ? scanText(grammar, doc.file, doc.text) : emptyFacts('(no file)'));
-  return analyzeFacts(facts, doc.text, opts);
+  const work = new WorkBudget(opts.limits);
+  const { value, faults } = collectFaults(() =>
+    withBudget(work, (): FileAnalysis & Partial<Pick<ConfigFileAnalysis, 'reading' | 'companion'>> => {
+      if (doc.file && isConfigPath(doc.file)) return analyzeConfigText(doc.file, doc.text, opts);
+      let facts: FileFacts;
+      try {
+        facts =
+          doc.facts ??
+          (doc.tree
+            ? scanFile(grammar, new SourceFile(doc.file ?? '(no file)', doc.text, doc.tree))
+            : doc.file
+              ? scanText(grammar, doc.file, doc.text)
+              : emptyFacts('(no file)'));
+      } catch (e) {
+        fault('the scan', e);
+        facts = emptyFacts(doc.file ?? '(no file)');
+      }
+      return analyzeFacts(facts, doc.text, opts);
+    }),
+  );
+  return { ...value, ...(work.spent ? { incomplete: work.spent } : {}), faults };
 }

@@ -2,6 +2,8 @@
  * Recognises the training configurations fsdp-lens understands and reads each as an FSDP plan; anything else is
  * `none`.
  */
+import { fault } from '../vocabulary/faults';
+import type { FrameworkName } from './types';
 import { accelerateConfigPlan, isAccelerate } from './accelerate';
 import type { VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
@@ -50,14 +52,18 @@ export function readFrameworkConfig(
       },
     };
   }
-  const readers: [(d: ConfigDoc) => boolean, (d: ConfigDoc) => FrameworkPlan | FrameworkProblem | null][] = [
-    [isAccelerate, (d) => accelerateConfigPlan(d, versions.accelerate)],
-    [isTorchtune, torchtunePlan],
-    [isTorchtitan, torchtitanPlan],
-    [isDeepSpeed, deepspeedPlan],
-    [isTrainerArgsJson, (d) => trainerArgsJsonPlan(d, versions)],
+  const readers: [
+    FrameworkName,
+    (d: ConfigDoc) => boolean,
+    (d: ConfigDoc) => FrameworkPlan | FrameworkProblem | null,
+  ][] = [
+    ['Accelerate', isAccelerate, (d) => accelerateConfigPlan(d, versions.accelerate)],
+    ['torchtune', isTorchtune, torchtunePlan],
+    ['torchtitan', isTorchtitan, torchtitanPlan],
+    ['DeepSpeed', isDeepSpeed, deepspeedPlan],
+    ['Transformers', isTrainerArgsJson, (d) => trainerArgsJsonPlan(d, versions)],
   ];
-  for (const [is, read] of readers) {
+  for (const [framework, is, read] of readers) {
     if (!is(doc)) continue;
     try {
       const r = read(doc);
@@ -66,12 +72,7 @@ export function readFrameworkConfig(
     } catch (e) {
       return {
         kind: 'problem',
-        problem: {
-          framework: 'Accelerate',
-          file,
-          range: doc.rangeOf([]),
-          message: `could not read the configuration: ${e instanceof Error ? e.message : String(e)}`,
-        },
+        problem: { framework, file, range: doc.rangeOf([]), message: fault(`the ${framework} reader`, e) },
       };
     }
   }

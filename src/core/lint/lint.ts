@@ -1,11 +1,12 @@
 /** Runs every enabled rule over a file's facts; `# noqa` comments suppress findings. */
+import { fault } from '../vocabulary/faults';
 import { TextIndex } from './edits';
 import { RULES } from './registry';
 import type { Finding, Fix, Rule, RuleContext } from './types';
 
 /**
- * Runs every enabled rule over a file's facts; `# noqa` comments suppress findings. A rule that throws on odd input
- * is skipped so that linting never fails as a whole (`strict` options, for tests, rethrow instead).
+ * Runs every enabled rule over a file's facts; `# noqa` comments suppress findings. A rule that throws is skipped
+ * so that linting never fails as a whole, and the exception is recorded as a fault (`strict` options rethrow it).
  */
 export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Finding[] {
   const findings: Finding[] = [];
@@ -18,6 +19,7 @@ export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Fin
       drafts = rule.check(ctx);
     } catch (e) {
       if (ctx.options.strict) throw e;
+      fault(`rule ${rule.id}`, e);
       continue;
     }
     for (const d of drafts) {

@@ -3,10 +3,42 @@
  * architecture's dimensions.
  */
 import { ARCHITECTURES, SUPPORTED_MODEL_TYPES, type HfConfig } from './catalog';
-import { ModuleBuilder, type ModuleNode } from './tree';
+import { ModelError, ModuleBuilder, type ModuleNode } from './tree';
 
 /** A config.json that cannot be read as a model: the message says which field and why. */
-export class ConfigError extends Error {}
+export class ConfigError extends ModelError {}
+
+/**
+ * The largest value a count may take, far past every published model (the largest have 126 layers, 384 experts,
+ * a vocabulary of 256,000 and a hidden size of 18,432) and small enough that the tree is built at once. A larger
+ * value is a mistake or a trap, refused with the field's name.
+ */
+const PLAUSIBLE_MAX: Record<string, number> = {
+  num_hidden_layers: 2048,
+  n_layer: 2048,
+  num_local_experts: 4096,
+  n_routed_experts: 4096,
+  n_shared_experts: 64,
+  num_experts_per_tok: 256,
+  num_attention_heads: 4096,
+  num_key_value_heads: 4096,
+  n_head: 4096,
+  head_dim: 8192,
+  qk_nope_head_dim: 8192,
+  qk_rope_head_dim: 8192,
+  v_head_dim: 8192,
+  kv_lora_rank: 65_536,
+  q_lora_rank: 65_536,
+  first_k_dense_replace: 2048,
+  moe_layer_freq: 2048,
+  hidden_size: 262_144,
+  n_embd: 262_144,
+  intermediate_size: 2_097_152,
+  moe_intermediate_size: 2_097_152,
+  n_inner: 2_097_152,
+  vocab_size: 16_777_216,
+  n_positions: 16_777_216,
+};
 
 /** What the estimator needs to know about a transformer beyond its module tree (for activations and FLOPs). */
 export interface ArchShape {
@@ -68,7 +100,11 @@ function int(config: HfConfig, key: string, dflt?: number): number {
     throw new ConfigError(`config.json "${key}" must be a number, not ${JSON.stringify(v)}`);
   if (!Number.isInteger(v) || v < 1)
     throw new ConfigError(`config.json "${key}" must be a positive integer, not ${v}`);
-  if (v > 2 ** 31) throw new ConfigError(`config.json "${key}" is implausibly large (${v})`);
+  const max = PLAUSIBLE_MAX[key] ?? 2 ** 24;
+  if (v > max)
+    throw new ConfigError(
+      `config.json "${key}" is ${v}, implausibly large: more than any real model has (at most ${max.toLocaleString('en-US')} is read)`,
+    );
   return v;
 }
 

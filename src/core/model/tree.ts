@@ -110,6 +110,15 @@ export function countBufferBytes(root: ModuleNode): number {
   return n;
 }
 
+/** A model that cannot be built as described: the message says which count or field and why. */
+export class ModelError extends Error {}
+
+/**
+ * The most modules one tree may have. DeepSeek-V3 has about 63,000 (61 layers of 256 experts of 4 modules) and
+ * Kimi K2 about 94,000; a tree this size is built in well under a second.
+ */
+export const MAX_MODULES = 150_000;
+
 /**
  * Builds module trees with PyTorch's names and shapes: `linear(name, in, out)` creates a child module of class
  * `Linear` whose `weight` is `[out, in]`, as `nn.Linear` does.
@@ -117,12 +126,18 @@ export function countBufferBytes(root: ModuleNode): number {
 export class ModuleBuilder {
   readonly node: ModuleNode;
 
-  constructor(name: string, path: string, className: string) {
+  private constructor(
+    name: string,
+    path: string,
+    className: string,
+    /** Modules the whole tree may still add (shared by every builder of one tree). */
+    private readonly left: { modules: number },
+  ) {
     this.node = { name, path, className, params: [], buffers: [], children: [] };
   }
 
   static root(className: string): ModuleBuilder {
-    return new ModuleBuilder('', '', className);
+    return new ModuleBuilder('', '', className, { modules: MAX_MODULES });
   }
 
   param(name: string, shape: number[], opts: { dtype?: DType; trainable?: boolean } = {}): this {
@@ -138,7 +153,11 @@ export class ModuleBuilder {
   }
 
   child(name: string, className: string, build?: (b: ModuleBuilder) => void): ModuleBuilder {
-    const b = new ModuleBuilder(name, joinPath(this.node.path, name), className);
+    if (--this.left.modules < 0)
+      throw new ModelError(
+        `the model would have more than ${MAX_MODULES.toLocaleString('en-US')} modules, more than any real model`,
+      );
+    const b = new ModuleBuilder(name, joinPath(this.node.path, name), className, this.left);
     build?.(b);
     this.node.children.push(b.node);
     return b;

@@ -28,9 +28,18 @@ import { classDef, cloneValue, isDataclass, newModule } from './moduleValues';
 import { TENSOR_FACTORIES, tensorArithmetic, tensorAttr, tensorFactory } from './tensors';
 import { torchLayer, torchLayerName, type LayerContext } from './torchLayers';
 import { valueMethod } from './methods';
-import { Budget, LIMITS, Return, Break, Continue, Statements, type Frame, type Limits } from './statements';
+import {
+  StepLimit,
+  LIMITS,
+  Return,
+  Break,
+  Continue,
+  Statements,
+  type Frame,
+  type Limits,
+} from './statements';
 
-export { Budget, type Limits };
+export { StepLimit, type Limits };
 
 export type { ClassV, FnV, ModV, ObjV, TensorV, Value };
 export { moduleFromTree, toModuleTree } from './moduleValues';

@@ -10,7 +10,7 @@ import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
 import { findBinding, enclosingFunction, parameterOf, dottedText } from '../python/scope';
 import { modelVariable } from '../analysis/paths';
-import { Budget, Interpreter } from './interpreter';
+import { StepLimit, Interpreter } from './interpreter';
 import { toModuleTree } from './moduleValues';
 import { type ModV, type Value } from '../python/values';
 
@@ -103,7 +103,7 @@ export function modelFromScript(
       );
     return { ok: true, model: finish(project, interp, chosen.v, chosen.where, notes), candidates: names };
   } catch (e) {
-    if (e instanceof Budget) return { ok: false, reason: e.message };
+    if (e instanceof StepLimit) return { ok: false, reason: e.message };
     throw e;
   }
 }
@@ -145,7 +145,7 @@ export function modelFromClass(
       candidates: [className],
     };
   } catch (e) {
-    if (e instanceof Budget) return { ok: false, reason: e.message };
+    if (e instanceof StepLimit) return { ok: false, reason: e.message };
     throw e;
   }
 }

@@ -4,16 +4,17 @@
  * body up to a point of interest. Bounded: a step budget for the whole run, a limit on loop turns, and what a
  * loop that cannot be followed assigns becomes unknown.
  */
+import { budget } from '../vocabulary/budget';
 import type { Node } from '../parsing/python';
 import { Expressions } from '../python/expressions';
 import { arithmetic, asNumber, truthy } from '../python/operators';
-import { setEntry, UNKNOWN, type ClassV, type ModuleFile, type Value } from '../python/values';
+import { seqOf, setEntry, UNKNOWN, type ClassV, type ModuleFile, type Value } from '../python/values';
 import { setAttribute } from './methods';
 import { register } from './moduleValues';
 import type { LayerContext } from './torchLayers';
 
-/** The analysis ran past its step budget (the model code is too large or loops without end). */
-export class Budget extends Error {}
+/** The interpreter ran past its step limit or the analysis's budget (the model code is too large or loops without end). */
+export class StepLimit extends Error {}
 
 export interface Limits {
   steps: number;
@@ -56,7 +57,8 @@ export abstract class Statements extends Expressions<Frame> {
 
   protected tick(): void {
     if (++this.steps > this.limits.steps)
-      throw new Budget('the model code is too complex to analyse statically');
+      throw new StepLimit('the model code is too complex to analyse statically');
+    if (!budget().step()) throw new StepLimit(budget().spent!);
   }
 
   protected guard(node: Node): Value | undefined {
@@ -101,7 +103,7 @@ export abstract class Statements extends Expressions<Frame> {
       return true;
     };
     if (!run(0)) return UNKNOWN(node.text, 'a comprehension over unknown values');
-    return { k: 'seq', kind: 'list', items: out as Value[] };
+    return seqOf('list', out, node.text);
   }
 
   // ---- statements ---------------------------------------------------------------------------------------------
@@ -305,7 +307,7 @@ export abstract class Statements extends Expressions<Frame> {
     try {
       return this.evaluate(node, { file, env: new Map(env) });
     } catch (e) {
-      if (e instanceof Budget) return UNKNOWN(node.text, e.message);
+      if (e instanceof StepLimit) return UNKNOWN(node.text, e.message);
       throw e;
     }
   }

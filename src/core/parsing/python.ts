@@ -41,7 +41,22 @@ export class PythonGrammar {
 
   /** Parses `text`; pass the previous tree, already edited, to re-parse incrementally. */
   parse(text: string, oldTree?: Tree | null): Tree {
-    const tree = this.parser.parse(text, oldTree ?? null);
+    const runs = commentRuns(text);
+    if (!runs.length) return this.parseText(text, oldTree ?? null);
+    // Blanked lines are not edits the old tree knows of: such a text is parsed from scratch.
+    let tree = this.parseText(blank(text, runs), null);
+    // A line of a string that starts with `#` is no comment: the string keeps its text.
+    const inStrings = runs.filter(([a]) => /string/.test(tree.rootNode.descendantForIndex(a)?.type ?? ''));
+    if (inStrings.length) {
+      tree.delete();
+      const rest = runs.filter((r) => !inStrings.includes(r));
+      tree = this.parseText(rest.length ? blank(text, rest) : text, null);
+    }
+    return tree;
+  }
+
+  private parseText(text: string, oldTree: Tree | null): Tree {
+    const tree = this.parser.parse(text, oldTree);
     if (!tree) throw new Error('tree-sitter returned no tree');
     return tree;
   }
@@ -62,4 +77,56 @@ export class PythonGrammar {
     parser.setLanguage(language);
     return new PythonGrammar(language, parser);
   }
+}
+
+/** Comment lines a run may hold before the rest of the run is blanked for the parser. */
+const COMMENT_RUN = 32;
+/** Annotation and `noqa` lines kept as comments in one blanked run. */
+const KEPT_IN_RUN = 64;
+const KEEP = /fsdp:|noqa/i;
+
+/**
+ * The comment lines to blank for the parser: after a line of code, tree-sitter-python's scanner looks past every
+ * following comment line for the next line's indentation, once per comment, so a run of n comment lines costs n^2
+ * (8,000 lines: 15 s). Past `COMMENT_RUN` comment lines in a run (blank lines between them belong to it), the lines
+ * that are not `# fsdp:` annotations or `# noqa` comments are given to the parser as spaces of the same length:
+ * every offset and every other node stays as it is, and the run costs n.
+ */
+export function commentRuns(text: string): [number, number][] {
+  const blanked: [number, number][] = [];
+  let run: [number, number][] = [];
+  const flush = () => {
+    if (run.length > COMMENT_RUN) {
+      let kept = 0;
+      for (const [a, b] of run) {
+        if (kept < KEPT_IN_RUN && KEEP.test(text.slice(a, b))) kept++;
+        else blanked.push([a, b]);
+      }
+    }
+    run = [];
+  };
+  for (let i = 0; i <= text.length;) {
+    let end = text.indexOf('\n', i);
+    if (end < 0) end = text.length;
+    const lineEnd = end > i && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
+    let j = i;
+    while (j < lineEnd && /[ \t\f]/.test(text[j]!)) j++;
+    if (j < lineEnd && text.charCodeAt(j) === 35) run.push([j, lineEnd]);
+    else if (j < lineEnd) flush();
+    i = end + 1;
+  }
+  flush();
+  return blanked;
+}
+
+/** `text` with the ranges replaced by spaces. */
+function blank(text: string, ranges: [number, number][]): string {
+  const parts: string[] = [];
+  let at = 0;
+  for (const [a, b] of ranges) {
+    parts.push(text.slice(at, a), ' '.repeat(b - a));
+    at = b;
+  }
+  parts.push(text.slice(at));
+  return parts.join('');
 }

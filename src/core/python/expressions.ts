@@ -10,7 +10,18 @@ import type { Node } from '../parsing/python';
 import { plainItems } from './builtins';
 import { parseFloatLit, parseInteger, parseString } from './literals';
 import { binary, compareChain, truthy, unary } from './operators';
-import { bool, dictOf, seqOf, setEntry, strOf, UNKNOWN, type DictEntry, type Value } from './values';
+import {
+  bool,
+  dictOf,
+  LIMITS,
+  seqOf,
+  setEntry,
+  strOf,
+  tooLong,
+  UNKNOWN,
+  type DictEntry,
+  type Value,
+} from './values';
 
 export abstract class Expressions<F> {
   /** How deep the current evaluation is nested (subclasses bound it in `guard`). */
@@ -192,7 +203,8 @@ export abstract class Expressions<F> {
         const v = inner ? this.evaluate(inner, frame) : UNKNOWN(c.text, 'empty');
         const spread = this.iterate(v);
         if (!spread) return UNKNOWN(node.text, `spreads ${inner?.text ?? '?'}, not known`);
-        items.push(...spread);
+        if (items.length + spread.length > LIMITS.items) return tooLong(kind, node.text);
+        for (const x of spread) items.push(x);
       } else items.push(this.evaluate(c, frame));
     }
     return seqOf(kind, items, node.text);
@@ -257,8 +269,8 @@ export abstract class Expressions<F> {
         const inner = a.namedChild(0);
         const v = inner ? this.evaluate(inner, frame) : UNKNOWN('*', 'empty');
         const spread = this.iterate(v);
-        if (spread) args.push(...spread);
-        else splats.push(v);
+        if (spread && args.length + spread.length <= LIMITS.items) for (const x of spread) args.push(x);
+        else splats.push(spread ? UNKNOWN(inner?.text ?? '*', 'too many arguments') : v);
       } else if (a.type !== 'comment') args.push(this.evaluate(a, frame));
     }
     return { args, keywords, splats };

@@ -5,7 +5,18 @@
  * (1 / 0, [1] + (2,)) gives an unknown value with the reason.
  */
 import { torchDtype } from '../vocabulary/dtypes';
-import { dictOf, isObjectKind, LIMITS, num, seqOf, setEntry, strOf, UNKNOWN, type Value } from './values';
+import {
+  dictOf,
+  isObjectKind,
+  LIMITS,
+  num,
+  seqOf,
+  setEntry,
+  strOf,
+  tooLong,
+  UNKNOWN,
+  type Value,
+} from './values';
 
 /** Python truthiness where known. */
 export function truthy(v: Value): boolean | undefined {
@@ -96,8 +107,7 @@ export function binary(op: string, a: Value, b: Value, text: string): Value {
     if (a.k === 'seq' && b.k === 'seq') {
       if (a.kind !== b.kind || a.kind === 'set')
         return UNKNOWN(text, `${a.kind} + ${b.kind} raises TypeError`);
-      if (a.items.length + b.items.length > LIMITS.items)
-        return UNKNOWN(text, `a ${a.kind} of more than ${LIMITS.items.toLocaleString('en-US')} items`);
+      if (a.items.length + b.items.length > LIMITS.items) return tooLong(a.kind, text);
       return seqOf(a.kind, [...a.items, ...b.items], text);
     }
   }
@@ -110,10 +120,9 @@ export function binary(op: string, a: Value, b: Value, text: string): Value {
           ? UNKNOWN(text, 'a string too long')
           : strOf(s.v.repeat(times), text);
       if (s.kind === 'set') return UNKNOWN(text, 'set * int raises TypeError');
-      if (s.items.length * times > LIMITS.items)
-        return UNKNOWN(text, `a ${s.kind} of more than ${LIMITS.items.toLocaleString('en-US')} items`);
+      if (s.items.length * times > LIMITS.items) return tooLong(s.kind, text);
       const items: Value[] = [];
-      for (let i = 0; i < times; i++) items.push(...s.items);
+      for (let i = 0; i < times; i++) for (const x of s.items) items.push(x);
       return seqOf(s.kind, items, text);
     }
   }

@@ -9,6 +9,7 @@ import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 import type { DType } from '../vocabulary/dtypes';
 import type { ImportTable } from './imports';
+import { budget } from '../vocabulary/budget';
 
 /** How large a value the model builds: longer sequences, strings and dicts become unknown. */
 export const LIMITS = {
@@ -194,25 +195,34 @@ export function num(v: number, isInt: boolean, text: string): Value {
   return { k: 'num', v: isInt && v === 0 ? 0 : v, int: isInt };
 }
 
-/** A sequence, unknown past the item limit. */
+/** A sequence, unknown past the item limit or the analysis's budget. */
 export function seqOf(kind: SeqV['kind'], items: Value[], text = ''): Value {
-  return items.length > LIMITS.items
-    ? UNKNOWN(text, `a ${kind} of more than ${LIMITS.items.toLocaleString('en-US')} items`)
-    : { k: 'seq', kind, items };
+  if (items.length > LIMITS.items) return tooLong(kind, text);
+  return budget().build(items.length) ? { k: 'seq', kind, items } : spent(text);
 }
 
-/** A string, unknown past the length limit. */
+/** The unknown value of a sequence past the item limit. */
+export function tooLong(kind: SeqV['kind'], text: string): UnknownV {
+  return UNKNOWN(text, `a ${kind} of more than ${LIMITS.items.toLocaleString('en-US')} items`);
+}
+
+/** A string, unknown past the length limit or the analysis's budget. */
 export function strOf(v: string, text = ''): Value {
-  return v.length > LIMITS.chars
-    ? UNKNOWN(text, `a string of more than ${LIMITS.chars.toLocaleString('en-US')} characters`)
-    : { k: 'str', v };
+  if (v.length > LIMITS.chars)
+    return UNKNOWN(text, `a string of more than ${LIMITS.chars.toLocaleString('en-US')} characters`);
+  return budget().build(v.length) ? { k: 'str', v } : spent(text);
 }
 
-/** A dict, unknown past the entry limit. */
+/** A dict, unknown past the entry limit or the analysis's budget. */
 export function dictOf(entries: DictEntry[], text = ''): Value {
-  return entries.length > LIMITS.entries
-    ? UNKNOWN(text, `a dict of more than ${LIMITS.entries.toLocaleString('en-US')} entries`)
-    : { k: 'dict', entries };
+  if (entries.length > LIMITS.entries)
+    return UNKNOWN(text, `a dict of more than ${LIMITS.entries.toLocaleString('en-US')} entries`);
+  return budget().build(entries.length) ? { k: 'dict', entries } : spent(text);
+}
+
+/** The unknown value of an evaluation past the analysis's budget. */
+export function spent(text: string): UnknownV {
+  return UNKNOWN(text, budget().spent ?? 'past the analysis budget');
 }
 
 /** Sets `key` in a dict's entries (a later write replaces an earlier one, keeping its place, as Python does). */

@@ -9,7 +9,7 @@ import type { MixedPrecisionValue, MeshValue } from '../analysis/options';
 import type { Estimate, EstimateInput } from '../estimator/types';
 import { WhatIfModel, type MinGpus } from '../whatif/model';
 import type { Source } from '../vocabulary/source';
-import { ConfigError } from '../model/hf';
+import { ModelError } from '../model/tree';
 import { closeCatalogIds } from '../model/catalog';
 import { applyFineTune, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
@@ -368,7 +368,7 @@ function resolveModel(
         codeFailure = r.reason;
       }
     } catch (e) {
-      if (e instanceof ConfigError) return { reason: e.message };
+      if (e instanceof ModelError) return { reason: e.message };
       throw e;
     }
   }
