@@ -4,8 +4,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { decodeSource } from '../core/analysis/input';
+import { decodeSource, DEFAULT_MAX_BYTES } from '../core/analysis/input';
 import { MAX_CONFIG_BYTES } from '../core/frameworks/configDoc';
+import { commandLineRoots, confine, huggingFaceRoots } from '../core/project/boundary';
+import { findProjectRoot } from '../core/project/project';
+import type { Host } from '../core/vocabulary/host';
+import { diskFS, nodeHost } from '../host/disk';
 
 /** File name endings the tools read as Python source without looking inside. */
 const PYTHON_EXTENSIONS = new Set(['.py', '.pyi']);
@@ -38,6 +42,8 @@ export function readPythonFile(file: string): { text: string } | { error: string
     const st = fs.statSync(file);
     if (st.isDirectory()) return { error: `${file}: is a directory` };
     if (!st.isFile()) return { error: `${file}: not a regular file` };
+    if (st.size > DEFAULT_MAX_BYTES)
+      return { error: `${file}: larger than ${DEFAULT_MAX_BYTES / 1024 / 1024} MiB, the analysis limit` };
     bytes = fs.readFileSync(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
@@ -120,4 +126,25 @@ export function collectPythonFiles(paths: string[]): { files: string[]; missing:
     } else files.push(p);
   }
   return { files, missing, empty };
+}
+
+/**
+ * The machine as a command-line run sees it: the disk confined to the file's project, repository and working
+ * folder, the Hugging Face folders, and the paths the command line names itself (`--config`). Files a project
+ * names outside these are refused. `projectRoot` is where the file's imports resolve.
+ */
+export function commandLineHost(
+  file: string | undefined,
+  named: string[] = [],
+): { host: Host; projectRoot?: string } {
+  const disk = nodeHost();
+  const roots = [
+    ...(file ? commandLineRoots(file, disk) : []),
+    ...huggingFaceRoots(disk),
+    ...named.map((p) => path.resolve(p)),
+  ];
+  return {
+    host: nodeHost(confine(diskFS, roots)),
+    ...(file ? { projectRoot: findProjectRoot(path.resolve(file), disk) } : {}),
+  };
 }

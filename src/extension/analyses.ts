@@ -6,7 +6,8 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { emptyFacts, type FileFacts } from '../core/analysis/facts';
 import { analyzeDocument, isConfigPath, type DocumentAnalysis as CoreAnalysis } from '../core/entry/analyze';
-import { nodeHost } from '../host/disk';
+import { diskFS, nodeHost } from '../host/disk';
+import { confine, huggingFaceRoots } from '../core/project/boundary';
 import type { ConfigReading } from '../core/frameworks/read';
 import type { WorkspaceProjects } from './projects';
 import type { Finding } from '../core/lint/types';
@@ -231,7 +232,7 @@ export class DocumentAnalyses implements vscode.Disposable {
         lint: settings.lint.enabled ? settings.lint : null,
         estimate: {
           settings: settings.estimate,
-          host: this.host(project),
+          host: this.host(document, settings),
           ...(fallback ? { fallbackModel: fallback } : {}),
           ...(project ? { project } : {}),
           ...(choice ? { modelChoice: choice } : {}),
@@ -259,8 +260,14 @@ export class DocumentAnalyses implements vscode.Disposable {
   }
 
   /** The machine as the analysis sees it: the project's file system (open documents first) over the disk. */
-  private host(project: ReturnType<WorkspaceProjects['forDocument']>) {
-    return nodeHost(project?.fs);
+  private host(document: vscode.TextDocument, settings: Settings) {
+    const m = settings.model;
+    // A relative path resolves inside the workspace, which the host serves anyway.
+    const usersPaths = m && settings.modelIsUsers && isModelPath(m) && path.isAbsolute(m) ? [m] : [];
+    return (
+      this.projects?.hostFor(document.uri, usersPaths) ??
+      nodeHost(confine(diskFS, huggingFaceRoots(nodeHost())))
+    );
   }
 
   /** One line per analysis: the first of a document at info level (with the time since it opened), later ones at debug. */
@@ -293,7 +300,7 @@ export class DocumentAnalyses implements vscode.Disposable {
         lint: settings.lint.enabled ? settings.lint : null,
         estimate: {
           settings: settings.estimate,
-          host: this.host(project),
+          host: this.host(document, settings),
           ...(project ? { project } : {}),
           ...(fallbackModel(settings) ? { fallbackModel: fallbackModel(settings)! } : {}),
         },
@@ -371,10 +378,15 @@ function fallbackModel(settings: Settings): ModelChoice | undefined {
   const m = settings.model;
   return m
     ? {
-        ...(m.endsWith('.json') || m.includes(path.sep) ? { config: m } : { id: m }),
+        ...(isModelPath(m) ? { config: m } : { id: m }),
         source: { kind: 'setting', detail: 'fsdpLens.model' },
       }
     : undefined;
+}
+
+/** Whether the model setting names a config.json path rather than a Hugging Face id. */
+function isModelPath(m: string): boolean {
+  return m.endsWith('.json') || m.includes(path.sep);
 }
 
 function race<T>(p: Promise<T>, token?: vscode.CancellationToken): Promise<T | undefined> {

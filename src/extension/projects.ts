@@ -5,8 +5,10 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ExactModel } from '../core/exact/exact';
+import type { Host } from '../core/vocabulary/host';
 import type { PythonGrammar } from '../core/parsing/python';
-import { diskFS } from '../host/disk';
+import { diskFS, nodeHost } from '../host/disk';
+import { confine, huggingFaceRoots } from '../core/project/boundary';
 import { isProjectInput, Project, PROJECT_INPUTS_GLOB, type ProjectFS } from '../core/project/project';
 
 /** Reads open documents from the editor (their unsaved text) and everything else from disk. */
@@ -19,9 +21,17 @@ function editorFS(): ProjectFS {
       const d = open(file);
       return d ? `doc:${d.version}` : diskFS.version(file);
     },
+    refusal: (file) => (open(file) ? undefined : diskFS.refusal(file)),
     isDirectory: diskFS.isDirectory,
-    listDir: diskFS.listDir,
+    entries: diskFS.entries,
+    realPath: diskFS.realPath,
   };
+}
+
+/** A document's folder of the workspace, or its own folder outside any. */
+function rootOf(uri: vscode.Uri): string {
+  const folder = vscode.workspace.getWorkspaceFolder(uri);
+  return folder?.uri.scheme === 'file' ? folder.uri.fsPath : path.dirname(uri.fsPath);
 }
 
 /**
@@ -69,14 +79,23 @@ export class WorkspaceProjects implements vscode.Disposable {
     if (uri.scheme !== 'file') return undefined;
     const grammar = this.grammar();
     if (!grammar) return undefined;
-    const folder = vscode.workspace.getWorkspaceFolder(uri);
-    const root = folder?.uri.scheme === 'file' ? folder.uri.fsPath : path.dirname(uri.fsPath);
+    const root = rootOf(uri);
     let p = this.projects.get(root);
     if (!p) {
-      p = new Project([root], grammar, editorFS());
+      // Reads stay inside the folder and the Hugging Face folders, whatever a file of the workspace names.
+      p = new Project([root], grammar, confine(editorFS(), [root, ...huggingFaceRoots(nodeHost())]));
       this.projects.set(root, p);
     }
     return p;
+  }
+
+  /**
+   * The machine as a document's analysis sees it: the editor's files confined to the document's folder and the
+   * Hugging Face folders, plus the paths the user's own settings name (`fsdpLens.model` in user settings).
+   */
+  hostFor(uri: vscode.Uri, usersPaths: string[]): Host {
+    const base = uri.scheme === 'file' ? [rootOf(uri)] : [];
+    return nodeHost(confine(editorFS(), [...base, ...huggingFaceRoots(nodeHost()), ...usersPaths]));
   }
 
   /** The class the user picked for a file whose model can be several. */

@@ -19,6 +19,8 @@ export interface Settings {
   estimate: SetupValues;
   /** The model to fall back on when the script does not say: a Hugging Face id or a config.json path. */
   model: string | null;
+  /** The model setting is the user's own (not a workspace's): a path it names may lie outside the workspace. */
+  modelIsUsers: boolean;
   units: ByteUnit;
 }
 
@@ -36,6 +38,7 @@ export function readSettings(scope?: vscode.ConfigurationScope): Settings {
     },
     estimate: estimateValues(c),
     model: nonEmpty(c.get<string | null>('model', null)),
+    modelIsUsers: modelIsUsers(c),
     units: c.get<string>('units', 'GB') === 'GiB' ? 'GiB' : 'GB',
   };
 }
@@ -53,6 +56,12 @@ function estimateValues(c: vscode.WorkspaceConfiguration): SetupValues {
     }
   }
   return out as SetupValues;
+}
+
+/** Whether the effective model setting is the user's: no workspace or folder value overrides the global one. */
+function modelIsUsers(c: vscode.WorkspaceConfiguration): boolean {
+  const i = c.inspect<string | null>('model');
+  return !!i && i.workspaceValue === undefined && i.workspaceFolderValue === undefined && !!i.globalValue;
 }
 
 function nonEmpty(s: string | null | undefined): string | null {

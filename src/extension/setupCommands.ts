@@ -78,9 +78,11 @@ export async function setGpu(analyses: DocumentAnalyses, arg?: unknown): Promise
         label: g.name,
         description: fmtBytes(gpuBytes(g)),
         detail: f
-          ? f.fits
+          ? f.verdict === 'fits'
             ? `fits: ${fmtBytes(f.headroomBytes)} to spare`
-            : `does not fit: ${fmtBytes(-f.headroomBytes)} short`
+            : f.verdict === 'short'
+              ? `does not fit: ${fmtBytes(-f.headroomBytes)} short`
+              : `fit undecided: parts of the model not counted, ${fmtBytes(f.headroomBytes)} left for them`
           : undefined,
         id: g.id,
       };

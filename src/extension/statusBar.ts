@@ -42,9 +42,8 @@ export class FitStatusBar implements vscode.Disposable {
     const st = statusSummary(r.estimate, a.units);
     this.item.text = st.text;
     this.item.tooltip = new vscode.MarkdownString(st.tooltip.join('\n\n'));
-    this.item.backgroundColor = st.fits
-      ? undefined
-      : new vscode.ThemeColor('statusBarItem.warningBackground');
+    this.item.backgroundColor =
+      st.verdict === 'short' ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     this.item.command = {
       title: 'Estimate FSDP footprint',
       command: COMMANDS.estimateFootprint,

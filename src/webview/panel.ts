@@ -6,7 +6,8 @@ import '@vscode-elements/elements/dist/vscode-single-select/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { Chart } from 'chart.js';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds } from '../core/vocabulary/bytes';
-import { wholeNodesText, peakWhere, shortGpu } from '../core/vocabulary/words';
+import { atLeast, peakWhere, shortGpu, verdictWords, wholeNodesText } from '../core/vocabulary/words';
+import type { Verdict } from '../core/vocabulary/words';
 import type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from '../core/report/panelProtocol';
 import { granularityChart, memoryChart } from './charts';
 import { custom, el, section, table, type Cell } from './dom';
@@ -56,19 +57,43 @@ function renderHeader(data: PanelData, e: Estimate | undefined): HTMLElement {
   return h;
 }
 
+/** How each verdict is marked: the summary's class, a table cell's class, yes/no, a tick. */
+const VERDICT_CLASS: Record<Verdict, string> = { fits: 'fits', short: 'no-fit', undecided: 'undecided' };
+const VERDICT_CELL: Record<Verdict, string> = { fits: 'ok', short: 'bad', undecided: 'muted' };
+const YES: Record<Verdict, string> = { fits: 'yes', short: 'no', undecided: 'undecided' };
+const MARK: Record<Verdict, string> = { fits: '✓', short: '✗', undecided: '?' };
+
 function renderSummary(data: PanelData, e: Estimate): HTMLElement {
   const b = (n: number) => fmtBytes(n, data.units);
   const mine = e.targetFit;
   const s = el('section', undefined, 'summary');
   s.id = 'summary';
-  const verdict = el('p', undefined, `verdict ${mine?.fits ? 'fits' : 'no-fit'}`);
+  const least = atLeast(e.lowerBound);
+  const verdict = el('p', undefined, `verdict ${VERDICT_CLASS[mine.verdict]}`);
   verdict.setAttribute('role', 'status');
-  verdict.textContent = mine
-    ? mine.fits
-      ? `Fits ${shortGpu(e.gpu.name)}: peak ${b(e.perGpu.peakBytes)} ${peakWhere(e.perGpu.peakAt)}, ${b(mine.headroomBytes)} to spare`
-      : `Does not fit ${shortGpu(e.gpu.name)}: peak ${b(e.perGpu.peakBytes)} ${peakWhere(e.perGpu.peakAt)}, ${b(-mine.headroomBytes)} short`
-    : `Peak ${b(e.perGpu.peakBytes)}`;
+  const peak = `peak ${least}${b(e.perGpu.peakBytes)} ${peakWhere(e.perGpu.peakAt)}`;
+  verdict.textContent =
+    mine.verdict === 'fits'
+      ? `Fits ${shortGpu(e.gpu.name)}: ${peak}, ${b(mine.headroomBytes)} to spare`
+      : mine.verdict === 'short'
+        ? `Does not fit ${shortGpu(e.gpu.name)}: ${peak}, ${b(-mine.headroomBytes)} short`
+        : `Fit on ${shortGpu(e.gpu.name)} undecided: ${peak} counted, ${b(mine.headroomBytes)} left for the parts not counted`;
   s.append(verdict);
+  if (e.gaps.length) {
+    const gaps = el('div', undefined, 'advice problem');
+    gaps.id = 'gaps';
+    const list = el('ul');
+    for (const g of e.gaps.slice(0, 12)) list.append(el('li', g));
+    gaps.append(
+      el('h3', 'Not counted: every figure is a lower bound'),
+      list,
+      el(
+        'p',
+        'Measure the model exactly with PyTorch, or name it with a "# fsdp: model=" comment, to count them.',
+      ),
+    );
+    s.append(gaps);
+  }
   const cards = el('div', undefined, 'cards');
   const trainable =
     e.model.trainableParams < e.model.params
@@ -83,17 +108,17 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
   );
   if (e.minGpusReason) minCard.title = e.minGpusReason;
   cards.append(
-    card('Parameters', fmtParams(e.model.params), trainable),
+    card('Parameters', `${least}${fmtParams(e.model.params)}`, trainable),
     card(
       'Per GPU, persistent',
-      b(e.perGpu.persistentBytes),
+      `${least}${b(e.perGpu.persistentBytes)}`,
       `model state ${b(e.perGpu.modelStateBytes)} of ${b(e.modelStateTotalBytes)} unsharded`,
     ),
     card(
       'Peak per GPU',
-      b(e.perGpu.peakBytes),
+      `${least}${b(e.perGpu.peakBytes)}`,
       peakWhere(e.perGpu.peakAt) || 'no activation model',
-      mine?.fits ? 'ok' : 'bad',
+      mine.verdict === 'fits' ? 'ok' : mine.verdict === 'short' ? 'bad' : '',
     ),
     card(
       'Traffic per step',
@@ -221,7 +246,7 @@ function renderAdvice(data: PanelData): HTMLElement {
           a.options.map((o) => [
             { text: o.label, cls: 'strong' },
             b(o.peakBytes),
-            { text: o.fits ? 'yes' : 'no', cls: o.fits ? 'ok' : 'bad' },
+            { text: YES[o.verdict], cls: VERDICT_CELL[o.verdict] },
             b(o.trafficBytes),
             fmtSeconds(o.exposedSeconds),
             { text: o.note, cls: 'muted' },
@@ -420,7 +445,7 @@ function renderFit(data: PanelData, e: Estimate): HTMLElement {
     ...g.fits.map((f) =>
       f === null
         ? { text: '–', cls: 'muted', title: 'PyTorch cannot build this mesh' }
-        : { text: f ? '✓' : '✗', cls: f ? 'ok' : 'bad', title: f ? 'fits' : 'does not fit' },
+        : { text: MARK[f], cls: VERDICT_CELL[f], title: verdictWords(f) },
     ),
     g.minGpus.worldSize === null
       ? { text: 'none', title: g.minGpus.reason ?? '' }

@@ -23,7 +23,7 @@ interface Surfaces {
   peak: string;
   units: number;
   mesh: string;
-  fits: boolean;
+  verdict: string;
 }
 
 /** The document as the editor analyses it: the one entry, with the project the CLI finds for it too. */
@@ -45,7 +45,7 @@ async function everySurface(rel: string): Promise<Surfaces[]> {
     perGpu: { peakBytes: number };
     units: unknown[];
     mesh: { worldSize: number; shardGroup: number; replicas: number };
-    targetFit: { fits: boolean };
+    targetFit: { verdict: string };
   };
   const text = (await cli('estimate', file)).out;
   const { a, project } = await editor(file);
@@ -61,7 +61,7 @@ async function everySurface(rel: string): Promise<Surfaces[]> {
       peak: fmtBytes(j.perGpu.peakBytes),
       units: j.units.length,
       mesh: meshOf(j.mesh),
-      fits: j.targetFit.fits,
+      verdict: j.targetFit.verdict,
     });
     const textPeak = /^Peak {6}(\S+ \S+) per GPU/m.exec(text)?.[1] ?? '';
     const textUnits = Number(/^Plan {6}.*? · (\d+) units/m.exec(text)?.[1]);
@@ -72,17 +72,20 @@ async function everySurface(rel: string): Promise<Surfaces[]> {
       : flat
         ? `${flat[1]} = 1 x ${flat[2]}`
         : '';
-    out.push({ peak: textPeak, units: textUnits, mesh: textMesh, fits: /^Fit {7}fits /m.test(text) });
+    const textFit = /^Fit {7}(fits|does NOT fit|undecided) /m.exec(text)?.[1];
+    const verdictOf = (w: string | undefined) =>
+      w === 'fits' ? 'fits' : w === 'does not fit' || w === 'does NOT fit' ? 'short' : w ? 'undecided' : '?';
+    out.push({ peak: textPeak, units: textUnits, mesh: textMesh, verdict: verdictOf(textFit) });
     // The lens over the root call (or the configuration's lens), the hover, the status bar.
     const root = a.facts.calls.find((c) => c.isRoot);
     const lens = root ? lensTitle(root, e, 'GB') : frameworkLensTitle(r.framework!, e, 'GB');
     const hover = root ? hoverMarkdown(root, e, 'GB', {}) : frameworkHoverMarkdown(r.framework!, e, 'GB', {});
-    const lensFit = / · (fits|does not fit) (\d+) x /.exec(lens);
+    const lensFit = / · (fits|does not fit|fit on) (\d+) x /.exec(lens);
     out.push({
       peak: / · peak (\S+ \S+)/.exec(lens)?.[1] ?? '',
       units: Number(/(\d+) units ·/.exec(lens)?.[1]),
       mesh: out[0]!.mesh,
-      fits: lensFit?.[1] === 'fits' && Number(lensFit[2]) === e.mesh.worldSize,
+      verdict: Number(lensFit?.[2]) === e.mesh.worldSize ? verdictOf(lensFit?.[1]) : '?',
     });
     out.push({
       peak: /\*\*Peak (\S+ \S+)\*\*/.exec(hover)?.[1] ?? '',
@@ -90,14 +93,14 @@ async function everySurface(rel: string): Promise<Surfaces[]> {
       mesh: /HSDP: (\d+) replicas x (\d+)/.test(hover)
         ? `${e.mesh.worldSize} = ${/HSDP: (\d+) replicas x (\d+)/.exec(hover)![1]} x ${/HSDP: (\d+) replicas x (\d+)/.exec(hover)![2]}`
         : `${/ · (\d+) x /.exec(hover)?.[1]} = 1 x ${/ · (\d+) x /.exec(hover)?.[1]}`,
-      fits: / · fits /.test(hover),
+      verdict: verdictOf(/ · (?:\*\*)?(fits|does not fit|fit undecided)/.exec(hover)?.[1]),
     });
     const status = statusSummary(e, 'GB');
     out.push({
       peak: /FSDP (\S+ \S+)\/GPU/.exec(status.text)?.[1] ?? '',
       units: e.units.length,
       mesh: meshOf(e.mesh),
-      fits: status.fits && /^Fits /.test(status.tooltip[1]!),
+      verdict: /^(Fits|Does not fit|Fit on)/.test(status.tooltip[1]!) ? status.verdict : '?',
     });
     // The panel's first data, and the what-if at the file's own values.
     const first = buildPanelData({ facts: a.facts, uri: file, focusUnit: null, units: 'GB', estimate: r });
@@ -114,7 +117,7 @@ async function everySurface(rel: string): Promise<Surfaces[]> {
         peak: fmtBytes(d.estimate!.perGpu.peakBytes),
         units: d.estimate!.units.length,
         mesh: meshOf(d.estimate!.mesh),
-        fits: d.estimate!.targetFit.fits,
+        verdict: d.estimate!.targetFit.verdict,
       });
     assert.deepEqual(whatIfFrom(first.whatIf!.base, first.whatIf!.base), {});
     const again = r.whatIf.run(whatIfFrom(first.whatIf!.base));
@@ -122,7 +125,7 @@ async function everySurface(rel: string): Promise<Surfaces[]> {
       peak: fmtBytes(again.perGpu.peakBytes),
       units: again.units.length,
       mesh: meshOf(again.mesh),
-      fits: again.targetFit.fits,
+      verdict: again.targetFit.verdict,
     });
     return out;
   } finally {

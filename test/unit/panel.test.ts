@@ -120,9 +120,13 @@ describe('footprint panel data', () => {
     for (const g of m.gpus) {
       const gpu = findGpu(g.id)!;
       m.worldSizes.forEach((n, i) => {
-        assert.equal(g.fits[i], requiredBytes(m.peakBytes[i]!) <= gpuBytes(gpu), `${g.id} at ${n}`);
+        assert.equal(
+          g.fits[i] === 'fits',
+          requiredBytes(m.peakBytes[i]!) <= gpuBytes(gpu),
+          `${g.id} at ${n}`,
+        );
         if (g.minGpus.worldSize !== null)
-          assert.equal(g.fits[i], n >= g.minGpus.worldSize, `${g.id} at ${n}`);
+          assert.equal(g.fits[i] === 'fits', n >= g.minGpus.worldSize, `${g.id} at ${n}`);
       });
     }
   });
@@ -133,7 +137,7 @@ describe('footprint panel data', () => {
     assert.equal(fit.level, 'problem');
     // One GPU holds 8,030,261,248 x 16 B = 128 GB of state: more than any 80 GB GPU.
     const more = fit.options.find((o) => /^\d+ GPUs$/.test(o.label))!;
-    assert.ok(more.fits);
+    assert.equal(more.verdict, 'fits');
     const n = Number(more.label.split(' ')[0]);
     // On n GPUs the state alone is 128.5 GB / n, which must leave room in 76.8 GB: n >= 2.
     assert.ok(n >= 2);
@@ -145,7 +149,7 @@ describe('footprint panel data', () => {
   });
 
   it('escapes user strings in hover Markdown', async () => {
-    assert.equal(mdEscape('[x](command:evil)'), '\\[x\\]\\(command:evil\\)');
+    assert.equal(mdEscape('[x](command:evil)'), '\\[x\\]\\(command\\:evil\\)');
     assert.equal(mdEscape('<img src=x>'), '\\<img src=x\\>');
     const facts = await scanSource(fixture('workspace/train_fsdp2.py'), 'train.py');
     const r = estimateFile(facts);
@@ -153,7 +157,7 @@ describe('footprint panel data', () => {
     const gpu = r.estimate.assumptions.find((a) => a.key === 'gpu')!;
     gpu.value = '[click](command:workbench.action.terminal.new)';
     const md = hoverMarkdown(facts.calls[0]!, r.estimate, 'GB', {});
-    assert.match(md, /\\\[click\\\]\\\(command:workbench/);
+    assert.match(md, /\\\[click\\\]\\\(command\\:workbench/);
     assert.ok(!md.includes('](command:'), md);
   });
 });

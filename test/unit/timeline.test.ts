@@ -189,7 +189,7 @@ describe('the 70B worked example', () => {
 
   it('does not fit an H200 on 8 GPUs even with full checkpointing at micro-batch 1', () => {
     const h200 = e.fit.find((f) => f.gpu === 'h200-141gb')!;
-    assert.equal(h200.fits, false);
+    assert.equal(h200.verdict, 'short');
     assert.ok(h200.headroomBytes < 0);
     // Not only the optimizer step: forward and backward alone (141 GB of state plus the gathered root, buffers,
     // logits and activations) exceed the H200's 143,771 MiB.
@@ -371,7 +371,7 @@ describe('calibration against a published measurement (docs/calibration.md)', ()
     const ratio = requiredBytes(e.perGpu.peakBytes) / measured;
     assert.ok(ratio > 0.9 && ratio < 1.1, `estimate with reserve / measured = ${ratio.toFixed(3)}`);
     // And the verdict for an 80 GB H100 matches: it does not fit.
-    assert.equal(e.fit.find((f) => f.gpu === 'h100-sxm-80gb')!.fits, false);
+    assert.equal(e.fit.find((f) => f.gpu === 'h100-sxm-80gb')!.verdict, 'short');
   });
 });
 

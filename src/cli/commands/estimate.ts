@@ -12,14 +12,13 @@ import { INPUT_BY_FLAG, parseInput, type SetupValues } from '../../core/inputs/t
 import { fineTuneFromFlags, type ModelChoice } from '../../core/inputs/model';
 import { replicasDivide } from '../../core/inputs/layers';
 import { loadPython } from '../../host/grammar';
-import { findProjectRoot, Project } from '../../core/project/project';
+import { Project } from '../../core/project/project';
 import { exactForScript, type ExactModel } from '../../core/exact/exact';
-import { nodeHost } from '../../host/disk';
 import { runExactHelper } from '../../host/exact';
 import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
 import { EXIT, reportGaps, UsageError, type Streams } from '../io';
-import { readConfigFile, readPythonFile } from '../files';
+import { commandLineHost, readConfigFile, readPythonFile } from '../files';
 import { analyzeDocument, isConfigPath } from '../../core/entry/analyze';
 
 export async function estimateCommand(argv: string[], io: Streams): Promise<number> {
@@ -82,9 +81,9 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     return EXIT.usage;
   }
   const grammar = await loadPython();
-  const host = nodeHost();
   const abs = file ? path.resolve(file) : undefined;
-  const project = abs ? new Project([findProjectRoot(abs, host)], grammar, host.fs) : undefined;
+  const { host, projectRoot } = commandLineHost(abs, values.config ? [values.config] : []);
+  const project = projectRoot ? new Project([projectRoot], grammar, host.fs) : undefined;
   try {
     // The Python file scanned once: exact mode reads the same facts the estimate does.
     const facts = abs && !isConfigPath(abs) ? scanText(grammar, abs, read.text) : undefined;

@@ -4,8 +4,8 @@
  */
 import * as path from 'node:path';
 import { analyzeDocument, isConfigPath } from '../../core/entry/analyze';
-import { nodeHost } from '../../host/disk';
-import { findProjectRoot, Project } from '../../core/project/project';
+import { Project } from '../../core/project/project';
+import type { Host } from '../../core/vocabulary/host';
 import { RULES, ruleById } from '../../core/lint/registry';
 import { toSarif, type FileFindings } from '../../core/lint/sarif';
 import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '../../core/lint/types';
@@ -13,7 +13,7 @@ import { RULES_DOC_URL, VERSION } from '../../core/vocabulary/meta';
 import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';
 import { EXIT, reportGaps, UsageError, type Streams } from '../io';
-import { collectPythonFiles, readConfigFile, readPythonFile } from '../files';
+import { collectPythonFiles, commandLineHost, readConfigFile, readPythonFile } from '../files';
 
 const LEVELS: SeveritySetting[] = ['error', 'warning', 'info', 'hint', 'off'];
 
@@ -52,12 +52,14 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
   for (const m of missing) io.err.write(`fsdp-lens: ${m}: no such file or directory\n`);
   for (const d of empty) io.err.write(`fsdp-lens: ${d}: no .py files in this directory\n`);
   const grammar = await loadPython();
-  const projects = new Map<string, Project>();
+  const projects = new Map<string, { project: Project; host: Host }>();
   const results: (FileFindings & { path: string })[] = [];
-  const host = nodeHost();
   for (const file of files) {
-    const root = findProjectRoot(path.resolve(file), host);
-    if (!projects.has(root)) projects.set(root, new Project([root], grammar, host.fs));
+    const here = commandLineHost(path.resolve(file));
+    const root = here.projectRoot!;
+    if (!projects.has(root))
+      projects.set(root, { project: new Project([root], grammar, here.host.fs), host: here.host });
+    const { project, host } = projects.get(root)!;
     const config = isConfigPath(file);
     const read = config ? readConfigFile(file) : readPythonFile(file);
     if ('error' in read) {
@@ -69,7 +71,7 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
     const a = analyzeDocument(
       grammar,
       { file: path.resolve(file), text: read.text },
-      { lint: options, estimate: { project: projects.get(root)!, host } },
+      { lint: options, estimate: { project, host } },
     );
     if (reportGaps(io, file, a)) internal = true;
     if (a.reading?.kind === 'none') {
@@ -90,7 +92,7 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
       findings: a.findings,
     });
   }
-  for (const p of projects.values()) p.dispose();
+  for (const p of projects.values()) p.project.dispose();
 
   if (format === 'sarif')
     io.out.write(

@@ -19,6 +19,7 @@ import { SourceFile } from '../parsing/source';
 import type { Tree } from '../parsing/python';
 import { withBudget, WorkBudget, type BudgetLimits } from '../vocabulary/budget';
 import { collectFaults, fault, type Fault } from '../vocabulary/faults';
+import { clip } from '../vocabulary/words';
 import { launchCommands } from '../frameworks/shell';
 import { pinnedVersions } from '../project/versions';
 
@@ -46,7 +47,7 @@ export function analyzeFacts(
     opts.estimate.flags?.model
   ) {
     try {
-      estimate = estimateFile(facts, opts.estimate);
+      estimate = clipped(estimateFile(facts, opts.estimate));
     } catch (e) {
       estimate = { ok: false, reason: fault('the estimate', e) };
     }
@@ -64,6 +65,15 @@ export function analyzeFacts(
       })
     : [];
   return { facts, ...(estimate ? { estimate } : {}), findings };
+}
+
+/** An estimate whose words quote the file at bounded length: a reason, a hint, a note of any source. */
+function clipped(r: EstimateResult): EstimateResult {
+  if (!r.ok) return { ...r, reason: clip(r.reason), ...(r.hint ? { hint: clip(r.hint) } : {}) };
+  const e = r.estimate;
+  e.notes = e.notes.map((n) => clip(n));
+  e.plan.notes = e.plan.notes.map((n) => clip(n));
+  return r;
 }
 
 /** A configuration file's analysis: what it is, the plan's estimate, and the findings of its traps. */

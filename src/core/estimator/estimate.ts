@@ -364,6 +364,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   const K = setup.gradAccum;
 
   const result: Estimate = {
+    gaps: input.model.gaps ?? [],
     model: {
       name: input.model.name,
       params: totalParams,
@@ -451,7 +452,8 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       ],
     };
   }
-  result.fit = fitAll(result.perGpu.peakBytes);
-  result.targetFit = fitOn(result.perGpu.peakBytes, gpu);
+  const partial = result.gaps.length > 0;
+  result.fit = fitAll(result.perGpu.peakBytes, partial);
+  result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial);
   return result;
 }

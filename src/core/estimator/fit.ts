@@ -23,20 +23,23 @@ export function usableBytes(capacity: number): number {
   return Math.max(0, Math.floor((capacity - FIT_RESERVE.contextBytes) / (1 + FIT_RESERVE.fragmentation)));
 }
 
-/** Whether a peak fits one GPU, with the headroom left (negative when short). */
-export function fitOn(peakBytes: number, g: Gpu): FitResult {
+/**
+ * Whether a peak fits one GPU, with the headroom left (negative when short). `partial`: the peak leaves parts of
+ * the model out, so a peak that fits is not a verdict.
+ */
+export function fitOn(peakBytes: number, g: Gpu, partial = false): FitResult {
   const capacity = gpuBytes(g);
   const need = requiredBytes(peakBytes);
   return {
     gpu: g.id,
     name: g.name,
-    fits: need <= capacity,
+    verdict: need > capacity ? 'short' : partial ? 'undecided' : 'fits',
     headroomBytes: capacity - need,
     memoryBytes: capacity,
   };
 }
 
 /** The fit of a peak on every GPU of the catalog. */
-export function fitAll(peakBytes: number): FitResult[] {
-  return GPUS.map((g) => fitOn(peakBytes, g));
+export function fitAll(peakBytes: number, partial = false): FitResult[] {
+  return GPUS.map((g) => fitOn(peakBytes, g, partial));
 }

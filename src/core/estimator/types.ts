@@ -7,7 +7,7 @@ import type { TrainingSetup } from '../inputs/table';
 import type { ArchShape } from '../model/hf';
 import type { ModuleNode } from '../model/tree';
 import type { Mesh } from './mesh';
-import type { Phase, ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
+import type { Phase, ShardingStrategyName, ReshardAfterForward, Verdict } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
 import type { Assumption, Source } from '../vocabulary/source';
 
@@ -98,10 +98,12 @@ export interface Traffic {
   collectives: { allGather: number; reduceScatter: number; allReduce: number };
 }
 
+export type { Verdict };
+
 export interface FitResult {
   gpu: string;
   name: string;
-  fits: boolean;
+  verdict: Verdict;
   /** Usable memory minus the peak, allocator overhead and CUDA context; negative when it does not fit. */
   headroomBytes: number;
   memoryBytes: number;
@@ -109,7 +111,14 @@ export interface FitResult {
 
 /** Everything an estimate is computed from. */
 export interface EstimateInput {
-  model: { name: string; root: ModuleNode; shape?: ArchShape; source: Source };
+  model: {
+    name: string;
+    root: ModuleNode;
+    shape?: ArchShape;
+    source: Source;
+    /** Parts of the model not known, so not counted (every figure is then a lower bound). */
+    gaps?: string[];
+  };
   plan: Plan;
   setup: TrainingSetup;
   assumptions: Assumption[];
@@ -181,6 +190,8 @@ export interface Estimate {
   units: UnitEstimate[];
   /** Parameters in no unit: replicated, with full gradients and optimizer state on every rank. */
   unowned: { params: number; bytes: number; modules: string[] };
+  /** Parts of the model not known, so not counted: when any, every figure is a lower bound (at least). */
+  gaps: string[];
   perGpu: {
     /** Everything that stays on the GPU through a step: sharded state, replicated leftovers, buffers. */
     persistentBytes: number;

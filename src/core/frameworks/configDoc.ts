@@ -135,9 +135,12 @@ export function readConfigText(file: string, text: string): ConfigDoc | { error:
       let current = '';
       for (let i = 0; i < lines.length; i++) {
         const l = lines[i]!.trim();
-        const header = /^\[\[?\s*([^\]]+?)\s*\]\]?/.exec(l);
-        if (header) {
-          current = header[1]!.replace(/\s+/g, '').replace(/"/g, '');
+        const close = l.startsWith('[') ? l.indexOf(']') : -1;
+        if (close > 0) {
+          current = l
+            .slice(l.startsWith('[[') ? 2 : 1, close)
+            .replace(/\s+/g, '')
+            .replace(/"/g, '');
           if (current === path.join('.')) return i;
           continue;
         }
@@ -149,7 +152,8 @@ export function readConfigText(file: string, text: string): ConfigDoc | { error:
       return undefined;
     });
   } catch (e) {
-    const msg = e instanceof Error ? e.message.split('\n')[0]! : String(e);
+    if (e instanceof RangeError) return { error: `${format.toUpperCase()} nested too deeply to read` };
+    const msg = e instanceof Error ? e.message.split('\n')[0]!.slice(0, 200) : String(e);
     return { error: `${format.toUpperCase()} syntax error: ${msg}` };
   }
 }

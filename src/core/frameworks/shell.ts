@@ -3,7 +3,7 @@
  * plans.
  */
 import * as path from 'node:path';
-import { flags } from '../project/settings';
+import { flags, pythonScriptOf } from '../parsing/commandLine';
 import { launchFlagSettings, acceleratePlan } from './accelerate';
 import type { VersionPin } from '../vocabulary/versions';
 import { posInt } from './configDoc';
@@ -47,7 +47,7 @@ export function launchCommands(
     joined = '';
     if (/^\s*#/.test(cmd) || !/--fsdp|--use_fsdp/.test(cmd)) return;
     const opts = flags(cmd);
-    const script = /(\S+\.py)\b/.exec(cmd)?.[1];
+    const script = pythonScriptOf(cmd) ?? undefined;
     const model = strip(opts.get('--model_name_or_path') ?? opts.get('--model_name') ?? opts.get('--model'));
     const accelerate = /\baccelerate\s+launch\b/.test(cmd);
     const name = path.basename(file);

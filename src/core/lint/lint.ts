@@ -1,5 +1,6 @@
 /** Runs every enabled rule over a file's facts; `# noqa` comments suppress findings. */
 import { fault } from '../vocabulary/faults';
+import { clip } from '../vocabulary/words';
 import { TextIndex } from './edits';
 import { RULES } from './registry';
 import type { Finding, Fix, Rule, RuleContext } from './types';
@@ -26,6 +27,7 @@ export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Fin
       if (isSuppressed(ctx, rule.id, d.range.start.line, d.range.end.line)) continue;
       findings.push({
         ...d,
+        message: clip(d.message, 1000),
         rule: rule.id,
         severity,
         fixes: [...d.fixes, noqaFix(index, rule.id, d.range.start.line)],

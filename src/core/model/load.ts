@@ -16,14 +16,18 @@ export interface LoadedModel {
   /** `built-in catalog`, `config.json at PATH`, `Hugging Face cache (PATH)`. */
   origin: string;
   id?: string;
+  /** Parts of the model not known (a code model read statically), so not counted: the figures are lower bounds. */
+  gaps?: string[];
 }
 
-/** The local Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub. */
+/** The Hugging Face home folder (`huggingface_hub.constants.HF_HOME`): $HF_HOME, else ~/.cache/huggingface. */
+export function hfHome(host: Pick<Host, 'env' | 'home'>): string {
+  return host.env.HF_HOME || path.join(host.home, '.cache', 'huggingface');
+}
+
+/** The local Hugging Face hub cache: $HF_HUB_CACHE, else the home folder's `hub`. */
 export function hfHubCache(host: Pick<Host, 'env' | 'home'>): string {
-  const env = host.env;
-  if (env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
-  if (env.HF_HOME) return path.join(env.HF_HOME, 'hub');
-  return path.join(host.home, '.cache', 'huggingface', 'hub');
+  return host.env.HF_HUB_CACHE || path.join(hfHome(host), 'hub');
 }
 
 /** The config.json of `ORG/NAME` in the hub cache (the snapshot `refs/main` names), if downloaded. */
@@ -40,15 +44,13 @@ export function cachedConfigPath(id: string, cache: string, fs: FileSystem): str
 export function readConfigFile(file: string, fs: FileSystem): HfConfig {
   if (fs.isDirectory(file)) file = path.join(file, 'config.json');
   const text = fs.readFile(file);
-  if (text === undefined)
-    throw new ConfigError(
-      `cannot read ${file}: ${fs.version(file) === undefined ? 'no such file' : 'not a text file of a readable size'}`,
-    );
+  if (text === undefined) throw new ConfigError(`cannot read ${file}: ${fs.refusal(file) ?? 'no such file'}`);
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(`${file} is not valid JSON (${e instanceof Error ? e.message : String(e)})`);
+    // V8's message quotes the text around the error: only where it is, never what the file holds.
+    throw new ConfigError(`${file} is not valid JSON${jsonErrorPlace(text, e)}`);
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     throw new ConfigError(`${file} is not a JSON object`);
@@ -57,6 +59,16 @@ export function readConfigFile(file: string, fs: FileSystem): HfConfig {
   if (!cfg.model_type && typeof cfg.text_config === 'object' && cfg.text_config)
     return cfg.text_config as HfConfig;
   return cfg;
+}
+
+/** Where a JSON syntax error is, as ` (line L, column C)`, from the offset V8 reports; empty when it says none. */
+function jsonErrorPlace(text: string, e: unknown): string {
+  const at = /position (\d+)/.exec(e instanceof Error ? e.message : '');
+  if (!at) return '';
+  const offset = Math.min(Number(at[1]), text.length);
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  return ` (line ${line}, column ${offset - before.lastIndexOf('\n')})`;
 }
 
 /** Loads a model from a config.json path. */

@@ -85,12 +85,36 @@ export function moduleFromTree(node: ModuleNode): ModV {
   return m;
 }
 
+/**
+ * Whether an unknown value an attribute holds may be a module with parameters: a call of a class or a model
+ * factory outside the project (`timm.create_model(...)`, `CLIPVisionModel(...)`), not a plain setting or a
+ * tokenizer, config or processor.
+ */
+function mayBeModule(v: Value): v is Extract<Value, { k: 'unknown' }> {
+  if (v.k !== 'unknown') return false;
+  const q = /^a call of (\S+)$/.exec(v.why)?.[1];
+  if (!q || (q.startsWith('torch.') && !q.startsWith('torch.nn.'))) return false;
+  const last = q.split('.').pop() ?? '';
+  if (
+    /(Config|Tokenizer|TokenizerFast|Processor|FeatureExtractor|Logger|Path|Generator|Lock|Event)$/.test(last)
+  )
+    return false;
+  return /^[A-Z]/.test(last) || /^(from_pretrained|from_config|create_model|build_model)$/.test(last);
+}
+
 /** The module tree of a constructed model: paths, shapes, and tied parameters marked as PyTorch dedups them. */
-export function toModuleTree(m: ModV): { root: ModuleNode; unknownParams: string[] } {
+export function toModuleTree(m: ModV): { root: ModuleNode; unknownParams: string[]; gaps: string[] } {
   const seen = new Map<TensorV, string>();
   const unknownParams: string[] = [];
+  const gaps: string[] = [];
   const build = (mod: ModV, name: string, path: string): ModuleNode => {
     const node: ModuleNode = { name, path, className: mod.className, params: [], buffers: [], children: [] };
+    for (const g of mod.gaps ?? []) gaps.push(`${path || 'the model'}: ${g}`);
+    for (const [attr, v] of mod.attrs)
+      if (mayBeModule(v))
+        gaps.push(
+          `${path ? `${path}.` : ''}${attr} = \`${v.text.slice(0, 60)}\`, ${v.why} outside the project`,
+        );
     for (const [pname, t] of mod.params) {
       if (!t) continue;
       const full = path ? `${path}.${pname}` : pname;
@@ -110,7 +134,8 @@ export function toModuleTree(m: ModV): { root: ModuleNode; unknownParams: string
       if (!tied) seen.set(t, full);
     }
     for (const [bname, b] of mod.buffers)
-      if (b.t.shape)
+      if (!b.t.shape) gaps.push(`buffer ${path ? `${path}.` : ''}${bname} has a shape not known statically`);
+      else
         node.buffers.push({
           name: bname,
           shape: b.t.shape,
@@ -122,5 +147,5 @@ export function toModuleTree(m: ModV): { root: ModuleNode; unknownParams: string
       node.children.push(build(c, cname, path ? `${path}.${cname}` : cname));
     return node;
   };
-  return { root: build(m, '', ''), unknownParams };
+  return { root: build(m, '', ''), unknownParams, gaps };
 }

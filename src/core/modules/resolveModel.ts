@@ -22,6 +22,8 @@ export interface CodeModel {
   origin: string;
   shape?: ArchShape;
   notes: string[];
+  /** Parts of the model not known statically, so not counted: the figures are lower bounds when any. */
+  gaps: string[];
   /** The file and class, as `path:Class` (what exact mode imports). */
   classRef: { file: string; name: string };
   /** The constructor call rendered as Python, when its arguments are known (for exact mode). */
@@ -181,10 +183,10 @@ function namedConfig(interp: Interpreter, f: PyFile, key: string): Value | undef
 }
 
 function finish(project: Project, interp: Interpreter, m: ModV, where: string, notes: string[]): CodeModel {
-  const { root, unknownParams } = toModuleTree(m);
+  const { root, unknownParams, gaps } = toModuleTree(m);
   if (unknownParams.length)
-    notes.push(
-      `${unknownParams.length} parameters have shapes not known statically and are not counted (${unknownParams.slice(0, 3).join(', ')}${unknownParams.length > 3 ? ', …' : ''})`,
+    gaps.unshift(
+      `${unknownParams.length} parameter${unknownParams.length === 1 ? ' has a shape' : 's have shapes'} not known statically (${unknownParams.slice(0, 3).join(', ')}${unknownParams.length > 3 ? ', …' : ''})`,
     );
   const cls = m.cls;
   const file = cls ? rel(project, cls.file.path) : '?';
@@ -199,6 +201,7 @@ function finish(project: Project, interp: Interpreter, m: ModV, where: string, n
     origin: `${m.className} in ${file} (read statically), ${where}`,
     ...(shape ? { shape } : {}),
     notes,
+    gaps,
     classRef: { file: cls?.file.path ?? '', name: m.className },
     ...(cls ? { constructor: renderConstructor(m) } : {}),
   };

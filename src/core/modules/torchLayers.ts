@@ -50,7 +50,10 @@ export function torchLayer(
       for (const [k, v] of items) if (v.k === 'mod' && k.k === 'str') register(m, k.v, v);
     } else if (name === 'ModuleList') {
       const items = first ? ctx.iterate(first) : [];
-      if (first && !items) ctx.note(`${text.slice(0, 60)}: the list of modules is not known statically`);
+      if (first && !items)
+        m.gaps = [
+          `its modules are not known statically (\`${text.slice(0, 60)}\`${first.k === 'unknown' ? `: ${first.why}` : ''})`,
+        ];
       (items ?? []).forEach((v, i) => v.k === 'mod' && register(m, String(i), v));
     } else if (name === 'ModuleDict') {
       if (first?.k === 'dict')

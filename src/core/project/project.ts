@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { readImports, type ImportTable } from '../python/imports';
 import type { Node, PythonGrammar } from '../parsing/python';
 import { SourceFile } from '../parsing/source';
+import { walkFiles } from './walk';
 
 /** File access the project analysis needs (the editor serves open documents first). */
 export type ProjectFS = FileSystem;
@@ -169,22 +170,15 @@ export class Project {
   pythonFiles(): string[] {
     if (this.listing) return this.listing;
     const out: string[] = [];
-    const walk = (dir: string, depth: number) => {
-      if (depth > 12 || out.length >= this.maxFiles) return;
-      for (const name of this.fs.listDir(dir).sort()) {
-        if (out.length >= this.maxFiles) return;
-        const p = path.join(dir, name);
-        if (name.endsWith('.py')) out.push(p);
-        else if (
-          !name.startsWith('.') &&
-          !SKIP_DIRS.has(name) &&
-          !name.includes('.') &&
-          this.fs.isDirectory(p)
-        )
-          walk(p, depth + 1);
-      }
-    };
-    for (const r of this.roots) walk(r, 0);
+    for (const r of this.roots) {
+      const { files } = walkFiles(this.fs, r, {
+        enter: (name) => !name.startsWith('.') && !SKIP_DIRS.has(name) && !name.includes('.'),
+        take: (name) => name.endsWith('.py'),
+        maxDepth: 12,
+        maxFiles: this.maxFiles - out.length,
+      });
+      out.push(...files);
+    }
     this.listing = out;
     return out;
   }

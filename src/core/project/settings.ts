@@ -2,6 +2,9 @@
  * Project-level inputs of an estimate, in the precedence of docs/estimator.md: `[tool.fsdp-lens]` in
  * pyproject.toml, then what launch files say (torchrun, SLURM batch scripts, VS Code launch configurations).
  */
+import { parse as parseJsonc } from 'jsonc-parser';
+import { flags, pythonScriptOf } from '../parsing/commandLine';
+import { walkFiles } from './walk';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { ModelChoice } from '../inputs/model';
@@ -139,7 +142,7 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
       ? tuneConfig
         ? `${tuneConfig}${/\.ya?ml$/.test(tuneConfig) ? '' : '.yaml'}`
         : null
-      : (/(\S+\.py)\b/.exec(cmd.replace(/^.*?(torchrun|launch|torch\.distributed\.run)\b/, ''))?.[1] ?? null);
+      : pythonScriptOf(cmd.replace(/^.*?(torchrun|launch|torch\.distributed\.run)\b/, ''));
     out.push({
       file,
       line: start + 1,
@@ -162,22 +165,30 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
   return out;
 }
 
+/** launch.json (JSON with comments and trailing commas): whatever shape it has, what a torchrun configuration says. */
 function readLaunchJson(file: string, text: string): LaunchFact[] {
-  let json: { configurations?: { module?: string; program?: string; args?: unknown[] }[] };
+  let json: unknown;
   try {
-    // launch.json allows comments and trailing commas.
-    json = JSON.parse(text.replace(/^\s*\/\/.*$/gm, '').replace(/,(\s*[}\]])/g, '$1'));
+    json = parseJsonc(text, [], { allowTrailingComma: true });
   } catch {
+    // Nested past the parser's stack (a file of `[[[[...`): nothing to read.
     return [];
   }
+  const configs = isRecord(json) && Array.isArray(json.configurations) ? json.configurations : [];
   const out: LaunchFact[] = [];
-  for (const c of json.configurations ?? []) {
-    if (!/torch\.distributed\.(run|launch)|torchrun/.test(`${c.module ?? ''} ${c.program ?? ''}`)) continue;
-    const args = (c.args ?? []).map(String).join(' ');
+  for (const c of configs.slice(0, 200)) {
+    if (!isRecord(c)) continue;
+    const program = `${typeof c.module === 'string' ? c.module : ''} ${typeof c.program === 'string' ? c.program : ''}`;
+    if (!/torch\.distributed\.(run|launch)|torchrun/.test(program)) continue;
+    const args = Array.isArray(c.args)
+      ? c.args.filter((a) => typeof a === 'string' || typeof a === 'number').join(' ')
+      : typeof c.args === 'string'
+        ? c.args
+        : '';
     const opts = flags(args);
     const nproc = num(opts.get('--nproc_per_node') ?? opts.get('--nproc-per-node'));
     const nnodes = num(opts.get('--nnodes'));
-    const script = /(\S+\.py)\b/.exec(args)?.[1] ?? null;
+    const script = pythonScriptOf(args);
     out.push({
       file,
       line: 1,
@@ -189,23 +200,14 @@ function readLaunchJson(file: string, text: string): LaunchFact[] {
   return out;
 }
 
-/** `--key value` and `--key=value` pairs of a command line. */
-export function flags(cmd: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const toks = cmd.match(/"[^"]*"|'[^']*'|\S+/g) ?? [];
-  toks.forEach((t, i) => {
-    if (!t.startsWith('-')) return;
-    const eq = t.indexOf('=');
-    if (eq > 0) out.set(t.slice(0, eq), t.slice(eq + 1));
-    else if (toks[i + 1] && !toks[i + 1]!.startsWith('-')) out.set(t, toks[i + 1]!);
-  });
-  return out;
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function num(s: string | undefined): number | undefined {
   if (!s) return undefined;
   const n = Number(s.replace(/^["']|["']$/g, ''));
-  return Number.isInteger(n) && n > 0 && n < 1_000_000 ? n : undefined;
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
 function gres(s: string | undefined): string | undefined {
@@ -220,37 +222,36 @@ export function launchLayer(
   root: string,
   script: string,
   maxFiles = 400,
-): Layer | undefined {
+): ProjectLayer | undefined {
   const facts: LaunchFact[] = [];
-  let seen = 0;
-  const walk = (dir: string, depth: number) => {
-    if (depth > 4 || seen > maxFiles) return;
-    for (const name of fsys.listDir(dir)) {
-      const p = path.join(dir, name);
-      if (LAUNCH_FILE.test(name) && !fsys.isDirectory(p)) {
-        seen++;
-        const text = fsys.readFile(p);
-        if (text && text.length < 512 * 1024) facts.push(...readLaunchFile(p, text));
-      } else if (
-        (name === '.vscode' ||
-          (!name.startsWith('.') && !['node_modules', 'venv', '.venv', '__pycache__'].includes(name))) &&
-        fsys.isDirectory(p)
-      )
-        walk(p, depth + 1);
-    }
-  };
-  walk(root, 0);
+  const { files } = walkFiles(fsys, root, {
+    enter: (name) =>
+      name === '.vscode' ||
+      (!name.startsWith('.') && !['node_modules', 'venv', '.venv', '__pycache__'].includes(name)),
+    take: (name) => LAUNCH_FILE.test(name),
+    maxDepth: 4,
+    maxFiles,
+  });
+  for (const p of files) {
+    const text = fsys.readFile(p);
+    if (text && text.length < 512 * 1024) facts.push(...readLaunchFile(p, text));
+  }
   const base = path.basename(script);
   const mine = facts.filter((f) => f.script === base);
   const pick = mine[0] ?? (facts.length === 1 ? facts[0] : undefined);
   if (!pick) return undefined;
-  const values: SetupValues = {};
-  const gpn = pick.nprocPerNode ?? pick.gpusPerNode;
-  if (gpn) {
-    values.gpusPerNode = gpn;
-    values.worldSize = gpn * (pick.nnodes ?? 1);
-  }
-  if (!values.worldSize) return undefined;
   const detail = `${path.relative(root, pick.file) || path.basename(pick.file)}:${pick.line}`;
-  return { source: { kind: 'launch', detail }, values };
+  const gpn = pick.nprocPerNode ?? pick.gpusPerNode;
+  if (!gpn) return undefined;
+  // The limits every other source of these inputs has (an annotation, a flag, a setting).
+  const values: SetupValues = {};
+  const problems: string[] = [];
+  try {
+    values.gpusPerNode = parseInput('gpusPerNode', gpn, `GPUs per node at ${detail}`);
+    values.worldSize = parseInput('worldSize', gpn * (pick.nnodes ?? 1), `the world size at ${detail}`);
+  } catch (e) {
+    problems.push(`${e instanceof Error ? e.message : String(e)}; ignored`);
+    return { layer: { source: { kind: 'launch', detail }, values: {} }, problems };
+  }
+  return { layer: { source: { kind: 'launch', detail }, values }, problems };
 }

@@ -31,7 +31,9 @@ export function pinnedVersions(fsys: ProjectFS, root: string): PinnedVersions {
     }
   }
   const reqFiles = fsys
-    .listDir(root)
+    .entries(root)
+    .filter((e) => e.kind === 'file')
+    .map((e) => e.name)
     .filter((n) => /^requirements.*\.(txt|in)$/.test(n) || n === 'pyproject.toml' || n === 'setup.py')
     .sort();
   const spec = new RegExp(

@@ -109,6 +109,8 @@ export interface ModV {
   cls: ClassV | null;
   /** The constructor arguments a project class was built with (rendered for exact mode). */
   ctor?: { args: Value[]; kwargs: Record<string, Value> };
+  /** Parts of this module that are not known statically (`ModuleList(xs)` of an unknown `xs`), in words. */
+  gaps?: string[];
 }
 
 export interface ClassV {

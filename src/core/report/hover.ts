@@ -10,7 +10,7 @@ import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import type { FrameworkPlan } from '../frameworks/types';
 import { unitsOfCall } from './summary';
-import { peakWhere, spaced } from '../vocabulary/words';
+import { atLeast, clip, peakWhere, spaced } from '../vocabulary/words';
 import { planLabel } from '../vocabulary/fsdp';
 import { sourceText } from './text';
 
@@ -23,14 +23,26 @@ export interface HoverLinks {
   chooseModel?: string;
 }
 
-/** Text from a user's file or a config, made inert in Markdown (no links, no HTML, no emphasis). */
+/**
+ * Line breaks and other control characters (a carriage return alone ends a Markdown line too): none of them may
+ * reach the Markdown, where one would end a code span or a table row and let the text after it be read as markup.
+ */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/** The most characters of one piece of user text a hover shows. */
+const MAX_QUOTE = 200;
+
+/** Text from a user's file or a config, made inert in Markdown (no links, no images, no HTML, no emphasis). */
 export function mdEscape(s: string): string {
-  return s.replace(/[\\`*_{}[\]()#+\-.!|<>~&]/g, (c) => `\\${c}`).replace(/\r?\n/g, ' ');
+  return clip(s, MAX_QUOTE)
+    .replace(CONTROL, ' ')
+    .replace(/[\\`*_{}[\]()#+\-.!|<>~&:]/g, (c) => `\\${c}`);
 }
 
 /** Text shown as inline code: backslash escapes do not apply inside code spans, so backticks are replaced. */
 export function mdCode(s: string): string {
-  return `\`${s.replace(/`/g, "'").replace(/\r?\n/g, ' ')}\``;
+  return `\`${clip(s, MAX_QUOTE).replace(CONTROL, ' ').replace(/`/g, "'")}\``;
 }
 
 function termRows(terms: Term[], b: (n: number) => string): string[] {
@@ -59,12 +71,13 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
     ...termRows(e.perGpu.persistent.terms, b),
     `| **persistent** | **${b(e.perGpu.persistentBytes)}** | |`,
     '',
-    `**Peak ${b(e.perGpu.peakBytes)}**${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))}` +
-      (fit
-        ? fit.fits
-          ? ` · fits ${mdEscape(e.gpu.name)} with ${b(fit.headroomBytes)} to spare`
-          : ` · **does not fit** ${mdEscape(e.gpu.name)}: ${b(-fit.headroomBytes)} short`
-        : ''),
+    `**Peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)}**${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))}` +
+      (fit.verdict === 'fits'
+        ? ` · fits ${mdEscape(e.gpu.name)} with ${b(fit.headroomBytes)} to spare`
+        : fit.verdict === 'short'
+          ? ` · **does not fit** ${mdEscape(e.gpu.name)}: ${b(-fit.headroomBytes)} short`
+          : ` · **fit undecided** on ${mdEscape(e.gpu.name)}: ${b(fit.headroomBytes)} left for the parts not counted`),
+    ...gapLines(e),
     '',
     '| at the peak | bytes | how |',
     '|---|--:|---|',
@@ -77,6 +90,15 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
     ...termRows(e.comms.traffic.terms, b),
   );
   return L;
+}
+
+/** The parts of the model not counted, for a hover: what would make them known. */
+function gapLines(e: Estimate): string[] {
+  if (!e.gaps.length) return [];
+  return [
+    '',
+    `**Not counted** (every figure is a lower bound): ${e.gaps.slice(0, 3).map(mdEscape).join('; ')}${e.gaps.length > 3 ? ` and ${e.gaps.length - 3} more` : ''}. Measure the model exactly with PyTorch, or name it with \`# fsdp: model=\`, to count them.`,
+  ];
 }
 
 /** Keys of the assumptions a hover lists (the rest are in the panel). */

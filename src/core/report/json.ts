@@ -19,6 +19,9 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       source: model?.origin ?? e.model.source.detail ?? e.model.source.kind,
       from: e.model.source,
     },
+    /** Parts of the model not counted: when any, every byte figure is a lower bound and a fit that holds is undecided. */
+    gaps: e.gaps,
+    lowerBound: e.gaps.length > 0,
     plan: { ...e.plan, label: planLabel(e.plan.api, e.plan.strategy) },
     mesh: e.mesh,
     gpu: {

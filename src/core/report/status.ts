@@ -1,30 +1,36 @@
 /** The status bar entry of a file's estimate: its text, tooltip and what a screen reader says. */
-import type { Estimate } from '../estimator/types';
+import type { Estimate, Verdict } from '../estimator/types';
 import { fmtBytes, type ByteUnit } from '../vocabulary/bytes';
-import { peakWhere, spaced } from '../vocabulary/words';
+import { atLeast, peakWhere, spaced, verdictWords } from '../vocabulary/words';
 
 export interface StatusSummary {
-  fits: boolean;
-  /** The entry's text (`$(check)` / `$(warning)` are the editor's icons). */
+  verdict: Verdict;
+  /** The entry's text (`$(check)` / `$(warning)` / `$(question)` are the editor's icons). */
   text: string;
   /** Markdown paragraphs of the tooltip. */
   tooltip: string[];
   accessibilityLabel: string;
 }
 
+const ICON: Record<Verdict, string> = { fits: '$(check)', short: '$(warning)', undecided: '$(question)' };
+
 export function statusSummary(e: Estimate, unit: ByteUnit): StatusSummary {
   const b = (n: number) => fmtBytes(n, unit);
   const fit = e.targetFit;
+  const least = atLeast(e.gaps.length > 0);
+  const where = `${e.mesh.worldSize} x ${e.gpu.name}`;
   return {
-    fits: fit.fits,
-    text: `${fit.fits ? '$(check)' : '$(warning)'} FSDP ${b(e.perGpu.peakBytes)}/GPU`,
+    verdict: fit.verdict,
+    text: `${ICON[fit.verdict]} FSDP ${e.gaps.length ? '≥' : ''}${b(e.perGpu.peakBytes)}/GPU`,
     tooltip: [
-      `**FSDP peak per GPU: ${b(e.perGpu.peakBytes)}**${spaced(peakWhere(e.perGpu.peakAt))}`,
-      fit.fits
-        ? `Fits ${e.mesh.worldSize} x ${e.gpu.name} with ${b(fit.headroomBytes)} to spare.`
-        : `Does not fit ${e.mesh.worldSize} x ${e.gpu.name}: ${b(-fit.headroomBytes)} short.`,
-      `Persistent ${b(e.perGpu.persistentBytes)} per GPU. Click to open the footprint panel.`,
+      `**FSDP peak per GPU: ${least}${b(e.perGpu.peakBytes)}**${spaced(peakWhere(e.perGpu.peakAt))}`,
+      fit.verdict === 'fits'
+        ? `Fits ${where} with ${b(fit.headroomBytes)} to spare.`
+        : fit.verdict === 'short'
+          ? `Does not fit ${where}: ${b(-fit.headroomBytes)} short.`
+          : `Fit on ${where} undecided: ${e.gaps.length} part${e.gaps.length === 1 ? '' : 's'} of the model not counted, ${b(fit.headroomBytes)} left for them.`,
+      `Persistent ${least}${b(e.perGpu.persistentBytes)} per GPU. Click to open the footprint panel.`,
     ],
-    accessibilityLabel: `FSDP peak ${b(e.perGpu.peakBytes)} per GPU, ${fit.fits ? 'fits' : 'does not fit'} ${e.gpu.name}`,
+    accessibilityLabel: `FSDP peak ${least}${b(e.perGpu.peakBytes)} per GPU, ${verdictWords(fit.verdict)} ${e.gpu.name}`,
   };
 }

@@ -6,7 +6,7 @@ import type { FrameworkPlan } from '../frameworks/types';
 import { type Estimate, type UnitEstimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtParams, type ByteUnit } from '../vocabulary/bytes';
-import { peakWhere, shortGpu, spaced } from '../vocabulary/words';
+import { atLeast, peakWhere, shortGpu, spaced } from '../vocabulary/words';
 import { planLabel } from '../vocabulary/fsdp';
 
 /** The units a wrap call created. */
@@ -37,14 +37,17 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
   const c = e.comms.perStep.collectives;
   const mp = `${shortDtype(e.comms.gatherDtype)}/${shortDtype(e.comms.reduceDtype)}`;
   const fit = e.targetFit;
-  const verdict = fit
-    ? fit.fits
-      ? `fits ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)} (${b(fit.headroomBytes)} spare)`
-      : `does not fit ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)} (${b(-fit.headroomBytes)} short)`
-    : `${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}`;
+  const on = `${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}`;
+  const verdict =
+    fit.verdict === 'fits'
+      ? `fits ${on} (${b(fit.headroomBytes)} spare)`
+      : fit.verdict === 'short'
+        ? `does not fit ${on} (${b(-fit.headroomBytes)} short)`
+        : `fit on ${on} undecided (${e.gaps.length} part${e.gaps.length === 1 ? '' : 's'} not counted)`;
+  const least = atLeast(e.gaps.length > 0);
   return (
-    `${e.units.length} units · ${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
-    `peak ${b(e.perGpu.peakBytes)}${spaced(peakWhere(e.perGpu.peakAt))} · ${verdict} · ` +
+    `${e.units.length} units · ${least}${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
+    `peak ${least}${b(e.perGpu.peakBytes)}${spaced(peakWhere(e.perGpu.peakAt))} · ${verdict} · ` +
     `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp})`
   );
 }

@@ -1,8 +1,8 @@
 /** The estimate and its advice as a person reads them in a terminal. */
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { wholeNodesText, peakWhereInFull, shortGpu } from '../vocabulary/words';
+import { atLeast, wholeNodesText, peakWhereInFull, shortGpu } from '../vocabulary/words';
 import { type MinGpus } from '../whatif/model';
-import { type Estimate, type UnitEstimate } from '../estimator/types';
+import { type Estimate, type UnitEstimate, type Verdict } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import type { Source } from '../vocabulary/source';
 import { requiredBytes } from '../estimator/fit';
@@ -52,7 +52,11 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   const b = (n: number) => fmtBytes(n, U);
   const L: string[] = [];
   const api = planLabel(e.plan.api, e.plan.strategy);
-  L.push(`${e.model.name}  ·  ${fmtCount(e.model.params)} parameters (${fmtParams(e.model.params)})`);
+  const least = atLeast(e.gaps.length > 0);
+  L.push(
+    `${e.model.name}  ·  ${least}${fmtCount(e.model.params)} parameters (${fmtParams(e.model.params)})` +
+      (e.gaps.length ? ' counted' : ''),
+  );
   L.push(`Plan      ${api} · ${e.units.length} units: ${planSummary(e, U)}`);
   const mesh = e.mesh.hsdp
     ? `${e.mesh.worldSize} GPUs as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)`
@@ -62,7 +66,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   );
   L.push('');
   L.push(
-    `Per GPU   persistent ${b(e.perGpu.persistentBytes)} (model state ${b(e.perGpu.modelStateBytes)} of ${b(e.modelStateTotalBytes)} in all; ` +
+    `Per GPU   persistent ${least}${b(e.perGpu.persistentBytes)} (model state ${b(e.perGpu.modelStateBytes)} of ${b(e.modelStateTotalBytes)} in all; ` +
       `plain data parallelism would hold all ${b(e.modelStateTotalBytes)} on every GPU)`,
   );
   for (const t of e.perGpu.persistent.terms)
@@ -75,27 +79,35 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   for (const t of e.hostPerNode.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
   L.push('');
   const at = e.perGpu.peakAt;
-  L.push(`Peak      ${b(e.perGpu.peakBytes)} per GPU${at ? `, ${peakWhereInFull(at)}` : ''}`);
+  L.push(`Peak      ${least}${b(e.perGpu.peakBytes)} per GPU${at ? `, ${peakWhereInFull(at)}` : ''}`);
   for (const t of e.perGpu.peak.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
   const need = requiredBytes(e.perGpu.peakBytes);
   const mine = e.targetFit;
-  if (mine) {
-    L.push(
-      `Fit       ${mine.fits ? 'fits' : 'does NOT fit'} ${e.gpu.name} (${b(mine.memoryBytes)}): needs ${b(need)} with allocator overhead and CUDA context, ` +
-        `${mine.fits ? `${b(mine.headroomBytes)} to spare` : `${b(-mine.headroomBytes)} short`}`,
-    );
-  }
+  const needs = `needs ${least}${b(need)} with allocator overhead and CUDA context`;
+  L.push(
+    mine.verdict === 'fits'
+      ? `Fit       fits ${e.gpu.name} (${b(mine.memoryBytes)}): ${needs}, ${b(mine.headroomBytes)} to spare`
+      : mine.verdict === 'short'
+        ? `Fit       does NOT fit ${e.gpu.name} (${b(mine.memoryBytes)}): ${needs}, ${b(-mine.headroomBytes)} short`
+        : `Fit       undecided on ${e.gpu.name} (${b(mine.memoryBytes)}): ${needs}, leaving ${b(mine.headroomBytes)} for the parts not counted`,
+  );
   if (opts.minGpus) {
     L.push(
       opts.minGpus.worldSize !== null
-        ? `          smallest world size that fits a ${e.gpu.name}: ${opts.minGpus.worldSize} GPU${opts.minGpus.worldSize === 1 ? '' : 's'}${wholeNodesText(opts.minGpus, '; ')}`
+        ? `          smallest world size that fits a ${e.gpu.name}: ${least}${opts.minGpus.worldSize} GPU${opts.minGpus.worldSize === 1 ? '' : 's'}${wholeNodesText(opts.minGpus, '; ')}`
         : `          no world size fits a ${e.gpu.name}: ${opts.minGpus.reason}`,
     );
   }
   const others = e.fit.filter((f) => f.gpu !== e.gpu.id);
-  L.push(
-    `          other GPUs: ${others.map((f) => `${shortGpu(f.name)} ${f.fits ? 'yes' : 'no'}`).join(', ')}`,
-  );
+  const yes: Record<Verdict, string> = { fits: 'yes', short: 'no', undecided: '?' };
+  L.push(`          other GPUs: ${others.map((f) => `${shortGpu(f.name)} ${yes[f.verdict]}`).join(', ')}`);
+  if (e.gaps.length) {
+    L.push('');
+    L.push('Not counted (the figures above are lower bounds)');
+    for (const g of e.gaps.slice(0, 12)) L.push(`  - ${g}`);
+    if (e.gaps.length > 12) L.push(`  - and ${e.gaps.length - 12} more`);
+    L.push('  to count them: --exact (measure with PyTorch), or name the model (# fsdp: model=ORG/NAME)');
+  }
   L.push('');
   const s = e.comms.perStep;
   const k = e.setup.gradAccum > 1 ? ` (${e.setup.gradAccum} micro-batches)` : '';
@@ -142,7 +154,7 @@ export function adviceText(advice: Advice[], units: ByteUnit = 'GB'): string {
     L.push(`  ${a.level === 'problem' ? '!' : '-'} ${a.title}`, `    ${a.detail}`);
     for (const o of a.options)
       L.push(
-        `      ${pad(o.label, 44)} peak ${pad(b(o.peakBytes), 9)} ${o.fits ? 'fits   ' : 'no fit '} ` +
+        `      ${pad(o.label, 44)} peak ${pad(b(o.peakBytes), 9)} ${pad(o.verdict === 'fits' ? 'fits' : o.verdict === 'short' ? 'no fit' : 'may fit', 7)} ` +
           `traffic ${pad(b(o.trafficBytes), 9)} exposed ${pad(fmtSeconds(o.exposedSeconds), 8)} ${o.note}`,
       );
   }

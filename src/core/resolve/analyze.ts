@@ -101,7 +101,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   // configuration beside it (what `accelerate launch --config_file` applies).
   const nearby =
     !opts.framework && !fromScript && !facts.calls.length && project && trainsThroughFramework(facts)
-      ? nearbyFrameworkConfig(project, facts.path, opts.host?.env)
+      ? nearbyFrameworkConfig(project, facts.path, opts.host)
       : undefined;
   const fw = opts.framework ?? fromScript ?? nearby;
   const extraLayers = [...(opts.extraLayers ?? [])];
@@ -124,6 +124,17 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     : fw?.model;
   const model = resolveModel(facts, file, opts, annotation.model ?? configModel, pyproject?.model);
   if ('reason' in model) return { ok: false, reason: model.reason, hint: model.hint };
+  // A model none of whose parameters is known is no result, not "0 parameters that fit".
+  if (countParams(model.loaded.root) === 0) {
+    const gaps = model.loaded.gaps ?? [];
+    return {
+      ok: false,
+      reason:
+        `no parameter of ${model.loaded.name} is known statically` +
+        (gaps.length ? ` (${gaps.slice(0, 2).join('; ')}${gaps.length > 2 ? '; …' : ''})` : ''),
+      hint: 'measure it exactly with PyTorch (--exact, or "FSDP: Measure model exactly with PyTorch"), or name it with "# fsdp: model=ORG/NAME" or --model',
+    };
+  }
   const layers: Layer[] = [];
   if (opts.flags) layers.push({ source: { kind: 'flag' }, values: opts.flags.values });
   layers.push(annotation.layer);
@@ -153,7 +164,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     }
   }
   if (pyproject) layers.push(pyproject.layer);
-  if (launch) layers.push(launch);
+  if (launch) layers.push(launch.layer);
   if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
   const ft = opts.flags?.fineTune
     ? { ft: opts.flags.fineTune, source: { kind: 'flag' } as Source }
@@ -179,6 +190,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   plan.notes.unshift(
     ...model.notes,
     ...(pyproject?.problems ?? []),
+    ...(launch?.problems ?? []),
     ...(detected.notes ?? []),
     ...(accelerator?.notes ?? []),
   );
@@ -235,7 +247,13 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     ...(fw?.host?.stateDict
       ? { stateDict: { kind: fw.host.stateDict.kind, detail: fw.host.stateDict.where } }
       : {}),
-    model: { name: model.loaded.name, root, shape: model.loaded.shape, source: model.source },
+    model: {
+      name: model.loaded.name,
+      root,
+      shape: model.loaded.shape,
+      source: model.source,
+      gaps: model.loaded.gaps ?? [],
+    },
     plan,
     setup,
     assumptions,
@@ -359,6 +377,7 @@ function resolveModel(
               ...(m.shape ? { shape: m.shape } : {}),
               name: m.className,
               origin: m.origin,
+              ...(m.gaps.length ? { gaps: m.gaps } : {}),
             },
             source,
             notes: m.notes,

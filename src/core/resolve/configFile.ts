@@ -2,6 +2,8 @@
  * Configuration files in a project: their annotations, the training script beside them, and the Accelerate config
  * a script is launched with.
  */
+import { commandLines, flags } from '../parsing/commandLine';
+import { hfHome } from '../model/load';
 import type { Host } from '../vocabulary/host';
 import * as path from 'node:path';
 import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/facts';
@@ -57,7 +59,7 @@ export function companionScript(project: Project, configFile: string, named?: st
   const base = path.basename(configFile);
   const candidates: { file: string; score: number }[] = [];
   for (const dir of dirs)
-    for (const name of project.fs.listDir(dir).sort()) {
+    for (const name of fileNames(project, dir)) {
       if (!name.endsWith('.py')) continue;
       const file = path.join(dir, name);
       const text = project.fs.readFile(file);
@@ -120,28 +122,33 @@ export function readConfigInProject(file: string, text: string, project?: Projec
 export function nearbyFrameworkConfig(
   project: Project,
   script: string,
-  env: Host['env'] = {},
+  host?: Pick<Host, 'env' | 'home'>,
 ): FrameworkPlan | undefined {
   return project.memo(`nearby-config:${script}`, () => {
     const dirs = [...new Set([path.dirname(script), ...project.roots])];
     // A launch script that runs this script with `accelerate launch --config_file X`.
     for (const dir of dirs)
-      for (const name of project.fs.listDir(dir).sort()) {
+      for (const name of fileNames(project, dir)) {
         if (!/\.(sh|bash|slurm|sbatch)$/.test(name)) continue;
         const text = project.fs.readFile(path.join(dir, name));
         if (!text || !text.includes(path.basename(script)) || !text.includes('--config_file')) continue;
-        const m = new RegExp(
-          `--config_file[=\\s]+["']?([^\\s"']+)["']?[^\\n]*?${path.basename(script).replace('.', '\\.')}`,
-        ).exec(text.replace(/\\\n/g, ' '));
-        if (!m) continue;
-        const file = path.resolve(dir, m[1]!);
+        const given = commandLines(text)
+          .filter((c) => c.cmd.includes(path.basename(script)))
+          .map((c) =>
+            flags(c.cmd)
+              .get('--config_file')
+              ?.replace(/^["']|["']$/g, ''),
+          )
+          .find((f) => !!f);
+        if (!given) continue;
+        const file = path.resolve(dir, given);
         const cfg = project.fs.readFile(file);
         if (!cfg) continue;
         const r = readConfigInProject(file, cfg, project);
         if (r.kind === 'plan') return r.plan;
       }
     for (const dir of dirs)
-      for (const name of project.fs.listDir(dir).sort()) {
+      for (const name of fileNames(project, dir)) {
         if (!/\.(ya?ml|json)$/i.test(name)) continue;
         const file = path.join(dir, name);
         const text = project.fs.readFile(file);
@@ -150,9 +157,8 @@ export function nearbyFrameworkConfig(
         if (r.kind === 'plan' && r.plan.framework === 'Accelerate') return r.plan;
       }
     // What `accelerate launch` uses without --config_file: $HF_HOME/accelerate/default_config.yaml.
-    const hfHome = env.HF_HOME ?? (env.HOME ? path.join(env.HOME, '.cache', 'huggingface') : undefined);
-    if (hfHome) {
-      const file = path.join(hfHome, 'accelerate', 'default_config.yaml');
+    if (host) {
+      const file = path.join(hfHome(host), 'accelerate', 'default_config.yaml');
       const text = project.fs.readFile(file);
       if (text) {
         const r = readConfigInProject(file, text, project);
@@ -165,4 +171,13 @@ export function nearbyFrameworkConfig(
 
 export function configFacts(file: string, text: string): FileFacts {
   return { ...emptyFacts(file), ...configComments(file, text) };
+}
+
+/** The names of the files directly in `dir`, in name order. */
+function fileNames(project: Project, dir: string): string[] {
+  return project.fs
+    .entries(dir)
+    .filter((e) => e.kind === 'file')
+    .map((e) => e.name)
+    .sort();
 }

@@ -31,3 +31,10 @@ export function planLabel(api: FsdpApi, strategy: ShardingStrategyName): string 
 
 /** The phases of one training step, in order. */
 export type Phase = 'forward' | 'loss' | 'backward' | 'optimizer';
+
+/**
+ * Whether a plan fits a GPU: `fits`, `short`, or `undecided` when parts of the model are not counted and the
+ * counted peak fits (what was left out could take the headroom; a counted peak that is short is short whatever
+ * the rest holds).
+ */
+export type Verdict = 'fits' | 'short' | 'undecided';

@@ -3,7 +3,9 @@
  * webview import these): where a peak happens, a GPU's short name, a count on whole nodes. Pure, with no import
  * but types, so the webview uses it as it is.
  */
-import type { Phase } from './fsdp';
+import type { Phase, Verdict } from './fsdp';
+
+export type { Verdict };
 
 /** Where the step's peak happens, short: `at the loss`, `in backward of block 3`, `in the optimizer step`. */
 export function peakWhere(at: { unit: string; phase: Phase } | null): string {
@@ -39,4 +41,19 @@ export function wholeNodesText(
 ): string {
   const n = min.wholeNodes;
   return n ? `${lead}${n.worldSize} GPUs on ${n.nodes} whole nodes of ${n.gpusPerNode}` : '';
+}
+
+/** Text a message quotes from a file or builds from one: at most `max` characters, an ellipsis marking the cut. */
+export function clip(text: string, max = 400): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** A fit verdict in words: `fits`, `does not fit`, or `fit undecided` (parts of the model not counted). */
+export function verdictWords(v: Verdict): string {
+  return v === 'fits' ? 'fits' : v === 'short' ? 'does not fit' : 'fit undecided';
+}
+
+/** `at least ` before a figure that leaves parts of the model out. */
+export function atLeast(partial: boolean): string {
+  return partial ? 'at least ' : '';
 }

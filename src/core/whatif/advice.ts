@@ -2,6 +2,7 @@
  * What to change: a plan that does not fit, transfers that cannot hide, optimizer state that dominates, each
  * change re-estimated.
  */
+import type { Verdict } from '../vocabulary/fsdp';
 import { type Estimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
@@ -12,6 +13,9 @@ import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
 import { applyFineTune } from '../model/finetune';
 import { MeshError } from '../estimator/mesh';
 
+/** Changes that fit first, then those that may, then those that do not. */
+const RANK: Record<Verdict, number> = { fits: 2, undecided: 1, short: 0 };
+
 /** One change the advice proposes, with the estimate re-run under it. */
 export interface AdviceOption {
   label: string;
@@ -19,7 +23,7 @@ export interface AdviceOption {
   whatIf?: WhatIf;
   peakBytes: number;
   persistentBytes: number;
-  fits: boolean;
+  verdict: Verdict;
   trafficBytes: number;
   exposedSeconds: number;
   /** What the change costs or means, in a few words. */
@@ -27,7 +31,7 @@ export interface AdviceOption {
 }
 
 export interface Advice {
-  id: 'fit' | 'comms' | 'optimizer' | 'ok';
+  id: 'fit' | 'comms' | 'optimizer' | 'ok' | 'gaps';
   level: 'problem' | 'suggestion' | 'ok';
   title: string;
   detail: string;
@@ -62,7 +66,7 @@ function option(
     ...(whatIf ? { whatIf } : {}),
     peakBytes: e.perGpu.peakBytes,
     persistentBytes: e.perGpu.persistentBytes,
-    fits: mine?.fits ?? false,
+    verdict: mine.verdict,
     trafficBytes: trafficBytes(e.comms.perStep),
     exposedSeconds: e.comms.exposedSeconds,
     note,
@@ -90,7 +94,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     if (o) options.push(o);
   };
 
-  if (mine && !mine.fits) {
+  if (mine.verdict === 'short') {
     const options: AdviceOption[] = [];
     const s = e.setup;
     if (s.checkpointing !== 'full') {
@@ -151,7 +155,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       );
     }
     // Nothing alone fits: checkpointing with the world size that then fits.
-    if (!options.some((o) => o.fits) && s.checkpointing !== 'full') {
+    if (!options.some((o) => o.verdict !== 'short') && s.checkpointing !== 'full') {
       const ck: WhatIf = { ...w, checkpointing: 'full' };
       const m = model.minGpus(e.gpu.id, ck);
       if (m.worldSize !== null) {
@@ -168,7 +172,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       }
     }
     // Changes that fit first, in the order above: software before hardware.
-    options.sort((x, y) => Number(y.fits) - Number(x.fits));
+    options.sort((x, y) => RANK[y.verdict] - RANK[x.verdict]);
     out.push({
       id: 'fit',
       level: 'problem',
@@ -176,7 +180,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       detail:
         `The peak of ${b(e.perGpu.peakBytes)} plus the allocator's reserve and the CUDA context is ` +
         `${b(-mine.headroomBytes)} more than the GPU holds.` +
-        (options.some((o) => o.fits)
+        (options.some((o) => o.verdict !== 'short')
           ? ' Each change below, re-estimated on its own:'
           : ' None of these changes fits; shorter sequences, CPU offload or a smaller model remain.'),
       options,
@@ -237,7 +241,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
   const opt = e.perGpu.persistent.terms.find((t) => t.name === 'optimizer state');
   // Adam's two fp32 states are half of mixed-precision training's 16 B per parameter: worth a word when memory is
   // short (the plan does not fit, or leaves less than a fifth of the GPU free).
-  const tight = !!mine && (!mine.fits || mine.headroomBytes < 0.2 * mine.memoryBytes);
+  const tight = mine.verdict === 'short' || mine.headroomBytes < 0.2 * mine.memoryBytes;
   if (opt && tight && e.perGpu.persistentBytes > 0 && opt.bytes >= 0.45 * e.perGpu.persistentBytes) {
     const share = Math.round((100 * opt.bytes) / e.perGpu.persistentBytes);
     const options: AdviceOption[] = [];
@@ -264,7 +268,18 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     });
   }
 
-  if (!out.some((a) => a.level === 'problem') && mine?.fits) {
+  if (mine.verdict === 'undecided')
+    out.unshift({
+      id: 'gaps',
+      level: 'problem',
+      title: `Fit on ${e.gpu.name} undecided: ${e.gaps.length} part${e.gaps.length === 1 ? '' : 's'} of the model not counted`,
+      detail:
+        `What was counted needs ${b(requiredBytes(e.perGpu.peakBytes))} of ${b(mine.memoryBytes)}, leaving ${b(mine.headroomBytes)} for the rest: ` +
+        `${e.gaps.slice(0, 3).join('; ')}${e.gaps.length > 3 ? '; …' : ''}. Measure the model exactly with PyTorch, ` +
+        'or name it (`# fsdp: model=ORG/NAME`), to decide.',
+      options: [],
+    });
+  if (!out.some((a) => a.level === 'problem') && mine.verdict === 'fits') {
     const hides = e.comms.transfersHide;
     out.unshift({
       id: 'ok',

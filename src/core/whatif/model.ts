@@ -2,6 +2,7 @@
  * Re-estimates of one plan under changed inputs: what-ifs, unit granularity, the fit matrix and the smallest world
  * size that fits.
  */
+import type { Verdict } from '../vocabulary/fsdp';
 import { findGpu, gpuBytes } from '../hardware/catalog';
 import { estimate } from '../estimator/estimate';
 import { MeshError } from '../estimator/mesh';
@@ -40,7 +41,7 @@ export interface FitMatrix {
   worldSizes: number[];
   /** Peak per GPU (allocated bytes) at each world size; null where the mesh cannot be built. */
   peakBytes: (number | null)[];
-  gpus: { id: string; name: string; memoryBytes: number; fits: (boolean | null)[]; minGpus: MinGpus }[];
+  gpus: { id: string; name: string; memoryBytes: number; fits: (Verdict | null)[]; minGpus: MinGpus }[];
 }
 
 /**
@@ -146,6 +147,7 @@ export class WhatIfModel {
     const worldSizes: number[] = [];
     for (let n = R; n <= Math.max(8 * R, wanted) && worldSizes.length < 12; n *= 2) worldSizes.push(n);
     const peakBytes = worldSizes.map((n) => this.peakAt(n, w));
+    const partial = (this.input.model.gaps ?? []).length > 0;
     return {
       worldSizes,
       peakBytes,
@@ -158,7 +160,9 @@ export class WhatIfModel {
             id: gpu.id,
             name: gpu.name,
             memoryBytes: capacity,
-            fits: peakBytes.map((p) => (p === null ? null : requiredBytes(p) <= capacity)),
+            fits: peakBytes.map((p) =>
+              p === null ? null : requiredBytes(p) > capacity ? 'short' : partial ? 'undecided' : 'fits',
+            ),
             minGpus: minimums[i]!,
           },
         ];

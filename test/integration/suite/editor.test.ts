@@ -135,7 +135,7 @@ describe('lenses, hovers and the footprint panel', () => {
     assert.equal(at16.whatIf!.base.worldSize, 8);
     const one = p.setWhatIf({ worldSize: 1 })!;
     assert.equal(one.advice![0]!.id, 'fit', 'one GPU cannot hold 128 GB of state');
-    assert.ok(one.advice![0]!.options.some((o) => o.fits && o.label === '3 GPUs'));
+    assert.ok(one.advice![0]!.options.some((o) => o.verdict === 'fits' && o.label === '3 GPUs'));
     // Each advice option is an estimate under its change. On 3 GPUs FSDP2 pads each parameter's dim 0 to a
     // multiple of 3: a layer's shard is ceil(rows/3) rows of each weight, 2 x 1366 x 4096 (q, o) + 2 x 342 x 4096
     // (k, v) + 2 x 4779 x 4096 (gate, up) + 1366 x 14336 (down) + 2 x 1366 (norms) = 72,727,212 elements; with

@@ -1,4 +1,5 @@
 /** Rule FSDP015: The estimated peak does not fit the target GPU. */
+import { atLeast } from '../../vocabulary/words';
 import { fmtBytes } from '../../vocabulary/bytes';
 import { wholeNodesText } from '../../vocabulary/words';
 import { requiredBytes } from '../../estimator/fit';
@@ -30,7 +31,8 @@ fully_shard(model)`,
     const e = ctx.model?.estimate;
     if (!e || !e.timeline) return [];
     const fit = e.targetFit;
-    if (!fit || fit.fits) return [];
+    // Short is short whatever parts of the model were not counted; an undecided fit is no finding.
+    if (!fit || fit.verdict !== 'short') return [];
     const roots = ctx.facts.calls.filter((c) => c.isRoot);
     const at = roots[roots.length - 1] ?? ctx.facts.calls[ctx.facts.calls.length - 1] ?? ctx.framework;
     if (!at) return [];
@@ -46,7 +48,7 @@ fully_shard(model)`,
       {
         range: at.range,
         message:
-          `Estimated peak ${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +
+          `Estimated peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +
           `reserve and the CUDA context: ${b(-fit.headroomBytes)} more than the ${b(fit.memoryBytes)} of a ${e.gpu.name} ` +
           `(${e.mesh.worldSize} GPUs, micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}).${smallest}`,
         fixes: [],

@@ -1,0 +1,53 @@
+/**
+ * Command lines as launch scripts and launch.json write them: tokens, `--key value` flags and the Python script a
+ * command runs. Each reader here is linear in its input (no pattern that backtracks over a long token).
+ */
+
+/** The words of a command line: quoted strings whole, everything else split at whitespace. */
+export function tokens(cmd: string): string[] {
+  return cmd.match(/"[^"]*"|'[^']*'|\S+/g) ?? [];
+}
+
+/** `--key value` and `--key=value` pairs of a command line. */
+export function flags(cmd: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const toks = tokens(cmd);
+  toks.forEach((t, i) => {
+    if (!t.startsWith('-')) return;
+    const eq = t.indexOf('=');
+    if (eq > 0) out.set(t.slice(0, eq), t.slice(eq + 1));
+    else if (toks[i + 1] && !toks[i + 1]!.startsWith('-')) out.set(t, toks[i + 1]!);
+  });
+  return out;
+}
+
+/**
+ * The first word of `cmd` that names a Python file, up to its `.py` (`train.py`, `src/train.py` of
+ * `src/train.py:main`), or null.
+ */
+export function pythonScriptOf(cmd: string): string | null {
+  for (const word of cmd.split(/\s+/)) {
+    // The last `.py` of the word that ends it or is followed by a character that is not part of a name.
+    for (let i = word.lastIndexOf('.py'); i > 0; i = word.lastIndexOf('.py', i - 1))
+      if (!/\w/.test(word[i + 3] ?? '')) return word.slice(0, i + 3);
+  }
+  return null;
+}
+
+/** The commands of a shell script, lines joined across backslash continuations, with the 0-based first line. */
+export function commandLines(text: string): { line: number; cmd: string }[] {
+  const out: { line: number; cmd: string }[] = [];
+  let parts: string[] = [];
+  let start = 0;
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (!parts.length) start = i;
+    const more = line.endsWith('\\');
+    parts.push(more ? line.slice(0, -1) : line);
+    if (more) return;
+    out.push({ line: start, cmd: parts.join(' ') });
+    parts = [];
+  });
+  if (parts.length) out.push({ line: start, cmd: parts.join(' ') });
+  return out;
+}
