@@ -61,7 +61,9 @@ export async function measureExactly(
     return;
   }
   const { python, from } = await pythonFor(doc.uri);
-  const seconds = vscode.workspace.getConfiguration(SECTION, doc.uri).get<number>('exactTimeoutSeconds', 120);
+  const setting = vscode.workspace.getConfiguration(SECTION, doc.uri).get<number>('exactTimeoutSeconds', 120);
+  // The setting's schema bounds: 5 s to an hour, whatever a settings file holds.
+  const seconds = Number.isFinite(setting) ? Math.min(3600, Math.max(5, setting)) : 120;
   const result = await vscode.window.withProgress(
     {
       location: vscode.ProgressLocation.Notification,

@@ -24,6 +24,7 @@ import { DEFAULTS } from '../../src/core/inputs/table';
 import { resolveSetup } from '../../src/core/inputs/layers';
 import { modelFromScript } from '../../src/core/modules/resolveModel';
 import { generatedScript } from './gen';
+import { REPRODUCERS, runCli, writeTree } from '../unit/hostile-cases';
 import { diskFS } from '../../src/host/disk';
 import { runExactHelper } from '../../src/host/exact';
 
@@ -250,6 +251,26 @@ function estimator(): void {
   }
 }
 
+/** Each hostile or pathological workspace of the robustness suite, run through the command line as a user would. */
+function hostile(): void {
+  const cli = path.join(ROOT, 'dist', 'cli.js');
+  for (const r of REPRODUCERS) {
+    const root = writeTree(r);
+    try {
+      const run = runCli(cli, r, root);
+      const ok = run.ms < 5000 && run.rssMB < 1536 && r.codes.includes(run.code ?? -1);
+      row(
+        `hostile: ${r.id}`,
+        `${ms(run.ms)}, ${run.rssMB.toFixed(0)} MB, exit ${run.code}`,
+        '< 5 s, < 1.5 GB, a message',
+        ok,
+      );
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }
+}
+
 async function exact(grammar: PythonGrammar): Promise<void> {
   const python = process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
   const dir = path.join(ROOT, 'test', 'fixtures', 'projects', 'llama');
@@ -416,6 +437,7 @@ async function main(): Promise<void> {
   estimator();
   firstAnalysis(grammar);
   cli();
+  hostile();
   if (process.argv.includes('--editor')) {
     await firstLens();
     rows.splice(0, rows.length - 2);

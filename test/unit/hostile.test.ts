@@ -15,7 +15,9 @@ import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { commentRuns } from '../../src/core/parsing/python';
 import { Project } from '../../src/core/project/project';
 import { nodeHost } from '../../src/host/disk';
-import { grammar } from './helpers';
+import { commandLineHost } from '../../src/cli/files';
+import { REPRODUCERS, runCli, writeTree, type Entry } from './hostile-cases';
+import { grammar, ROOT } from './helpers';
 
 const SEED = 20261201;
 
@@ -155,6 +157,145 @@ describe('every evaluation is bounded', () => {
     assert.match(
       a.incomplete ?? (a.estimate && !a.estimate.ok ? a.estimate.reason : ''),
       /budget|too complex/,
+    );
+  });
+});
+
+describe('hostile workspaces on disk: the command line ends each within 5 s and 1.5 GB, with a message', () => {
+  const CLI = path.join(ROOT, 'dist', 'cli.js');
+  for (const r of REPRODUCERS)
+    it(r.id, { timeout: 60_000 }, async () => {
+      const root = writeTree(r);
+      try {
+        const run = runCli(CLI, r, root);
+        const said = `${r.args.join(' ')} → ${run.code}: ${run.out.slice(0, 600)}`;
+        assert.ok(r.codes.includes(run.code ?? -1), `exit status: ${said}`);
+        assert.ok(run.ms < 5000, `${run.ms.toFixed(0)} ms: ${said}`);
+        assert.ok(run.rssMB < 1536, `${run.rssMB.toFixed(0)} MB: ${said}`);
+        if (r.says) assert.match(run.out, r.says, said);
+        if (r.never) assert.doesNotMatch(run.out, r.never, said);
+        assert.doesNotMatch(run.out, /internal error|TypeError|RangeError/, said);
+        // The same files through the core entry in this process: no stage may fail.
+        const g = await grammar();
+        const file = path.join(root, r.args[1]!);
+        if (!file.endsWith('.py')) return;
+        const { host, projectRoot } = commandLineHost(file);
+        const project = new Project([projectRoot!], g, host.fs);
+        try {
+          const a = analyzeDocument(
+            g,
+            { file, text: fs.readFileSync(file, 'utf8') },
+            { lint: DEFAULT_LINT_OPTIONS, estimate: { project, host } },
+          );
+          assert.deepEqual(a.faults, [], r.id);
+        } finally {
+          project.dispose();
+        }
+      } finally {
+        fs.rmSync(root, { recursive: true, force: true });
+      }
+    });
+});
+
+describe('fuzzing whole project trees', () => {
+  // Pieces a project is made of, each a little wrong in its own way; a tree is a random choice of them.
+  const WRAP = 'from torch.distributed.fsdp import fully_shard';
+  const pieces: Record<string, Entry[]> = {
+    'train.py': [
+      `${WRAP}\nfrom model import Net\nmodel = Net()\nfor b in model.blocks:\n    fully_shard(b)\nfully_shard(model)\n`,
+      `${WRAP}\nfrom pkg.helper import shard\nfrom model import Net\nshard(Net(4))\n`,
+      `${WRAP}\n# fsdp: config=cfg/config.json world_size=16\nfully_shard(model)\n`,
+      `${WRAP}\n# fsdp: model=meta-llama/Llama-3.1-8B batch=2 seq=oops\nfor l in model.model.layers:\n    fully_shard(l\n`,
+      `${WRAP}\nimport model\nx = model.Net\nfully_shard(x())\n`,
+    ],
+    'model.py': [
+      'import torch.nn as nn\nfrom model import Net\nclass Net(nn.Module):\n    def __init__(self, n=2):\n        super().__init__()\n        self.blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(n)])\n',
+      'import torch.nn as nn\nfrom pkg.helper import *\nclass Net(Net):\n    pass\n',
+      'import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, n=10**9):\n        super().__init__()\n        self.blocks = nn.ModuleList([nn.Linear(n, n) for _ in range(n)])\n',
+      '\u0000\u0001binary',
+    ],
+    'pkg/helper.py': [
+      `${WRAP}\ndef shard(model):\n    for b in model.blocks:\n        fully_shard(b)\n    fully_shard(model)\n`,
+      'from train import *\nfrom model import *\n',
+      `${WRAP}\ndef shard(model):\n    shard(model)\n`,
+    ],
+    'pkg/__init__.py': ['', 'from .helper import shard\n'],
+    'pyproject.toml': [
+      '',
+      '[tool.fsdp-lens]\nworld_size = "x"\n',
+      '[tool.fsdp-lens\n',
+      '[tool.fsdp-lens]\nconfig = "../../../etc/passwd"\n',
+    ],
+    'cfg/config.json': [
+      config1(),
+      '{"model_type": "llama", "num_hidden_layers": -1}',
+      '[[[[',
+      '{"model_type": 5}',
+    ],
+    'run.sh': [
+      'torchrun --nproc_per_node=8 train.py\n',
+      'torchrun --nproc_per_node=0 --nnodes=x train.py\n',
+      '\\\n\\\n\\\n',
+    ],
+    '.vscode/launch.json': [
+      '[1, {"configurations": {}}]',
+      '{"configurations": [{"program": "torchrun", "args": [1, 2]}]}',
+      '{',
+    ],
+    'accelerate.yaml': [
+      'distributed_type: FSDP\nfsdp_config: [1, 2]\n',
+      'fsdp_config:\n  fsdp_version: "x"\n',
+      '&a [*a]',
+    ],
+    link: [{ link: '..' }, { link: '/etc' }, { link: 'link' }, { link: 'pkg' }],
+  };
+  function config1(): string {
+    return JSON.stringify({
+      model_type: 'llama',
+      hidden_size: 64,
+      intermediate_size: 128,
+      num_attention_heads: 4,
+      num_hidden_layers: 2,
+      vocab_size: 100,
+    });
+  }
+
+  it('any tree: no stage fails, every analysis ends within its budget', { timeout: 240_000 }, async () => {
+    const g = await grammar();
+    const names = Object.keys(pieces);
+    const tree = fc.record(
+      Object.fromEntries(names.map((n) => [n, fc.option(fc.nat(pieces[n]!.length - 1), { nil: undefined })])),
+    );
+    await fc.assert(
+      fc.asyncProperty(tree, async (choice) => {
+        const files: Record<string, Entry> = {};
+        for (const [n, i] of Object.entries(choice)) if (i !== undefined) files[n] = pieces[n]![i as number]!;
+        files['train.py'] ??= pieces['train.py']![0]!;
+        const root = writeTree({ id: 'fuzz', files: () => files, args: [], codes: [] });
+        try {
+          for (const rel of ['train.py', 'pkg/helper.py', 'accelerate.yaml', 'run.sh', 'cfg/config.json']) {
+            const file = path.join(root, rel);
+            if (!fs.existsSync(file) || fs.lstatSync(file).isSymbolicLink()) continue;
+            const { host, projectRoot } = commandLineHost(file);
+            const project = new Project([projectRoot!], g, host.fs);
+            try {
+              const started = performance.now();
+              const a = analyzeDocument(
+                g,
+                { file, text: fs.readFileSync(file, 'latin1') },
+                { lint: DEFAULT_LINT_OPTIONS, estimate: { project, host } },
+              );
+              assert.deepEqual(a.faults, [], `${rel} of ${JSON.stringify(choice)}`);
+              assert.ok(performance.now() - started < 5000, `${rel} of ${JSON.stringify(choice)}`);
+            } finally {
+              project.dispose();
+            }
+          }
+        } finally {
+          fs.rmSync(root, { recursive: true, force: true });
+        }
+      }),
+      { seed: SEED, numRuns: 60 },
     );
   });
 });

@@ -92,8 +92,8 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
       if (!project || !facts)
         throw new UsageError('estimate: --exact needs a FILE whose model is defined in the project');
       const timeout = Number(values['exact-timeout'] ?? 120);
-      if (!Number.isFinite(timeout) || timeout <= 0)
-        throw new UsageError('estimate: --exact-timeout takes seconds');
+      if (!Number.isFinite(timeout) || timeout <= 0 || timeout > 86_400)
+        throw new UsageError('estimate: --exact-timeout takes seconds, at most 86400 (a day)');
       const x = await exactForScript(project, facts, {
         python: values.python ?? 'python3',
         timeoutMs: timeout * 1000,

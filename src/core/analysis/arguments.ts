@@ -1,4 +1,5 @@
 /** The arguments of a call as the scan reads them: positional, keyword and `**mapping` options mapped through the API's signature, each with its source range. */
+import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import type { Value } from '../python/values';
@@ -21,7 +22,7 @@ export function readArgs(file: SourceFile, call: Node): Args {
     if (list) out.positional.push(list); // `f(x for x in y)`: a generator argument
     return out;
   }
-  const own = (n: Node) => n.parent?.parent?.id === list.id;
+  const own = (n: Node) => up(up(n))?.id === list.id;
   for (const m of file.matches('arguments', list)) {
     const keyword = m.captures.find((c) => c.name === 'keyword')?.node;
     const value = m.captures.find((c) => c.name === 'value')?.node;
@@ -85,9 +86,9 @@ export function readOptions(
 /** The call whose callee ends with `id` (`fully_shard(...)`, `tdf.fully_shard(...)`), if any. */
 export function callOf(id: Node): Node | null {
   let callee: Node = id;
-  const p = id.parent;
+  const p = up(id);
   if (p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id) callee = p;
-  const call = callee.parent;
+  const call = up(callee);
   if (call?.type === 'call' && call.childForFieldName('function')?.id === callee.id) return call;
   return null;
 }

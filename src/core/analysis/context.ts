@@ -1,4 +1,5 @@
 /** Where a call sits: the loops around it, its statement, its function's start, offsets of positions. */
+import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { rangeOf, type SourceFile } from '../parsing/source';
 import { enclosingFunction } from '../python/scope';
@@ -17,7 +18,7 @@ export function loopFact(file: SourceFile, loop: Node, left: Node, right: Node):
 export function loopsOf(file: SourceFile, node: Node, scope: Node | null): LoopFact[] {
   const loops: LoopFact[] = [];
   let child = node;
-  for (let p = node.parent; p && p.id !== scope?.id; p = p.parent) {
+  for (let p = up(node); p && p.id !== scope?.id; p = up(p)) {
     if (p.type === 'for_statement') {
       const body = p.childForFieldName('body');
       const left = p.childForFieldName('left');
@@ -44,7 +45,7 @@ export function loopsOf(file: SourceFile, node: Node, scope: Node | null): LoopF
 
 export function outermostLoopStatement(node: Node, scope: Node | null): Node | null {
   let found: Node | null = null;
-  for (let p = node.parent; p && p.id !== scope?.id; p = p.parent) if (p.type === 'for_statement') found = p;
+  for (let p = up(node); p && p.id !== scope?.id; p = up(p)) if (p.type === 'for_statement') found = p;
   return found;
 }
 

@@ -6,6 +6,7 @@
  * this engine adds how names are found. Bounded in steps and depth per evaluation: pathological input yields
  * unknown values, never a hang or an exception.
  */
+import { up } from '../parsing/python';
 import { budget } from '../vocabulary/budget';
 import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
@@ -189,14 +190,14 @@ export class Evaluator extends Expressions<null> {
   private fromCallSites(name: string, b: Binding & { kind: 'param' }): Value | null {
     const fnName = b.function.childForFieldName('name')?.text;
     if (!fnName) return null;
-    const isMethod = b.function.parent?.parent?.type === 'class_definition';
+    const isMethod = up(up(b.function))?.type === 'class_definition';
     let agreed: Value | null = null;
     let key: string | null = null;
     let sites = 0;
     for (const id of this.file.identifiers(fnName)) {
-      const p = id.parent;
+      const p = up(id);
       const callee = p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id ? p : id;
-      const call = callee.parent;
+      const call = up(callee);
       if (call?.type !== 'call' || call.childForFieldName('function')?.id !== callee.id) continue;
       if (call.startIndex >= b.function.startIndex && call.endIndex <= b.function.endIndex) continue; // recursion
       if (++sites > 8) return null;
@@ -232,7 +233,7 @@ export class Evaluator extends Expressions<null> {
     if (to <= from) return dict;
     for (const id of this.file.identifiers(name, from, to)) {
       if ((enclosingFunction(id)?.id ?? null) !== (scope?.id ?? null)) continue;
-      const p = id.parent;
+      const p = up(id);
       // Keys set under a condition known to be false are dropped; known-true conditions are not shown.
       const parts = conditionParts(id, scope);
       const known = parts.map((c) => {
@@ -246,7 +247,7 @@ export class Evaluator extends Expressions<null> {
       const extra = conds.length ? { conditions: conds } : {};
       const line = id.startPosition.row + 1;
       if (p?.type === 'subscript' && p.childForFieldName('value')?.id === id.id) {
-        const assign = p.parent;
+        const assign = up(p);
         const keyNode = p.childForFieldName('subscript');
         const valueNode = assign?.childForFieldName('right');
         if (
@@ -264,7 +265,7 @@ export class Evaluator extends Expressions<null> {
           });
         }
       } else if (p?.type === 'attribute' && p.childForFieldName('attribute')?.text === 'update') {
-        const call = p.parent;
+        const call = up(p);
         if (call?.type === 'call') {
           const argList = call.childForFieldName('arguments');
           const a = argList?.type === 'argument_list' ? this.callArguments(argList, null) : undefined;

@@ -1,4 +1,5 @@
 /** The import bindings as facts the rules read: legacy FSDP2 paths with the rewrite a fix may write, `try`/`except ImportError` fallbacks. */
+import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import type { ImportTable } from '../python/imports';
@@ -50,7 +51,7 @@ export function importFacts(file: SourceFile, imports: ImportTable): ImportFact[
 
 export function findDotted(stmt: Node, text: string): Node | null {
   let s: Node | null = stmt;
-  while (s && s.type !== 'import_statement') s = s.parent;
+  while (s && s.type !== 'import_statement') s = up(s);
   if (!s) return null;
   return s.descendantsOfType('dotted_name').find((d) => d.text.replace(/\s+/g, '') === text) ?? null;
 }

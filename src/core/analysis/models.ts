@@ -1,4 +1,5 @@
 /** Where the model is built: `from_pretrained` and `from_config`, constructors behind the wrapped variables, assignments to a `model`, builds under `with torch.device("meta")`, and the block classes a ModuleList repeats. */
+import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import { dtypeOf } from '../python/plain';
@@ -16,7 +17,7 @@ export function blockAssignments(file: SourceFile, block: Node): { target: Node;
   for (const m of file.matches('blocks', block)) {
     const target = m.captures.find((c) => c.name === 'target')?.node;
     const value = m.captures.find((c) => c.name === 'value')?.node;
-    if (target && value && target.parent?.parent?.parent?.id === block.id) out.push({ target, value });
+    if (target && value && up(up(up(target)))?.id === block.id) out.push({ target, value });
   }
   return out;
 }
@@ -38,7 +39,7 @@ export function isMetaBlock(file: SourceFile, ev: Evaluator, stmt: Node): boolea
 }
 
 export function isMetaDevice(file: SourceFile, ev: Evaluator, call: Node): boolean {
-  for (let p = call.parent; p; p = p.parent)
+  for (let p = up(call); p; p = up(p))
     if (p.type === 'with_statement' && isMetaBlock(file, ev, p)) return true;
   return false;
 }
@@ -55,7 +56,7 @@ export function modelFact(
   const id = idNode ? ev.eval(idNode) : null;
   const { options } = readOptions(ev, args, null, []);
   const dtypeNode = args.keywords.get('torch_dtype') ?? args.keywords.get('dtype');
-  const parent = call.parent;
+  const parent = up(call);
   const scope = enclosingFunction(call);
   return {
     variable:
@@ -109,9 +110,9 @@ export function modelAssignments(file: SourceFile, ev: Evaluator): { call: Node;
   const out: { call: Node; variable: string }[] = [];
   for (const id of file.identifiers('model')) {
     let left: Node = id;
-    const p = id.parent;
+    const p = up(id);
     if (p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id) left = p;
-    const assign = left.parent;
+    const assign = up(left);
     const right = assign?.childForFieldName('right');
     if (
       assign?.type === 'assignment' &&
@@ -122,7 +123,7 @@ export function modelAssignments(file: SourceFile, ev: Evaluator): { call: Node;
   }
   for (const off of file.wordOffsets('meta')) {
     let w: Node | null = file.root.descendantForIndex(off, off + 4);
-    while (w && w.type !== 'with_statement' && w.type !== 'block' && w.type !== 'module') w = w.parent;
+    while (w && w.type !== 'with_statement' && w.type !== 'block' && w.type !== 'module') w = up(w);
     const body =
       w?.type === 'with_statement' && isMetaBlock(file, ev, w) ? w.childForFieldName('body') : null;
     if (body)

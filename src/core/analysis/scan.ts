@@ -3,6 +3,7 @@
  * matter (and the local aliases of them), classified by what it resolves to through the imports, and read into
  * facts with source ranges. Never throws on odd input: what it cannot read is reported.
  */
+import { sibling, up } from '../parsing/python';
 import type { Node, PythonGrammar } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 import { type ImportTable, readImports } from '../python/imports';
@@ -77,7 +78,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
       if (call && !seen.has(call.startIndex)) {
         seen.add(call.startIndex);
         callNodes.push(call);
-      } else if (!call && id.parent?.type === 'ERROR' && id.nextSibling?.type === '(') partial.push(id);
+      } else if (!call && up(id)?.type === 'ERROR' && sibling(id, 1)?.type === '(') partial.push(id);
       else if (!call) {
         const alias = aliasOf(id);
         if (alias && !words.has(alias)) {
@@ -178,9 +179,9 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
 /** `alias` in `alias = name` or `alias = module.name`, where `id` is that `name`. */
 function aliasOf(id: Node): string | null {
   let value: Node = id;
-  const p = id.parent;
+  const p = up(id);
   if (p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id) value = p;
-  const assign = value.parent;
+  const assign = up(value);
   if (assign?.type !== 'assignment' || assign.childForFieldName('right')?.id !== value.id) return null;
   const left = assign.childForFieldName('left');
   return left?.type === 'identifier' ? left.text : null;

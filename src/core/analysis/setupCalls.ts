@@ -1,4 +1,5 @@
 /** The training setup the code writes: device meshes (and the slice of one a wrap uses), optimizers, mixed-precision policies and activation checkpointing. */
+import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import { enclosingFunction, enclosingStatement, findBinding, qualifiedName } from '../python/scope';
@@ -34,7 +35,7 @@ export function meshFact(
     else if (v.k === 'str') dimNames = [v.v];
   }
   const device = deviceNode ? ev.eval(deviceNode) : null;
-  const parent = call.parent;
+  const parent = up(call);
   const scope = enclosingFunction(call);
   return {
     name:
@@ -130,7 +131,7 @@ export function mixedPrecisionFact(
   call: Node,
   api: 'MixedPrecisionPolicy' | 'MixedPrecision',
 ): MixedPrecisionFact {
-  const parent = call.parent;
+  const parent = up(call);
   const left =
     parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
       ? parent.childForFieldName('left')
@@ -150,6 +151,6 @@ export function mixedPrecisionFact(
 }
 
 export function isAssignedName(id: Node): boolean {
-  const p = id.parent;
+  const p = up(id);
   return p?.type === 'assignment' && p.childForFieldName('left')?.id === id.id;
 }

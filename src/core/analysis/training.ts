@@ -1,4 +1,5 @@
 /** Fine-tuning and training facts: LoRA and quantisation configs, frozen modules, dtype casts, gradient-sync toggles and gradient clipping. */
+import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import { dtypeOf } from '../python/plain';
@@ -67,10 +68,10 @@ export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
   const out: TrainingFact[] = [];
   for (const word of ['bfloat16', 'float16', 'half', 'float32']) {
     for (const id of file.identifiers(word)) {
-      const attr = id.parent;
+      const attr = up(id);
       if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
-      const arg = attr.parent?.type === 'keyword_argument' ? attr.parent : attr;
-      const call = arg.parent?.type === 'argument_list' ? arg.parent.parent : null;
+      const arg = up(attr)?.type === 'keyword_argument' ? up(attr) : attr;
+      const call = up(arg)?.type === 'argument_list' ? up(up(arg)) : null;
       const fn = call?.type === 'call' ? call.childForFieldName('function') : null;
       if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'to') continue;
       const dtype = dtypeOf(ev.eval(attr));
@@ -97,8 +98,8 @@ export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
 export function frozenAssignments(file: SourceFile): TrainingFact[] {
   const out: TrainingFact[] = [];
   for (const id of file.identifiers('requires_grad')) {
-    const attr = id.parent;
-    const assign = attr?.parent;
+    const attr = up(id);
+    const assign = up(attr);
     if (
       attr?.type !== 'attribute' ||
       assign?.type !== 'assignment' ||

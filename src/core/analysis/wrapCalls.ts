@@ -1,4 +1,5 @@
 /** What one `fully_shard` / `FSDP` / `wrap` call does: its target and the module path it denotes, its options, the loops and conditions around it, an enclosing `enable_wrap` block, and whether it can ever run; and calls in code that does not parse yet. */
+import { sibling, up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import { truthy } from '../python/operators';
@@ -39,7 +40,7 @@ export function wrapCall(
       : targetNode
         ? [targetNode]
         : [];
-  const parent = call.parent;
+  const parent = up(call);
   const assignedTo =
     parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
       ? (parent.childForFieldName('left')?.text ?? null)
@@ -128,7 +129,7 @@ export function neverRunsReason(ev: Evaluator, call: Node, scope: Node | null): 
     const fn = part.node.childForFieldName('function');
     const subject = part.node.childForFieldName('arguments')?.namedChild(0);
     if (fn?.text !== 'isinstance' || subject?.type !== 'identifier') continue;
-    for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) {
+    for (let p = up(call); p && p.id !== scope?.id; p = up(p)) {
       if (p.type !== 'for_statement') continue;
       const left = p.childForFieldName('left');
       const right = p.childForFieldName('right');
@@ -150,13 +151,11 @@ export function incompleteWrapCall(
   module: string,
   legacy: boolean,
 ): WrapCall {
-  const open = id.nextSibling!;
-  const targetNode =
-    open.nextNamedSibling && ['identifier', 'attribute', 'subscript'].includes(open.nextNamedSibling.type)
-      ? open.nextNamedSibling
-      : null;
-  const errorNode = id.parent!;
-  const loopNode = errorNode.parent?.type === 'for_statement' ? errorNode.parent : null;
+  const open = sibling(id, 1)!;
+  const next = sibling(open, 1, true);
+  const targetNode = next && ['identifier', 'attribute', 'subscript'].includes(next.type) ? next : null;
+  const errorNode = up(id)!;
+  const loopNode = up(errorNode)?.type === 'for_statement' ? up(errorNode) : null;
   const loops: LoopFact[] = [];
   if (loopNode) {
     const left = loopNode.childForFieldName('left');
@@ -217,7 +216,7 @@ export function enableWrapOptions(
   call: Node,
   scope: Node | null,
 ): Record<string, OptionFact> | undefined {
-  for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) {
+  for (let p = up(call); p && p.id !== scope?.id; p = up(p)) {
     if (p.type !== 'with_statement') continue;
     for (const manager of withCalls(file, p)) {
       const f = manager.childForFieldName('function');
@@ -233,7 +232,7 @@ export function withCalls(file: SourceFile, stmt: Node): Node[] {
   const out: Node[] = [];
   for (const m of file.matches('blocks', stmt)) {
     if (!m.captures.some((c) => c.name === 'with' && c.node.id === stmt.id)) continue;
-    const call = m.captures.find((c) => c.name === 'manager')?.node.parent;
+    const call = up(m.captures.find((c) => c.name === 'manager')?.node);
     if (call) out.push(call);
   }
   return out;

@@ -1,4 +1,5 @@
 /** `reshard_after_forward` written per loop iteration, evaluated for each module the loop wraps. */
+import { up } from '../parsing/python';
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import { findBinding } from '../python/scope';
 import type { ReshardAfterForward } from '../vocabulary/fsdp';
@@ -27,7 +28,7 @@ export function reshardPerIteration(
   const file = project.file(facts.path);
   if (!file || !call.loop || modelVariable.length !== 1) return undefined;
   let node: Node | null = nodeAtPosition(file.source.text, file.source.root, call.range.start);
-  while (node && node.type !== 'call') node = node.parent;
+  while (node && node.type !== 'call') node = up(node);
   if (!node) return undefined;
   const kw = node
     .childForFieldName('arguments')
@@ -41,8 +42,8 @@ export function reshardPerIteration(
     expr = b?.kind === 'assign' ? b.value : null;
     if (!expr) return undefined;
   }
-  let loop: Node | null = node.parent;
-  while (loop && loop.type !== 'for_statement') loop = loop.parent;
+  let loop: Node | null = up(node);
+  while (loop && loop.type !== 'for_statement') loop = up(loop);
   const left = loop?.childForFieldName('left');
   const right = loop?.childForFieldName('right');
   if (!loop || !left || !right) return undefined;

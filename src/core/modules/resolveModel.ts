@@ -2,6 +2,7 @@
  * The model a script wraps, built by reading its nn.Module code: the wrapped variable followed to its
  * construction, through the project's callers.
  */
+import { up } from '../parsing/python';
 import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';
 import type { ArchShape } from '../model/hf';
@@ -77,7 +78,7 @@ export function modelFromScript(
       const m = facts.models.find((x) => x.variable === variable) ?? facts.models[0]!;
       const call = nodeAtPosition(file, m.range.start.line, m.range.start.character);
       let c: Node | null = call;
-      while (c && c.type !== 'call') c = c.parent;
+      while (c && c.type !== 'call') c = up(c);
       if (c)
         values.push({ v: interp.evalAt(file, c), where: `built at ${rel(project, file.path)}:${m.line}` });
     } else {
@@ -323,9 +324,7 @@ function callReaches(
 }
 
 function isMethod(fn: Node): boolean {
-  return (
-    fn.parent?.parent?.type === 'class_definition' || fn.parent?.parent?.parent?.type === 'class_definition'
-  );
+  return up(up(fn))?.type === 'class_definition' || up(up(up(fn)))?.type === 'class_definition';
 }
 
 /** `model.module` style attribute chains below the variable. */

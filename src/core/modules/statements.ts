@@ -4,6 +4,7 @@
  * body up to a point of interest. Bounded: a step budget for the whole run, a limit on loop turns, and what a
  * loop that cannot be followed assigns becomes unknown.
  */
+import { up } from '../parsing/python';
 import { budget } from '../vocabulary/budget';
 import type { Node } from '../parsing/python';
 import { Expressions } from '../python/expressions';
@@ -231,7 +232,7 @@ export abstract class Statements extends Expressions<Frame> {
       const left = a.childForFieldName('left');
       const names = left?.type === 'identifier' ? [left] : (left?.descendantsOfType('identifier') ?? []);
       for (const n of names)
-        if (n.parent?.type !== 'attribute' && n.parent?.type !== 'subscript')
+        if (up(n)?.type !== 'attribute' && up(n)?.type !== 'subscript')
           frame.env.set(n.text, UNKNOWN(n.text, 'assigned in a loop that could not be followed'));
     }
     for (const f of stmt.descendantsOfType('for_statement')) {
@@ -315,7 +316,7 @@ export abstract class Statements extends Expressions<Frame> {
   /** Evaluates the expression at `node` as the code would see it: its function's body run up to it first. */
   evalAt(file: ModuleFile, node: Node): Value {
     let fn: Node | null = null;
-    for (let p = node.parent; p; p = p.parent) if (p.type === 'function_definition') fn = fn ?? p;
+    for (let p = up(node); p; p = up(p)) if (p.type === 'function_definition') fn = fn ?? p;
     const frame: Frame = { file, env: new Map() };
     if (fn) {
       for (const p of fn.childForFieldName('parameters')?.namedChildren ?? []) {

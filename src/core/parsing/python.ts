@@ -130,3 +130,50 @@ function blank(text: string, ranges: [number, number][]): string {
   parts.push(text.slice(at));
   return parts.join('');
 }
+
+/** Parents already asked for, by tree and node id. */
+const PARENTS = new WeakMap<Tree, Map<number, Node | null>>();
+
+/**
+ * A node's parent, remembered. Tree-sitter finds a parent by walking down from the root, so each `node.parent`
+ * costs the node's depth, and walking up from deep nodes of a broken or deeply nested file cost its square.
+ */
+export function up(node: Node | null | undefined): Node | null {
+  if (!node) return null;
+  let byId = PARENTS.get(node.tree);
+  if (!byId) PARENTS.set(node.tree, (byId = new Map()));
+  let p = byId.get(node.id);
+  if (p === undefined) {
+    p = node.parent;
+    byId.set(node.id, p);
+    // Its siblings have the same parent: one lookup per parent, not per child.
+    if (p && byId.size < 1_000_000) for (const c of p.children) if (c) byId.set(c.id, p);
+  }
+  return p;
+}
+
+/** Each parent's children, with every child's place among them, by tree and parent id. */
+const SIBLINGS = new WeakMap<Tree, Map<number, { children: Node[]; at: Map<number, number> }>>();
+
+/**
+ * The sibling after (`step` 1) or before (-1) a node, named ones only when `named`. Tree-sitter finds a sibling by
+ * walking its parent's children, so in a broken file's ERROR node of thousands of children each `nextSibling`
+ * costs them all; here the children are listed once per parent.
+ */
+export function sibling(node: Node, step: 1 | -1, named = false): Node | null {
+  const parent = up(node);
+  if (!parent) return null;
+  let byId = SIBLINGS.get(node.tree);
+  if (!byId) SIBLINGS.set(node.tree, (byId = new Map()));
+  let list = byId.get(parent.id);
+  if (!list) {
+    const children = parent.children.filter((c): c is Node => !!c);
+    list = { children, at: new Map(children.map((c, i) => [c.id, i])) };
+    byId.set(parent.id, list);
+  }
+  for (let i = (list.at.get(node.id) ?? -2) + step; i >= 0 && i < list.children.length; i += step) {
+    const c = list.children[i]!;
+    if (!named || c.isNamed) return c;
+  }
+  return null;
+}

@@ -2,6 +2,7 @@
  * The Python files of a workspace, parsed on demand and cached by version: imports resolve and callers are found
  * here.
  */
+import { up } from '../parsing/python';
 import type { FileSystem, Host } from '../vocabulary/host';
 import * as path from 'node:path';
 import { readImports, type ImportTable } from '../python/imports';
@@ -197,10 +198,10 @@ export class Project {
       const parsed = this.file(f);
       if (!parsed) continue;
       for (const id of parsed.source.identifiers(name)) {
-        const parent = id.parent;
+        const parent = up(id);
         const callee =
           parent?.type === 'attribute' && parent.childForFieldName('attribute')?.id === id.id ? parent : id;
-        const call = callee.parent;
+        const call = up(callee);
         if (call?.type === 'call' && call.childForFieldName('function')?.id === callee.id)
           out.push({ file: parsed, call });
       }

@@ -1,4 +1,5 @@
 /** Every way an import statement binds a name in a file, and the resolution of dotted names through them. */
+import { up } from '../parsing/python';
 import type { Node, PythonGrammar } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 
@@ -47,7 +48,7 @@ export function readImports(grammar: PythonGrammar, file: SourceFile): ImportTab
         stmt = null;
         break;
       }
-      stmt = stmt.parent;
+      stmt = up(stmt);
     }
     if (!stmt || seen.has(stmt.startIndex)) continue;
     seen.add(stmt.startIndex);
@@ -56,7 +57,7 @@ export function readImports(grammar: PythonGrammar, file: SourceFile): ImportTab
       start: stmt.startIndex,
       end: stmt.endIndex,
       endLine: stmt.endPosition.row + 1,
-      topLevel: stmt.parent?.type === 'module',
+      topLevel: up(stmt)?.type === 'module',
     };
     const fallback = inExceptClause(stmt) ? { fallback: true } : {};
     for (const m of query.matches(stmt)) {
@@ -131,7 +132,7 @@ export function readImports(grammar: PythonGrammar, file: SourceFile): ImportTab
 
 /** Whether `stmt` sits in an `except` clause of its function or module (not counting nested definitions). */
 function inExceptClause(stmt: Node): boolean {
-  for (let p = stmt.parent; p; p = p.parent) {
+  for (let p = up(stmt); p; p = up(p)) {
     if (p.type === 'except_clause' || p.type === 'except_group_clause') return true;
     if (p.type === 'module' || p.type === 'function_definition' || p.type === 'class_definition')
       return false;

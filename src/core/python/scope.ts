@@ -2,6 +2,7 @@
  * Bindings and scopes of Python code read statically: the binding visible at a point, enclosing functions, the
  * conditions a statement runs under.
  */
+import { sibling, up } from '../parsing/python';
 import type { Node, Tree } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 
@@ -26,7 +27,7 @@ export function enclosingFunction(node: Node): Node | null {
   if (cached !== undefined) return cached;
   const passed = [node.id];
   let found: Node | null = null;
-  for (let p = node.parent; p; p = p.parent) {
+  for (let p = up(node); p; p = up(p)) {
     if (p.type === FUNCTION) {
       found = p;
       break;
@@ -47,7 +48,7 @@ const ENCLOSING = new WeakMap<Tree, Map<number, Node | null>>();
 /** `Trainer.setup` for a method, `main.apply` for a nested function, `apply_fsdp` for a plain one. */
 export function qualifiedName(def: Node): string {
   const parts: string[] = [];
-  for (let p: Node | null = def; p; p = p.parent) {
+  for (let p: Node | null = def; p; p = up(p)) {
     if (p.type === FUNCTION || p.type === 'class_definition') {
       const n = p.childForFieldName('name');
       if (n) parts.unshift(n.text);
@@ -59,7 +60,7 @@ export function qualifiedName(def: Node): string {
 /** The statement (a direct child of a block or of the module) that contains `node`. */
 export function enclosingStatement(node: Node): Node {
   let n = node;
-  for (let p = node.parent; p; p = p.parent) {
+  for (let p = up(node); p; p = up(p)) {
     if (p.type === 'block' || p.type === 'module') return n;
     n = p;
   }
@@ -69,7 +70,7 @@ export function enclosingStatement(node: Node): Node {
 /** Ancestors from the parent outwards, stopping at `stop` (exclusive) when given. */
 export function ancestors(node: Node, stop?: Node | null): Node[] {
   const out: Node[] = [];
-  for (let p = node.parent; p; p = p.parent) {
+  for (let p = up(node); p; p = up(p)) {
     if (stop && p.id === stop.id) break;
     out.push(p);
   }
@@ -86,9 +87,9 @@ export interface ConditionPart {
 export function conditionParts(node: Node, scope: Node | null): ConditionPart[] {
   const parts: ConditionPart[] = [];
   let child = node;
-  for (let p = node.parent; p && (!scope || p.id !== scope.id); p = p.parent) {
+  for (let p = up(node); p && (!scope || p.id !== scope.id); p = up(p)) {
     if (p.type === FUNCTION || p.type === 'class_definition') break;
-    if (p.type === 'block' && (p.parent?.type === 'for_statement' || p.parent?.type === 'while_statement'))
+    if (p.type === 'block' && (up(p)?.type === 'for_statement' || up(p)?.type === 'while_statement'))
       parts.unshift(...guardsBefore(child));
     if (p.type === 'if_statement') {
       const cond = p.childForFieldName('condition');
@@ -118,8 +119,8 @@ export function conditionParts(node: Node, scope: Node | null): ConditionPart[] 
  */
 function guardsBefore(statement: Node): ConditionPart[] {
   const out: ConditionPart[] = [];
-  let s = statement.previousNamedSibling;
-  for (let i = 0; s && i < 64; i++, s = s.previousNamedSibling) {
+  let s = sibling(statement, -1, true);
+  for (let i = 0; s && i < 64; i++, s = sibling(s, -1, true)) {
     if (s.type !== 'if_statement' || s.childForFieldName('alternative')) continue;
     const cond = s.childForFieldName('condition');
     const body = s.childForFieldName('consequence');
@@ -177,7 +178,7 @@ function bindingIn(
   const sites = file.memo(`binding-sites:${name}`, () =>
     file.bindingCandidates(name).map((id) => {
       // A def's own name belongs to the scope around the def.
-      const p = id.parent;
+      const p = up(id);
       const fn =
         p?.type === FUNCTION && p.childForFieldName('name')?.id === id.id
           ? enclosingFunction(p)
@@ -200,7 +201,7 @@ function bindingIn(
 }
 
 function asBinding(id: Node, scope: Node | null): Binding | null {
-  const p = id.parent;
+  const p = up(id);
   if (!p) return null;
   switch (p.type) {
     case 'assignment':
@@ -213,7 +214,7 @@ function asBinding(id: Node, scope: Node | null): Binding | null {
       return null;
     case 'pattern_list':
     case 'tuple_pattern': {
-      const owner = p.parent;
+      const owner = up(p);
       if (owner && (owner.type === 'for_statement' || owner.type === 'for_in_clause'))
         return { kind: 'loop', name: id, loop: owner, scope };
       if (owner?.type === 'assignment')
@@ -221,8 +222,8 @@ function asBinding(id: Node, scope: Node | null): Binding | null {
       return null;
     }
     case 'as_pattern_target': {
-      const item = p.parent?.parent;
-      const value = item?.childForFieldName('value') ?? p.parent?.namedChild(0);
+      const item = up(up(p));
+      const value = item?.childForFieldName('value') ?? up(p)?.namedChild(0);
       return value ? { kind: 'with', name: id, value, scope } : null;
     }
     case 'function_definition':
@@ -308,7 +309,7 @@ export function moduleBindings(root: Node): Map<string, Node> {
       } else if (s.type === 'if_statement' || s.type === 'try_statement') {
         for (const b of s
           .descendantsOfType('block')
-          .filter((x) => x.parent?.parent?.id === s.id || x.parent?.id === s.id))
+          .filter((x) => up(up(x))?.id === s.id || up(x)?.id === s.id))
           visit(b.namedChildren);
       }
     }
