@@ -29,9 +29,20 @@ export const CORE_STAGES = [
 
 /** What each program outside the core may import, besides the core (the webview only what is pure data and words). */
 const EDGES = {
-  host: { forbid: ['cli', 'extension', 'webview'] },
-  cli: { forbid: ['extension', 'webview'] },
-  extension: { forbid: ['cli', 'webview'] },
+  host: { forbid: ['cli', 'extension', 'webview', 'worker'] },
+  cli: { forbid: ['extension', 'webview', 'worker'] },
+  worker: { forbid: ['cli', 'extension', 'webview'] },
+  // The extension host runs no analysis: it speaks to the worker through its protocol, and reads the host's disk
+  // only through the worker.
+  extension: {
+    forbid: ['cli', 'webview', 'host'],
+    extra: [
+      {
+        regex: '^\\.\\./worker/(?!protocol$)',
+        message: 'src/extension speaks to the worker only through worker/protocol (docs/architecture.md).',
+      },
+    ],
+  },
 };
 
 /** A relative import of folder `name` from anywhere below src (`../x`, `../../core/x`). */
@@ -57,7 +68,7 @@ const layerRules = [
                   ]
                 : []),
               {
-                regex: '^(\\.\\./)+(host|cli|extension|webview)(/|$)',
+                regex: '^(\\.\\./)+(host|cli|extension|webview|worker)(/|$)',
                 message:
                   'src/core reads files, the environment and processes only through the Host it is given.',
               },
@@ -72,7 +83,7 @@ const layerRules = [
       },
     };
   }),
-  ...Object.entries(EDGES).map(([folder, { forbid }]) => ({
+  ...Object.entries(EDGES).map(([folder, { forbid, extra = [] }]) => ({
     files: [`src/${folder}/**/*.ts`],
     rules: {
       'no-restricted-imports': [
@@ -80,6 +91,7 @@ const layerRules = [
         {
           patterns: [
             { regex: relative(forbid), message: `src/${folder} may not import ${forbid.join(', ')}.` },
+            ...extra,
           ],
         },
       ],

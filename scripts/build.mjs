@@ -54,6 +54,12 @@ const builds = [
     external: ['vscode'],
   },
   {
+    // The analysis worker: the extension host starts it as a thread and sends it every analysis.
+    ...common,
+    entryPoints: ['src/worker/main.ts'],
+    outfile: 'dist/worker.js',
+  },
+  {
     ...common,
     entryPoints: ['src/cli/main.ts'],
     outfile: 'dist/cli.js',

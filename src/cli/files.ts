@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decodeSource, DEFAULT_MAX_BYTES } from '../core/analysis/input';
 import { MAX_CONFIG_BYTES } from '../core/frameworks/configDoc';
+import { SKIP_DIRS } from '../core/vocabulary/files';
 import { commandLineRoots, confine, huggingFaceRoots } from '../core/project/boundary';
 import { findProjectRoot } from '../core/project/project';
 import type { Host } from '../core/vocabulary/host';
@@ -74,19 +75,6 @@ export function readConfigFile(file: string): { text: string } | { error: string
   if (!decoded.ok) return { error: `${file}: ${decoded.reason}` };
   return { text: decoded.text };
 }
-
-const SKIP_DIRS = new Set([
-  '.git',
-  'node_modules',
-  '__pycache__',
-  '.venv',
-  'venv',
-  '.tox',
-  '.mypy_cache',
-  'site-packages',
-  'dist',
-  'build',
-]);
 
 /**
  * Python files under the given files and directories (directories searched recursively, in name order, for .py

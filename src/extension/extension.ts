@@ -42,11 +42,12 @@ export interface FsdpLensApi {
 }
 
 export function activate(context: vscode.ExtensionContext): FsdpLensApi {
-  const wasmDir = vscode.Uri.joinPath(context.extensionUri, 'dist').fsPath;
+  const distDir = vscode.Uri.joinPath(context.extensionUri, 'dist').fsPath;
   const log = vscode.window.createOutputChannel('FSDP Lens', { log: true });
   log.info(`fsdp-lens ${String(context.extension.packageJSON.version)} activated`);
-  const analyses = new DocumentAnalyses(wasmDir, log);
-  const projects = new WorkspaceProjects(() => analyses.loadedGrammar(), context.workspaceState);
+  // Every analysis runs in a worker thread: the extension host only sends text and shows results.
+  const analyses = new DocumentAnalyses(distDir, log);
+  const projects = new WorkspaceProjects(analyses.worker, context.workspaceState);
   analyses.projects = projects;
   const lenses = new WrapCodeLensProvider(analyses);
   let refresh: ReturnType<typeof setTimeout> | undefined;
@@ -77,7 +78,7 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
       if (refresh) clearTimeout(refresh);
       refresh = setTimeout(() => {
         analyses.invalidate();
-        for (const doc of vscode.workspace.textDocuments) if (isAnalysable(doc)) void analyses.analyze(doc);
+        reanalyseOpen(analyses);
       }, 300);
     }),
     vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPE, {
@@ -88,12 +89,12 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(SECTION)) return;
       analyses.invalidate();
-      for (const doc of vscode.workspace.textDocuments) if (isAnalysable(doc)) void analyses.analyze(doc);
+      reanalyseOpen(analyses);
       lenses.refresh();
     }),
     analyses.onDidAnalyze((a) => {
       const panel = FootprintPanel.active;
-      if (panel && panel.uri === a.uri) panel.update(a);
+      if (panel && panel.uri === a.uri) void panel.update(a);
       if (vscode.window.activeTextEditor?.document.uri.toString() === a.uri) setHasWrapCalls(hasPlan(a));
     }),
     vscode.window.onDidChangeActiveTextEditor((editor) => {
@@ -113,6 +114,17 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
         disposables,
       ),
   };
+}
+
+/**
+ * Re-analyses open documents after a change that affects every analysis (settings, project files): those on
+ * screen first, so that a slow hidden file does not hold up the ones being read, then the rest (their problems).
+ */
+function reanalyseOpen(analyses: DocumentAnalyses): void {
+  const visible = new Set(vscode.window.visibleTextEditors.map((e) => e.document));
+  const docs = vscode.workspace.textDocuments.filter(isAnalysable);
+  for (const doc of [...docs.filter((d) => visible.has(d)), ...docs.filter((d) => !visible.has(d))])
+    void analyses.analyze(doc);
 }
 
 /** The document wraps something, or configures FSDP through a framework. */

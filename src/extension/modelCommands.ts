@@ -1,14 +1,11 @@
 /** The model commands: exact mode (only in trusted workspaces) and choosing the model of a file. */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { exactForScript } from '../core/exact/exact';
 import { fmtCount } from '../core/vocabulary/bytes';
-import { countParams } from '../core/model/tree';
-import { modelFromScript, moduleClasses } from '../core/modules/resolveModel';
+import type { ExactReply, ModelsReply } from '../worker/protocol';
 import type { DocumentAnalyses } from './analyses';
 import type { WorkspaceProjects } from './projects';
 import { SECTION } from './settings';
-import { runExactHelper } from '../host/exact';
 
 /** The Python to run exact mode with: the setting, else the Python extension's interpreter, else `python3`. */
 export async function pythonFor(uri: vscode.Uri): Promise<{ python: string; from: string }> {
@@ -54,9 +51,8 @@ export async function measureExactly(
     void vscode.window.showInformationMessage('Open the Python script whose model you want to measure.');
     return;
   }
-  const project = projects.forDocument(doc.uri);
   const analysis = await analyses.analyze(doc);
-  if (!project || !analysis) {
+  if (doc.uri.scheme !== 'file' || !analysis) {
     void vscode.window.showWarningMessage('Exact mode needs a file on disk in a workspace folder.');
     return;
   }
@@ -64,23 +60,31 @@ export async function measureExactly(
   const setting = vscode.workspace.getConfiguration(SECTION, doc.uri).get<number>('exactTimeoutSeconds', 120);
   // The setting's schema bounds: 5 s to an hour, whatever a settings file holds.
   const seconds = Number.isFinite(setting) ? Math.min(3600, Math.max(5, setting)) : 120;
+  const choice = projects.modelChoice(doc.uri);
   const result = await vscode.window.withProgress(
     {
       location: vscode.ProgressLocation.Notification,
       title: `FSDP: building the model with PyTorch (${path.basename(python)})…`,
       cancellable: true,
     },
-    (_progress, token) => {
-      const abort = new AbortController();
-      token.onCancellationRequested(() => abort.abort());
-      const choice = projects.modelChoice(doc.uri);
-      return exactForScript(project, analysis.facts, {
-        python,
-        timeoutMs: seconds * 1000,
-        signal: abort.signal,
-        ...(choice ? { choice } : {}),
-        run: runExactHelper,
-      });
+    async (_progress, token): Promise<ExactReply> => {
+      let id: number | undefined;
+      token.onCancellationRequested(() => id !== undefined && analyses.worker.cancel(id));
+      try {
+        return await analyses.worker.request<ExactReply>(
+          {
+            kind: 'exact',
+            uri: doc.uri.toString(),
+            python,
+            timeoutMs: seconds * 1000,
+            ...(choice ? { choice } : {}),
+          },
+          seconds * 1000 + 30_000,
+          (n) => (id = n),
+        );
+      } catch (e) {
+        return { ok: false, error: e instanceof Error ? e.message : String(e) };
+      }
     },
   );
   if (!result.ok) {
@@ -90,16 +94,14 @@ export async function measureExactly(
     );
     return;
   }
-  projects.setExactModel(doc.uri, result.model);
   analyses.invalidate();
   await analyses.analyze(doc);
-  const measured = countParams(result.model.root);
   const agree =
-    result.model.staticParams === measured
+    result.staticParams === result.params
       ? 'the same as the static reading'
-      : `the static reading found ${fmtCount(result.model.staticParams ?? 0)}`;
+      : `the static reading found ${fmtCount(result.staticParams ?? 0)}`;
   void vscode.window.showInformationMessage(
-    `FSDP: ${result.model.root.className} has ${fmtCount(measured)} parameters (${agree}). The estimate now uses the measured model.`,
+    `FSDP: ${result.className} has ${fmtCount(result.params)} parameters (${agree}). The estimate now uses the measured model.`,
   );
 }
 
@@ -111,20 +113,22 @@ export async function chooseModel(
 ): Promise<void> {
   const doc = uri ? await vscode.workspace.openTextDocument(uri) : activePython();
   if (!doc) return;
-  const project = projects.forDocument(doc.uri);
   const analysis = await analyses.analyze(doc);
-  if (!project || !analysis) {
+  const models =
+    analysis && doc.uri.scheme === 'file'
+      ? await analyses.worker
+          .request<ModelsReply | undefined>({ kind: 'models', uri: doc.uri.toString() }, 20_000)
+          .catch(() => undefined)
+      : undefined;
+  if (!models) {
     void vscode.window.showWarningMessage('Choosing a model needs a file on disk in a workspace folder.');
     return;
   }
-  const found = modelFromScript(project, analysis.facts);
   const items: (vscode.QuickPickItem & { value: string })[] = [];
-  if (found.ok || found.candidates?.length) {
-    for (const c of found.ok ? found.candidates : (found.candidates ?? []))
-      items.push({ label: c, description: 'reaches this file through its callers', value: c });
-  }
-  for (const c of moduleClasses(project)) {
-    const rel = path.relative(project.roots[0] ?? '', c.file);
+  for (const c of models.candidates)
+    items.push({ label: c, description: 'reaches this file through its callers', value: c });
+  for (const c of models.classes) {
+    const rel = path.relative(models.root, c.file);
     items.push({ label: c.name, description: rel, value: `${c.file}:${c.name}` });
   }
   if (!items.length) {
@@ -133,7 +137,7 @@ export async function chooseModel(
   }
   const pick = await vscode.window.showQuickPick(items, {
     title: 'FSDP: the model this file trains',
-    placeHolder: found.ok ? `Now: ${found.model.className}` : found.reason,
+    placeHolder: models.found.ok ? `Now: ${models.found.className}` : models.found.reason,
     matchOnDescription: true,
   });
   if (!pick) return;

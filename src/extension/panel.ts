@@ -1,12 +1,7 @@
 /** The footprint panel's host: one webview per window, fed the core's panel data, answering its messages. */
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
-import {
-  buildPanelData,
-  type PanelData,
-  type PanelRequest,
-  type WhatIfValues,
-} from '../core/report/panelData';
+import type { PanelData, PanelRequest, WhatIfValues } from '../core/report/panelProtocol';
 import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
 import { COMMANDS } from './commands';
 
@@ -28,6 +23,8 @@ export class FootprintPanel implements vscode.Disposable {
   /** The document the panel shows. */
   uri: string | undefined;
   private focusUnit: number | null = null;
+  /** Updates asked for, so that only the last one's data is shown. */
+  private asked = 0;
   private whatIf: Partial<WhatIfValues> = {};
   /** The last data posted (tests read it through the `fsdpLens.panelData` command). */
   lastData: PanelData | undefined;
@@ -62,7 +59,7 @@ export class FootprintPanel implements vscode.Disposable {
     } else p.panel.reveal(vscode.ViewColumn.Beside, true);
     if (p.uri !== analysis.uri) p.whatIf = {};
     p.focusUnit = focusUnit;
-    p.update(analysis);
+    void p.update(analysis);
     return p;
   }
 
@@ -84,7 +81,7 @@ export class FootprintPanel implements vscode.Disposable {
       void vscode.workspace.openTextDocument(vscode.Uri.parse(data.uri)).then(
         async (doc) => {
           const a = await analyses.analyze(doc);
-          if (a) p.update(a);
+          if (a) await p.update(a);
         },
         () => undefined,
       );
@@ -96,33 +93,39 @@ export class FootprintPanel implements vscode.Disposable {
     return FootprintPanel.current;
   }
 
-  /** Shows a (newer) analysis of the panel's document under the current what-if values. */
-  update(analysis: DocumentAnalysis): void {
+  /**
+   * Shows a (newer) analysis of the panel's document under the current what-if values: the worker explores them
+   * on the analysis it keeps; a document it did not analyse shows why.
+   */
+  async update(analysis: DocumentAnalysis): Promise<PanelData> {
     this.uri = analysis.uri;
-    const data = buildPanelData({
-      facts: analysis.facts,
-      uri: analysis.uri,
-      focusUnit: this.focusUnit,
-      units: analysis.units,
-      ...(analysis.estimate ? { estimate: analysis.estimate } : {}),
-      ...(analysis.notice ? { notice: analysis.notice } : {}),
-      whatIf: this.whatIf,
-    });
+    const asked = ++this.asked;
+    const data =
+      (analysis.notice
+        ? undefined
+        : await this.analyses.worker
+            .request<PanelData | undefined>(
+              { kind: 'panel', uri: analysis.uri, focusUnit: this.focusUnit, whatIf: this.whatIf },
+              20_000,
+            )
+            .catch(() => undefined)) ?? noticeData(analysis, this.focusUnit);
+    // A later update (a newer analysis, other what-if values) has the say.
+    if (asked !== this.asked) return data;
     this.lastData = data;
     this.panel.title = `FSDP footprint: ${data.file.split(/[\\/]/).pop() ?? data.file}`;
     void this.panel.webview.postMessage({ type: 'update', data });
+    return data;
   }
 
   /** Applies what-if values as the panel's controls would (tests drive the panel through this). */
-  setWhatIf(values: Partial<WhatIfValues>): PanelData | undefined {
+  async setWhatIf(values: Partial<WhatIfValues>): Promise<PanelData | undefined> {
     this.whatIf = values;
-    this.refresh();
-    return this.lastData;
+    return this.refresh();
   }
 
-  private refresh(): void {
+  private async refresh(): Promise<PanelData | undefined> {
     const a = this.uri ? this.analyses.latest(vscode.Uri.parse(this.uri)) : undefined;
-    if (a) this.update(a);
+    return a ? this.update(a) : undefined;
   }
 
   private onMessage(m: PanelRequest): void {
@@ -133,11 +136,11 @@ export class FootprintPanel implements vscode.Disposable {
         return;
       case 'whatIf':
         this.whatIf = m.values ?? {};
-        this.refresh();
+        void this.refresh();
         return;
       case 'reset':
         this.whatIf = {};
-        this.refresh();
+        void this.refresh();
         return;
       case 'reveal': {
         if (!this.uri || typeof m.line !== 'number') return;
@@ -189,6 +192,18 @@ export class FootprintPanel implements vscode.Disposable {
     this.panel.dispose();
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** The panel's data for a document that was not analysed: why, and nothing else. */
+function noticeData(a: DocumentAnalysis, focusUnit: number | null): PanelData {
+  return {
+    file: a.facts.path,
+    uri: a.uri,
+    focusUnit,
+    units: a.units,
+    calls: [],
+    notice: a.notice ?? 'fsdp-lens: this document has no analysis yet',
+  };
 }
 
 function changedValues(values: WhatIfValues, base: WhatIfValues): Partial<WhatIfValues> {

@@ -1,5 +1,6 @@
 // Starts a real VS Code (the 1.100.3 server build from code-server's npm package) and drives it with headless
 // Chromium through playwright-core: the offline way to run the extension-host tests and the UI checks.
+import { REPRODUCERS } from '../unit/hostile-cases';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -162,7 +163,34 @@ export async function launchBrowser(): Promise<Browser> {
 }
 
 /** A copy of a fixture workspace in a temporary folder (tests may edit its files). */
-export function prepareWorkspace(fixture: string, settings: Record<string, unknown> = {}): string {
+/**
+ * The robustness suite's hostile project trees under `hostile/` of a workspace (FIFOs left out: the editor's own
+ * file services are not under test), with `hostile/index.json` naming the file each one opens.
+ */
+export function writeHostile(dst: string): void {
+  const index: string[] = [];
+  REPRODUCERS.forEach((r, i) => {
+    const dir = path.join(dst, 'hostile', String(i).padStart(2, '0'));
+    const files = r.files();
+    if (!('pyproject.toml' in files)) files['pyproject.toml'] = '';
+    for (const [rel, entry] of Object.entries(files)) {
+      const p = path.join(dir, rel);
+      fs.mkdirSync(path.dirname(p), { recursive: true });
+      if (typeof entry === 'string') fs.writeFileSync(p, entry);
+      else if ('link' in entry) fs.symlinkSync(entry.link, p);
+    }
+    const opened = r.args[1];
+    if (opened && /\.(py|json|sh|toml|ya?ml)$/.test(opened))
+      index.push(path.join('hostile', path.basename(dir), opened));
+  });
+  fs.writeFileSync(path.join(dst, 'hostile', 'index.json'), JSON.stringify(index));
+}
+
+export function prepareWorkspace(
+  fixture: string,
+  settings: Record<string, unknown> = {},
+  opts: { hostile?: boolean } = {},
+): string {
   const src = path.join(ROOT, 'test', 'fixtures', fixture);
   const dst = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-ws-'));
   fs.cpSync(src, dst, { recursive: true });
@@ -175,6 +203,7 @@ export function prepareWorkspace(fixture: string, settings: Record<string, unkno
   fs.cpSync(path.join(ROOT, 'test', 'fixtures', 'frameworks'), path.join(dst, 'frameworks'), {
     recursive: true,
   });
+  if (opts.hostile) writeHostile(dst);
   fs.mkdirSync(path.join(dst, '.vscode'), { recursive: true });
   fs.writeFileSync(
     path.join(dst, '.vscode', 'settings.json'),

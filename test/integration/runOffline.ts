@@ -13,7 +13,7 @@ async function main(): Promise<number> {
   const resultFile = path.join(ROOT, 'out', 'test', 'integration', 'result.json');
   fs.rmSync(resultFile, { force: true });
   const server = await startServer();
-  const workspace = prepareWorkspace('workspace');
+  const workspace = prepareWorkspace('workspace', {}, { hostile: true });
   const browser = await launchBrowser();
   try {
     const { exit } = await openWorkbench(browser, workbenchUrl(server, workspace, testsIndex), {

@@ -20,7 +20,7 @@ async function main(): Promise<number> {
   const listing = execFileSync('unzip', ['-Z1', vsix]).toString().split('\n').filter(Boolean);
   const unexpected = listing.filter(
     (f) =>
-      !/^(\[Content_Types\]\.xml|extension\.vsixmanifest|extension\/(package\.json|readme\.md|changelog\.md|LICENSE\.txt|dist\/(extension|panel)\.js|dist\/[\w-]+\.wasm|dist\/fsdp_lens_measure\.py|docs\/rules\.md|media\/(icon\.png|panel\.css|walkthrough\/\w+\.md)|syntaxes\/[\w.-]+\.json))$/.test(
+      !/^(\[Content_Types\]\.xml|extension\.vsixmanifest|extension\/(package\.json|readme\.md|changelog\.md|LICENSE\.txt|dist\/(extension|panel|worker)\.js|dist\/[\w-]+\.wasm|dist\/fsdp_lens_measure\.py|docs\/rules\.md|media\/(icon\.png|panel\.css|walkthrough\/\w+\.md)|syntaxes\/[\w.-]+\.json))$/.test(
         f,
       ),
   );

@@ -19,7 +19,8 @@ import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
 import { EXIT, reportGaps, UsageError, type Streams } from '../io';
 import { commandLineHost, readConfigFile, readPythonFile } from '../files';
-import { analyzeDocument, isConfigPath } from '../../core/entry/analyze';
+import { analyzeDocument } from '../../core/entry/analyze';
+import { isConfigPath } from '../../core/vocabulary/files';
 
 export async function estimateCommand(argv: string[], io: Streams): Promise<number> {
   const options = {

@@ -3,7 +3,8 @@
  * editor uses.
  */
 import * as path from 'node:path';
-import { analyzeDocument, isConfigPath } from '../../core/entry/analyze';
+import { analyzeDocument } from '../../core/entry/analyze';
+import { isConfigPath } from '../../core/vocabulary/files';
 import { Project } from '../../core/project/project';
 import type { Host } from '../../core/vocabulary/host';
 import { RULES, ruleById } from '../../core/lint/registry';

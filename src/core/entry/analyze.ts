@@ -20,6 +20,7 @@ import type { Tree } from '../parsing/python';
 import { withBudget, WorkBudget, type BudgetLimits } from '../vocabulary/budget';
 import { collectFaults, fault, type Fault } from '../vocabulary/faults';
 import { clip } from '../vocabulary/words';
+import { isConfigPath } from '../vocabulary/files';
 import { launchCommands } from '../frameworks/shell';
 import { pinnedVersions } from '../project/versions';
 
@@ -148,14 +149,6 @@ export function analyzeConfigText(
   return { ...a, findings, reading, ...(companion ? { companion: companion.path } : {}) };
 }
 
-/** Files read as framework configurations or launch scripts rather than Python. */
-const CONFIG_FILE = /\.(ya?ml|jsonc?|toml|sh|bash|slurm|sbatch)$/i;
-
-/** Whether a file is read as a framework configuration (or a launch script) rather than as Python. */
-export function isConfigPath(file: string): boolean {
-  return CONFIG_FILE.test(file);
-}
-
 export type DocumentAnalysis = FileAnalysis &
   Partial<Pick<ConfigFileAnalysis, 'reading' | 'companion'>> & {
     /** Set when the analysis stopped at its budget: why, and that the rest is unknown. */
@@ -172,9 +165,15 @@ export type DocumentAnalysis = FileAnalysis &
 export function analyzeDocument(
   grammar: PythonGrammar,
   doc: { file?: string; text: string; facts?: FileFacts; tree?: Tree },
-  opts: { lint: LintOptions | null; estimate: AnalyzeOptions; limits?: BudgetLimits },
+  opts: {
+    lint: LintOptions | null;
+    estimate: AnalyzeOptions;
+    limits?: BudgetLimits;
+    /** Asked now and then: true once the result is no longer wanted (the analysis then ends early). */
+    cancelled?: () => boolean;
+  },
 ): DocumentAnalysis {
-  const work = new WorkBudget(opts.limits);
+  const work = new WorkBudget(opts.limits, undefined, opts.cancelled);
   const { value, faults } = collectFaults(() =>
     withBudget(work, (): FileAnalysis & Partial<Pick<ConfigFileAnalysis, 'reading' | 'companion'>> => {
       if (doc.file && isConfigPath(doc.file)) return analyzeConfigText(doc.file, doc.text, opts);

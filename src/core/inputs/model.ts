@@ -24,6 +24,16 @@ export interface ModelChoice {
   source: Source;
 }
 
+/** A Hugging Face id as the hub spells it: `NAME` or `ORG/NAME` (a config path has a `.json`, a `./` or more slashes). */
+export function isModelId(s: string): boolean {
+  return /^[\w-][\w.-]*(\/[\w-][\w.-]*)?$/.test(s) && !s.endsWith('.json');
+}
+
+/** The model a setting names (`fsdpLens.model`): a Hugging Face id or a config.json path, as its text says. */
+export function settingModel(value: string, source: Source): ModelChoice {
+  return { ...(isModelId(value) ? { id: value } : { config: value }), source };
+}
+
 /** Names and help of the model-side inputs, as the command line, annotations and settings spell them. */
 export const MODEL_INPUTS = {
   model: {

@@ -9,28 +9,10 @@ import { readImports, type ImportTable } from '../python/imports';
 import type { Node, PythonGrammar } from '../parsing/python';
 import { SourceFile } from '../parsing/source';
 import { walkFiles } from './walk';
+import { SKIP_DIRS } from '../vocabulary/files';
 
 /** File access the project analysis needs (the editor serves open documents first). */
 export type ProjectFS = FileSystem;
-
-/**
- * The files analyses read besides Python sources, as a watcher glob and as a test of one path: framework
- * configurations (Accelerate YAML, torchtune YAML, torchtitan TOML, DeepSpeed and Transformers JSON), launch files
- * (shell, SLURM, Makefile, launch.json) and version pins (requirements, pyproject.toml, setup.py, lock files).
- */
-export const PROJECT_INPUTS_GLOB =
-  '**/{*.py,*.yaml,*.yml,*.json,*.toml,*.sh,*.bash,*.slurm,*.sbatch,Makefile,requirements*.txt,requirements*.in,*.lock,setup.cfg}';
-const PROJECT_INPUT =
-  /\.(py|ya?ml|json|toml|sh|bash|slurm|sbatch|lock)$|(^|[\\/])(Makefile|setup\.cfg|requirements[^\\/]*\.(txt|in))$/;
-
-/** Folders of run output a training job rewrites as it goes (logs, checkpoints): never an analysis's input. */
-const RUN_OUTPUT = /^(wandb|lightning_logs|mlruns|checkpoint-\d+)$/;
-
-export function isProjectInput(file: string): boolean {
-  if (!PROJECT_INPUT.test(file)) return false;
-  const dirs = file.split(/[\\/]/).slice(0, -1);
-  return !dirs.some((d) => SKIP_DIRS.has(d) || RUN_OUTPUT.test(d));
-}
 
 /** A parsed Python file of the project, with what the model analysis looks up in it. */
 export interface PyFile {
@@ -42,20 +24,6 @@ export interface PyFile {
   functions: Map<string, Node>;
   version: string;
 }
-
-const SKIP_DIRS = new Set([
-  '.git',
-  'node_modules',
-  '__pycache__',
-  '.venv',
-  'venv',
-  'env',
-  '.tox',
-  'site-packages',
-  'build',
-  'dist',
-  '.mypy_cache',
-]);
 
 /**
  * The Python files of a workspace, parsed on demand and cached by file version: the project's imports resolve

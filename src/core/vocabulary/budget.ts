@@ -30,6 +30,8 @@ export class WorkBudget {
   constructor(
     readonly limits: BudgetLimits = ANALYSIS_LIMITS,
     private readonly clock: () => number = () => performance.now(),
+    /** Asked with the clock: true when the caller no longer wants the result (a newer edit arrived). */
+    private readonly cancelled: () => boolean = () => false,
   ) {
     this.deadline = clock() + limits.ms;
   }
@@ -41,11 +43,10 @@ export class WorkBudget {
     this.steps += n;
     if (this.steps > this.limits.steps)
       return this.spend(`more than ${count(this.limits.steps)} evaluation steps`);
-    if (
-      Math.floor(before / CLOCK_EVERY) !== Math.floor(this.steps / CLOCK_EVERY) &&
-      this.clock() > this.deadline
-    )
-      return this.spend(`more than ${this.limits.ms / 1000} s`);
+    if (Math.floor(before / CLOCK_EVERY) !== Math.floor(this.steps / CLOCK_EVERY)) {
+      if (this.cancelled()) return this.spend('cancelled by a newer edit');
+      if (this.clock() > this.deadline) return this.spend(`more than ${this.limits.ms / 1000} s`);
+    }
     return true;
   }
 

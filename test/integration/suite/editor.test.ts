@@ -128,12 +128,12 @@ describe('lenses, hovers and the footprint panel', () => {
     assert.ok(d.fitMatrix!.gpus.some((g) => g.id === 'h100-sxm-80gb'));
     assert.equal(d.advice![0]!.level, 'ok');
     const p = (await api()).panel()!;
-    const at16 = p.setWhatIf({ ...d.whatIf!.values, worldSize: 16 })!;
+    const at16 = (await p.setWhatIf({ ...d.whatIf!.values, worldSize: 16 }))!;
     // Twice the GPUs: half the state.
     assert.ok(Math.abs(at16.estimate!.perGpu.persistentBytes - PARAMS) < 4096);
     assert.equal(at16.whatIf!.values.worldSize, 16);
     assert.equal(at16.whatIf!.base.worldSize, 8);
-    const one = p.setWhatIf({ worldSize: 1 })!;
+    const one = (await p.setWhatIf({ worldSize: 1 }))!;
     assert.equal(one.advice![0]!.id, 'fit', 'one GPU cannot hold 128 GB of state');
     assert.ok(one.advice![0]!.options.some((o) => o.verdict === 'fits' && o.label === '3 GPUs'));
     // Each advice option is an estimate under its change. On 3 GPUs FSDP2 pads each parameter's dim 0 to a
@@ -143,7 +143,7 @@ describe('lenses, hovers and the footprint panel', () => {
     // rotary inv_freq buffer (64 x 4 B) = 42,839,944,800 bytes.
     const three = one.advice![0]!.options.find((o) => o.label === '3 GPUs')!;
     assert.equal(three.persistentBytes, (32 * 72_727_212 + 2 * 42_752 * 4096 + 1366) * 16 + 256);
-    p.setWhatIf({});
+    await p.setWhatIf({});
   });
 
   it('shows the right lenses on each bundled example', async () => {

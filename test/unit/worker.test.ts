@@ -1,0 +1,129 @@
+// The analysis worker as the editor drives it: a real thread running dist/worker.js. Results are plain data equal
+// to the in-process analysis, edits re-parse incrementally, a cancelled run ends early, and a worker that stops
+// answering is replaced without losing the next request.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { changeFor } from '../../src/core/parsing/document';
+import { AnalysisWorker, WorkerStopped } from '../../src/extension/worker';
+import type { AnalyzeRequest, DocumentAnalysis, PanelData } from '../../src/worker/protocol';
+import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
+import { FIXTURES, ROOT } from './helpers';
+
+const worker = new AnalysisWorker(path.join(ROOT, 'dist'));
+after(() => worker.dispose());
+
+function request(
+  file: string,
+  text: string,
+  version: number,
+  extra: Partial<AnalyzeRequest> = {},
+): AnalyzeRequest {
+  return {
+    kind: 'analyze',
+    uri: `file://${file}`,
+    file,
+    onDisk: true,
+    version,
+    text,
+    config: false,
+    folder: path.dirname(file),
+    settings: {
+      lint: DEFAULT_LINT_OPTIONS,
+      estimate: {},
+      model: null,
+      usersPaths: [],
+      maxBytes: 4 << 20,
+      units: 'GB',
+    },
+    ...extra,
+  };
+}
+
+describe('the analysis worker', () => {
+  const file = path.join(FIXTURES, 'workspace', 'train_fsdp2.py');
+  const text = fs.readFileSync(file, 'utf8');
+
+  it(
+    'answers with the plain analysis: the estimate, the findings, no syntax tree',
+    { timeout: 60_000 },
+    async () => {
+      const a = await worker.request<DocumentAnalysis>(request(file, text, 1), 30_000);
+      assert.ok(a.estimate?.ok, JSON.stringify(a.estimate));
+      // Llama 3.1 8B: 8,030,261,248 parameters, a unit per decoder layer and the root.
+      assert.equal(a.estimate.estimate.model.params, 8_030_261_248);
+      assert.equal(a.estimate.estimate.units.length, 33);
+      assert.deepEqual(a.faults, []);
+      // The panel explores the analysis the worker keeps.
+      const p = await worker.request<PanelData>(
+        { kind: 'panel', uri: `file://${file}`, focusUnit: null, whatIf: { worldSize: 16 } },
+        30_000,
+      );
+      assert.equal(p.whatIf?.values.worldSize, 16);
+    },
+  );
+
+  it(
+    'an edit sent as a change gives what a fresh analysis of the new text gives',
+    { timeout: 60_000 },
+    async () => {
+      const at = text.indexOf('fully_shard(model');
+      const edited = `${text.slice(0, at)}# fsdp: world_size=32\n${text.slice(at)}`;
+      const change = changeFor(text, at, at, '# fsdp: world_size=32\n');
+      const incremental = await worker.request<DocumentAnalysis>(
+        request(file, edited, 2, { edits: { from: 1, changes: [change] } }),
+        30_000,
+      );
+      const fresh = await worker.request<DocumentAnalysis>(
+        request(file, edited, 1, { uri: 'file:///fresh/train_fsdp2.py' }),
+        30_000,
+      );
+      assert.ok(incremental.estimate?.ok && fresh.estimate?.ok);
+      assert.equal(incremental.estimate.estimate.mesh.worldSize, 32);
+      assert.deepEqual(incremental.facts.calls, fresh.facts.calls);
+      assert.equal(incremental.estimate.estimate.perGpu.peakBytes, fresh.estimate.estimate.perGpu.peakBytes);
+    },
+  );
+
+  it('a cancelled analysis ends at once and says so', { timeout: 60_000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-worker-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'pyproject.toml'), '');
+      fs.writeFileSync(
+        path.join(dir, 'net.py'),
+        'import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        xs = list(range(10000))\n        n = len([a for a in xs for b in xs for c in xs if a < 0])\n        self.fc = nn.Linear(8, 8)\n',
+      );
+      const train = path.join(dir, 'train.py');
+      const src =
+        'from torch.distributed.fsdp import fully_shard\nfrom net import Net\nmodel = Net()\nfully_shard(model)\n';
+      fs.writeFileSync(train, src);
+      let id = 0;
+      const started = performance.now();
+      const p = worker.request<DocumentAnalysis>(request(train, src, 1), 30_000, (n) => (id = n));
+      setTimeout(() => worker.cancel(id), 150);
+      const a = await p;
+      assert.match(a.incomplete ?? (a.estimate && !a.estimate.ok ? a.estimate.reason : ''), /cancelled/);
+      // The model code alone runs for seconds before its own limits stop it.
+      assert.ok(performance.now() - started < 1500, `${(performance.now() - started).toFixed(0)} ms`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it(
+    'a worker that runs past its time is replaced, and the next request is answered',
+    { timeout: 60_000 },
+    async () => {
+      const before = worker.generation;
+      await assert.rejects(
+        worker.request(request(file, text, 3, { uri: 'file:///slow.py' }), 1),
+        WorkerStopped,
+      );
+      const a = await worker.request<DocumentAnalysis>(request(file, text, 4), 30_000);
+      assert.ok(a.estimate?.ok);
+      assert.equal(worker.generation, before + 1);
+    },
+  );
+});
