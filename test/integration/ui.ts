@@ -90,6 +90,55 @@ export const CHECKS: Check[] = [
     },
   },
   {
+    name: 'hover over a module named with Markdown shows the name as text',
+    async run(page, theme) {
+      // injection/model.py names a module "a\r![t](https://localhost/t) [run it](https://localhost/run)".
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('Control+P');
+      await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+      await page.keyboard.type('injection/train.py', { delay: 10 });
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'train.py' }).first().waitFor();
+      await page.keyboard.press('Enter');
+      await waitForLens(page, /FSDP2/);
+      // The unit named with an image and a link, then the wrap whose target carries a command link.
+      for (const [needle, shown] of [
+        ['fully_shard(block', '![t](https://localhost/t) [run it](https://localhost/run)'],
+        ['fully_shard(model.blocks[', '[run it](command:fsdpLens.measureExactly'],
+      ] as const) {
+        const word = page
+          .locator('.view-line', { hasText: needle })
+          .locator('span > span', { hasText: 'fully_shard' })
+          .first();
+        await word.waitFor({ timeout: 20_000 });
+        const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'FSDP2' });
+        for (let attempt = 0; attempt < 3 && !(await hover.count()); attempt++) {
+          await word.hover();
+          await hover
+            .first()
+            .waitFor({ timeout: 8_000 })
+            .catch(() => undefined);
+        }
+        const text = (await hover.first().textContent()) ?? '';
+        if (!text.includes(shown)) throw new Error(`the name is not shown as text: ${text.slice(0, 400)}`);
+        const links = await hover
+          .first()
+          .locator('a')
+          .evaluateAll((as) =>
+            as.map((a) => `${a.textContent} ${a.getAttribute('data-href') ?? a.getAttribute('href') ?? ''}`),
+          );
+        const images = await hover.first().locator('img').count();
+        if (links.some((l) => /run it|passwd|localhost/.test(l)) || images)
+          throw new Error(`live markup from the file: links ${JSON.stringify(links)}, ${images} images`);
+        if (needle === 'fully_shard(block')
+          await page.screenshot({ path: path.join(ARTIFACTS, `hover-injection-${theme}.png`) });
+        await page.keyboard.press('Escape');
+        await page.mouse.move(0, 0);
+      }
+
+      await page.keyboard.press('Escape');
+    },
+  },
+  {
     name: 'status bar shows the peak and the fit',
     async run(page, theme) {
       await openFile(page, 'train_fsdp2.py');

@@ -16,6 +16,7 @@ import { commentRuns } from '../../src/core/parsing/python';
 import { Project } from '../../src/core/project/project';
 import { nodeHost } from '../../src/host/disk';
 import { commandLineHost } from '../../src/cli/files';
+import { hoverMarkdown } from '../../src/core/report/hover';
 import { REPRODUCERS, runCli, writeTree, type Entry } from './hostile-cases';
 import { grammar, ROOT } from './helpers';
 
@@ -297,5 +298,38 @@ describe('fuzzing whole project trees', () => {
       }),
       { seed: SEED, numRuns: 60 },
     );
+  });
+});
+
+describe('no markup from user text', () => {
+  it('a module name with a carriage return, a command link and an image stays text in the hover', async () => {
+    const g = await grammar();
+    const file = path.join(ROOT, 'test', 'fixtures', 'workspace', 'injection', 'train.py');
+    const { host, projectRoot } = commandLineHost(file);
+    const project = new Project([projectRoot!], g, host.fs);
+    try {
+      const a = analyzeDocument(
+        g,
+        { file, text: fs.readFileSync(file, 'utf8') },
+        { lint: null, estimate: { project, host } },
+      );
+      assert.ok(a.estimate?.ok, a.estimate && !a.estimate.ok ? a.estimate.reason : '');
+      const e = a.estimate.estimate;
+      assert.ok(
+        e.units.some((u) => u.name.includes('\r')),
+        'the attacker text reached the unit name',
+      );
+      for (const call of a.facts.calls) {
+        const md = hoverMarkdown(call, e, 'GB', {});
+        // No line break of any kind survives, so no code span or table row can end early.
+        assert.doesNotMatch(md.replace(/\n/g, ''), /[\r\u2028\u2029\u0085]/);
+        // Outside code spans, no link or image syntax is left unescaped.
+        const prose = md.replace(/`[^`\n]*`/g, '');
+        assert.doesNotMatch(prose, /(^|[^\\])!?\[[^\]]*(^|[^\\])\]\(/);
+        assert.doesNotMatch(prose, /(^|[^\\])command:/);
+      }
+    } finally {
+      project.dispose();
+    }
   });
 });

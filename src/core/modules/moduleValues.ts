@@ -10,6 +10,13 @@ import { isFloat, type DType } from '../vocabulary/dtypes';
 
 /** Registers `child` as `name` under `parent` (PyTorch's `__setattr__` for modules). */
 export function register(parent: ModV, name: string, child: ModV): void {
+  // `nn.Module.add_module` raises KeyError for an empty name or one with a dot: the script would stop there.
+  if (!name || name.includes('.')) {
+    (parent.gaps ??= []).push(
+      `a submodule named \`${name.slice(0, 40)}\`, which PyTorch refuses (add_module raises KeyError)`,
+    );
+    return;
+  }
   parent.children.delete(name);
   parent.children.set(name, child);
 }
