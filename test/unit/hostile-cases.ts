@@ -286,6 +286,25 @@ export const REPRODUCERS: Reproducer[] = [
     codes: [0],
     says: /Fit {7}undecided/,
   },
+  {
+    id: 'layers of 10^18 elements',
+    files: () => ({
+      'net.py': [
+        'import torch',
+        'import torch.nn as nn',
+        'class Net(nn.Module):',
+        '    def __init__(self):',
+        '        super().__init__()',
+        '        self.fc = nn.Linear(10**9, 10**9)',
+        '        self.w = nn.Parameter(torch.empty(2**31, 2**31))',
+      ].join('\n'),
+      'train.py': trainNet,
+    }),
+    args: ['estimate', 'train.py'],
+    codes: [2],
+    says: /implausibly large/,
+    never: /e\+\d+ ?B|NaN/,
+  },
   // 10. A timeout past Node's timer limit.
   {
     id: '--exact-timeout of 2,147,484 s',

@@ -120,6 +120,12 @@ export class ModelError extends Error {}
 export const MAX_MODULES = 150_000;
 
 /**
+ * The most elements one parameter or buffer may have: 2^40, two hundred times the largest tensor of any released
+ * model (an embedding of 256,000 x 18,432 is 4.7e9). A shape past it is a mistake or a trap, not counted.
+ */
+export const MAX_TENSOR_ELEMENTS = 2 ** 40;
+
+/**
  * Builds module trees with PyTorch's names and shapes: `linear(name, in, out)` creates a child module of class
  * `Linear` whose `weight` is `[out, in]`, as `nn.Linear` does.
  */

@@ -5,7 +5,7 @@
  */
 import type { Node } from '../parsing/python';
 import type { ClassV, ModV, TensorV, Value } from '../python/values';
-import { numelOf, type ModuleNode } from '../model/tree';
+import { MAX_TENSOR_ELEMENTS, type ModuleNode, numelOf } from '../model/tree';
 import { isFloat, type DType } from '../vocabulary/dtypes';
 
 /** Registers `child` as `name` under `parent` (PyTorch's `__setattr__` for modules). */
@@ -129,6 +129,10 @@ export function toModuleTree(m: ModV): { root: ModuleNode; unknownParams: string
         unknownParams.push(full);
         continue;
       }
+      if (numelOf(t.shape) > MAX_TENSOR_ELEMENTS) {
+        gaps.push(`parameter ${full} of ${t.shape.join(' x ')} is implausibly large`);
+        continue;
+      }
       const tied = seen.get(t);
       node.params.push({
         name: pname,
@@ -142,6 +146,10 @@ export function toModuleTree(m: ModV): { root: ModuleNode; unknownParams: string
     }
     for (const [bname, b] of mod.buffers)
       if (!b.t.shape) gaps.push(`buffer ${path ? `${path}.` : ''}${bname} has a shape not known statically`);
+      else if (numelOf(b.t.shape) > MAX_TENSOR_ELEMENTS)
+        gaps.push(
+          `buffer ${path ? `${path}.` : ''}${bname} of ${b.t.shape.join(' x ')} is implausibly large`,
+        );
       else
         node.buffers.push({
           name: bname,

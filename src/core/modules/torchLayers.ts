@@ -3,6 +3,7 @@
  * `torchnn.ts`'s table with PyTorch's parameter names and shapes, `dtype=` factory arguments, and the composite
  * transformer layers built from their parts as PyTorch's transformer.py does.
  */
+import { MAX_TENSOR_ELEMENTS, numelOf } from '../model/tree';
 import { dtypeOf } from '../python/plain';
 import type { ModV, Value } from '../python/values';
 import { isFloat } from '../vocabulary/dtypes';
@@ -87,7 +88,14 @@ export function torchLayer(
   }
   const spec = layerParams(name, bound);
   if (!spec.params) {
-    ctx.note(`${text.slice(0, 60)}: ${spec.unknown}; its parameters are not counted`);
+    m.gaps = [`\`${text.slice(0, 60)}\`: ${spec.unknown}`];
+    return m;
+  }
+  const huge = spec.params.find((p) => numelOf(p.shape) > MAX_TENSOR_ELEMENTS);
+  if (huge) {
+    m.gaps = [
+      `\`${text.slice(0, 60)}\`: a ${huge.shape.join(' x ')} ${huge.name} is implausibly large (more than ${MAX_TENSOR_ELEMENTS.toExponential(1)} elements)`,
+    ];
     return m;
   }
   // `nn.Linear(..., dtype=torch.bfloat16)`: the factory kwarg every torch.nn layer takes.
