@@ -97,8 +97,13 @@ export const CHECKS: Check[] = [
       await page.keyboard.press('Control+P');
       await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
       await page.keyboard.type('injection/train.py', { delay: 10 });
-      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'train.py' }).first().waitFor();
-      await page.keyboard.press('Enter');
+      // The row of injection/train.py itself (the first match may be another file of the folder).
+      const row = page
+        .locator('.quick-input-list .monaco-list-row', { hasText: 'injection' })
+        .filter({ has: page.locator('.label-name', { hasText: /^train\.py$/ }) });
+      await row.first().waitFor();
+      await row.first().click();
+      await page.waitForSelector('.tab.active[data-resource-name="train.py"]', { timeout: 20_000 });
       await waitForLens(page, /FSDP2/);
       // The unit named with an image and a link, then the wrap whose target carries a command link.
       for (const [needle, shown] of [
