@@ -19,11 +19,13 @@ const NATIVE_FILES = [
   'node_modules/node-pty/build/Release/pty.node',
 ];
 
-function run(cmd, args, cwd) {
-  execFileSync(cmd, args, {
+/** Runs a command; with `quiet`, its output is kept and returned instead of printed. */
+function run(cmd, args, cwd, { quiet = false } = {}) {
+  return execFileSync(cmd, args, {
     cwd,
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false' },
+    stdio: ['ignore', quiet ? 'pipe' : 'inherit', quiet ? 'pipe' : 'inherit'],
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_loglevel: 'error' },
   });
 }
 
@@ -41,14 +43,19 @@ export function ensureServer({ force = false, log = console.error } = {}) {
   run('npm', ['install', '--ignore-scripts', '--no-save', `code-server@${CODE_SERVER_VERSION}`], cache);
   run('npm', ['install', '--omit=dev', '--ignore-scripts'], vscodeDir);
   log('Building the server’s native modules …');
+  // node-pty's post-install step fails after pty.node is built (it asks npx for a node-gyp it may not fetch): its
+  // output is shown only when a module is really missing, so that a passing run prints no error.
+  let output = '';
   try {
-    run('npm', ['rebuild', ...NATIVE], vscodeDir);
-  } catch {
-    // node-pty's post-install step may fail after pty.node is built; the file check below decides.
+    output = run('npm', ['rebuild', ...NATIVE], vscodeDir, { quiet: true });
+  } catch (e) {
+    output = `${e.stdout ?? ''}${e.stderr ?? ''}`;
   }
   const missing = NATIVE_FILES.filter((f) => !fs.existsSync(path.join(vscodeDir, f)));
-  if (missing.length)
+  if (missing.length) {
+    log(output);
     throw new Error(`VS Code server native modules missing after rebuild: ${missing.join(', ')}`);
+  }
   // Search in the workbench needs ripgrep; Debian's binary stands in for the one the postinstall would fetch.
   const rg = ['/usr/bin/rg', '/usr/local/bin/rg'].find((p) => fs.existsSync(p));
   const rgDir = path.join(vscodeDir, 'node_modules', '@vscode', 'ripgrep', 'bin');

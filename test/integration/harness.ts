@@ -256,8 +256,14 @@ export async function openWorkbench(
     const args = rest.length === 1 && Array.isArray(rest[0]) ? (rest[0] as unknown[]) : rest;
     const line =
       typeof args[0] === 'string' ? format(...(args as [string, ...unknown[]])) : args.map(String).join(' ');
-    // Keep the test runner's report; drop the workbench's own start-up chatter.
-    if (!/Service Worker|connection token|Creating a socket|^\s+at /.test(line)) opts.onLog?.(line);
+    // Keep the test runner's report; drop the workbench's own start-up chatter, and its failed lookups of the
+    // extension gallery (the tests run offline).
+    if (
+      !/Service Worker|connection token|Creating a socket|^\s+at |ENOTFOUND|builtin extensions cache|ChatSessionStore/.test(
+        line,
+      )
+    )
+      opts.onLog?.(line);
   });
   page.on('console', (m) => {
     if (process.env.FSDP_LENS_TEST_VERBOSE) process.stderr.write(`[page] ${m.text()}\n`);
