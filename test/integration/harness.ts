@@ -1,6 +1,7 @@
 // Starts a real VS Code (the 1.100.3 server build from code-server's npm package) and drives it with headless
 // Chromium through playwright-core: the offline way to run the extension-host tests and the UI checks.
 import { REPRODUCERS } from '../unit/hostile-cases';
+import { missing, tools } from '../tools';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -132,16 +133,10 @@ export async function startServer(
   };
 }
 
+/** The browser scripts/provision.mjs found (FSDP_LENS_CHROMIUM, CHROMIUM_PATH, /usr/bin/chromium, PATH). */
 export function chromiumPath(): string {
-  const candidates = [
-    process.env.CHROMIUM_PATH,
-    '/usr/bin/chromium',
-    '/usr/bin/chromium-browser',
-    '/usr/bin/google-chrome',
-  ];
-  const found = candidates.find((p): p is string => !!p && fs.existsSync(p));
-  if (!found)
-    throw new Error('Chromium not found: install Debian\'s "chromium" package or set CHROMIUM_PATH');
+  const found = tools().chromium.path;
+  if (!found) throw new Error(missing('chromium') ?? 'Chromium not found');
   return found;
 }
 

@@ -3,10 +3,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { launchBrowser, openWorkbench, prepareWorkspace, ROOT, startServer, workbenchUrl } from './harness';
+import { requireTools } from '../tools';
 
 const TIMEOUT_MS = 8 * 60_000;
 
 async function main(): Promise<number> {
+  requireTools('test:integration', ['chromium', 'server']);
   const testsIndex = path.join(ROOT, 'out', 'test', 'integration', 'suite', 'index.js');
   if (!fs.existsSync(testsIndex))
     throw new Error(`${testsIndex} missing: run "node scripts/build.mjs --tests"`);
@@ -31,9 +33,11 @@ async function main(): Promise<number> {
         log: string[];
         passed: number;
         failed: number;
+        skipped?: number;
       };
       process.stdout.write(
-        `integration (VS Code ${'1.100.3'} server, Chromium): ${r.passed} passed, ${r.failed} failed\n`,
+        `integration (VS Code ${'1.100.3'} server, Chromium): ${r.passed} passed, ${r.failed} failed` +
+          `${r.skipped ? `, ${r.skipped} skipped` : ''}\n`,
       );
       if (r.failed > 0) return 1;
     } else {

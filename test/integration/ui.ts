@@ -14,11 +14,14 @@ import {
   workbenchUrl,
   type Server,
 } from './harness';
+import { CI, missing, requireTools, type Tool } from '../tools';
 
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'ui');
 
 interface Check {
   name: string;
+  /** A tool the check needs beyond Chromium and the VS Code server: without it the check is skipped. */
+  needs?: Tool;
   run(page: Page, theme: Theme): Promise<void>;
 }
 type Theme = 'dark' | 'light';
@@ -91,6 +94,8 @@ export const CHECKS: Check[] = [
   },
   {
     name: 'hover over a module named with Markdown shows the name as text',
+    // Quick Open finds injection/train.py with VS Code's file search, which runs ripgrep.
+    needs: 'ripgrep',
     async run(page, theme) {
       // injection/model.py names a module "a\r![t](https://localhost/t) [run it](https://localhost/run)".
       await page.keyboard.press('Escape');
@@ -225,11 +230,13 @@ export const CHECKS: Check[] = [
 ];
 
 async function main(): Promise<number> {
+  requireTools('test:ui', ['chromium', 'server']);
   // Screenshots of this run only: a failure's picture from an earlier run would mislead.
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   let passed = 0;
   let failed = 0;
+  let skipped = 0;
   for (const theme of ['dark', 'light'] as Theme[]) {
     const server: Server = await startServer({
       'workbench.colorTheme': THEMES[theme],
@@ -245,6 +252,12 @@ async function main(): Promise<number> {
       // UI_ONLY=panel runs the checks whose name contains "panel" (for working on one view).
       const only = process.env.UI_ONLY;
       for (const check of CHECKS.filter((c) => !only || c.name.includes(only))) {
+        const lacking = check.needs && missing(check.needs);
+        if (lacking && !CI) {
+          skipped++;
+          console.log(`  - ${check.name} (${theme}) skipped: ${lacking}`);
+          continue;
+        }
         try {
           await check.run(page, theme);
           passed++;
@@ -265,7 +278,8 @@ async function main(): Promise<number> {
     }
   }
   console.log(
-    `ui (VS Code server, Chromium; screenshots in ${path.relative(ROOT, ARTIFACTS)}): ${passed} passed, ${failed} failed`,
+    `ui (VS Code server, Chromium; screenshots in ${path.relative(ROOT, ARTIFACTS)}): ${passed} passed, ${failed} failed` +
+      `${skipped ? `, ${skipped} skipped` : ''}`,
   );
   return failed ? 1 : 0;
 }

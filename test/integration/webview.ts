@@ -12,6 +12,7 @@ import { loadPython } from '../../src/host/grammar';
 import { buildPanelData, type PanelData, type WhatIfValues } from '../../src/core/report/panelData';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { launchBrowser, ROOT } from './harness';
+import { requireTools } from '../tools';
 
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'webview');
 
@@ -179,6 +180,7 @@ const CHECKS: Check[] = [
 ];
 
 async function main(): Promise<number> {
+  requireTools('test:webview', ['chromium']);
   // Screenshots of this run only: a failure's picture from an earlier run would mislead.
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });

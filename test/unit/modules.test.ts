@@ -12,6 +12,7 @@ import { estimateFile } from '../../src/core/resolve/analyze';
 import { fixture, FIXTURES, grammar } from './helpers';
 import { diskFS } from '../../src/host/disk';
 import { runExactHelper } from '../../src/host/exact';
+import { missing, skipUnless, tools, torchLine } from '../tools';
 
 async function project(name: string) {
   const dir = path.join(FIXTURES, 'projects', name);
@@ -357,17 +358,31 @@ describe('control flow in constructors: break, continue, while, else', () => {
   });
 });
 
-/** Debian's python3-torch (PyTorch 1.13) is what CI installs; FSDP_LENS_PYTHON points elsewhere. */
-const PYTHON = process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
+/**
+ * The Python with PyTorch that scripts/provision.mjs found: Debian's python3-torch (PyTorch 1.13) is what CI
+ * installs; FSDP_LENS_PYTHON points elsewhere. Without one the suite is skipped, and under CI it fails.
+ */
+const PYTHON = tools().torch.python ?? process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
+const NEEDS_TORCH = { skip: skipUnless('torch') };
 
-describe('exact mode (PyTorch on the meta device) agrees with the static reading', () => {
+let saidWhich = false;
+/** Says (once) which Python the tests ran; under CI, fails at once when there is none. */
+function withTorch(t: { diagnostic(message: string): void }): void {
+  const absent = missing('torch');
+  if (absent) assert.fail(`CI runs every test: ${absent}`);
+  if (!saidWhich) t.diagnostic(torchLine());
+  saidWhich = true;
+}
+
+describe('exact mode (PyTorch on the meta device) agrees with the static reading', NEEDS_TORCH, () => {
   for (const [name, file] of [
     ['gpt', 'train.py'],
     ['llama', 'parallelize.py'],
     ['layers', 'train.py'],
     ['zoo', 'train.py'],
   ] as const) {
-    it(`${name}: same modules, shapes, buffers and ties`, { timeout: 120_000 }, async () => {
+    it(`${name}: same modules, shapes, buffers and ties`, { timeout: 120_000 }, async (t) => {
+      withTorch(t);
       const { p, facts: f } = await facts(name, file);
       const stat = modelFromScript(p, f);
       assert.ok(stat.ok, stat.ok ? '' : stat.reason);
@@ -393,7 +408,8 @@ describe('exact mode (PyTorch on the meta device) agrees with the static reading
   it(
     'reports a missing PyTorch, an import error and a time limit clearly',
     { timeout: 120_000 },
-    async () => {
+    async (t) => {
+      withTorch(t);
       const { p, facts: f } = await facts('broken', 'train.py');
       const noTorch = await exactForScript(p, f, {
         python: process.execPath.replace(/node$/, 'nonexistent-python'),

@@ -1,8 +1,17 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import { codeLenses, eventually, open } from './util';
+import { CI, missing, tools } from '../../tools';
 
-const PYTHON = process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
+/** The Python with PyTorch that scripts/provision.mjs found (FSDP_LENS_PYTHON, else Debian's python3-torch). */
+const PYTHON = tools().torch.python ?? process.env.FSDP_LENS_PYTHON ?? '/usr/bin/python3';
+const NO_TORCH = missing('torch');
+/** The exact-mode test's title says which Python it ran, or why it is skipped. */
+const RAN_WITH = NO_TORCH
+  ? CI
+    ? ''
+    : ` (skipped: ${NO_TORCH})`
+  : ` (${tools().torch.python}, PyTorch ${tools().torch.version})`;
 
 function lensAt(lenses: vscode.CodeLens[], doc: vscode.TextDocument, needle: string): string {
   const line = doc
@@ -41,7 +50,11 @@ describe('the model behind the wrap', () => {
     );
   });
 
-  it('measures the model exactly with PyTorch and uses the measured model', async () => {
+  it(`measures the model exactly with PyTorch and uses the measured model${RAN_WITH}`, async function () {
+    if (NO_TORCH) {
+      if (!CI) this.skip();
+      assert.fail(`CI runs every test: ${NO_TORCH}`);
+    }
     const config = vscode.workspace.getConfiguration('fsdpLens');
     await config.update('pythonPath', PYTHON, vscode.ConfigurationTarget.Workspace);
     try {
