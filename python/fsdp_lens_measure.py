@@ -7,6 +7,7 @@ created on the meta device (with `torch.device("meta")` on PyTorch 2, by routing
 """
 import contextlib
 import importlib
+import importlib.abc
 import importlib.util
 import json
 import os
@@ -14,6 +15,8 @@ import sys
 import traceback
 
 EXIT_NO_TORCH = 3
+# The oldest release exact mode is tested with: it builds models on the meta device and counts their parameters.
+OLDEST_TORCH = (1, 13)
 EXIT_FAILED = 4
 
 
@@ -27,7 +30,28 @@ try:
     import torch
     import torch.nn as nn
 except Exception as e:  # noqa: BLE001 - any import failure means no usable torch
-    fail(EXIT_NO_TORCH, "PyTorch is not installed in this Python", f"{type(e).__name__}: {e}")
+    fail(
+        EXIT_NO_TORCH,
+        f"PyTorch is not installed in {sys.executable} (Python {sys.version.split()[0]}); exact mode needs PyTorch "
+        f"{'.'.join(map(str, OLDEST_TORCH))} or later: choose a Python that has it (--python, or the fsdpLens.pythonPath setting)",
+        f"{type(e).__name__}: {e}",
+    )
+
+
+def release(version):
+    """(2, 8) for "2.8.0+cu126"."""
+    parts = []
+    for x in version.split("+")[0].split(".")[:2]:
+        digits = "".join(c for c in x if c.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+if release(torch.__version__) < OLDEST_TORCH:
+    fail(
+        EXIT_NO_TORCH,
+        f"{sys.executable} has PyTorch {torch.__version__}; exact mode needs {'.'.join(map(str, OLDEST_TORCH))} or later",
+    )
 
 
 def summary(e):
@@ -66,7 +90,7 @@ FACTORIES = ["empty", "zeros", "ones", "full", "rand", "randn", "randint", "aran
 @contextlib.contextmanager
 def meta_device():
     """Create tensors on the meta device while the model is built."""
-    if hasattr(torch, "get_default_device") or tuple(int(x) for x in torch.__version__.split(".")[:2] if x.isdigit()) >= (2, 0):
+    if hasattr(torch, "get_default_device") or release(torch.__version__) >= (2, 0):
         with torch.device("meta"):
             yield
         return
@@ -89,6 +113,95 @@ def meta_device():
     finally:
         for name, fn in saved.items():
             setattr(torch, name, fn)
+
+
+# What an FSDP script imports beside the model: names that only wrap, shard or save it, none needed to count its
+# parameters. An older PyTorch without them (1.13's torch.distributed.fsdp does not even import on Python 3.11)
+# gets placeholders, so that the model itself can still be built.
+FSDP_NAMES = {
+    "fully_shard", "FSDPModule", "MixedPrecisionPolicy", "CPUOffloadPolicy", "OffloadPolicy", "UnshardHandle",
+    "register_fsdp_forward_method", "init_device_mesh", "DeviceMesh", "DTensor", "Shard", "Replicate",
+}
+STUBBED = []
+
+
+def placeholder(name):
+    """A stand-in for an FSDP name this PyTorch lacks: a class (it can be a base class) whose call returns the module
+    it is given, as `fully_shard(model)` does, and an inert object otherwise."""
+
+    def new(cls, *args, **kwargs):
+        if args and isinstance(args[0], nn.Module):
+            return args[0]
+        return object.__new__(cls)
+
+    return type(name, (), {"__new__": new, "__init__": lambda self, *a, **k: None, "__call__": lambda self, *a, **k: None})
+
+
+class MissingDistributed(importlib.abc.MetaPathFinder):
+    """Imports `torch.distributed.*` as usual; a module that fails to import becomes a placeholder module, and every
+    one answers the FSDP names it lacks with placeholders."""
+
+    def find_spec(self, name, path=None, target=None):
+        if not name.startswith("torch.distributed"):
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = Guarded(spec.loader)
+                return spec
+        STUBBED.append(name)
+        return importlib.util.spec_from_loader(name, Guarded(None), is_package=True)
+
+    @staticmethod
+    def answer_missing_names():
+        """The `torch.distributed` modules imported before this finder answer the FSDP names they lack."""
+        for k, m in list(sys.modules.items()):
+            if k.startswith("torch.distributed") and m is not None:
+                answer_missing(m)
+
+
+def answer_missing(module):
+    if "__getattr__" in vars(module):
+        return
+    name = module.__name__
+
+    def getattr_(attr):
+        if attr in FSDP_NAMES:
+            STUBBED.append(f"{name}.{attr}")
+            return placeholder(attr)
+        raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+
+    module.__getattr__ = getattr_
+
+
+class Guarded(importlib.abc.Loader):
+    """Runs a module's own loader; when the module fails to run here, it is left as a placeholder module."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec) if self.loader and hasattr(self.loader, "create_module") else None
+
+    def exec_module(self, module):
+        try:
+            if self.loader is None:
+                raise ImportError(module.__name__)
+            self.loader.exec_module(module)
+        except Exception:  # noqa: BLE001 - any failure: the release lacks it or cannot import it here
+            STUBBED.append(module.__name__)
+            if not hasattr(module, "__path__"):
+                module.__path__ = []
+            module.__getattr__ = lambda attr: placeholder(attr) if not attr.startswith("__") else missing(attr)
+            return
+        answer_missing(module)
+
+
+def missing(attr):
+    raise AttributeError(attr)
 
 
 def module_name(path, roots):
@@ -122,6 +235,9 @@ def main():
     for r in reversed(roots + [os.path.dirname(os.path.abspath(req["file"]))]):
         if r not in sys.path:
             sys.path.insert(0, r)
+    finder = MissingDistributed()
+    sys.meta_path.insert(0, finder)
+    finder.answer_missing_names()
     try:
         module = load(req["file"], roots)
     except BaseException as e:  # noqa: BLE001 - report the user's import error as it is
@@ -159,7 +275,12 @@ def main():
             if b is not None
         ]
         modules.append({"path": path, "cls": type(m).__name__, "params": params, "buffers": buffers})
-    json.dump({"ok": True, "torch": torch.__version__, "python": sys.version.split()[0], "modules": modules}, sys.stdout)
+    result = {"ok": True, "torch": torch.__version__, "python": sys.version.split()[0], "modules": modules}
+    # The public names the model's code reached for (a private module of torch stubbed on the way is not one).
+    public = sorted({n for n in STUBBED if "._" not in n})
+    if public:
+        result["stubbed"] = public
+    json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 
 

@@ -1,83 +1,68 @@
-/** The command-line tool: its usage text and the dispatch to each command. */
+/** The command-line tool: its commands, their help, and the dispatch to each. */
 import { VERSION } from '../core/vocabulary/meta';
+import { didYouMean } from '../core/vocabulary/suggest';
 import { EXIT, UsageError, type Streams } from './io';
+import { commandHelp, usage } from './help';
+import type { CommandSpec } from './spec';
+import { estimateCommand, estimateSpec } from './commands/estimate';
+import { lintCommand, lintSpec } from './commands/lint';
+import { gpusCommand, gpusSpec, modelsCommand, modelsSpec } from './commands/models';
+import { rulesCommand, rulesSpec } from './commands/rules';
+import { scanCommand, scanSpec } from './commands/scan';
 
 export { EXIT, UsageError, type Streams };
-import { estimateFlagsHelp } from './help';
-import { estimateCommand } from './commands/estimate';
-import { lintCommand } from './commands/lint';
-import { gpusCommand, modelsCommand } from './commands/models';
-import { rulesCommand } from './commands/rules';
-import { scanCommand } from './commands/scan';
 
-export const USAGE = `Usage: fsdp-lens <command> [options]
+/** Every command, in the order the usage lists them, with what runs it. */
+const COMMANDS: { spec: CommandSpec; run: (argv: string[], io: Streams) => number | Promise<number> }[] = [
+  { spec: scanSpec, run: scanCommand },
+  { spec: lintSpec, run: lintCommand },
+  { spec: estimateSpec, run: estimateCommand },
+  { spec: modelsSpec, run: modelsCommand },
+  { spec: gpusSpec, run: gpusCommand },
+  { spec: rulesSpec, run: rulesCommand },
+];
 
-Commands:
-  scan FILE...              What each FSDP wrap call does, with meshes, optimizers, models, checkpointing.
-      --json                JSON instead of text.
-
-  lint FILE|DIR...          Wrapping mistakes (rules in docs/rules.md).
-      --format F            text (default: file:line:col: CODE message), json or sarif.
-      --min-torch V         Oldest PyTorch the code must run on (default 2.6).
-      --rule ID=LEVEL       Severity of a rule: error, warning, info, hint or off (repeatable).
-
-  estimate [FILE]           Per-GPU memory and traffic per step of the FSDP plan in FILE (or the default plan).
-${estimateFlagsHelp()}
-      --exact               Build the model with PyTorch on the meta device for exact counts (runs your code).
-      --python PATH         The Python for --exact (default python3); --exact-timeout S (default 120).
-      --units GB|GiB        Decimal GB (default) or binary GiB.
-      --json                JSON with exact bytes, the terms of each figure and every assumption.
-
-  models                    The built-in model catalog: id, model_type, parameter count.
-      --json                JSON instead of text.
-
-  gpus                      The GPUs --gpu takes: memory, dense bf16 compute, links.
-      --json                JSON instead of text.
-
-  rules                     The lint rules with their default severities.
-      --markdown            The full rules documentation (docs/rules.md).
-
-  -h, --help                This help.    --version    The version.
-
-Exit status: 0 clean, 1 a lint warning or error, 2 bad input or usage.
-`;
+export const USAGE = usage(COMMANDS.map((c) => c.spec));
 
 /** Runs the command line; resolves to the exit code. */
 export async function runCli(argv: string[], io: Streams): Promise<number> {
   const [command, ...rest] = argv;
-  if (!command || command === '-h' || command === '--help' || command === 'help') {
+  if (!command || command === '-h' || command === '--help') {
     io.out.write(USAGE);
     return command ? EXIT.ok : EXIT.usage;
   }
-  if (command === '--version') {
+  if (command === '--version' || command === '-V') {
     io.out.write(`${VERSION}\n`);
     return EXIT.ok;
   }
-  // `fsdp-lens <command> --help`: the usage, as for `fsdp-lens --help`.
-  if (rest.includes('--help') || rest.includes('-h')) {
-    io.out.write(USAGE);
-    return EXIT.ok;
-  }
+  // `fsdp-lens help lint` as `fsdp-lens lint --help`.
+  const asked = command === 'help' ? rest[0] : undefined;
+  const name = asked ?? command;
+  const entry = COMMANDS.find((c) => c.spec.name === name);
   try {
-    switch (command) {
-      case 'scan':
-        return await scanCommand(rest, io);
-      case 'lint':
-        return await lintCommand(rest, io);
-      case 'estimate':
-        return await estimateCommand(rest, io);
-      case 'rules':
-        return rulesCommand(rest, io);
-      case 'models':
-        return modelsCommand(rest, io);
-      case 'gpus':
-        return gpusCommand(rest, io);
-      default:
-        throw new UsageError(`unknown command "${command}"`);
+    if (command === 'help' && !asked) {
+      io.out.write(USAGE);
+      return EXIT.ok;
     }
+    if (!entry)
+      throw new UsageError(
+        `unknown command "${name}"${didYouMean(
+          name,
+          COMMANDS.map((c) => c.spec.name),
+        )}`,
+      );
+    // Help before anything else is read: `fsdp-lens lint --help` prints lint's own help.
+    const dashdash = rest.indexOf('--');
+    const flags = dashdash < 0 ? rest : rest.slice(0, dashdash);
+    if (asked || flags.includes('--help') || flags.includes('-h')) {
+      io.out.write(commandHelp(entry.spec));
+      return EXIT.ok;
+    }
+    return await entry.run(rest, io);
   } catch (e) {
     if (e instanceof UsageError) {
-      io.err.write(`fsdp-lens: ${e.message}\n\nRun "fsdp-lens --help" for usage.\n`);
+      const hint = entry ? `fsdp-lens ${entry.spec.name} --help` : 'fsdp-lens --help';
+      io.err.write(`fsdp-lens: ${e.message}\n\nRun "${hint}" for usage.\n`);
       return EXIT.usage;
     }
     throw e;

@@ -136,3 +136,17 @@ export function commandLineHost(
     ...(file ? { projectRoot: findProjectRoot(path.resolve(file), disk) } : {}),
   };
 }
+
+/**
+ * `commandLineHost` for many files, computed once per folder: the roots of a file depend on its folder alone
+ * (its project, its repository, the working folder).
+ */
+export function commandLineHosts(): (file: string) => { host: Host; projectRoot?: string } {
+  const byDir = new Map<string, { host: Host; projectRoot?: string }>();
+  return (file) => {
+    const dir = path.dirname(path.resolve(file));
+    let h = byDir.get(dir);
+    if (!h) byDir.set(dir, (h = commandLineHost(file)));
+    return h;
+  };
+}

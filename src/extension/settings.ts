@@ -35,6 +35,7 @@ export function readSettings(scope?: vscode.ConfigurationScope): Settings {
       enabled: c.get<boolean>('lint.enabled', true),
       minTorchVersion: c.get<string>('minTorchVersion', DEFAULT_LINT_OPTIONS.minTorchVersion),
       rules: severities(c.get<Record<string, unknown>>('lint.rules', {})),
+      editor: true,
     },
     estimate: estimateValues(c),
     model: nonEmpty(c.get<string | null>('model', null)),

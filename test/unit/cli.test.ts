@@ -81,7 +81,11 @@ describe('fsdp-lens estimate', () => {
     assert.match(r.out, /8,030,261,248 parameters/);
     assert.match(r.out, /persistent 16\.1 GB/);
     assert.match(r.out, /Traffic {3}40\.3 GB per GPU per step/);
-    assert.match(r.out, /ZeRO-3 reference 42\.2 GB · DDP all-reduce \(bfloat16\) 28\.1 GB/);
+    assert.match(
+      r.out,
+      /ZeRO-3 \(every parameter gathered in forward and in backward, every gradient reduce-scattered\) 42\.2 GB/,
+    );
+    assert.match(r.out, /DDP \(every gradient all-reduced in bfloat16\) 28\.1 GB/);
     assert.match(r.out, /32 x LlamaDecoderLayer \(218M params, 0\.436 GB gathered\)/);
   });
 

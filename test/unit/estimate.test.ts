@@ -18,7 +18,7 @@ import { resolveSetup } from '../../src/core/inputs/layers';
 import { fromPyproject } from '../../src/core/project/settings';
 import { Project } from '../../src/core/project/project';
 import { diskFS } from '../../src/host/disk';
-import { cli, grammar, scanSource } from './helpers';
+import { cli, FIXTURES, grammar, scanSource } from './helpers';
 
 const LLAMA_8B = 8_030_261_248;
 const LLAMA_8B_LAYER = 218_112_000;
@@ -673,6 +673,8 @@ describe('host memory per node', () => {
         'from transformers import AutoModelForCausalLM',
         'mesh = init_device_mesh("cuda", (16,))',
         'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B", torch_dtype=torch.bfloat16)',
+        'from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict',
+        'sd = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))',
         '',
       ].join('\n'),
       'train.py',
@@ -685,7 +687,8 @@ describe('host memory per node', () => {
     const loading = 8 * P * 2;
     assert.equal(loading, 128_484_179_968);
     assert.equal(host(e, 'loading (from_pretrained on every rank)'), loading);
-    // A full state dict gathered on rank 0 in the parameters' dtype (bf16 from torch_dtype): P x 2 B.
+    // StateDictOptions(full_state_dict=True, cpu_offload=True): a full state dict gathered into rank 0's CPU
+    // memory in the parameters' dtype (bf16 from torch_dtype): P x 2 B.
     assert.equal(host(e, 'saving a full state dict on rank 0'), P * 2);
     // Loading and saving happen at different times: the node needs the larger.
     assert.equal(e.hostPerNode.bytes, loading);
@@ -722,6 +725,7 @@ describe('host memory per node', () => {
       setup,
       assumptions,
       loading: { fromPretrained: true, meta: true, dtype: null },
+      stateDict: { kind: 'full', detail: 'StateDictOptions at train.py:9' },
     });
     assert.equal(host(e, 'loading (from_pretrained on every rank)'), undefined);
     // fp32 master weights: P x 4 B = 32,121,044,992 B on rank 0.
@@ -729,7 +733,7 @@ describe('host memory per node', () => {
     assert.equal(e.hostPerNode.bytes, 32_121_044_992);
   });
 
-  it('CPU offload adds every process of the node its offloaded shard, on top of the saving spike', () => {
+  it('CPU offload adds every process of the node its offloaded shard (no saving spike where nothing saves)', () => {
     const e = run('meta-llama/Llama-3.1-8B', {}, (m) => ({
       api: 'fsdp2',
       strategy: 'FULL_SHARD',
@@ -741,8 +745,10 @@ describe('host memory per node', () => {
     const perGpu = (16 * P) / 8;
     assert.equal(e.perGpu.hostBytes, perGpu);
     assert.equal(host(e, 'CPU offload'), 8 * perGpu);
-    assert.equal(e.hostPerNode.bytes, 8 * perGpu + P * 4);
-    assert.equal(e.hostPerNode.bytes, 160_605_224_960);
+    // The script gathers no full state dict: no saving term.
+    assert.equal(host(e, 'saving a full state dict on rank 0'), undefined);
+    assert.equal(e.hostPerNode.bytes, 8 * perGpu);
+    assert.equal(e.hostPerNode.bytes, 128_484_179_968);
   });
 
   it('loading comes before anything is offloaded: the peak is the larger of loading and offload + saving', () => {
@@ -761,6 +767,7 @@ describe('host memory per node', () => {
         setup,
         assumptions,
         loading: { fromPretrained: true, meta: false, dtype },
+        stateDict: { kind: 'full', detail: 'FullStateDictConfig at train.py:30' },
       });
     };
     // Loaded in bf16 and trained in pure bf16: each of 8 processes loads P x 2 B = 16 P on the node; afterwards
@@ -777,6 +784,25 @@ describe('host memory per node', () => {
     const fp32 = offloaded('float32', 'bfloat16');
     assert.equal(fp32.hostPerNode.bytes, Math.max(16 * P, 16 * P + 4 * P));
     assert.equal(fp32.hostPerNode.bytes, 160_605_224_960);
+  });
+});
+
+describe('CPU offload as PyTorch decides it', () => {
+  it("FSDP2 offloads for CPUOffloadPolicy, not for FSDP1's CPUOffload; a loop over nn.Sequential wraps its children", async () => {
+    // 4 x Linear(1024, 1024): 4 x (1024 x 1024 + 1024) = 4,198,400 parameters; fp32 parameters, gradients and two
+    // AdamW states are 16 B each, split over 8 GPUs (1024 rows divide by 8): 8,396,800 B per GPU.
+    const bytes = (4 * (1024 * 1024 + 1024) * 16) / 8;
+    assert.equal(bytes, 8_396_800);
+    const run = async (name: string) => {
+      const r = await cli('estimate', path.join(FIXTURES, 'lint', name), '--json');
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out) as { perGpu: { hostBytes: number }; units: unknown[] };
+    };
+    const policy = await run('fsdp017_good.py');
+    assert.equal(policy.units.length, 5);
+    assert.equal(policy.perGpu.hostBytes, bytes);
+    // FSDPParam offloads only for isinstance(offload_policy, CPUOffloadPolicy): FSDP1's object offloads nothing.
+    assert.equal((await run('fsdp017_bad.py')).perGpu.hostBytes, 0);
   });
 });
 

@@ -243,6 +243,63 @@ describe('lint rules', () => {
     assert.deepEqual((await lintFixture('fsdp001_good.py')).findings, []);
   });
 
+  it('FSDP017: FSDP1 CPUOffload given to fully_shard; the fix writes CPUOffloadPolicy() and the finding goes', async () => {
+    const { findings } = await lintFixture('fsdp017_bad.py');
+    const mine = findings.filter((f) => f.rule === 'FSDP017');
+    assert.deepEqual(
+      mine.map((f) => f.range.start.line + 1),
+      [8, 9],
+    );
+    assert.match(mine[0]!.message, /fully_shard offloads only for a CPUOffloadPolicy/);
+    // Through a name (line 8): no automatic fix. Written inline (line 9): replaced by CPUOffloadPolicy().
+    assert.equal(mine[0]!.fixes.filter((f) => f.preferred).length, 0);
+    const fixed = applyEdits(fixture('lint/fsdp017_bad.py'), preferredFix(mine[1]!).edits);
+    assert.match(fixed, /fully_shard\(model, offload_policy=CPUOffloadPolicy\(\)\)/);
+    assert.deepEqual(
+      (await lint(fixed)).filter((f) => f.rule === 'FSDP017').map((f) => f.range.start.line + 1),
+      [8],
+    );
+    assert.deepEqual(
+      (await lintFixture('fsdp017_good.py')).findings.filter((f) => f.rule === 'FSDP017'),
+      [],
+    );
+  });
+
+  it('FSDP008 stays quiet on a condition over a container that another function fills in', async () => {
+    // A registry filled at setup (`KEEP_FP32.update(names)`) and read where modules are wrapped: its literal
+    // `set()` is not what the wrap loop sees, so the condition is undecided, not always false.
+    const text = [
+      'from torch.distributed.fsdp import fully_shard',
+      'KEEP_FP32: set[str] = set()',
+      'WRAPPED = []',
+      '',
+      'def register(names):',
+      '    KEEP_FP32.update(names)',
+      '',
+      'def remember(m):',
+      '    WRAPPED.append(m)',
+      '',
+      'def shard_fp32(model):',
+      '    for m in model.modules():',
+      '        if type(m).__name__ in KEEP_FP32:',
+      '            fully_shard(m)',
+      '        if len(WRAPPED) > 0:',
+      '            fully_shard(m)',
+      '    fully_shard(model)',
+      '',
+    ].join('\n');
+    assert.deepEqual(
+      (await lint(text)).filter((f) => f.rule === 'FSDP008'),
+      [],
+    );
+    // Bound and never changed, the same set is known empty: the wrap never runs.
+    const fixed = text.replace('    KEEP_FP32.update(names)', '    pass');
+    assert.deepEqual(
+      (await lint(fixed)).filter((f) => f.rule === 'FSDP008').map((f) => f.range.start.line + 1),
+      [14],
+    );
+  });
+
   it('FSDP008: isinstance on named_modules() pairs and an always-false flag; quiet on the correct loop', async () => {
     const { findings } = await lintFixture('fsdp008_bad.py');
     assert.deepEqual(
@@ -351,7 +408,7 @@ describe('SARIF', () => {
     const run = log.runs[0]!;
     assert.equal(run.tool.driver.rules?.length, RULES.length);
     assert.equal(
-      run.tool.driver.rules?.[0]?.helpUri,
+      run.tool.driver.rules?.find((x) => x.id === 'FSDP001')?.helpUri,
       'https://example.org/rules.md#fsdp001-missing-root-wrap',
     );
     const r = run.results![0]!;
@@ -374,7 +431,13 @@ describe('extension manifest', () => {
       };
     };
     const props = pkg.contributes.configuration.properties['fsdpLens.lint.rules']?.properties ?? {};
-    assert.deepEqual(Object.keys(props).sort(), RULES.map((r) => r.id).sort());
+    // Rules the editor never reports (its Python support shows them) have no editor setting.
+    assert.deepEqual(
+      Object.keys(props).sort(),
+      RULES.filter((r) => !r.commandLineOnly)
+        .map((r) => r.id)
+        .sort(),
+    );
   });
 });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CATALOG, closeCatalogIds, editDistance } from '../../src/core/model/catalog';
+import { CATALOG, closeCatalogIds } from '../../src/core/model/catalog';
+import { editDistance } from '../../src/core/vocabulary/suggest';
 import { ConfigError, modelFromHfConfig } from '../../src/core/model/hf';
 import { countParams, moduleAt, walk } from '../../src/core/model/tree';
 

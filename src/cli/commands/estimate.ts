@@ -17,26 +17,74 @@ import { exactForScript, type ExactModel } from '../../core/exact/exact';
 import { runExactHelper } from '../../host/exact';
 import type { FineTune } from '../../core/model/finetune';
 import { parseOptions } from '../args';
+import { estimateFlags, EXIT_TEXT } from '../help';
+import type { CommandSpec } from '../spec';
 import { EXIT, reportGaps, UsageError, type Streams } from '../io';
+import { didYouMean } from '../../core/vocabulary/suggest';
 import { commandLineHost, readConfigFile, readPythonFile } from '../files';
 import { analyzeDocument } from '../../core/entry/analyze';
 import { isConfigPath } from '../../core/vocabulary/files';
 
+const OPTIONS = {
+  json: { type: 'boolean' },
+  units: { type: 'string' },
+  model: { type: 'string' },
+  config: { type: 'string' },
+  'lora-rank': { type: 'string' },
+  'lora-targets': { type: 'string' },
+  'base-dtype': { type: 'string' },
+  exact: { type: 'boolean' },
+  python: { type: 'string' },
+  'exact-timeout': { type: 'string' },
+  ...(Object.fromEntries(Object.keys(INPUT_BY_FLAG).map((k) => [k, { type: 'string' }])) as Record<
+    string,
+    { type: 'string' }
+  >),
+} as const;
+
+export const estimateSpec = {
+  name: 'estimate',
+  args: '[FILE]',
+  summary: 'Per-GPU memory and traffic per step of the FSDP plan in FILE (or the default plan).',
+  about:
+    'FILE is a training script or a framework configuration. Flags override what the file says; what neither says takes the default shown, and the output lists every assumption with where it came from.',
+  options: OPTIONS,
+  flags: () => [
+    ...estimateFlags(),
+    {
+      flag: '--exact',
+      text: 'Build the model with PyTorch on the meta device for exact parameter counts (runs your code).',
+    },
+    { flag: '--python PATH', text: 'The Python for --exact (default python3).' },
+    { flag: '--exact-timeout S', text: 'Seconds --exact may take (default 120).' },
+    { flag: '--units GB|GiB', text: 'Decimal GB (default) or binary GiB.' },
+    { flag: '--json', text: 'JSON with exact bytes, the terms of each figure and every assumption.' },
+  ],
+  examples: [
+    {
+      line: 'fsdp-lens estimate train.py',
+      does: 'Memory, peak, fit, traffic and advice for the plan in train.py.',
+    },
+    { line: 'fsdp-lens estimate train.py --world-size 64 --gpu h200-141gb', does: 'On 64 H200s.' },
+    {
+      line: 'fsdp-lens estimate --model meta-llama/Llama-3.1-8B --ac full',
+      does: 'The default plan for a model.',
+    },
+    {
+      line: 'fsdp-lens estimate train.py --exact --python .venv/bin/python',
+      does: 'Count with your PyTorch.',
+    },
+    { line: 'fsdp-lens estimate train.py --json | jq .fit', does: 'The fit, for scripts.' },
+  ],
+  exits: {
+    ok: 'an estimate was printed',
+    usage: `${EXIT_TEXT.usage}; exact mode failing`,
+    internal: EXIT_TEXT.internal,
+  },
+} satisfies CommandSpec;
+
 export async function estimateCommand(argv: string[], io: Streams): Promise<number> {
-  const options = {
-    json: { type: 'boolean' },
-    units: { type: 'string' },
-    model: { type: 'string' },
-    config: { type: 'string' },
-    'lora-rank': { type: 'string' },
-    'lora-targets': { type: 'string' },
-    'base-dtype': { type: 'string' },
-    exact: { type: 'boolean' },
-    python: { type: 'string' },
-    'exact-timeout': { type: 'string' },
-    ...Object.fromEntries(Object.keys(INPUT_BY_FLAG).map((k) => [k, { type: 'string' }])),
-  } as const;
-  const { values, positionals } = parseOptions(argv, options, 'estimate');
+  const { values, positionals } = parseOptions(argv, estimateSpec);
   if (positionals.length > 1) throw new UsageError('estimate takes at most one FILE');
   if (values.model && values.config) throw new UsageError('estimate: give --model or --config, not both');
   const flags: SetupValues = {};
@@ -68,7 +116,10 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     throw new UsageError(`estimate: ${e instanceof Error ? e.message : String(e)}`);
   }
   const units = values.units ?? 'GB';
-  if (units !== 'GB' && units !== 'GiB') throw new UsageError('estimate: --units must be GB or GiB');
+  if (units !== 'GB' && units !== 'GiB')
+    throw new UsageError(
+      `estimate: --units must be GB or GiB, not "${units}"${didYouMean(units, ['GB', 'GiB'])}`,
+    );
   let model: ModelChoice | undefined;
   if (values.model) model = { id: values.model, source: { kind: 'flag', detail: '--model' } };
   if (values.config)

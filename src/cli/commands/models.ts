@@ -6,6 +6,8 @@ import { modelFromHfConfig } from '../../core/model/hf';
 import { countParams } from '../../core/model/tree';
 import { parseOptions } from '../args';
 import { UsageError, EXIT, type Streams } from '../io';
+import { EXIT_TEXT } from '../help';
+import type { CommandSpec } from '../spec';
 
 /** One built-in model: its Hugging Face id, architecture and parameter count as the estimator builds it. */
 export interface CatalogRow {
@@ -31,9 +33,35 @@ function table(rows: string[][]): string {
   );
 }
 
+export const modelsSpec = {
+  name: 'models',
+  args: '',
+  summary: 'The built-in model catalog: id, model_type, parameter count.',
+  options: { json: { type: 'boolean' } },
+  flags: () => [{ flag: '--json', text: 'JSON instead of text.' }],
+  examples: [
+    { line: 'fsdp-lens models', does: 'The ids --model takes without a Hugging Face cache.' },
+    { line: 'fsdp-lens estimate --model meta-llama/Llama-3.1-70B', does: 'An estimate for one of them.' },
+  ],
+  exits: { ok: EXIT_TEXT.ok, usage: EXIT_TEXT.usage },
+} satisfies CommandSpec;
+
+export const gpusSpec = {
+  name: 'gpus',
+  args: '',
+  summary: 'The GPUs --gpu takes: memory, dense bf16 compute, links.',
+  options: { json: { type: 'boolean' } },
+  flags: () => [{ flag: '--json', text: 'JSON instead of text.' }],
+  examples: [
+    { line: 'fsdp-lens gpus', does: 'Each GPU id with its memory, compute and links.' },
+    { line: 'fsdp-lens estimate train.py --gpu h200-141gb', does: 'An estimate on one of them.' },
+  ],
+  exits: { ok: EXIT_TEXT.ok, usage: EXIT_TEXT.usage },
+} satisfies CommandSpec;
+
 /** `fsdp-lens models`: the built-in catalog `--model` reads when the Hugging Face cache does not have an id. */
 export function modelsCommand(argv: string[], io: Streams): number {
-  const { values, positionals } = parseOptions(argv, { json: { type: 'boolean' } }, 'models');
+  const { values, positionals } = parseOptions(argv, modelsSpec);
   if (positionals.length) throw new UsageError('models takes no arguments');
   const rows = catalogRows();
   if (values.json) io.out.write(JSON.stringify({ models: rows }, null, 2) + '\n');
@@ -49,7 +77,7 @@ export function modelsCommand(argv: string[], io: Streams): number {
 
 /** `fsdp-lens gpus`: the GPUs `--gpu` takes, with the memory, compute and links the estimate uses. */
 export function gpusCommand(argv: string[], io: Streams): number {
-  const { values, positionals } = parseOptions(argv, { json: { type: 'boolean' } }, 'gpus');
+  const { values, positionals } = parseOptions(argv, gpusSpec);
   if (positionals.length) throw new UsageError('gpus takes no arguments');
   const link = (id: string) => LINKS.find((l) => l.id === id);
   if (values.json)

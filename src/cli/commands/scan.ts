@@ -2,26 +2,52 @@
 import { scanText } from '../../core/analysis/input';
 import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';
+import { EXIT_TEXT } from '../help';
+import type { CommandSpec } from '../spec';
 import { EXIT, UsageError, type Streams } from '../io';
 import { readPythonFile } from '../files';
 import { formatScanText } from '../format';
+import { mapFiles } from '../pool';
+import type { FileFacts } from '../../core/analysis/facts';
+
+export const scanSpec = {
+  name: 'scan',
+  args: 'FILE...',
+  summary: 'What each FSDP wrap call does, with meshes, optimizers, models, checkpointing.',
+  options: { json: { type: 'boolean' } },
+  flags: () => [{ flag: '--json', text: 'JSON instead of text: every fact with its source range.' }],
+  examples: [
+    { line: 'fsdp-lens scan train.py', does: 'Each wrap call: its target, options, loop and conditions.' },
+    { line: 'fsdp-lens scan train.py --json', does: 'The same facts as JSON, for scripts.' },
+  ],
+  exits: { ok: EXIT_TEXT.ok, usage: EXIT_TEXT.usage, internal: EXIT_TEXT.internal },
+} satisfies CommandSpec;
 
 export async function scanCommand(argv: string[], io: Streams): Promise<number> {
-  const { values, positionals } = parseOptions(argv, { json: { type: 'boolean' } }, 'scan');
+  const { values, positionals } = parseOptions(argv, scanSpec);
   if (!positionals.length) throw new UsageError('scan needs at least one FILE');
-  const grammar = await loadPython();
+  const outcomes = await mapFiles('scan', scanFiles, positionals, null);
   const results = [];
   let failed = false;
-  for (const f of positionals) {
-    const read = readPythonFile(f);
-    if ('error' in read) {
-      io.err.write(`fsdp-lens: ${read.error}\n`);
+  for (const o of outcomes) {
+    if (o.facts) results.push(o.facts);
+    else {
+      io.err.write(`fsdp-lens: ${o.error}\n`);
       failed = true;
-      continue;
     }
-    results.push(scanText(grammar, f, read.text));
   }
   if (values.json) io.out.write(JSON.stringify({ files: results }, null, 2) + '\n');
   else for (const r of results) io.out.write(formatScanText(r));
   return failed ? EXIT.usage : EXIT.ok;
+}
+
+/** Scans files in order: the job each thread runs on its share. */
+export async function scanFiles(
+  files: string[],
+): Promise<({ facts: FileFacts; error?: never } | { error: string; facts?: never })[]> {
+  const grammar = await loadPython();
+  return files.map((f) => {
+    const read = readPythonFile(f);
+    return 'error' in read ? { error: read.error } : { facts: scanText(grammar, f, read.text) };
+  });
 }

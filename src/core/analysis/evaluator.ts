@@ -28,6 +28,27 @@ export interface EvalLimits {
 
 const DEFAULT_LIMITS: EvalLimits = { maxSteps: 4000, maxDepth: 48 };
 
+/** Methods of list, set and dict that change the container in place. */
+const MUTATORS = new Set([
+  'add',
+  'append',
+  'extend',
+  'insert',
+  'update',
+  'setdefault',
+  'pop',
+  'popitem',
+  'remove',
+  'discard',
+  'clear',
+  'sort',
+  'reverse',
+  'difference_update',
+  'intersection_update',
+  'symmetric_difference_update',
+  '__setitem__',
+]);
+
 /** Calls of these names are folded by the value model when their arguments are known. */
 const LOOP_BUILTIN_LIMIT = 10_000;
 
@@ -147,6 +168,11 @@ export class Evaluator extends Expressions<null> {
         case 'assign': {
           if (!b.value) return UNKNOWN(name, 'unpacked from a sequence');
           const v = this.evaluate(b.value, null);
+          // A list, set or dict changed in place in another function (`NAMES.update(...)` in a setup function)
+          // holds, when this code runs, whatever those calls put in it: not the value it was bound to.
+          // (A dict's own scope is read by grownDict; a list or set changed anywhere is not followed.)
+          if ((v.k === 'seq' || v.k === 'dict') && this.mutatedElsewhere(name, b, v.k === 'seq'))
+            return UNKNOWN(name, `changed in place elsewhere (${name} is a mutable container)`);
           return v.k === 'dict' ? this.grownDict(name, v, b, at) : v;
         }
         case 'param':
@@ -170,6 +196,41 @@ export class Evaluator extends Expressions<null> {
     } finally {
       this.active.delete(key);
     }
+  }
+
+  /**
+   * Whether `name`, bound in `b`'s scope, is changed in place in another scope of the file (or, `anyScope`, in
+   * any): a mutating method
+   * called on it (`add`, `update`, `append`...), an item set or deleted, an augmented assignment, or a `global`
+   * statement that lets a function rebind it.
+   */
+  private mutatedElsewhere(name: string, b: Binding & { kind: 'assign' }, anyScope: boolean): boolean {
+    const scope = b.scope?.id ?? null;
+    return this.file.memo(`mutated-elsewhere:${name}:${scope}:${anyScope}`, () =>
+      this.file.identifiers(name).some((id) => {
+        if (!anyScope && (enclosingFunction(id)?.id ?? null) === scope) return false;
+        const p = up(id);
+        if (!p) return false;
+        if (p.type === 'global_statement' || p.type === 'nonlocal_statement') return true;
+        if (p.type === 'augmented_assignment' && p.childForFieldName('left')?.id === id.id) return true;
+        if (p.type === 'subscript' && p.childForFieldName('value')?.id === id.id) {
+          const q = up(p);
+          return (
+            ((q?.type === 'assignment' || q?.type === 'augmented_assignment') &&
+              q.childForFieldName('left')?.id === p.id) ||
+            q?.type === 'delete_statement'
+          );
+        }
+        if (p.type === 'attribute' && p.childForFieldName('object')?.id === id.id) {
+          const method = p.childForFieldName('attribute')?.text ?? '';
+          const call = up(p);
+          return (
+            call?.type === 'call' && call.childForFieldName('function')?.id === p.id && MUTATORS.has(method)
+          );
+        }
+        return false;
+      }),
+    );
   }
 
   /** `fromCallSites`, remembered unless the evaluation was cut short (then the answer depends on where it began). */

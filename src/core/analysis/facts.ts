@@ -228,7 +228,8 @@ export interface TrainingFact {
     | 'requires_gradient_sync'
     | 'grad_accum'
     | 'set_reshard_after_backward'
-    | 'clip_grad_norm';
+    | 'clip_grad_norm'
+    | 'state_dict_options';
   line: number;
   range: Range;
   text: string;
@@ -274,6 +275,8 @@ export interface ScanProblem {
   message: string;
   line: number | null;
   severity: 'error' | 'warning' | 'info';
+  /** A syntax error: where the parser first failed, and what it found there. */
+  syntax?: { range: Range; found: string };
 }
 
 /** Facts of a file with nothing in it (not analysed, or empty). */

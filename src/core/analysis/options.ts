@@ -32,6 +32,10 @@ export type WrapPolicyValue =
 export interface OffloadValue {
   offloadParams: boolean;
   pinMemory?: boolean | null;
+  /** FSDP1's `CPUOffload(...)` given to FSDP2's `offload_policy`, which offloads for a `CPUOffloadPolicy` only. */
+  fsdp1Object?: boolean;
+  /** What that object asks for (`offload_params`): true, false, or null when it is not known. */
+  asked?: boolean | null;
 }
 
 /** The meaning of one wrap option's value, as the command line and the estimator read it. */
@@ -49,7 +53,7 @@ export function interpretOption(name: string, v: Value): unknown {
       return v.k === 'none' ? null : enumMember(v, 'BackwardPrefetch', ['BACKWARD_PRE', 'BACKWARD_POST']);
     case 'offload_policy':
     case 'cpu_offload':
-      return offload(v) ?? toJson(v);
+      return offload(v, name) ?? toJson(v);
     case 'reshard_after_forward':
       if (v.k === 'bool' || v.k === 'none') return toJson(v);
       if (v.k === 'num' && v.int) return v.v;
@@ -144,7 +148,7 @@ function classNames(v: Value | undefined): { classes: string[]; unresolved?: str
   return unresolved.length ? { classes, unresolved } : { classes };
 }
 
-function offload(v: Value): OffloadValue | null {
+function offload(v: Value, option: string): OffloadValue | null {
   if (v.k === 'none') return { offloadParams: false };
   if (v.k === 'bool') return { offloadParams: v.v };
   if (v.k !== 'call') return null;
@@ -155,7 +159,11 @@ function offload(v: Value): OffloadValue | null {
   }
   if (kind === 'OffloadPolicy') return { offloadParams: false };
   if (kind === 'CPUOffload') {
+    // FSDP2 offloads only `isinstance(offload_policy, CPUOffloadPolicy)` (FSDPParam's `offload_to_cpu`, and
+    // FSDPParamGroup._validate_cpu_offload_params): FSDP1's CPUOffload there offloads nothing.
     const p = v.kwargs.offload_params ?? v.args[0];
+    if (option === 'offload_policy')
+      return { offloadParams: false, fsdp1Object: true, asked: p ? (p.k === 'bool' ? p.v : null) : false };
     return { offloadParams: p ? p.k === 'bool' && p.v : false };
   }
   return null;

@@ -115,6 +115,16 @@ export function iterablePath(file: SourceFile, loop: Node, depth: number): strin
   return it ? elementPath(file, it, depth) : ['*'];
 }
 
+/**
+ * Whether a call constructs an object of a class (`nn.Sequential(...)`, `Net()`: a capitalised name, as classes are
+ * named): a loop over `model = nn.Sequential(...)` iterates the module's children, named by the variable. Any other
+ * call (`list(model.layers)`, `get_layers(model)`) is followed to what it iterates, or left unknown.
+ */
+function constructsModule(call: Node): boolean {
+  const fn = call.childForFieldName('function');
+  return !!fn && /^[A-Z]/.test(lastSegment(dottedText(fn)));
+}
+
 /** The path of the elements of a sequence expression (`model.layers` → `model.layers.*`). */
 export function elementPath(file: SourceFile, expr: Node, depth: number): string[] {
   if (depth > 8) return [expr.text, '*'];
@@ -150,7 +160,7 @@ export function elementPath(file: SourceFile, expr: Node, depth: number): string
       b?.kind === 'assign' &&
       b.value &&
       b.statement.startIndex < it.startIndex &&
-      (b.value.type === 'call' || COMPREHENSIONS.includes(b.value.type))
+      ((b.value.type === 'call' && !constructsModule(b.value)) || COMPREHENSIONS.includes(b.value.type))
     )
       return elementPath(file, b.value, depth + 1);
   }

@@ -5,7 +5,8 @@
  */
 import { sibling, up } from '../parsing/python';
 import type { Node, PythonGrammar } from '../parsing/python';
-import type { SourceFile } from '../parsing/source';
+import { rangeOf, type SourceFile } from '../parsing/source';
+import { clip } from '../vocabulary/words';
 import { type ImportTable, readImports } from '../python/imports';
 import { dottedText, findBinding } from '../python/scope';
 import { SEARCH_WORDS, UNBOUND_FALLBACKS, classifyApi } from './apis';
@@ -33,6 +34,9 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
   set_requires_gradient_sync: 'requires_gradient_sync',
   set_reshard_after_backward: 'set_reshard_after_backward',
   clip_grad_norm_: 'clip_grad_norm',
+  // How a checkpoint is gathered: DCP's `StateDictOptions` (FSDP2) and FSDP1's `FullStateDictConfig`.
+  StateDictOptions: 'state_dict_options',
+  FullStateDictConfig: 'state_dict_options',
   bfloat16: 'cast',
   half: 'cast',
   gradient_checkpointing_enable: 'checkpointing',
@@ -55,6 +59,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
       message: 'The file has syntax errors; the analysis reads the parts that parse.',
       line: err ? err.startPosition.row + 1 : null,
       severity: 'info',
+      ...(err ? { syntax: { range: rangeOf(err), found: syntaxFound(err) } } : {}),
     });
   }
 
@@ -200,6 +205,13 @@ function classify(file: SourceFile, imports: ImportTable, qualified: string, fn:
   const star = imports.wildcards.find((w) => classifyApi(`${w.module}.${fn.text}`));
   if (star) return classifyApi(`${star.module}.${fn.text}`);
   return { kind: fallback, module: '', legacy: false };
+}
+
+/** What the parser found where it failed: `missing ")"`, or `unexpected "print x"` (its first line, clipped). */
+function syntaxFound(err: Node): string {
+  if (err.isMissing) return `missing "${err.type}"`;
+  const text = err.text.split(/\r?\n/)[0]!.trim();
+  return text ? `unexpected "${clip(text, 40)}"` : 'unexpected input';
 }
 
 function firstError(node: Node): Node | null {

@@ -4,6 +4,7 @@
  * of it hides behind compute; then the step's timeline, its peak and the fit. Pure: the same input gives the same
  * estimate. Every term is explained in docs/estimator.md, with the PyTorch function it follows.
  */
+import { count } from '../vocabulary/words';
 import { findGpu, findLink, type Link, type Gpu } from '../hardware/catalog';
 import { fmtCount } from '../vocabulary/bytes';
 import { isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
@@ -172,12 +173,14 @@ function stateFigures(
   const offloaded = units.filter((u) => u.offload);
   const shardWords = fsdp1
     ? `FlatParameter per unit padded to a multiple of ${W}`
-    : `each parameter's dim 0 split ${W} ways, padded`;
+    : W === 1
+      ? 'one GPU: nothing is split'
+      : `each parameter's dim 0 split ${W} ways, padded`;
   const terms: Term[] = [
     {
       name: 'sharded parameters',
       bytes: sum(onGpu, (u) => u.shard.params),
-      formula: `${fmtCount(sum(onGpu, (u) => u.params))} params / ${W} GPUs x ${dtypeWords(
+      formula: `${fmtCount(sum(onGpu, (u) => u.params))} params / ${count(W, 'GPU')} x ${dtypeWords(
         own.units.filter((u) => !u.offload),
         setup.masterDtype,
       )} (${shardWords})`,

@@ -48,11 +48,11 @@ export function hostPerNode(
       bytes: shard * G,
       formula: `${G} processes each copy their 1/${W} shard (${fmtBytes(shard)}) to host memory; no full state dict is gathered (${stateDict.detail})`,
     });
-  } else
+  } else if (stateDict?.kind === 'full')
     terms.push({
       name: 'saving a full state dict on rank 0',
       bytes: e.model.params * bytesOf(e.setup.masterDtype),
-      formula: `${fmtCount(e.model.params)} params x ${bytesOf(e.setup.masterDtype)} B gathered on one rank (CPU-offloaded full state dict); sharded checkpoints avoid it`,
+      formula: `${fmtCount(e.model.params)} params x ${bytesOf(e.setup.masterDtype)} B gathered on one rank in CPU memory (${stateDict.detail}); sharded checkpoints avoid it`,
     });
   // `from_pretrained` on every rank runs before fully_shard exists, so nothing is offloaded yet; saving a
   // checkpoint happens during training, beside the offloaded state. The node needs the larger of the two moments.

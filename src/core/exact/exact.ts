@@ -23,7 +23,15 @@ export interface ExactRequest {
 }
 
 export type ExactResult =
-  | { ok: true; root: ModuleNode; torch: string; python: string; seconds: number }
+  | {
+      ok: true;
+      root: ModuleNode;
+      torch: string;
+      python: string;
+      seconds: number;
+      /** FSDP names this PyTorch lacks that the model's code imports, given placeholders to build the model. */
+      stubbed?: string[];
+    }
   | { ok: false; error: string; detail?: string };
 
 interface HelperModule {
@@ -46,6 +54,7 @@ export function helperResult(stdout: string, stderr: string, seconds: number): E
     torch?: string;
     python?: string;
     modules?: HelperModule[];
+    stubbed?: string[];
   };
   try {
     json = JSON.parse(line);
@@ -65,6 +74,7 @@ export function helperResult(stdout: string, stderr: string, seconds: number): E
     torch: json.torch ?? '?',
     python: json.python ?? '?',
     seconds,
+    ...(json.stubbed?.length ? { stubbed: json.stubbed.slice(0, 20).map((n) => bounded(n, 120)) } : {}),
   };
 }
 
@@ -154,7 +164,11 @@ export async function exactForScript(
     ok: true,
     model: {
       root: res.root,
-      origin: `${m.className} built by PyTorch ${res.torch} (Python ${res.python}, ${opts.python}) on the meta device in ${res.seconds.toFixed(1)} s`,
+      origin:
+        `${m.className} built by PyTorch ${res.torch} (Python ${res.python}, ${opts.python}) on the meta device in ${res.seconds.toFixed(1)} s` +
+        (res.stubbed
+          ? `; ${res.stubbed.join(', ')} not in this PyTorch, given placeholders (counting parameters needs no FSDP)`
+          : ''),
       staticParams: countParams(m.root),
     },
   };

@@ -2,7 +2,8 @@
  * Parsers of input values as flags, `# fsdp:` annotations, `[tool.fsdp-lens]` and editor settings write them.
  * Each throws an Error whose message names the input and what it accepts.
  */
-import { findGpu } from '../hardware/catalog';
+import { findGpu, GPUS } from '../hardware/catalog';
+import { didYouMean } from '../vocabulary/suggest';
 import { dtypeFromText, shortDtype, type DType } from '../vocabulary/dtypes';
 
 /** Activation checkpointing: none, every block, torchtitan's selective per-op policy, or every N-th block. */
@@ -41,7 +42,7 @@ export function dtype(name: string, v: string, allowed: readonly DType[] = TRAIN
       d === 'nf4' || d === 'int8' || d === 'uint8' || d === 'float8_e4m3fn' || d === 'float8_e5m2'
         ? ` (${shortDtype(d)} is a storage format for frozen quantized weights, not a training dtype; for QLoRA use --base-dtype nf4)`
         : '';
-    throw new Error(`${name} must be ${list}, not "${v}"${why}`);
+    throw new Error(`${name} must be ${list}, not "${v}"${why || didYouMean(v, [...names, ...allowed])}`);
   }
   return d;
 }
@@ -51,7 +52,9 @@ export function checkpointing(name: string, v: string): CheckpointMode {
   if (t === 'none' || t === 'full' || t === 'selective') return t;
   const m = /^every-?(\d+)$/.exec(t);
   if (m) return { everyN: positiveInt(name, m[1]!) };
-  throw new Error(`${name} must be none, full, selective or every-N (e.g. every-2), not "${v}"`);
+  throw new Error(
+    `${name} must be none, full, selective or every-N (e.g. every-2), not "${v}"${didYouMean(v, ['none', 'full', 'selective'])}`,
+  );
 }
 
 /** `none`, `full`, `selective`, `every-2`: checkpointing as every surface writes it. */
@@ -74,13 +77,21 @@ const OPTIMIZER_NAMES: Record<string, OptimizerFamily> = {
 export function optimizer(name: string, v: string): OptimizerFamily {
   const o = OPTIMIZER_NAMES[v.toLowerCase().replace(/_/g, '-')];
   if (!o)
-    throw new Error(`${name} must be adamw, adam, sgd, sgd-momentum, adam8bit or adafactor, not "${v}"`);
+    throw new Error(
+      `${name} must be adamw, adam, sgd, sgd-momentum, adam8bit or adafactor, not "${v}"${didYouMean(v, Object.keys(OPTIMIZER_NAMES))}`,
+    );
   return o;
 }
 
 export function gpu(name: string, v: string): string {
   const g = findGpu(v);
-  if (!g) throw new Error(`${name}: unknown GPU "${v}"`);
+  if (!g)
+    throw new Error(
+      `${name}: unknown GPU "${v}"${didYouMean(
+        v,
+        GPUS.map((x) => x.id),
+      )} ("fsdp-lens gpus" lists the IDs)`,
+    );
   return g.id;
 }
 
@@ -123,7 +134,7 @@ export function fraction(name: string, v: string | number): number {
 export function choice<T extends string>(name: string, v: string, options: readonly T[]): T {
   const t = v.trim().toLowerCase();
   const o = options.find((x) => x === t);
-  if (!o) throw new Error(`${name} must be ${options.join(', ')}, not "${v}"`);
+  if (!o) throw new Error(`${name} must be ${options.join(', ')}, not "${v}"${didYouMean(t, options)}`);
   return o;
 }
 

@@ -48,6 +48,7 @@ export function renderRulesDoc(rules: readonly Rule[]): string {
       '',
     );
     if (r.fix) out.push(`Quick fix: ${r.fix}`, '');
+    if (r.commandLineOnly) out.push('Reported by the command line only.', '');
   }
   return out.join('\n');
 }

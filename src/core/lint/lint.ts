@@ -14,7 +14,7 @@ export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Fin
   const index = new TextIndex(ctx.text);
   for (const rule of rules) {
     const severity = ctx.options.rules[rule.id] ?? rule.defaultSeverity;
-    if (severity === 'off') continue;
+    if (severity === 'off' || (rule.commandLineOnly && ctx.options.editor)) continue;
     let drafts;
     try {
       drafts = rule.check(ctx);

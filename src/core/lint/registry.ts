@@ -1,4 +1,5 @@
 /** Every lint rule, in order, by id. */
+import { syntaxError } from './rules/fsdp000-syntax-error';
 import { missingRootWrap } from './rules/fsdp001-missing-root-wrap';
 import { rootBeforeChildren } from './rules/fsdp002-root-before-children';
 import { fsdp1WithoutPolicy } from './rules/fsdp003-fsdp1-without-policy';
@@ -15,10 +16,12 @@ import { tiedSplit } from './rules/fsdp013-tied-split';
 import { mixedDtypes } from './rules/fsdp014-mixed-dtypes';
 import { peakDoesNotFit } from './rules/fsdp015-peak-does-not-fit';
 import { frameworkSettingIgnored } from './rules/fsdp016-framework-setting-ignored';
+import { fsdp1OffloadInFsdp2 } from './rules/fsdp017-fsdp1-offload-in-fsdp2';
 import type { Rule } from './types';
 
 /** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
 export const RULES: readonly Rule[] = [
+  syntaxError,
   missingRootWrap,
   rootBeforeChildren,
   fsdp1WithoutPolicy,
@@ -35,6 +38,7 @@ export const RULES: readonly Rule[] = [
   mixedDtypes,
   peakDoesNotFit,
   frameworkSettingIgnored,
+  fsdp1OffloadInFsdp2,
 ];
 
 export function ruleById(id: string): Rule | undefined {

@@ -41,6 +41,8 @@ export interface LintOptions {
   rules: Record<string, SeveritySetting>;
   /** Rethrow a rule's exception instead of skipping the rule (tests). */
   strict?: boolean;
+  /** The editor runs the rules: those the editor's own Python support already reports are skipped. */
+  editor?: boolean;
 }
 
 export const DEFAULT_LINT_OPTIONS: LintOptions = { minTorchVersion: '2.6', rules: {} };
@@ -72,5 +74,7 @@ export interface Rule {
   example: { bad: string; good: string };
   /** What the quick fix does, if there is one. */
   fix?: string;
+  /** Reported on the command line only: in the editor, its Python language support already shows it. */
+  commandLineOnly?: boolean;
   check(ctx: RuleContext): Draft[];
 }

@@ -3,6 +3,7 @@
  * supported architecture.
  */
 import hfConfigs from './hf-configs.json';
+import { editDistance } from '../vocabulary/suggest';
 
 /** A published Hugging Face config.json (the fields the estimator reads; others are kept as they are). */
 export type HfConfig = Record<string, unknown> & { model_type?: string };
@@ -18,18 +19,6 @@ export function catalogConfig(id: string): { id: string; config: HfConfig } | un
   const lower = id.toLowerCase();
   const key = Object.keys(CATALOG).find((k) => k.toLowerCase() === lower);
   return key ? { id: key, config: CATALOG[key]! } : undefined;
-}
-
-/** Levenshtein distance between two strings (insertions, deletions and substitutions each cost one). */
-export function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++)
-      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length]!;
 }
 
 /**

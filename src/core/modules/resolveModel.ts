@@ -57,6 +57,13 @@ export function modelFromScript(
       // The model arrives as an argument: follow the function's callers across the project, and their callers in
       // turn when they pass on an argument of their own (`parallelize_llama(model)` calling `apply_fsdp(model)`).
       const fnName = b.function.childForFieldName('name')?.text ?? '';
+      // A special method (`__init__`, `__call__`) is never called by its name: `Wrapper(model)` constructs, and
+      // `super().__init__(...)` calls another class's. Searching for `__init__(` would read unrelated calls.
+      if (/^__\w+__$/.test(fnName))
+        return {
+          ok: false,
+          reason: `${fnName}() receives the model as \`${head}\`; the calls that construct or call its class are not followed`,
+        };
       const found = callersPassing(
         project,
         interp,

@@ -67,10 +67,15 @@ export class Project {
       if (def.type === 'class_definition') classes.set(name, def);
       else if (def.type === 'function_definition') functions.set(name, def);
     }
+    const grammar = this.grammar;
+    let imports: ImportTable | undefined;
     const parsed: PyFile = {
       path: abs,
       source,
-      imports: readImports(this.grammar, source),
+      // Read when first asked: a file parsed for a search of its calls may never need them.
+      get imports() {
+        return (imports ??= readImports(grammar, source));
+      },
       classes,
       functions,
       version: version!,

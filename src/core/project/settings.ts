@@ -216,13 +216,8 @@ function gres(s: string | undefined): string | undefined {
 
 const LAUNCH_FILE = /\.(sh|bash|slurm|sbatch)$|^Makefile$|^launch\.json$/;
 
-/** The launch layer for `script`: launch files of the project that name it (or, failing that, the only one). */
-export function launchLayer(
-  fsys: ProjectFS,
-  root: string,
-  script: string,
-  maxFiles = 400,
-): ProjectLayer | undefined {
+/** The launch commands of every launch file of the project (shell and Slurm scripts, Makefiles, launch.json). */
+export function launchFacts(fsys: ProjectFS, root: string, maxFiles = 400): LaunchFact[] {
   const facts: LaunchFact[] = [];
   const { files } = walkFiles(fsys, root, {
     enter: (name) =>
@@ -236,6 +231,15 @@ export function launchLayer(
     const text = fsys.readFile(p);
     if (text && text.length < 512 * 1024) facts.push(...readLaunchFile(p, text));
   }
+  return facts;
+}
+
+/** The launch layer for `script`: launch files of the project that name it (or, failing that, the only one). */
+export function launchLayer(
+  facts: readonly LaunchFact[],
+  root: string,
+  script: string,
+): ProjectLayer | undefined {
   const base = path.basename(script);
   const mine = facts.filter((f) => f.script === base);
   const pick = mine[0] ?? (facts.length === 1 ? facts[0] : undefined);

@@ -1,6 +1,6 @@
 /** The estimate and its advice as a person reads them in a terminal. */
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { atLeast, wholeNodesText, peakWhereInFull, shortGpu } from '../vocabulary/words';
+import { article, atLeast, count, wholeNodesText, peakWhereInFull, shortGpu } from '../vocabulary/words';
 import { type MinGpus } from '../whatif/model';
 import { type Estimate, type UnitEstimate, type Verdict } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
@@ -46,6 +46,31 @@ export function planSummary(e: Estimate, units: ByteUnit = 'GB'): string {
 
 const pad = (s: string, n: number) => s.padEnd(n);
 
+/** Rows as columns two spaces apart, each as wide as its longest cell (the last column left ragged). */
+function columns(rows: string[][], indent = '  ', widths?: number[]): string[] {
+  const w = widths ?? columnWidths(rows);
+  return rows.map(
+    (r) =>
+      indent +
+      r
+        .map((c, i) => (i < r.length - 1 ? pad(c, w[i]!) : c))
+        .join('  ')
+        .trimEnd(),
+  );
+}
+
+/** Each column as wide as its longest cell up to `cap`: a longer cell overflows rather than widen them all. */
+function columnWidths(rows: string[][], cap = 48): number[] {
+  const w: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (w[i] = Math.max(w[i] ?? 0, Math.min(cap, c.length))));
+  return w;
+}
+
+/** A GPU's name with its capacity as the driver reports it, in MiB, and in the units of the rest of the text. */
+function gpuWithMemory(e: Estimate, bytes: string): string {
+  return `${e.gpu.name} (${fmtCount(e.gpu.memoryMiB)} MiB = ${bytes})`;
+}
+
 /** The estimate as a person reads it in a terminal. */
 export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: MinGpus } = {}): string {
   const U = opts.units ?? 'GB';
@@ -59,43 +84,50 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   );
   L.push(`Plan      ${api} · ${e.units.length} units: ${planSummary(e, U)}`);
   const mesh = e.mesh.hsdp
-    ? `${e.mesh.worldSize} GPUs as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)`
-    : `${e.mesh.worldSize} GPUs, shard group ${e.mesh.shardGroup}`;
-  L.push(
-    `Mesh      ${mesh} · ${e.mesh.nodes} node${e.mesh.nodes > 1 ? 's' : ''} of ${e.mesh.gpusPerNode} · ${e.gpu.name}`,
-  );
+    ? `${count(e.mesh.worldSize, 'GPU')} as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)`
+    : `${count(e.mesh.worldSize, 'GPU')}, shard group ${e.mesh.shardGroup}`;
+  L.push(`Mesh      ${mesh} · ${count(e.mesh.nodes, 'node')} of ${e.mesh.gpusPerNode} · ${e.gpu.name}`);
   L.push('');
   L.push(
     `Per GPU   persistent ${least}${b(e.perGpu.persistentBytes)} (model state ${b(e.perGpu.modelStateBytes)} of ${b(e.modelStateTotalBytes)} in all; ` +
       `plain data parallelism would hold all ${b(e.modelStateTotalBytes)} on every GPU)`,
   );
-  for (const t of e.perGpu.persistent.terms)
-    L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
+  // One set of columns for every term of the memory sections, so that their figures line up.
+  const termRow = (t: { name: string; bytes: number; formula: string }) => [t.name, b(t.bytes), t.formula];
+  const termWidths = columnWidths(
+    [e.perGpu.persistent, e.perGpu.host, e.hostPerNode, e.perGpu.peak].flatMap((f) => f.terms.map(termRow)),
+  );
+  const terms = (ts: { name: string; bytes: number; formula: string }[]) =>
+    columns(ts.map(termRow), '  ', termWidths);
+  L.push(...terms(e.perGpu.persistent.terms));
   if (e.perGpu.hostBytes > 0) {
     L.push(`Host      ${b(e.perGpu.hostBytes)} per GPU in CPU memory (offload)`);
-    for (const t of e.perGpu.host.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
+    L.push(...terms(e.perGpu.host.terms));
   }
-  L.push(`Host      up to ${b(e.hostPerNode.bytes)} of CPU memory per node`);
-  for (const t of e.hostPerNode.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
+  // Host memory of the node, for what the script does (loading, offload, a checkpoint it gathers).
+  if (e.hostPerNode.terms.length) {
+    L.push(`Host      up to ${b(e.hostPerNode.bytes)} of CPU memory per node`);
+    L.push(...terms(e.hostPerNode.terms));
+  }
   L.push('');
   const at = e.perGpu.peakAt;
   L.push(`Peak      ${least}${b(e.perGpu.peakBytes)} per GPU${at ? `, ${peakWhereInFull(at)}` : ''}`);
-  for (const t of e.perGpu.peak.terms) L.push(`  ${pad(t.name, 34)} ${pad(b(t.bytes), 10)} ${t.formula}`);
+  L.push(...terms(e.perGpu.peak.terms));
   const need = requiredBytes(e.perGpu.peakBytes);
   const mine = e.targetFit;
   const needs = `needs ${least}${b(need)} with allocator overhead and CUDA context`;
   L.push(
     mine.verdict === 'fits'
-      ? `Fit       fits ${e.gpu.name} (${b(mine.memoryBytes)}): ${needs}, ${b(mine.headroomBytes)} to spare`
+      ? `Fit       fits ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(mine.headroomBytes)} to spare`
       : mine.verdict === 'short'
-        ? `Fit       does NOT fit ${e.gpu.name} (${b(mine.memoryBytes)}): ${needs}, ${b(-mine.headroomBytes)} short`
-        : `Fit       undecided on ${e.gpu.name} (${b(mine.memoryBytes)}): ${needs}, leaving ${b(mine.headroomBytes)} for the parts not counted`,
+        ? `Fit       does NOT fit ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(-mine.headroomBytes)} short`
+        : `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, leaving ${b(mine.headroomBytes)} for the parts not counted`,
   );
   if (opts.minGpus) {
     L.push(
       opts.minGpus.worldSize !== null
-        ? `          smallest world size that fits a ${e.gpu.name}: ${least}${opts.minGpus.worldSize} GPU${opts.minGpus.worldSize === 1 ? '' : 's'}${wholeNodesText(opts.minGpus, '; ')}`
-        : `          no world size fits a ${e.gpu.name}: ${opts.minGpus.reason}`,
+        ? `          smallest world size that fits ${article(e.gpu.name)}: ${least}${count(opts.minGpus.worldSize, 'GPU')}${wholeNodesText(opts.minGpus, '; ')}`
+        : `          no world size fits ${article(e.gpu.name)}: ${opts.minGpus.reason}`,
     );
   }
   const others = e.fit.filter((f) => f.gpu !== e.gpu.id);
@@ -112,18 +144,32 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   const s = e.comms.perStep;
   const k = e.setup.gradAccum > 1 ? ` (${e.setup.gradAccum} micro-batches)` : '';
   L.push(`Traffic   ${b(trafficBytes(s))} per GPU per step${k}`);
+  const traffic = [
+    [
+      'all-gather',
+      b(s.allGatherBytes),
+      `${count(s.collectives.allGather, 'collective')} in ${e.comms.gatherDtype}`,
+    ],
+    [
+      'reduce-scatter',
+      b(s.reduceScatterBytes),
+      `${count(s.collectives.reduceScatter, 'collective')} in ${e.comms.reduceDtype}`,
+    ],
+    ...(s.collectives.allReduce
+      ? [
+          [
+            'all-reduce',
+            b(s.allReduceBytes),
+            `${count(s.collectives.allReduce, 'collective')} in ${e.comms.reduceDtype}`,
+          ],
+        ]
+      : []),
+  ];
+  L.push(...columns(traffic));
+  // What the same model would move under the textbook schemes, to compare the plan with.
   L.push(
-    `  ${pad('all-gather', 16)} ${pad(b(s.allGatherBytes), 10)} ${s.collectives.allGather} collectives in ${e.comms.gatherDtype}`,
-  );
-  L.push(
-    `  ${pad('reduce-scatter', 16)} ${pad(b(s.reduceScatterBytes), 10)} ${s.collectives.reduceScatter} collectives in ${e.comms.reduceDtype}`,
-  );
-  if (s.collectives.allReduce)
-    L.push(
-      `  ${pad('all-reduce', 16)} ${pad(b(s.allReduceBytes), 10)} ${s.collectives.allReduce} collectives in ${e.comms.reduceDtype}`,
-    );
-  L.push(
-    `  ZeRO-3 reference ${b(e.comms.zero3ReferenceBytes)} · DDP all-reduce (${e.comms.ddpDtype}) ${b(e.comms.ddpAllReduceBytes)}`,
+    `  for comparison: ZeRO-3 (every parameter gathered in forward and in backward, every gradient reduce-scattered) ` +
+      `${b(e.comms.zero3ReferenceBytes)} · DDP (every gradient all-reduced in ${e.comms.ddpDtype}) ${b(e.comms.ddpAllReduceBytes)}`,
   );
   const link = e.comms.shardLink;
   L.push(
@@ -135,7 +181,8 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   );
   L.push('');
   L.push('Assumptions');
-  for (const a of e.assumptions) L.push(`  ${pad(a.label, 34)} ${pad(a.value, 28)} ${sourceText(a.source)}`);
+  const rows = e.assumptions.map((a) => [a.label, a.value, sourceText(a.source)]);
+  L.push(...columns(rows, '  ', columnWidths(rows, 38)));
   if (e.notes.length) {
     L.push('');
     L.push('Notes');

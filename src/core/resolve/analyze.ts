@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';
 import type { MixedPrecisionValue, MeshValue } from '../analysis/options';
 import type { Estimate, EstimateInput } from '../estimator/types';
+import { lastSegment } from '../analysis/options';
 import { WhatIfModel, type MinGpus } from '../whatif/model';
 import type { Source } from '../vocabulary/source';
 import { ModelError } from '../model/tree';
@@ -24,7 +25,7 @@ import { planForFramework } from '../plan/fromFramework';
 import type { FrameworkPlan } from '../frameworks/types';
 import { modelFromClass, modelFromScript, inferShapeFromTree as staticShape } from '../modules/resolveModel';
 import type { Project } from '../project/project';
-import { launchLayer, pyprojectLayer } from '../project/settings';
+import { launchFacts, launchLayer, pyprojectLayer } from '../project/settings';
 import type { ExactModel } from '../exact/exact';
 import { countParams } from '../model/tree';
 import { attentionKind } from '../inputs/parse';
@@ -84,7 +85,13 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
   const project = opts.project;
   const launch =
     project && root0
-      ? project.memo(`launch:${root0}:${facts.path}`, () => launchLayer(project.fs, root0, facts.path))
+      ? project.memo(`launch:${root0}:${facts.path}`, () =>
+          launchLayer(
+            project.memo(`launch-files:${root0}`, () => launchFacts(project.fs, root0)),
+            root0,
+            facts.path,
+          ),
+        )
       : undefined;
   // A framework's configuration: a config file's, or a constructor call of the script when it wraps nothing itself.
   const fromScript = facts.calls.length
@@ -214,7 +221,11 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     {
       key: 'model',
       label: 'model',
-      value: `${model.loaded.name} (${model.loaded.origin})`,
+      // The origin once: a measured model's source already says how it was built.
+      value:
+        model.source.kind === 'measured' && model.source.detail === model.loaded.origin
+          ? model.loaded.name
+          : `${model.loaded.name} (${model.loaded.origin})`,
       source: model.source,
     },
     {
@@ -246,7 +257,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
       : {}),
     ...(fw?.host?.stateDict
       ? { stateDict: { kind: fw.host.stateDict.kind, detail: fw.host.stateDict.where } }
-      : {}),
+      : scriptStateDict(facts, file)),
     model: {
       name: model.loaded.name,
       root,
@@ -276,6 +287,24 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
 }
 
 /** Trains through Transformers' Trainer, TRL or Accelerate (the FSDP settings then live in their configuration). */
+/**
+ * A full state dict the script gathers into rank 0's CPU memory: DCP's `StateDictOptions(full_state_dict=True,
+ * cpu_offload=True)` (torch.distributed.checkpoint.state_dict: with both set, "only the rank0 will get the
+ * state_dict and all other ranks will get empty state_dict") or FSDP1's `FullStateDictConfig(offload_to_cpu=True,
+ * rank0_only=True)`. Other settings gather on the GPU or on every rank, which the host figure does not model.
+ */
+function scriptStateDict(facts: FileFacts, file: string): { stateDict?: EstimateInput['stateDict'] } {
+  for (const t of facts.training) {
+    if (t.kind !== 'state_dict_options') continue;
+    // (The option reader knows `cpu_offload` as FSDP1's CPUOffload: its text says True.)
+    const on = (k: string) => t.options[k]?.value === true || t.options[k]?.text.trim() === 'True';
+    const fsdp1 = lastSegment(t.qualified) === 'FullStateDictConfig';
+    if (fsdp1 ? on('offload_to_cpu') && on('rank0_only') : on('full_state_dict') && on('cpu_offload'))
+      return { stateDict: { kind: 'full', detail: `${lastSegment(t.qualified)} at ${file}:${t.line}` } };
+  }
+  return {};
+}
+
 function trainsThroughFramework(facts: FileFacts): boolean {
   return (
     facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer') ||

@@ -57,3 +57,20 @@ export function verdictWords(v: Verdict): string {
 export function atLeast(partial: boolean): string {
   return partial ? 'at least ' : '';
 }
+
+/** `1 GPU`, `8 GPUs`: a count with its noun, plural when it is not one (`plural` for nouns not made with -s). */
+export function count(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? noun : plural}`;
+}
+
+/**
+ * `a` or `an` before a name, by how it is said: `an NVIDIA H100`, `an AMD Instinct MI300X`, `an H200`,
+ * `a GPU`, `a B200`. A leading letter said as a letter name starting with a vowel sound (F, H, L, M, N, R, S, X,
+ * and the vowels) takes `an` in an acronym or model number; in a word, a leading vowel does.
+ */
+export function article(name: string): string {
+  const word = name.trim().split(/\s+/)[0] ?? '';
+  const acronym = word.length > 1 && (/^[A-Z0-9-]+$/.test(word) || /^[A-Z]\d/.test(word));
+  const an = acronym ? /^[AEFHILMNORSX8]/.test(word) : /^[aeiou]/i.test(word);
+  return `${an ? 'an' : 'a'} ${name}`;
+}

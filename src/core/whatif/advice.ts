@@ -6,7 +6,7 @@ import type { Verdict } from '../vocabulary/fsdp';
 import { type Estimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { wholeNodesText } from '../vocabulary/words';
+import { count, wholeNodesText } from '../vocabulary/words';
 import { WhatIfModel, type WhatIf } from './model';
 import { requiredBytes } from '../estimator/fit';
 import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
@@ -132,7 +132,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
         options,
         option(
           run(ch),
-          `${min.worldSize} GPUs`,
+          count(min.worldSize, 'GPU'),
           `the smallest world size that fits (${min.worldSize - e.mesh.worldSize} more ${e.gpu.name})${wholeNodesText(min, '; ')}`,
           ch,
         ),
@@ -164,7 +164,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
           options,
           option(
             run(ch),
-            `full checkpointing and ${m.worldSize} GPUs`,
+            `full checkpointing and ${count(m.worldSize, 'GPU')}`,
             'the smallest world size that fits once activations are recomputed',
             ch,
           ),
