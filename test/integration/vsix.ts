@@ -1,23 +1,131 @@
-// The packaged extension as a user gets it: `npm run package` builds the VSIX, the offline VS Code server installs
-// it (no development path), and a workbench in Chromium shows its lenses and its panel on a training script.
+// The packaged extension as a user gets it: `npm run package` builds the VSIX, which must hold what the
+// Marketplace and Open VSX show (the user README, the icon, the changelog), the offline VS Code server installs it
+// (no development path), and a workbench in Chromium shows its lenses and its panel on a training script.
 //   node out/test/integration/vsix.js
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { launchBrowser, openWorkbench, prepareWorkspace, ROOT, startServer, workbenchUrl } from './harness';
 import { openFile, panelFrame, runCommand, waitForLens } from './workbench';
+import { requireTools } from '../tools';
 
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'vsix');
 
+/** The names of a zip archive's entries, from its central directory (a VSIX is a zip). */
+function zipEntries(zip: Buffer): string[] {
+  // The end-of-central-directory record: signature 0x06054b50, within the last 64 KiB + 22 bytes.
+  let end = -1;
+  for (let i = zip.length - 22; i >= Math.max(0, zip.length - 22 - 0xffff); i--)
+    if (zip.readUInt32LE(i) === 0x06054b50) {
+      end = i;
+      break;
+    }
+  if (end < 0) throw new Error('not a zip archive: no end of central directory');
+  const count = zip.readUInt16LE(end + 10);
+  const names: string[] = [];
+  for (let at = zip.readUInt32LE(end + 16), n = 0; n < count; n++) {
+    if (zip.readUInt32LE(at) !== 0x02014b50) throw new Error(`bad central directory entry at ${at}`);
+    const [nameLen, extraLen, commentLen] = [28, 30, 32].map((o) => zip.readUInt16LE(at + o)) as [
+      number,
+      number,
+      number,
+    ];
+    names.push(zip.toString('utf8', at + 46, at + 46 + nameLen));
+    at += 46 + nameLen + extraLen + commentLen;
+  }
+  return names;
+}
+
+/** The contents of one entry of a zip archive (stored or deflated), found through its central directory. */
+function zipRead(zip: Buffer, name: string): Buffer {
+  let end = -1;
+  for (let i = zip.length - 22; i >= Math.max(0, zip.length - 22 - 0xffff); i--)
+    if (zip.readUInt32LE(i) === 0x06054b50) {
+      end = i;
+      break;
+    }
+  if (end < 0) throw new Error('not a zip archive: no end of central directory');
+  for (let at = zip.readUInt32LE(end + 16), n = 0; n < zip.readUInt16LE(end + 10); n++) {
+    const nameLen = zip.readUInt16LE(at + 28);
+    const next = at + 46 + nameLen + zip.readUInt16LE(at + 30) + zip.readUInt16LE(at + 32);
+    if (zip.toString('utf8', at + 46, at + 46 + nameLen) === name) {
+      const [method, size, local] = [
+        zip.readUInt16LE(at + 10),
+        zip.readUInt32LE(at + 20),
+        zip.readUInt32LE(at + 42),
+      ];
+      const data = local + 30 + zip.readUInt16LE(local + 26) + zip.readUInt16LE(local + 28);
+      const raw = zip.subarray(data, data + size);
+      if (method === 0) return raw;
+      if (method === 8) return zlib.inflateRawSync(raw);
+      throw new Error(`${name}: zip compression method ${method}`);
+    }
+    at = next;
+  }
+  throw new Error(`the VSIX has no ${name}`);
+}
+
+/**
+ * What the Marketplace and Open VSX show from the VSIX: the user README (README.md without its contributor
+ * section, every image and link absolute), the icon, the changelog, and a manifest without the npm allow-list.
+ */
+function checkListing(vsix: string, listing: string[]): void {
+  const zip = fs.readFileSync(vsix);
+  const entry = (name: string) => zipRead(zip, name);
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+    icon: string;
+  };
+  const manifest = entry('extension.vsixmanifest').toString();
+  const packaged = JSON.parse(entry('extension/package.json').toString()) as Record<string, unknown>;
+
+  const readme = entry('extension/readme.md').toString();
+  if (!/^# FSDP Lens\n/.test(readme) || !readme.includes('\n## Settings\n'))
+    throw new Error('the packaged README is not the user README');
+  const devOnly = /npm ci|npm (run )?test|npm run (example|build|package|bench)|CONTRIBUTING|vsix:omit/.exec(
+    readme,
+  );
+  if (devOnly) throw new Error(`the packaged README has contributor material: "${devOnly[0]}"`);
+  const relative = /!?\[[^\]]*\]\((?!https:\/\/|#)([^)]*)\)/.exec(readme);
+  if (relative)
+    throw new Error(`the packaged README links to "${relative[1]}", which the Marketplace cannot resolve`);
+  if (!/!\[[^\]]*\]\(https:\/\/github\.com\/[^)]+\/media\/screenshots\/\w+\.png\)/.test(readme))
+    throw new Error('the packaged README shows no screenshot');
+  console.log('  ✔ the packaged README is the user README, its images and links absolute');
+
+  const icon = `extension/${pkg.icon}`;
+  if (!listing.includes(icon) || !manifest.includes(`<Icon>${icon}</Icon>`))
+    throw new Error(`the VSIX has no icon ${icon} in its manifest`);
+  const png = entry(icon);
+  const [w, h] = [png.readUInt32BE(16), png.readUInt32BE(20)];
+  if (png.toString('latin1', 1, 4) !== 'PNG' || w !== h || (w !== 128 && w !== 256))
+    throw new Error(`the icon is not a 128 or 256 pixel square PNG (${w} x ${h})`);
+  console.log(`  ✔ the VSIX has its icon (${w} x ${h} PNG)`);
+
+  const changelog = entry('extension/changelog.md').toString();
+  if (
+    !manifest.includes('Microsoft.VisualStudio.Services.Content.Changelog') ||
+    !changelog.startsWith('# Changelog')
+  )
+    throw new Error('the VSIX has no changelog');
+  if (!changelog.includes(`\n## ${pkg.version}\n`))
+    throw new Error(`the changelog has no ${pkg.version} section`);
+  console.log('  ✔ the VSIX has the changelog');
+
+  if ('files' in packaged) throw new Error('the VSIX\'s package.json keeps the npm allow-list "files"');
+}
+
 async function main(): Promise<number> {
+  requireTools('test:vsix', ['chromium', 'server']);
   // Screenshots of this run only: a failure's picture from an earlier run would mislead.
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-vsix-'));
   const vsix = path.join(tmp, 'fsdp-lens.vsix');
   execFileSync('npm', ['run', '--silent', 'package', '--', '--out', vsix], { cwd: ROOT, stdio: 'inherit' });
-  const listing = execFileSync('unzip', ['-Z1', vsix]).toString().split('\n').filter(Boolean);
+  const listing = zipEntries(fs.readFileSync(vsix));
   const unexpected = listing.filter(
     (f) =>
       !/^(\[Content_Types\]\.xml|extension\.vsixmanifest|extension\/(package\.json|readme\.md|changelog\.md|LICENSE\.txt|dist\/(extension|panel|worker)\.js|dist\/[\w-]+\.wasm|dist\/fsdp_lens_measure\.py|docs\/rules\.md|media\/(icon\.png|panel\.css|walkthrough\/\w+\.md)|syntaxes\/[\w.-]+\.json))$/.test(
@@ -26,6 +134,7 @@ async function main(): Promise<number> {
   );
   if (unexpected.length) throw new Error(`the VSIX holds files that do not run: ${unexpected.join(', ')}`);
   console.log(`  ✔ the VSIX holds only what runs (${listing.length} entries)`);
+  checkListing(vsix, listing);
 
   const server = await startServer({ 'workbench.startupEditor': 'none' }, { installVsix: vsix });
   const browser = await launchBrowser();
