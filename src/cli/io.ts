@@ -6,8 +6,11 @@ export interface Streams {
   err: { write(s: string): unknown };
 }
 
-/** Exit codes: 0 clean, 1 findings (lint), 2 bad input or usage, 70 an internal error. */
-export const EXIT = { ok: 0, findings: 1, usage: 2, internal: 70 } as const;
+/**
+ * Exit codes: 0 clean, 1 findings (lint), 2 bad input or usage, 3 a plan whose model's size is not known
+ * (estimate), 70 an internal error.
+ */
+export const EXIT = { ok: 0, findings: 1, usage: 2, unknownModel: 3, internal: 70 } as const;
 
 /** A command line the tool cannot run: exit status 2 with a message. */
 export class UsageError extends Error {}

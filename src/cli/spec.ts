@@ -19,5 +19,5 @@ export interface CommandSpec<O extends Options = Options> {
   /** Command lines a user would type, each with what it does. */
   examples: { line: string; does: string }[];
   /** What each exit status means for this command. */
-  exits: Partial<Record<'ok' | 'findings' | 'usage' | 'internal', string>>;
+  exits: Partial<Record<'ok' | 'findings' | 'usage' | 'unknownModel' | 'internal', string>>;
 }

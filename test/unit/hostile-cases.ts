@@ -65,7 +65,7 @@ export const REPRODUCERS: Reproducer[] = [
     id: 'a list doubled 40 times',
     files: () => ({ 'train.py': `${WRAP}\nx = [1]\n${lines(40, () => 'x = x + x')}\nfully_shard(model)\n` }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
   },
   ...(
     [
@@ -97,7 +97,7 @@ export const REPRODUCERS: Reproducer[] = [
       'train.py': trainNet,
     }),
     args: ['estimate', 'train.py'],
-    codes: [0, 2],
+    codes: [0, 2, 3],
   },
   // 2. Paths a project names outside itself, and files that are not regular.
   ...(
@@ -111,7 +111,7 @@ export const REPRODUCERS: Reproducer[] = [
     id: `an annotation naming ${what}`,
     files: () => ({ 'train.py': scriptNaming(target) }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
     says: /outside the workspace/,
     never: /root:|PATH=|HOME=/,
   })),
@@ -119,14 +119,14 @@ export const REPRODUCERS: Reproducer[] = [
     id: 'an annotation naming a FIFO',
     files: () => ({ 'train.py': scriptNaming('pipe.json'), 'pipe.json': { fifo: true } }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
     says: /not a regular file/,
   },
   {
     id: 'an annotation naming a link to /etc/passwd',
     files: () => ({ 'train.py': scriptNaming('cfg.json'), 'cfg.json': { link: '/etc/passwd' } }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
     says: /outside the workspace/,
     never: /root:/,
   },
@@ -137,7 +137,7 @@ export const REPRODUCERS: Reproducer[] = [
       'train.py': `${WRAP}\nfully_shard(model)\n`,
     }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
     says: /outside the workspace/,
     never: /root:/,
   },
@@ -173,7 +173,7 @@ export const REPRODUCERS: Reproducer[] = [
     id: `config.json with ${field} = ${value}`,
     files: () => ({ 'config.json': config(field, value, type), 'train.py': scriptNaming('config.json') }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
     says: new RegExp(field),
   })),
   {
@@ -185,7 +185,7 @@ export const REPRODUCERS: Reproducer[] = [
     }),
     env: (root) => ({ HF_HOME: path.join(root, 'hf') }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
     says: /num_hidden_layers/,
   },
   // 6. A launch script holding a 500 KB token.
@@ -206,7 +206,7 @@ export const REPRODUCERS: Reproducer[] = [
       'train.py': `${WRAP}\nx = 1\n${lines(8000, (i) => `# note ${i}`)}\nfully_shard(model)\n`,
     }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
   },
   {
     id: 'calls nested 600 deep',
@@ -214,7 +214,7 @@ export const REPRODUCERS: Reproducer[] = [
       'train.py': `${WRAP}\nx = ${'f('.repeat(600)}1${')'.repeat(600)}\nfully_shard(model)\n`,
     }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
   },
   {
     id: '1,000 wrap lines',
@@ -301,7 +301,7 @@ export const REPRODUCERS: Reproducer[] = [
       'train.py': trainNet,
     }),
     args: ['estimate', 'train.py'],
-    codes: [2],
+    codes: [2, 3],
     says: /implausibly large/,
     never: /e\+\d+ ?B|NaN/,
   },
@@ -310,7 +310,7 @@ export const REPRODUCERS: Reproducer[] = [
     id: '--exact-timeout of 2,147,484 s',
     files: () => ({ 'train.py': trainNet, 'net.py': doublingModule('1', 'x = x') }),
     args: ['estimate', 'train.py', '--exact', '--exact-timeout', '2147484'],
-    codes: [2],
+    codes: [2, 3],
     says: /at most 86400/,
   },
 ];

@@ -74,11 +74,15 @@ export const estimateSpec = {
       line: 'fsdp-lens estimate train.py --exact --python .venv/bin/python',
       does: 'Count with your PyTorch.',
     },
-    { line: 'fsdp-lens estimate train.py --json | jq .fit', does: 'The fit, for scripts.' },
+    {
+      line: 'fsdp-lens estimate train.py --json | jq .targetFit.verdict',
+      does: 'fits, short or undecided, for scripts.',
+    },
   ],
   exits: {
     ok: 'an estimate was printed',
     usage: `${EXIT_TEXT.usage}; exact mode failing`,
+    unknownModel: EXIT_TEXT.unknownModel,
     internal: EXIT_TEXT.internal,
   },
 } satisfies CommandSpec;
@@ -214,6 +218,22 @@ function writeEstimate(
     io.err.write(
       `fsdp-lens: ${file ? `${file}: ` : ''}no estimate: ${why.reason}${why.hint ? `\n  ${why.hint}` : ''}\n`,
     );
+    // A plan on a model of unknown size: no figure is printed, and the JSON says what is unknown and why.
+    if (result && !result.ok && result.unknownModel) {
+      if (json)
+        io.out.write(
+          JSON.stringify(
+            {
+              ...(framework ? { framework } : {}),
+              estimate: null,
+              model: { known: false, reason: result.reason, ...(result.hint ? { toKnow: result.hint } : {}) },
+            },
+            null,
+            2,
+          ) + '\n',
+        );
+      return EXIT.unknownModel;
+    }
     return EXIT.usage;
   }
   const advice = advise(result.whatIf, {}, result.estimate, units);

@@ -94,6 +94,8 @@ export interface LaunchFact {
   nprocPerNode?: number;
   nnodes?: number;
   gpusPerNode?: number;
+  /** Counts taken from a shell default (`--nproc_per_node=${2:-4}`): the text, for the source to say so. */
+  shellDefaults?: string[];
 }
 
 /**
@@ -121,6 +123,8 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
       if (gpn) sbatch.gpusPerNode = gpn;
       return;
     }
+    // A comment (`# torchrun --nproc_per_node 8 train.py` left from an older run) launches nothing.
+    if (!joined && /^\s*#/.test(line)) return;
     if (!joined) start = i;
     joined += line.replace(/\\$/, ' ');
     if (line.endsWith('\\')) return;
@@ -138,15 +142,22 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     // `tune run [torchrun options] RECIPE --config CONFIG`: torchtune hands the options to torchrun and the
     // recipe reads CONFIG, the file the figures are for.
     const tuneConfig = tune ? opts.get('--config')?.replace(/^["']|["']$/g, '') : undefined;
+    const program = cmd.replace(/^.*?(torchrun|launch|torch\.distributed\.run)\b/, '');
+    // `torchrun -m pkg.train`: the module's file, `train.py`.
+    const module = /(?:^|\s)-m\s+([\w.]+)/.exec(program)?.[1];
     const script = tune
       ? tuneConfig
         ? `${tuneConfig}${/\.ya?ml$/.test(tuneConfig) ? '' : '.yaml'}`
         : null
-      : pythonScriptOf(cmd.replace(/^.*?(torchrun|launch|torch\.distributed\.run)\b/, ''));
+      : (pythonScriptOf(program) ?? (module ? `${module.slice(module.lastIndexOf('.') + 1)}.py` : null));
+    const shellDefaults = [opts.get('--nproc_per_node') ?? opts.get('--nproc-per-node'), opts.get('--nnodes')]
+      .filter((v): v is string => !!v && /\$\{\w+:?-\d+\}/.test(v))
+      .map((v) => v.replace(/^["']|["']$/g, ''));
     out.push({
       file,
       line: start + 1,
       script: script ? path.basename(script) : null,
+      ...(shellDefaults.length ? { shellDefaults } : {}),
       ...(nproc ? { nprocPerNode: nproc } : {}),
       ...(nnodes ? { nnodes } : {}),
     });
@@ -206,7 +217,10 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 function num(s: string | undefined): number | undefined {
   if (!s) return undefined;
-  const n = Number(s.replace(/^["']|["']$/g, ''));
+  // A shell default (`${2:-4}`, `${NGPU:-8}`): the value the script runs with when nothing overrides it.
+  const t = s.replace(/^["']|["']$/g, '');
+  const shellDefault = /^\$\{\w+:?-(\d+)\}$/.exec(t);
+  const n = Number(shellDefault ? shellDefault[1] : t);
   return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
@@ -242,9 +256,15 @@ export function launchLayer(
 ): ProjectLayer | undefined {
   const base = path.basename(script);
   const mine = facts.filter((f) => f.script === base);
-  const pick = mine[0] ?? (facts.length === 1 ? facts[0] : undefined);
+  // A launch file for another program (`eval.sh` running evaluate.py) says nothing of this script; only a lone
+  // one whose program is not written out (a `#SBATCH` header) is taken as this one's.
+  const pick = mine[0] ?? (facts.length === 1 && facts[0]!.script === null ? facts[0] : undefined);
   if (!pick) return undefined;
-  const detail = `${path.relative(root, pick.file) || path.basename(pick.file)}:${pick.line}`;
+  const detail =
+    `${path.relative(root, pick.file) || path.basename(pick.file)}:${pick.line}` +
+    (pick.shellDefaults
+      ? ` (the shell default of ${pick.shellDefaults.join(', ')}: an argument may change it)`
+      : '');
   const gpn = pick.nprocPerNode ?? pick.gpusPerNode;
   if (!gpn) return undefined;
   // The limits every other source of these inputs has (an annotation, a flag, a setting).

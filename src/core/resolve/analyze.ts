@@ -73,7 +73,13 @@ export type EstimateResult =
       /** The framework configuration the plan comes from, when it is not the file's own wrap calls. */
       framework?: FrameworkPlan;
     }
-  | { ok: false; reason: string; hint?: string };
+  | {
+      ok: false;
+      reason: string;
+      hint?: string;
+      /** The plan is known but the model's size is not: what would make it known is in `hint`. */
+      unknownModel?: true;
+    };
 
 /** The estimate for one scanned file, with every input's source; or why there is none. */
 export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): EstimateResult {
@@ -130,7 +136,13 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     ? { loaded: fw.builtModel.loaded, source: fw.builtModel.source }
     : fw?.model;
   const model = resolveModel(facts, file, opts, annotation.model ?? configModel, pyproject?.model);
-  if ('reason' in model) return { ok: false, reason: model.reason, hint: model.hint };
+  if ('reason' in model)
+    return {
+      ok: false,
+      reason: model.reason,
+      ...(model.hint ? { hint: model.hint } : {}),
+      ...(model.unknown ? { unknownModel: true as const } : {}),
+    };
   // A model none of whose parameters is known is no result, not "0 parameters that fit".
   if (countParams(model.loaded.root) === 0) {
     const gaps = model.loaded.gaps ?? [];
@@ -140,6 +152,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
         `no parameter of ${model.loaded.name} is known statically` +
         (gaps.length ? ` (${gaps.slice(0, 2).join('; ')}${gaps.length > 2 ? '; …' : ''})` : ''),
       hint: 'measure it exactly with PyTorch (--exact, or "FSDP: Measure model exactly with PyTorch"), or name it with "# fsdp: model=ORG/NAME" or --model',
+      unknownModel: true,
     };
   }
   const layers: Layer[] = [];
@@ -318,7 +331,9 @@ function resolveModel(
   opts: AnalyzeOptions,
   annotated: ModelChoice | undefined,
   projectModel?: ModelChoice,
-): { loaded: LoadedModel; source: Source; notes: string[] } | { reason: string; hint?: string } {
+):
+  | { loaded: LoadedModel; source: Source; notes: string[] }
+  | { reason: string; hint?: string; unknown?: true } {
   const host = opts.host ?? NO_HOST;
   const cache = opts.hubCache ?? hfHubCache(host);
   const candidates: ModelChoice[] = [];
@@ -386,6 +401,9 @@ function resolveModel(
         return {
           reason: `model "${c.id}" is not in the Hugging Face cache (${cache}) nor in the built-in catalog${close.length ? `; did you mean ${close.map((k) => `"${k}"`).join(', ')}?` : ''}`,
           hint: '"fsdp-lens models" lists the built-in catalog; otherwise pass --config path/to/config.json, or download the config with huggingface-cli',
+          // Named by the code or a framework's configuration: its size is unknown here. Named by the user (a flag,
+          // a setting, an annotation), it is an input to correct.
+          ...(c.source.kind === 'detected' || c.source.kind === 'config' ? { unknown: true as const } : {}),
         };
       }
       if ((c.classRef || c.code) && opts.project) {
@@ -423,6 +441,7 @@ function resolveModel(
   return {
     reason: codeFailure ?? 'the file does not say which model it trains',
     hint: 'load it with from_pretrained("ORG/NAME"), add a "# fsdp: model=path/to/model.py:Class" or "# fsdp: model=ORG/NAME" comment, or pass --model / --config',
+    unknown: true,
   };
 }
 
