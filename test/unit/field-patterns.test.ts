@@ -82,3 +82,192 @@ describe('a plan on a model of unknown size', () => {
     assert.equal((await cli('estimate', file, '--model', 'nobody/nothing')).code, 2);
   });
 });
+
+describe('values a script takes from its own defaults', () => {
+  const script = (lines: string[]) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-defaults-'));
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(file, lines.join('\n') + '\n');
+    return file;
+  };
+  const PARSER = [
+    'import argparse',
+    'from transformers import AutoModelForCausalLM',
+    'from torch.distributed.fsdp import fully_shard, FullyShardedDataParallel as FSDP',
+    'parser = argparse.ArgumentParser()',
+    'parser.add_argument("--model-name", default="meta-llama/Llama-3.2-1B")',
+    'parser.add_argument("--fsdp1", action="store_true")',
+    'args = parser.parse_args()',
+    'model = AutoModelForCausalLM.from_pretrained(args.model_name)',
+  ];
+
+  it('an argparse default names the model, and the source says it is a default', async () => {
+    const file = script([
+      ...PARSER,
+      'for layer in model.model.layers:',
+      '    fully_shard(layer)',
+      'fully_shard(model)',
+    ]);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      model: { params: number };
+      assumptions: { key: string; source: { detail?: string } }[];
+    };
+    // Llama 3.2 1B as published: 1,235,814,400 parameters.
+    assert.equal(j.model.params, 1_235_814_400);
+    assert.match(
+      j.assumptions.find((a) => a.key === 'model')!.source.detail!,
+      /train\.py:8 \(the default of --model-name at line 5: a command line may change it\)/,
+    );
+  });
+
+  it('a branch off by a store_true default is left out of the plan, said so, and is no lint finding', async () => {
+    const file = script([
+      ...PARSER,
+      'if args.fsdp1:',
+      '    model = FSDP(model)',
+      'else:',
+      '    for layer in model.model.layers:',
+      '        fully_shard(layer)',
+      '    fully_shard(model)',
+    ]);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { plan: { api: string; units: number; notes: string[] } };
+    // FSDP2 on the default path: 16 decoder layers and the root.
+    assert.equal(j.plan.api, 'fsdp2');
+    assert.equal(j.plan.units, 17);
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /FSDP\(model\) is left out: `args\.fsdp1` is false by the default of --fsdp1/.test(n),
+      ),
+      j.plan.notes.join('\n'),
+    );
+    // A default is not dead code: FSDP008 says nothing.
+    const lint = await cli('lint', file, '--format', 'json');
+    assert.deepEqual(
+      (JSON.parse(lint.out) as { code: string }[]).filter((f) => f.code === 'FSDP008'),
+      [],
+    );
+  });
+
+  it('every wrap behind a store_true flag: the plan of those wraps, labelled as off the default path', async () => {
+    const file = script([...PARSER, 'if args.fsdp1:', '    model = FSDP(model)']);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { plan: { api: string; notes: string[] } };
+    assert.equal(j.plan.api, 'fsdp1');
+    assert.ok(j.plan.notes.some((n) => /runs only off the default path .*estimated as if it ran/.test(n)));
+  });
+
+  it('a dataclass field default and a string default passed through type=int', async () => {
+    const file = script([
+      'import argparse',
+      'from dataclasses import dataclass, field',
+      'from transformers import AutoModelForCausalLM',
+      'from torch.distributed.fsdp import fully_shard',
+      '@dataclass',
+      'class Config:',
+      '    model: str = "meta-llama/Llama-3.2-1B"',
+      '    layers_per_unit: int = field(default=2)',
+      'cfg = Config()',
+      'p = argparse.ArgumentParser()',
+      'p.add_argument("--reshard", type=int, default="0")',
+      'args = p.parse_args()',
+      'model = AutoModelForCausalLM.from_pretrained(cfg.model)',
+      'for layer in model.model.layers:',
+      '    fully_shard(layer, reshard_after_forward=args.reshard == 1)',
+      'fully_shard(model)',
+    ]);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      model: { params: number };
+      assumptions: { key: string; source: { detail?: string } }[];
+    };
+    assert.equal(j.model.params, 1_235_814_400);
+    assert.match(
+      j.assumptions.find((a) => a.key === 'model')!.source.detail!,
+      /the default of Config\.model at line 7/,
+    );
+  });
+});
+
+describe('wraps made through a helper of another file', () => {
+  const project = (train: string, helper: string) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-helper-'));
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
+    fs.writeFileSync(path.join(dir, 'pkg', 'parallel.py'), helper);
+    fs.writeFileSync(path.join(dir, 'train.py'), train);
+    return path.join(dir, 'train.py');
+  };
+  const HELPER = [
+    'import torch',
+    'from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard',
+    '',
+    'def shard_model(net, mesh=None):',
+    '    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+    '    for block in net.model.layers:',
+    '        fully_shard(block, mesh=mesh, mp_policy=mp)',
+    '    fully_shard(net, mesh=mesh, mp_policy=mp)',
+    '',
+  ].join('\n');
+  const LOAD =
+    'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")\n';
+
+  for (const [form, train] of [
+    ['a function imported by name', `${LOAD}from pkg.parallel import shard_model\nshard_model(model)\n`],
+    [
+      'a call through the module, by keyword',
+      `${LOAD}from pkg import parallel\nparallel.shard_model(net=model)\n`,
+    ],
+    [
+      'a module imported with a dotted name',
+      `${LOAD}import pkg.parallel as par\npar.shard_model(model, mesh=None)\n`,
+    ],
+  ] as const)
+    it(`the entry script shows the helper's plan: ${form}`, async () => {
+      const r = await cli('estimate', project(train, HELPER), '--json');
+      assert.equal(r.code, 0, r.err);
+      const j = JSON.parse(r.out) as {
+        plan: { api: string; units: number; source: { kind: string }; notes: string[] };
+        units: { gatheredBytes: number; params: number; isRoot: boolean }[];
+      };
+      // Llama 3.2 1B: 16 decoder layers, each a unit, and the root.
+      assert.equal(j.plan.units, 17);
+      assert.equal(j.plan.source.kind, 'detected');
+      assert.ok(
+        j.plan.notes.some((n) =>
+          /the wraps of shard_model\(\) in pkg\/parallel\.py, called at line 4/.test(n),
+        ),
+      );
+      // The helper's MixedPrecisionPolicy gathers in bf16: 2 B per parameter of a block.
+      const block = j.units.find((u) => !u.isRoot)!;
+      assert.equal(block.gatheredBytes, block.params * 2);
+    });
+
+  it('a helper whose wraps are not all reached from what the call passes is not followed, and says so', async () => {
+    const partial = HELPER.replace(
+      '    fully_shard(net, mesh=mesh, mp_policy=mp)',
+      '    fully_shard(GLOBAL_MODEL, mesh=mesh)',
+    );
+    const r = await cli(
+      'estimate',
+      project(`${LOAD}from pkg.parallel import shard_model\nshard_model(model)\n`, partial),
+      '--json',
+    );
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { plan: { source: { kind: string }; notes: string[] } };
+    // No plan made of half the helper: the default plan, labelled as the default.
+    assert.equal(j.plan.source.kind, 'default');
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /shard_model\(\) in pkg\/parallel\.py \(line 4\) is not followed: 1 of its 2 wrap calls/.test(n),
+      ),
+    );
+  });
+});

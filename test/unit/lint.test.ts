@@ -125,6 +125,116 @@ describe('lint rules', () => {
     assert.equal(findings[0]!.fixes.filter((f) => f.preferred).length, 0);
   });
 
+  it('FSDP002: a root wrap and block wraps in exclusive arms of an `if` are never compared', async () => {
+    const head = 'from torch.distributed.fsdp import fully_shard\n\ndef shard(model, flat):\n';
+    // Either the whole model as one unit, or the blocks then the model: each arm wraps bottom-up.
+    const elseArm = [
+      '    if flat:',
+      '        fully_shard(model)',
+      '    else:',
+      '        for b in model.blocks:',
+      '            fully_shard(b)',
+      '        fully_shard(model)',
+      '',
+    ].join('\n');
+    // The same choice through an early return: the code after the `if` runs only when the arm did not.
+    const early = [
+      '    if flat:',
+      '        fully_shard(model)',
+      '        return model',
+      '    for b in model.blocks:',
+      '        fully_shard(b)',
+      '    fully_shard(model)',
+      '    return model',
+      '',
+    ].join('\n');
+    const elifArm = [
+      '    if flat == "one":',
+      '        fully_shard(model)',
+      '    elif flat == "blocks":',
+      '        for b in model.blocks:',
+      '            fully_shard(b)',
+      '        fully_shard(model)',
+      '',
+    ].join('\n');
+    for (const body of [elseArm, early, elifArm])
+      assert.deepEqual(
+        (await lint(head + body)).map((f) => `${f.rule}:${f.range.start.line + 1}`),
+        [],
+        body,
+      );
+    // Still reported: the root first in the same arm, and a root in an arm that falls through to the blocks.
+    const sameArm = [
+      '    if flat:',
+      '        fully_shard(model)',
+      '        for b in model.blocks:',
+      '            fully_shard(b)',
+      '',
+    ].join('\n');
+    const fallsThrough = [
+      '    if flat:',
+      '        fully_shard(model)',
+      '    for b in model.blocks:',
+      '        fully_shard(b)',
+      '',
+    ].join('\n');
+    for (const body of [sameArm, fallsThrough])
+      assert.deepEqual(
+        (await lint(head + body)).map((f) => `${f.rule}:${f.range.start.line + 1}`),
+        ['FSDP002:5'],
+        body,
+      );
+  });
+
+  it('FSDP004: an optimizer and a wrap in exclusive arms are never compared', async () => {
+    const text = [
+      'import torch',
+      'from torch.distributed.fsdp import fully_shard',
+      '',
+      'def setup(model, plain):',
+      '    if plain:',
+      '        opt = torch.optim.AdamW(model.parameters())',
+      '    else:',
+      '        for b in model.blocks:',
+      '            fully_shard(b)',
+      '        fully_shard(model)',
+      '        opt = torch.optim.AdamW(model.parameters())',
+      '    return opt',
+      '',
+    ].join('\n');
+    assert.deepEqual(await lint(text), []);
+    // The optimizer before the wrap inside one arm is still reported.
+    const inArm = text.replace(
+      '        for b in model.blocks:',
+      '        early = torch.optim.SGD(model.parameters())\n        for b in model.blocks:',
+    );
+    assert.deepEqual(
+      (await lint(inArm)).map((f) => `${f.rule}:${f.range.start.line + 1}`),
+      ['FSDP004:8'],
+    );
+    // The arms are recorded from the function down, with the arm each fact sits in.
+    const facts = await scanSource(text);
+    assert.deepEqual(facts.optimizers[0]!.branch, [{ at: text.indexOf('if plain'), arms: [0] }]);
+    assert.deepEqual(facts.calls[0]!.branch, [{ at: text.indexOf('if plain'), arms: [1] }]);
+  });
+
+  it('FSDP001: block wraps and the root wrap in exclusive arms are not reported (the root may be wrapped elsewhere)', async () => {
+    const text = [
+      'from torch.distributed.fsdp import fully_shard',
+      'model = build()',
+      'if per_block:',
+      '    for b in model.blocks:',
+      '        fully_shard(b)',
+      'else:',
+      '    fully_shard(model)',
+      '',
+    ].join('\n');
+    assert.deepEqual(
+      (await lint(text)).map((f) => f.rule),
+      [],
+    );
+  });
+
   it('FSDP001: blocks iterated through a local list or comprehension belong to the wrapped model', async () => {
     const head = 'from torch.distributed.fsdp import fully_shard\nmodel = build()\n';
     const tail = 'for layer in blocks:\n    fully_shard(layer)\nfully_shard(model)\n';
@@ -145,6 +255,67 @@ describe('lint rules', () => {
       await lint(`${head}blocks = get_layers(model)\nfor layer in blocks:\n    fully_shard(layer)\n`),
       [],
     );
+  });
+
+  it('FSDP001: a written-out list of modules in a helper, and a list built by appends, belong to the wrapped model', async () => {
+    const listed = [
+      'from torch.distributed.fsdp import fully_shard',
+      '',
+      'def shard(model):',
+      '    for layer in model.layers:',
+      '        fully_shard(layer)',
+      '    modules = [model.tok_embeddings, model.norm, model.output]',
+      '    for m in modules:',
+      '        fully_shard(m)',
+      '    fully_shard(model)',
+      '',
+    ].join('\n');
+    const appended = [
+      'from torch.distributed.fsdp import fully_shard',
+      '',
+      'def shard(model):',
+      '    mods = []',
+      '    mods.append(model.embed)',
+      '    mods.append(model.head)',
+      '    mods += [model.norm]',
+      '    for m in mods:',
+      '        fully_shard(m)',
+      '    fully_shard(model)',
+      '',
+      'shard(build())',
+      '',
+    ].join('\n');
+    for (const [text, paths] of [
+      [
+        listed,
+        [
+          ['model', 'tok_embeddings'],
+          ['model', 'norm'],
+          ['model', 'output'],
+        ],
+      ],
+      [
+        appended,
+        [
+          ['model', 'embed'],
+          ['model', 'head'],
+          ['model', 'norm'],
+        ],
+      ],
+    ] as const) {
+      assert.deepEqual(await lint(text), [], text);
+      const facts = await scanSource(text);
+      const loop = facts.calls.find((c) => c.loop && c.target === 'm')!;
+      assert.deepEqual(loop.paths, paths);
+      assert.equal(facts.calls[facts.calls.length - 1]!.isRoot, true);
+    }
+    // Without the root wrap, the finding names the model, never the Python list.
+    const [f] = await lint(appended.replace('    fully_shard(model)\n', ''));
+    assert.equal(f?.rule, 'FSDP001');
+    assert.match(f!.message, /but `model` itself never is/);
+    // A list filled by something the scan cannot read says nothing of the model, and nothing is reported about the list.
+    const opaque = appended.replace('    mods.append(model.head)', '    extend_with_heads(mods)');
+    assert.deepEqual(await lint(opaque.replace('    fully_shard(model)\n', '')), []);
   });
 
   it('FSDP001: the fix leaves out options computed from the loop variables', async () => {
@@ -209,6 +380,58 @@ describe('lint rules', () => {
       (await lint(reversed.replace('X', 'torch.distributed._composable.fsdp import'))).map((f) => f.rule),
       ['FSDP005'],
     );
+  });
+
+  it('FSDP005: a legacy import behind a version or feature check, with the public import in the other arm, is a fallback', async () => {
+    const publicImport = 'from torch.distributed.fsdp import fully_shard';
+    const legacyImport = 'from torch.distributed._composable.fsdp import fully_shard';
+    const gate = (condition: string, newerFirst = true) =>
+      [
+        'import torch',
+        'import packaging.version',
+        'from packaging import version',
+        `if ${condition}:`,
+        `    ${newerFirst ? publicImport : legacyImport}`,
+        'else:',
+        `    ${newerFirst ? legacyImport : publicImport}`,
+        'for layer in model.layers:',
+        '    fully_shard(layer)',
+        'fully_shard(model)',
+        '',
+      ].join('\n');
+    for (const text of [
+      gate('version.parse(torch.__version__) >= version.parse("2.6")'),
+      gate('torch.__version__ < "2.6"', false),
+      gate('hasattr(torch.distributed.fsdp, "fully_shard")'),
+      gate('packaging.version.Version(torch.__version__) >= packaging.version.Version("2.6.0")'),
+      gate('TORCH_VERSION >= (2, 6)'),
+    ]) {
+      assert.deepEqual(await lint(text), [], text);
+      const facts = await scanSource(text);
+      assert.deepEqual(
+        facts.imports.filter((i) => i.legacy).map((i) => i.fallback),
+        [true],
+        text,
+      );
+    }
+    // An unrelated condition, or a version check with no public import in the other arm: still reported.
+    for (const text of [
+      gate('use_fsdp2'),
+      ['import torch', 'if torch.__version__ < "2.6":', `    ${legacyImport}`, ''].join('\n'),
+      [
+        'import torch',
+        'if torch.__version__ >= "2.6":',
+        '    from torch.distributed.fsdp import MixedPrecisionPolicy',
+        'else:',
+        `    ${legacyImport}`,
+        '',
+      ].join('\n'),
+    ])
+      assert.deepEqual(
+        (await lint(text)).map((f) => f.rule),
+        ['FSDP005'],
+        text,
+      );
   });
 
   it('FSDP005: the legacy module imported by name, and the whole dotted path without `as`', async () => {
@@ -486,6 +709,95 @@ describe('lint rules that check values', () => {
     const fsdp2 =
       'import torch\nfrom torch.distributed.fsdp import fully_shard\nfully_shard(model)\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n';
     assert.deepEqual(await lint(fsdp2), []);
+  });
+});
+
+describe('lint rules that narrow by isinstance', () => {
+  const head = [
+    'import torch',
+    'from torch.distributed.fsdp import FSDPModule',
+    'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+    'from torch.distributed.fsdp import FullyShardedDataParallel',
+    'model = FSDP(model, auto_wrap_policy=policy)',
+    '',
+  ];
+  const rules = async (body: string[]) =>
+    (await lint([...head, ...body, ''].join('\n'))).map((f) => `${f.rule}:${f.range.start.line + 1}`);
+
+  it('FSDP009: quiet where an isinstance check says the model is not an FSDP1 module', async () => {
+    const cases = [
+      [
+        'def step(model):',
+        '    if isinstance(model, FSDP):',
+        '        model.clip_grad_norm_(1.0)',
+        '    else:',
+        '        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      ],
+      [
+        'def step(model):',
+        '    if not isinstance(model, FullyShardedDataParallel):',
+        '        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      ],
+      [
+        'def step(model):',
+        '    if isinstance(model, (FSDP, FullyShardedDataParallel)):',
+        '        model.clip_grad_norm_(1.0)',
+        '        return',
+        '    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      ],
+      [
+        'def step(model):',
+        '    if isinstance(model, FSDPModule):',
+        '        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      ],
+      [
+        'def step(model):',
+        '    if isinstance(model, torch.distributed.fsdp.FullyShardedDataParallel):',
+        '        model.clip_grad_norm_(1.0)',
+        '    elif True:',
+        '        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      ],
+    ];
+    for (const body of cases) assert.deepEqual(await rules(body), [], body.join('\n'));
+  });
+
+  it('FSDP009: still reported where the model is FSDP1, or where the check is about another object', async () => {
+    assert.deepEqual(
+      await rules([
+        'def step(model):',
+        '    if isinstance(model, FSDP):',
+        '        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      ]),
+      ['FSDP009:9'],
+    );
+    assert.deepEqual(
+      await rules([
+        'def step(model, other):',
+        '    if not isinstance(other, FSDP):',
+        '        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      ]),
+      ['FSDP009:9'],
+    );
+  });
+
+  it('FSDP009: an FSDP1 wrap in one arm says nothing of a clip in the other', async () => {
+    const text = [
+      'import torch',
+      'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard',
+      'def setup(model, legacy):',
+      '    if legacy:',
+      '        model = FSDP(model, auto_wrap_policy=policy)',
+      '    else:',
+      '        fully_shard(model)',
+      '        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      '    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      '',
+    ].join('\n');
+    // The clip after the `if` runs after either wrap: reported; the one in the FSDP2 arm is not.
+    assert.deepEqual(
+      (await lint(text)).map((f) => `${f.rule}:${f.range.start.line + 1}`),
+      ['FSDP009:9'],
+    );
   });
 });
 

@@ -17,6 +17,7 @@ import type { ImportTable } from '../python/imports';
 import { truthy } from '../python/operators';
 import { toPlain } from '../python/plain';
 import { conditionParts, dottedText, enclosingFunction, findBinding, type Binding } from '../python/scope';
+import { lastSegment } from './options';
 import { sameKey, setEntry, UNKNOWN, type DictEntry, type DictV, type Value } from '../python/values';
 
 export interface EvalLimits {
@@ -104,6 +105,16 @@ export class Evaluator extends Expressions<null> {
 
   protected attribute(base: Value, attr: string, node: Node): Value {
     if (base.k === 'ref') return { k: 'ref', name: `${base.name}.${attr}`, bound: base.bound };
+    // `args.model` of `args = parser.parse_args()`: the option's default, which a command line may change.
+    if (base.k === 'call' && lastSegment(base.callee) === 'parse_args' && !base.args.length) {
+      const d = this.argparseDefault(attr);
+      if (d) return d;
+    }
+    // `cfg.batch_size` of `cfg = Config()`, a dataclass of this file: the field's default.
+    if (base.k === 'call' && !(attr in base.kwargs)) {
+      const d = this.dataclassDefault(base, attr);
+      if (d) return d;
+    }
     if (base.k === 'dict') {
       const e = base.entries.find((x) => x.key.k === 'str' && x.key.v === attr);
       if (e) return e.value;
@@ -231,6 +242,103 @@ export class Evaluator extends Expressions<null> {
         return false;
       }),
     );
+  }
+
+  /** The defaults this evaluator read for values (argparse options, dataclass fields): what they were and where. */
+  readonly defaultsRead: { what: string; line: number }[] = [];
+
+  /**
+   * The default of the `add_argument` option whose destination is `dest`, as argparse computes it: `default=`
+   * (a string default passed through `type=`, as argparse.ArgumentParser._get_values does for string defaults),
+   * else False for `store_true`, True for `store_false`, None otherwise. Undefined when no option of the file has
+   * that destination, or several disagree.
+   */
+  private argparseDefault(dest: string): Value | undefined {
+    const found: { v: Value; option: string; line: number }[] = [];
+    for (const id of this.file.identifiers('add_argument')) {
+      const attr = up(id);
+      const call = up(attr);
+      if (
+        attr?.type !== 'attribute' ||
+        call?.type !== 'call' ||
+        call.childForFieldName('function')?.id !== attr.id
+      )
+        continue;
+      const args = call.childForFieldName('arguments')?.namedChildren ?? [];
+      const names = args
+        .filter((a) => a.type === 'string')
+        .map((a) => a.text.replace(/^[rbuRBU]*['"]|['"]$/g, ''));
+      const kw = (k: string) =>
+        args
+          .find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === k)
+          ?.childForFieldName('value');
+      const explicit = kw('dest');
+      const long = names.find((n) => n.startsWith('--'));
+      const d =
+        explicit?.type === 'string'
+          ? explicit.text.replace(/^['"]|['"]$/g, '')
+          : (long ?? names.find((n) => !n.startsWith('-')) ?? names[0] ?? '')
+              .replace(/^-+/, '')
+              .replace(/-/g, '_');
+      if (d !== dest) continue;
+      const action = kw('action')?.text.replace(/^['"]|['"]$/g, '');
+      const dflt = kw('default');
+      let v: Value = dflt
+        ? this.evaluate(dflt, null)
+        : action === 'store_true'
+          ? { k: 'bool', v: false }
+          : action === 'store_false'
+            ? { k: 'bool', v: true }
+            : { k: 'none' };
+      const type = kw('type')?.text;
+      if (v.k === 'str' && (type === 'int' || type === 'float')) {
+        const n = Number(v.v);
+        v =
+          Number.isFinite(n) && (type === 'float' || Number.isInteger(n))
+            ? { k: 'num', v: n, int: type === 'int' }
+            : UNKNOWN(v.v, `${type}("${v.v}")`);
+      }
+      found.push({ v, option: long ?? names[0] ?? dest, line: call.startPosition.row + 1 });
+    }
+    const first = found[0];
+    if (!first || found.some((f) => JSON.stringify(toPlain(f.v)) !== JSON.stringify(toPlain(first.v))))
+      return undefined;
+    this.defaultsRead.push({ what: `the default of ${first.option}`, line: first.line });
+    return first.v;
+  }
+
+  /**
+   * A field's default of a `@dataclass` class of this file constructed without it (`Config()`): `x: int = 4`, or
+   * `field(default=4)`. Undefined for other classes, fields without a default and `default_factory`.
+   */
+  private dataclassDefault(call: Value & { k: 'call' }, attr: string): Value | undefined {
+    const name = call.callee;
+    if (!/^[A-Z]\w*$/.test(name) || call.args.length) return undefined;
+    const def = this.file
+      .identifiers(name)
+      .map((id) => up(id))
+      .find((p) => p?.type === 'class_definition');
+    if (!def) return undefined;
+    const decorated = up(def);
+    const isDataclass =
+      decorated?.type === 'decorated_definition' &&
+      decorated.namedChildren.some((d) => d.type === 'decorator' && /\bdataclass\b/.test(d.text));
+    if (!isDataclass) return undefined;
+    for (const stmt of def.childForFieldName('body')?.namedChildren ?? []) {
+      const a = stmt.type === 'expression_statement' ? stmt.namedChildren[0] : null;
+      if (a?.type !== 'assignment' || a.childForFieldName('left')?.text !== attr) continue;
+      const right = a.childForFieldName('right');
+      if (!right) return undefined;
+      let v = this.evaluate(right, null);
+      if (v.k === 'call' && lastSegment(v.callee) === 'field') {
+        const d = v.kwargs.default;
+        if (!d) return undefined;
+        v = d;
+      }
+      this.defaultsRead.push({ what: `the default of ${name}.${attr}`, line: a.startPosition.row + 1 });
+      return v;
+    }
+    return undefined;
   }
 
   /** `fromCallSites`, remembered unless the evaluation was cut short (then the answer depends on where it began). */

@@ -101,6 +101,26 @@ export interface LoopFact {
   range: Range;
 }
 
+/**
+ * One `if` statement a fact runs under, from the enclosing function (or the module) down: the statement's start
+ * offset and the arms the fact can run in (0 the first arm, then each `elif` and the `else`; an `if` without `else`
+ * numbers "no arm taken" after its last arm). A fact inside an arm names that arm; one after an `if` some arm of
+ * which always returns or raises names the arms that fall through. Facts whose steps for one `if` share no arm can
+ * never both run in one pass.
+ */
+export interface BranchStep {
+  at: number;
+  arms: number[];
+}
+
+/** `isinstance(x, Cls)` tested around a fact: the object, the classes (qualified when imported), negated or not. */
+export interface TypeTest {
+  subject: string;
+  classes: string[];
+  /** The fact runs where the test is false (an `else` arm, `if not isinstance(...)`, after an early return). */
+  negated: boolean;
+}
+
 export interface WrapCall {
   api: WrapApi;
   /** The file the call is in (the path the scan was given): with `line`, the call's identity across files. */
@@ -125,6 +145,8 @@ export interface WrapCall {
   loops: LoopFact[];
   /** Source text of the `if` conditions the call sits under, outermost first. */
   conditions: string[];
+  /** The `if` arms the call runs in, within its function. */
+  branch: BranchStep[];
   /** The enclosing function (`Trainer.setup`), or null at module level. */
   function: string | null;
   /** The module the API was imported from, or null when the file does not import it. */
@@ -150,6 +172,8 @@ export interface WrapCall {
   classFilter: string[] | null;
   /** Why the call can never run, when the scan can tell (a condition that is always false). */
   neverRuns?: string;
+  /** Set when the call is off on the default path: a condition false by a default a command line may change. */
+  offByDefault?: string;
   /** Inside `with enable_wrap(...)` (FSDP1 manual wrapping): the options that block sets. */
   enableWrap?: Record<string, OptionFact>;
 }
@@ -181,6 +205,8 @@ export interface OptimizerFact {
   /** The variable whose parameters it takes (`model`), when it reads `X.parameters()`. */
   target: string | null;
   function: string | null;
+  /** The `if` arms the construction runs in, within its function. */
+  branch: BranchStep[];
   options: Record<string, OptionFact>;
 }
 
@@ -194,6 +220,8 @@ export interface ModelFact {
   qualified: string;
   /** `from_pretrained("org/name")` / `from_config`: the Hugging Face id when constant. */
   pretrained: string | null;
+  /** Where the id came from when it is a default a command line may change (`the default of --model at line 5`). */
+  pretrainedVia?: string;
   /** Built under `with torch.device("meta")`. */
   meta: boolean;
   /** A dtype passed when loading (`torch_dtype=torch.bfloat16`). */
@@ -243,6 +271,10 @@ export interface TrainingFact {
   /** For casts: the dtype the module is cast to. */
   dtype?: string;
   function: string | null;
+  /** The `if` arms the call runs in, within its function. */
+  branch: BranchStep[];
+  /** `isinstance` tests around the call (present when there are any). */
+  typeTests?: TypeTest[];
 }
 
 export interface AnnotationFact {
@@ -267,7 +299,10 @@ export interface ImportFact {
   legacy: boolean;
   /** The module path the fix should write in place of `from` (absent when no mechanical rewrite is safe). */
   rewrite?: string;
-  /** In an `except` clause: the fallback of a `try` import, run only where that one fails. */
+  /**
+   * A fallback run only where the preferred import is unavailable: in the `except` clause of a `try` import, or in
+   * an arm of an `if` that checks the PyTorch version (or `hasattr`) whose other arm imports from the public path.
+   */
   fallback?: boolean;
 }
 

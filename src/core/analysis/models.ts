@@ -53,7 +53,10 @@ export function modelFact(
 ): ModelFact {
   const args = readArgs(file, call);
   const idNode = args.keywords.get('pretrained_model_name_or_path') ?? args.positional[0] ?? null;
+  const before = ev.defaultsRead.length;
   const id = idNode ? ev.eval(idNode) : null;
+  // An id that is a default (`--model` of argparse, a dataclass field): a command line may change it.
+  const defaults = ev.defaultsRead.slice(before);
   const { options } = readOptions(ev, args, null, []);
   const dtypeNode = args.keywords.get('torch_dtype') ?? args.keywords.get('dtype');
   const parent = up(call);
@@ -68,6 +71,9 @@ export function modelFact(
     callee: fn.text,
     qualified,
     pretrained: id?.k === 'str' ? id.v : null,
+    ...(id?.k === 'str' && defaults.length
+      ? { pretrainedVia: defaults.map((d) => `${d.what} at line ${d.line}`).join(', ') }
+      : {}),
     meta: isMetaDevice(file, ev, call),
     dtype: dtypeNode ? (dtypeOf(ev.eval(dtypeNode)) ?? null) : null,
     args: options,

@@ -1,4 +1,5 @@
 /** Module paths of wrapped expressions: `model.layers[3]` is model/layers/3, a loop variable over `model.layers` is model/layers/*, over `model.named_modules()` model/**, through helpers, getattr and comprehensions. */
+import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 import { dottedText, findBinding } from '../python/scope';
@@ -56,7 +57,8 @@ const LITERAL_ELEMENTS = 64;
 
 /**
  * The module paths a wrapped expression denotes: one, except for a loop variable over a list or tuple written out
- * (`for m in [model.embed, model.norm]`, or through a name bound to one), which denotes each element in turn.
+ * (`for m in [model.embed, model.norm]`, or through a name bound to one, perhaps grown by `.append(...)`), which
+ * denotes each element in turn.
  */
 export function pathsOf(file: SourceFile, expr: Node, inLoopAt: Node | null): string[][] {
   const literal = expr.type === 'identifier' && inLoopAt ? loopLiteral(file, expr) : null;
@@ -68,14 +70,56 @@ function loopLiteral(file: SourceFile, name: Node): Node[] | null {
   const b = findBinding(file, name.text, name);
   if (b?.kind !== 'loop' || b.loop.childForFieldName('left')?.type !== 'identifier') return null;
   let it = b.loop.childForFieldName('right');
+  const added: Node[] = [];
   if (it?.type === 'identifier') {
     const v = findBinding(file, it.text, it);
-    it = v?.kind === 'assign' && v.value && v.statement.startIndex < it.startIndex ? v.value : null;
+    const bound = v?.kind === 'assign' && v.value && v.statement.startIndex < it.startIndex ? v : null;
+    const grown = bound ? listAdditions(file, it.text, bound.statement.endIndex, it.startIndex) : null;
+    if (!bound || !grown) return null;
+    added.push(...grown);
+    it = bound.value;
   }
   if (!it || (it.type !== 'list' && it.type !== 'tuple')) return null;
-  const elements = it.namedChildren.filter((c) => c.type !== 'comment');
+  if (added.length && it.type !== 'list') return null;
+  const elements = [...it.namedChildren.filter((c) => c.type !== 'comment'), ...added];
   if (!elements.length || elements.length > LITERAL_ELEMENTS) return null;
   return elements.every((e) => e.type === 'attribute' || e.type === 'subscript') ? elements : null;
+}
+
+/**
+ * The elements `name.append(x)`, `name.insert(i, x)`, `name.extend([...])` and `name += [...]` add between two
+ * offsets, or null when the name is used there in any other way (passed to a helper that may fill it, rebound).
+ */
+function listAdditions(file: SourceFile, name: string, from: number, to: number): Node[] | null {
+  const out: Node[] = [];
+  for (const id of file.identifiers(name, from, to)) {
+    const p = up(id);
+    if (p?.type === 'augmented_assignment' && p.childForFieldName('left')?.id === id.id) {
+      const right = p.childForFieldName('right');
+      if (
+        p.childForFieldName('operator')?.text !== '+=' ||
+        (right?.type !== 'list' && right?.type !== 'tuple')
+      )
+        return null;
+      out.push(...right.namedChildren.filter((c) => c.type !== 'comment'));
+      continue;
+    }
+    const call = up(p);
+    const method = p?.type === 'attribute' && p.childForFieldName('object')?.id === id.id ? p : null;
+    if (!method || call?.type !== 'call' || call.childForFieldName('function')?.id !== method.id) return null;
+    const args = call.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
+    const verb = method.childForFieldName('attribute')?.text;
+    if (verb === 'append' && args.length === 1) out.push(args[0]!);
+    else if (verb === 'insert' && args.length === 2) out.push(args[1]!);
+    else if (
+      verb === 'extend' &&
+      args.length === 1 &&
+      (args[0]!.type === 'list' || args[0]!.type === 'tuple')
+    )
+      out.push(...args[0]!.namedChildren.filter((c) => c.type !== 'comment'));
+    else return null;
+  }
+  return out;
 }
 
 /** `checkpoint_wrapper(block, ...)` / `FSDP(block)` style calls pass their module through. */
@@ -163,6 +207,15 @@ export function elementPath(file: SourceFile, expr: Node, depth: number): string
       ((b.value.type === 'call' && !constructsModule(b.value)) || COMPREHENSIONS.includes(b.value.type))
     )
       return elementPath(file, b.value, depth + 1);
+    // A Python list or tuple whose elements were not read (`mods = []` filled by a helper): its elements are
+    // unknown, and the name itself is never a module. Opaque, as for a comprehension.
+    if (
+      b?.kind === 'assign' &&
+      b.value &&
+      b.statement.startIndex < it.startIndex &&
+      (b.value.type === 'list' || b.value.type === 'tuple')
+    )
+      return [b.value.text, '*'];
   }
   if (it.type === 'subscript' && it.childForFieldName('subscript')?.type === 'slice') {
     const v = it.childForFieldName('value');

@@ -5,6 +5,7 @@ import { type SourceFile, rangeOf } from '../parsing/source';
 import { enclosingFunction, enclosingStatement, findBinding, qualifiedName } from '../python/scope';
 import { OPTIMIZERS } from './apis';
 import { readArgs, readOptions } from './arguments';
+import { branchPath } from './branches';
 import { statementInfo, loopsOf } from './context';
 import { type Evaluator } from './evaluator';
 import type { CheckpointFact, MeshFact, MixedPrecisionFact, OptimizerFact } from './facts';
@@ -102,6 +103,7 @@ export function optimizerFact(file: SourceFile, ev: Evaluator, call: Node, quali
     paramsText: paramsNode?.text ?? '',
     target,
     function: scope ? qualifiedName(scope) : null,
+    branch: branchPath(call, scope),
     options: readOptions(ev, { ...args, positional: [] }, null, ['params']).options,
   };
 }

@@ -5,6 +5,7 @@ import { type SourceFile, rangeOf } from '../parsing/source';
 import { dtypeOf } from '../python/plain';
 import { enclosingFunction, qualifiedName } from '../python/scope';
 import { readArgs, readOptions } from './arguments';
+import { branchPath, typeTestsOf } from './branches';
 import { type Evaluator } from './evaluator';
 import type { TrainingFact } from './facts';
 import { lastSegment } from './options';
@@ -35,6 +36,7 @@ export function trainingFact(
   if (kind === 'clip_grad_norm' && !qualified.startsWith('torch.')) target = obj?.text ?? null;
   else if (kind === 'clip_grad_norm')
     target = parametersOwner(args.keywords.get('parameters') ?? args.positional[0]);
+  const typeTests = typeTestsOf(ev, call, scope);
   return {
     kind,
     line: file.line(call),
@@ -46,6 +48,8 @@ export function trainingFact(
     qualified,
     ...(castDtype ? { dtype: castDtype } : {}),
     function: scope ? qualifiedName(scope) : null,
+    branch: branchPath(call, scope),
+    ...(typeTests.length ? { typeTests } : {}),
   };
 }
 
@@ -88,6 +92,7 @@ export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
         qualified: 'to',
         dtype,
         function: scope ? qualifiedName(scope) : null,
+        branch: branchPath(call!, scope),
       });
     }
   }
@@ -123,6 +128,7 @@ export function frozenAssignments(file: SourceFile): TrainingFact[] {
       qualified: 'requires_grad',
       target,
       function: scope ? qualifiedName(scope) : null,
+      branch: branchPath(assign, scope),
     });
   }
   return out;

@@ -14,6 +14,7 @@ import {
 import type { Position } from '../vocabulary/range';
 import { classifyApi } from './apis';
 import { callOf, readArgs, readOptions } from './arguments';
+import { branchPath } from './branches';
 import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, statementInfo } from './context';
 import { type Evaluator } from './evaluator';
 import type { FunctionFact, LoopFact, OptionFact, WrapCall } from './facts';
@@ -62,6 +63,7 @@ export function wrapCall(
     loop: loops[loops.length - 1] ?? null,
     loops,
     conditions: conditionsOf(call, scope),
+    branch: branchPath(call, scope),
     function: scope ? qualifiedName(scope) : null,
     importPath: module || null,
     legacy,
@@ -83,7 +85,8 @@ export function wrapCall(
         if (!(name in fact.options)) fact.options[name] = { ...o, inherited: 'enable_wrap' };
   }
   const never = neverRunsReason(ev, call, scope);
-  if (never) fact.neverRuns = never;
+  if (never?.byDefault) fact.offByDefault = never.reason;
+  else if (never) fact.neverRuns = never.reason;
   return fact;
 }
 
@@ -118,12 +121,31 @@ export function classFilterOf(
 /** Methods whose iteration yields `(name, value)` pairs, not modules. */
 export const PAIR_ITERATORS = /\.(named_modules|named_children|named_parameters|named_buffers|items)\(\)$/;
 
-/** Why a call can never run: an enclosing condition that is always false. */
-export function neverRunsReason(ev: Evaluator, call: Node, scope: Node | null): string | null {
+/**
+ * Why a call can never run: an enclosing condition that is always false. A condition false only by a default a
+ * command line may change (`if args.fsdp1:` with `--fsdp1` a `store_true` option) is `byDefault`: the call is
+ * off on the default path, not dead code.
+ */
+export function neverRunsReason(
+  ev: Evaluator,
+  call: Node,
+  scope: Node | null,
+): { reason: string; byDefault: boolean } | null {
   for (const part of conditionParts(call, scope)) {
+    const before = ev.defaultsRead.length;
     const v = truthy(ev.eval(part.node));
-    if (v !== undefined && v === part.negated)
-      return `the condition \`${part.node.text}\` is always ${v ? 'true' : 'false'} here`;
+    if (v !== undefined && v === part.negated) {
+      const defaults = ev.defaultsRead.slice(before);
+      return defaults.length
+        ? {
+            reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${defaults.map((d) => `${d.what} (line ${d.line})`).join(', ')}`,
+            byDefault: true,
+          }
+        : {
+            reason: `the condition \`${part.node.text}\` is always ${v ? 'true' : 'false'} here`,
+            byDefault: false,
+          };
+    }
     if (part.negated || part.node.type !== 'call') continue;
     // `for m in model.named_modules(): if isinstance(m, Block)`: m is a (name, module) pair, never a Block.
     const fn = part.node.childForFieldName('function');
@@ -136,7 +158,10 @@ export function neverRunsReason(ev: Evaluator, call: Node, scope: Node | null): 
       if (left?.type === 'identifier' && left.text === subject.text && right) {
         const it = right.text.trim();
         if (PAIR_ITERATORS.test(it) || /^enumerate\(/.test(it))
-          return `\`for ${left.text} in ${it}\` yields (name, module) pairs, so \`${part.node.text}\` is never true`;
+          return {
+            reason: `\`for ${left.text} in ${it}\` yields (name, module) pairs, so \`${part.node.text}\` is never true`,
+            byDefault: false,
+          };
       }
     }
   }
@@ -187,6 +212,7 @@ export function incompleteWrapCall(
     loop: loops[0] ?? null,
     loops,
     conditions: [],
+    branch: [],
     function: scope ? qualifiedName(scope) : null,
     importPath: module || null,
     legacy,

@@ -11,6 +11,7 @@ import type { Finding, LintOptions } from '../lint/types';
 import { formatOf } from '../frameworks/configDoc';
 import type { ConfigReading } from '../frameworks/read';
 import { estimateFile, type AnalyzeOptions, type EstimateResult } from '../resolve/analyze';
+import { helperPlan } from '../resolve/helpers';
 import type { ModelChoice } from '../inputs/model';
 import { companionScript, configFacts, fromCompanion, readConfigInProject } from '../resolve/configFile';
 import * as path from 'node:path';
@@ -40,12 +41,15 @@ export function analyzeFacts(
 ): FileAnalysis {
   let estimate: EstimateResult | undefined;
   // An `Accelerator()` alone (plain data parallelism, or a model made elsewhere) is no FSDP plan to estimate.
+  const project = opts.estimate.project;
   if (
     facts.calls.length ||
     facts.models.length ||
     facts.frameworkCalls.some((c) => c.kind !== 'Accelerator') ||
     opts.estimate.framework ||
-    opts.estimate.flags?.model
+    opts.estimate.flags?.model ||
+    // Wraps made through a helper of another file of the project.
+    (project && helperPlan(project, facts).calls.length > 0)
   ) {
     try {
       estimate = clipped(estimateFile(facts, opts.estimate));

@@ -262,7 +262,7 @@ function stepTraffic(
     {
       name: 'forward all-gathers',
       bytes: sum(units, (u) => u.traffic.forwardAllGatherBytes) * K,
-      formula: `${units.length} units: ${frac} x ${fmtCount(sum(units, (u) => u.params))} params x ${ag} B (${ctx.gatherDtype})${times}`,
+      formula: `${count(units.length, 'unit')}: ${frac} x ${fmtCount(sum(units, (u) => u.params))} params x ${ag} B (${ctx.gatherDtype})${times}`,
     },
     {
       name: 'backward all-gathers',

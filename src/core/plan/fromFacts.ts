@@ -57,6 +57,16 @@ function offloadOf(c: WrapCall, notes: string[], where: string): boolean {
  * The FSDP plan a file describes, mapped onto the model's modules: FSDP2 wrap calls in the order they run, an
  * FSDP1 auto-wrap policy applied as `wrap.py` does, or (no wrap call) one unit per decoder block plus the root.
  */
+/**
+ * The wrap calls the estimate follows: those that can run, on the default path (a call a default keeps from
+ * running is left out). When every wrap is off by default (`if args.fsdp:`), the plan is the one those wraps make.
+ */
+export function callsThatRun(facts: FileFacts): WrapCall[] {
+  const live = facts.calls.filter((c) => !c.incomplete && !c.neverRuns);
+  const onDefaultPath = live.filter((c) => !c.offByDefault);
+  return onDefaultPath.length ? onDefaultPath : live;
+}
+
 export function planFromFacts(
   facts: FileFacts,
   root: ModuleNode,
@@ -67,10 +77,18 @@ export function planFromFacts(
   const peft =
     facts.calls.some((c) => c.paths.some((p) => p.indexOf('base_model', 1) > 0)) &&
     !hasModuleNamed(root, 'base_model');
-  const calls = facts.calls
-    .filter((c) => !c.incomplete && !c.neverRuns)
-    .map((c) => (peft ? { ...c, paths: c.paths.map(throughPeft) } : c));
   const notes: string[] = [];
+  const live = facts.calls.filter((c) => !c.incomplete && !c.neverRuns);
+  const onDefaultPath = live.filter((c) => !c.offByDefault);
+  const chosen = callsThatRun(facts);
+  for (const c of live)
+    if (c.offByDefault)
+      notes.push(
+        onDefaultPath.length
+          ? `${file}:${c.line}: ${c.callee}(${c.target}) is left out: ${c.offByDefault}; a command line may change it`
+          : `${file}:${c.line}: ${c.callee}(${c.target}) runs only off the default path (${c.offByDefault}); estimated as if it ran`,
+      );
+  const calls = chosen.map((c) => (peft ? { ...c, paths: c.paths.map(throughPeft) } : c));
   if (!calls.length) {
     return {
       api: 'fsdp2',

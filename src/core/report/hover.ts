@@ -10,7 +10,7 @@ import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import type { FrameworkPlan } from '../frameworks/types';
 import { unitsOfCall } from './summary';
-import { atLeast, clip, peakWhere, spaced } from '../vocabulary/words';
+import { atLeast, clip, count, peakWhere, spaced } from '../vocabulary/words';
 import { planLabel } from '../vocabulary/fsdp';
 import { sourceText } from './text';
 
@@ -63,7 +63,7 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
   const W = e.mesh.shardGroup;
   const fit = e.targetFit;
   L.push(
-    `${e.units.length} units over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
+    `${count(e.units.length, 'unit')} over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
       (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : ''),
     '',
     '| per GPU | bytes | how |',

@@ -6,7 +6,7 @@ import type { FrameworkPlan } from '../frameworks/types';
 import { type Estimate, type UnitEstimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtParams, type ByteUnit } from '../vocabulary/bytes';
-import { atLeast, peakWhere, shortGpu, spaced } from '../vocabulary/words';
+import { atLeast, count, peakWhere, shortGpu, spaced } from '../vocabulary/words';
 import { planLabel } from '../vocabulary/fsdp';
 
 /** The units a wrap call created. */
@@ -46,7 +46,7 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
         : `fit on ${on} undecided (${e.gaps.length} part${e.gaps.length === 1 ? '' : 's'} not counted)`;
   const least = atLeast(e.gaps.length > 0);
   return (
-    `${e.units.length} units · ${least}${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
+    `${count(e.units.length, 'unit')} · ${least}${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
     `peak ${least}${b(e.perGpu.peakBytes)}${spaced(peakWhere(e.perGpu.peakAt))} · ${verdict} · ` +
     `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp})`
   );

@@ -82,7 +82,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
     `${e.model.name}  ·  ${least}${fmtCount(e.model.params)} parameters (${fmtParams(e.model.params)})` +
       (e.gaps.length ? ' counted' : ''),
   );
-  L.push(`Plan      ${api} · ${e.units.length} units: ${planSummary(e, U)}`);
+  L.push(`Plan      ${api} · ${count(e.units.length, 'unit')}: ${planSummary(e, U)}`);
   const mesh = e.mesh.hsdp
     ? `${count(e.mesh.worldSize, 'GPU')} as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)`
     : `${count(e.mesh.worldSize, 'GPU')}, shard group ${e.mesh.shardGroup}`;

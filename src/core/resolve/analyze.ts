@@ -2,6 +2,7 @@
  * The estimate of one file: the model, the plan and every input resolved with its source, then estimated; or why
  * there is none.
  */
+import { count } from '../vocabulary/words';
 import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
 import type { FileFacts } from '../analysis/facts';
@@ -15,7 +16,8 @@ import { closeCatalogIds } from '../model/catalog';
 import { applyFineTune, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../vocabulary/dtypes';
-import { planFromFacts } from '../plan/fromFacts';
+import { callsThatRun, planFromFacts } from '../plan/fromFacts';
+import { helperPlan } from './helpers';
 import { reshardPerIteration } from '../modules/perIteration';
 import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
 import { pinnedVersions } from '../project/versions';
@@ -82,7 +84,11 @@ export type EstimateResult =
     };
 
 /** The estimate for one scanned file, with every input's source; or why there is none. */
-export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): EstimateResult {
+export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): EstimateResult {
+  // A file that wraps nothing itself may wrap through a helper of the project (`apply_fsdp(model, mesh)`).
+  const helpers =
+    !scanned.calls.length && opts.project && !opts.framework ? helperPlan(opts.project, scanned) : undefined;
+  const facts = helpers?.calls.length ? { ...scanned, calls: helpers.calls } : scanned;
   const file = path.basename(facts.path);
   const annotation = annotationLayer(facts, file);
   if ('error' in annotation) return { ok: false, reason: annotation.error };
@@ -208,6 +214,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
         project ? (c, prefix) => reshardPerIteration(project, facts, c, root, prefix) : undefined,
       );
   plan.notes.unshift(
+    ...(helpers?.notes ?? []),
     ...model.notes,
     ...(pyproject?.problems ?? []),
     ...(launch?.problems ?? []),
@@ -244,7 +251,7 @@ export function estimateFile(facts: FileFacts, opts: AnalyzeOptions = {}): Estim
     {
       key: 'plan',
       label: 'plan',
-      value: `${planLabel(plan.api, plan.strategy)}, ${plan.units.length} units`,
+      value: `${planLabel(plan.api, plan.strategy)}, ${count(plan.units.length, 'unit')}`,
       source: plan.source,
     },
   );
@@ -343,7 +350,10 @@ function resolveModel(
   if (pretrained?.pretrained)
     candidates.push({
       id: pretrained.pretrained,
-      source: { kind: 'detected', detail: `${file}:${pretrained.line}` },
+      source: {
+        kind: 'detected',
+        detail: `${file}:${pretrained.line}${pretrained.pretrainedVia ? ` (${pretrained.pretrainedVia}: a command line may change it)` : ''}`,
+      },
     });
   // TRL's trainers load a model id themselves: `SFTTrainer(model="Qwen/Qwen2.5-7B", ...)`.
   const trl = facts.frameworkCalls.find((c) => c.kind === 'TrlTrainer' && typeof c.kwargs.model === 'string');
@@ -489,7 +499,7 @@ function detectedLayer(facts: FileFacts, file: string): Layer & { notes?: string
   const values: SetupValues = {};
   const details: Layer['details'] = {};
   const at = (line: number) => `${file}:${line}`;
-  const calls = facts.calls.filter((c) => !c.incomplete && !c.neverRuns);
+  const calls = callsThatRun(facts);
 
   // Mesh: the one the wrap calls use, else the file's only one.
   const meshCall = calls.find((c) => c.options.mesh?.value ?? c.options.device_mesh?.value);

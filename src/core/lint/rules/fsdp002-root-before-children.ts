@@ -1,4 +1,5 @@
 /** Rule FSDP002: The model is wrapped before its blocks. */
+import { exclusive } from '../../analysis/branches';
 import { moveLines, TextIndex } from '../edits';
 import type { Draft, Rule } from '../types';
 
@@ -27,9 +28,15 @@ fully_shard(model)`,
     const calls = ctx.facts.calls;
     for (const root of calls) {
       if (!root.isRoot) continue;
+      // Block wraps in another arm of an `if` (or below an arm that returns) never run after this root wrap.
       const later = root.children
         .map((i) => calls[i]!)
-        .filter((c) => c.function === root.function && c.statement.start > root.statement.end);
+        .filter(
+          (c) =>
+            c.function === root.function &&
+            c.statement.start > root.statement.end &&
+            !exclusive(root.branch, c.branch),
+        );
       if (!later.length) continue;
       const last = later.reduce((a, b) =>
         (b.loopStatement ?? b.statement).end > (a.loopStatement ?? a.statement).end ? b : a,

@@ -1,4 +1,5 @@
 /** Rule FSDP004: The optimizer is created before the model is wrapped. */
+import { exclusive } from '../../analysis/branches';
 import { moveLines, TextIndex } from '../edits';
 import type { Draft, Rule } from '../types';
 
@@ -33,6 +34,8 @@ optimizer = torch.optim.AdamW(model.parameters())`,
           c.function === opt.function &&
           c.statement.start > opt.statement.end &&
           !c.neverRuns &&
+          // A wrap in another arm of an `if` than the optimizer never runs after it.
+          !exclusive(opt.branch, c.branch) &&
           c.paths.some((p) => p[0] === base),
       );
       if (!wraps.length) continue;

@@ -10,7 +10,9 @@ export const legacyImport: Rule = {
   rationale: `FSDP2 was introduced under \`torch.distributed._composable.fsdp\` (PyTorch 2.4 and 2.5) and moved to the
 public \`torch.distributed.fsdp\` in PyTorch 2.6. The private path is kept only for compatibility and may go away.
 Import from \`torch.distributed.fsdp\`, unless the project must still run on PyTorch older than 2.6: set
-\`fsdpLens.minTorchVersion\` (or \`--min-torch\`) to that release and this rule stays quiet.`,
+\`fsdpLens.minTorchVersion\` (or \`--min-torch\`) to that release and this rule stays quiet. A deliberate fallback is
+left alone too: the import in \`except ImportError:\`, or in the arm of a version check (\`torch.__version__ < "2.6"\`,
+\`hasattr(torch.distributed.fsdp, "fully_shard")\`) whose other arm imports the same name from \`torch.distributed.fsdp\`.`,
   example: {
     bad: 'from torch.distributed._composable.fsdp import fully_shard, MixedPrecisionPolicy',
     good: 'from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy',
@@ -21,7 +23,7 @@ Import from \`torch.distributed.fsdp\`, unless the project must still run on PyT
     const out: Draft[] = [];
     const seen = new Set<number>();
     for (const imp of ctx.facts.imports) {
-      // A fallback in `except ImportError:` is how code supports older releases on purpose: it runs only there.
+      // A fallback (`except ImportError:`, a version check's other arm) supports older releases on purpose.
       if (!imp.legacy || !imp.from || imp.fallback || seen.has(imp.from.start)) continue;
       seen.add(imp.from.start);
       const original = imp.from.text.replace(/\s+/g, '');

@@ -1,4 +1,7 @@
 /** Rule FSDP009: `torch.nn.utils.clip_grad_norm_` on an FSDP1 model. */
+import { UNBOUND_FALLBACKS, classifyApi } from '../../analysis/apis';
+import { exclusive } from '../../analysis/branches';
+import type { TrainingFact } from '../../analysis/facts';
 import type { Draft, Rule } from '../types';
 
 export const fsdp1ClipGradNorm: Rule = {
@@ -24,8 +27,13 @@ model.clip_grad_norm_(1.0)`,
     const out: Draft[] = [];
     for (const t of ctx.facts.training) {
       if (t.kind !== 'clip_grad_norm' || !t.qualified.startsWith('torch.nn.utils')) continue;
+      if (notFsdp1Here(t)) continue;
+      // An FSDP1 wrap in another arm of an `if` than the clip (in the same function) never runs before it.
+      const reaching = roots.filter((r) => r.function !== t.function || !exclusive(r.branch, t.branch));
+      if (!reaching.length) continue;
       const root =
-        roots.find((r) => r.assignedTo && (t.target === r.assignedTo || t.target === null)) ?? roots[0]!;
+        reaching.find((r) => r.assignedTo && (t.target === r.assignedTo || t.target === null)) ??
+        reaching[0]!;
       const model = t.target ?? root.assignedTo ?? root.target;
       const rest = Object.entries(t.options)
         .filter(([k]) => k !== 'parameters')
@@ -49,3 +57,44 @@ model.clip_grad_norm_(1.0)`,
     return out;
   },
 };
+
+/**
+ * FSDP1's class, `FullyShardedDataParallel(nn.Module, _FSDPState)` (torch/distributed/fsdp/fully_sharded_data_parallel.py),
+ * as imported, or unimported in a snippet.
+ */
+function isFsdp1Class(qualified: string): boolean {
+  return (
+    classifyApi(qualified)?.kind === 'FSDP' ||
+    (!qualified.includes('.') && UNBOUND_FALLBACKS[qualified] === 'FSDP')
+  );
+}
+
+/**
+ * Classes no FSDP1 module is an instance of: FSDP2's `FSDPModule`, which `fully_shard` mixes into the class of the
+ * module it wraps (`_apply_to_module(..., FSDPModule, ...)` in torch/distributed/fsdp/_fully_shard/_fully_shard.py),
+ * and DDP's `DistributedDataParallel` (torch/nn/parallel/distributed.py). Neither is a base of FSDP1's class.
+ */
+const NOT_FSDP1 = new Set([
+  'torch.distributed.fsdp.FSDPModule',
+  'torch.distributed.fsdp._fully_shard.FSDPModule',
+  'torch.distributed.fsdp._fully_shard._fully_shard.FSDPModule',
+  'torch.distributed._composable.fsdp.FSDPModule',
+  'torch.distributed._composable.fsdp.fully_shard.FSDPModule',
+  'torch.nn.parallel.DistributedDataParallel',
+  'torch.nn.parallel.distributed.DistributedDataParallel',
+]);
+
+/**
+ * The clip runs where an `isinstance` test says its model is no FSDP1 module: `isinstance(model, FSDP)` false (an
+ * `else` arm, `if not ...`, after an early return), or `isinstance(model, FSDPModule)` true.
+ */
+function notFsdp1Here(t: TrainingFact): boolean {
+  if (!t.target) return false;
+  return (t.typeTests ?? []).some(
+    (test) =>
+      test.subject === t.target &&
+      (test.negated
+        ? test.classes.some(isFsdp1Class)
+        : test.classes.length > 0 && test.classes.every((c) => NOT_FSDP1.has(c))),
+  );
+}

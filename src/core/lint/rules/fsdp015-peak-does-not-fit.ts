@@ -1,7 +1,6 @@
 /** Rule FSDP015: The estimated peak does not fit the target GPU. */
-import { atLeast } from '../../vocabulary/words';
-import { fmtBytes } from '../../vocabulary/bytes';
-import { wholeNodesText } from '../../vocabulary/words';
+import { article, atLeast, wholeNodesText } from '../../vocabulary/words';
+import { fmtBytes, fmtCount } from '../../vocabulary/bytes';
 import { requiredBytes } from '../../estimator/fit';
 import type { Draft, Rule } from '../types';
 
@@ -49,7 +48,7 @@ fully_shard(model)`,
         range: at.range,
         message:
           `Estimated peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +
-          `reserve and the CUDA context: ${b(-fit.headroomBytes)} more than the ${b(fit.memoryBytes)} of a ${e.gpu.name} ` +
+          `reserve and the CUDA context: ${b(-fit.headroomBytes)} more than the ${b(fit.memoryBytes)} (${fmtCount(e.gpu.memoryMiB)} MiB) of ${article(e.gpu.name)} ` +
           `(${e.mesh.worldSize} GPUs, micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}).${smallest}`,
         fixes: [],
       } satisfies Draft,

@@ -1,0 +1,133 @@
+/**
+ * Wraps made through a helper of another file of the project: `parallelize(model, mesh)` imported from
+ * `pkg/parallel.py`, or `training.shard_model(model)` through its module. The helper's wrap calls, with its
+ * parameter replaced by what the caller passes, become the caller's plan, placed at the call.
+ */
+import * as path from 'node:path';
+import type { FileFacts, WrapCall } from '../analysis/facts';
+import { scanFile } from '../analysis/scan';
+import { up, type Node } from '../parsing/python';
+import { rangeOf } from '../parsing/source';
+import type { Project } from '../project/project';
+import { dottedText } from '../python/scope';
+
+/** The most helper calls of one file followed (each scans the helper's file once). */
+const MAX_HELPERS = 16;
+
+export interface HelperPlan {
+  calls: WrapCall[];
+  /** How each helper was followed, or where the chain breaks. */
+  notes: string[];
+}
+
+/**
+ * The wrap calls a file makes through helpers it imports from the project, in the caller's names; empty when it
+ * calls none. Only top-level functions whose wraps start from one of their parameters are followed.
+ */
+export function helperPlan(project: Project, facts: FileFacts): HelperPlan {
+  const out: HelperPlan = { calls: [], notes: [] };
+  const file = project.file(facts.path);
+  if (!file) return out;
+  let followed = 0;
+  for (const b of file.imports.bindings) {
+    const sites: { call: Node; module: string; fn: string }[] = [];
+    for (const id of file.source.identifiers(b.local)) {
+      const p = up(id);
+      const dot = b.qualified.lastIndexOf('.');
+      // `apply_fsdp(model)` of `from pkg.parallel import apply_fsdp`.
+      if (!b.isModule && dot > 0 && p?.type === 'call' && p.childForFieldName('function')?.id === id.id)
+        sites.push({ call: p, module: b.qualified.slice(0, dot), fn: b.qualified.slice(dot + 1) });
+      // `parallel.apply_fsdp(model)` of `import pkg.parallel as parallel` or `from pkg import parallel`.
+      else if (p?.type === 'attribute' && p.childForFieldName('object')?.id === id.id) {
+        const call = up(p);
+        const fn = p.childForFieldName('attribute')?.text;
+        if (fn && call?.type === 'call' && call.childForFieldName('function')?.id === p.id)
+          sites.push({ call, module: b.qualified, fn });
+      }
+    }
+    for (const site of sites) {
+      if (followed >= MAX_HELPERS) return out;
+      const where = project.resolveModule(facts.path, site.module);
+      if (!where || path.resolve(where) === path.resolve(facts.path)) continue;
+      const helper = project.memo(`helper-facts:${where}`, () => {
+        const f = project.file(where);
+        return f ? scanFile(project.grammar, f.source) : null;
+      });
+      const fnFact = helper?.functions[site.fn];
+      const wraps =
+        helper?.calls.filter((c) => c.function === site.fn && !c.incomplete && !c.neverRuns) ?? [];
+      if (!helper || !fnFact || !wraps.length) continue;
+      followed++;
+      const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
+      const at = `${site.fn}() in ${rel}`;
+      const mapped = wraps.map((c) =>
+        remap(c, fnFact.parameters, site.call, facts.path, file.source.line(site.call)),
+      );
+      const lost = mapped.filter((m) => !m).length;
+      // A helper followed in part would show a plan it does not make: all of its wraps, or none.
+      if (lost) {
+        out.notes.push(
+          `${at} (line ${file.source.line(site.call)}) is not followed: ${lost} of its ${wraps.length} wrap calls wrap something not reached from what the call passes`,
+        );
+        continue;
+      }
+      const kept = mapped as WrapCall[];
+      // Children indices point into the helper's calls: renumber them into this plan's.
+      const offset = out.calls.length;
+      const index = new Map(wraps.map((c, i) => [helper.calls.indexOf(c), i]));
+      for (const k of kept)
+        k.children = k.children
+          .map((i) => index.get(i))
+          .filter((i): i is number => i !== undefined)
+          .map((i) => i + offset);
+      out.calls.push(...kept);
+      out.notes.push(`the wraps of ${at}, called at line ${file.source.line(site.call)}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * A helper's wrap call as the caller's: each path that starts at a parameter starts at the argument passed for it
+ * (`model` in `apply_fsdp(model, mesh)`); placed at the caller's call. Null when the wrapped object is not reached
+ * from a parameter the call passes by name or position.
+ */
+function remap(c: WrapCall, params: string[], call: Node, file: string, line: number): WrapCall | null {
+  const args = call.childForFieldName('arguments')?.namedChildren ?? [];
+  const positional = args.filter((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
+  const argFor = (name: string): string | null => {
+    const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
+    const i = params.indexOf(name);
+    const node = kw?.childForFieldName('value') ?? (i >= 0 ? positional[i] : undefined);
+    return node && (node.type === 'identifier' || node.type === 'attribute') ? dottedText(node) : null;
+  };
+  const paths: string[][] = [];
+  for (const p of c.paths) {
+    const head = p[0];
+    if (!head || !params.includes(head)) return null;
+    const arg = argFor(head);
+    if (!arg) return null;
+    paths.push([...arg.split('.'), ...p.slice(1)]);
+  }
+  if (!paths.length) return null;
+  const range = rangeOf(call);
+  const stmt = up(call)?.type === 'expression_statement' ? up(call)! : call;
+  return {
+    ...c,
+    file,
+    line,
+    range,
+    calleeRange: range,
+    targetRange: null,
+    argumentsEnd: null,
+    paths,
+    statement: { start: stmt.startIndex, end: stmt.endIndex, range: rangeOf(stmt), indent: '' },
+    loopStatement: null,
+    // The helper's own loops and conditions are not the caller's: its options were read in its own scope.
+    loop: null,
+    loops: [],
+    conditions: [],
+    branch: [],
+    function: null,
+  };
+}
