@@ -466,6 +466,43 @@ describe('lint rules', () => {
     assert.deepEqual((await lintFixture('fsdp001_good.py')).findings, []);
   });
 
+  it('FSDP018: the FSDP1 clip method on an FSDP2 module; the fix clips with torch.nn.utils and the finding goes', async () => {
+    const { findings } = await lintFixture('fsdp018_bad.py');
+    const mine = findings.filter((f) => f.rule === 'FSDP018');
+    assert.deepEqual(
+      mine.map((f) => [f.range.start.line + 1, f.severity]),
+      [[15, 'error']],
+    );
+    assert.match(
+      mine[0]!.message,
+      /has no clip_grad_norm_ method \(that is FSDP1's\): this call raises AttributeError/,
+    );
+    const fixed = applyEdits(fixture('lint/fsdp018_bad.py'), preferredFix(mine[0]!).edits);
+    assert.match(fixed, /torch\.nn\.utils\.clip_grad_norm_\(model\.parameters\(\), 1\.0, norm_type=2\.0\)/);
+    assert.deepEqual(
+      (await lint(fixed)).filter((f) => f.rule === 'FSDP018'),
+      [],
+    );
+    assert.deepEqual(
+      (await lintFixture('fsdp018_good.py')).findings.filter((f) => f.rule === 'FSDP018'),
+      [],
+    );
+    // Quiet where the module is FSDP1's, or the file also wraps with FSDP1, or the class defines the method.
+    const base = fixture('lint/fsdp018_bad.py');
+    for (const quiet of [
+      base.replace(
+        '    model.clip_grad_norm_(1.0, norm_type=2.0)',
+        '    if isinstance(model, FSDP):\n        model.clip_grad_norm_(1.0)',
+      ),
+      base + 'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nother = FSDP(other)\n',
+      base + 'class Net(nn.Module):\n    def clip_grad_norm_(self, x):\n        pass\n',
+    ])
+      assert.deepEqual(
+        (await lint(quiet)).filter((f) => f.rule === 'FSDP018'),
+        [],
+      );
+  });
+
   it('FSDP017: FSDP1 CPUOffload given to fully_shard; the fix writes CPUOffloadPolicy() and the finding goes', async () => {
     const { findings } = await lintFixture('fsdp017_bad.py');
     const mine = findings.filter((f) => f.rule === 'FSDP017');

@@ -17,6 +17,7 @@ import { mixedDtypes } from './rules/fsdp014-mixed-dtypes';
 import { peakDoesNotFit } from './rules/fsdp015-peak-does-not-fit';
 import { frameworkSettingIgnored } from './rules/fsdp016-framework-setting-ignored';
 import { fsdp1OffloadInFsdp2 } from './rules/fsdp017-fsdp1-offload-in-fsdp2';
+import { fsdp1ClipOnFsdp2 } from './rules/fsdp018-fsdp1-clip-on-fsdp2';
 import type { Rule } from './types';
 
 /** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
@@ -39,6 +40,7 @@ export const RULES: readonly Rule[] = [
   peakDoesNotFit,
   frameworkSettingIgnored,
   fsdp1OffloadInFsdp2,
+  fsdp1ClipOnFsdp2,
 ];
 
 export function ruleById(id: string): Rule | undefined {
