@@ -35,7 +35,8 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
     }
     const estimate = analysis.estimate?.ok ? analysis.estimate.estimate : undefined;
     const why = analysis.estimate && !analysis.estimate.ok ? analysis.estimate.reason : undefined;
-    const calls = analysis.facts.calls;
+    // A file that wraps through a helper of another file: the helper's wraps, placed at the calls of it.
+    const calls = analysis.facts.calls.length ? analysis.facts.calls : (analysis.estimate?.helperCalls ?? []);
     const noRoot = !calls.some((c) => c.isRoot);
     const fw = analysis.estimate?.ok ? analysis.estimate.framework : undefined;
     const config = analysis.config;

@@ -20,10 +20,12 @@ export class WrapHoverProvider implements vscode.HoverProvider {
   ): Promise<vscode.Hover | undefined> {
     const analysis = (await this.analyses.analyze(document, token)) ?? this.analyses.latest(document.uri);
     if (!analysis || token.isCancellationRequested) return undefined;
-    const index = analysis.facts.calls.findIndex(
+    // A file that wraps through a helper of another file: the helper's wraps, placed at the calls of it.
+    const calls = analysis.facts.calls.length ? analysis.facts.calls : (analysis.estimate?.helperCalls ?? []);
+    const index = calls.findIndex(
       (c) => position.line >= c.range.start.line && position.line <= c.range.end.line,
     );
-    const call = analysis.facts.calls[index];
+    const call = calls[index];
     const r = analysis.estimate;
     const uri = document.uri.toString();
     const fw = r?.ok ? r.framework : undefined;

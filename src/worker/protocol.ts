@@ -2,7 +2,7 @@
  * What the editor and its analysis worker say to each other: requests with plain data in, plain results out (no
  * syntax trees, no functions), so that every analysis runs off the extension host's thread.
  */
-import type { FileFacts } from '../core/analysis/facts';
+import type { FileFacts, WrapCall } from '../core/analysis/facts';
 import type { Estimate } from '../core/estimator/types';
 import type { ConfigReading } from '../core/frameworks/read';
 import type { FrameworkPlan } from '../core/frameworks/types';
@@ -87,9 +87,13 @@ export type Notice =
   | { kind: 'reset' };
 
 /** An estimate without what only the worker needs (the model tree, the what-if engine). */
-export type PlainEstimate =
+export type PlainEstimate = (
   | { ok: true; estimate: Estimate; framework?: Omit<FrameworkPlan, 'builtModel'>; minGpus: MinGpus }
-  | { ok: false; reason: string; hint?: string };
+  | { ok: false; reason: string; hint?: string }
+) & {
+  /** The wrap calls the file makes through helpers of other files, placed at its calls of them. */
+  helperCalls?: WrapCall[];
+};
 
 /** The analysis of one document version, as every provider of the editor reads it. */
 export interface DocumentAnalysis {

@@ -45,9 +45,16 @@ interface OpenDocument {
 
 /** The estimate as the editor receives it: without the model tree and the what-if engine. */
 export function plainEstimate(r: EstimateResult): PlainEstimate {
-  if (!r.ok) return { ok: false, reason: r.reason, ...(r.hint ? { hint: r.hint } : {}) };
+  const helpers = r.helperCalls?.length ? { helperCalls: r.helperCalls } : {};
+  if (!r.ok) return { ok: false, reason: r.reason, ...(r.hint ? { hint: r.hint } : {}), ...helpers };
   const framework = r.framework ? (({ builtModel: _, ...rest }) => rest)(r.framework) : undefined;
-  return { ok: true, estimate: r.estimate, minGpus: r.minGpus, ...(framework ? { framework } : {}) };
+  return {
+    ok: true,
+    estimate: r.estimate,
+    minGpus: r.minGpus,
+    ...(framework ? { framework } : {}),
+    ...helpers,
+  };
 }
 
 export class AnalysisService {

@@ -1,4 +1,5 @@
 /** The FSDP plan a file's wrap calls describe, mapped onto the model's modules in the order the calls run. */
+import * as path from 'node:path';
 import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import type { OffloadValue, WrapPolicyValue } from '../analysis/options';
@@ -78,6 +79,9 @@ export function planFromFacts(
     facts.calls.some((c) => c.paths.some((p) => p.indexOf('base_model', 1) > 0)) &&
     !hasModuleNamed(root, 'base_model');
   const notes: string[] = [];
+  /** `train.py:12`, or for a wrap of a helper in another file, that file and line. */
+  const placeOf = (c: WrapCall) =>
+    `${path.resolve(c.file) === path.resolve(facts.path) ? file : path.basename(c.file)}:${c.line}`;
   const live = facts.calls.filter((c) => !c.incomplete && !c.neverRuns);
   const onDefaultPath = live.filter((c) => !c.offByDefault);
   const chosen = callsThatRun(facts);
@@ -114,8 +118,9 @@ export function planFromFacts(
 
   for (const c of ordered) {
     if (fsdp2 && c.api !== 'fully_shard') continue;
-    const where = `${file}:${c.line}`;
-    const site = { file: facts.path, line: c.line };
+    const where = placeOf(c);
+    // A helper's wrap (another file) keeps its own file and line: each of its calls is a unit of its own.
+    const site = { file: c.file, line: c.line };
     if (c.api !== 'fully_shard') {
       const ss = c.options.sharding_strategy?.value;
       if (c.isRoot && typeof ss === 'string') strategy = ss as ShardingStrategyName;
@@ -208,7 +213,7 @@ export function planFromFacts(
     api: fsdp2 ? 'fsdp2' : 'fsdp1',
     strategy,
     units,
-    source: { kind: 'detected', detail: `${file}:${ordered[0]!.line}` },
+    source: { kind: 'detected', detail: placeOf(ordered[0]!) },
     notes,
   };
 }

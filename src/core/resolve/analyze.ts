@@ -5,7 +5,7 @@
 import { count } from '../vocabulary/words';
 import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
-import type { FileFacts } from '../analysis/facts';
+import type { FileFacts, WrapCall } from '../analysis/facts';
 import type { MixedPrecisionValue, MeshValue } from '../analysis/options';
 import type { Estimate, EstimateInput } from '../estimator/types';
 import { lastSegment } from '../analysis/options';
@@ -17,7 +17,7 @@ import { applyFineTune, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../vocabulary/dtypes';
 import { callsThatRun, planFromFacts } from '../plan/fromFacts';
-import { helperPlan } from './helpers';
+import { helperPlan, type HelperPlan } from './helpers';
 import { reshardPerIteration } from '../modules/perIteration';
 import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
 import { pinnedVersions } from '../project/versions';
@@ -64,7 +64,7 @@ export interface AnalyzeOptions {
   extraLayers?: Layer[];
 }
 
-export type EstimateResult =
+export type EstimateResult = (
   | {
       ok: true;
       input: EstimateInput;
@@ -81,14 +81,27 @@ export type EstimateResult =
       hint?: string;
       /** The plan is known but the model's size is not: what would make it known is in `hint`. */
       unknownModel?: true;
-    };
+    }
+) & {
+  /** The wrap calls the file makes through helpers of other files, placed at its calls of them (for the lenses). */
+  helperCalls?: WrapCall[];
+};
 
 /** The estimate for one scanned file, with every input's source; or why there is none. */
 export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): EstimateResult {
   // A file that wraps nothing itself may wrap through a helper of the project (`apply_fsdp(model, mesh)`).
   const helpers =
     !scanned.calls.length && opts.project && !opts.framework ? helperPlan(opts.project, scanned) : undefined;
-  const facts = helpers?.calls.length ? { ...scanned, calls: helpers.calls } : scanned;
+  if (!helpers?.calls.length) return estimateFacts(scanned, opts, helpers);
+  const r = estimateFacts({ ...scanned, calls: helpers.calls }, opts, helpers);
+  return { ...r, helperCalls: helpers.calls };
+}
+
+function estimateFacts(
+  facts: FileFacts,
+  opts: AnalyzeOptions,
+  helpers: HelperPlan | undefined,
+): EstimateResult {
   const file = path.basename(facts.path);
   const annotation = annotationLayer(facts, file);
   if ('error' in annotation) return { ok: false, reason: annotation.error };

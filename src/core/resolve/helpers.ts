@@ -60,9 +60,7 @@ export function helperPlan(project: Project, facts: FileFacts): HelperPlan {
       followed++;
       const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
       const at = `${site.fn}() in ${rel}`;
-      const mapped = wraps.map((c) =>
-        remap(c, fnFact.parameters, site.call, facts.path, file.source.line(site.call)),
-      );
+      const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call));
       const lost = mapped.filter((m) => !m).length;
       // A helper followed in part would show a plan it does not make: all of its wraps, or none.
       if (lost) {
@@ -92,7 +90,7 @@ export function helperPlan(project: Project, facts: FileFacts): HelperPlan {
  * (`model` in `apply_fsdp(model, mesh)`); placed at the caller's call. Null when the wrapped object is not reached
  * from a parameter the call passes by name or position.
  */
-function remap(c: WrapCall, params: string[], call: Node, file: string, line: number): WrapCall | null {
+function remap(c: WrapCall, params: string[], call: Node): WrapCall | null {
   const args = call.childForFieldName('arguments')?.namedChildren ?? [];
   const positional = args.filter((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
   const argFor = (name: string): string | null => {
@@ -114,8 +112,7 @@ function remap(c: WrapCall, params: string[], call: Node, file: string, line: nu
   const stmt = up(call)?.type === 'expression_statement' ? up(call)! : call;
   return {
     ...c,
-    file,
-    line,
+    // Its own file and line (each wrap a unit of its own), placed at the caller's call.
     range,
     calleeRange: range,
     targetRange: null,

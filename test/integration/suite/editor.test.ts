@@ -73,6 +73,30 @@ describe('lenses, hovers and the footprint panel', () => {
     assert.ok(blockPeak <= e.perGpu.peakBytes);
   });
 
+  it('an entry script that wraps through a helper of another file shows the plan at its call', async () => {
+    const editor = await open('helper/run.py');
+    const line = editor.document
+      .getText()
+      .split('\n')
+      .findIndex((t) => t.startsWith('shard_decoder('));
+    const lenses = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => l.some((x) => x.range.start.line === line && /root/.test(x.command?.title ?? '')),
+      'the helper root lens at its call',
+    );
+    const titles = lenses.filter((l) => l.range.start.line === line).map((l) => l.command?.title ?? '');
+    // The helper's two wraps, both at the call: 32 decoder layers of 218,112,000 parameters, then the root.
+    assert.equal(titles.length, 2, titles.join('\n'));
+    assert.ok(
+      titles.some((t) => /32 units x 218M params \(LlamaDecoderLayer\)/.test(t)),
+      titles.join('\n'),
+    );
+    assert.ok(
+      titles.some((t) => /root · 33 units/.test(t)),
+      titles.join('\n'),
+    );
+  });
+
   it('hovers a fully_shard line with the breakdown, the assumptions and command links', async () => {
     const editor = await open('train_fsdp2.py');
     await eventually(
