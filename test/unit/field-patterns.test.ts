@@ -271,3 +271,133 @@ describe('wraps made through a helper of another file', () => {
     );
   });
 });
+
+describe('the PyTorch release a project allows', () => {
+  it('a lower bound is not the release the job runs; an optional extra pins nothing', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-floor-'));
+    fs.writeFileSync(
+      path.join(dir, 'pyproject.toml'),
+      [
+        '[project]',
+        'name = "t"',
+        'dependencies = ["torch>=2.4", "transformers"]',
+        '[project.optional-dependencies]',
+        'fast = ["torch==2.9.1"]',
+        '',
+      ].join('\n'),
+    );
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer)',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      assumptions: { key: string; source: { kind: string } }[];
+      plan: { notes: string[] };
+    };
+    assert.equal(j.assumptions.find((a) => a.key === 'torchVersion')!.source.kind, 'default');
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /the project allows torch 2\.4 and later \(torch>=2\.4 at pyproject\.toml:3\)/.test(n),
+      ),
+      j.plan.notes.join('\n'),
+    );
+    // An exact pin is the release the job runs.
+    fs.writeFileSync(
+      path.join(dir, 'pyproject.toml'),
+      '[project]\nname = "t"\ndependencies = ["torch==2.6.0"]\n',
+    );
+    const pinned = JSON.parse((await cli('estimate', file, '--json')).out) as typeof j;
+    assert.equal(pinned.assumptions.find((a) => a.key === 'torchVersion')!.source.kind, 'detected');
+  });
+});
+
+describe('fine-tuning set up under conditions and with values the analysis cannot read', () => {
+  const run = async (lines: string[]) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lora-'));
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'from transformers import AutoModelForCausalLM',
+        'from peft import LoraConfig, get_peft_model',
+        'from torch.distributed.fsdp import fully_shard',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        ...lines,
+        'for layer in model.model.layers:',
+        '    fully_shard(layer)',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    return JSON.parse(r.out) as {
+      model: { trainableParams?: number; params: number };
+      assumptions: { key: string; value: string }[];
+      plan: { notes: string[] };
+    };
+  };
+  const lora = (j: Awaited<ReturnType<typeof run>>) => j.assumptions.find((a) => a.key === 'fineTune')?.value;
+
+  it("LoRA written out applies, with peft's default rank when none is passed", async () => {
+    const j = await run(['model = get_peft_model(model, LoraConfig(target_modules=["q_proj", "v_proj"]))']);
+    // peft's LoraConfig: r defaults to 8.
+    assert.match(lora(j) ?? '', /LoRA rank 8 on q_proj, v_proj/);
+  });
+
+  it('LoRA under an undecided condition, or with a rank not known statically, is left out and said so', async () => {
+    const gated = await run(['if cfg.use_lora:', '    model = get_peft_model(model, LoraConfig(r=16))']);
+    assert.equal(lora(gated), undefined);
+    assert.ok(
+      gated.plan.notes.some((n) =>
+        /LoRA at train\.py:6 runs only when cfg\.use_lora, which the analysis cannot decide/.test(n),
+      ),
+      gated.plan.notes.join('\n'),
+    );
+    const rank = await run(['model = get_peft_model(model, LoraConfig(r=cfg.lora_rank))']);
+    assert.equal(lora(rank), undefined);
+    assert.ok(rank.plan.notes.some((n) => /its rank `cfg\.lora_rank` is not known statically/.test(n)));
+  });
+});
+
+describe('a wrap option the analysis cannot read', () => {
+  it('an FSDP1 sharding strategy chosen at run time is estimated as the labelled default', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-strategy-'));
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'model = FSDP(model, sharding_strategy=pick_strategy(cfg))',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { plan: { strategy: string; notes: string[] } };
+    assert.equal(j.plan.strategy, 'FULL_SHARD');
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /train\.py:4: sharding_strategy=pick_strategy\(cfg\) is not known statically; estimated with FSDP1's default, FULL_SHARD/.test(
+          n,
+        ),
+      ),
+      j.plan.notes.join('\n'),
+    );
+  });
+});

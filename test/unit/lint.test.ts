@@ -8,7 +8,7 @@ import { applyEdits } from '../../src/core/lint/edits';
 import { lintFacts } from '../../src/core/lint/lint';
 import { RULES } from '../../src/core/lint/registry';
 import { toSarif } from '../../src/core/lint/sarif';
-import { DEFAULT_LINT_OPTIONS, type Finding, type LintOptions } from '../../src/core/lint/types';
+import { DEFAULT_LINT_OPTIONS, type Finding, type LintOptions, type Rule } from '../../src/core/lint/types';
 import { analyzeFacts } from '../../src/core/entry/analyze';
 import { Project } from '../../src/core/project/project';
 import { fixture, FIXTURES, grammar, ROOT, scanSource } from './helpers';
@@ -340,6 +340,92 @@ describe('lint rules', () => {
     );
   });
 
+  it('FSDP001: a loop over modules() / named_modules() wraps the model itself too, unless a test keeps it out', async () => {
+    // named_modules() yields the module itself first, then every descendant: the loop wraps the root (last, reversed).
+    const shard = (loop: string[]) =>
+      [
+        'from torch import nn',
+        'from torch.distributed.fsdp import fully_shard',
+        '',
+        'def shard_everything(net):',
+        ...loop,
+        '    return net',
+        '',
+        'shard_everything(build())',
+        '',
+      ].join('\n');
+    const wrapsRoot = [
+      [
+        '    for name, sub in reversed(list(net.named_modules())):',
+        '        if isinstance(sub, nn.ModuleList):',
+        '            continue',
+        '        fully_shard(sub)',
+      ],
+      ['    for sub in reversed(list(net.modules())):', '        fully_shard(sub)'],
+      [
+        '    for i, (name, sub) in enumerate(reversed(list(net.named_modules()))):',
+        '        fully_shard(sub)',
+      ],
+      [
+        '    for sub in reversed(list(net.modules())):',
+        '        if not isinstance(sub, (nn.ModuleList, nn.ModuleDict)):',
+        '            fully_shard(sub)',
+      ],
+    ];
+    for (const loop of wrapsRoot) {
+      const text = shard(loop);
+      assert.deepEqual(await lint(text), [], loop.join('\n'));
+      assert.equal((await scanSource(text)).calls[0]!.wrapsBase, true, loop.join('\n'));
+    }
+    // A class test, a test of the name, a `break` or a filtered list keeps the root out of the loop, and the
+    // elements of named_modules() are pairs, not modules: still reported.
+    const leavesRoot = [
+      ['    for sub in reversed(list(net.named_modules())):', '        fully_shard(sub)'],
+      ['    for sub in net.modules():', '        if isinstance(sub, Block):', '            fully_shard(sub)'],
+      [
+        '    for name, sub in net.named_modules():',
+        '        if not name:',
+        '            continue',
+        '        fully_shard(sub)',
+      ],
+      [
+        '    for sub in reversed(list(net.modules())):',
+        '        fully_shard(sub)',
+        '        if sub is last:',
+        '            break',
+      ],
+      [
+        '    blocks = [m for m in net.modules() if isinstance(m, Block)]',
+        '    for b in blocks:',
+        '        fully_shard(b)',
+      ],
+    ];
+    for (const loop of leavesRoot)
+      assert.deepEqual(
+        (await lint(shard(loop))).map((f) => f.rule),
+        ['FSDP001'],
+        loop.join('\n'),
+      );
+  });
+
+  it('FSDP001: one attribute wrapped and stored back in place is a root of its own, not a block missing its root', async () => {
+    const head =
+      'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nholder = make_holder()\n';
+    assert.deepEqual(await lint(`${head}holder.net = FSDP(holder.net)\nrun(holder)\n`), []);
+    // Blocks stored back by index, several parts of one model, or another module stored in the attribute: reported.
+    for (const body of [
+      'for i, block in enumerate(holder.blocks):\n    holder.blocks[i] = FSDP(block)\n',
+      'holder.blocks[0] = FSDP(holder.blocks[0])\n',
+      'holder.encoder = FSDP(holder.encoder)\nholder.decoder = FSDP(holder.decoder)\n',
+      'holder.net = FSDP(holder.net.body)\n',
+    ])
+      assert.deepEqual(
+        (await lint(head + body)).map((f) => f.rule),
+        ['FSDP001'],
+        body,
+      );
+  });
+
   it('FSDP005: legacy path rewritten; quiet with an older minimum PyTorch', async () => {
     const { text, findings } = await lintFixture('fsdp005_bad.py');
     assert.deepEqual(
@@ -611,6 +697,22 @@ describe('suppression and settings', () => {
     assert.deepEqual(await lint(fixed), []);
   });
 
+  it('reports one finding of a rule at one range', async () => {
+    const twice: Rule = {
+      ...RULES[0]!,
+      check: (ctx) =>
+        ['first', 'second'].map((message) => ({ range: ctx.facts.calls[0]!.range, message, fixes: [] })),
+    };
+    const text = 'from torch.distributed.fsdp import fully_shard\nfully_shard(model)\n';
+    const findings = lintFacts({ facts: await scanSource(text), text, options: DEFAULT_LINT_OPTIONS }, [
+      twice,
+    ]);
+    assert.deepEqual(
+      findings.map((f) => f.message),
+      ['first'],
+    );
+  });
+
   it('changes a severity or turns a rule off', async () => {
     const text = fixture('lint/fsdp007_bad.py');
     assert.equal((await lint(text, { rules: { FSDP007: 'error' } }))[0]?.severity, 'error');
@@ -817,6 +919,49 @@ describe('lint rules that narrow by isinstance', () => {
     );
   });
 
+  it('FSDP009: quiet in the arm of an `if` whose other arm clips with the FSDP1 method', async () => {
+    // The code already chooses by FSDP version: the method where the model is FSDP1's, the function elsewhere.
+    const cases = [
+      [
+        'class Runner:',
+        '    def clip(self, parameters, max_norm):',
+        '        for model in self.models:',
+        '            if not self.is_fsdp2:',
+        '                return model.clip_grad_norm_(max_norm)',
+        '            else:',
+        '                return torch.nn.utils.clip_grad_norm_(parameters, max_norm)',
+      ],
+      [
+        'def step(model, legacy):',
+        '    if legacy:',
+        '        model.clip_grad_norm_(1.0)',
+        '    else:',
+        '        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      ],
+    ];
+    for (const body of cases) assert.deepEqual(await rules(body), [], body.join('\n'));
+    // After the `if` (both arms fall through to it), or when the method clips another object: reported.
+    assert.deepEqual(
+      await rules([
+        'def step(model, parameters, legacy):',
+        '    if legacy:',
+        '        model.clip_grad_norm_(1.0)',
+        '    torch.nn.utils.clip_grad_norm_(parameters, 1.0)',
+      ]),
+      ['FSDP009:10'],
+    );
+    assert.deepEqual(
+      await rules([
+        'def step(model, other, legacy):',
+        '    if legacy:',
+        '        other.clip_grad_norm_(1.0)',
+        '    else:',
+        '        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+      ]),
+      ['FSDP009:11'],
+    );
+  });
+
   it('FSDP009: an FSDP1 wrap in one arm says nothing of a clip in the other', async () => {
     const text = [
       'import torch',
@@ -863,6 +1008,27 @@ describe('rules that need the model', () => {
     const f = (await lintWithModel('fsdp012_bad.py')).filter((x) => x.rule === 'FSDP012');
     assert.equal(f.length, 1);
     assert.match(f[0]!.message, /is a ModuleList, which has no forward/);
+  });
+
+  it('FSDP012: an `or` of isinstance tests admits only its classes, so no container reaches the wrap', async () => {
+    assert.deepEqual(
+      (await lintWithModel('fsdp012_or_good.py')).map((x) => x.rule),
+      [],
+    );
+    const facts = await scanSource(fixture('lint/fsdp012_or_good.py'));
+    assert.deepEqual(facts.calls[0]!.classFilter, ['LlamaMLP', 'LlamaDecoderLayer', 'Dropout']);
+    // A container among the classes still reaches the wrap.
+    const text = fixture('lint/fsdp012_or_good.py').replace('nn.Dropout', 'nn.ModuleList');
+    const named = path.join(FIXTURES, 'lint', 'fsdp012_or_good.py');
+    const project = new Project([path.join(FIXTURES, 'lint')], await grammar(), diskFS);
+    const f = analyzeFacts(await scanSource(text, named), text, {
+      lint: DEFAULT_LINT_OPTIONS,
+      estimate: { project },
+    }).findings;
+    assert.deepEqual(
+      f.map((x) => x.rule),
+      ['FSDP012'],
+    );
   });
 
   it('FSDP013: the tied embedding in one unit, the head in another', async () => {

@@ -170,6 +170,11 @@ export interface WrapCall {
   incomplete?: boolean;
   /** Classes an enclosing `isinstance(<target>, Cls)` test restricts the wrapped module to (null: no test). */
   classFilter: string[] | null;
+  /**
+   * In a loop over `X.modules()` / `X.named_modules()`, which yield X itself first, with no test that can keep X
+   * out: the call wraps X too (its path is X's followed by `**`).
+   */
+  wrapsBase?: true;
   /** Why the call can never run, when the scan can tell (a condition that is always false). */
   neverRuns?: string;
   /** Set when the call is off on the default path: a condition false by a default a command line may change. */
@@ -270,6 +275,8 @@ export interface TrainingFact {
   qualified: string;
   /** For casts: the dtype the module is cast to. */
   dtype?: string;
+  /** Conditions not known to hold: undecided ones, or why the fact is off (false as written, or by a default). */
+  runsWhen?: { undecided?: string[]; off?: string };
   function: string | null;
   /** The `if` arms the call runs in, within its function. */
   branch: BranchStep[];

@@ -3,7 +3,8 @@ import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import { dtypeOf } from '../python/plain';
-import { enclosingFunction, qualifiedName } from '../python/scope';
+import { conditionParts, enclosingFunction, qualifiedName } from '../python/scope';
+import { truthy } from '../python/operators';
 import { readArgs, readOptions } from './arguments';
 import { branchPath, typeTestsOf } from './branches';
 import { type Evaluator } from './evaluator';
@@ -37,6 +38,7 @@ export function trainingFact(
   else if (kind === 'clip_grad_norm')
     target = parametersOwner(args.keywords.get('parameters') ?? args.positional[0]);
   const typeTests = typeTestsOf(ev, call, scope);
+  const gate = runsWhen(ev, call, scope);
   return {
     kind,
     line: file.line(call),
@@ -50,7 +52,28 @@ export function trainingFact(
     function: scope ? qualifiedName(scope) : null,
     branch: branchPath(call, scope),
     ...(typeTests.length ? { typeTests } : {}),
+    ...(gate ? { runsWhen: gate } : {}),
   };
+}
+
+/**
+ * The `if` conditions a training fact runs under that are not known to hold: each undecided one (`if cfg.lora:`),
+ * or one false as written or by a default a command line may change. Undefined when every condition holds (or
+ * there is none): then the fact runs whenever its function does.
+ */
+function runsWhen(ev: Evaluator, call: Node, scope: Node | null): TrainingFact['runsWhen'] {
+  const undecided: string[] = [];
+  for (const part of conditionParts(call, scope)) {
+    const before = ev.defaultsRead.length;
+    const v = truthy(ev.eval(part.node));
+    const text = part.negated ? `not (${part.node.text})` : part.node.text;
+    if (v === undefined) undecided.push(text);
+    else if (v === part.negated)
+      return {
+        off: ev.defaultsRead.length > before ? `${text} is false by default` : `${text} is always false`,
+      };
+  }
+  return undecided.length ? { undecided } : undefined;
 }
 
 /** `model` in `model.parameters()` (or a comprehension / filter over it). */

@@ -8,6 +8,7 @@ import {
   conditionsOf,
   enclosingFunction,
   enclosingStatement,
+  findBinding,
   parameterNames,
   qualifiedName,
 } from '../python/scope';
@@ -76,6 +77,7 @@ export function wrapCall(
     loopStatement: outerLoop ? statementInfo(file, outerLoop) : null,
     classFilter: classFilterOf(ev, call, scope, targetNode),
   };
+  if (wrapsLoopBase(file, call, scope, targetNode)) fact.wrapsBase = true;
   const enable = enableWrapOptions(file, ev, call, scope);
   if (enable) {
     fact.enableWrap = enable;
@@ -90,7 +92,11 @@ export function wrapCall(
   return fact;
 }
 
-/** Classes named by `isinstance(<target>, Cls)` / `isinstance(<target>, (A, B))` around a call. */
+/**
+ * Classes an `isinstance(<target>, Cls)` test around a call admits: `isinstance(<target>, (A, B))`, and tests joined
+ * by `or` (`isinstance(m, A) or isinstance(m, B)`: A or B, each perhaps `and`-ed with another test). Null when no
+ * test restricts the target's class.
+ */
 export function classFilterOf(
   ev: Evaluator,
   call: Node,
@@ -100,22 +106,187 @@ export function classFilterOf(
   if (target?.type !== 'identifier') return null;
   for (const part of conditionParts(call, scope)) {
     // `not isinstance(m, Block)` negated (a guard `if not isinstance(...): continue`) is `isinstance(m, Block)`.
-    let node: Node | null = part.node;
-    let negated = part.negated;
-    while (node?.type === 'not_operator' || node?.type === 'parenthesized_expression') {
-      if (node.type === 'not_operator') negated = !negated;
-      node = node.type === 'not_operator' ? node.childForFieldName('argument') : node.namedChild(0);
-    }
-    if (negated || node?.type !== 'call' || node.childForFieldName('function')?.text !== 'isinstance')
-      continue;
-    const [subject, cls] = node.childForFieldName('arguments')?.namedChildren ?? [];
-    if (subject?.text !== target.text || !cls) continue;
-    const items = cls.type === 'tuple' || cls.type === 'parenthesized_expression' ? cls.namedChildren : [cls];
-    return items.map((i) =>
-      lastSegment(i.type === 'identifier' || i.type === 'attribute' ? ev.calleeName(i) : i.text),
-    );
+    const classes = admittedClasses(ev, part.node, part.negated, target.text);
+    if (classes) return [...new Set(classes)];
   }
   return null;
+}
+
+/**
+ * The classes `subject` must be of where `node` is true (false when `negated`), or null for no restriction. An `or`
+ * (a negated `and`) admits the union of its operands' classes, and only when each operand restricts; an `and` (a
+ * negated `or`) admits no more than one of its restricting operands.
+ */
+function admittedClasses(ev: Evaluator, node: Node, negated: boolean, subject: string): string[] | null {
+  if (node.type === 'parenthesized_expression') {
+    const inner = node.namedChild(0);
+    return inner ? admittedClasses(ev, inner, negated, subject) : null;
+  }
+  if (node.type === 'not_operator') {
+    const arg = node.childForFieldName('argument');
+    return arg ? admittedClasses(ev, arg, !negated, subject) : null;
+  }
+  if (node.type === 'boolean_operator') {
+    const left = node.childForFieldName('left');
+    const right = node.childForFieldName('right');
+    if (!left || !right) return null;
+    const a = admittedClasses(ev, left, negated, subject);
+    const b = admittedClasses(ev, right, negated, subject);
+    const either = (node.childForFieldName('operator')?.type === 'or') !== negated;
+    if (either) return a && b ? [...a, ...b] : null;
+    return a ?? b;
+  }
+  if (negated || node.type !== 'call' || node.childForFieldName('function')?.text !== 'isinstance')
+    return null;
+  const [s, cls] =
+    node.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
+  if (s?.text !== subject || !cls) return null;
+  const items = cls.type === 'tuple' || cls.type === 'parenthesized_expression' ? cls.namedChildren : [cls];
+  return items
+    .filter((i) => i.type !== 'comment')
+    .map((i) => lastSegment(i.type === 'identifier' || i.type === 'attribute' ? ev.calleeName(i) : i.text));
+}
+
+/**
+ * Whether the call wraps the module a loop over `X.modules()` / `X.named_modules()` runs over, not only its
+ * descendants. `Module.named_modules()` yields `(prefix, self)` before any submodule, and `Module.modules()` yields
+ * the modules of `named_modules()` (torch/nn/modules/module.py), so `for m in reversed(list(model.modules())):
+ * fully_shard(m)` wraps `model` last. Said only where nothing can keep X out: the loop is the innermost around the
+ * call, binds the wrapped name, has no `break` or `return`, and every test inside it that the call runs under is
+ * an `isinstance` exclusion (`if isinstance(m, nn.ModuleList): continue`), which admits the model.
+ */
+export function wrapsLoopBase(
+  file: SourceFile,
+  call: Node,
+  scope: Node | null,
+  target: Node | null,
+): boolean {
+  if (target?.type !== 'identifier') return false;
+  let loop: Node | null = null;
+  for (let p = up(call); p && p.id !== scope?.id; p = up(p)) {
+    if (p.type === 'function_definition' || p.type === 'class_definition' || p.type === 'lambda')
+      return false;
+    if (p.type === 'for_statement' || p.type === 'while_statement') {
+      loop = p;
+      break;
+    }
+  }
+  const body = loop?.type === 'for_statement' ? loop.childForFieldName('body') : null;
+  const right = loop?.childForFieldName('right');
+  const pairs = right ? modulesAndSelfPairs(file, right) : null;
+  if (!loop || !body || pairs === null || moduleName(loop.childForFieldName('left'), pairs) !== target.text)
+    return false;
+  if (exitsLoop(body)) return false;
+  // A `continue` read as a guard is among the condition parts; one anywhere else before the call may skip X.
+  for (const c of body.descendantsOfType('continue_statement')) {
+    if (c.startIndex > call.startIndex || innerLoopOrScope(c, body)) continue;
+    const consequence = up(c);
+    const stmt = up(consequence);
+    const alone = consequence?.namedChildren.filter((n) => n.type !== 'comment').length === 1;
+    if (
+      stmt?.type !== 'if_statement' ||
+      up(stmt)?.id !== body.id ||
+      !alone ||
+      stmt.childForFieldName('alternative')
+    )
+      return false;
+  }
+  return conditionParts(call, scope).every(
+    (part) =>
+      part.node.startIndex < body.startIndex || isinstanceExclusion(part.node, part.negated, target.text),
+  );
+}
+
+/**
+ * The name a `for` target binds to the module when each element is the module nested in `pairs` pairs (`m`;
+ * `name, m` for `named_modules()`; `i, (name, m)` for `enumerate(named_modules())`).
+ */
+function moduleName(left: Node | null, pairs: number): string | null {
+  if (!left) return null;
+  if (pairs === 0) return left.type === 'identifier' ? left.text : null;
+  if (!['pattern_list', 'tuple_pattern', 'parenthesized_expression'].includes(left.type)) return null;
+  const items = left.namedChildren.filter((c) => c.type !== 'comment');
+  return items.length === 2 ? moduleName(items[1]!, pairs - 1) : null;
+}
+
+/**
+ * How many pairs a loop over `expr` nests each module in, when it runs over `X.modules()` (0) or
+ * `X.named_modules()` (1, without a `memo`, which may hold X), perhaps through `reversed`, `list`, `tuple`, `iter`,
+ * `enumerate` (one more pair), or a name bound to such a call; null for anything else.
+ */
+function modulesAndSelfPairs(file: SourceFile, expr: Node, depth = 0): number | null {
+  if (depth > 6) return null;
+  if (expr.type === 'identifier') {
+    const b = findBinding(file, expr.text, expr);
+    return b?.kind === 'assign' && b.value?.type === 'call' && b.statement.startIndex < expr.startIndex
+      ? modulesAndSelfPairs(file, b.value, depth + 1)
+      : null;
+  }
+  if (expr.type !== 'call') return null;
+  const fn = expr.childForFieldName('function');
+  const args = expr.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
+  if (fn?.type === 'identifier' && ['reversed', 'list', 'tuple', 'iter', 'enumerate'].includes(fn.text)) {
+    const inner = args.length === 1 && args[0] ? modulesAndSelfPairs(file, args[0], depth + 1) : null;
+    return inner === null ? null : inner + (fn.text === 'enumerate' ? 1 : 0);
+  }
+  const method = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text : undefined;
+  if (method === 'modules') return args.length === 0 ? 0 : null;
+  if (method === 'named_modules')
+    return args.every((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text !== 'memo')
+      ? 1
+      : null;
+  return null;
+}
+
+/** A `break` of this loop, or a `return`, in its body (not in a nested function, nor a `break` of a nested loop). */
+function exitsLoop(body: Node): boolean {
+  for (const b of body.descendantsOfType('break_statement')) if (!innerLoopOrScope(b, body)) return true;
+  for (const r of body.descendantsOfType('return_statement')) if (!innerScope(r, body)) return true;
+  return false;
+}
+
+function innerLoopOrScope(node: Node, body: Node): boolean {
+  for (let p = up(node); p && p.id !== body.id; p = up(p))
+    if (
+      ['for_statement', 'while_statement', 'function_definition', 'class_definition', 'lambda'].includes(
+        p.type,
+      )
+    )
+      return true;
+  return false;
+}
+
+function innerScope(node: Node, body: Node): boolean {
+  for (let p = up(node); p && p.id !== body.id; p = up(p))
+    if (['function_definition', 'class_definition', 'lambda'].includes(p.type)) return true;
+  return false;
+}
+
+/**
+ * A test that holds wherever `subject` is of none of some classes: `not isinstance(m, A)` (or `isinstance` under a
+ * negation), `and`-ed with others of its kind, or `or`-ed with anything.
+ */
+function isinstanceExclusion(node: Node, negated: boolean, subject: string): boolean {
+  if (node.type === 'parenthesized_expression') {
+    const inner = node.namedChild(0);
+    return !!inner && isinstanceExclusion(inner, negated, subject);
+  }
+  if (node.type === 'not_operator') {
+    const arg = node.childForFieldName('argument');
+    return !!arg && isinstanceExclusion(arg, !negated, subject);
+  }
+  if (node.type === 'boolean_operator') {
+    const left = node.childForFieldName('left');
+    const right = node.childForFieldName('right');
+    if (!left || !right) return false;
+    const a = isinstanceExclusion(left, negated, subject);
+    const b = isinstanceExclusion(right, negated, subject);
+    return (node.childForFieldName('operator')?.type === 'or') !== negated ? a || b : a && b;
+  }
+  if (!negated || node.type !== 'call' || node.childForFieldName('function')?.text !== 'isinstance')
+    return false;
+  const args = node.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
+  return args.length === 2 && args[0]!.text === subject;
 }
 
 /** Methods whose iteration yields `(name, value)` pairs, not modules. */

@@ -12,6 +12,8 @@ import type { Finding, Fix, Rule, RuleContext } from './types';
 export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Finding[] {
   const findings: Finding[] = [];
   const index = new TextIndex(ctx.text);
+  // One finding of a rule at one range: a rule that reaches a call twice (a loop wrapping two containers) says it once.
+  const seen = new Set<string>();
   for (const rule of rules) {
     const severity = ctx.options.rules[rule.id] ?? rule.defaultSeverity;
     if (severity === 'off' || (rule.commandLineOnly && ctx.options.editor)) continue;
@@ -25,6 +27,15 @@ export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Fin
     }
     for (const d of drafts) {
       if (isSuppressed(ctx, rule.id, d.range.start.line, d.range.end.line)) continue;
+      const key = [
+        rule.id,
+        d.range.start.line,
+        d.range.start.character,
+        d.range.end.line,
+        d.range.end.character,
+      ].join(':');
+      if (seen.has(key)) continue;
+      seen.add(key);
       findings.push({
         ...d,
         message: clip(d.message, 1000),

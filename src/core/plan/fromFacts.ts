@@ -193,15 +193,21 @@ export function planFromFacts(
 
   if (!fsdp2) {
     const root0 = policyRoot ?? ordered.find((c) => c.isRoot);
-    const ss = root0?.options.sharding_strategy?.value;
+    const option = root0?.options.sharding_strategy;
+    const ss = option?.value;
     if (typeof ss === 'string') strategy = ss as ShardingStrategyName;
+    // Passed but not read (`sharding_strategy=pick(cfg)`): FSDP's default is an assumption, and said to be one.
+    else if (option && root0)
+      notes.push(
+        `${placeOf(root0)}: sharding_strategy=${option.text} is not known statically; estimated with FSDP1's default, FULL_SHARD (\`# fsdp: replicas=R\` or \`--replicas R\` models HYBRID_SHARD)`,
+      );
     if (policyRoot) {
       const where = `${file}:${policyRoot.line}`;
       const policy = policyRoot.options.auto_wrap_policy?.value as WrapPolicyValue | null;
       const r = unitsFromPolicy(root, policy, {
         fallbackClasses: shape ? [shape.blockClass] : [],
         origin: where,
-        site: { file: facts.path, line: policyRoot.line },
+        site: { file: policyRoot.file, line: policyRoot.line },
         offload: offloadOf(policyRoot, notes, where),
         reshardAfterForward: true,
       });

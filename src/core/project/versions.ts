@@ -11,9 +11,19 @@ const PACKAGES = ['transformers', 'accelerate', 'trl', 'torch'] as const;
  */
 export function pinnedVersions(fsys: ProjectFS, root: string): PinnedVersions {
   const out: PinnedVersions = {};
-  const set = (pkg: (typeof PACKAGES)[number], version: string, file: string, line: number) => {
+  const set = (
+    pkg: (typeof PACKAGES)[number],
+    version: string,
+    file: string,
+    line: number,
+    floor = false,
+  ) => {
     if (!out[pkg])
-      out[pkg] = { version, where: `${path.relative(root, file) || path.basename(file)}:${line + 1}` };
+      out[pkg] = {
+        version,
+        where: `${path.relative(root, file) || path.basename(file)}:${line + 1}`,
+        ...(floor ? { floor: true } : {}),
+      };
   };
   for (const lock of ['uv.lock', 'poetry.lock']) {
     const file = path.join(root, lock);
@@ -44,10 +54,25 @@ export function pinnedVersions(fsys: ProjectFS, root: string): PinnedVersions {
     const file = path.join(root, name);
     const text = fsys.readFile(file);
     if (!text) continue;
+    // Optional extras and dependency groups (`[project.optional-dependencies]`, `extras_require`) are not what the
+    // project runs by default: their pins are skipped.
+    let optional = false;
     text.split('\n').forEach((line, i) => {
       if (/^\s*#/.test(line)) return;
+      const section = /^\s*\[([^\]]+)\]\s*$/.exec(line);
+      if (name === 'pyproject.toml' && section)
+        optional = /optional-dependencies|dependency-groups|\.group\.|dev-dependencies|extras/.test(
+          section[1]!,
+        );
+      if (
+        name === 'setup.py' &&
+        /\bextras_require\b|_REQUIRES\s*=|_requires\s*=/.test(line) &&
+        !/install_requires/.test(line)
+      )
+        optional = true;
+      if (optional) return;
       const m = spec.exec(line);
-      if (m) set(m[1]!.toLowerCase() as (typeof PACKAGES)[number], m[3]!, file, i);
+      if (m) set(m[1]!.toLowerCase() as (typeof PACKAGES)[number], m[3]!, file, i, m[2] === '>=');
     });
   }
   return out;

@@ -5,7 +5,7 @@
 import { count } from '../vocabulary/words';
 import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
-import type { FileFacts, WrapCall } from '../analysis/facts';
+import type { FileFacts, TrainingFact, WrapCall } from '../analysis/facts';
 import type { MixedPrecisionValue, MeshValue } from '../analysis/options';
 import type { Estimate, EstimateInput } from '../estimator/types';
 import { lastSegment } from '../analysis/options';
@@ -191,7 +191,14 @@ function estimateFacts(
     project && root0
       ? project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)).torch
       : undefined;
-  if (torchPin) {
+  const torchNotes: string[] = [];
+  if (torchPin?.floor)
+    // A lower bound is the oldest release allowed, not the one the job runs: the default stands, and the note says
+    // how to say which release runs.
+    torchNotes.push(
+      `the project allows torch ${torchPin.version} and later (torch>=${torchPin.version} at ${torchPin.where}); the estimate assumes the default, 2.8 or later: set "# fsdp: torch=${torchPin.version}" if the job runs an older release`,
+    );
+  else if (torchPin) {
     try {
       layers.push({
         source: { kind: 'detected' },
@@ -205,6 +212,7 @@ function estimateFacts(
   if (pyproject) layers.push(pyproject.layer);
   if (launch) layers.push(launch.layer);
   if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
+  const fineTuneNotes: string[] = [];
   const ft = opts.flags?.fineTune
     ? { ft: opts.flags.fineTune, source: { kind: 'flag' } as Source }
     : fw?.fineTune
@@ -215,7 +223,7 @@ function estimateFacts(
             detail: fw.range ? `${path.basename(fw.file)}:${fw.range.start.line + 1}` : fw.file,
           } as Source,
         }
-      : detectFineTune(facts, file);
+      : detectFineTune(facts, file, fineTuneNotes);
   const root = ft ? applyFineTune(model.loaded.root, ft.ft) : model.loaded.root;
   const plan = fw
     ? planForFramework(fw, root, model.loaded.shape)
@@ -228,6 +236,8 @@ function estimateFacts(
       );
   plan.notes.unshift(
     ...(helpers?.notes ?? []),
+    ...torchNotes,
+    ...fineTuneNotes,
     ...model.notes,
     ...(pyproject?.problems ?? []),
     ...(launch?.problems ?? []),
@@ -655,31 +665,66 @@ function asDType(d: string | null | undefined): DType | null {
 }
 
 /** LoRA, 4-bit quantisation and frozen modules the script sets up. */
-function detectFineTune(facts: FileFacts, file: string): { ft: FineTune; source: Source } | undefined {
+/**
+ * LoRA, a 4-bit base and frozen modules as the script sets them up, only where they are known to run: a setup
+ * under a condition the analysis cannot decide (`if cfg.use_lora:`), or with a rank or targets it cannot read, is
+ * left out and said so in `notes`, never filled in with a guess.
+ */
+function detectFineTune(
+  facts: FileFacts,
+  file: string,
+  notes: string[],
+): { ft: FineTune; source: Source } | undefined {
   const ft: FineTune = {};
   const lines: number[] = [];
+  const at = (t: { line: number }) => `${file}:${t.line}`;
+  /** Whether a fact runs for sure; otherwise the note says why it is left out. */
+  const runs = (t: TrainingFact, what: string, gate = t.runsWhen): boolean => {
+    if (gate?.off) notes.push(`${what} at ${at(t)} is left out: ${gate.off}`);
+    else if (gate?.undecided)
+      notes.push(
+        `${what} at ${at(t)} runs only when ${gate.undecided.join(' and ')}, which the analysis cannot decide; estimated without it`,
+      );
+    return !gate;
+  };
   const lora = facts.training.find((t) => t.kind === 'lora');
-  if (lora) {
-    const r = lora.options.r?.value;
-    const targets = lora.options.target_modules?.value;
-    ft.lora = {
-      rank: typeof r === 'number' && r > 0 ? r : 8,
-      targets: Array.isArray(targets)
-        ? targets.filter((x): x is string => typeof x === 'string')
-        : typeof targets === 'string'
-          ? [targets]
-          : ['q_proj', 'v_proj'],
-    };
-    lines.push(lora.line);
+  const peft = facts.training.find((t) => t.kind === 'peft');
+  if (lora && runs(lora, 'LoRA', lora.runsWhen ?? peft?.runsWhen)) {
+    const r = lora.options.r;
+    const targets = lora.options.target_modules;
+    // peft's LoraConfig defaults: r=8, and target_modules None, which selects q_proj and v_proj for the Llama
+    // family (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING). A value passed but not known is no default.
+    const rank = r ? r.value : 8;
+    const names = !targets
+      ? ['q_proj', 'v_proj']
+      : Array.isArray(targets.value) && targets.value.every((x) => typeof x === 'string')
+        ? (targets.value as string[])
+        : typeof targets.value === 'string'
+          ? [targets.value]
+          : null;
+    if (typeof rank !== 'number' || !Number.isInteger(rank) || rank <= 0)
+      notes.push(
+        `LoRA at ${at(lora)} is left out: its rank \`${r?.text ?? '?'}\` is not known statically (--lora-rank R estimates with it)`,
+      );
+    else if (!names)
+      notes.push(
+        `LoRA at ${at(lora)} is left out: its target modules \`${targets?.text ?? '?'}\` are not known statically (--lora-rank R --lora-targets M estimates with them)`,
+      );
+    else {
+      ft.lora = { rank, targets: names };
+      lines.push(lora.line);
+    }
   }
   const quant = facts.training.find(
     (t) => t.kind === 'quantization' && t.options.load_in_4bit?.value === true,
   );
-  if (quant) {
+  if (quant && runs(quant, '4-bit quantisation')) {
     ft.baseDtype = 'nf4';
     lines.push(quant.line);
   }
-  const frozen = facts.training.filter((t) => t.kind === 'freeze' && t.target);
+  const frozen = facts.training.filter(
+    (t) => t.kind === 'freeze' && t.target && runs(t, `freezing ${t.target}`),
+  );
   if (frozen.length) {
     // Paths relative to the model variable: `model.model.embed_tokens` -> `model.embed_tokens`.
     ft.frozen = frozen.map((t) => t.target!.split('.').slice(1).join('.')).filter(Boolean);

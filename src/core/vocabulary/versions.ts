@@ -4,6 +4,8 @@
 export interface VersionPin {
   version: string;
   where: string;
+  /** A lower bound (`torch>=2.4`): the oldest release the project allows, not the one it runs. */
+  floor?: boolean;
 }
 
 export interface PinnedVersions {

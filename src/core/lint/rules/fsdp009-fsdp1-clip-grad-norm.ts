@@ -27,7 +27,7 @@ model.clip_grad_norm_(1.0)`,
     const out: Draft[] = [];
     for (const t of ctx.facts.training) {
       if (t.kind !== 'clip_grad_norm' || !t.qualified.startsWith('torch.nn.utils')) continue;
-      if (notFsdp1Here(t)) continue;
+      if (notFsdp1Here(t) || dispatchedByVersion(t, ctx.facts.training)) continue;
       // An FSDP1 wrap in another arm of an `if` than the clip (in the same function) never runs before it.
       const reaching = roots.filter((r) => r.function !== t.function || !exclusive(r.branch, t.branch));
       if (!reaching.length) continue;
@@ -96,5 +96,24 @@ function notFsdp1Here(t: TrainingFact): boolean {
       (test.negated
         ? test.classes.some(isFsdp1Class)
         : test.classes.length > 0 && test.classes.every((c) => NOT_FSDP1.has(c))),
+  );
+}
+
+/**
+ * The clip is in one arm of an `if` whose other arm clips the same object with FSDP1's method,
+ * `FullyShardedDataParallel.clip_grad_norm_` (torch/distributed/fsdp/fully_sharded_data_parallel.py), or an
+ * object the clip's parameters do not name (`torch.nn.utils.clip_grad_norm_(parameters, ...)`): the code already
+ * chooses by FSDP version (`if not self.is_fsdp2: return model.clip_grad_norm_(...)` / `else: ...`), and the plain
+ * function runs where the module is not FSDP1's. A clip after such an `if`, which both arms reach, is still read.
+ */
+function dispatchedByVersion(t: TrainingFact, training: TrainingFact[]): boolean {
+  return training.some(
+    (m) =>
+      m.kind === 'clip_grad_norm' &&
+      !m.qualified.startsWith('torch.') &&
+      m.target !== null &&
+      (t.target === null || m.target === t.target) &&
+      m.function === t.function &&
+      exclusive(m.branch, t.branch),
   );
 }

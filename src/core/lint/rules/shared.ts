@@ -25,7 +25,9 @@ function basePath(c: WrapCall): string[] | null {
 /**
  * Groups of wraps of blocks (in a loop, or of an attribute of a variable) that no call in the file wraps as a root.
  * A group in a function that takes the object as a parameter and that nothing in this file calls is left alone:
- * its callers, in other files, may wrap the root.
+ * its callers, in other files, may wrap the root. So is a loop over the object's `modules()` that wraps the object
+ * itself too, and a lone attribute wrapped and stored back in place (`holder.model = FSDP(holder.model)`): like
+ * `self.model = FSDP(self.model)`, the attribute is the model and the object holding it only holds it.
  */
 export function unitCallsWithoutRoot(facts: FileFacts): UnrootedGroup[] {
   const childOfRoot = new Set(facts.calls.flatMap((c) => c.children));
@@ -34,6 +36,7 @@ export function unitCallsWithoutRoot(facts: FileFacts): UnrootedGroup[] {
     if (c.isRoot || childOfRoot.has(i) || c.incomplete || c.neverRuns) return;
     const base = basePath(c);
     if (!base) return;
+    if (c.wrapsBase && c.paths.length === 1 && c.paths[0]!.length === base.length + 1) return;
     const fn = c.function ? facts.functions[c.function] : undefined;
     if (fn && !fn.calledInFile && base[0] !== 'self' && fn.parameters.includes(base[0]!)) return;
     const key = `${c.function ?? ''}\u0000${base.join('.')}`;
@@ -41,7 +44,19 @@ export function unitCallsWithoutRoot(facts: FileFacts): UnrootedGroup[] {
     if (g) g.calls.push(c);
     else groups.set(key, { base, function: c.function, calls: [c] });
   });
-  return [...groups.values()];
+  return [...groups.values()].filter((g) => g.calls.length > 1 || !storedBack(g.calls[0]!, g.base));
+}
+
+/** `holder.net = FSDP(holder.net)`: one attribute of the base, not in a loop, assigned the wrapped module. */
+function storedBack(c: WrapCall, base: string[]): boolean {
+  const p = c.paths[0];
+  return (
+    c.loops.length === 0 &&
+    c.paths.length === 1 &&
+    p?.length === base.length + 1 &&
+    c.assignedTo === c.target &&
+    c.target === [...base, p[base.length]].join('.')
+  );
 }
 
 /** A call's options as they would be written again (`mesh=mesh`, `**fsdp_config`), minus `exclude`. */
