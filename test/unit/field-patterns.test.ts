@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli } from './helpers';
+import { cli, scanSource } from './helpers';
 import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
 
 describe('launch files that launch this script', () => {
@@ -398,6 +398,38 @@ describe('a wrap option the analysis cannot read', () => {
         ),
       ),
       j.plan.notes.join('\n'),
+    );
+  });
+});
+
+describe('units named by a variable that holds part of the model', () => {
+  it("an embedding and a [norm, head] list bound to names are the model's units, not roots; a copy is its own", async () => {
+    const facts = await scanSource(
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'def prepare(model):',
+        '    emb = model.get_input_embeddings()',
+        '    fully_shard(emb)',
+        '    for layer in model.model.layers:',
+        '        fully_shard(layer)',
+        '    tail = [m for m in (model.model.norm, model.lm_head) if m is not None]',
+        '    fully_shard(tail)',
+        '    fully_shard(model)',
+        '    twin = copy.deepcopy(model)',
+        '    fully_shard(twin)',
+        '',
+      ].join('\n'),
+    );
+    assert.deepEqual(
+      facts.calls.map((c) => [c.target, c.isRoot]),
+      [
+        ['emb', false],
+        ['layer', false],
+        ['tail', false],
+        ['model', true],
+        // A deep copy is a new object: a root of its own.
+        ['twin', true],
+      ],
     );
   });
 });

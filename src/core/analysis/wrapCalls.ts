@@ -457,15 +457,42 @@ export function linkRoots(file: SourceFile, calls: WrapCall[]): void {
       if (i !== j && d.paths.some((q) => isUnder(q, p)) && reaches(c, d)) c.children.push(j);
     }
   });
+  const standalone = (c: WrapCall) => {
+    const p = c.paths[0];
+    return (
+      c.paths.length === 1 &&
+      !!p &&
+      c.loops.length === 0 &&
+      (p.length === 1 || (p.length === 2 && p[0] === 'self'))
+    );
+  };
+  // A name bound to a part of another wrapped object (`emb = model.get_input_embeddings()`, `tail = [model.norm,
+  // model.lm_head]`) is a unit of that object, not a root of its own.
+  calls.forEach((c, i) => {
+    const v = c.paths[0]?.[0];
+    if (!standalone(c) || c.paths[0]!.length !== 1 || !v) return;
+    const at = file.root.descendantForIndex(offsetOf(file, c.range.start));
+    const b = at ? findBinding(file, v, at) : null;
+    if (b?.kind !== 'assign' || !b.value) return;
+    // Objects whose attributes the value reads (`model` of `model.norm`, `model.get_input_embeddings()`); not the
+    // arguments of a call (`copy.deepcopy(model)` is a new object), nor the name itself (`model = FSDP(model)`).
+    const named = new Set(
+      b.value
+        .descendantsOfType('attribute')
+        .map((a) => a.childForFieldName('object'))
+        .filter((o): o is Node => o?.type === 'identifier')
+        .map((o) => o.text),
+    );
+    named.delete(v);
+    const owner = calls.findIndex(
+      (d, j) =>
+        j !== i && standalone(d) && d.paths[0]!.length === 1 && named.has(d.paths[0]![0]!) && reaches(d, c),
+    );
+    if (owner >= 0 && !calls[owner]!.children.includes(i)) calls[owner]!.children.push(i);
+  });
   const isChild = new Set(calls.flatMap((c) => c.children));
   calls.forEach((c, i) => {
-    const p = c.paths[0];
-    const standalone =
-      c.paths.length === 1 &&
-      p &&
-      c.loops.length === 0 &&
-      (p.length === 1 || (p.length === 2 && p[0] === 'self'));
-    c.isRoot = !isChild.has(i) && (c.children.length > 0 || !!standalone);
+    c.isRoot = !isChild.has(i) && (c.children.length > 0 || standalone(c));
   });
 }
 
