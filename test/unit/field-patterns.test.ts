@@ -250,10 +250,67 @@ describe('wraps made through a helper of another file', () => {
       assert.equal(block.gatheredBytes, block.params * 2);
     });
 
+  it('a helper re-exported by its package is followed to its definition', async () => {
+    const file = project(`${LOAD}from pkg import training\ntraining.shard_model(model)\n`, HELPER);
+    const dir = path.dirname(file);
+    // pkg/training/__init__.py re-exports shard_model from pkg/training/_dist.py.
+    fs.mkdirSync(path.join(dir, 'pkg', 'training'));
+    fs.writeFileSync(path.join(dir, 'pkg', 'training', '__init__.py'), 'from ._dist import shard_model\n');
+    fs.writeFileSync(path.join(dir, 'pkg', 'training', '_dist.py'), HELPER);
+    const j = JSON.parse((await cli('estimate', file, '--json')).out) as {
+      plan: { units: number; notes: string[] };
+    };
+    assert.equal(j.plan.units, 17);
+    assert.ok(j.plan.notes.some((n) => /the wraps of shard_model\(\) in pkg\/training\/_dist\.py/.test(n)));
+  });
+
+  it('a helper that wraps only a part, or selects modules by a test it cannot read, makes no plan', async () => {
+    const part = [
+      'from torch.distributed.fsdp import fully_shard',
+      'def resize_embeddings(net, n):',
+      '    fully_shard(net.model.embed_tokens)',
+      '',
+    ].join('\n');
+    const a = JSON.parse(
+      (
+        await cli(
+          'estimate',
+          project(`${LOAD}from pkg.parallel import resize_embeddings\nresize_embeddings(model, 8)\n`, part),
+          '--json',
+        )
+      ).out,
+    ) as { plan: { source: { kind: string } } };
+    assert.equal(a.plan.source.kind, 'default');
+    const selective = [
+      'from torch.distributed.fsdp import fully_shard',
+      'def shard_model(net, conditions):',
+      '    for name, sub in reversed(list(net.named_modules())):',
+      '        if any(c(name, sub) for c in conditions):',
+      '            fully_shard(sub)',
+      '    fully_shard(net)',
+      '',
+    ].join('\n');
+    const b = JSON.parse(
+      (
+        await cli(
+          'estimate',
+          project(`${LOAD}from pkg.parallel import shard_model\nshard_model(model, [])\n`, selective),
+          '--json',
+        )
+      ).out,
+    ) as { plan: { source: { kind: string }; notes: string[] } };
+    assert.equal(b.plan.source.kind, 'default');
+    assert.ok(
+      b.plan.notes.some((n) =>
+        /shard_model\(\) \(line 4\) is not followed: which modules it wraps depends on/.test(n),
+      ),
+    );
+  });
+
   it('a helper whose wraps are not all reached from what the call passes is not followed, and says so', async () => {
     const partial = HELPER.replace(
       '    fully_shard(net, mesh=mesh, mp_policy=mp)',
-      '    fully_shard(GLOBAL_MODEL, mesh=mesh)',
+      '    fully_shard(GLOBAL_HEAD, mesh=mesh)\n    fully_shard(net, mesh=mesh, mp_policy=mp)',
     );
     const r = await cli(
       'estimate',
@@ -266,7 +323,7 @@ describe('wraps made through a helper of another file', () => {
     assert.equal(j.plan.source.kind, 'default');
     assert.ok(
       j.plan.notes.some((n) =>
-        /shard_model\(\) in pkg\/parallel\.py \(line 4\) is not followed: 1 of its 2 wrap calls/.test(n),
+        /shard_model\(\) in pkg\/parallel\.py \(line 4\) is not followed: 1 of its 3 wrap calls/.test(n),
       ),
     );
   });

@@ -47,16 +47,27 @@ export function helperPlan(project: Project, facts: FileFacts): HelperPlan {
     }
     for (const site of sites) {
       if (followed >= MAX_HELPERS) return out;
-      const where = project.resolveModule(facts.path, site.module);
-      if (!where || path.resolve(where) === path.resolve(facts.path)) continue;
-      const helper = project.memo(`helper-facts:${where}`, () => {
-        const f = project.file(where);
-        return f ? scanFile(project.grammar, f.source) : null;
-      });
-      const fnFact = helper?.functions[site.fn];
-      const wraps =
-        helper?.calls.filter((c) => c.function === site.fn && !c.incomplete && !c.neverRuns) ?? [];
-      if (!helper || !fnFact || !wraps.length) continue;
+      const found = definition(project, facts.path, site.module, site.fn);
+      if (!found || path.resolve(found.where) === path.resolve(facts.path)) continue;
+      const { where, helper } = found;
+      const fnFact = helper.functions[site.fn];
+      const wraps = helper.calls.filter((c) => c.function === site.fn && !c.incomplete && !c.neverRuns);
+      if (!fnFact || !wraps.length) continue;
+      // A sharding helper wraps the object it is given (its root), besides any parts: one that only rewraps a part
+      // (a resized embedding) is no plan of the model.
+      if (!wraps.some((c) => c.paths.some((p) => p.length === 1 && fnFact.parameters.includes(p[0]!))))
+        continue;
+      // Which modules a loop over `modules()` wraps under a test of its own (`if any(cond(n, m) for ...)`), with no
+      // class filter the analysis reads, is not known: no plan is made of a guess.
+      const selective = wraps.find(
+        (c) => c.paths.some((p) => p.includes('**')) && !c.classFilter && c.conditions.length > 0,
+      );
+      if (selective) {
+        out.notes.push(
+          `${site.fn}() (line ${file.source.line(site.call)}) is not followed: which modules it wraps depends on \`${selective.conditions.join(' and ')}\`, which the analysis cannot decide`,
+        );
+        continue;
+      }
       followed++;
       const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
       const at = `${site.fn}() in ${rel}`;
@@ -83,6 +94,36 @@ export function helperPlan(project: Project, facts: FileFacts): HelperPlan {
     }
   }
   return out;
+}
+
+/** The most re-exports followed to a function's definition (`pkg/training/__init__.py` importing it from `_dist.py`). */
+const MAX_REEXPORTS = 3;
+
+/**
+ * The file that defines `fn` of `module` and its facts, following re-exports (`from ._dist import shard_model` in
+ * the package's `__init__.py`).
+ */
+function definition(
+  project: Project,
+  from: string,
+  module: string,
+  fn: string,
+): { where: string; helper: FileFacts } | undefined {
+  let file = project.resolveModule(from, module);
+  for (let hop = 0; file && hop <= MAX_REEXPORTS; hop++) {
+    const where = file;
+    const helper = project.memo(`helper-facts:${where}`, () => {
+      const f = project.file(where);
+      return f ? scanFile(project.grammar, f.source) : null;
+    });
+    if (!helper) return undefined;
+    if (helper.functions[fn] || helper.calls.some((c) => c.function === fn)) return { where, helper };
+    const reexport = project.file(where)?.imports.bindings.find((b) => b.local === fn && !b.isModule);
+    const dot = reexport?.qualified.lastIndexOf('.') ?? -1;
+    if (!reexport || dot <= 0 || reexport.qualified.slice(dot + 1) !== fn) return undefined;
+    file = project.resolveModule(where, reexport.qualified.slice(0, dot));
+  }
+  return undefined;
 }
 
 /**
