@@ -490,3 +490,22 @@ describe('units named by a variable that holds part of the model', () => {
     );
   });
 });
+
+describe('what from_pretrained loads', () => {
+  it('a tokenizer, processor or config loaded beside the model is not the model', async () => {
+    const facts = await scanSource(
+      [
+        'from transformers import AutoConfig, AutoModelForCausalLM, AutoProcessor, AutoTokenizer',
+        'tok = AutoTokenizer.from_pretrained(name)',
+        'proc = AutoProcessor.from_pretrained(name)',
+        'cfg = AutoConfig.from_pretrained(name)',
+        'model = AutoModelForCausalLM.from_pretrained(name)',
+        '',
+      ].join('\n'),
+    );
+    assert.deepEqual(
+      facts.models.map((m) => m.variable),
+      ['model'],
+    );
+  });
+});

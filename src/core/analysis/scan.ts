@@ -22,6 +22,9 @@ import { checkpointFact, meshFact, mixedPrecisionFact, optimizerFact } from './s
 import { castCalls, frozenAssignments, trainingFact } from './training';
 import { functionFacts, incompleteWrapCall, linkRoots, wrapCall } from './wrapCalls';
 
+/** Classes whose `from_pretrained` loads something beside the model: tokenizers, processors, configs. */
+const NOT_A_MODEL = /(Tokenizer(Fast)?|Processor|FeatureExtractor|Config)\.from_(pretrained|config)$/;
+
 /** Calls that are facts of the training setup rather than of FSDP itself. */
 const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpointing'> = {
   from_pretrained: 'model',
@@ -145,6 +148,8 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
     if (kind === 'checkpointing') {
       facts.checkpointing.push(checkpointFact(file, ev, call, 'gradient_checkpointing_enable'));
     } else if (kind === 'model') {
+      // `AutoTokenizer.from_pretrained(...)`, a processor or a config: loaded beside the model, never the model.
+      if (NOT_A_MODEL.test(qualified)) continue;
       const m = modelFact(file, ev, call, qualified, fn);
       facts.models.push(m);
       if (m.variable) modelVars.add(m.variable);
