@@ -509,3 +509,40 @@ describe('what from_pretrained loads', () => {
     );
   });
 });
+
+describe('a model passed through a call that returns it', () => {
+  it('parallelize_module returns the same module: the model stays known, and tensor parallelism is said to be not modelled', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-tp-'));
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'import torch.nn as nn',
+        'from torch.distributed.fsdp import fully_shard',
+        'from torch.distributed.tensor.parallel import parallelize_module, ColwiseParallel',
+        'class Block(nn.Module):',
+        '    def __init__(self, d):',
+        '        super().__init__()',
+        '        self.w1 = nn.Linear(d, 4 * d)',
+        '        self.w2 = nn.Linear(4 * d, d)',
+        'class Net(nn.Module):',
+        '    def __init__(self, d=256, n=2):',
+        '        super().__init__()',
+        '        self.layers = nn.ModuleList([Block(d) for _ in range(n)])',
+        'model = Net()',
+        'model = parallelize_module(model, tp_mesh, {"layers.0.w1": ColwiseParallel()})',
+        'for layer in model.layers:',
+        '    fully_shard(layer, mesh=dp_mesh)',
+        'fully_shard(model, mesh=dp_mesh)',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { model: { params: number }; plan: { notes: string[] } };
+    // Two blocks of Linear(256, 1024) and Linear(1024, 256): 2 x (256 x 1024 + 1024 + 1024 x 256 + 256) = 1,051,136.
+    assert.equal(j.model.params, 1_051_136);
+    assert.ok(j.plan.notes.some((n) => /tensor parallelism \(parallelize_module\) is not modelled/.test(n)));
+  });
+});

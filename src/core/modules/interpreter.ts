@@ -44,6 +44,13 @@ export { StepLimit, type Limits };
 export type { ClassV, FnV, ModV, ObjV, TensorV, Value };
 export { moduleFromTree, toModuleTree } from './moduleValues';
 
+/** Library calls that return the module passed first, with the same parameters. */
+const RETURNS_ITS_MODULE = new Set([
+  'torch.distributed.tensor.parallel.parallelize_module',
+  'torch.distributed.tensor.parallel.api.parallelize_module',
+  'torch.compile',
+]);
+
 export class Interpreter extends Statements {
   private readonly moduleScopes = new Map<string, Map<string, Node>>();
   private readonly moduleValues = new Map<string, Value>();
@@ -340,6 +347,17 @@ export class Interpreter extends Statements {
   ): Value {
     const layer = torchLayerName(q);
     if (layer) return torchLayer(this.layers, layer, args, kwargs, text);
+    // Calls that return the module they are given, its parameters unchanged in number: tensor parallelism's
+    // `parallelize_module` (torch/distributed/tensor/parallel/api.py: "returns the parallelized module", the same
+    // object, its parameters turned into DTensors) and `torch.compile` (an OptimizedModule around the same module).
+    const module = args[0] ?? kwargs.module ?? kwargs.model;
+    if (RETURNS_ITS_MODULE.has(q) && module?.k === 'mod') {
+      if (q !== 'torch.compile')
+        this.note(
+          'tensor parallelism (parallelize_module) is not modelled: the figures hold every parameter on the FSDP mesh, as if the tensor-parallel degree were 1',
+        );
+      return module;
+    }
     const last = q.slice(q.lastIndexOf('.') + 1);
     if (q === 'torch.nn.Module' || q === 'torch.nn.modules.module.Module') return newModule('Module', null);
     if (/^torch\.nn\.(modules\.[\w.]+\.)?[A-Z]\w*$/.test(q) && !/^(Parameter|Module|Buffer)$/.test(last)) {
