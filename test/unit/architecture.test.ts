@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import { build } from 'esbuild';
 import { ROOT } from './helpers';
 
 function lintStages(): string[] {
@@ -48,5 +49,29 @@ describe('the layer order', () => {
     };
     walk(path.join(ROOT, 'src'));
     assert.deepEqual(missing, []);
+  });
+});
+
+describe('what the extension host loads', () => {
+  it('the extension bundle holds no parser: tree-sitter and the analysis run in the worker', async () => {
+    // esbuild resolves the same imports scripts/build.mjs bundles; only what it reports is checked.
+    const r = await build({
+      entryPoints: [path.join(ROOT, 'src', 'extension', 'extension.ts')],
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: 'node',
+      format: 'cjs',
+      external: ['vscode'],
+      loader: { '.scm': 'text' },
+      logLevel: 'silent',
+    });
+    const inputs = Object.keys(r.metafile.inputs);
+    assert.deepEqual(
+      inputs.filter((f) =>
+        /web-tree-sitter|src[\\/]core[\\/](parsing|analysis[\\/](scan|branches|evaluator))/.test(f),
+      ),
+      [],
+    );
   });
 });

@@ -27,14 +27,6 @@ export function branchPath(node: Node, scope: Node | null): BranchStep[] {
   return steps;
 }
 
-/** Two positions that can never both run in one call of their function: some `if` puts them in disjoint arms. */
-export function exclusive(a: BranchStep[] | undefined, b: BranchStep[] | undefined): boolean {
-  if (!a?.length || !b?.length) return false;
-  for (const x of a)
-    for (const y of b) if (x.at === y.at && !x.arms.some((arm) => y.arms.includes(arm))) return true;
-  return false;
-}
-
 /**
  * The tests an early exit before `node` implies: after `if C: ... return` (no other arm), the code below runs only
  * when C is false. Read in every block from `node` up to `scope`, at most 64 statements back in each.

@@ -113,6 +113,14 @@ export interface BranchStep {
   arms: number[];
 }
 
+/** Two positions that can never both run in one call of their function: some `if` puts them in disjoint arms. */
+export function exclusive(a: BranchStep[] | undefined, b: BranchStep[] | undefined): boolean {
+  if (!a?.length || !b?.length) return false;
+  for (const x of a)
+    for (const y of b) if (x.at === y.at && !x.arms.some((arm) => y.arms.includes(arm))) return true;
+  return false;
+}
+
 /** `isinstance(x, Cls)` tested around a fact: the object, the classes (qualified when imported), negated or not. */
 export interface TypeTest {
   subject: string;

@@ -1,5 +1,5 @@
 /** Rule FSDP002: The model is wrapped before its blocks. */
-import { exclusive } from '../../analysis/branches';
+import { exclusive } from '../../analysis/facts';
 import { moveLines, TextIndex } from '../edits';
 import type { Draft, Rule } from '../types';
 

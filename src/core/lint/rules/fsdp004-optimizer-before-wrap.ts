@@ -1,5 +1,5 @@
 /** Rule FSDP004: The optimizer is created before the model is wrapped. */
-import { exclusive } from '../../analysis/branches';
+import { exclusive } from '../../analysis/facts';
 import { moveLines, TextIndex } from '../edits';
 import type { Draft, Rule } from '../types';
 

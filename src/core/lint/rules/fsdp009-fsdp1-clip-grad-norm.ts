@@ -1,6 +1,6 @@
 /** Rule FSDP009: `torch.nn.utils.clip_grad_norm_` on an FSDP1 model. */
 import { UNBOUND_FALLBACKS, classifyApi } from '../../analysis/apis';
-import { exclusive } from '../../analysis/branches';
+import { exclusive } from '../../analysis/facts';
 import type { TrainingFact } from '../../analysis/facts';
 import type { Draft, Rule } from '../types';
 

@@ -1,6 +1,6 @@
 /** Rule FSDP018: FSDP1's `model.clip_grad_norm_()` method called on a module that FSDP2 wrapped. */
 import { classifyApi } from '../../analysis/apis';
-import { exclusive } from '../../analysis/branches';
+import { exclusive } from '../../analysis/facts';
 import type { Draft, Rule } from '../types';
 
 export const fsdp1ClipOnFsdp2: Rule = {
