@@ -546,3 +546,36 @@ describe('a model passed through a call that returns it', () => {
     assert.ok(j.plan.notes.some((n) => /tensor parallelism \(parallelize_module\) is not modelled/.test(n)));
   });
 });
+
+describe("another framework's fsdp_config", () => {
+  it("a Composer-style fsdp_config is not read as Accelerate's", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-composer-'));
+    const file = path.join(dir, 'pretrain.yaml');
+    fs.writeFileSync(
+      file,
+      [
+        'model:',
+        '  name: hf_causal_lm',
+        '  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B',
+        'fsdp_config:',
+        '  sharding_strategy: FULL_SHARD',
+        '  mixed_precision: PURE',
+        '  backward_prefetch: BACKWARD_PRE',
+        'device_train_microbatch_size: 1',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file);
+    assert.equal(r.code, 2);
+    assert.match(r.err, /not a configuration fsdp-lens knows/);
+    // Accelerate's own keys carry the fsdp_ prefix: still Accelerate.
+    fs.writeFileSync(
+      file,
+      ['fsdp_config:', '  fsdp_sharding_strategy: FULL_SHARD', '  fsdp_version: 2', ''].join('\n'),
+    );
+    assert.match(
+      (await cli('estimate', file, '--model', 'openai-community/gpt2')).out,
+      /^Accelerate configuration/m,
+    );
+  });
+});

@@ -42,10 +42,15 @@ export const ACCELERATE_PRECISION: Readonly<Record<string, DType | null>> = {
 /** An Accelerate config: `distributed_type: FSDP`, or an `fsdp_config` section. */
 export function isAccelerate(doc: ConfigDoc): boolean {
   const t = str(doc.data.distributed_type);
-  return (
-    (doc.format === 'yaml' || doc.format === 'json') &&
-    (t?.toUpperCase() === 'FSDP' || isRecord(doc.data.fsdp_config))
-  );
+  if (doc.format !== 'yaml' && doc.format !== 'json') return false;
+  if (t?.toUpperCase() === 'FSDP') return true;
+  const fsdp = doc.data.fsdp_config;
+  if (!isRecord(fsdp)) return false;
+  // `accelerate config` writes its FSDP keys with an `fsdp_` prefix (`fsdp_sharding_strategy`), beside
+  // `compute_environment`; another framework's `fsdp_config:` (Composer's `sharding_strategy`, `mixed_precision:
+  // PURE`) is not Accelerate's, whose reader would take every key as unset.
+  const keys = Object.keys(fsdp);
+  return 'compute_environment' in doc.data || keys.length === 0 || keys.some((k) => k.startsWith('fsdp_'));
 }
 
 /**
