@@ -579,3 +579,41 @@ describe("another framework's fsdp_config", () => {
     );
   });
 });
+
+describe('callers in tests', () => {
+  it("a test's toy model is not the job's: a function called only from tests has no known model", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-tests-'));
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.mkdirSync(path.join(dir, 'tests'));
+    fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
+    fs.writeFileSync(
+      path.join(dir, 'pkg', 'finetune.py'),
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'def parallelize(model):',
+        '    for block in model.blocks:',
+        '        fully_shard(block)',
+        '    fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(dir, 'tests', 'test_finetune.py'),
+      [
+        'import torch.nn as nn',
+        'from pkg.finetune import parallelize',
+        'class Tiny(nn.Module):',
+        '    def __init__(self):',
+        '        super().__init__()',
+        '        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])',
+        'def test_parallelize():',
+        '    parallelize(Tiny())',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', path.join(dir, 'pkg', 'finetune.py'));
+    assert.equal(r.code, 3, r.err);
+    assert.match(r.err, /only tests call it \(tests\/test_finetune\.py:8\), with models of their own/);
+  });
+});

@@ -78,7 +78,9 @@ export function modelFromScript(
       if (!found.callers)
         return {
           ok: false,
-          reason: `${fnName}() receives the model as \`${head}\` and nothing in the project calls it`,
+          reason: found.testsOnly
+            ? `${fnName}() receives the model as \`${head}\`, and only tests call it (${found.testsOnly}), with models of their own`
+            : `${fnName}() receives the model as \`${head}\` and nothing in the project calls it`,
         };
     } else if (!anchor) {
       // No wrap call: the model's construction site itself.
@@ -235,15 +237,21 @@ function callersPassing(
   depth = 0,
   seen = new Set<string>(),
   via: string[] = [],
-): { values: { v: Value; where: string }[]; callers: number } {
+): { values: { v: Value; where: string }[]; callers: number; testsOnly?: string } {
   const values: { v: Value; where: string }[] = [];
   const fnName = fn.childForFieldName('name')?.text ?? '';
   seen.add(`${file.path}:${fn.startIndex}`);
   const method = isMethod(fn);
-  const callers = project
+  const reaching = project
     .callersOf(fnName)
     .filter((c) => !exclude || c.call.startIndex !== exclude.startIndex || c.file.path !== file.path)
     .filter((c) => callReaches(project, c.file, c.call, file.path, fnName, method));
+  // A test builds a toy model to exercise the function: its size says nothing of the job (unless the file
+  // analysed is itself a test).
+  const callers = reaching.filter(
+    (c) => isTestFile(rel(project, file.path)) || !isTestFile(rel(project, c.file.path)),
+  );
+  const fromTests = reaching.find((c) => !callers.includes(c));
   const then = via.length ? ` (then ${via.join(', ')})` : '';
   for (const c of callers.slice(0, 8)) {
     const arg = argumentFor(c.call, index, name, method);
@@ -282,7 +290,18 @@ function callersPassing(
     }
     values.push({ v: follow(interp.evalAt(c.file, arg), attrs, interp), where });
   }
-  return { values, callers: callers.length };
+  return {
+    values,
+    callers: callers.length,
+    ...(fromTests && !callers.length
+      ? { testsOnly: `${rel(project, fromTests.file.path)}:${fromTests.call.startPosition.row + 1}` }
+      : {}),
+  };
+}
+
+/** A file of a test suite: under a `tests` or `test` folder, or named `test_*.py` / `*_test.py` / `conftest.py`. */
+function isTestFile(file: string): boolean {
+  return /(^|[\\/])tests?[\\/]/.test(file) || /(^|[\\/])(test_[^\\/]*|[^\\/]*_test|conftest)\.py$/.test(file);
 }
 
 /** The argument a call passes for parameter `index` / `name` of the callee. */
