@@ -617,3 +617,26 @@ describe('callers in tests', () => {
     assert.match(r.err, /only tests call it \(tests\/test_finetune\.py:8\), with models of their own/);
   });
 });
+
+describe('a dict of wrap options and a same-named dict elsewhere', () => {
+  it("another method's own `kwargs` is another dict: the options stay read", async () => {
+    const facts = await scanSource(
+      [
+        'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+        'class Prepare:',
+        '    def fsdp(self, model, plugin):',
+        '        kwargs = {"auto_wrap_policy": plugin.auto_wrap_policy}',
+        '        return FSDP(model, **kwargs)',
+        '    def other(self, model, cond):',
+        '        kwargs = dict(model=model)',
+        '        if cond:',
+        '            kwargs["model_parameters"] = model.parameters()',
+        '        return kwargs',
+        '',
+      ].join('\n'),
+    );
+    const c = facts.calls[0]!;
+    assert.deepEqual(c.unresolvedSplats, []);
+    assert.equal(c.options.auto_wrap_policy?.text, 'plugin.auto_wrap_policy');
+  });
+});

@@ -217,26 +217,38 @@ export class Evaluator extends Expressions<null> {
    */
   private mutatedElsewhere(name: string, b: Binding & { kind: 'assign' }, anyScope: boolean): boolean {
     const scope = b.scope?.id ?? null;
-    return this.file.memo(`mutated-elsewhere:${name}:${scope}:${anyScope}`, () =>
+    // The same object: the name as read there is this binding (another function's own `kwargs` is another dict).
+    const same = (id: Node) => {
+      const r = findBinding(this.file, name, id);
+      return r?.kind === 'assign' && r.statement.startIndex === b.statement.startIndex;
+    };
+    return this.file.memo(`mutated-elsewhere:${name}:${b.statement.startIndex}:${anyScope}`, () =>
       this.file.identifiers(name).some((id) => {
         if (!anyScope && (enclosingFunction(id)?.id ?? null) === scope) return false;
         const p = up(id);
         if (!p) return false;
-        if (p.type === 'global_statement' || p.type === 'nonlocal_statement') return true;
-        if (p.type === 'augmented_assignment' && p.childForFieldName('left')?.id === id.id) return true;
+        // `global NAME` / `nonlocal NAME` let a function rebind a name of the module or of an enclosing function.
+        if (p.type === 'global_statement') return scope === null;
+        if (p.type === 'nonlocal_statement') return scope !== null;
+        if (p.type === 'augmented_assignment' && p.childForFieldName('left')?.id === id.id)
+          return (enclosingFunction(id)?.id ?? null) === scope;
         if (p.type === 'subscript' && p.childForFieldName('value')?.id === id.id) {
           const q = up(p);
           return (
-            ((q?.type === 'assignment' || q?.type === 'augmented_assignment') &&
+            (((q?.type === 'assignment' || q?.type === 'augmented_assignment') &&
               q.childForFieldName('left')?.id === p.id) ||
-            q?.type === 'delete_statement'
+              q?.type === 'delete_statement') &&
+            same(id)
           );
         }
         if (p.type === 'attribute' && p.childForFieldName('object')?.id === id.id) {
           const method = p.childForFieldName('attribute')?.text ?? '';
           const call = up(p);
           return (
-            call?.type === 'call' && call.childForFieldName('function')?.id === p.id && MUTATORS.has(method)
+            call?.type === 'call' &&
+            call.childForFieldName('function')?.id === p.id &&
+            MUTATORS.has(method) &&
+            same(id)
           );
         }
         return false;
