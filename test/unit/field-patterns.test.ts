@@ -640,3 +640,51 @@ describe('a dict of wrap options and a same-named dict elsewhere', () => {
     assert.equal(c.options.auto_wrap_policy?.text, 'plugin.auto_wrap_policy');
   });
 });
+
+describe('the micro-batch a script loads', () => {
+  const run = async (loaders: string[]) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-loader-'));
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'import argparse',
+        'from torch.utils.data import DataLoader',
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        'p = argparse.ArgumentParser()',
+        'p.add_argument("--batch-size", type=int, default=4)',
+        'args = p.parse_args()',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer)',
+        'fully_shard(model)',
+        ...loaders,
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    return JSON.parse(r.out) as {
+      assumptions: { key: string; value: string; source: { kind: string; detail?: string } }[];
+      plan: { notes: string[] };
+    };
+  };
+  const micro = (j: Awaited<ReturnType<typeof run>>) => j.assumptions.find((a) => a.key === 'microBatch')!;
+
+  it("is the DataLoader's batch_size, labelled when it is an argparse default", async () => {
+    const m = micro(await run(['loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True)']));
+    assert.equal(m.value, '4');
+    assert.match(
+      m.source.detail!,
+      /train\.py:12 \(DataLoader batch_size, the default of --batch-size at line 6/,
+    );
+  });
+
+  it('loaders that disagree (a larger evaluation batch) decide nothing', async () => {
+    const j = await run(['train = DataLoader(ds, batch_size=4)', 'evaluate = DataLoader(ds, batch_size=16)']);
+    assert.equal(micro(j).source.kind, 'default');
+    assert.ok(j.plan.notes.some((n) => /load different batch sizes/.test(n)));
+  });
+});

@@ -270,7 +270,8 @@ export interface TrainingFact {
     | 'grad_accum'
     | 'set_reshard_after_backward'
     | 'clip_grad_norm'
-    | 'state_dict_options';
+    | 'state_dict_options'
+    | 'data_loader';
   line: number;
   range: Range;
   text: string;
@@ -285,6 +286,8 @@ export interface TrainingFact {
   dtype?: string;
   /** Conditions not known to hold: undecided ones, or why the fact is off (false as written, or by a default). */
   runsWhen?: { undecided?: string[]; off?: string };
+  /** Defaults its options were read from (`the default of --batch-size at line 12`): a command line may change them. */
+  defaults?: string;
   function: string | null;
   /** The `if` arms the call runs in, within its function. */
   branch: BranchStep[];

@@ -40,6 +40,9 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
   // How a checkpoint is gathered: DCP's `StateDictOptions` (FSDP2) and FSDP1's `FullStateDictConfig`.
   StateDictOptions: 'state_dict_options',
   FullStateDictConfig: 'state_dict_options',
+  // The batch each process loads: the micro-batch per GPU.
+  DataLoader: 'data_loader',
+  StatefulDataLoader: 'data_loader',
   bfloat16: 'cast',
   half: 'cast',
   gradient_checkpointing_enable: 'checkpointing',

@@ -39,12 +39,15 @@ export function trainingFact(
     target = parametersOwner(args.keywords.get('parameters') ?? args.positional[0]);
   const typeTests = typeTestsOf(ev, call, scope);
   const gate = runsWhen(ev, call, scope);
+  const before = ev.defaultsRead.length;
+  const options = readOptions(ev, args, null, []).options;
+  const defaults = ev.defaultsRead.slice(before).map((d) => `${d.what} at line ${d.line}`);
   return {
     kind,
     line: file.line(call),
     range: rangeOf(call),
     text: call.text.length > 200 ? call.text.slice(0, 200) + '…' : call.text,
-    options: readOptions(ev, args, null, []).options,
+    options,
     positional: args.positional.map((a) => a.text),
     target,
     qualified,
@@ -53,6 +56,7 @@ export function trainingFact(
     branch: branchPath(call, scope),
     ...(typeTests.length ? { typeTests } : {}),
     ...(gate ? { runsWhen: gate } : {}),
+    ...(defaults.length ? { defaults: [...new Set(defaults)].join(', ') } : {}),
   };
 }
 

@@ -657,6 +657,26 @@ function detectedLayer(facts: FileFacts, file: string): Layer & { notes?: string
     values.syncEveryMicroBatch = false;
     details.syncEveryMicroBatch = at(noSync.line);
   }
+  // The micro-batch: the batch each process's DataLoader loads (torch.utils.data.DataLoader's `batch_size`, per
+  // process under DistributedSampler). Loaders that disagree (a larger evaluation batch) decide nothing.
+  const loaders = facts.training.filter(
+    (t) =>
+      t.kind === 'data_loader' && !t.runsWhen && /DataLoader$/.test(t.qualified) && t.qualified.includes('.'),
+  );
+  const sizes = [...new Set(loaders.map((t) => t.options.batch_size?.value))];
+  const b = sizes[0];
+  if (loaders.length && sizes.length === 1 && typeof b === 'number' && Number.isInteger(b) && b > 0) {
+    try {
+      values.microBatch = parseInput('microBatch', b, `batch_size at ${at(loaders[0]!.line)}`);
+      const d = loaders[0]!.defaults;
+      details.microBatch = `${at(loaders[0]!.line)} (DataLoader batch_size${d ? `, ${d}: a command line may change it` : ''})`;
+    } catch {
+      // Past the limits every source of the micro-batch has: not taken.
+    }
+  } else if (loaders.length && sizes.length > 1)
+    notes.push(
+      `the DataLoaders at ${loaders.map((t) => at(t.line)).join(', ')} load different batch sizes: the micro-batch is not taken from them`,
+    );
   return { source: { kind: 'detected' }, values, details, notes };
 }
 
@@ -664,7 +684,6 @@ function asDType(d: string | null | undefined): DType | null {
   return d && isDType(d) ? d : null;
 }
 
-/** LoRA, 4-bit quantisation and frozen modules the script sets up. */
 /**
  * LoRA, a 4-bit base and frozen modules as the script sets them up, only where they are known to run: a setup
  * under a condition the analysis cannot decide (`if cfg.use_lora:`), or with a rank or targets it cannot read, is
