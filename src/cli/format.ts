@@ -5,7 +5,14 @@ import { describeCall } from '../core/analysis/describe';
 /** The scan of one file as a person reads it in a terminal. */
 export function formatScanText(f: FileFacts): string {
   const lines: string[] = [f.path];
-  if (!f.calls.length) lines.push('  no FSDP wrap calls found');
+  // Frameworks that configure FSDP themselves: their constructors are the plan where no wrap call is written.
+  const configuring = f.frameworkCalls.filter((c) => c.kind !== 'Accelerator' && c.kind !== 'TrlTrainer');
+  if (!f.calls.length)
+    lines.push(
+      configuring.length
+        ? '  no FSDP wrap calls written here; FSDP is configured by the framework calls below (fsdp-lens estimate reads their plan)'
+        : '  no FSDP wrap calls found',
+    );
   for (const c of f.calls) {
     lines.push(
       `  ${String(c.line).padStart(4)}  ${c.api === 'fully_shard' ? 'fully_shard' : c.api}(${c.target})`,
@@ -24,6 +31,14 @@ export function formatScanText(f: FileFacts): string {
     lines.push(
       `  ${String(m.line).padStart(4)}  model ${m.variable ?? ''} = ${m.callee}${m.pretrained ? `("${m.pretrained}")` : '(...)'}${m.meta ? ' on meta' : ''}`,
     );
+  for (const c of configuring) {
+    const keys = Object.keys(c.kwargs).filter((k) =>
+      /fsdp|strategy|wrap|shard|offload|precision|devices|num_nodes/i.test(k),
+    );
+    lines.push(
+      `  ${String(c.line).padStart(4)}  ${c.callee.slice(c.callee.lastIndexOf('.') + 1)}(...)${keys.length ? ` · ${keys.join(', ')}` : ''}`,
+    );
+  }
   for (const c of f.checkpointing)
     lines.push(`  ${String(c.line).padStart(4)}  activation checkpointing: ${c.api}`);
   for (const p of f.problems)

@@ -688,3 +688,25 @@ describe('the micro-batch a script loads', () => {
     assert.ok(j.plan.notes.some((n) => /load different batch sizes/.test(n)));
   });
 });
+
+describe('scan of a script whose framework configures FSDP', () => {
+  it('names the framework calls instead of saying there is no FSDP', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-scanfw-'));
+    const file = path.join(dir, 'pretrain.py');
+    fs.writeFileSync(
+      file,
+      [
+        'import lightning as L',
+        'from lightning.fabric.strategies import FSDPStrategy',
+        'strategy = FSDPStrategy(auto_wrap_policy={Block}, sharding_strategy="HYBRID_SHARD")',
+        'fabric = L.Fabric(devices=8, num_nodes=2, strategy=strategy, precision="bf16-mixed")',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('scan', file);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /no FSDP wrap calls written here; FSDP is configured by the framework calls below/);
+    assert.match(r.out, /^ +3 {2}FSDPStrategy\(\.\.\.\) · auto_wrap_policy, sharding_strategy$/m);
+    assert.match(r.out, /^ +4 {2}Fabric\(\.\.\.\) · devices, num_nodes, strategy, precision$/m);
+  });
+});
