@@ -1,6 +1,7 @@
 /** The scan of a file as a person reads it in a terminal. */
 import type { FileFacts } from '../core/analysis/facts';
 import { describeCall } from '../core/analysis/describe';
+import { oneLine } from '../core/vocabulary/words';
 
 /** The scan of one file as a person reads it in a terminal. */
 export function formatScanText(f: FileFacts): string {
@@ -19,7 +20,7 @@ export function formatScanText(f: FileFacts): string {
     );
     lines.push(`        ${describeCall(c)}`);
     if (c.loop) lines.push(`        in loop: for ${c.loop.target} in ${c.loop.iterable}`);
-    if (c.conditions.length) lines.push(`        when: ${c.conditions.join(' and ')}`);
+    if (c.conditions.length) lines.push(`        when: ${c.conditions.map((x) => oneLine(x)).join(' and ')}`);
   }
   for (const m of f.meshes)
     lines.push(

@@ -710,3 +710,30 @@ describe('scan of a script whose framework configures FSDP', () => {
     assert.match(r.out, /^ +4 {2}Fabric\(\.\.\.\) · devices, num_nodes, strategy, precision$/m);
   });
 });
+
+describe('arguments written over several lines', () => {
+  it('read as one line in the scan', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-multiline-'));
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'for block in model.layers:',
+        '    fully_shard(',
+        '        block,',
+        '        mesh=(',
+        '            mesh["replicate", "shard"]',
+        '            if args.hsdp',
+        '            else mesh["shard"]',
+        '        ),',
+        '    )',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('scan', file);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /mesh \(mesh\["replicate", "shard"\] if args\.hsdp else mesh\["shard"\]\)/);
+  });
+});

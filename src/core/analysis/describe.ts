@@ -3,6 +3,7 @@
  * list.
  */
 import { shortDtype } from '../vocabulary/dtypes';
+import { oneLine } from '../vocabulary/words';
 import type { WrapCall } from './facts';
 import type { MixedPrecisionValue, OffloadValue, WrapPolicyValue } from './options';
 
@@ -65,7 +66,8 @@ export function describeCall(c: WrapCall): string {
   }
   if (o.mesh ?? o.device_mesh) parts.push(`mesh ${(o.mesh ?? o.device_mesh)!.text}`);
   if (c.legacy) parts.push('legacy import path');
-  return parts.join(' · ');
+  // Arguments written over several lines read as one.
+  return parts.map((p) => oneLine(p, 100)).join(' · ');
 }
 
 function unitRole(c: WrapCall): string {

@@ -74,3 +74,15 @@ export function article(name: string): string {
   const an = acronym ? /^[AEFHILMNORSX8]/.test(word) : /^[aeiou]/i.test(word);
   return `${an ? 'an' : 'a'} ${name}`;
 }
+
+/** Source text on one line (`(\n  a\n  if b\n)` → `(a if b)`), at most `max` characters: for a line of words. */
+export function oneLine(text: string, max = 80): string {
+  return clip(
+    text
+      .replace(/\s+/g, ' ')
+      .replace(/([([{]) /g, '$1')
+      .replace(/ ([)\]}])/g, '$1')
+      .trim(),
+    max,
+  );
+}
