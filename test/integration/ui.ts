@@ -29,6 +29,24 @@ type Theme = 'dark' | 'light';
 /** Theme labels as the color theme picker lists them. */
 const THEMES: Record<Theme, string> = { dark: 'Dark Modern', light: 'Light Modern' };
 
+/** Hovers `fully_shard` on the line holding `needle` until a hover with `hasText` shows (three tries). */
+async function hoverWrap(page: Page, needle: string, hasText: string) {
+  const word = page
+    .locator('.view-line', { hasText: needle })
+    .locator('span > span', { hasText: 'fully_shard' })
+    .first();
+  await word.waitFor({ timeout: 20_000 });
+  const hover = page.locator('.monaco-hover:not(.hidden)', { hasText });
+  for (let attempt = 0; attempt < 3 && !(await hover.count()); attempt++) {
+    await word.hover();
+    await hover
+      .first()
+      .waitFor({ timeout: 8_000 })
+      .catch(() => undefined);
+  }
+  return hover;
+}
+
 async function setTheme(page: Page, theme: Theme): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
@@ -71,19 +89,7 @@ export const CHECKS: Check[] = [
     async run(page, theme) {
       await openFile(page, 'train_fsdp2.py');
       await waitForLens(page, /FSDP2 32 units/);
-      const word = page
-        .locator('.view-line', { hasText: 'fully_shard(layer' })
-        .locator('span > span', { hasText: 'fully_shard' })
-        .first();
-      await word.waitFor({ timeout: 20_000 });
-      const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'Assumptions' });
-      for (let attempt = 0; attempt < 3 && !(await hover.count()); attempt++) {
-        await word.hover();
-        await hover
-          .first()
-          .waitFor({ timeout: 8_000 })
-          .catch(() => undefined);
-      }
+      const hover = await hoverWrap(page, 'fully_shard(layer', 'Assumptions');
       const text = (await hover.first().textContent()) ?? '';
       // 32 decoder blocks of Llama 3.1 8B: 218,112,000 parameters each, gathered in bf16 (2 B) = 0.436 GB.
       if (!/218,112,000/.test(text) || !/0\.436 GB/.test(text) || !/Open the footprint panel/.test(text))
@@ -115,19 +121,7 @@ export const CHECKS: Check[] = [
         ['fully_shard(block', '![t](https://localhost/t) [run it](https://localhost/run)'],
         ['fully_shard(model.blocks[', '[run it](command:fsdpLens.measureExactly'],
       ] as const) {
-        const word = page
-          .locator('.view-line', { hasText: needle })
-          .locator('span > span', { hasText: 'fully_shard' })
-          .first();
-        await word.waitFor({ timeout: 20_000 });
-        const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'FSDP2' });
-        for (let attempt = 0; attempt < 3 && !(await hover.count()); attempt++) {
-          await word.hover();
-          await hover
-            .first()
-            .waitFor({ timeout: 8_000 })
-            .catch(() => undefined);
-        }
+        const hover = await hoverWrap(page, needle, 'FSDP2');
         const text = (await hover.first().textContent()) ?? '';
         if (!text.includes(shown)) throw new Error(`the name is not shown as text: ${text.slice(0, 400)}`);
         const links = await hover

@@ -13,8 +13,8 @@ import { requireTools } from '../tools';
 
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'vsix');
 
-/** The names of a zip archive's entries, from its central directory (a VSIX is a zip). */
-function zipEntries(zip: Buffer): string[] {
+/** A zip archive's entries, from its central directory (a VSIX is a zip): name, compression, size, local header. */
+function zipDirectory(zip: Buffer): { name: string; method: number; size: number; local: number }[] {
   // The end-of-central-directory record: signature 0x06054b50, within the last 64 KiB + 22 bytes.
   let end = -1;
   for (let i = zip.length - 22; i >= Math.max(0, zip.length - 22 - 0xffff); i--)
@@ -24,7 +24,7 @@ function zipEntries(zip: Buffer): string[] {
     }
   if (end < 0) throw new Error('not a zip archive: no end of central directory');
   const count = zip.readUInt16LE(end + 10);
-  const names: string[] = [];
+  const entries: { name: string; method: number; size: number; local: number }[] = [];
   for (let at = zip.readUInt32LE(end + 16), n = 0; n < count; n++) {
     if (zip.readUInt32LE(at) !== 0x02014b50) throw new Error(`bad central directory entry at ${at}`);
     const [nameLen, extraLen, commentLen] = [28, 30, 32].map((o) => zip.readUInt16LE(at + o)) as [
@@ -32,39 +32,31 @@ function zipEntries(zip: Buffer): string[] {
       number,
       number,
     ];
-    names.push(zip.toString('utf8', at + 46, at + 46 + nameLen));
+    entries.push({
+      name: zip.toString('utf8', at + 46, at + 46 + nameLen),
+      method: zip.readUInt16LE(at + 10),
+      size: zip.readUInt32LE(at + 20),
+      local: zip.readUInt32LE(at + 42),
+    });
     at += 46 + nameLen + extraLen + commentLen;
   }
-  return names;
+  return entries;
 }
 
-/** The contents of one entry of a zip archive (stored or deflated), found through its central directory. */
+/** The names of a zip archive's entries. */
+function zipEntries(zip: Buffer): string[] {
+  return zipDirectory(zip).map((e) => e.name);
+}
+
+/** The contents of one entry of a zip archive (stored or deflated). */
 function zipRead(zip: Buffer, name: string): Buffer {
-  let end = -1;
-  for (let i = zip.length - 22; i >= Math.max(0, zip.length - 22 - 0xffff); i--)
-    if (zip.readUInt32LE(i) === 0x06054b50) {
-      end = i;
-      break;
-    }
-  if (end < 0) throw new Error('not a zip archive: no end of central directory');
-  for (let at = zip.readUInt32LE(end + 16), n = 0; n < zip.readUInt16LE(end + 10); n++) {
-    const nameLen = zip.readUInt16LE(at + 28);
-    const next = at + 46 + nameLen + zip.readUInt16LE(at + 30) + zip.readUInt16LE(at + 32);
-    if (zip.toString('utf8', at + 46, at + 46 + nameLen) === name) {
-      const [method, size, local] = [
-        zip.readUInt16LE(at + 10),
-        zip.readUInt32LE(at + 20),
-        zip.readUInt32LE(at + 42),
-      ];
-      const data = local + 30 + zip.readUInt16LE(local + 26) + zip.readUInt16LE(local + 28);
-      const raw = zip.subarray(data, data + size);
-      if (method === 0) return raw;
-      if (method === 8) return zlib.inflateRawSync(raw);
-      throw new Error(`${name}: zip compression method ${method}`);
-    }
-    at = next;
-  }
-  throw new Error(`the VSIX has no ${name}`);
+  const e = zipDirectory(zip).find((x) => x.name === name);
+  if (!e) throw new Error(`the VSIX has no ${name}`);
+  const data = e.local + 30 + zip.readUInt16LE(e.local + 26) + zip.readUInt16LE(e.local + 28);
+  const raw = zip.subarray(data, data + e.size);
+  if (e.method === 0) return raw;
+  if (e.method === 8) return zlib.inflateRawSync(raw);
+  throw new Error(`${name}: zip compression method ${e.method}`);
 }
 
 /**

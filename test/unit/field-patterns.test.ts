@@ -7,6 +7,13 @@ import { describe, it } from 'node:test';
 import { cli, scanSource } from './helpers';
 import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
 
+/** A temporary project folder (its pyproject.toml marks the root) for a test's files. */
+function projectDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+  return dir;
+}
+
 describe('launch files that launch this script', () => {
   it('reads torchrun with a shell default, and ignores a commented-out command', () => {
     const facts = readLaunchFile(
@@ -48,8 +55,7 @@ describe('launch files that launch this script', () => {
 
 describe('a plan on a model of unknown size', () => {
   it('gives no figure, exit 3, and JSON that says the model is unknown and what would make it known', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-unknown-'));
-    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const dir = projectDir('fsdp-lens-unknown-');
     const file = path.join(dir, 'train.py');
     // The config is read at run time from a path on the command line: nothing static says the model's size.
     fs.writeFileSync(
@@ -85,8 +91,7 @@ describe('a plan on a model of unknown size', () => {
 
 describe('values a script takes from its own defaults', () => {
   const script = (lines: string[]) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-defaults-'));
-    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const dir = projectDir('fsdp-lens-defaults-');
     const file = path.join(dir, 'train.py');
     fs.writeFileSync(file, lines.join('\n') + '\n');
     return file;
@@ -197,8 +202,7 @@ describe('values a script takes from its own defaults', () => {
 
 describe('wraps made through a helper of another file', () => {
   const project = (train: string, helper: string) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-helper-'));
-    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const dir = projectDir('fsdp-lens-helper-');
     fs.mkdirSync(path.join(dir, 'pkg'));
     fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
     fs.writeFileSync(path.join(dir, 'pkg', 'parallel.py'), helper);
@@ -381,8 +385,7 @@ describe('the PyTorch release a project allows', () => {
 
 describe('fine-tuning set up under conditions and with values the analysis cannot read', () => {
   const run = async (lines: string[]) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lora-'));
-    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const dir = projectDir('fsdp-lens-lora-');
     const file = path.join(dir, 'train.py');
     fs.writeFileSync(
       file,
@@ -431,8 +434,7 @@ describe('fine-tuning set up under conditions and with values the analysis canno
 
 describe('a wrap option the analysis cannot read', () => {
   it('an FSDP1 sharding strategy chosen at run time is estimated as the labelled default', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-strategy-'));
-    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const dir = projectDir('fsdp-lens-strategy-');
     const file = path.join(dir, 'train.py');
     fs.writeFileSync(
       file,
@@ -512,8 +514,7 @@ describe('what from_pretrained loads', () => {
 
 describe('a model passed through a call that returns it', () => {
   it('parallelize_module returns the same module: the model stays known, and tensor parallelism is said to be not modelled', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-tp-'));
-    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const dir = projectDir('fsdp-lens-tp-');
     const file = path.join(dir, 'train.py');
     fs.writeFileSync(
       file,
@@ -582,8 +583,7 @@ describe("another framework's fsdp_config", () => {
 
 describe('callers in tests', () => {
   it("a test's toy model is not the job's: a function called only from tests has no known model", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-tests-'));
-    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const dir = projectDir('fsdp-lens-tests-');
     fs.mkdirSync(path.join(dir, 'pkg'));
     fs.mkdirSync(path.join(dir, 'tests'));
     fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
@@ -643,8 +643,7 @@ describe('a dict of wrap options and a same-named dict elsewhere', () => {
 
 describe('the micro-batch a script loads', () => {
   const run = async (loaders: string[]) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-loader-'));
-    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+    const dir = projectDir('fsdp-lens-loader-');
     const file = path.join(dir, 'train.py');
     fs.writeFileSync(
       file,

@@ -25,6 +25,17 @@ export interface HelperPlan {
  * calls none. Only top-level functions whose wraps start from one of their parameters are followed.
  */
 export function helperPlan(project: Project, facts: FileFacts): HelperPlan {
+  // The entry asks whether there is one before estimating, and the estimate asks again: one search per facts.
+  const known = searched.get(facts);
+  if (known?.project === project) return known.plan;
+  const plan = searchHelpers(project, facts);
+  searched.set(facts, { project, plan });
+  return plan;
+}
+
+const searched = new WeakMap<FileFacts, { project: Project; plan: HelperPlan }>();
+
+function searchHelpers(project: Project, facts: FileFacts): HelperPlan {
   const out: HelperPlan = { calls: [], notes: [] };
   const file = project.file(facts.path);
   if (!file) return out;
