@@ -48,8 +48,8 @@ export function analyzeFacts(
     facts.frameworkCalls.some((c) => c.kind !== 'Accelerator') ||
     opts.estimate.framework ||
     opts.estimate.flags?.model ||
-    // Wraps made through a helper of another file of the project.
-    (project && helperPlan(project, facts).calls.length > 0)
+    // Wraps made through a helper of another file of the project (followed, or found and said why not).
+    (project && (helperPlan(project, facts).calls.length > 0 || helperPlan(project, facts).notes.length > 0))
   ) {
     try {
       estimate = clipped(estimateFile(facts, opts.estimate));
