@@ -42,6 +42,7 @@ export function formatScanText(f: FileFacts): string {
   }
   for (const c of f.checkpointing)
     lines.push(`  ${String(c.line).padStart(4)}  activation checkpointing: ${c.api}`);
+  for (const n of f.methodNotes) lines.push(`        note: ${n}`);
   for (const p of f.problems)
     lines.push(`  ${p.line ? String(p.line).padStart(4) : '    '}  note: ${p.message}`);
   return lines.join('\n') + '\n';

@@ -333,6 +333,215 @@ describe('wraps made through a helper of another file', () => {
   });
 });
 
+describe("wraps made through methods of the model's own classes", () => {
+  // A block class that wraps itself, and a model whose method wraps each block through it, then itself.
+  const MODEL = [
+    'import torch.nn as nn',
+    'from torch.distributed.fsdp import fully_shard',
+    '',
+    'class Block(nn.Module):',
+    '    def __init__(self, dim):',
+    '        super().__init__()',
+    '        self.attn = nn.Linear(dim, 3 * dim)',
+    '        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))',
+    '',
+    '    def apply_fsdp(self, mesh):',
+    '        fully_shard(self, mesh=mesh)',
+    '',
+    'class Model(nn.Module):',
+    '    def __init__(self, vocab=1000, dim=256, n_layers=4):',
+    '        super().__init__()',
+    '        self.embed = nn.Embedding(vocab, dim)',
+    '        self.blocks = nn.ModuleDict({str(i): Block(dim) for i in range(n_layers)})',
+    '        self.head = nn.Linear(dim, vocab, bias=False)',
+    '',
+    '    def apply_fsdp(self, mesh):',
+    '        for block in self.blocks.values():',
+    '            block.apply_fsdp(mesh)',
+    '        fully_shard(self, mesh=mesh)',
+    '',
+  ];
+  // Block(256): attn 256 x 768 + 768, mlp 256 x 1024 + 1024 and 1024 x 256 + 256 (nn.Linear keeps a bias).
+  const BLOCK = 256 * 768 + 768 + (256 * 1024 + 1024) + (1024 * 256 + 256);
+  // The root keeps the embedding (1000 x 256) and the head (256 x 1000, no bias).
+  const ROOT = 1000 * 256 * 2;
+
+  it('the entry script shows the plan the methods make: a unit per block and the root', async () => {
+    const dir = projectDir('fsdp-lens-method-');
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
+    fs.writeFileSync(path.join(dir, 'pkg', 'model.py'), MODEL.join('\n'));
+    const train = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      train,
+      [
+        'from torch.distributed.device_mesh import init_device_mesh',
+        'from pkg.model import Model',
+        'mesh = init_device_mesh("cuda", (4,))',
+        'model = Model()',
+        'model.apply_fsdp(mesh)',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', train, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      plan: { units: number; source: { kind: string }; notes: string[] };
+      units: { params: number; isRoot: boolean }[];
+      model: { params: number };
+    };
+    assert.equal(j.model.params, 4 * BLOCK + ROOT);
+    assert.equal(j.plan.units, 5);
+    assert.equal(j.plan.source.kind, 'detected');
+    assert.deepEqual(
+      j.units.map((u) => [u.isRoot, u.params]),
+      [...Array.from({ length: 4 }, () => [false, BLOCK]), [true, ROOT]],
+    );
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /the wraps of Model\.apply_fsdp\(\) in pkg\/model\.py, called at line 5/.test(n),
+      ),
+    );
+    // How the loop's `block` was told to be a Block is said, not hidden.
+    assert.ok(
+      j.plan.notes.some((n) => /`block` taken as a Block, the only other class of this file/.test(n)),
+    );
+
+    // The model file's own scan: the block's wrap is a unit of each Block, not a root.
+    const scan = await cli('scan', path.join(dir, 'pkg', 'model.py'));
+    assert.match(
+      scan.out,
+      /11 {2}fully_shard\(self\)\n {8}FSDP2 unit of each Block where apply_fsdp\(\) is called \(line 22\)/,
+    );
+    assert.match(
+      scan.out,
+      /22 {2}fully_shard\(block\)\n {8}FSDP2 unit per block of self\.blocks .* through Block\.apply_fsdp\(\)/,
+    );
+    assert.match(scan.out, /23 {2}fully_shard\(self\)\n {8}FSDP2 root \(self\)/);
+  });
+
+  it('a method that wraps only through its parts, called in the same file, is the plan; the missing root is found there', async () => {
+    const dir = projectDir('fsdp-lens-method-');
+    const file = path.join(dir, 'train.py');
+    const lines = [
+      ...MODEL.slice(0, 12),
+      'class Net(nn.Module):',
+      '    def __init__(self, dim=256, n_layers=4):',
+      '        super().__init__()',
+      '        self.layers = nn.ModuleList([Block(dim) for _ in range(n_layers)])',
+      '',
+      '    def shard(self, mesh):',
+      '        for layer in self.layers:',
+      '            layer.apply_fsdp(mesh)',
+      '',
+      'net = Net()',
+      'net.shard(None)',
+      '',
+    ];
+    fs.writeFileSync(file, lines.join('\n'));
+    const lint = await cli('lint', file);
+    // Each block is wrapped through the methods, the root never: FSDP001 at the call that makes the plan.
+    assert.equal(lint.code, 1, lint.out);
+    assert.match(lint.out, /train\.py:23:1: FSDP001 .*`net` itself never is/);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { plan: { units: number }; model: { params: number } };
+    assert.equal(j.model.params, 4 * BLOCK);
+    assert.equal(j.plan.units, 4);
+    // Wrapping the root as well ends the finding.
+    fs.writeFileSync(file, [...lines, 'fully_shard(net)', ''].join('\n'));
+    assert.equal((await cli('lint', file)).code, 0);
+  });
+
+  it('a method defined by several classes, on an object of unknown class, is named and not followed', async () => {
+    const f = await scanSource(
+      [
+        'import torch.nn as nn',
+        'from torch.distributed.fsdp import fully_shard',
+        'class A(nn.Module):',
+        '    def shard(self):',
+        '        fully_shard(self)',
+        'class B(nn.Module):',
+        '    def shard(self):',
+        '        fully_shard(self.inner)',
+        '        fully_shard(self)',
+        'def go(parts):',
+        '    for p in parts:',
+        '        p.shard()',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(f.calls.filter((c) => c.via).length, 0);
+    assert.deepEqual(f.methodNotes, [
+      'p.shard() (line 12) is not followed: A, B define shard() and the class of `p` is not known statically',
+    ]);
+  });
+});
+
+describe('loops that wrap each element', () => {
+  const MODEL = [
+    'import torch.nn as nn',
+    'from torch.distributed.fsdp import fully_shard',
+    'class Block(nn.Module):',
+    '    def __init__(self):',
+    '        super().__init__()',
+    '        self.attn = nn.Linear(64, 64)',
+    '        self.mlp = nn.Linear(64, 64)',
+    'class Net(nn.Module):',
+    '    def __init__(self):',
+    '        super().__init__()',
+    '        self.layers = nn.ModuleList([Block() for _ in range(2)])',
+    '        self.out = nn.Linear(64, 10)',
+    'model = Net()',
+  ];
+  it('a wrap of each block that also wraps parts of it is no root: the missing root is found', async () => {
+    const dir = projectDir('fsdp-lens-loop-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        ...MODEL,
+        'for layer in model.layers:',
+        '    fully_shard(layer.attn)',
+        '    fully_shard(layer)',
+        '',
+      ].join('\n'),
+    );
+    const scan = await cli('scan', file);
+    assert.match(scan.out, /fully_shard\(layer\)\n {8}FSDP2 unit per block of model\.layers/);
+    const lint = await cli('lint', file);
+    assert.match(lint.out, /FSDP001 .*`model` itself never is/);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    // Two attention units and two block units; Net itself is not wrapped.
+    assert.equal((JSON.parse(r.out) as { plan: { units: number } }).plan.units, 4);
+  });
+
+  it('a loop over every module that skips containers wraps no container', async () => {
+    const dir = projectDir('fsdp-lens-loop-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        ...MODEL,
+        'for _, m in reversed(list(model.named_modules())):',
+        '    if isinstance(m, nn.ModuleList):',
+        '        continue',
+        '    fully_shard(m)',
+        '',
+      ].join('\n'),
+    );
+    const lint = await cli('lint', file);
+    assert.equal(lint.code, 0, lint.out);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    // named_modules() of Net: Net, layers (skipped), 2 x (Block, attn, mlp), out: 8 units, the root among them.
+    const j = JSON.parse(r.out) as { plan: { units: number }; units: { isRoot: boolean }[] };
+    assert.equal(j.plan.units, 8);
+    assert.equal(j.units.filter((u) => u.isRoot).length, 1);
+  });
+});
+
 describe('the PyTorch release a project allows', () => {
   it('a lower bound is not the release the job runs; an optional extra pins nothing', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-floor-'));
@@ -733,6 +942,6 @@ describe('arguments written over several lines', () => {
     );
     const r = await cli('scan', file);
     assert.equal(r.code, 0, r.err);
-    assert.match(r.out, /mesh \(mesh\["replicate", "shard"\] if args\.hsdp else mesh\["shard"\]\)/);
+    assert.match(r.out, /mesh=\(mesh\["replicate", "shard"\] if args\.hsdp else mesh\["shard"\]\)/);
   });
 });

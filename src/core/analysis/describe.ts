@@ -64,23 +64,36 @@ export function describeCall(c: WrapCall): string {
     const when = (o.offload_policy ?? o.cpu_offload)!.conditions;
     parts.push(when?.length ? `CPU offload if ${when.join(' and ')}` : 'CPU offload');
   }
-  if (o.mesh ?? o.device_mesh) parts.push(`mesh ${(o.mesh ?? o.device_mesh)!.text}`);
+  if (o.mesh ?? o.device_mesh) parts.push(`mesh=${(o.mesh ?? o.device_mesh)!.text}`);
   if (c.legacy) parts.push('legacy import path');
+  if (c.via) parts.push(`through ${c.via.method}() (its wrap at line ${c.via.line})`);
   // Arguments written over several lines read as one.
   return parts.map((p) => oneLine(p, 100)).join(' · ');
 }
 
 function unitRole(c: WrapCall): string {
+  if (c.expandedAt?.length) {
+    const [cls, method] = splitMethod(c.function ?? '');
+    const part = c.target === 'self' ? `each ${cls}` : `${c.target.replace(/^self\./, '')} of each ${cls}`;
+    return `unit of ${part} where ${method}() is called (line ${[...new Set(c.expandedAt)].join(', ')})`;
+  }
   if (c.targets.length > 1) return `one unit of [${c.targets.join(', ')}]`;
   if (c.isRoot) return c.children.length ? `root (${c.target})` : `root unit (${c.target})`;
   if (c.loop) {
     const base = iterableBase(c.loop.iterable);
-    const cls = c.conditions.map((t) => /isinstance\(\s*\w+\s*,\s*\(?([\w.]+)/.exec(t)?.[1]).find(Boolean);
-    if (/\.(named_)?modules\(\)$/.test(c.loop.iterable.trim()))
-      return cls ? `unit per ${cls} in ${base}` : `unit per module of ${base}`;
+    const cls = c.classFilter?.join(' or ');
+    const except = c.classExclude?.length ? ` except ${c.classExclude.join(', ')}` : '';
+    if (/\.(named_)?modules\(\)\)*$/.test(c.loop.iterable.trim()))
+      return cls ? `unit per ${cls} in ${base}` : `unit per module of ${base}${except}`;
     return cls ? `unit per ${cls} of ${base}` : `unit per block of ${base}`;
   }
   return `unit (${c.target})`;
+}
+
+/** `Block.apply_fsdp` → `['Block', 'apply_fsdp']` (a nested class keeps its outer name). */
+function splitMethod(fn: string): [string, string] {
+  const dot = fn.lastIndexOf('.');
+  return [fn.slice(0, dot), fn.slice(dot + 1)];
 }
 
 export function describePolicy(p: WrapPolicyValue): string {

@@ -35,6 +35,8 @@ export interface FileFacts {
    * `FSDPStrategy`, `Trainer` and `Fabric`, TRL's trainers (`SFTTrainer(model="org/name")`).
    */
   frameworkCalls: FrameworkCallFact[];
+  /** Calls of the file's wrapping methods that are not followed (the receiver's class unknown), and inferences made. */
+  methodNotes: string[];
 }
 
 export interface FrameworkCallFact {
@@ -178,6 +180,8 @@ export interface WrapCall {
   incomplete?: boolean;
   /** Classes an enclosing `isinstance(<target>, Cls)` test restricts the wrapped module to (null: no test). */
   classFilter: string[] | null;
+  /** Classes an enclosing test keeps out (`if isinstance(m, nn.ModuleList): continue`). */
+  classExclude?: string[];
   /**
    * In a loop over `X.modules()` / `X.named_modules()`, which yield X itself first, with no test that can keep X
    * out: the call wraps X too (its path is X's followed by `**`).
@@ -189,6 +193,13 @@ export interface WrapCall {
   offByDefault?: string;
   /** Inside `with enable_wrap(...)` (FSDP1 manual wrapping): the options that block sets. */
   enableWrap?: Record<string, OptionFact>;
+  /**
+   * A wrap made by calling a method of the file's own classes (`block.apply_fsdp(mesh)`, whose body wraps `self`):
+   * the method, and the line of the wrap call in its body. The call stands at the method's call, `self` replaced.
+   */
+  via?: { method: string; line: number };
+  /** A wrap of `self` in a method that calls in this file expand (their lines): each call is the unit, not this. */
+  expandedAt?: number[];
 }
 
 export interface MeshFact {
@@ -350,6 +361,7 @@ export function emptyFacts(path: string): FileFacts {
     blockClasses: [],
     problems: [],
     frameworkCalls: [],
+    methodNotes: [],
   };
 }
 

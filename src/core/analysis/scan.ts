@@ -13,7 +13,8 @@ import { SEARCH_WORDS, UNBOUND_FALLBACKS, classifyApi } from './apis';
 import { callOf } from './arguments';
 import { readAnnotations, readNoqa } from './comments';
 import { Evaluator } from './evaluator';
-import { type FileFacts, type ModelFact, type TrainingFact, emptyFacts } from './facts';
+import { type FileFacts, type ModelFact, type TrainingFact, type WrapCall, emptyFacts } from './facts';
+import { methodWraps } from './methodWraps';
 import { FRAMEWORK_WORDS, frameworkCallFact, frameworkKind } from './frameworkCalls';
 import { importFacts } from './importFacts';
 import { constructionAt, modelAssignments, modelFact, repeatedBlockClasses } from './models';
@@ -163,9 +164,14 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
   }
   facts.training.push(...frozenAssignments(file), ...castCalls(file, ev));
 
-  facts.calls.sort(
-    (a, b) => a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character,
-  );
+  const byPosition = (a: WrapCall, b: WrapCall) =>
+    a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character;
+  facts.calls.sort(byPosition);
+  // Calls of the file's own wrapping methods (`block.apply_fsdp(mesh)` wrapping `self`) wrap their receivers.
+  const viaMethods = methodWraps(file, facts.calls);
+  facts.calls.push(...viaMethods.calls);
+  facts.calls.sort(byPosition);
+  facts.methodNotes = viaMethods.notes;
   linkRoots(file, facts.calls);
   facts.functions = functionFacts(file, facts.calls);
   // Model construction sites: behind the wrapped variables, assigned to a `model`, or built on the meta device.

@@ -77,6 +77,8 @@ export function wrapCall(
     loopStatement: outerLoop ? statementInfo(file, outerLoop) : null,
     classFilter: classFilterOf(ev, call, scope, targetNode),
   };
+  const excluded = classesExcluded(ev, call, scope, targetNode);
+  if (excluded.length) fact.classExclude = excluded;
   if (wrapsLoopBase(file, call, scope, targetNode)) fact.wrapsBase = true;
   const enable = enableWrapOptions(file, ev, call, scope);
   if (enable) {
@@ -110,6 +112,26 @@ export function classFilterOf(
     if (classes) return [...new Set(classes)];
   }
   return null;
+}
+
+/**
+ * Classes an `isinstance(<target>, Cls)` test keeps out of a call: it runs where the test is false (`if
+ * isinstance(m, nn.ModuleList): continue`, `if not isinstance(m, (A, B)):`).
+ */
+export function classesExcluded(
+  ev: Evaluator,
+  call: Node,
+  scope: Node | null,
+  target: Node | null,
+): string[] {
+  if (target?.type !== 'identifier') return [];
+  const out: string[] = [];
+  for (const part of conditionParts(call, scope)) {
+    // Where `isinstance(m, A) or isinstance(m, B)` is false, m is neither.
+    const classes = part.negated ? admittedClasses(ev, part.node, false, target.text) : null;
+    if (classes) out.push(...classes);
+  }
+  return [...new Set(out)];
 }
 
 /**
@@ -449,12 +471,14 @@ export function linkRoots(file: SourceFile, calls: WrapCall[]): void {
     return file.identifiers(name, from, to).some((id) => callOf(id) !== null);
   };
   const index = new PathIndex(calls);
+  // A method's wrap of `self` that the file's calls of the method expand is neither root nor child: each call is.
+  const template = (c: WrapCall) => !!c.expandedAt;
   calls.forEach((c, i) => {
-    if (c.paths.length !== 1 || !c.paths[0]) return;
+    if (c.paths.length !== 1 || !c.paths[0] || template(c)) return;
     const p = c.paths[0];
     for (const j of index.candidatesUnder(p)) {
       const d = calls[j]!;
-      if (i !== j && d.paths.some((q) => isUnder(q, p)) && reaches(c, d)) c.children.push(j);
+      if (i !== j && !template(d) && d.paths.some((q) => isUnder(q, p)) && reaches(c, d)) c.children.push(j);
     }
   });
   const standalone = (c: WrapCall) => {
@@ -470,7 +494,7 @@ export function linkRoots(file: SourceFile, calls: WrapCall[]): void {
   // model.lm_head]`) is a unit of that object, not a root of its own.
   calls.forEach((c, i) => {
     const v = c.paths[0]?.[0];
-    if (!standalone(c) || c.paths[0]!.length !== 1 || !v) return;
+    if (!standalone(c) || template(c) || c.paths[0]!.length !== 1 || !v) return;
     const at = file.root.descendantForIndex(offsetOf(file, c.range.start));
     const b = at ? findBinding(file, v, at) : null;
     if (b?.kind !== 'assign' || !b.value) return;
@@ -486,13 +510,21 @@ export function linkRoots(file: SourceFile, calls: WrapCall[]): void {
     named.delete(v);
     const owner = calls.findIndex(
       (d, j) =>
-        j !== i && standalone(d) && d.paths[0]!.length === 1 && named.has(d.paths[0]![0]!) && reaches(d, c),
+        j !== i &&
+        !template(d) &&
+        standalone(d) &&
+        d.paths[0]!.length === 1 &&
+        named.has(d.paths[0]![0]!) &&
+        reaches(d, c),
     );
     if (owner >= 0 && !calls[owner]!.children.includes(i)) calls[owner]!.children.push(i);
   });
   const isChild = new Set(calls.flatMap((c) => c.children));
+  // A wrap of each element of a loop (`for layer in model.layers: fully_shard(layer)`) is a unit per element, never
+  // the model's root, whatever it wraps below it.
+  const perElement = (c: WrapCall) => c.paths.some((p) => p.includes('*'));
   calls.forEach((c, i) => {
-    c.isRoot = !isChild.has(i) && (c.children.length > 0 || standalone(c));
+    c.isRoot = !template(c) && !perElement(c) && !isChild.has(i) && (c.children.length > 0 || standalone(c));
   });
 }
 

@@ -42,7 +42,8 @@ export function modelFromScript(
 ): CodeModelResult {
   const file = project.file(facts.path);
   if (!file) return { ok: false, reason: `cannot read ${facts.path}` };
-  const calls = facts.calls.filter((c) => !c.incomplete);
+  // A method's wraps that its calls expand stand at those calls.
+  const calls = facts.calls.filter((c) => !c.incomplete && !c.expandedAt);
   const variable = modelVariable(calls)?.join('.') ?? facts.models.find((m) => m.variable)?.variable;
   if (!variable) return { ok: false, reason: 'no wrap call or model construction names the model variable' };
   const anchor = calls.find((c) => c.isRoot) ?? calls[0];
@@ -91,7 +92,12 @@ export function modelFromScript(
       if (c)
         values.push({ v: interp.evalAt(file, c), where: `built at ${rel(project, file.path)}:${m.line}` });
     } else {
-      const id = file.source.identifiers(head, anchor.statement.start, anchor.statement.end)[0] ?? at;
+      // The name in the wrap's statement, or in the loop around it (`for layer in model.layers:`).
+      const id =
+        file.source.identifiers(head, anchor.statement.start, anchor.statement.end)[0] ??
+        (anchor.loopStatement &&
+          file.source.identifiers(head, anchor.loopStatement.start, anchor.loopStatement.end)[0]) ??
+        at;
       const line = b?.kind === 'assign' ? b.statement.startPosition.row + 1 : at.startPosition.row + 1;
       values.push({
         v: follow(interp.evalAt(file, id), variable.split('.').slice(1), interp),

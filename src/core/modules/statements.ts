@@ -9,7 +9,16 @@ import { budget } from '../vocabulary/budget';
 import type { Node } from '../parsing/python';
 import { Expressions } from '../python/expressions';
 import { arithmetic, asNumber, truthy } from '../python/operators';
-import { seqOf, setEntry, UNKNOWN, type ClassV, type ModuleFile, type Value } from '../python/values';
+import {
+  dictOf,
+  seqOf,
+  setEntry,
+  UNKNOWN,
+  type ClassV,
+  type DictEntry,
+  type ModuleFile,
+  type Value,
+} from '../python/values';
 import { setAttribute } from './methods';
 import { register } from './moduleValues';
 import type { LayerContext } from './torchLayers';
@@ -80,12 +89,19 @@ export abstract class Statements extends Expressions<Frame> {
     const clauses = node.namedChildren.filter((c) => c.type === 'for_in_clause' || c.type === 'if_clause');
     if (!body) return UNKNOWN(node.text, 'incomplete');
     const out: Value[] = [];
+    // `{str(i): Block(c) for i in range(n)}`: the body is a `key: value` pair.
+    const entries: DictEntry[] = [];
+    const pair = body.type === 'pair' ? body : null;
     const env = new Map(frame.env);
     const inner: Frame = { ...frame, env };
     const run = (i: number): boolean => {
       if (i === clauses.length) {
-        out.push(this.evaluate(body, inner));
-        return out.length <= this.limits.loop;
+        const k = pair?.childForFieldName('key');
+        const v = pair?.childForFieldName('value');
+        if (pair && k && v)
+          setEntry(entries, { key: this.evaluate(k, inner), value: this.evaluate(v, inner) });
+        else out.push(this.evaluate(body, inner));
+        return out.length + entries.length <= this.limits.loop;
       }
       const c = clauses[i]!;
       if (c.type === 'if_clause') {
@@ -104,7 +120,7 @@ export abstract class Statements extends Expressions<Frame> {
       return true;
     };
     if (!run(0)) return UNKNOWN(node.text, 'a comprehension over unknown values');
-    return seqOf('list', out, node.text);
+    return pair ? dictOf(entries, node.text) : seqOf('list', out, node.text);
   }
 
   // ---- statements ---------------------------------------------------------------------------------------------

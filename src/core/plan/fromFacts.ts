@@ -63,7 +63,7 @@ function offloadOf(c: WrapCall, notes: string[], where: string): boolean {
  * running is left out). When every wrap is off by default (`if args.fsdp:`), the plan is the one those wraps make.
  */
 export function callsThatRun(facts: FileFacts): WrapCall[] {
-  const live = facts.calls.filter((c) => !c.incomplete && !c.neverRuns);
+  const live = facts.calls.filter((c) => !c.incomplete && !c.neverRuns && !c.expandedAt);
   const onDefaultPath = live.filter((c) => !c.offByDefault);
   return onDefaultPath.length ? onDefaultPath : live;
 }
@@ -82,7 +82,8 @@ export function planFromFacts(
   /** `train.py:12`, or for a wrap of a helper in another file, that file and line. */
   const placeOf = (c: WrapCall) =>
     `${path.resolve(c.file) === path.resolve(facts.path) ? file : path.basename(c.file)}:${c.line}`;
-  const live = facts.calls.filter((c) => !c.incomplete && !c.neverRuns);
+  // A method's wrap of `self` that calls of the method expand is planned at those calls.
+  const live = facts.calls.filter((c) => !c.incomplete && !c.neverRuns && !c.expandedAt);
   const onDefaultPath = live.filter((c) => !c.offByDefault);
   const chosen = callsThatRun(facts);
   for (const c of live)
@@ -139,7 +140,7 @@ export function planFromFacts(
         notes.push(`${where}: ${c.target} is not part of ${prefix.join('.') || 'the model'}; not counted`);
         continue;
       }
-      const mods = matchModules(root, rel, c.classFilter);
+      const mods = matchModules(root, rel, c.classFilter, c.classExclude);
       if (!mods.length)
         notes.push(`${where}: ${c.target} (${[...prefix, ...rel].join('.')}) matches no module of the model`);
       matched.push(mods);

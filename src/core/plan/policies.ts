@@ -122,11 +122,17 @@ function markParams(node: ModuleNode, set: Set<string>): void {
 }
 
 /** Modules matching a path pattern (`*` one level, `**` any depth including none), optionally by class. */
-export function matchModules(root: ModuleNode, pattern: string[], classes: string[] | null): string[] {
+export function matchModules(
+  root: ModuleNode,
+  pattern: string[],
+  classes: string[] | null,
+  excluded: string[] = [],
+): string[] {
   const out: string[] = [];
   const visit = (node: ModuleNode, i: number) => {
     if (i === pattern.length) {
-      if (!classes || classes.includes(node.className)) out.push(node.path);
+      if ((!classes || classes.includes(node.className)) && !excluded.includes(node.className))
+        out.push(node.path);
       return;
     }
     const seg = pattern[i]!;

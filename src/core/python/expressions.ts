@@ -114,6 +114,7 @@ export abstract class Expressions<F> {
       case 'list_comprehension':
       case 'generator_expression':
       case 'set_comprehension':
+      case 'dictionary_comprehension':
         return this.comprehension(node, frame);
       case 'attribute': {
         const obj = node.childForFieldName('object');

@@ -522,6 +522,9 @@ function detectedLayer(facts: FileFacts, file: string): Layer & { notes?: string
   const values: SetupValues = {};
   const details: Layer['details'] = {};
   const at = (line: number) => `${file}:${line}`;
+  // A wrap of a helper in another file is placed by that file's name.
+  const atCall = (c: WrapCall) =>
+    path.resolve(c.file) === path.resolve(facts.path) ? at(c.line) : `${path.basename(c.file)}:${c.line}`;
   const calls = callsThatRun(facts);
 
   // Mesh: the one the wrap calls use, else the file's only one.
@@ -601,18 +604,18 @@ function detectedLayer(facts: FileFacts, file: string): Layer & { notes?: string
     if (mp && typeof mp === 'object' && 'kind' in mp) {
       if (!mp.unresolved?.param_dtype) {
         values.paramDtype = asDType(mp.param_dtype);
-        details.paramDtype = at(mpCall.line);
+        details.paramDtype = atCall(mpCall);
       }
       if (!mp.unresolved?.reduce_dtype) {
         values.reduceDtype = asDType(mp.reduce_dtype);
-        details.reduceDtype = at(mpCall.line);
+        details.reduceDtype = atCall(mpCall);
       }
     }
   } else if (calls.length && !calls.some((c) => c.unresolvedSplats.length)) {
     // Wrap calls without any mixed-precision policy gather and reduce in the parameters' own dtype.
     values.paramDtype = null;
     values.reduceDtype = null;
-    details.paramDtype = details.reduceDtype = `${at(calls[0]!.line)} (no mp_policy / mixed_precision)`;
+    details.paramDtype = details.reduceDtype = `${atCall(calls[0]!)} (no mp_policy / mixed_precision)`;
   }
 
   // The model's own dtype when it is loaded or cast in half precision.

@@ -7,9 +7,9 @@ import * as path from 'node:path';
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import { scanFile } from '../analysis/scan';
 import { up, type Node } from '../parsing/python';
-import { rangeOf } from '../parsing/source';
+import { rangeOf, type SourceFile } from '../parsing/source';
 import type { Project } from '../project/project';
-import { dottedText } from '../python/scope';
+import { dottedText, findBinding } from '../python/scope';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
 const MAX_HELPERS = 16;
@@ -41,13 +41,16 @@ function searchHelpers(project: Project, facts: FileFacts): HelperPlan {
   if (!file) return out;
   let followed = 0;
   for (const b of file.imports.bindings) {
-    const sites: { call: Node; module: string; fn: string }[] = [];
+    const sites: Site[] = [];
     for (const id of file.source.identifiers(b.local)) {
       const p = up(id);
       const dot = b.qualified.lastIndexOf('.');
       // `apply_fsdp(model)` of `from pkg.parallel import apply_fsdp`.
-      if (!b.isModule && dot > 0 && p?.type === 'call' && p.childForFieldName('function')?.id === id.id)
+      if (!b.isModule && dot > 0 && p?.type === 'call' && p.childForFieldName('function')?.id === id.id) {
         sites.push({ call: p, module: b.qualified.slice(0, dot), fn: b.qualified.slice(dot + 1) });
+        // `model = Model(...)` of `from pkg.model import Model`, then `model.apply_fsdp(mesh)`.
+        sites.push(...methodSites(file.source, p, b.qualified.slice(0, dot), b.qualified.slice(dot + 1)));
+      }
       // `parallel.apply_fsdp(model)` of `import pkg.parallel as parallel` or `from pkg import parallel`.
       else if (p?.type === 'attribute' && p.childForFieldName('object')?.id === id.id) {
         const call = up(p);
@@ -82,7 +85,7 @@ function searchHelpers(project: Project, facts: FileFacts): HelperPlan {
       followed++;
       const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
       const at = `${site.fn}() in ${rel}`;
-      const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call));
+      const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call, site.receiver));
       const lost = mapped.filter((m) => !m).length;
       // A helper followed in part would show a plan it does not make: all of its wraps, or none.
       if (lost) {
@@ -101,8 +104,41 @@ function searchHelpers(project: Project, facts: FileFacts): HelperPlan {
           .filter((i): i is number => i !== undefined)
           .map((i) => i + offset);
       out.calls.push(...kept);
-      out.notes.push(`the wraps of ${at}, called at line ${file.source.line(site.call)}`);
+      out.notes.push(
+        `the wraps of ${at}, called at line ${file.source.line(site.call)}`,
+        ...helper.methodNotes.map((n) => `${rel}: ${n}`),
+      );
     }
+  }
+  return out;
+}
+
+interface Site {
+  call: Node;
+  module: string;
+  /** The helper function, or `Class.method` for a method called on an instance of an imported class. */
+  fn: string;
+  /** The object a method is called on (`model` of `model.apply_fsdp(mesh)`), in the caller's names. */
+  receiver?: string;
+}
+
+/**
+ * Calls of methods on the object `construct` builds and assigns to a name (`model = Model(cfg)`, then
+ * `model.apply_fsdp(mesh)`), while that name still holds it.
+ */
+function methodSites(source: SourceFile, construct: Node, module: string, cls: string): Site[] {
+  const assign = up(construct);
+  const left = assign?.type === 'assignment' ? assign.childForFieldName('left') : null;
+  if (left?.type !== 'identifier' || assign?.childForFieldName('right')?.id !== construct.id) return [];
+  const out: Site[] = [];
+  for (const id of source.identifiers(left.text, assign.endIndex)) {
+    const attr = up(id);
+    const call =
+      attr?.type === 'attribute' && attr.childForFieldName('object')?.id === id.id ? up(attr) : null;
+    const method = attr?.childForFieldName('attribute')?.text;
+    if (!method || call?.type !== 'call' || call.childForFieldName('function')?.id !== attr!.id) continue;
+    if (findBinding(source, left.text, id)?.name.id !== left.id) continue;
+    out.push({ call, module, fn: `${cls}.${method}`, receiver: left.text });
   }
   return out;
 }
@@ -111,8 +147,8 @@ function searchHelpers(project: Project, facts: FileFacts): HelperPlan {
 const MAX_REEXPORTS = 3;
 
 /**
- * The file that defines `fn` of `module` and its facts, following re-exports (`from ._dist import shard_model` in
- * the package's `__init__.py`).
+ * The file that defines `fn` of `module` (a function, or `Class.method`) and its facts, following re-exports
+ * (`from ._dist import shard_model` in the package's `__init__.py`).
  */
 function definition(
   project: Project,
@@ -129,9 +165,11 @@ function definition(
     });
     if (!helper) return undefined;
     if (helper.functions[fn] || helper.calls.some((c) => c.function === fn)) return { where, helper };
-    const reexport = project.file(where)?.imports.bindings.find((b) => b.local === fn && !b.isModule);
+    // `Model.apply_fsdp` is exported as `Model`.
+    const exported = fn.split('.')[0]!;
+    const reexport = project.file(where)?.imports.bindings.find((b) => b.local === exported && !b.isModule);
     const dot = reexport?.qualified.lastIndexOf('.') ?? -1;
-    if (!reexport || dot <= 0 || reexport.qualified.slice(dot + 1) !== fn) return undefined;
+    if (!reexport || dot <= 0 || reexport.qualified.slice(dot + 1) !== exported) return undefined;
     file = project.resolveModule(where, reexport.qualified.slice(0, dot));
   }
   return undefined;
@@ -142,10 +180,13 @@ function definition(
  * (`model` in `apply_fsdp(model, mesh)`); placed at the caller's call. Null when the wrapped object is not reached
  * from a parameter the call passes by name or position.
  */
-function remap(c: WrapCall, params: string[], call: Node): WrapCall | null {
+function remap(c: WrapCall, params: string[], call: Node, receiver?: string): WrapCall | null {
   const args = call.childForFieldName('arguments')?.namedChildren ?? [];
   const positional = args.filter((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
+  // A method called on an object binds its first parameter to the object and the arguments to the rest.
+  if (receiver) params = params.slice(1);
   const argFor = (name: string): string | null => {
+    if (receiver && name === 'self') return receiver;
     const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
     const i = params.indexOf(name);
     const node = kw?.childForFieldName('value') ?? (i >= 0 ? positional[i] : undefined);
@@ -154,7 +195,7 @@ function remap(c: WrapCall, params: string[], call: Node): WrapCall | null {
   const paths: string[][] = [];
   for (const p of c.paths) {
     const head = p[0];
-    if (!head || !params.includes(head)) return null;
+    if (!head || !(params.includes(head) || (receiver && head === 'self'))) return null;
     const arg = argFor(head);
     if (!arg) return null;
     paths.push([...arg.split('.'), ...p.slice(1)]);

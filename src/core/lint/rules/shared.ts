@@ -33,7 +33,8 @@ export function unitCallsWithoutRoot(facts: FileFacts): UnrootedGroup[] {
   const childOfRoot = new Set(facts.calls.flatMap((c) => c.children));
   const groups = new Map<string, UnrootedGroup>();
   facts.calls.forEach((c, i) => {
-    if (c.isRoot || childOfRoot.has(i) || c.incomplete || c.neverRuns) return;
+    // A method's wraps that its calls expand are judged at those calls.
+    if (c.isRoot || childOfRoot.has(i) || c.incomplete || c.neverRuns || c.expandedAt) return;
     const base = basePath(c);
     if (!base) return;
     if (c.wrapsBase && c.paths.length === 1 && c.paths[0]!.length === base.length + 1) return;
