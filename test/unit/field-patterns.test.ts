@@ -128,6 +128,40 @@ describe('values a script takes from its own defaults', () => {
     );
   });
 
+  it('the model built in a branch a store_true default decides is the default branch, said so', async () => {
+    const file = script([
+      'import argparse',
+      'import torch.nn as nn',
+      'from torch.distributed.fsdp import fully_shard',
+      'class Net(nn.Module):',
+      '    def __init__(self, dim):',
+      '        super().__init__()',
+      '        self.fc = nn.Linear(dim, dim)',
+      'def main(args):',
+      '    if args.big:',
+      '        model = Net(4096)',
+      '    else:',
+      '        model = Net(64)',
+      '    fully_shard(model)',
+      'parser = argparse.ArgumentParser()',
+      'parser.add_argument("--big", action="store_true")',
+      'main(parser.parse_args())',
+    ]);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { model: { params: number }; plan: { notes: string[] } };
+    // Net(64): one Linear of 64 x 64 weights and 64 biases.
+    assert.equal(j.model.params, 64 * 64 + 64);
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /condition `args\.big` is false by default \(the default of --big at line 15\); a command line may change it/.test(
+          n,
+        ),
+      ),
+      j.plan.notes.join('\n'),
+    );
+  });
+
   it('a branch off by a store_true default is left out of the plan, said so, and is no lint finding', async () => {
     const file = script([
       ...PARSER,
@@ -894,6 +928,57 @@ describe('the micro-batch a script loads', () => {
     const j = await run(['train = DataLoader(ds, batch_size=4)', 'evaluate = DataLoader(ds, batch_size=16)']);
     assert.equal(micro(j).source.kind, 'default');
     assert.ok(j.plan.notes.some((n) => /load different batch sizes/.test(n)));
+  });
+});
+
+describe('the input a script makes up for the model', () => {
+  const script = (input: string) =>
+    [
+      'import torch',
+      'from torch.distributed.fsdp import fully_shard',
+      'from transformers import AutoModelForCausalLM',
+      'MICRO_BATCH = 2',
+      'SEQ_LEN = 8192',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'for layer in model.model.layers:',
+      '    fully_shard(layer)',
+      'fully_shard(model)',
+      'def step():',
+      input,
+      '',
+    ].join('\n');
+  const values = async (input: string) => {
+    const dir = projectDir('fsdp-lens-input-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(file, script(input));
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      assumptions: { key: string; value: unknown; source: { kind: string; detail?: string } }[];
+    };
+    const get = (k: string) => j.assumptions.find((a) => a.key === k);
+    return { batch: get('microBatch'), seq: get('seqLen') };
+  };
+
+  it('token ids of module constants fed to the model give the micro-batch and the sequence', async () => {
+    const v = await values(
+      '    x = torch.randint(0, 128256, (MICRO_BATCH, SEQ_LEN), device="cuda")\n    model(x).logits.sum().backward()',
+    );
+    assert.equal(v.batch?.value, '2');
+    assert.equal(v.seq?.value, '8192');
+    assert.equal(v.seq!.source.kind, 'detected');
+    assert.match(v.seq!.source.detail!, /train\.py:11 \(the input \(MICRO_BATCH, SEQ_LEN\) fed to model\)/);
+  });
+
+  it('token ids fed to something else, or of a shape not known, decide nothing', async () => {
+    for (const input of [
+      '    x = torch.randint(0, 10, (4, 16))\n    other(x)',
+      '    n = int(input())\n    model(torch.randint(0, 10, (n, 16)))',
+    ]) {
+      const v = await values(input);
+      assert.equal(v.batch!.source.kind, 'default');
+      assert.equal(v.seq!.source.kind, 'default');
+    }
   });
 });
 

@@ -282,7 +282,8 @@ export interface TrainingFact {
     | 'set_reshard_after_backward'
     | 'clip_grad_norm'
     | 'state_dict_options'
-    | 'data_loader';
+    | 'data_loader'
+    | 'model_input';
   line: number;
   range: Range;
   text: string;
@@ -304,6 +305,10 @@ export interface TrainingFact {
   branch: BranchStep[];
   /** `isinstance` tests around the call (present when there are any). */
   typeTests?: TypeTest[];
+  /** For token ids made up in the script (`torch.randint(0, V, (B, S))`): their shape, when known. */
+  shape?: number[];
+  /** The callees the value is passed to (`model` of `model(x)`, `model(input_ids=x)`). */
+  fedTo?: string[];
 }
 
 export interface AnnotationFact {

@@ -42,6 +42,8 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
   StateDictOptions: 'state_dict_options',
   FullStateDictConfig: 'state_dict_options',
   // The batch each process loads: the micro-batch per GPU.
+  // Token ids a script makes up for the model: their shape is the micro-batch and the sequence.
+  randint: 'model_input',
   DataLoader: 'data_loader',
   StatefulDataLoader: 'data_loader',
   bfloat16: 'cast',

@@ -37,6 +37,7 @@ export function trainingFact(
   if (kind === 'clip_grad_norm' && !qualified.startsWith('torch.')) target = obj?.text ?? null;
   else if (kind === 'clip_grad_norm')
     target = parametersOwner(args.keywords.get('parameters') ?? args.positional[0]);
+  if (kind === 'model_input' && qualified !== 'torch.randint') return null;
   const typeTests = typeTestsOf(ev, call, scope);
   const gate = runsWhen(ev, call, scope);
   const before = ev.defaultsRead.length;
@@ -57,7 +58,57 @@ export function trainingFact(
     ...(typeTests.length ? { typeTests } : {}),
     ...(gate ? { runsWhen: gate } : {}),
     ...(defaults.length ? { defaults: [...new Set(defaults)].join(', ') } : {}),
+    ...(kind === 'model_input' ? inputShape(file, ev, call, args) : {}),
   };
+}
+
+/**
+ * `torch.randint(low, high, size)` or `torch.randint(high, size)`: the size when every dimension is known, and the
+ * calls the result goes into (directly, or through the name it is assigned to, as the first argument or
+ * `input_ids=`).
+ */
+function inputShape(
+  file: SourceFile,
+  ev: Evaluator,
+  call: Node,
+  args: ReturnType<typeof readArgs>,
+): Pick<TrainingFact, 'shape' | 'fedTo'> {
+  const sizeNode =
+    args.keywords.get('size') ?? (args.positional.length >= 2 ? args.positional.at(-1) : undefined);
+  const v = sizeNode ? ev.eval(sizeNode) : undefined;
+  const shape =
+    v?.k === 'seq' && v.items.every((i) => i.k === 'num' && Number.isInteger(i.v) && i.v > 0)
+      ? v.items.map((i) => (i as { v: number }).v)
+      : undefined;
+  const fedTo: string[] = [];
+  const calleeTaking = (value: Node): string | null => {
+    let arg: Node = value;
+    const kw = up(value);
+    if (kw?.type === 'keyword_argument') {
+      if (kw.childForFieldName('name')?.text !== 'input_ids') return null;
+      arg = kw;
+    }
+    const list = up(arg);
+    if (list?.type !== 'argument_list') return null;
+    if (
+      arg.type !== 'keyword_argument' &&
+      list.namedChildren.find((c) => c.type !== 'comment')?.id !== arg.id
+    )
+      return null;
+    return up(list)?.childForFieldName('function')?.text ?? null;
+  };
+  const direct = calleeTaking(call);
+  if (direct) fedTo.push(direct);
+  const assign = up(call);
+  const left = assign?.type === 'assignment' ? assign.childForFieldName('left') : null;
+  if (left?.type === 'identifier' && assign?.childForFieldName('right')?.id === call.id) {
+    const scope = enclosingFunction(call);
+    for (const id of file.identifiers(left.text, assign.endIndex, scope?.endIndex ?? file.text.length)) {
+      const callee = calleeTaking(id);
+      if (callee) fedTo.push(callee);
+    }
+  }
+  return { ...(shape ? { shape } : {}), fedTo: [...new Set(fedTo)] };
 }
 
 /**

@@ -7,6 +7,7 @@
 import { up } from '../parsing/python';
 import { budget } from '../vocabulary/budget';
 import type { Node } from '../parsing/python';
+import { Evaluator } from '../analysis/evaluator';
 import { Expressions } from '../python/expressions';
 import { arithmetic, asNumber, truthy } from '../python/operators';
 import {
@@ -80,9 +81,26 @@ export abstract class Statements extends Expressions<Frame> {
   private condition(cond: Node, frame: Frame): boolean {
     const t = truthy(this.evaluate(cond, frame));
     if (t !== undefined) return t;
+    // What the file decides by its defaults (argparse options, dataclass fields), read as the scan reads them: the
+    // path the plan takes is the path the model is built on.
+    let ev = this.byDefault.get(frame.file.path);
+    if (!ev) this.byDefault.set(frame.file.path, (ev = new Evaluator(frame.file.source, frame.file.imports)));
+    const before = ev.defaultsRead.length;
+    const d = truthy(ev.eval(cond));
+    const read = ev.defaultsRead.slice(before);
+    if (d !== undefined && read.length) {
+      const from = [...new Set(read.map((r) => `${r.what} at line ${r.line}`))].join(', ');
+      this.note(
+        `condition \`${cond.text.slice(0, 60)}\` is ${d ? 'true' : 'false'} by default (${from}); a command line may change it`,
+      );
+      return d;
+    }
     this.note(`condition \`${cond.text.slice(0, 60)}\` is not known statically: assumed true`);
     return true;
   }
+
+  /** One evaluator of defaults per file. */
+  private readonly byDefault = new Map<string, Evaluator>();
 
   protected override comprehension(node: Node, frame: Frame): Value {
     const body = node.childForFieldName('body');

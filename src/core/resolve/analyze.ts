@@ -680,6 +680,32 @@ function detectedLayer(facts: FileFacts, file: string): Layer & { notes?: string
     notes.push(
       `the DataLoaders at ${loaders.map((t) => at(t.line)).join(', ')} load different batch sizes: the micro-batch is not taken from them`,
     );
+  // Token ids the script makes up and feeds the model (`x = torch.randint(0, V, (batch_size, seq_len))`, then
+  // `model(x)`): batch by sequence. Inputs that disagree decide nothing.
+  const fed = facts.training.filter(
+    (t) =>
+      t.kind === 'model_input' &&
+      !t.runsWhen &&
+      t.shape?.length === 2 &&
+      !!modelVar &&
+      (t.fedTo ?? []).includes(modelVar),
+  );
+  const shapes = [...new Set(fed.map((t) => t.shape!.join('x')))];
+  if (fed.length && shapes.length === 1) {
+    const [batch, seq] = fed[0]!.shape!;
+    const d = fed[0]!.defaults;
+    const why = `${at(fed[0]!.line)} (the input ${fed[0]!.positional.at(-1) ?? ''} fed to ${modelVar}${d ? `, ${d}: a command line may change it` : ''})`;
+    try {
+      if (values.microBatch === undefined) {
+        values.microBatch = parseInput('microBatch', batch!, why);
+        details.microBatch = why;
+      }
+      values.seqLen = parseInput('seqLen', seq!, why);
+      details.seqLen = why;
+    } catch {
+      // Past the limits every source of these inputs has: not taken.
+    }
+  }
   return { source: { kind: 'detected' }, values, details, notes };
 }
 
