@@ -153,13 +153,41 @@ describe('values a script takes from its own defaults', () => {
     // Net(64): one Linear of 64 x 64 weights and 64 biases.
     assert.equal(j.model.params, 64 * 64 + 64);
     assert.ok(
-      j.plan.notes.some((n) =>
-        /condition `args\.big` is false by default \(the default of --big at line 15\); a command line may change it/.test(
-          n,
-        ),
-      ),
+      j.plan.notes.some((n) => /`args\.big` is the default of --big at line 15/.test(n)),
       j.plan.notes.join('\n'),
     );
+  });
+
+  it("the script's arguments after `--` take the other path, in the plan and in the model", async () => {
+    const file = script([
+      'import argparse',
+      'import torch.nn as nn',
+      'from torch.distributed.fsdp import fully_shard',
+      'class Net(nn.Module):',
+      '    def __init__(self, dim):',
+      '        super().__init__()',
+      '        self.fc = nn.Linear(dim, dim)',
+      'parser = argparse.ArgumentParser()',
+      'parser.add_argument("--big", action="store_true")',
+      'parser.add_argument("--dim", type=int, default=64)',
+      'args = parser.parse_args()',
+      'model = Net(args.dim * 2 if args.big else args.dim)',
+      'fully_shard(model)',
+    ]);
+    const params = async (...argv: string[]) => {
+      const r = await cli('estimate', file, '--json', ...argv);
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out) as { model: { params: number }; plan: { notes: string[] } };
+    };
+    // Net(d): d x d weights and d biases.
+    assert.equal((await params()).model.params, 64 * 64 + 64);
+    const j = await params('--', '--dim=100', '--big');
+    assert.equal(j.model.params, 200 * 200 + 200);
+    assert.ok(
+      j.plan.notes.includes("read from the script's arguments: --big --dim 100"),
+      j.plan.notes.join('\n'),
+    );
+    assert.equal((await params('--', '--dim', '8')).model.params, 8 * 8 + 8);
   });
 
   it('a branch off by a store_true default is left out of the plan, said so, and is no lint finding', async () => {

@@ -44,10 +44,10 @@ const OPTIONS = {
 
 export const estimateSpec = {
   name: 'estimate',
-  args: '[FILE]',
+  args: '[FILE] [-- SCRIPT_ARGS...]',
   summary: 'Per-GPU memory and traffic per step of the FSDP plan in FILE (or the default plan).',
   about:
-    'FILE is a training script or a framework configuration. Flags override what the file says; what neither says takes the default shown, and the output lists every assumption with where it came from.',
+    "FILE is a training script or a framework configuration. Flags override what the file says; what neither says takes the default shown, and the output lists every assumption with where it came from. Arguments after `--` are the script's own, as it would be launched: its argparse options take them instead of their defaults.",
   options: OPTIONS,
   flags: () => [
     ...estimateFlags(),
@@ -71,6 +71,10 @@ export const estimateSpec = {
       does: 'The default plan for a model.',
     },
     {
+      line: 'fsdp-lens estimate train.py -- --batch-size 8 --use-lora',
+      does: 'The path the script takes with these arguments of its own.',
+    },
+    {
       line: 'fsdp-lens estimate train.py --exact --python .venv/bin/python',
       does: 'Count with your PyTorch.',
     },
@@ -88,7 +92,10 @@ export const estimateSpec = {
 } satisfies CommandSpec;
 
 export async function estimateCommand(argv: string[], io: Streams): Promise<number> {
-  const { values, positionals } = parseOptions(argv, estimateSpec);
+  // After `--`: the script's own command line.
+  const dashdash = argv.indexOf('--');
+  const scriptArgs = dashdash >= 0 ? argv.slice(dashdash + 1) : undefined;
+  const { values, positionals } = parseOptions(dashdash >= 0 ? argv.slice(0, dashdash) : argv, estimateSpec);
   if (positionals.length > 1) throw new UsageError('estimate takes at most one FILE');
   if (values.model && values.config) throw new UsageError('estimate: give --model or --config, not both');
   const flags: SetupValues = {};
@@ -142,7 +149,10 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
   const project = projectRoot ? new Project([projectRoot], grammar, host.fs) : undefined;
   try {
     // The Python file scanned once: exact mode reads the same facts the estimate does.
-    const facts = abs && !isConfigPath(abs) ? scanText(grammar, abs, read.text) : undefined;
+    const facts =
+      abs && !isConfigPath(abs)
+        ? scanText(grammar, abs, read.text, scriptArgs ? { argv: scriptArgs } : {})
+        : undefined;
     let exactModel: ExactModel | undefined;
     if (values.exact) {
       if (!project || !facts)

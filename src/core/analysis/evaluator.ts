@@ -65,9 +65,14 @@ export class Evaluator extends Expressions<null> {
     readonly file: SourceFile,
     readonly imports: ImportTable,
     private readonly limits: EvalLimits = DEFAULT_LIMITS,
+    /** The script's own command line, when given: argparse options take their values from it. */
+    private readonly argv?: readonly string[],
   ) {
     super();
   }
+
+  /** The options this evaluator read from the given command line, as `--batch-size 8`. */
+  readonly argsRead: string[] = [];
 
   /** Evaluates `node`; each call has its own step budget. */
   eval(node: Node): Value {
@@ -294,6 +299,13 @@ export class Evaluator extends Expressions<null> {
               .replace(/-/g, '_');
       if (d !== dest) continue;
       const action = kw('action')?.text.replace(/^['"]|['"]$/g, '');
+      const type = kw('type')?.text;
+      const given = this.argv ? fromArgv(this.argv, names, action) : undefined;
+      if (given) {
+        const v = typed(given.value, type);
+        this.argsRead.push(given.text);
+        return v;
+      }
       const dflt = kw('default');
       let v: Value = dflt
         ? this.evaluate(dflt, null)
@@ -302,14 +314,8 @@ export class Evaluator extends Expressions<null> {
           : action === 'store_false'
             ? { k: 'bool', v: true }
             : { k: 'none' };
-      const type = kw('type')?.text;
-      if (v.k === 'str' && (type === 'int' || type === 'float')) {
-        const n = Number(v.v);
-        v =
-          Number.isFinite(n) && (type === 'float' || Number.isInteger(n))
-            ? { k: 'num', v: n, int: type === 'int' }
-            : UNKNOWN(v.v, `${type}("${v.v}")`);
-      }
+      // A string default goes through `type=` too (argparse.ArgumentParser._get_values).
+      v = typed(v, type);
       found.push({ v, option: long ?? names[0] ?? dest, line: call.startPosition.row + 1 });
     }
     const first = found[0];
@@ -481,4 +487,41 @@ export class Evaluator extends Expressions<null> {
     }
     return this.imports.qualify(dottedText(fn)).qualified;
   }
+}
+
+/**
+ * An option's value on a command line as argparse reads it: the last `--name value` or `--name=value` of any of its
+ * names; `True`/`False` for `store_true`/`store_false` flags present. Undefined when none is given (or its value is
+ * missing).
+ */
+function fromArgv(
+  argv: readonly string[],
+  names: string[],
+  action: string | undefined,
+): { value: Value; text: string } | undefined {
+  let found: { value: Value; text: string } | undefined;
+  const flags = names.filter((n) => n.startsWith('-'));
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const eq = a.indexOf('=');
+    const name = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
+    if (!flags.includes(name)) continue;
+    if (action === 'store_true' || action === 'store_false')
+      found = { value: { k: 'bool', v: action === 'store_true' }, text: name };
+    else {
+      const raw = name !== a ? a.slice(eq + 1) : argv[i + 1];
+      if (raw === undefined) continue;
+      found = { value: { k: 'str', v: raw }, text: `${name} ${raw}` };
+    }
+  }
+  return found;
+}
+
+/** A string from a command line through argparse's `type=int` / `type=float`. */
+function typed(v: Value, type: string | undefined): Value {
+  if (v.k !== 'str' || (type !== 'int' && type !== 'float')) return v;
+  const n = Number(v.v);
+  return Number.isFinite(n) && (type === 'float' || Number.isInteger(n))
+    ? { k: 'num', v: n, int: type === 'int' }
+    : UNKNOWN(v.v, `${type}("${v.v}")`);
 }

@@ -37,6 +37,9 @@ export interface FileFacts {
   frameworkCalls: FrameworkCallFact[];
   /** Calls of the file's wrapping methods that are not followed (the receiver's class unknown), and inferences made. */
   methodNotes: string[];
+  /** The script's own command line given to the analysis, when one was, and the options read from it. */
+  argv?: readonly string[];
+  argsRead?: string[];
 }
 
 export interface FrameworkCallFact {

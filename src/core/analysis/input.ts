@@ -6,7 +6,7 @@ import { withBudget, WorkBudget } from '../vocabulary/budget';
 import type { PythonGrammar } from '../parsing/python';
 import { SourceFile } from '../parsing/source';
 import type { FileFacts } from './facts';
-import { scanFile } from './scan';
+import { scanFile, type ScanOptions } from './scan';
 
 /** Files larger than this are not analysed unless a caller raises the cap (editor setting, CLI flag). */
 export const DEFAULT_MAX_BYTES = 4 * 1024 * 1024;
@@ -73,10 +73,15 @@ export function checkTextSize(text: string, maxBytes = DEFAULT_MAX_BYTES): strin
 }
 
 /** Parses and scans one file's text, under the work budget of the analysis in progress (or one of its own). */
-export function scanText(grammar: PythonGrammar, path: string, text: string): FileFacts {
+export function scanText(
+  grammar: PythonGrammar,
+  path: string,
+  text: string,
+  options: ScanOptions = {},
+): FileFacts {
   const tree = grammar.parse(text);
   try {
-    return withBudget(new WorkBudget(), () => scanFile(grammar, new SourceFile(path, text, tree)));
+    return withBudget(new WorkBudget(), () => scanFile(grammar, new SourceFile(path, text, tree), options));
   } finally {
     tree.delete();
   }

@@ -52,9 +52,14 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
 };
 
 /** Scans one parsed file for everything later stages need. Never throws on odd input: problems are reported. */
-export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
+export interface ScanOptions {
+  /** The script's own command line (`--batch-size 8`): its argparse options read from it instead of defaults. */
+  argv?: readonly string[];
+}
+
+export function scanFile(grammar: PythonGrammar, file: SourceFile, options: ScanOptions = {}): FileFacts {
   const imports = readImports(grammar, file);
-  const ev = new Evaluator(file, imports);
+  const ev = new Evaluator(file, imports, undefined, options.argv);
   const facts: FileFacts = {
     ...emptyFacts(file.path),
     annotations: readAnnotations(file),
@@ -194,6 +199,10 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile): FileFacts {
   for (const { call, variable } of modelAssignments(file, ev))
     addModel(constructionAt(file, ev, call, variable));
   facts.models.sort((a, b) => a.line - b.line);
+  if (options.argv) {
+    facts.argv = options.argv;
+    facts.argsRead = [...new Set(ev.argsRead)];
+  }
   return facts;
 }
 

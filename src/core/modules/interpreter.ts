@@ -71,18 +71,30 @@ export class Interpreter extends Statements {
     return this.lookup(node.text, frame);
   }
 
-  protected attribute(obj: Value, attr: string, node: Node): Value {
-    return this.getattr(obj, attr, node.text);
+  protected attribute(obj: Value, attr: string, node: Node, frame?: Frame): Value {
+    const v = this.getattr(obj, attr, node.text);
+    // `args.dim` of `args = parser.parse_args()`: the option's default (or the script's argument), as the scan reads it.
+    if (v.k === 'unknown' && frame && !frame.self) {
+      const d = this.fromFile(node, frame);
+      if (d && (d.value.k === 'num' || d.value.k === 'str' || d.value.k === 'bool' || d.value.k === 'none')) {
+        this.note(
+          d.given
+            ? `\`${node.text.slice(0, 60)}\` read from the script's arguments (${d.given})`
+            : `\`${node.text.slice(0, 60)}\` is ${d.defaults}`,
+        );
+        return d.value;
+      }
+    }
+    return v;
   }
 
   protected item(container: Value, key: Value, node: Node): Value {
     return this.getitem(container, key, node.text);
   }
 
-  /** A condition of an `if` expression not known statically is taken as true (the code's main path), with a note. */
-  protected override undecided(cond: Node): boolean {
-    this.note(`condition \`${cond.text.slice(0, 60)}\` is not known statically: assumed true`);
-    return true;
+  /** A condition of an `if` expression not known statically: decided as an `if` statement's is. */
+  protected override undecided(cond: Node, frame: Frame): boolean {
+    return this.decide(cond, frame);
   }
 
   protected override extendedOperator(op: string, a: Value, b: Value | undefined): Value | undefined {

@@ -48,6 +48,7 @@ export function modelFromScript(
   if (!variable) return { ok: false, reason: 'no wrap call or model construction names the model variable' };
   const anchor = calls.find((c) => c.isRoot) ?? calls[0];
   const interp = new Interpreter(project);
+  if (facts.argv) interp.scriptArgs = { file: facts.path, argv: facts.argv };
   try {
     const at = anchor ? nodeAt(file, anchor.statement.start) : nodeAtLine(file, facts.models[0]?.line ?? 1);
     if (!at) return { ok: false, reason: 'the wrap call could not be located' };

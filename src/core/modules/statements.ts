@@ -81,26 +81,59 @@ export abstract class Statements extends Expressions<Frame> {
   private condition(cond: Node, frame: Frame): boolean {
     const t = truthy(this.evaluate(cond, frame));
     if (t !== undefined) return t;
-    // What the file decides by its defaults (argparse options, dataclass fields), read as the scan reads them: the
-    // path the plan takes is the path the model is built on.
-    let ev = this.byDefault.get(frame.file.path);
-    if (!ev) this.byDefault.set(frame.file.path, (ev = new Evaluator(frame.file.source, frame.file.imports)));
-    const before = ev.defaultsRead.length;
-    const d = truthy(ev.eval(cond));
-    const read = ev.defaultsRead.slice(before);
-    if (d !== undefined && read.length) {
-      const from = [...new Set(read.map((r) => `${r.what} at line ${r.line}`))].join(', ');
+    return this.decide(cond, frame);
+  }
+
+  /**
+   * A condition the values of the run do not decide: decided by the file's defaults or the script's arguments,
+   * as the plan is, with a note; else taken as true (the code's main path), with a note.
+   */
+  protected decide(cond: Node, frame: Frame): boolean {
+    const d = this.fromFile(cond, frame);
+    const t = d && truthy(d.value);
+    const text = cond.text.slice(0, 60);
+    if (d && t !== undefined) {
       this.note(
-        `condition \`${cond.text.slice(0, 60)}\` is ${d ? 'true' : 'false'} by default (${from}); a command line may change it`,
+        d.given
+          ? `condition \`${text}\` is ${t} with the script's arguments (${d.given})`
+          : `condition \`${text}\` is ${t} by default (${d.defaults}); the script's arguments after \`--\` take the other path`,
       );
-      return d;
+      return t;
     }
-    this.note(`condition \`${cond.text.slice(0, 60)}\` is not known statically: assumed true`);
+    this.note(`condition \`${text}\` is not known statically: assumed true`);
     return true;
+  }
+
+  /**
+   * What the file says of an expression through its argparse options and dataclass defaults (or the script's
+   * arguments), read as the scan reads it, so that the model is built on the path the plan takes. Undefined when
+   * neither decides it.
+   */
+  protected fromFile(
+    node: Node,
+    frame: Frame,
+  ): { value: Value; given?: string; defaults?: string } | undefined {
+    let ev = this.byDefault.get(frame.file.path);
+    const argv = this.scriptArgs?.file === frame.file.path ? this.scriptArgs.argv : undefined;
+    if (!ev)
+      this.byDefault.set(
+        frame.file.path,
+        (ev = new Evaluator(frame.file.source, frame.file.imports, undefined, argv)),
+      );
+    const before = ev.defaultsRead.length;
+    const given = ev.argsRead.length;
+    const value = ev.eval(node);
+    if (value.k === 'unknown') return undefined;
+    if (ev.argsRead.length > given) return { value, given: ev.argsRead.slice(given).join(' ') };
+    const read = ev.defaultsRead.slice(before);
+    if (!read.length) return undefined;
+    return { value, defaults: [...new Set(read.map((r) => `${r.what} at line ${r.line}`))].join(', ') };
   }
 
   /** One evaluator of defaults per file. */
   private readonly byDefault = new Map<string, Evaluator>();
+  /** The entry script's own command line, when the analysis was given one. */
+  scriptArgs?: { file: string; argv: readonly string[] };
 
   protected override comprehension(node: Node, frame: Frame): Value {
     const body = node.childForFieldName('body');

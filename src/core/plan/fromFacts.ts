@@ -90,7 +90,7 @@ export function planFromFacts(
     if (c.offByDefault)
       notes.push(
         onDefaultPath.length
-          ? `${file}:${c.line}: ${c.callee}(${c.target}) is left out: ${c.offByDefault}; a command line may change it`
+          ? `${file}:${c.line}: ${c.callee}(${c.target}) is left out: ${c.offByDefault}; the script's arguments after \`--\` may take the other path`
           : `${file}:${c.line}: ${c.callee}(${c.target}) runs only off the default path (${c.offByDefault}); estimated as if it ran`,
       );
   const calls = chosen.map((c) => (peft ? { ...c, paths: c.paths.map(throughPeft) } : c));

@@ -235,6 +235,13 @@ function estimateFacts(
         project ? (c, prefix) => reshardPerIteration(project, facts, c, root, prefix) : undefined,
       );
   plan.notes.unshift(
+    ...(facts.argsRead
+      ? [
+          facts.argsRead.length
+            ? `read from the script's arguments: ${facts.argsRead.join(' ')}`
+            : "none of the script's arguments is an option the analysis reads",
+        ]
+      : []),
     ...(helpers?.notes ?? []),
     ...torchNotes,
     ...fineTuneNotes,
