@@ -46,6 +46,51 @@ describe('launch files that launch this script', () => {
     assert.equal(launchLayer(header, '/p', '/p/train.py')?.layer.values.worldSize, 16);
   });
 
+  it('keeps the arguments the command passes to the script, up to a pipe or a redirection', () => {
+    const [f] = readLaunchFile(
+      '/p/multi_node.slurm',
+      'srun torchrun --nnodes 2 --nproc_per_node 4 ./train.py --use_peft --peft_method "lora" --lr=1e-4 2>&1 | tee out.log\n',
+    );
+    assert.deepEqual(f!.scriptArgs, ['--use_peft', '--peft_method', 'lora', '--lr=1e-4']);
+    const [m] = readLaunchFile(
+      '/p/run.sh',
+      'torchrun --nproc_per_node 8 -m pkg.train --config c.toml; echo done\n',
+    );
+    assert.deepEqual(m!.scriptArgs, ['--config', 'c.toml']);
+  });
+
+  it('a launch file that passes the script arguments: the estimate takes the path they choose', async () => {
+    const dir = projectDir('fsdp-lens-launchargs-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'import argparse',
+        'import torch.nn as nn',
+        'from torch.distributed.fsdp import fully_shard',
+        'parser = argparse.ArgumentParser()',
+        'parser.add_argument("--dim", type=int, default=64)',
+        'args = parser.parse_args()',
+        'model = nn.Linear(args.dim, args.dim)',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    fs.writeFileSync(path.join(dir, 'run.sh'), 'torchrun --nproc_per_node 2 train.py --dim 32\n');
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { model: { params: number }; plan: { notes: string[] } };
+    // nn.Linear(32, 32): 32 x 32 weights and 32 biases.
+    assert.equal(j.model.params, 32 * 32 + 32);
+    assert.ok(
+      j.plan.notes.includes("read from the script's arguments at run.sh:1: --dim 32"),
+      j.plan.notes.join('\n'),
+    );
+    // Arguments given after `--` take the place of the launch file's.
+    const given = JSON.parse((await cli('estimate', file, '--json', '--', '--dim', '16')).out) as typeof j;
+    assert.equal(given.model.params, 16 * 16 + 16);
+  });
+
   it('names the module a `-m` launch runs', () => {
     const facts = readLaunchFile('/p/run.sh', 'torchrun --nproc_per_node 8 -m pkg.train --config c.toml\n');
     assert.equal(facts[0]!.script, 'train.py');

@@ -7,7 +7,7 @@ import { scanText } from '../../core/analysis/input';
 import { estimateJson } from '../../core/report/json';
 import { advise } from '../../core/whatif/advice';
 import { adviceText, estimateText } from '../../core/report/text';
-import type { EstimateResult } from '../../core/resolve/analyze';
+import { launchArguments, type EstimateResult } from '../../core/resolve/analyze';
 import { INPUT_BY_FLAG, parseInput, type SetupValues } from '../../core/inputs/table';
 import { fineTuneFromFlags, type ModelChoice } from '../../core/inputs/model';
 import { replicasDivide } from '../../core/inputs/layers';
@@ -149,9 +149,16 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
   const project = projectRoot ? new Project([projectRoot], grammar, host.fs) : undefined;
   try {
     // The Python file scanned once: exact mode reads the same facts the estimate does.
+    // The script's arguments: those after `--`, else those a launch file of the project passes it.
+    const launch = abs && !scriptArgs ? launchArguments(project, abs) : undefined;
     const facts =
       abs && !isConfigPath(abs)
-        ? scanText(grammar, abs, read.text, scriptArgs ? { argv: scriptArgs } : {})
+        ? scanText(
+            grammar,
+            abs,
+            read.text,
+            scriptArgs ? { argv: scriptArgs } : launch ? { argv: launch.argv, argvFrom: launch.from } : {},
+          )
         : undefined;
     let exactModel: ExactModel | undefined;
     if (values.exact) {

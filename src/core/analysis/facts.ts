@@ -40,6 +40,8 @@ export interface FileFacts {
   /** The script's own command line given to the analysis, when one was, and the options read from it. */
   argv?: readonly string[];
   argsRead?: string[];
+  /** Where that command line was read (`run.sh:3`), when a launch file of the project gave it. */
+  argvFrom?: string;
 }
 
 export interface FrameworkCallFact {

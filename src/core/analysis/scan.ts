@@ -55,6 +55,8 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
 export interface ScanOptions {
   /** The script's own command line (`--batch-size 8`): its argparse options read from it instead of defaults. */
   argv?: readonly string[];
+  /** Where that command line is written (`run.sh:3`), when a launch file gives it. */
+  argvFrom?: string;
 }
 
 export function scanFile(grammar: PythonGrammar, file: SourceFile, options: ScanOptions = {}): FileFacts {
@@ -201,6 +203,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
   facts.models.sort((a, b) => a.line - b.line);
   if (options.argv) {
     facts.argv = options.argv;
+    if (options.argvFrom) facts.argvFrom = options.argvFrom;
     facts.argsRead = [...new Set(ev.argsRead)];
   }
   return facts;

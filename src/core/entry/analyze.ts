@@ -10,7 +10,7 @@ import { lintFacts } from '../lint/lint';
 import type { Finding, LintOptions } from '../lint/types';
 import { formatOf } from '../frameworks/configDoc';
 import type { ConfigReading } from '../frameworks/read';
-import { estimateFile, type AnalyzeOptions, type EstimateResult } from '../resolve/analyze';
+import { estimateFile, launchArguments, type AnalyzeOptions, type EstimateResult } from '../resolve/analyze';
 import { helperPlan } from '../resolve/helpers';
 import type { ModelChoice } from '../inputs/model';
 import { companionScript, configFacts, fromCompanion, readConfigInProject } from '../resolve/configFile';
@@ -190,6 +190,14 @@ export function analyzeDocument(
             : doc.file
               ? scanText(grammar, doc.file, doc.text)
               : emptyFacts('(no file)'));
+        // A launch file of the project that runs the script with arguments: the script as that command runs it.
+        const launch = doc.file && !facts.argv ? launchArguments(opts.estimate.project, doc.file) : undefined;
+        if (launch && doc.file) {
+          const args = { argv: launch.argv, argvFrom: launch.from };
+          facts = doc.tree
+            ? scanFile(grammar, new SourceFile(doc.file, doc.text, doc.tree), args)
+            : scanText(grammar, doc.file, doc.text, args);
+        }
       } catch (e) {
         fault('the scan', e);
         facts = emptyFacts(doc.file ?? '(no file)');

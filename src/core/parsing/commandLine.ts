@@ -51,3 +51,23 @@ export function commandLines(text: string): { line: number; cmd: string }[] {
   if (parts.length) out.push({ line: start, cmd: parts.join(' ') });
   return out;
 }
+
+/**
+ * The arguments a command passes to the program `program` names (`train.py` or a module run with `-m`): the words
+ * after it, up to the end of the command (a pipe, a redirection, `;`, `&&`, `&`), quotes removed. Null when the
+ * program is not in the command.
+ */
+export function programArgs(cmd: string, program: string): string[] | null {
+  const words = tokens(cmd);
+  const at = words.findIndex((w) => w === program || w.endsWith(`/${program}`));
+  if (at < 0) return null;
+  const out: string[] = [];
+  for (const w of words.slice(at + 1)) {
+    if (/^(\||\|\||;|&&|&|\d?>>?.*|<.*)$/.test(w)) break;
+    // `c.toml;` ends the command at its `;`.
+    const end = /^[^"']*?;$/.test(w);
+    out.push((end ? w.slice(0, -1) : w).replace(/^(["'])(.*)\1$/s, '$2'));
+    if (end) break;
+  }
+  return out;
+}

@@ -3,7 +3,7 @@
  * pyproject.toml, then what launch files say (torchrun, SLURM batch scripts, VS Code launch configurations).
  */
 import { parse as parseJsonc } from 'jsonc-parser';
-import { flags, pythonScriptOf } from '../parsing/commandLine';
+import { flags, programArgs, pythonScriptOf } from '../parsing/commandLine';
 import { walkFiles } from './walk';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
@@ -96,6 +96,8 @@ export interface LaunchFact {
   gpusPerNode?: number;
   /** Counts taken from a shell default (`--nproc_per_node=${2:-4}`): the text, for the source to say so. */
   shellDefaults?: string[];
+  /** The arguments the command passes to the script (`--use_peft --lr 1e-4`), when it names one. */
+  scriptArgs?: string[];
 }
 
 /**
@@ -145,11 +147,13 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     const program = cmd.replace(/^.*?(torchrun|launch|torch\.distributed\.run)\b/, '');
     // `torchrun -m pkg.train`: the module's file, `train.py`.
     const module = /(?:^|\s)-m\s+([\w.]+)/.exec(program)?.[1];
+    const pyScript = tune ? null : pythonScriptOf(program);
     const script = tune
       ? tuneConfig
         ? `${tuneConfig}${/\.ya?ml$/.test(tuneConfig) ? '' : '.yaml'}`
         : null
-      : (pythonScriptOf(program) ?? (module ? `${module.slice(module.lastIndexOf('.') + 1)}.py` : null));
+      : (pyScript ?? (module ? `${module.slice(module.lastIndexOf('.') + 1)}.py` : null));
+    const args = pyScript || module ? programArgs(program, (pyScript ?? module)!) : null;
     const shellDefaults = [opts.get('--nproc_per_node') ?? opts.get('--nproc-per-node'), opts.get('--nnodes')]
       .filter((v): v is string => !!v && /\$\{\w+:?-\d+\}/.test(v))
       .map((v) => v.replace(/^["']|["']$/g, ''));
@@ -160,6 +164,7 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
       ...(shellDefaults.length ? { shellDefaults } : {}),
       ...(nproc ? { nprocPerNode: nproc } : {}),
       ...(nnodes ? { nnodes } : {}),
+      ...(args?.length ? { scriptArgs: args } : {}),
     });
   });
   if (sbatch.nnodes || sbatch.gpusPerNode) {
@@ -249,16 +254,23 @@ export function launchFacts(fsys: ProjectFS, root: string, maxFiles = 400): Laun
 }
 
 /** The launch layer for `script`: launch files of the project that name it (or, failing that, the only one). */
+/**
+ * The launch command of `script`: the first that runs it. A launch file for another program (`eval.sh` running
+ * evaluate.py) says nothing of this script; only a lone one whose program is not written out (a `#SBATCH` header)
+ * is taken as this one's.
+ */
+export function launchOf(facts: readonly LaunchFact[], script: string): LaunchFact | undefined {
+  const base = path.basename(script);
+  const mine = facts.filter((f) => f.script === base);
+  return mine[0] ?? (facts.length === 1 && facts[0]!.script === null ? facts[0] : undefined);
+}
+
 export function launchLayer(
   facts: readonly LaunchFact[],
   root: string,
   script: string,
 ): ProjectLayer | undefined {
-  const base = path.basename(script);
-  const mine = facts.filter((f) => f.script === base);
-  // A launch file for another program (`eval.sh` running evaluate.py) says nothing of this script; only a lone
-  // one whose program is not written out (a `#SBATCH` header) is taken as this one's.
-  const pick = mine[0] ?? (facts.length === 1 && facts[0]!.script === null ? facts[0] : undefined);
+  const pick = launchOf(facts, script);
   if (!pick) return undefined;
   const detail =
     `${path.relative(root, pick.file) || path.basename(pick.file)}:${pick.line}` +

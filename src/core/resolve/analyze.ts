@@ -27,7 +27,7 @@ import { planForFramework } from '../plan/fromFramework';
 import type { FrameworkPlan } from '../frameworks/types';
 import { modelFromClass, modelFromScript, inferShapeFromTree as staticShape } from '../modules/resolveModel';
 import type { Project } from '../project/project';
-import { launchFacts, launchLayer, pyprojectLayer } from '../project/settings';
+import { launchFacts, launchLayer, launchOf, pyprojectLayer } from '../project/settings';
 import type { ExactModel } from '../exact/exact';
 import { countParams } from '../model/tree';
 import { attentionKind } from '../inputs/parse';
@@ -95,6 +95,27 @@ export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): Est
   if (!helpers?.calls.length) return estimateFacts(scanned, opts, helpers);
   const r = estimateFacts({ ...scanned, calls: helpers.calls }, opts, helpers);
   return { ...r, helperCalls: helpers.calls };
+}
+
+/**
+ * The arguments a launch file of the project passes to `script` (`torchrun ... train.py --use_peft`), and where
+ * that command is: the script is read with them when no others are given.
+ */
+export function launchArguments(
+  project: Project | undefined,
+  script: string,
+): { argv: string[]; from: string } | undefined {
+  const root0 = project?.roots[0];
+  if (!project || !root0) return undefined;
+  const pick = launchOf(
+    project.memo(`launch-files:${root0}`, () => launchFacts(project.fs, root0)),
+    script,
+  );
+  if (!pick?.scriptArgs) return undefined;
+  return {
+    argv: pick.scriptArgs,
+    from: `${path.relative(root0, pick.file) || path.basename(pick.file)}:${pick.line}`,
+  };
 }
 
 function estimateFacts(
@@ -238,8 +259,8 @@ function estimateFacts(
     ...(facts.argsRead
       ? [
           facts.argsRead.length
-            ? `read from the script's arguments: ${facts.argsRead.join(' ')}`
-            : "none of the script's arguments is an option the analysis reads",
+            ? `read from the script's arguments${facts.argvFrom ? ` at ${facts.argvFrom}` : ''}: ${facts.argsRead.join(' ')}`
+            : `none of the script's arguments${facts.argvFrom ? ` at ${facts.argvFrom}` : ''} is an option the analysis reads`,
         ]
       : []),
     ...(helpers?.notes ?? []),
