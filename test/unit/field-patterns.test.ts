@@ -649,6 +649,60 @@ describe('loops that wrap each element', () => {
   });
 });
 
+describe('a file of several wrap functions', () => {
+  it('is estimated for the function the project calls, with the model its caller loads', async () => {
+    const dir = projectDir('fsdp-lens-several-');
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
+    const helper = path.join(dir, 'pkg', 'parallel.py');
+    fs.writeFileSync(
+      helper,
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'def shard_vision(encoder):',
+        '    for block in encoder.blocks:',
+        '        fully_shard(block)',
+        '    fully_shard(encoder)',
+        'def shard_decoder(model):',
+        '    for layer in model.model.layers:',
+        '        fully_shard(layer)',
+        '    fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(dir, 'train.py'),
+      [
+        'from transformers import AutoModelForCausalLM',
+        'from pkg.parallel import shard_decoder',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'shard_decoder(model)',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', helper, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      model: { params: number };
+      plan: { units: number; notes: string[] };
+      assumptions: { key: string; source: { detail?: string } }[];
+    };
+    // Llama 3.2 1B as published (1,235,814,400 parameters): its 16 decoder layers and the root.
+    assert.equal(j.model.params, 1_235_814_400);
+    assert.equal(j.plan.units, 17);
+    assert.ok(
+      j.plan.notes.includes(
+        'the plan of shard_decoder(), called at train.py:4; shard_vision() is called nowhere in the project',
+      ),
+      j.plan.notes.join('\n'),
+    );
+    assert.match(
+      j.assumptions.find((a) => a.key === 'model')!.source.detail!,
+      /passed to shard_decoder\(\) at train\.py:4/,
+    );
+  });
+});
+
 describe('the PyTorch release a project allows', () => {
   it('a lower bound is not the release the job runs; an optional extra pins nothing', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-floor-'));

@@ -451,6 +451,10 @@ export class Interpreter extends Statements {
       text,
     );
     if (folded) return folded;
+    // A model loaded by id (`AutoModelForCausalLM.from_pretrained("ORG/NAME")`): kept as the call, for the estimate
+    // to load that id's config.
+    if (last === 'from_pretrained' && args[0]?.k === 'str' && fnNode)
+      return { k: 'call', callee: q, args, kwargs, splats: [], node: fnNode };
     return UNKNOWN(text, `a call of ${q}`);
   }
 

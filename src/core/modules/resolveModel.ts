@@ -9,6 +9,7 @@ import type { ArchShape } from '../model/hf';
 import { countParams, walk, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
+import { isTestFile } from '../project/testFiles';
 import { findBinding, enclosingFunction, parameterOf, dottedText } from '../python/scope';
 import { modelVariable } from '../analysis/paths';
 import { StepLimit, Interpreter } from './interpreter';
@@ -32,7 +33,14 @@ export interface CodeModel {
 }
 
 export type CodeModelResult =
-  { ok: true; model: CodeModel; candidates: string[] } | { ok: false; reason: string; candidates?: string[] };
+  | { ok: true; model: CodeModel; candidates: string[] }
+  | {
+      ok: false;
+      reason: string;
+      candidates?: string[];
+      /** The model is loaded by id where it is built (`from_pretrained("ORG/NAME")` in the caller): that id. */
+      pretrained?: { id: string; where: string };
+    };
 
 /** Finds and builds the model a script wraps: the variable its wrap calls shard, followed to its construction. */
 export function modelFromScript(
@@ -108,6 +116,21 @@ export function modelFromScript(
     const mods = values.filter((x): x is { v: ModV; where: string } => x.v.k === 'mod');
     if (!mods.length) {
       const first = values[0]?.v;
+      // `AutoModelForCausalLM.from_pretrained("ORG/NAME")` where the caller builds it: a model of the Hub.
+      const byId = values.find(
+        (x) =>
+          x.v.k === 'call' &&
+          /\.from_pretrained$/.test(x.v.callee) &&
+          x.v.args[0]?.k === 'str' &&
+          /^[\w.-]+\/[\w.-]+$/.test(x.v.args[0].v),
+      );
+      const id = byId?.v.k === 'call' && byId.v.args[0]?.k === 'str' ? byId.v.args[0].v : undefined;
+      if (byId && id && values.every((x) => x === byId || x.v.k !== 'mod'))
+        return {
+          ok: false,
+          reason: `the model behind \`${variable}\` is loaded from the Hub as "${id}" (${byId.where})`,
+          pretrained: { id, where: byId.where },
+        };
       return {
         ok: false,
         reason: `the model behind \`${variable}\` is not known statically${first?.k === 'unknown' ? ` (${first.why})` : ''}`,
@@ -304,11 +327,6 @@ function callersPassing(
       ? { testsOnly: `${rel(project, fromTests.file.path)}:${fromTests.call.startPosition.row + 1}` }
       : {}),
   };
-}
-
-/** A file of a test suite: under a `tests` or `test` folder, or named `test_*.py` / `*_test.py` / `conftest.py`. */
-function isTestFile(file: string): boolean {
-  return /(^|[\\/])tests?[\\/]/.test(file) || /(^|[\\/])(test_[^\\/]*|[^\\/]*_test|conftest)\.py$/.test(file);
 }
 
 /** The argument a call passes for parameter `index` / `name` of the callee. */

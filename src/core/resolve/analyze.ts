@@ -18,6 +18,7 @@ import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../m
 import { isDType, type DType } from '../vocabulary/dtypes';
 import { callsThatRun, planFromFacts } from '../plan/fromFacts';
 import { helperPlan, type HelperPlan } from './helpers';
+import { planOfCalledFunction } from './entryPlan';
 import { reshardPerIteration } from '../modules/perIteration';
 import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
 import { pinnedVersions } from '../project/versions';
@@ -89,6 +90,9 @@ export type EstimateResult = (
 
 /** The estimate for one scanned file, with every input's source; or why there is none. */
 export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): EstimateResult {
+  // Several wrap functions, none calling another: the plan of the one the project calls.
+  const chosen = opts.framework ? { facts: scanned } : planOfCalledFunction(opts.project, scanned);
+  if (chosen.note) return estimateFacts(chosen.facts, opts, { calls: [], notes: [chosen.note] });
   // A file that wraps nothing itself may wrap through a helper of the project (`apply_fsdp(model, mesh)`).
   const helpers =
     !scanned.calls.length && opts.project && !opts.framework ? helperPlan(opts.project, scanned) : undefined;
@@ -490,6 +494,15 @@ function resolveModel(
             source,
             notes: m.notes,
           };
+        }
+        if (!r.ok && r.pretrained) {
+          const loaded = loadHubModel(r.pretrained.id, cache, host.fs);
+          if (loaded)
+            return {
+              loaded,
+              source: { kind: 'detected', detail: `${r.pretrained.id}, ${r.pretrained.where}` },
+              notes: [],
+            };
         }
         if (c.classRef) return { reason: r.reason };
         codeFailure = r.reason;
