@@ -552,6 +552,39 @@ describe('lint rules', () => {
     assert.deepEqual((await lintFixture('fsdp001_good.py')).findings, []);
   });
 
+  it('FSDP019: gradient sync turned off and never on again before the step; quiet where it can be restored', async () => {
+    const { findings } = await lintFixture('fsdp019_bad.py');
+    const mine = findings.filter((f) => f.rule === 'FSDP019');
+    assert.deepEqual(
+      mine.map((f) => [f.range.start.line + 1, f.severity]),
+      [[16, 'warning']],
+    );
+    assert.match(
+      mine[0]!.message,
+      /the sharded parameters get no gradient and optimizer\.step\(\) updates nothing/,
+    );
+    assert.deepEqual(
+      (await lintFixture('fsdp019_good.py')).findings.filter((f) => f.rule === 'FSDP019'),
+      [],
+    );
+    const base = fixture('lint/fsdp019_bad.py');
+    for (const quiet of [
+      // Turned on again before the step.
+      base.replace(
+        '            opt.step()',
+        '            model.set_requires_gradient_sync(True)\n            opt.step()',
+      ),
+      // A helper of the project may turn it on.
+      base.replace('            opt.step()', '            enable_grad_sync(model)\n            opt.step()'),
+      // No optimizer step after it (an evaluation loop).
+      base.replace('            opt.step()\n            opt.zero_grad()', '            pass'),
+    ])
+      assert.deepEqual(
+        (await lint(quiet)).filter((f) => f.rule === 'FSDP019'),
+        [],
+      );
+  });
+
   it('FSDP018: the FSDP1 clip method on an FSDP2 module; the fix clips with torch.nn.utils and the finding goes', async () => {
     const { findings } = await lintFixture('fsdp018_bad.py');
     const mine = findings.filter((f) => f.rule === 'FSDP018');

@@ -18,6 +18,7 @@ import { peakDoesNotFit } from './rules/fsdp015-peak-does-not-fit';
 import { frameworkSettingIgnored } from './rules/fsdp016-framework-setting-ignored';
 import { fsdp1OffloadInFsdp2 } from './rules/fsdp017-fsdp1-offload-in-fsdp2';
 import { fsdp1ClipOnFsdp2 } from './rules/fsdp018-fsdp1-clip-on-fsdp2';
+import { gradientSyncNeverRestored } from './rules/fsdp019-gradient-sync-never-restored';
 import type { Rule } from './types';
 
 /** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
@@ -41,6 +42,7 @@ export const RULES: readonly Rule[] = [
   frameworkSettingIgnored,
   fsdp1OffloadInFsdp2,
   fsdp1ClipOnFsdp2,
+  gradientSyncNeverRestored,
 ];
 
 export function ruleById(id: string): Rule | undefined {
