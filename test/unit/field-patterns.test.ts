@@ -703,6 +703,56 @@ describe('a file of several wrap functions', () => {
   });
 });
 
+describe('a parallelize function handed to a strategy', () => {
+  it("is run with the module given to Fabric's setup_module, not with a test's toy model", async () => {
+    const dir = projectDir('fsdp-lens-strategy-');
+    const file = path.join(dir, 'finetune.py');
+    fs.writeFileSync(
+      file,
+      [
+        'import lightning as L',
+        'import torch.nn as nn',
+        'from lightning.fabric.strategies import ModelParallelStrategy',
+        'from torch.distributed.fsdp import fully_shard',
+        'class Net(nn.Module):',
+        '    def __init__(self, n=4):',
+        '        super().__init__()',
+        '        self.layers = nn.ModuleList([nn.Linear(256, 256) for _ in range(n)])',
+        'def parallelize(model, device_mesh):',
+        '    for block in model.layers:',
+        '        fully_shard(block, mesh=device_mesh["data_parallel"])',
+        '    fully_shard(model, mesh=device_mesh["data_parallel"])',
+        '    return model',
+        'def main():',
+        '    strategy = ModelParallelStrategy(parallelize_fn=parallelize, data_parallel_size=4, tensor_parallel_size=1)',
+        '    fabric = L.Fabric(devices=4, strategy=strategy)',
+        '    model = Net()',
+        '    model = fabric.setup_module(model)',
+        '',
+      ].join('\n'),
+    );
+    fs.mkdirSync(path.join(dir, 'tests'));
+    fs.writeFileSync(
+      path.join(dir, 'tests', 'test_parallelize.py'),
+      'from finetune import Net, parallelize\nparallelize(Net(n=1), None)\n',
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      model: { params: number };
+      plan: { units: number };
+      assumptions: { key: string; source: { detail?: string } }[];
+    };
+    // Net(): four Linear(256, 256), each 256 x 256 weights and 256 biases; a unit each, and the root.
+    assert.equal(j.model.params, 4 * (256 * 256 + 256));
+    assert.equal(j.plan.units, 5);
+    assert.match(
+      j.assumptions.find((a) => a.key === 'model')!.source.detail!,
+      /given to fabric\.setup_module\(\) at finetune\.py:18, which runs parallelize\(\) through ModelParallelStrategy \(line 15\)/,
+    );
+  });
+});
+
 describe('the PyTorch release a project allows', () => {
   it('a lower bound is not the release the job runs; an optional extra pins nothing', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-floor-'));

@@ -74,16 +74,13 @@ export function modelFromScript(
           ok: false,
           reason: `${fnName}() receives the model as \`${head}\`; the calls that construct or call its class are not followed`,
         };
-      const found = callersPassing(
-        project,
-        interp,
-        file,
-        b.function,
-        b.index,
-        head,
-        at,
-        variable.split('.').slice(1),
-      );
+      // Handed to a strategy that calls it (`ModelParallelStrategy(parallelize_fn=fn)`): the model is the module
+      // the script gives Fabric to set up.
+      const handed =
+        b.index === 0 ? strategyCallback(project, interp, file, fnName, variable.split('.').slice(1)) : null;
+      const found = handed
+        ? { values: handed, callers: handed.length }
+        : callersPassing(project, interp, file, b.function, b.index, head, at, variable.split('.').slice(1));
       values.push(...found.values);
       if (!found.callers)
         return {
@@ -245,6 +242,48 @@ function finish(project: Project, interp: Interpreter, m: ModV, where: string, n
     classRef: { file: cls?.file.path ?? '', name: m.className },
     ...(cls ? { constructor: renderConstructor(m) } : {}),
   };
+}
+
+/**
+ * A function passed as Lightning's `ModelParallelStrategy(parallelize_fn=fn)` in `file`: the strategy calls it with
+ * the module given to `fabric.setup_module(module)` or `fabric.setup(module, ...)` (lightning/fabric/strategies/
+ * model_parallel.py, `ModelParallelStrategy.setup_module` runs `self._parallelize_fn(module, self.device_mesh)`).
+ * The values of those modules, or null when the function is handed to no such strategy.
+ */
+function strategyCallback(
+  project: Project,
+  interp: Interpreter,
+  file: PyFile,
+  fnName: string,
+  attrs: string[],
+): { v: Value; where: string }[] | null {
+  const handedAt = file.source.identifiers(fnName).find((id) => {
+    const kw = up(id);
+    const call = up(up(kw));
+    return (
+      kw?.type === 'keyword_argument' &&
+      kw.childForFieldName('value')?.id === id.id &&
+      kw.childForFieldName('name')?.text === 'parallelize_fn' &&
+      call?.type === 'call' &&
+      /(^|\.)ModelParallelStrategy$/.test(call.childForFieldName('function')?.text ?? '')
+    );
+  });
+  if (!handedAt) return null;
+  const strategyLine = handedAt.startPosition.row + 1;
+  const out: { v: Value; where: string }[] = [];
+  for (const method of ['setup_module', 'setup'])
+    for (const id of file.source.identifiers(method)) {
+      const attr = up(id);
+      const call = attr?.type === 'attribute' ? up(attr) : null;
+      if (call?.type !== 'call' || call.childForFieldName('function')?.id !== attr!.id) continue;
+      const arg = call.childForFieldName('arguments')?.namedChildren.find((a) => a.type !== 'comment');
+      if (!arg || arg.type === 'keyword_argument') continue;
+      out.push({
+        v: follow(interp.evalAt(file, arg), attrs, interp),
+        where: `given to ${attr!.text}() at ${rel(project, file.path)}:${call.startPosition.row + 1}, which runs ${fnName}() through ModelParallelStrategy (line ${strategyLine})`,
+      });
+    }
+  return out;
 }
 
 /** How many functions deep the model may be passed along before the search stops. */
