@@ -753,6 +753,36 @@ describe('a parallelize function handed to a strategy', () => {
   });
 });
 
+describe('a job configured by Python objects', () => {
+  it('is a plan of unknown size (exit 3) that names the objects, not "nothing to estimate"', async () => {
+    const dir = projectDir('fsdp-lens-jobcfg-');
+    const file = path.join(dir, 'job.py');
+    fs.writeFileSync(
+      file,
+      [
+        'from mylib.train import TrainModuleConfig, DPConfig, ModelConfig',
+        'def build_model_config():',
+        '    return ModelConfig.llama3_8B(vocab_size=128256)',
+        'def build_train_module_config():',
+        '    return TrainModuleConfig(',
+        '        rank_microbatch_size=2 * 4096,',
+        '        dp_config=DPConfig(name="hsdp", param_dtype="bf16", reduce_dtype="fp32"),',
+        '    )',
+        'def build_parallelism():',
+        '    return ParallelismConfig(data_parallel_shard_degree=-1, tensor_parallel_degree=1)',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file);
+    assert.equal(r.code, 3, r.err);
+    assert.match(
+      r.err,
+      /the job is configured by Python objects the analysis does not read yet \(ParallelismConfig\(\.\.\.\) at line 10\)/,
+    );
+    assert.match(r.err, /--model ORG\/NAME/);
+  });
+});
+
 describe('the PyTorch release a project allows', () => {
   it('a lower bound is not the release the job runs; an optional extra pins nothing', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-floor-'));

@@ -37,6 +37,12 @@ export interface FileFacts {
   frameworkCalls: FrameworkCallFact[];
   /** Calls of the file's wrapping methods that are not followed (the receiver's class unknown), and inferences made. */
   methodNotes: string[];
+  /**
+   * Python objects that configure a framework's job, parallelism included (`ParallelismConfig(...)`,
+   * `TransformerDataParallelConfig(name=...)`), which the analysis does not read: named, so that a file made of
+   * them is said to configure a job rather than to hold nothing.
+   */
+  jobConfigs?: { callee: string; line: number }[];
   /** The script's own command line given to the analysis, when one was, and the options read from it. */
   argv?: readonly string[];
   argsRead?: string[];

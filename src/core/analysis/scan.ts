@@ -201,12 +201,31 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
   for (const { call, variable } of modelAssignments(file, ev))
     addModel(constructionAt(file, ev, call, variable));
   facts.models.sort((a, b) => a.line - b.line);
+  const jobs = jobConfigCalls(file);
+  if (jobs.length) facts.jobConfigs = jobs;
   if (options.argv) {
     facts.argv = options.argv;
     if (options.argvFrom) facts.argvFrom = options.argvFrom;
     facts.argsRead = [...new Set(ev.argsRead)];
   }
   return facts;
+}
+
+/** Class names of job configuration objects that set the parallelism (torchtitan's, OLMo-core's and the like). */
+const JOB_CONFIG = /\b(\w*(?:DataParallel|Parallelism|Parallel)\w*Config)\s*\(/g;
+
+/** Calls of job configuration classes that set the parallelism, at most a few, in order. */
+function jobConfigCalls(file: SourceFile): { callee: string; line: number }[] {
+  const names = new Set<string>();
+  for (const m of file.text.matchAll(JOB_CONFIG)) if (names.size < 8) names.add(m[1]!);
+  const out: { callee: string; line: number }[] = [];
+  for (const name of names)
+    for (const id of file.identifiers(name)) {
+      const call = callOf(id);
+      if (call && out.length < 8)
+        out.push({ callee: call.childForFieldName('function')!.text, line: file.line(call) });
+    }
+  return out.sort((a, b) => a.line - b.line);
 }
 
 /** `alias` in `alias = name` or `alias = module.name`, where `id` is that `name`. */

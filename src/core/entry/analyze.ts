@@ -56,6 +56,18 @@ export function analyzeFacts(
     } catch (e) {
       estimate = { ok: false, reason: fault('the estimate', e) };
     }
+  } else if (facts.jobConfigs?.length) {
+    // A job configured by a framework's Python objects: a plan whose model and degrees are not read here.
+    const named = facts.jobConfigs
+      .slice(0, 3)
+      .map((j) => `${j.callee}(...) at line ${j.line}`)
+      .join(', ');
+    estimate = {
+      ok: false,
+      unknownModel: true,
+      reason: clip(`the job is configured by Python objects the analysis does not read yet (${named})`),
+      hint: 'estimate its plan with --model ORG/NAME (or --config path/to/config.json), and --world-size N',
+    };
   }
   const model = estimate?.ok
     ? { estimate: estimate.estimate, root: estimate.input.model.root, minGpus: () => estimate.minGpus }
