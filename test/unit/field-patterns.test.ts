@@ -783,6 +783,86 @@ describe('a job configured by Python objects', () => {
   });
 });
 
+describe('a config file the script loads', () => {
+  const run = async (files: Record<string, string>, script: string[]) => {
+    const dir = projectDir('fsdp-lens-loads-');
+    for (const [name, text] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+      fs.writeFileSync(path.join(dir, name), text);
+    }
+    const file = path.join(dir, files['proj/pyproject.toml'] === undefined ? '' : 'proj', 'train.py');
+    fs.writeFileSync(file, script.join('\n') + '\n');
+    const r = await cli('estimate', file, '--json');
+    return {
+      r,
+      j:
+        r.code === 0
+          ? (JSON.parse(r.out) as {
+              model: { params: number };
+              plan: { notes: string[] };
+              assumptions: { key: string; value: unknown; source: { kind: string } }[];
+            })
+          : undefined,
+    };
+  };
+  const WRAP = ['for layer in model.model.layers:', '    fully_shard(layer)', 'fully_shard(model)'];
+
+  it('a YAML opened by an argparse default path gives the model and the batch', async () => {
+    const { r, j } = await run(
+      { 'configs/train.yaml': 'model_name: meta-llama/Llama-3.2-1B\nbatch_size: 4\n' },
+      [
+        'import argparse',
+        'import yaml',
+        'from torch.utils.data import DataLoader',
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        'parser = argparse.ArgumentParser()',
+        'parser.add_argument("--config", default="configs/train.yaml")',
+        'args = parser.parse_args()',
+        'with open(args.config) as f:',
+        '    cfg = yaml.safe_load(f)',
+        'model = AutoModelForCausalLM.from_pretrained(cfg["model_name"])',
+        ...WRAP,
+        'loader = DataLoader(data, batch_size=cfg["batch_size"])',
+      ],
+    );
+    assert.equal(r.code, 0, r.err);
+    // Llama 3.2 1B as published: 1,235,814,400 parameters.
+    assert.equal(j!.model.params, 1_235_814_400);
+    assert.equal(j!.assumptions.find((a) => a.key === 'microBatch')!.value, '4');
+    assert.ok(j!.plan.notes.includes('values read from configs/train.yaml, which the script loads'));
+  });
+
+  it('OmegaConf.load of a literal path, read by attribute', async () => {
+    const { r, j } = await run({ 'conf.yaml': 'model:\n  name: meta-llama/Llama-3.2-1B\n' }, [
+      'from omegaconf import OmegaConf',
+      'from transformers import AutoModelForCausalLM',
+      'from torch.distributed.fsdp import fully_shard',
+      'cfg = OmegaConf.load("conf.yaml")',
+      'model = AutoModelForCausalLM.from_pretrained(cfg.model.name)',
+      ...WRAP,
+    ]);
+    assert.equal(r.code, 0, r.err);
+    assert.equal(j!.model.params, 1_235_814_400);
+  });
+
+  it('a file outside the project is not read', async () => {
+    // The project is proj/ (its own pyproject.toml); the JSON lies beside it, outside.
+    const { r } = await run(
+      { 'outside.json': '{"model": "meta-llama/Llama-3.2-1B"}', 'proj/pyproject.toml': '' },
+      [
+        'import json',
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        'cfg = json.load(open("../outside.json"))',
+        'model = AutoModelForCausalLM.from_pretrained(cfg["model"])',
+        ...WRAP,
+      ],
+    );
+    assert.equal(r.code, 3, r.err);
+  });
+});
+
 describe('the PyTorch release a project allows', () => {
   it('a lower bound is not the release the job runs; an optional extra pins nothing', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-floor-'));

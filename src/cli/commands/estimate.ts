@@ -8,6 +8,7 @@ import { estimateJson } from '../../core/report/json';
 import { advise } from '../../core/whatif/advice';
 import { adviceText, estimateText } from '../../core/report/text';
 import { launchArguments, type EstimateResult } from '../../core/resolve/analyze';
+import { configDataReader } from '../../core/frameworks/scriptConfigs';
 import { INPUT_BY_FLAG, parseInput, type SetupValues } from '../../core/inputs/table';
 import { fineTuneFromFlags, type ModelChoice } from '../../core/inputs/model';
 import { replicasDivide } from '../../core/inputs/layers';
@@ -153,12 +154,14 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     const launch = abs && !scriptArgs ? launchArguments(project, abs) : undefined;
     const facts =
       abs && !isConfigPath(abs)
-        ? scanText(
-            grammar,
-            abs,
-            read.text,
-            scriptArgs ? { argv: scriptArgs } : launch ? { argv: launch.argv, argvFrom: launch.from } : {},
-          )
+        ? scanText(grammar, abs, read.text, {
+            ...(scriptArgs
+              ? { argv: scriptArgs }
+              : launch
+                ? { argv: launch.argv, argvFrom: launch.from }
+                : {}),
+            ...(project ? { readData: configDataReader(project, abs) } : {}),
+          })
         : undefined;
     let exactModel: ExactModel | undefined;
     if (values.exact) {

@@ -65,11 +65,18 @@ export class Evaluator extends Expressions<null> {
     readonly file: SourceFile,
     readonly imports: ImportTable,
     private readonly limits: EvalLimits = DEFAULT_LIMITS,
-    /** The script's own command line, when given: argparse options take their values from it. */
-    private readonly argv?: readonly string[],
+    private readonly given: ScriptContext = {},
   ) {
     super();
   }
+
+  /** The script's own command line, when given: argparse options take their values from it. */
+  private get argv(): readonly string[] | undefined {
+    return this.given.argv;
+  }
+
+  /** The configuration files this evaluator read (`configs/train.yaml` of `yaml.safe_load(open(...))`). */
+  readonly filesRead: string[] = [];
 
   /** The options this evaluator read from the given command line, as `--batch-size 8`. */
   readonly argsRead: string[] = [];
@@ -160,7 +167,33 @@ export class Evaluator extends Expressions<null> {
       { iterate: (v) => this.iterate(v), maxRange: LOOP_BUILTIN_LIMIT },
       node.text,
     );
-    return folded ?? { k: 'call', callee, args, kwargs, splats, node };
+    const loaded = folded ? undefined : this.loadedConfig(callee, args);
+    return folded ?? loaded ?? { k: 'call', callee, args, kwargs, splats, node };
+  }
+
+  /**
+   * A configuration file the code loads by a path it writes (`yaml.safe_load(open("configs/train.yaml"))`,
+   * `json.load(f)` of `with open(path) as f`, `OmegaConf.load(path)`, `tomllib.load(open(path, "rb"))`), as data,
+   * when the analysis was given a reader of the project's files.
+   */
+  private loadedConfig(callee: string, args: Value[]): Value | undefined {
+    const read = this.given.readData;
+    if (!read) return undefined;
+    const first = args[0];
+    let file: string | undefined;
+    if (
+      LOADS_FROM_STREAM.has(callee) &&
+      first?.k === 'call' &&
+      first.callee === 'open' &&
+      first.args[0]?.k === 'str'
+    )
+      file = first.args[0].v;
+    else if (LOADS_FROM_PATH.has(callee) && first?.k === 'str') file = first.v;
+    if (!file) return undefined;
+    const data = read(file);
+    if (data === undefined) return undefined;
+    this.filesRead.push(file);
+    return fromData(data, 0);
   }
 
   private lookup(name: string, at: Node): Value {
@@ -524,4 +557,42 @@ function typed(v: Value, type: string | undefined): Value {
   return Number.isFinite(n) && (type === 'float' || Number.isInteger(n))
     ? { k: 'num', v: n, int: type === 'int' }
     : UNKNOWN(v.v, `${type}("${v.v}")`);
+}
+
+/** What the scan is told of the run besides the file: the script's arguments and a reader of its config files. */
+export interface ScriptContext {
+  argv?: readonly string[];
+  /** The data of a YAML, JSON or TOML file named as the code names it (relative to where it runs), or undefined. */
+  readData?: (file: string) => unknown;
+}
+
+/** Loaders that read an open file: `yaml.safe_load(open(p))`. */
+const LOADS_FROM_STREAM = new Set([
+  'yaml.safe_load',
+  'yaml.load',
+  'yaml.full_load',
+  'json.load',
+  'tomllib.load',
+  'tomli.load',
+]);
+/** Loaders that take the path itself. */
+const LOADS_FROM_PATH = new Set(['omegaconf.OmegaConf.load', 'toml.load']);
+
+/** Parsed configuration data as a value: mappings as dicts, lists as lists; bounded in depth and size. */
+function fromData(data: unknown, depth: number): Value {
+  if (depth > 8) return UNKNOWN('', 'nested too deeply');
+  if (data === null || data === undefined) return { k: 'none' };
+  if (typeof data === 'boolean') return { k: 'bool', v: data };
+  if (typeof data === 'number') return { k: 'num', v: data, int: Number.isInteger(data) };
+  if (typeof data === 'string') return { k: 'str', v: data };
+  if (Array.isArray(data))
+    return { k: 'seq', kind: 'list', items: data.slice(0, 256).map((d) => fromData(d, depth + 1)) };
+  if (typeof data === 'object')
+    return {
+      k: 'dict',
+      entries: Object.entries(data as Record<string, unknown>)
+        .slice(0, 256)
+        .map(([key, v]) => ({ key: { k: 'str', v: key } as Value, value: fromData(v, depth + 1) })),
+    };
+  return UNKNOWN(String(data), 'not configuration data');
 }

@@ -43,6 +43,8 @@ export interface FileFacts {
    * them is said to configure a job rather than to hold nothing.
    */
   jobConfigs?: { callee: string; line: number }[];
+  /** Configuration files the code loads by a path it writes, read for its values (`configs/train.yaml`). */
+  configsRead?: string[];
   /** The script's own command line given to the analysis, when one was, and the options read from it. */
   argv?: readonly string[];
   argsRead?: string[];

@@ -55,13 +55,18 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
 export interface ScanOptions {
   /** The script's own command line (`--batch-size 8`): its argparse options read from it instead of defaults. */
   argv?: readonly string[];
+  /** Reads a configuration file the code loads by a path it writes; without it, none is read. */
+  readData?: (file: string) => unknown;
   /** Where that command line is written (`run.sh:3`), when a launch file gives it. */
   argvFrom?: string;
 }
 
 export function scanFile(grammar: PythonGrammar, file: SourceFile, options: ScanOptions = {}): FileFacts {
   const imports = readImports(grammar, file);
-  const ev = new Evaluator(file, imports, undefined, options.argv);
+  const ev = new Evaluator(file, imports, undefined, {
+    ...(options.argv ? { argv: options.argv } : {}),
+    ...(options.readData ? { readData: options.readData } : {}),
+  });
   const facts: FileFacts = {
     ...emptyFacts(file.path),
     annotations: readAnnotations(file),
@@ -203,6 +208,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
   facts.models.sort((a, b) => a.line - b.line);
   const jobs = jobConfigCalls(file);
   if (jobs.length) facts.jobConfigs = jobs;
+  if (ev.filesRead.length) facts.configsRead = [...new Set(ev.filesRead)];
   if (options.argv) {
     facts.argv = options.argv;
     if (options.argvFrom) facts.argvFrom = options.argvFrom;

@@ -15,7 +15,8 @@ import { helperPlan } from '../resolve/helpers';
 import type { ModelChoice } from '../inputs/model';
 import { companionScript, configFacts, fromCompanion, readConfigInProject } from '../resolve/configFile';
 import * as path from 'node:path';
-import { scanFile } from '../analysis/scan';
+import { scanFile, type ScanOptions } from '../analysis/scan';
+import { configDataReader } from '../frameworks/scriptConfigs';
 import { SourceFile } from '../parsing/source';
 import type { Tree } from '../parsing/python';
 import { withBudget, WorkBudget, type BudgetLimits } from '../vocabulary/budget';
@@ -195,21 +196,21 @@ export function analyzeDocument(
       if (doc.file && isConfigPath(doc.file)) return analyzeConfigText(doc.file, doc.text, opts);
       let facts: FileFacts;
       try {
+        // What the run gives the script besides its text: the arguments of the launch file that runs it, and the
+        // configuration files it loads by a path it writes.
+        const project = opts.estimate.project;
+        const launch = doc.file && !doc.facts ? launchArguments(project, doc.file) : undefined;
+        const context: ScanOptions = {
+          ...(launch ? { argv: launch.argv, argvFrom: launch.from } : {}),
+          ...(project && doc.file ? { readData: configDataReader(project, doc.file) } : {}),
+        };
         facts =
           doc.facts ??
           (doc.tree
-            ? scanFile(grammar, new SourceFile(doc.file ?? '(no file)', doc.text, doc.tree))
+            ? scanFile(grammar, new SourceFile(doc.file ?? '(no file)', doc.text, doc.tree), context)
             : doc.file
-              ? scanText(grammar, doc.file, doc.text)
+              ? scanText(grammar, doc.file, doc.text, context)
               : emptyFacts('(no file)'));
-        // A launch file of the project that runs the script with arguments: the script as that command runs it.
-        const launch = doc.file && !facts.argv ? launchArguments(opts.estimate.project, doc.file) : undefined;
-        if (launch && doc.file) {
-          const args = { argv: launch.argv, argvFrom: launch.from };
-          facts = doc.tree
-            ? scanFile(grammar, new SourceFile(doc.file, doc.text, doc.tree), args)
-            : scanText(grammar, doc.file, doc.text, args);
-        }
       } catch (e) {
         fault('the scan', e);
         facts = emptyFacts(doc.file ?? '(no file)');

@@ -10,6 +10,7 @@ import { countParams, walk, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
 import { isTestFile } from '../project/testFiles';
+import { configDataReader } from '../frameworks/scriptConfigs';
 import { findBinding, enclosingFunction, parameterOf, dottedText } from '../python/scope';
 import { modelVariable } from '../analysis/paths';
 import { StepLimit, Interpreter } from './interpreter';
@@ -56,7 +57,14 @@ export function modelFromScript(
   if (!variable) return { ok: false, reason: 'no wrap call or model construction names the model variable' };
   const anchor = calls.find((c) => c.isRoot) ?? calls[0];
   const interp = new Interpreter(project);
-  if (facts.argv) interp.scriptArgs = { file: facts.path, argv: facts.argv };
+  if (facts.argv || facts.configsRead)
+    interp.script = {
+      file: facts.path,
+      context: {
+        ...(facts.argv ? { argv: facts.argv } : {}),
+        ...(facts.configsRead ? { readData: configDataReader(project, facts.path) } : {}),
+      },
+    };
   try {
     const at = anchor ? nodeAt(file, anchor.statement.start) : nodeAtLine(file, facts.models[0]?.line ?? 1);
     if (!at) return { ok: false, reason: 'the wrap call could not be located' };

@@ -7,7 +7,7 @@
 import { up } from '../parsing/python';
 import { budget } from '../vocabulary/budget';
 import type { Node } from '../parsing/python';
-import { Evaluator } from '../analysis/evaluator';
+import { Evaluator, type ScriptContext } from '../analysis/evaluator';
 import { Expressions } from '../python/expressions';
 import { arithmetic, asNumber, truthy } from '../python/operators';
 import {
@@ -114,11 +114,11 @@ export abstract class Statements extends Expressions<Frame> {
     frame: Frame,
   ): { value: Value; given?: string; defaults?: string } | undefined {
     let ev = this.byDefault.get(frame.file.path);
-    const argv = this.scriptArgs?.file === frame.file.path ? this.scriptArgs.argv : undefined;
+    const context = this.script?.file === frame.file.path ? this.script.context : {};
     if (!ev)
       this.byDefault.set(
         frame.file.path,
-        (ev = new Evaluator(frame.file.source, frame.file.imports, undefined, argv)),
+        (ev = new Evaluator(frame.file.source, frame.file.imports, undefined, context)),
       );
     const before = ev.defaultsRead.length;
     const given = ev.argsRead.length;
@@ -132,8 +132,8 @@ export abstract class Statements extends Expressions<Frame> {
 
   /** One evaluator of defaults per file. */
   private readonly byDefault = new Map<string, Evaluator>();
-  /** The entry script's own command line, when the analysis was given one. */
-  scriptArgs?: { file: string; argv: readonly string[] };
+  /** The entry script's own command line and configuration files, when the analysis was given them. */
+  script?: { file: string; context: ScriptContext };
 
   protected override comprehension(node: Node, frame: Frame): Value {
     const body = node.childForFieldName('body');

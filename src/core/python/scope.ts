@@ -222,8 +222,10 @@ function asBinding(id: Node, scope: Node | null): Binding | null {
       return null;
     }
     case 'as_pattern_target': {
+      // `with open(path) as f`: the value is the expression before `as` (the with item holds the whole pattern).
       const item = up(up(p));
-      const value = item?.childForFieldName('value') ?? up(p)?.namedChild(0);
+      const whole = item?.childForFieldName('value') ?? null;
+      const value = whole?.type === 'as_pattern' ? whole.namedChild(0) : (whole ?? up(p)?.namedChild(0));
       return value ? { kind: 'with', name: id, value, scope } : null;
     }
     case 'function_definition':

@@ -260,6 +260,7 @@ function estimateFacts(
         project ? (c, prefix) => reshardPerIteration(project, facts, c, root, prefix) : undefined,
       );
   plan.notes.unshift(
+    ...(facts.configsRead ?? []).map((f) => `values read from ${f}, which the script loads`),
     ...(facts.argsRead
       ? [
           facts.argsRead.length
