@@ -235,6 +235,52 @@ describe('values a script takes from its own defaults', () => {
     assert.equal((await params('--', '--dim', '8')).model.params, 8 * 8 + 8);
   });
 
+  it('an environment variable default, a pydantic field default and a click option default', async () => {
+    const micro = async (lines: string[], ...argv: string[]) => {
+      const file = script([
+        'import os',
+        'import click',
+        'from pydantic import BaseModel, Field',
+        'from torch.utils.data import DataLoader',
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'fully_shard(model)',
+        ...lines,
+      ]);
+      const r = await cli('estimate', file, '--json', ...argv);
+      assert.equal(r.code, 0, r.err);
+      const j = JSON.parse(r.out) as {
+        assumptions: { key: string; value: unknown; source: { kind: string; detail?: string } }[];
+      };
+      return j.assumptions.find((a) => a.key === 'microBatch')!;
+    };
+    const env = await micro(['loader = DataLoader(ds, batch_size=int(os.environ.get("MICRO_BATCH", "3")))']);
+    assert.equal(env.value, '3');
+    assert.match(env.source.detail!, /the default of \$MICRO_BATCH at line 9/);
+    const pyd = await micro([
+      'class Cfg(BaseModel):',
+      '    batch: int = Field(default=5)',
+      'loader = DataLoader(ds, batch_size=Cfg().batch)',
+    ]);
+    assert.equal(pyd.value, '5');
+    const clickLines = [
+      '@click.command()',
+      '@click.option("--batch-size", type=int, default=6)',
+      'def main(batch_size):',
+      '    loader = DataLoader(ds, batch_size=batch_size)',
+    ];
+    const clicked = await micro(clickLines);
+    assert.equal(clicked.value, '6');
+    assert.match(clicked.source.detail!, /the default of --batch-size at line 10/);
+    assert.equal((await micro(clickLines, '--', '--batch-size', '2')).value, '2');
+    // No default: the variable is not known, and nothing is taken from it.
+    assert.equal(
+      (await micro(['loader = DataLoader(ds, batch_size=int(os.environ["MB"]))'])).source.kind,
+      'default',
+    );
+  });
+
   it('a branch off by a store_true default is left out of the plan, said so, and is no lint finding', async () => {
     const file = script([
       ...PARSER,

@@ -167,8 +167,23 @@ export class Evaluator extends Expressions<null> {
       { iterate: (v) => this.iterate(v), maxRange: LOOP_BUILTIN_LIMIT },
       node.text,
     );
-    const loaded = folded ? undefined : this.loadedConfig(callee, args);
+    const loaded = folded
+      ? undefined
+      : (this.loadedConfig(callee, args) ?? this.environmentDefault(callee, args, node));
     return folded ?? loaded ?? { k: 'call', callee, args, kwargs, splats, node };
+  }
+
+  /**
+   * `os.environ.get("BATCH", "8")` / `os.getenv("BATCH", "8")`: the default, which the environment the job runs in
+   * may change (said where it is read). Without a default the variable is unknown.
+   */
+  private environmentDefault(callee: string, args: Value[], node: Node): Value | undefined {
+    if (callee !== 'os.environ.get' && callee !== 'os.getenv') return undefined;
+    const [name, dflt] = args;
+    if (name?.k !== 'str') return undefined;
+    if (!dflt) return UNKNOWN(node.text, `the environment variable ${name.v}`);
+    this.defaultsRead.push({ what: `the default of $${name.v}`, line: node.startPosition.row + 1 });
+    return dflt;
   }
 
   /**
@@ -226,6 +241,7 @@ export class Evaluator extends Expressions<null> {
         }
         case 'param':
           return (
+            this.clickOption(name, b) ??
             this.fromCallSitesOnce(name, b) ?? {
               k: 'param',
               name,
@@ -374,20 +390,62 @@ export class Evaluator extends Expressions<null> {
     const isDataclass =
       decorated?.type === 'decorated_definition' &&
       decorated.namedChildren.some((d) => d.type === 'decorator' && /\bdataclass\b/.test(d.text));
-    if (!isDataclass) return undefined;
+    // A pydantic model (`class Config(BaseModel)`, `BaseSettings`): its fields' defaults the same way.
+    const bases = def.childForFieldName('superclasses')?.namedChildren.map((b) => lastSegment(b.text)) ?? [];
+    const isPydantic = bases.some((b) => b === 'BaseModel' || b === 'BaseSettings');
+    if (!isDataclass && !isPydantic) return undefined;
     for (const stmt of def.childForFieldName('body')?.namedChildren ?? []) {
       const a = stmt.type === 'expression_statement' ? stmt.namedChildren[0] : null;
       if (a?.type !== 'assignment' || a.childForFieldName('left')?.text !== attr) continue;
       const right = a.childForFieldName('right');
       if (!right) return undefined;
       let v = this.evaluate(right, null);
-      if (v.k === 'call' && lastSegment(v.callee) === 'field') {
-        const d = v.kwargs.default;
+      // `field(default=4)` of dataclasses, `Field(default=4)` / `Field(4)` of pydantic.
+      if (v.k === 'call' && (lastSegment(v.callee) === 'field' || lastSegment(v.callee) === 'Field')) {
+        const d = v.kwargs.default ?? (lastSegment(v.callee) === 'Field' ? v.args[0] : undefined);
         if (!d) return undefined;
         v = d;
       }
       this.defaultsRead.push({ what: `the default of ${name}.${attr}`, line: a.startPosition.row + 1 });
       return v;
+    }
+    return undefined;
+  }
+
+  /**
+   * A parameter of a click command (`@click.option("--batch-size", default=8)` above `def main(batch_size)`): click
+   * passes the option's value, from the command line when given, else its `default` (None without one; False for
+   * an `is_flag` option). Undefined for a parameter no option of the function names.
+   */
+  private clickOption(name: string, b: Binding & { kind: 'param' }): Value | undefined {
+    const decorated = up(b.function);
+    if (decorated?.type !== 'decorated_definition') return undefined;
+    for (const d of decorated.namedChildren) {
+      const call = d.type === 'decorator' ? d.namedChild(0) : null;
+      if (call?.type !== 'call' || !/(^|\.)option$/.test(call.childForFieldName('function')?.text ?? ''))
+        continue;
+      if (!/^click\./.test(this.calleeName(call.childForFieldName('function')!))) continue;
+      const args = call.childForFieldName('arguments')?.namedChildren ?? [];
+      const names = args
+        .filter((a) => a.type === 'string')
+        .map((a) => a.text.replace(/^[rbuRBU]*['"]|['"]$/g, ''));
+      const explicit = names.find((n) => !n.startsWith('-'));
+      const longest = names.filter((n) => n.startsWith('-')).sort((x, y) => y.length - x.length)[0];
+      const dest = explicit ?? longest?.replace(/^-+/, '').replace(/-/g, '_');
+      if (dest !== name) continue;
+      const kw = (k: string) =>
+        args
+          .find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === k)
+          ?.childForFieldName('value');
+      const flag = kw('is_flag')?.text === 'True';
+      const given = this.argv ? fromArgv(this.argv, names, flag ? 'store_true' : undefined) : undefined;
+      if (given) {
+        this.argsRead.push(given.text);
+        return typed(given.value, kw('type')?.text);
+      }
+      const dflt = kw('default');
+      this.defaultsRead.push({ what: `the default of ${longest ?? name}`, line: call.startPosition.row + 1 });
+      return dflt ? this.evaluate(dflt, null) : flag ? { k: 'bool', v: false } : { k: 'none' };
     }
     return undefined;
   }
