@@ -11,7 +11,7 @@ import { toSarif } from '../../src/core/lint/sarif';
 import { DEFAULT_LINT_OPTIONS, type Finding, type LintOptions, type Rule } from '../../src/core/lint/types';
 import { analyzeFacts } from '../../src/core/entry/analyze';
 import { Project } from '../../src/core/project/project';
-import { fixture, FIXTURES, grammar, ROOT, scanSource } from './helpers';
+import { cli, fixture, FIXTURES, grammar, ROOT, scanSource } from './helpers';
 import { diskFS } from '../../src/host/disk';
 
 process.env.FSDP_LENS_STRICT_RULES = '1';
@@ -1023,6 +1023,36 @@ describe('rules that need the model', () => {
     const project = new Project([path.join(FIXTURES, 'lint')], await grammar(), diskFS);
     return analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } }).findings;
   }
+
+  it('FSDP020: a check_fn for a class the model lacks; the estimate keeps every activation', async () => {
+    const findings = await lintWithModel('fsdp020_bad.py');
+    const mine = findings.filter((f) => f.rule === 'FSDP020');
+    assert.deepEqual(
+      mine.map((f) => [f.range.start.line + 1, f.severity]),
+      [[12, 'warning']],
+    );
+    assert.match(
+      mine[0]!.message,
+      /admits only GPT2Block, which LlamaForCausalLM does not have.*its block class, LlamaDecoderLayer/,
+    );
+    assert.deepEqual(
+      (await lintWithModel('fsdp020_good.py')).filter((f) => f.rule === 'FSDP020'),
+      [],
+    );
+    // The estimate does not count the checkpointing that never happens.
+    const r = await cli('estimate', path.join(FIXTURES, 'lint', 'fsdp020_bad.py'), '--json');
+    const ac = (JSON.parse(r.out) as { assumptions: { key: string; value: unknown }[] }).assumptions.find(
+      (a) => a.key === 'checkpointing',
+    );
+    assert.equal(ac?.value, 'none');
+    const good = await cli('estimate', path.join(FIXTURES, 'lint', 'fsdp020_good.py'), '--json');
+    assert.equal(
+      (JSON.parse(good.out) as { assumptions: { key: string; value: unknown }[] }).assumptions.find(
+        (a) => a.key === 'checkpointing',
+      )?.value,
+      'full',
+    );
+  });
 
   it('FSDP010: a transformer policy naming a class the model does not have', async () => {
     const f = (await lintWithModel('fsdp010_bad.py')).filter((x) => x.rule === 'FSDP010');

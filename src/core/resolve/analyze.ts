@@ -30,7 +30,8 @@ import { modelFromClass, modelFromScript, inferShapeFromTree as staticShape } fr
 import type { Project } from '../project/project';
 import { launchFacts, launchLayer, launchOf, pyprojectLayer } from '../project/settings';
 import type { ExactModel } from '../exact/exact';
-import { countParams } from '../model/tree';
+import { countParams, walk as walkModules, type ModuleNode } from '../model/tree';
+import { checkFnClasses } from '../analysis/checkFn';
 import { attentionKind } from '../inputs/parse';
 import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
 import { resolveSetup, type Layer } from '../inputs/layers';
@@ -209,7 +210,7 @@ function estimateFacts(
       values: fw.values,
       details: fw.details,
     });
-  const detected = detectedLayer(facts, file);
+  const detected = detectedLayer(facts, file, model.loaded.root);
   layers.push(detected);
   // The PyTorch the project pins (requirements, pyproject.toml, lock files) decides semantics that changed.
   const torchPin =
@@ -559,7 +560,7 @@ function annotationLayer(
 }
 
 /** What the code itself says: its mesh, mixed precision, dtype, optimizer, checkpointing and gradient sync. */
-function detectedLayer(facts: FileFacts, file: string): Layer & { notes?: string[] } {
+function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer & { notes?: string[] } {
   const notes: string[] = [];
   const values: SetupValues = {};
   const details: Layer['details'] = {};
@@ -691,7 +692,17 @@ function detectedLayer(facts: FileFacts, file: string): Layer & { notes?: string
     if (values.optimizerImpl) details.optimizerImpl = at(opt.line);
   }
   const ac = facts.checkpointing[0];
-  if (ac) {
+  // `check_fn=lambda m: isinstance(m, GPT2Block)` on a model without that class checkpoints nothing
+  // (apply_activation_checkpointing wraps only the modules check_fn admits).
+  const admitted = ac?.options.check_fn ? checkFnClasses(ac.options.check_fn.text) : null;
+  const present = root ? new Set([...walkModules(root)].map((m) => m.className)) : null;
+  if (ac && admitted && present && !admitted.some((c) => present.has(c))) {
+    values.checkpointing = 'none';
+    details.checkpointing = `${at(ac.line)} (check_fn admits ${admitted.join(', ')}, which the model does not have)`;
+    notes.push(
+      `${at(ac.line)}: check_fn admits ${admitted.join(', ')}, which the model does not have: activation checkpointing applies to no module, and is estimated off`,
+    );
+  } else if (ac) {
     values.checkpointing = 'full';
     details.checkpointing = `${at(ac.line)} (${ac.api})`;
   }
