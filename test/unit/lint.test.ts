@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import Ajv from 'ajv';
@@ -1051,6 +1052,33 @@ describe('rules that need the model', () => {
         (a) => a.key === 'checkpointing',
       )?.value,
       'full',
+    );
+  });
+
+  it('FSDP021: LoRA in frozen layers under FSDP1 without use_orig_params; the fix passes it and the finding goes', async () => {
+    const findings = (await lintWithModel('fsdp021_bad.py')).filter((f) => f.rule === 'FSDP021');
+    assert.deepEqual(
+      findings.map((f) => [f.range.start.line + 1, f.severity]),
+      [[13, 'error']],
+    );
+    // LoRA r=16: q_proj 16 x (2048 + 2048) + v_proj 16 x (2048 + 512) = 106,496 trainable per layer; the layer's
+    // own 60,821,504 (Llama 3.2 1B: attention 10,485,760, MLP 3 x 2048 x 8192, two norms of 2048) frozen.
+    assert.match(
+      findings[0]!.message,
+      /holds 106,496 trainable and 60,821,504 frozen parameters \(and 15 more units/,
+    );
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-021-'));
+    const fixed = path.join(dir, 'fixed.py');
+    fs.writeFileSync(fixed, applyEdits(fixture('lint/fsdp021_bad.py'), preferredFix(findings[0]!).edits));
+    assert.match(
+      fs.readFileSync(fixed, 'utf8'),
+      /FSDP\(model, auto_wrap_policy=policy, use_orig_params=True\)/,
+    );
+    const again = await cli('lint', fixed);
+    assert.doesNotMatch(again.out, /FSDP021/);
+    assert.deepEqual(
+      (await lintWithModel('fsdp021_good.py')).filter((f) => f.rule === 'FSDP021'),
+      [],
     );
   });
 

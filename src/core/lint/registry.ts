@@ -20,6 +20,7 @@ import { fsdp1OffloadInFsdp2 } from './rules/fsdp017-fsdp1-offload-in-fsdp2';
 import { fsdp1ClipOnFsdp2 } from './rules/fsdp018-fsdp1-clip-on-fsdp2';
 import { gradientSyncNeverRestored } from './rules/fsdp019-gradient-sync-never-restored';
 import { checkpointingMatchesNothing } from './rules/fsdp020-checkpointing-matches-nothing';
+import { frozenAndTrainableFlatParam } from './rules/fsdp021-frozen-and-trainable-flat-param';
 import type { Rule } from './types';
 
 /** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
@@ -45,6 +46,7 @@ export const RULES: readonly Rule[] = [
   fsdp1ClipOnFsdp2,
   gradientSyncNeverRestored,
   checkpointingMatchesNothing,
+  frozenAndTrainableFlatParam,
 ];
 
 export function ruleById(id: string): Rule | undefined {
