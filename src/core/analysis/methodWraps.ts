@@ -174,6 +174,9 @@ function wrappingMethods(file: SourceFile, calls: WrapCall[]): Map<string, Map<s
     const name = def?.childForFieldName('name')?.text;
     if (!cls || !name || fn !== `${cls}.${name}`) continue;
     if (!wraps.every((w) => w.paths.length > 0 && w.paths.every((p) => p[0] === 'self'))) continue;
+    // A method that wraps the object itself (a module's `apply_fsdp`), not only attributes of it (a trainer's
+    // `self.model = FSDP(self.model)`, whose plan its own method already states).
+    if (!wraps.some((w) => w.paths.some((p) => p.length === 1))) continue;
     let byClass = out.get(name);
     if (!byClass) out.set(name, (byClass = new Map()));
     byClass.set(cls, { cls, name, wraps });
@@ -182,9 +185,9 @@ function wrappingMethods(file: SourceFile, calls: WrapCall[]): Map<string, Map<s
 }
 
 /**
- * The class whose method a call runs: `self`'s class, the class the receiver was constructed from (`model =
- * Model(...)`, `block = cast(Block, block)`), or the only class of the file that defines the method besides the
- * caller's own. `why` is null for a call that is no call of these methods (another object's method of that name).
+ * The class whose method a call runs: the class the receiver was constructed from (`model = Model(...)`, `block =
+ * cast(Block, block)`), or the only class of the file that defines the method besides the caller's own. `why` is
+ * null for a call that is no call of these methods (another object's method of that name) or needs none (`self`).
  */
 function receiverClass(
   file: SourceFile,
@@ -194,8 +197,8 @@ function receiverClass(
 ): { cls: string; inferred?: string } | { why: string | null } {
   const own = fn?.includes('.') ? fn.slice(0, fn.lastIndexOf('.')) : null;
   const names = [...byClass.keys()];
-  if (receiver.type === 'identifier' && receiver.text === 'self')
-    return own && byClass.has(own) ? { cls: own } : { why: null };
+  // `self.method()`: the same object, the same paths; the method's own wraps already say it.
+  if (receiver.type === 'identifier' && receiver.text === 'self') return { why: null };
   if (receiver.type === 'identifier') {
     const b = findBinding(file, receiver.text, receiver);
     const value = b?.kind === 'assign' ? b.value : null;
