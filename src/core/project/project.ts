@@ -119,6 +119,13 @@ export class Project {
    * roots and their `src/` folders.
    */
   resolveModule(fromFile: string, module: string): string | undefined {
+    // Asked again and again for the same imports (each call of an imported helper or class): found once per folder.
+    return this.memo(`module:${path.dirname(path.resolve(fromFile))}\u0000${module}`, () =>
+      this.findModule(fromFile, module),
+    );
+  }
+
+  private findModule(fromFile: string, module: string): string | undefined {
     const m = /^(\.*)(.*)$/.exec(module)!;
     const dots = m[1]!.length;
     const rest = m[2] ? m[2].split('.') : [];

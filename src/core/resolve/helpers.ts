@@ -6,6 +6,7 @@
 import * as path from 'node:path';
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import { scanFile } from '../analysis/scan';
+import { mentionsFsdp } from '../analysis/relevance';
 import { up, type Node } from '../parsing/python';
 import { rangeOf, type SourceFile } from '../parsing/source';
 import type { Project } from '../project/project';
@@ -157,16 +158,28 @@ function definition(
   fn: string,
 ): { where: string; helper: FileFacts } | undefined {
   let file = project.resolveModule(from, module);
+  // `Model.apply_fsdp` is exported as `Model`.
+  const exported = fn.split('.')[0]!;
+  const word = new RegExp(`\\b${exported.replace(/[^\w]/g, '')}\\b`);
   for (let hop = 0; file && hop <= MAX_REEXPORTS; hop++) {
     const where = file;
-    const helper = project.memo(`helper-facts:${where}`, () => {
-      const f = project.file(where);
-      return f ? scanFile(project.grammar, f.source) : null;
+    // Read before parsing: a file that never names the function neither defines nor re-exports it, and one that
+    // mentions no FSDP API can only re-export it.
+    const read = project.memo(`helper-text:${where}`, () => {
+      const text = project.fs.readFile(where);
+      return text === undefined ? null : { text, fsdp: mentionsFsdp(text) };
     });
-    if (!helper) return undefined;
-    if (helper.functions[fn] || helper.calls.some((c) => c.function === fn)) return { where, helper };
-    // `Model.apply_fsdp` is exported as `Model`.
-    const exported = fn.split('.')[0]!;
+    if (!read || !word.test(read.text)) return undefined;
+    const text = read.text;
+    if (read.fsdp) {
+      const helper = project.memo(`helper-facts:${where}`, () => {
+        const f = project.file(where);
+        return f ? scanFile(project.grammar, f.source) : null;
+      });
+      if (!helper) return undefined;
+      if (helper.functions[fn] || helper.calls.some((c) => c.function === fn)) return { where, helper };
+    }
+    if (!/\bimport\b/.test(text)) return undefined;
     const reexport = project.file(where)?.imports.bindings.find((b) => b.local === exported && !b.isModule);
     const dot = reexport?.qualified.lastIndexOf('.') ?? -1;
     if (!reexport || dot <= 0 || reexport.qualified.slice(dot + 1) !== exported) return undefined;
