@@ -407,6 +407,24 @@ describe('wraps made through a helper of another file', () => {
       assert.equal(block.gatheredBytes, block.params * 2);
     });
 
+  it('a chain of helpers: the entry, the middle helper and the wrapping helper each show the plan', async () => {
+    // The middle module is named setup.py inside a package: a module, not the project's setup script.
+    const train = project(`${LOAD}from pkg import setup\nmodel = setup.prepare(model)\n`, HELPER);
+    const dir = path.dirname(train);
+    fs.writeFileSync(
+      path.join(dir, 'pkg', 'setup.py'),
+      'from pkg.parallel import shard_model\n\ndef prepare(model):\n    shard_model(model)\n    return model\n',
+    );
+    for (const file of [train, path.join(dir, 'pkg', 'setup.py'), path.join(dir, 'pkg', 'parallel.py')]) {
+      const r = await cli('estimate', file, '--json');
+      assert.equal(r.code, 0, `${file}: ${r.err}`);
+      const j = JSON.parse(r.out) as { model: { params: number }; plan: { units: number } };
+      // Llama 3.2 1B (1,235,814,400 parameters): 16 decoder layers and the root.
+      assert.equal(j.model.params, 1_235_814_400);
+      assert.equal(j.plan.units, 17);
+    }
+  });
+
   it('a helper re-exported by its package is followed to its definition', async () => {
     const file = project(`${LOAD}from pkg import training\ntraining.shard_model(model)\n`, HELPER);
     const dir = path.dirname(file);

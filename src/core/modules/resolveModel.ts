@@ -413,8 +413,10 @@ function callReaches(
   }
   if (fn.type === 'attribute') {
     const head = fn.childForFieldName('object');
-    const mod = head && caller.imports.bindings.find((x) => x.local === head.text && x.isModule);
-    if (mod) return resolvesTo(mod.qualified);
+    // `import pkg.setup as setup`, or `from pkg import setup` (a name that may be a module: it is when it resolves).
+    const mod = head && caller.imports.bindings.find((x) => x.local === head.text);
+    if (mod && resolvesTo(mod.qualified)) return true;
+    if (mod?.isModule) return false;
     // `self.apply_fsdp(model)`, `trainer.apply_fsdp(model)`: a method, when the function is one.
     return method;
   }

@@ -207,13 +207,14 @@ export function findProjectRoot(file: string, host: Pick<Host, 'fs' | 'cwd' | 'h
   const cwd = host.cwd;
   const abs = path.resolve(file);
   let dir = path.dirname(abs);
+  const has = (d: string, m: string) =>
+    fsys.version(path.join(d, m)) !== undefined || fsys.isDirectory(path.join(d, m));
   for (let i = 0; i < 32; i++) {
-    if (
-      ['pyproject.toml', 'setup.py', 'setup.cfg', '.git'].some(
-        (m) => fsys.version(path.join(dir, m)) !== undefined || fsys.isDirectory(path.join(dir, m)),
-      )
-    )
-      return dir;
+    // A `setup.py` beside an `__init__.py` is a module of a package (`pkg/setup.py`), not a project's setup script.
+    const marker =
+      ['pyproject.toml', 'setup.cfg', '.git'].some((m) => has(dir, m)) ||
+      (has(dir, 'setup.py') && !has(dir, '__init__.py'));
+    if (marker) return dir;
     const up = path.dirname(dir);
     if (up === dir) break;
     dir = up;

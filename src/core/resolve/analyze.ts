@@ -93,7 +93,8 @@ export type EstimateResult = (
 export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): EstimateResult {
   // Several wrap functions, none calling another: the plan of the one the project calls.
   const chosen = opts.framework ? { facts: scanned } : planOfCalledFunction(opts.project, scanned);
-  if (chosen.note) return estimateFacts(chosen.facts, opts, { calls: [], notes: [chosen.note] });
+  if (chosen.note)
+    return estimateFacts(chosen.facts, opts, { calls: [], notes: [chosen.note], functions: {} });
   // A file that wraps nothing itself may wrap through a helper of the project (`apply_fsdp(model, mesh)`).
   const helpers =
     !scanned.calls.length && opts.project && !opts.framework ? helperPlan(opts.project, scanned) : undefined;

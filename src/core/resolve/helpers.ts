@@ -4,13 +4,13 @@
  * parameter replaced by what the caller passes, become the caller's plan, placed at the call.
  */
 import * as path from 'node:path';
-import type { FileFacts, WrapCall } from '../analysis/facts';
+import type { FileFacts, FunctionFact, WrapCall } from '../analysis/facts';
 import { scanFile } from '../analysis/scan';
 import { mentionsFsdp } from '../analysis/relevance';
 import { up, type Node } from '../parsing/python';
 import { rangeOf, type SourceFile } from '../parsing/source';
 import type { Project } from '../project/project';
-import { dottedText, findBinding } from '../python/scope';
+import { dottedText, enclosingFunction, findBinding, parameterNames, qualifiedName } from '../python/scope';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
 const MAX_HELPERS = 16;
@@ -19,7 +19,12 @@ export interface HelperPlan {
   calls: WrapCall[];
   /** How each helper was followed, or where the chain breaks. */
   notes: string[];
+  /** The functions of this file whose calls of helpers make wraps (a helper that calls a helper in turn). */
+  functions: Record<string, FunctionFact>;
 }
+
+/** How many helpers deep a chain is followed (`train.py` → `setup.prepare()` → `parallel.shard()`). */
+const MAX_CHAIN = 3;
 
 /**
  * The wrap calls a file makes through helpers it imports from the project, in the caller's names; empty when it
@@ -36,10 +41,11 @@ export function helperPlan(project: Project, facts: FileFacts): HelperPlan {
 
 const searched = new WeakMap<FileFacts, { project: Project; plan: HelperPlan }>();
 
-function searchHelpers(project: Project, facts: FileFacts): HelperPlan {
-  const out: HelperPlan = { calls: [], notes: [] };
+function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = new Set<string>()): HelperPlan {
+  const out: HelperPlan = { calls: [], notes: [], functions: {} };
   const file = project.file(facts.path);
   if (!file) return out;
+  stack.add(path.resolve(facts.path));
   let followed = 0;
   for (const b of file.imports.bindings) {
     const sites: Site[] = [];
@@ -62,7 +68,10 @@ function searchHelpers(project: Project, facts: FileFacts): HelperPlan {
     }
     for (const site of sites) {
       if (followed >= MAX_HELPERS) return out;
-      const found = definition(project, facts.path, site.module, site.fn);
+      // A helper that wraps nothing itself is followed into the helpers it calls only when the call may pass the
+      // model: a model the file builds, a name that says so, or (deeper) a parameter passed on.
+      const chain = depth + 1 < MAX_CHAIN && passesModel(facts, site.call, depth > 0);
+      const found = definition(project, facts.path, site.module, site.fn, chain ? depth : MAX_CHAIN, stack);
       if (!found || path.resolve(found.where) === path.resolve(facts.path)) continue;
       const { where, helper } = found;
       const fnFact = helper.functions[site.fn];
@@ -105,6 +114,15 @@ function searchHelpers(project: Project, facts: FileFacts): HelperPlan {
           .filter((i): i is number => i !== undefined)
           .map((i) => i + offset);
       out.calls.push(...kept);
+      // The function of this file that makes the call: a helper of its own callers in turn.
+      const within = enclosingFunction(site.call);
+      const name = within ? qualifiedName(within) : null;
+      if (within && name && !out.functions[name])
+        out.functions[name] = {
+          line: file.source.line(within),
+          parameters: parameterNames(within),
+          calledInFile: false,
+        };
       out.notes.push(
         `the wraps of ${at}, called at line ${file.source.line(site.call)}`,
         ...helper.methodNotes.map((n) => `${rel}: ${n}`),
@@ -112,6 +130,21 @@ function searchHelpers(project: Project, facts: FileFacts): HelperPlan {
     }
   }
   return out;
+}
+
+/**
+ * Whether a call passes what may be the model: a variable the file builds a model into, a name that says so, or in
+ * a helper, one of its parameters passed on.
+ */
+function passesModel(facts: FileFacts, call: Node, helper: boolean): boolean {
+  const built = new Set(facts.models.map((m) => m.variable).filter((v): v is string => !!v));
+  const within = helper ? enclosingFunction(call) : null;
+  const params = new Set(within ? parameterNames(within) : []);
+  return (call.childForFieldName('arguments')?.namedChildren ?? []).some((a) => {
+    const v = a.type === 'keyword_argument' ? a.childForFieldName('value') : a;
+    const name = v?.type === 'identifier' || v?.type === 'attribute' ? dottedText(v) : null;
+    return !!name && (built.has(name) || params.has(name.split('.')[0]!) || /model|net|module/i.test(name));
+  });
 }
 
 interface Site {
@@ -156,6 +189,8 @@ function definition(
   from: string,
   module: string,
   fn: string,
+  depth: number,
+  stack: Set<string>,
 ): { where: string; helper: FileFacts } | undefined {
   let file = project.resolveModule(from, module);
   // `Model.apply_fsdp` is exported as `Model`.
@@ -171,10 +206,26 @@ function definition(
     });
     if (!read || !word.test(read.text)) return undefined;
     const text = read.text;
-    if (read.fsdp) {
-      const helper = project.memo(`helper-facts:${where}`, () => {
+    // A file that mentions no FSDP API may still call a helper that wraps (a chain), for a function it defines.
+    const chain = depth + 1 < MAX_CHAIN && !stack.has(path.resolve(where)) && !fn.includes('.');
+    if (read.fsdp || chain) {
+      const helper = project.memo(`helper-facts:${where}:${chain}`, () => {
         const f = project.file(where);
-        return f ? scanFile(project.grammar, f.source) : null;
+        if (!f) return null;
+        const own = scanFile(project.grammar, f.source);
+        if (!chain) return own;
+        // Its own calls of helpers, placed at its calls, in its own names.
+        const deeper = searchHelpers(project, own, depth + 1, new Set(stack));
+        const offset = own.calls.length;
+        return {
+          ...own,
+          calls: [
+            ...own.calls,
+            ...deeper.calls.map((c) => ({ ...c, children: c.children.map((i) => i + offset) })),
+          ],
+          functions: { ...deeper.functions, ...own.functions },
+          methodNotes: [...own.methodNotes, ...deeper.notes.filter((n) => /is not followed/.test(n))],
+        };
       });
       if (!helper) return undefined;
       if (helper.functions[fn] || helper.calls.some((c) => c.function === fn)) return { where, helper };
@@ -231,6 +282,12 @@ function remap(c: WrapCall, params: string[], call: Node, receiver?: string): Wr
     loops: [],
     conditions: [],
     branch: [],
-    function: null,
+    // The caller's function that makes the call: the helper it is, for its own callers.
+    function: callerFunction(call),
   };
+}
+
+function callerFunction(call: Node): string | null {
+  const fn = enclosingFunction(call);
+  return fn ? qualifiedName(fn) : null;
 }
