@@ -1,19 +1,36 @@
 /** The scan of a file as a person reads it in a terminal. */
-import type { FileFacts } from '../core/analysis/facts';
+import * as path from 'node:path';
+import type { FileFacts, WrapCall } from '../core/analysis/facts';
+import { count } from '../core/vocabulary/words';
 import { describeCall } from '../core/analysis/describe';
 import { oneLine } from '../core/vocabulary/words';
 
 /** The scan of one file as a person reads it in a terminal. */
-export function formatScanText(f: FileFacts): string {
+export function formatScanText(
+  f: FileFacts & { throughHelpers?: { calls: WrapCall[]; notes: string[] } },
+): string {
   const lines: string[] = [f.path];
   // Frameworks that configure FSDP themselves: their constructors are the plan where no wrap call is written.
   const configuring = f.frameworkCalls.filter((c) => c.kind !== 'Accelerator' && c.kind !== 'TrlTrainer');
-  if (!f.calls.length)
+  const helpers = f.throughHelpers;
+  if (!f.calls.length && helpers?.calls.length) {
+    lines.push(
+      `  no FSDP wrap calls written here; ${count(helpers.calls.length, 'wrap')} made through helpers:`,
+    );
+    for (const c of helpers.calls) {
+      lines.push(
+        `  ${String(c.range.start.line + 1).padStart(4)}  ${c.api === 'fully_shard' ? 'fully_shard' : c.api}(${c.paths.map((p) => p.join('.')).join(', ')})`,
+      );
+      lines.push(`        ${describeCall(c)} · written at ${path.basename(c.file)}:${c.line}`);
+    }
+  } else if (!f.calls.length)
     lines.push(
       configuring.length
         ? '  no FSDP wrap calls written here; FSDP is configured by the framework calls below (fsdp-lens estimate reads their plan)'
         : '  no FSDP wrap calls found',
     );
+  for (const n of helpers?.notes ?? [])
+    if (!helpers?.calls.length || /not followed/.test(n)) lines.push(`        note: ${n}`);
   for (const c of f.calls) {
     lines.push(
       `  ${String(c.line).padStart(4)}  ${c.api === 'fully_shard' ? 'fully_shard' : c.api}(${c.target})`,

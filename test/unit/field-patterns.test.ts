@@ -425,6 +425,15 @@ describe('wraps made through a helper of another file', () => {
     }
   });
 
+  it('scan of the entry script lists the wraps made through the helper, in its names', async () => {
+    const train = project(`${LOAD}from pkg.parallel import shard_model\nshard_model(model)\n`, HELPER);
+    const r = await cli('scan', train);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /no FSDP wrap calls written here; 2 wraps made through helpers:/);
+    assert.match(r.out, / {3}4 {2}fully_shard\(model\.model\.layers\.\*\)\n.*written at parallel\.py:7/);
+    assert.match(r.out, / {3}4 {2}fully_shard\(model\)\n {8}FSDP2 root \(model\).*written at parallel\.py:8/);
+  });
+
   it('a helper re-exported by its package is followed to its definition', async () => {
     const file = project(`${LOAD}from pkg import training\ntraining.shard_model(model)\n`, HELPER);
     const dir = path.dirname(file);

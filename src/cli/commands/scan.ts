@@ -5,10 +5,12 @@ import { parseOptions } from '../args';
 import { EXIT_TEXT } from '../help';
 import type { CommandSpec } from '../spec';
 import { EXIT, UsageError, type Streams } from '../io';
-import { readPythonFile } from '../files';
+import { commandLineHosts, readPythonFile } from '../files';
 import { formatScanText } from '../format';
 import { mapFiles } from '../pool';
-import type { FileFacts } from '../../core/analysis/facts';
+import type { FileFacts, WrapCall } from '../../core/analysis/facts';
+import { helperPlan } from '../../core/resolve/helpers';
+import { Project } from '../../core/project/project';
 
 export const scanSpec = {
   name: 'scan',
@@ -44,10 +46,30 @@ export async function scanCommand(argv: string[], io: Streams): Promise<number> 
 /** Scans files in order: the job each thread runs on its share. */
 export async function scanFiles(
   files: string[],
-): Promise<({ facts: FileFacts; error?: never } | { error: string; facts?: never })[]> {
+): Promise<({ facts: ScannedFile; error?: never } | { error: string; facts?: never })[]> {
   const grammar = await loadPython();
-  return files.map((f) => {
-    const read = readPythonFile(f);
-    return 'error' in read ? { error: read.error } : { facts: scanText(grammar, f, read.text) };
-  });
+  const hosts = commandLineHosts();
+  const projects = new Map<string, Project>();
+  try {
+    return files.map((f) => {
+      const read = readPythonFile(f);
+      if ('error' in read) return { error: read.error };
+      const facts: ScannedFile = scanText(grammar, f, read.text);
+      // A file that wraps nothing itself may wrap through helpers of its project: those wraps, at its calls.
+      const { host, projectRoot } = hosts(f);
+      if (!facts.calls.length && projectRoot) {
+        let project = projects.get(projectRoot);
+        if (!project) projects.set(projectRoot, (project = new Project([projectRoot], grammar, host.fs)));
+        const helpers = helperPlan(project, facts);
+        if (helpers.calls.length || helpers.notes.length)
+          facts.throughHelpers = { calls: helpers.calls, notes: helpers.notes };
+      }
+      return { facts };
+    });
+  } finally {
+    for (const p of projects.values()) p.dispose();
+  }
 }
+
+/** A file's facts, with the wraps it makes through helpers of its project when it writes none itself. */
+export type ScannedFile = FileFacts & { throughHelpers?: { calls: WrapCall[]; notes: string[] } };

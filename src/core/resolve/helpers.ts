@@ -269,6 +269,9 @@ function remap(c: WrapCall, params: string[], call: Node, receiver?: string): Wr
   const stmt = up(call)?.type === 'expression_statement' ? up(call)! : call;
   return {
     ...c,
+    // What it wraps, in the caller's names (`model.model.layers.*`).
+    target: paths.map((p) => p.join('.')).join(', '),
+    targets: c.targets.length > 1 ? paths.map((p) => p.join('.')) : [paths.map((p) => p.join('.')).join(', ')],
     // Its own file and line (each wrap a unit of its own), placed at the caller's call.
     range,
     calleeRange: range,
