@@ -1,9 +1,8 @@
 /** The scan of a file as a person reads it in a terminal. */
 import * as path from 'node:path';
 import type { FileFacts, WrapCall } from '../core/analysis/facts';
-import { count } from '../core/vocabulary/words';
 import { describeCall } from '../core/analysis/describe';
-import { oneLine } from '../core/vocabulary/words';
+import { count, oneLine } from '../core/vocabulary/words';
 
 /** The scan of one file as a person reads it in a terminal. */
 export function formatScanText(
@@ -13,24 +12,29 @@ export function formatScanText(
   // Frameworks that configure FSDP themselves: their constructors are the plan where no wrap call is written.
   const configuring = f.frameworkCalls.filter((c) => c.kind !== 'Accelerator' && c.kind !== 'TrlTrainer');
   const helpers = f.throughHelpers;
+  const viaHelpers = () => {
+    for (const c of helpers?.calls ?? []) {
+      const target = c.paths.map((p) => p.join('.')).join(', ');
+      lines.push(
+        `  ${String(c.range.start.line + 1).padStart(4)}  ${c.api === 'fully_shard' ? 'fully_shard' : c.api}(${target})`,
+      );
+      lines.push(`        ${describeCall(c)} · written at ${path.basename(c.file)}:${c.line}`);
+      if (c.conditions.length)
+        lines.push(`        when: ${c.conditions.map((x) => oneLine(x)).join(' and ')}`);
+    }
+  };
   if (!f.calls.length && helpers?.calls.length) {
     lines.push(
       `  no FSDP wrap calls written here; ${count(helpers.calls.length, 'wrap')} made through helpers:`,
     );
-    for (const c of helpers.calls) {
-      lines.push(
-        `  ${String(c.range.start.line + 1).padStart(4)}  ${c.api === 'fully_shard' ? 'fully_shard' : c.api}(${c.paths.map((p) => p.join('.')).join(', ')})`,
-      );
-      lines.push(`        ${describeCall(c)} · written at ${path.basename(c.file)}:${c.line}`);
-    }
+    viaHelpers();
   } else if (!f.calls.length)
     lines.push(
       configuring.length
         ? '  no FSDP wrap calls written here; FSDP is configured by the framework calls below (fsdp-lens estimate reads their plan)'
         : '  no FSDP wrap calls found',
     );
-  for (const n of helpers?.notes ?? [])
-    if (!helpers?.calls.length || /not followed/.test(n)) lines.push(`        note: ${n}`);
+  for (const n of helpers?.notes ?? []) if (/not followed/.test(n)) lines.push(`        note: ${n}`);
   for (const c of f.calls) {
     lines.push(
       `  ${String(c.line).padStart(4)}  ${c.api === 'fully_shard' ? 'fully_shard' : c.api}(${c.target})`,
@@ -38,6 +42,10 @@ export function formatScanText(
     lines.push(`        ${describeCall(c)}`);
     if (c.loop) lines.push(`        in loop: for ${c.loop.target} in ${c.loop.iterable}`);
     if (c.conditions.length) lines.push(`        when: ${c.conditions.map((x) => oneLine(x)).join(' and ')}`);
+  }
+  if (f.calls.length && helpers?.calls.length) {
+    lines.push(`  and ${count(helpers.calls.length, 'wrap')} made through helpers:`);
+    viaHelpers();
   }
   for (const m of f.meshes)
     lines.push(

@@ -434,6 +434,35 @@ describe('wraps made through a helper of another file', () => {
     assert.match(r.out, / {3}4 {2}fully_shard\(model\)\n {8}FSDP2 root \(model\).*written at parallel\.py:8/);
   });
 
+  it("a file's own FSDP1 wrap and a helper's FSDP2 wraps in two arms: the default arm's plan, the other said", async () => {
+    const branches = (cond: string) =>
+      `${LOAD}import os\nimport argparse\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nfrom pkg.parallel import shard_model\n` +
+      `parser = argparse.ArgumentParser()\nparser.add_argument("--strategy", default="fsdp2")\nargs = parser.parse_args()\n` +
+      `if ${cond}:\n    model = FSDP(model)\nelse:\n    shard_model(model)\n`;
+    const byDefault = await cli('estimate', project(branches('args.strategy == "fsdp"'), HELPER), '--json');
+    assert.equal(byDefault.code, 0, byDefault.err);
+    const j = JSON.parse(byDefault.out) as { plan: { api: string; units: number; notes: string[] } };
+    assert.equal(j.plan.api, 'fsdp2');
+    assert.equal(j.plan.units, 17);
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /FSDP\(model\) is left out: `args\.strategy == "fsdp"` is false by the default of --strategy/.test(n),
+      ),
+    );
+    // Undecided (an environment variable without a default): estimated as FSDP2, and said so.
+    const undecided = await cli('estimate', project(branches('os.environ["S"] == "fsdp"'), HELPER), '--json');
+    const u = JSON.parse(undecided.out) as { plan: { api: string; notes: string[] } };
+    assert.equal(u.plan.api, 'fsdp2');
+    assert.ok(
+      u.plan.notes.some((n) =>
+        /FSDP1 and FSDP2 wraps are in arms of an `if` the analysis cannot decide .*: estimated as FSDP2/.test(
+          n,
+        ),
+      ),
+      u.plan.notes.join('\n'),
+    );
+  });
+
   it('a helper re-exported by its package is followed to its definition', async () => {
     const file = project(`${LOAD}from pkg import training\ntraining.shard_model(model)\n`, HELPER);
     const dir = path.dirname(file);

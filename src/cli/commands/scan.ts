@@ -55,9 +55,9 @@ export async function scanFiles(
       const read = readPythonFile(f);
       if ('error' in read) return { error: read.error };
       const facts: ScannedFile = scanText(grammar, f, read.text);
-      // A file that wraps nothing itself may wrap through helpers of its project: those wraps, at its calls.
+      // A file may wrap through helpers of its project, besides or instead of its own calls: those wraps, at its calls.
       const { host, projectRoot } = hosts(f);
-      if (!facts.calls.length && projectRoot) {
+      if (projectRoot) {
         let project = projects.get(projectRoot);
         if (!project) projects.set(projectRoot, (project = new Project([projectRoot], grammar, host.fs)));
         const helpers = helperPlan(project, facts);

@@ -1,7 +1,7 @@
 /** The FSDP plan a file's wrap calls describe, mapped onto the model's modules in the order the calls run. */
 import * as path from 'node:path';
 import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
-import type { FileFacts, WrapCall } from '../analysis/facts';
+import { exclusive, type FileFacts, type WrapCall } from '../analysis/facts';
 import type { OffloadValue, WrapPolicyValue } from '../analysis/options';
 import type { ArchShape } from '../model/hf';
 import { hasModuleNamed, type ModuleNode } from '../model/tree';
@@ -113,7 +113,23 @@ export function planFromFacts(
       facts.models.map((m) => m.variable).filter((v): v is string => !!v),
     ) ?? [];
   const units: UnitPlan[] = [];
-  const ordered = [...calls].sort((a, b) => a.line - b.line);
+  // In the order they run: by the call's place in this file (a helper's wraps at its call), then the helper's lines.
+  const ordered = [...calls].sort(
+    (a, b) =>
+      a.range.start.line - b.range.start.line ||
+      (path.resolve(a.file) === path.resolve(facts.path) ? 0 : a.line) -
+        (path.resolve(b.file) === path.resolve(facts.path) ? 0 : b.line),
+  );
+  // FSDP1 and FSDP2 wraps both live: arms of an `if` the analysis cannot decide (`if strategy == "fsdp2":`).
+  const fsdp1Calls = calls.filter((c) => c.api !== 'fully_shard');
+  if (fsdp2 && fsdp1Calls.length) {
+    const exclusiveArms = fsdp1Calls.every((a) =>
+      calls.filter((b) => b.api === 'fully_shard').every((b) => exclusive(a.branch, b.branch)),
+    );
+    notes.push(
+      `${exclusiveArms ? 'FSDP1 and FSDP2 wraps are in arms of an `if` the analysis cannot decide' : 'the file wraps with FSDP1 and with FSDP2'} (FSDP1 at ${[...new Set(fsdp1Calls.map(placeOf))].join(', ')}${exclusiveArms && fsdp1Calls[0]!.conditions.length ? `, when ${fsdp1Calls[0]!.conditions.join(' and ')}` : ''}): estimated as FSDP2`,
+    );
+  }
   let strategy: ShardingStrategyName = 'FULL_SHARD';
   let policyRoot: WrapCall | undefined;
 

@@ -95,11 +95,13 @@ export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): Est
   const chosen = opts.framework ? { facts: scanned } : planOfCalledFunction(opts.project, scanned);
   if (chosen.note)
     return estimateFacts(chosen.facts, opts, { calls: [], notes: [chosen.note], functions: {} });
-  // A file that wraps nothing itself may wrap through a helper of the project (`apply_fsdp(model, mesh)`).
-  const helpers =
-    !scanned.calls.length && opts.project && !opts.framework ? helperPlan(opts.project, scanned) : undefined;
+  // A file may wrap through helpers of the project (`apply_fsdp(model, mesh)`), besides or instead of its own calls
+  // (`FSDP(model)` in one arm of an `if`, `apply_fsdp2(model)` in the other).
+  const helpers = opts.project && !opts.framework ? helperPlan(opts.project, scanned) : undefined;
   if (!helpers?.calls.length) return estimateFacts(scanned, opts, helpers);
-  const r = estimateFacts({ ...scanned, calls: helpers.calls }, opts, helpers);
+  const offset = scanned.calls.length;
+  const merged = helpers.calls.map((c) => ({ ...c, children: c.children.map((i) => i + offset) }));
+  const r = estimateFacts({ ...scanned, calls: [...scanned.calls, ...merged] }, opts, helpers);
   return { ...r, helperCalls: helpers.calls };
 }
 

@@ -10,7 +10,17 @@ import { mentionsFsdp } from '../analysis/relevance';
 import { up, type Node } from '../parsing/python';
 import { rangeOf, type SourceFile } from '../parsing/source';
 import type { Project } from '../project/project';
-import { dottedText, enclosingFunction, findBinding, parameterNames, qualifiedName } from '../python/scope';
+import {
+  conditionsOf,
+  dottedText,
+  enclosingFunction,
+  findBinding,
+  parameterNames,
+  qualifiedName,
+} from '../python/scope';
+import { Evaluator } from '../analysis/evaluator';
+import { branchPath } from '../analysis/branches';
+import { neverRunsReason } from '../analysis/wrapCalls';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
 const MAX_HELPERS = 16;
@@ -46,6 +56,7 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
   const file = project.file(facts.path);
   if (!file) return out;
   stack.add(path.resolve(facts.path));
+  let ev: Evaluator | undefined;
   let followed = 0;
   for (const b of file.imports.bindings) {
     const sites: Site[] = [];
@@ -95,7 +106,16 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
       followed++;
       const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
       const at = `${site.fn}() in ${rel}`;
-      const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call, site.receiver));
+      // Whether the call runs, as the scan decides it for a wrap call of the file: a condition false as written or
+      // by a default keeps it out.
+      ev ??= new Evaluator(file.source, file.imports);
+      const never = neverRunsReason(ev, site.call, enclosingFunction(site.call));
+      const runs = never?.byDefault
+        ? { offByDefault: never.reason }
+        : never
+          ? { neverRuns: never.reason }
+          : {};
+      const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver));
       const lost = mapped.filter((m) => !m).length;
       // A helper followed in part would show a plan it does not make: all of its wraps, or none.
       if (lost) {
@@ -244,7 +264,13 @@ function definition(
  * (`model` in `apply_fsdp(model, mesh)`); placed at the caller's call. Null when the wrapped object is not reached
  * from a parameter the call passes by name or position.
  */
-function remap(c: WrapCall, params: string[], call: Node, receiver?: string): WrapCall | null {
+function remap(
+  c: WrapCall,
+  params: string[],
+  call: Node,
+  runs: Pick<WrapCall, 'neverRuns' | 'offByDefault'>,
+  receiver?: string,
+): WrapCall | null {
   const args = call.childForFieldName('arguments')?.namedChildren ?? [];
   const positional = args.filter((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
   // A method called on an object binds its first parameter to the object and the arguments to the rest.
@@ -271,7 +297,8 @@ function remap(c: WrapCall, params: string[], call: Node, receiver?: string): Wr
     ...c,
     // What it wraps, in the caller's names (`model.model.layers.*`).
     target: paths.map((p) => p.join('.')).join(', '),
-    targets: c.targets.length > 1 ? paths.map((p) => p.join('.')) : [paths.map((p) => p.join('.')).join(', ')],
+    targets:
+      c.targets.length > 1 ? paths.map((p) => p.join('.')) : [paths.map((p) => p.join('.')).join(', ')],
     // Its own file and line (each wrap a unit of its own), placed at the caller's call.
     range,
     calleeRange: range,
@@ -283,8 +310,10 @@ function remap(c: WrapCall, params: string[], call: Node, receiver?: string): Wr
     // The helper's own loops and conditions are not the caller's: its options were read in its own scope.
     loop: null,
     loops: [],
-    conditions: [],
-    branch: [],
+    // The helper's own conditions were read in its scope; the call's are the caller's, and decide whether it runs.
+    conditions: conditionsOf(call, enclosingFunction(call)),
+    branch: branchPath(call, enclosingFunction(call)),
+    ...runs,
     // The caller's function that makes the call: the helper it is, for its own callers.
     function: callerFunction(call),
   };
