@@ -46,6 +46,29 @@ describe('launch files that launch this script', () => {
     assert.equal(launchLayer(header, '/p', '/p/train.py')?.layer.values.worldSize, 16);
   });
 
+  it('a `# fsdp: args="..."` comment takes the place of the launch file\'s arguments, and `--` of both', async () => {
+    const dir = projectDir('fsdp-lens-argsnote-');
+    const file = path.join(dir, 'train.py');
+    const lines = [
+      'import argparse',
+      'import torch.nn as nn',
+      'from torch.distributed.fsdp import fully_shard',
+      'parser = argparse.ArgumentParser()',
+      'parser.add_argument("--dim", type=int, default=64)',
+      'args = parser.parse_args()',
+      'model = nn.Linear(args.dim, args.dim)',
+      'fully_shard(model)',
+    ];
+    fs.writeFileSync(path.join(dir, 'run.sh'), 'torchrun --nproc_per_node 2 train.py --dim 32\n');
+    fs.writeFileSync(file, ['# fsdp: args="--dim 16"', ...lines, ''].join('\n'));
+    const params = async (...argv: string[]) =>
+      (JSON.parse((await cli('estimate', file, '--json', ...argv)).out) as { model: { params: number } })
+        .model.params;
+    // nn.Linear(d, d): d x d weights and d biases.
+    assert.equal(await params(), 16 * 16 + 16);
+    assert.equal(await params('--', '--dim', '8'), 8 * 8 + 8);
+  });
+
   it('keeps the arguments the command passes to the script, up to a pipe or a redirection', () => {
     const [f] = readLaunchFile(
       '/p/multi_node.slurm',
@@ -83,7 +106,7 @@ describe('launch files that launch this script', () => {
     // nn.Linear(32, 32): 32 x 32 weights and 32 biases.
     assert.equal(j.model.params, 32 * 32 + 32);
     assert.ok(
-      j.plan.notes.includes("read from the script's arguments at run.sh:1: --dim 32"),
+      j.plan.notes.includes("read from the script's arguments (the launch command at run.sh:1): --dim 32"),
       j.plan.notes.join('\n'),
     );
     // Arguments given after `--` take the place of the launch file's.

@@ -155,11 +155,7 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     const facts =
       abs && !isConfigPath(abs)
         ? scanText(grammar, abs, read.text, {
-            ...(scriptArgs
-              ? { argv: scriptArgs }
-              : launch
-                ? { argv: launch.argv, argvFrom: launch.from }
-                : {}),
+            ...(scriptArgs ? { argv: scriptArgs } : launch ? { launchArgv: launch } : {}),
             ...(project ? { readData: configDataReader(project, abs) } : {}),
           })
         : undefined;

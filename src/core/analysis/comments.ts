@@ -9,10 +9,10 @@ import type { AnnotationFact } from './facts';
 export function annotationValues(body: string): Pick<AnnotationFact, 'values' | 'invalid'> {
   const values: Record<string, string> = {};
   const invalid: string[] = [];
-  for (const tok of body.trim().split(/\s+/).filter(Boolean)) {
-    const eq = tok.indexOf('=');
-    if (eq > 0 && eq < tok.length - 1) values[tok.slice(0, eq)] = tok.slice(eq + 1);
-    else invalid.push(tok);
+  // `key=value`, a value quoted when it holds spaces (`args="--batch-size 8 --use-lora"`), or a stray word.
+  for (const m of body.trim().matchAll(/([^\s=]+)=("[^"]*"|'[^']*'|\S+)|\S+/g)) {
+    if (m[1] && m[2]) values[m[1]] = m[2].replace(/^(["'])(.*)\1$/s, '$2');
+    else invalid.push(m[0]);
   }
   return { values, invalid };
 }

@@ -7,6 +7,7 @@ import { sibling, up } from '../parsing/python';
 import type { Node, PythonGrammar } from '../parsing/python';
 import { rangeOf, type SourceFile } from '../parsing/source';
 import { clip } from '../vocabulary/words';
+import { tokens } from '../parsing/commandLine';
 import { type ImportTable, readImports } from '../python/imports';
 import { dottedText, findBinding } from '../python/scope';
 import { SEARCH_WORDS, UNBOUND_FALLBACKS, classifyApi } from './apis';
@@ -57,19 +58,33 @@ export interface ScanOptions {
   argv?: readonly string[];
   /** Reads a configuration file the code loads by a path it writes; without it, none is read. */
   readData?: (file: string) => unknown;
-  /** Where that command line is written (`run.sh:3`), when a launch file gives it. */
+  /** Where that command line is written, when it is not the user's own (a launch file's). */
   argvFrom?: string;
+  /** The command line a launch file of the project gives, below a `# fsdp: args=...` comment of the script. */
+  launchArgv?: { argv: readonly string[]; from: string };
 }
 
 export function scanFile(grammar: PythonGrammar, file: SourceFile, options: ScanOptions = {}): FileFacts {
   const imports = readImports(grammar, file);
+  const annotations = readAnnotations(file);
+  // The script's arguments: those given (after `--`), else a `# fsdp: args="--strategy fsdp"` comment, else a
+  // launch file's.
+  const written = options.argv ? undefined : annotations.find((a) => a.values.args !== undefined);
+  if (written)
+    options = {
+      ...options,
+      argv: tokens(written.values.args!).map((t) => t.replace(/^(["'])(.*)\1$/s, '$2')),
+      argvFrom: `the # fsdp: args comment at line ${written.line}`,
+    };
+  else if (!options.argv && options.launchArgv)
+    options = { ...options, argv: options.launchArgv.argv, argvFrom: options.launchArgv.from };
   const ev = new Evaluator(file, imports, undefined, {
     ...(options.argv ? { argv: options.argv } : {}),
     ...(options.readData ? { readData: options.readData } : {}),
   });
   const facts: FileFacts = {
     ...emptyFacts(file.path),
-    annotations: readAnnotations(file),
+    annotations,
     noqa: readNoqa(file),
     imports: importFacts(file, imports),
     blockClasses: repeatedBlockClasses(file, ev),

@@ -201,7 +201,7 @@ export function analyzeDocument(
         const project = opts.estimate.project;
         const launch = doc.file && !doc.facts ? launchArguments(project, doc.file) : undefined;
         const context: ScanOptions = {
-          ...(launch ? { argv: launch.argv, argvFrom: launch.from } : {}),
+          ...(launch ? { launchArgv: launch } : {}),
           ...(project && doc.file ? { readData: configDataReader(project, doc.file) } : {}),
         };
         facts =

@@ -122,7 +122,7 @@ export function launchArguments(
   if (!pick?.scriptArgs) return undefined;
   return {
     argv: pick.scriptArgs,
-    from: `${path.relative(root0, pick.file) || path.basename(pick.file)}:${pick.line}`,
+    from: `the launch command at ${path.relative(root0, pick.file) || path.basename(pick.file)}:${pick.line}`,
   };
 }
 
@@ -268,8 +268,8 @@ function estimateFacts(
     ...(facts.argsRead
       ? [
           facts.argsRead.length
-            ? `read from the script's arguments${facts.argvFrom ? ` at ${facts.argvFrom}` : ''}: ${facts.argsRead.join(' ')}`
-            : `none of the script's arguments${facts.argvFrom ? ` at ${facts.argvFrom}` : ''} is an option the analysis reads`,
+            ? `read from the script's arguments${facts.argvFrom ? ` (${facts.argvFrom})` : ''}: ${facts.argsRead.join(' ')}`
+            : `none of the script's arguments${facts.argvFrom ? ` (${facts.argvFrom})` : ''} is an option the analysis reads`,
         ]
       : []),
     ...(helpers?.notes ?? []),
