@@ -1148,6 +1148,39 @@ describe('units named by a variable that holds part of the model', () => {
   });
 });
 
+describe('a list of modules bound to a name and wrapped whole', () => {
+  it('is one unit of the listed modules, a filtered comprehension included', async () => {
+    const dir = projectDir('fsdp-lens-listed-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer)',
+        'tail = [m for m in (model.model.norm, model.lm_head) if m is not None]',
+        'fully_shard(tail)',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      plan: { units: number };
+      units: { modules: string[]; params: number }[];
+    };
+    // Llama 3.1 8B: 32 decoder layers, one unit of [norm, lm_head], and the root.
+    assert.equal(j.plan.units, 34);
+    const tail = j.units.find((u) => u.modules.length === 2)!;
+    assert.deepEqual(tail.modules.sort(), ['lm_head', 'model.norm']);
+    // The final RMSNorm (4096) and the untied head (128,256 x 4096).
+    assert.equal(tail.params, 4096 + 128_256 * 4096);
+  });
+});
+
 describe('what from_pretrained loads', () => {
   it('a tokenizer, processor or config loaded beside the model is not the model', async () => {
     const facts = await scanSource(

@@ -274,3 +274,36 @@ export function modelVariable(calls: WrapCall[], modelVariables: string[] = []):
   if (!p) return null;
   return p.slice(0, p[0] === 'self' ? 2 : 1);
 }
+
+/**
+ * The modules a name bound to a written-out list denotes, when the name is passed whole (`fully_shard(modules)`,
+ * one unit of them all): `modules = [model.norm, model.lm_head]`, or `[m for m in (model.norm, model.lm_head) if m
+ * is not None]` (the modules that exist). Null for anything else, or a list changed between its binding and the
+ * call (`.append`, `+=`).
+ */
+export function boundModuleList(file: SourceFile, name: Node): Node[] | null {
+  if (name.type !== 'identifier') return null;
+  const b = findBinding(file, name.text, name);
+  if (b?.kind !== 'assign' || !b.value || b.statement.startIndex >= name.startIndex) return null;
+  let list: Node | null = b.value;
+  if (list.type === 'list_comprehension') {
+    const body = list.childForFieldName('body');
+    const clauses = list.namedChildren.filter((c) => c.type === 'for_in_clause' || c.type === 'if_clause');
+    const loop = clauses[0];
+    const left = loop?.type === 'for_in_clause' ? loop.childForFieldName('left') : null;
+    // One `for m in (...)` and at most an `if m is not None`, whose body is `m` itself.
+    const filter = clauses[1];
+    if (!loop || !left || left.type !== 'identifier' || body?.text !== left.text || clauses.length > 2)
+      return null;
+    if (filter && !new RegExp(`^if\\s+${left.text}\\s+is\\s+not\\s+None$`).test(filter.text.trim()))
+      return null;
+    list = loop.childForFieldName('right');
+  }
+  if (!list || (list.type !== 'list' && list.type !== 'tuple')) return null;
+  const elements = list.namedChildren.filter((c) => c.type !== 'comment');
+  if (!elements.length || elements.length > LITERAL_ELEMENTS) return null;
+  if (!elements.every((e) => e.type === 'attribute' || e.type === 'subscript')) return null;
+  // Used only here between its binding and the call.
+  const uses = file.identifiers(name.text, b.statement.endIndex, name.startIndex);
+  return uses.length ? null : elements;
+}

@@ -20,7 +20,7 @@ import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, sta
 import { type Evaluator } from './evaluator';
 import type { FunctionFact, LoopFact, OptionFact, WrapCall } from './facts';
 import { lastSegment } from './options';
-import { isUnder, iterablePath, pathOf, pathsOf } from './paths';
+import { boundModuleList, isUnder, iterablePath, pathOf, pathsOf } from './paths';
 
 export function wrapCall(
   file: SourceFile,
@@ -36,12 +36,16 @@ export function wrapCall(
   const { options, unresolvedSplats } = readOptions(ev, args, api, ['module']);
   const scope = enclosingFunction(call);
   const loops = loopsOf(file, call, scope);
+  // `fully_shard(modules)` of `modules = [model.norm, model.lm_head]`: one unit of the listed modules.
+  const listed = targetNode && !loops.length ? boundModuleList(file, targetNode) : null;
   const targets =
     targetNode?.type === 'list' || targetNode?.type === 'tuple'
       ? targetNode.namedChildren.filter((c) => c.type !== 'comment')
-      : targetNode
-        ? [targetNode]
-        : [];
+      : listed && listed.length > 1
+        ? listed
+        : targetNode
+          ? [targetNode]
+          : [];
   const parent = up(call);
   const assignedTo =
     parent?.type === 'assignment' && parent.childForFieldName('right')?.id === call.id
