@@ -486,6 +486,31 @@ describe('wraps made through a helper of another file', () => {
     );
   });
 
+  it('a helper taken from a registry by a key the defaults decide is followed, and an unknown key is named', async () => {
+    const registry = (key: string) =>
+      `${LOAD}import argparse\nfrom pkg.parallel import shard_model\n` +
+      `PARALLELIZE = {"fsdp": shard_model, "none": lambda m: m}\n` +
+      `parser = argparse.ArgumentParser()\nparser.add_argument("--dp", default="fsdp")\nargs = parser.parse_args()\n` +
+      `PARALLELIZE[${key}](model)\n`;
+    const r = await cli('estimate', project(registry('args.dp'), HELPER), '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { plan: { units: number; notes: string[] } };
+    assert.equal(j.plan.units, 17);
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /the wraps of shard_model\(\) in pkg\/parallel\.py, called at line 9, chosen by PARALLELIZE\[args\.dp\] \(the default of --dp at line 7/.test(
+          n,
+        ),
+      ),
+      j.plan.notes.join('\n'),
+    );
+    const unknown = await cli('scan', project(registry('input()'), HELPER));
+    assert.match(
+      unknown.out,
+      /PARALLELIZE\[input\(\)\]\(\.\.\.\) \(line 9\) is not followed: the key input\(\) is not known statically/,
+    );
+  });
+
   it('a helper re-exported by its package is followed to its definition', async () => {
     const file = project(`${LOAD}from pkg import training\ntraining.shard_model(model)\n`, HELPER);
     const dir = path.dirname(file);

@@ -9,7 +9,7 @@ import { scanFile } from '../analysis/scan';
 import { mentionsFsdp } from '../analysis/relevance';
 import { up, type Node } from '../parsing/python';
 import { rangeOf, type SourceFile } from '../parsing/source';
-import type { Project } from '../project/project';
+import type { Project, PyFile } from '../project/project';
 import {
   conditionsOf,
   dottedText,
@@ -58,8 +58,8 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
   stack.add(path.resolve(facts.path));
   let ev: Evaluator | undefined;
   let followed = 0;
+  const sites: Site[] = [];
   for (const b of file.imports.bindings) {
-    const sites: Site[] = [];
     for (const id of file.source.identifiers(b.local)) {
       const p = up(id);
       const dot = b.qualified.lastIndexOf('.');
@@ -77,77 +77,75 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
           sites.push({ call, module: b.qualified, fn });
       }
     }
-    for (const site of sites) {
-      if (followed >= MAX_HELPERS) return out;
-      // A helper that wraps nothing itself is followed into the helpers it calls only when the call may pass the
-      // model: a model the file builds, a name that says so, or (deeper) a parameter passed on.
-      const chain = depth + 1 < MAX_CHAIN && passesModel(facts, site.call, depth > 0);
-      const found = definition(project, facts.path, site.module, site.fn, chain ? depth : MAX_CHAIN, stack);
-      if (!found || path.resolve(found.where) === path.resolve(facts.path)) continue;
-      const { where, helper } = found;
-      const fnFact = helper.functions[site.fn];
-      const wraps = helper.calls.filter((c) => c.function === site.fn && !c.incomplete && !c.neverRuns);
-      if (!fnFact || !wraps.length) continue;
-      // A sharding helper wraps the object it is given (its root), besides any parts: one that only rewraps a part
-      // (a resized embedding) is no plan of the model.
-      if (!wraps.some((c) => c.paths.some((p) => p.length === 1 && fnFact.parameters.includes(p[0]!))))
-        continue;
-      // Which modules a loop over `modules()` wraps under a test of its own (`if any(cond(n, m) for ...)`), with no
-      // class filter the analysis reads, is not known: no plan is made of a guess.
-      const selective = wraps.find(
-        (c) => c.paths.some((p) => p.includes('**')) && !c.classFilter && c.conditions.length > 0,
-      );
-      if (selective) {
-        out.notes.push(
-          `${site.fn}() (line ${file.source.line(site.call)}) is not followed: which modules it wraps depends on \`${selective.conditions.join(' and ')}\`, which the analysis cannot decide`,
-        );
-        continue;
-      }
-      followed++;
-      const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
-      const at = `${site.fn}() in ${rel}`;
-      // Whether the call runs, as the scan decides it for a wrap call of the file: a condition false as written or
-      // by a default keeps it out.
-      ev ??= new Evaluator(file.source, file.imports);
-      const never = neverRunsReason(ev, site.call, enclosingFunction(site.call));
-      const runs = never?.byDefault
-        ? { offByDefault: never.reason }
-        : never
-          ? { neverRuns: never.reason }
-          : {};
-      const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver));
-      const lost = mapped.filter((m) => !m).length;
-      // A helper followed in part would show a plan it does not make: all of its wraps, or none.
-      if (lost) {
-        out.notes.push(
-          `${at} (line ${file.source.line(site.call)}) is not followed: ${lost} of its ${wraps.length} wrap calls wrap something not reached from what the call passes`,
-        );
-        continue;
-      }
-      const kept = mapped as WrapCall[];
-      // Children indices point into the helper's calls: renumber them into this plan's.
-      const offset = out.calls.length;
-      const index = new Map(wraps.map((c, i) => [helper.calls.indexOf(c), i]));
-      for (const k of kept)
-        k.children = k.children
-          .map((i) => index.get(i))
-          .filter((i): i is number => i !== undefined)
-          .map((i) => i + offset);
-      out.calls.push(...kept);
-      // The function of this file that makes the call: a helper of its own callers in turn.
-      const within = enclosingFunction(site.call);
-      const name = within ? qualifiedName(within) : null;
-      if (within && name && !out.functions[name])
-        out.functions[name] = {
-          line: file.source.line(within),
-          parameters: parameterNames(within),
-          calledInFile: false,
-        };
+  }
+  ev ??= new Evaluator(file.source, file.imports);
+  sites.push(...registrySites(file, ev, out.notes));
+  for (const site of sites) {
+    if (followed >= MAX_HELPERS) return out;
+    // A helper that wraps nothing itself is followed into the helpers it calls only when the call may pass the
+    // model: a model the file builds, a name that says so, or (deeper) a parameter passed on.
+    const chain = depth + 1 < MAX_CHAIN && passesModel(facts, site.call, depth > 0);
+    const found = definition(project, facts.path, site.module, site.fn, chain ? depth : MAX_CHAIN, stack);
+    if (!found || path.resolve(found.where) === path.resolve(facts.path)) continue;
+    const { where, helper } = found;
+    const fnFact = helper.functions[site.fn];
+    const wraps = helper.calls.filter((c) => c.function === site.fn && !c.incomplete && !c.neverRuns);
+    if (!fnFact || !wraps.length) continue;
+    // A sharding helper wraps the object it is given (its root), besides any parts: one that only rewraps a part
+    // (a resized embedding) is no plan of the model.
+    if (!wraps.some((c) => c.paths.some((p) => p.length === 1 && fnFact.parameters.includes(p[0]!))))
+      continue;
+    // Which modules a loop over `modules()` wraps under a test of its own (`if any(cond(n, m) for ...)`), with no
+    // class filter the analysis reads, is not known: no plan is made of a guess.
+    const selective = wraps.find(
+      (c) => c.paths.some((p) => p.includes('**')) && !c.classFilter && c.conditions.length > 0,
+    );
+    if (selective) {
       out.notes.push(
-        `the wraps of ${at}, called at line ${file.source.line(site.call)}`,
-        ...helper.methodNotes.map((n) => `${rel}: ${n}`),
+        `${site.fn}() (line ${file.source.line(site.call)}) is not followed: which modules it wraps depends on \`${selective.conditions.join(' and ')}\`, which the analysis cannot decide`,
       );
+      continue;
     }
+    followed++;
+    const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
+    const at = `${site.fn}() in ${rel}`;
+    // Whether the call runs, as the scan decides it for a wrap call of the file: a condition false as written or
+    // by a default keeps it out.
+    ev ??= new Evaluator(file.source, file.imports);
+    const never = neverRunsReason(ev, site.call, enclosingFunction(site.call));
+    const runs = never?.byDefault ? { offByDefault: never.reason } : never ? { neverRuns: never.reason } : {};
+    const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver));
+    const lost = mapped.filter((m) => !m).length;
+    // A helper followed in part would show a plan it does not make: all of its wraps, or none.
+    if (lost) {
+      out.notes.push(
+        `${at} (line ${file.source.line(site.call)}) is not followed: ${lost} of its ${wraps.length} wrap calls wrap something not reached from what the call passes`,
+      );
+      continue;
+    }
+    const kept = mapped as WrapCall[];
+    // Children indices point into the helper's calls: renumber them into this plan's.
+    const offset = out.calls.length;
+    const index = new Map(wraps.map((c, i) => [helper.calls.indexOf(c), i]));
+    for (const k of kept)
+      k.children = k.children
+        .map((i) => index.get(i))
+        .filter((i): i is number => i !== undefined)
+        .map((i) => i + offset);
+    out.calls.push(...kept);
+    // The function of this file that makes the call: a helper of its own callers in turn.
+    const within = enclosingFunction(site.call);
+    const name = within ? qualifiedName(within) : null;
+    if (within && name && !out.functions[name])
+      out.functions[name] = {
+        line: file.source.line(within),
+        parameters: parameterNames(within),
+        calledInFile: false,
+      };
+    out.notes.push(
+      `the wraps of ${at}, called at line ${file.source.line(site.call)}${site.chosenBy ? `, ${site.chosenBy}` : ''}`,
+      ...helper.methodNotes.map((n) => `${rel}: ${n}`),
+    );
   }
   return out;
 }
@@ -167,6 +165,42 @@ function passesModel(facts: FileFacts, call: Node, helper: boolean): boolean {
   });
 }
 
+/** The most calls through a registry one file has read. */
+const MAX_REGISTRY_CALLS = 16;
+
+/**
+ * Calls of a function taken from a dict by a key the file decides (`PARALLELIZE[args.dp](model)` with an argparse
+ * default, or `fn = PARALLELIZE["fsdp"]` then `fn(model)`): the imported function the key selects. A key the file
+ * does not decide is named in `notes`.
+ */
+function registrySites(file: PyFile, ev: Evaluator, notes: string[]): Site[] {
+  const out: Site[] = [];
+  const candidates: Node[] = [];
+  for (const m of file.source.text.matchAll(/\]\s*\(/g)) {
+    if (candidates.length >= MAX_REGISTRY_CALLS) break;
+    const n = file.source.root.descendantForIndex(m.index, m.index + 1);
+    const sub = n?.type === 'subscript' ? n : n && up(n)?.type === 'subscript' ? up(n) : null;
+    const call = sub ? up(sub) : null;
+    if (call?.type === 'call' && call.childForFieldName('function')?.id === sub!.id) candidates.push(call);
+  }
+  for (const call of candidates) {
+    const fn = call.childForFieldName('function')!;
+    const table = fn.childForFieldName('value');
+    const before = ev.defaultsRead.length;
+    const v = ev.eval(fn);
+    const defaults = ev.defaultsRead.slice(before).map((d) => `${d.what} at line ${d.line}`);
+    if (v.k === 'ref' && v.bound) {
+      const dot = v.name.lastIndexOf('.');
+      const chosenBy = `chosen by ${fn.text}${defaults.length ? ` (${[...new Set(defaults)].join(', ')}: a command line may change it)` : ''}`;
+      if (dot > 0) out.push({ call, module: v.name.slice(0, dot), fn: v.name.slice(dot + 1), chosenBy });
+    } else if (table && ev.eval(table).k === 'dict')
+      notes.push(
+        `${fn.text}(...) (line ${file.source.line(call)}) is not followed: the key ${fn.childForFieldName('subscript')?.text ?? ''} is not known statically`,
+      );
+  }
+  return out;
+}
+
 interface Site {
   call: Node;
   module: string;
@@ -174,6 +208,8 @@ interface Site {
   fn: string;
   /** The object a method is called on (`model` of `model.apply_fsdp(mesh)`), in the caller's names. */
   receiver?: string;
+  /** How a function taken from a registry was chosen (`chosen by PARALLELIZE[args.dp] (the default of ...)`). */
+  chosenBy?: string;
 }
 
 /**
