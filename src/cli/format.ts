@@ -1,13 +1,19 @@
 /** The scan of a file as a person reads it in a terminal. */
 import * as path from 'node:path';
 import type { FileFacts, WrapCall } from '../core/analysis/facts';
+import type { UnfollowedHelper } from '../core/resolve/helpers';
 import { describeCall } from '../core/analysis/describe';
 import { count, oneLine } from '../core/vocabulary/words';
 
 /** The scan of one file as a person reads it in a terminal. */
-export function formatScanText(
-  f: FileFacts & { throughHelpers?: { calls: WrapCall[]; notes: string[] } },
-): string {
+/** The wraps a file makes through helpers of its project, and the helpers found but not planned. */
+export interface ThroughHelpers {
+  calls: WrapCall[];
+  notes: string[];
+  unfollowed?: UnfollowedHelper[];
+}
+
+export function formatScanText(f: FileFacts & { throughHelpers?: ThroughHelpers }): string {
   const lines: string[] = [f.path];
   // Frameworks that configure FSDP themselves: their constructors are the plan where no wrap call is written.
   const configuring = f.frameworkCalls.filter((c) => c.kind !== 'Accelerator' && c.kind !== 'TrlTrainer');
@@ -34,7 +40,23 @@ export function formatScanText(
         ? '  no FSDP wrap calls written here; FSDP is configured by the framework calls below (fsdp-lens estimate reads their plan)'
         : '  no FSDP wrap calls found',
     );
-  for (const n of helpers?.notes ?? []) if (/not followed/.test(n)) lines.push(`        note: ${n}`);
+  // Helpers whose wraps are found but not planned: what they wrap, and why the plan does not take it.
+  for (const u of helpers?.unfollowed ?? []) {
+    lines.push(
+      `  ${String(u.line).padStart(4)}  ${u.helper} in ${u.where} wraps, not estimated: ${u.reason}`,
+    );
+    for (const w of u.wraps.slice(0, 8))
+      lines.push(
+        `          ${path.basename(u.where)}:${w.line}  ${w.api === 'fully_shard' ? 'fully_shard' : w.api}(${w.target})`,
+      );
+    if (u.wraps.length > 8) lines.push(`          … and ${u.wraps.length - 8} more`);
+  }
+  for (const n of helpers?.notes ?? [])
+    if (
+      /not followed/.test(n) &&
+      !helpers?.unfollowed?.some((u) => n.includes(`(line ${u.line}) is not followed`))
+    )
+      lines.push(`        note: ${n}`);
   for (const c of f.calls) {
     lines.push(
       `  ${String(c.line).padStart(4)}  ${c.api === 'fully_shard' ? 'fully_shard' : c.api}(${c.target})`,

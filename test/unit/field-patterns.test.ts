@@ -511,6 +511,45 @@ describe('wraps made through a helper of another file', () => {
     );
   });
 
+  it('a helper whose wraps depend on its own tests is listed, not planned; a test that a module exists is no choice', async () => {
+    const choosing = [
+      'from torch.distributed.fsdp import fully_shard',
+      'def shard_model(net):',
+      '    for block in net.model.layers:',
+      '        if getattr(block, "moe_enabled", False):',
+      '            fully_shard(block, reshard_after_forward=False)',
+      '        else:',
+      '            fully_shard(block)',
+      '    if net.lm_head is not None:',
+      '        fully_shard(net.lm_head)',
+      '    fully_shard(net)',
+      '',
+    ].join('\n');
+    const train = project(`${LOAD}from pkg.parallel import shard_model\nshard_model(model)\n`, choosing);
+    const scan = await cli('scan', train);
+    assert.match(
+      scan.out,
+      /4 {2}shard_model\(\) in pkg\/parallel\.py wraps, not estimated: which of its wraps run depends on `getattr\(block, "moe_enabled", False\)`/,
+    );
+    assert.match(
+      scan.out,
+      /parallel\.py:5 {2}fully_shard\(block\)\n {10}parallel\.py:7 {2}fully_shard\(block\)/,
+    );
+    // Without the per-block choice, the presence test alone leaves the helper a plan.
+    const plain = choosing.replace(
+      '        if getattr(block, "moe_enabled", False):\n            fully_shard(block, reshard_after_forward=False)\n        else:\n            fully_shard(block)',
+      '        fully_shard(block)',
+    );
+    const r = await cli(
+      'estimate',
+      project(`${LOAD}from pkg.parallel import shard_model\nshard_model(model)\n`, plain),
+      '--json',
+    );
+    assert.equal(r.code, 0, r.err);
+    // Llama 3.2 1B: 16 layers, the head, and the root.
+    assert.equal((JSON.parse(r.out) as { plan: { units: number } }).plan.units, 18);
+  });
+
   it('a helper re-exported by its package is followed to its definition', async () => {
     const file = project(`${LOAD}from pkg import training\ntraining.shard_model(model)\n`, HELPER);
     const dir = path.dirname(file);

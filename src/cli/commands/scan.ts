@@ -8,8 +8,9 @@ import { EXIT, UsageError, type Streams } from '../io';
 import { commandLineHosts, readPythonFile } from '../files';
 import { formatScanText } from '../format';
 import { mapFiles } from '../pool';
-import type { FileFacts, WrapCall } from '../../core/analysis/facts';
+import type { FileFacts } from '../../core/analysis/facts';
 import { helperPlan } from '../../core/resolve/helpers';
+import type { ThroughHelpers } from '../format';
 import { Project } from '../../core/project/project';
 
 export const scanSpec = {
@@ -62,7 +63,11 @@ export async function scanFiles(
         if (!project) projects.set(projectRoot, (project = new Project([projectRoot], grammar, host.fs)));
         const helpers = helperPlan(project, facts);
         if (helpers.calls.length || helpers.notes.length)
-          facts.throughHelpers = { calls: helpers.calls, notes: helpers.notes };
+          facts.throughHelpers = {
+            calls: helpers.calls,
+            notes: helpers.notes,
+            ...(helpers.unfollowed ? { unfollowed: helpers.unfollowed } : {}),
+          };
       }
       return { facts };
     });
@@ -72,4 +77,4 @@ export async function scanFiles(
 }
 
 /** A file's facts, with the wraps it makes through helpers of its project when it writes none itself. */
-export type ScannedFile = FileFacts & { throughHelpers?: { calls: WrapCall[]; notes: string[] } };
+export type ScannedFile = FileFacts & { throughHelpers?: ThroughHelpers };

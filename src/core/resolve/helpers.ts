@@ -4,7 +4,8 @@
  * parameter replaced by what the caller passes, become the caller's plan, placed at the call.
  */
 import * as path from 'node:path';
-import type { FileFacts, FunctionFact, WrapCall } from '../analysis/facts';
+import { exclusive, type FileFacts, type FunctionFact, type WrapCall } from '../analysis/facts';
+import { oneLine } from '../vocabulary/words';
 import { scanFile } from '../analysis/scan';
 import { mentionsFsdp } from '../analysis/relevance';
 import { up, type Node } from '../parsing/python';
@@ -25,8 +26,22 @@ import { neverRunsReason } from '../analysis/wrapCalls';
 /** The most helper calls of one file followed (each scans the helper's file once). */
 const MAX_HELPERS = 16;
 
+/** A helper the file calls whose wraps are found but not planned, and why. */
+export interface UnfollowedHelper {
+  /** 1-based line of the call in this file. */
+  line: number;
+  helper: string;
+  /** The helper's file, relative to this file's folder. */
+  where: string;
+  /** The helper's own wrap calls, in its own names. */
+  wraps: { line: number; api: WrapCall['api']; target: string }[];
+  reason: string;
+}
+
 export interface HelperPlan {
   calls: WrapCall[];
+  /** Helpers found whose wraps the plan does not take (not reached, or chosen by a test not decided). */
+  unfollowed?: UnfollowedHelper[];
   /** How each helper was followed, or where the chain breaks. */
   notes: string[];
   /** The functions of this file whose calls of helpers make wraps (a helper that calls a helper in turn). */
@@ -100,14 +115,37 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
     const selective = wraps.find(
       (c) => c.paths.some((p) => p.includes('**')) && !c.classFilter && c.conditions.length > 0,
     );
+    const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
+    const unfollowed = (reason: string) =>
+      (out.unfollowed ??= []).push({
+        line: file.source.line(site.call),
+        helper: `${site.fn}()`,
+        where: rel,
+        wraps: wraps.map((c) => ({ line: c.line, api: c.api, target: c.target })),
+        reason,
+      });
+    // Which of its wraps run depends on tests of its own the call does not decide (`if model.enable_weight_tying:`,
+    // per-block `if block.moe_enabled:` arms): all of them together are no plan. A test that a module exists
+    // (`if model.norm is not None`) is no choice: an absent module is wrapped by nobody.
+    const choice = wraps.find(
+      (c) =>
+        c.conditions.some((t) => !PRESENCE.test(t.trim())) ||
+        wraps.some((d) => d !== c && exclusive(c.branch, d.branch)),
+    );
+    if (!selective && choice) {
+      const test = choice.conditions.find((t) => !PRESENCE.test(t.trim())) ?? choice.conditions[0] ?? '';
+      const reason = `which of its wraps run depends on \`${oneLine(test, 80)}\`, which the call does not decide`;
+      out.notes.push(`${site.fn}() (line ${file.source.line(site.call)}) is not followed: ${reason}`);
+      unfollowed(reason);
+      continue;
+    }
     if (selective) {
-      out.notes.push(
-        `${site.fn}() (line ${file.source.line(site.call)}) is not followed: which modules it wraps depends on \`${selective.conditions.join(' and ')}\`, which the analysis cannot decide`,
-      );
+      const reason = `which modules it wraps depends on \`${selective.conditions.join(' and ')}\`, which the analysis cannot decide`;
+      out.notes.push(`${site.fn}() (line ${file.source.line(site.call)}) is not followed: ${reason}`);
+      unfollowed(reason);
       continue;
     }
     followed++;
-    const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
     const at = `${site.fn}() in ${rel}`;
     // Whether the call runs, as the scan decides it for a wrap call of the file: a condition false as written or
     // by a default keeps it out.
@@ -118,9 +156,9 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
     const lost = mapped.filter((m) => !m).length;
     // A helper followed in part would show a plan it does not make: all of its wraps, or none.
     if (lost) {
-      out.notes.push(
-        `${at} (line ${file.source.line(site.call)}) is not followed: ${lost} of its ${wraps.length} wrap calls wrap something not reached from what the call passes`,
-      );
+      const reason = `${lost} of its ${wraps.length} wrap calls wrap something not reached from what the call passes`;
+      out.notes.push(`${at} (line ${file.source.line(site.call)}) is not followed: ${reason}`);
+      unfollowed(reason);
       continue;
     }
     const kept = mapped as WrapCall[];
@@ -164,6 +202,9 @@ function passesModel(facts: FileFacts, call: Node, helper: boolean): boolean {
     return !!name && (built.has(name) || params.has(name.split('.')[0]!) || /model|net|module/i.test(name));
   });
 }
+
+/** A test that a module exists: `model.norm is not None`, `not (model.norm is None)`, and `and`s of them. */
+const PRESENCE = /^(?:not \()?[\w.]+ is (?:not )?None\)?(?: and (?:not \()?[\w.]+ is (?:not )?None\)?)*$/;
 
 /** The most calls through a registry one file has read. */
 const MAX_REGISTRY_CALLS = 16;
