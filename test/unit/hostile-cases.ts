@@ -60,6 +60,73 @@ const doublingModule = (init: string, step: string) =>
 const trainNet = `${WRAP}\nfrom net import Net\n\nmodel = Net()\nfully_shard(model)\n`;
 
 export const REPRODUCERS: Reproducer[] = [
+  // Methods that call one another forever, and a method called on thousands of objects.
+  {
+    id: 'wrapping methods that call each other in a cycle',
+    files: () => ({
+      'train.py': [
+        'import torch.nn as nn',
+        WRAP,
+        'class A(nn.Module):',
+        '    def shard(self):',
+        '        for b in self.parts:',
+        '            b.go()',
+        '        fully_shard(self)',
+        'class B(nn.Module):',
+        '    def go(self):',
+        '        for a in self.parts:',
+        '            a.shard()',
+        '        fully_shard(self)',
+        lines(2000, (i) => `A().shard()  # ${i}`),
+        '',
+      ].join('\n'),
+    }),
+    args: ['scan', 'train.py'],
+    codes: [0],
+  },
+  // A config the script loads that is not data: a YAML bomb of aliases, binary bytes, a path outside the project.
+  ...(
+    [
+      [
+        'a YAML of nested aliases',
+        'a: &a [x, x, x, x, x, x, x, x, x]\n' +
+          Array.from(
+            { length: 12 },
+            (_, i) =>
+              `l${i}: &l${i} [*${i ? `l${i - 1}` : 'a'}, *${i ? `l${i - 1}` : 'a'}, *${i ? `l${i - 1}` : 'a'}]`,
+          ).join('\n') +
+          '\n',
+      ],
+      ['binary bytes', '\u0000\u0001\u00ff\u0000not yaml: [\n'],
+      ['a deep list', '['.repeat(5000) + ']'.repeat(5000)],
+    ] as const
+  ).map(([what, text]): Reproducer => ({
+    id: `a loaded config that is ${what}`,
+    files: () => ({
+      'cfg.yaml': text,
+      'train.py': [
+        'import yaml',
+        'from transformers import AutoModelForCausalLM',
+        WRAP,
+        'cfg = yaml.safe_load(open("cfg.yaml"))',
+        'model = AutoModelForCausalLM.from_pretrained(cfg["model"])',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+    }),
+    args: ['estimate', 'train.py'],
+    codes: [3],
+  })),
+  {
+    id: 'a launch file passing ten thousand arguments',
+    files: () => ({
+      'run.sh': `torchrun --nproc_per_node 8 train.py ${lines(10000, (i) => `--x${i} ${i}`).replace(/\n/g, ' ')}\n`,
+      'train.py': `import argparse\nimport torch.nn as nn\n${WRAP}\np = argparse.ArgumentParser()\np.add_argument("--dim", type=int, default=8)\nargs = p.parse_args()\nmodel = nn.Linear(args.dim, args.dim)\nfully_shard(model)\n`,
+    }),
+    args: ['estimate', 'train.py'],
+    codes: [0],
+    says: /Linear/,
+  },
   // 1. Values that double on every line, at module level and in an imported model's constructor.
   {
     id: 'a list doubled 40 times',

@@ -11,6 +11,7 @@ import { branchPath } from './branches';
 import { loopsOf, outermostLoopStatement, statementInfo } from './context';
 import type { WrapCall } from './facts';
 import { pathsOf } from './paths';
+import { article } from '../vocabulary/words';
 
 /** How deep calls of methods inside methods are followed (`model.apply_fsdp` calling `block.apply_fsdp`). */
 const MAX_DEPTH = 4;
@@ -199,9 +200,10 @@ function receiverClass(
   const names = [...byClass.keys()];
   // `self.method()`: the same object, the same paths; the method's own wraps already say it.
   if (receiver.type === 'identifier' && receiver.text === 'self') return { why: null };
-  if (receiver.type === 'identifier') {
-    const b = findBinding(file, receiver.text, receiver);
-    const value = b?.kind === 'assign' ? b.value : null;
+  if (receiver.type === 'identifier' || receiver.type === 'call') {
+    // `model.apply_fsdp()` of `model = Model(...)`, or `Model(...).apply_fsdp()` itself.
+    const b = receiver.type === 'identifier' ? findBinding(file, receiver.text, receiver) : null;
+    const value = receiver.type === 'call' ? receiver : b?.kind === 'assign' ? b.value : null;
     const built = value ? constructedClass(value) : null;
     if (built && byClass.has(built)) return { cls: built };
     // Built from something else (a function, another class): not a call of these methods. Cast to a class that does
@@ -213,7 +215,7 @@ function receiverClass(
   if (others.length === 1)
     return {
       cls: others[0]!,
-      inferred: `\`${receiver.text}\` taken as a ${others[0]}, the only${own ? ' other' : ''} class of this file that defines ${method}()`,
+      inferred: `\`${receiver.text}\` taken as ${article(others[0]!)}, the only${own ? ' other' : ''} class of this file that defines ${method}()`,
     };
   return {
     why: others.length
