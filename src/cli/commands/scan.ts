@@ -17,6 +17,8 @@ export const scanSpec = {
   name: 'scan',
   args: 'FILE...',
   summary: 'What each FSDP wrap call does, with meshes, optimizers, models, checkpointing.',
+  about:
+    'For up to 32 files, the wraps each makes through helpers of its project are listed at its calls too, and helpers found but not estimated are named with the reason.',
   options: { json: { type: 'boolean' } },
   flags: () => [{ flag: '--json', text: 'JSON instead of text: every fact with its source range.' }],
   examples: [
@@ -29,7 +31,11 @@ export const scanSpec = {
 export async function scanCommand(argv: string[], io: Streams): Promise<number> {
   const { values, positionals } = parseOptions(argv, scanSpec);
   if (!positionals.length) throw new UsageError('scan needs at least one FILE');
-  const outcomes = await mapFiles('scan', scanFiles, positionals, null);
+  // Helpers are followed for the scripts a person names, not across a whole tree (`lint DIR` is for that): each
+  // follow reads the project around the file.
+  const outcomes = await mapFiles('scan', scanFiles, positionals, {
+    helpers: positionals.length <= MAX_FOLLOWED,
+  });
   const results = [];
   let failed = false;
   for (const o of outcomes) {
@@ -45,8 +51,12 @@ export async function scanCommand(argv: string[], io: Streams): Promise<number> 
 }
 
 /** Scans files in order: the job each thread runs on its share. */
+/** The most files one scan follows into their helpers. */
+const MAX_FOLLOWED = 32;
+
 export async function scanFiles(
   files: string[],
+  args: { helpers: boolean } | null = null,
 ): Promise<({ facts: ScannedFile; error?: never } | { error: string; facts?: never })[]> {
   const grammar = await loadPython();
   const hosts = commandLineHosts();
@@ -58,7 +68,7 @@ export async function scanFiles(
       const facts: ScannedFile = scanText(grammar, f, read.text);
       // A file may wrap through helpers of its project, besides or instead of its own calls: those wraps, at its calls.
       const { host, projectRoot } = hosts(f);
-      if (projectRoot) {
+      if (args?.helpers && projectRoot) {
         let project = projects.get(projectRoot);
         if (!project) projects.set(projectRoot, (project = new Project([projectRoot], grammar, host.fs)));
         const helpers = helperPlan(project, facts);
