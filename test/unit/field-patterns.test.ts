@@ -6,6 +6,9 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { cli, scanSource } from './helpers';
 import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
+import { applyEdits } from '../../src/core/lint/edits';
+import { lintFacts } from '../../src/core/lint/lint';
+import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 
 /** A temporary project folder (its pyproject.toml marks the root) for a test's files. */
 function projectDir(prefix: string): string {
@@ -744,8 +747,14 @@ describe("wraps made through methods of the model's own classes", () => {
     const j = JSON.parse(r.out) as { plan: { units: number }; model: { params: number } };
     assert.equal(j.model.params, 4 * BLOCK);
     assert.equal(j.plan.units, 4);
-    // Wrapping the root as well ends the finding.
-    fs.writeFileSync(file, [...lines, 'fully_shard(net)', ''].join('\n'));
+    // The quick fix wraps the root after the call, without the method's own variables, and ends the finding.
+    const scanned = await scanSource(lines.join('\n'), file);
+    const finding = lintFacts({ facts: scanned, text: lines.join('\n'), options: DEFAULT_LINT_OPTIONS }).find(
+      (f) => f.rule === 'FSDP001',
+    )!;
+    const fixed = applyEdits(lines.join('\n'), finding.fixes.find((f) => f.preferred)!.edits);
+    assert.match(fixed, /net\.shard\(None\)\nfully_shard\(net\)\n/);
+    fs.writeFileSync(file, fixed);
     assert.equal((await cli('lint', file)).code, 0);
   });
 

@@ -69,12 +69,19 @@ function rootWrapFix(index: TextIndex, calls: WrapCall[], root: string): Draft['
   const perBlock = Object.entries(last.options)
     .filter(([, o]) => !o.via && (o.text.match(/[A-Za-z_]\w*/g) ?? []).some((w) => loopNames.has(w)))
     .map(([name]) => name);
-  const options = callOptionsText(last, ['reshard_after_forward', 'auto_wrap_policy', ...perBlock]);
+  // A wrap made through a method (`layer.apply_fsdp(mesh)`) was written in the method: its options and callee name
+  // the method's own variables, so the root wrap repeats neither.
+  const viaMethod = !!last.via;
+  const options = viaMethod
+    ? []
+    : callOptionsText(last, ['reshard_after_forward', 'auto_wrap_policy', ...perBlock]);
   const args = [root, ...options].join(', ');
+  const callee = viaMethod ? (last.api === 'fully_shard' ? 'fully_shard' : null) : last.callee;
+  if (!callee) return null;
   const line =
     last.api === 'fully_shard'
-      ? `${anchor.indent}${last.callee}(${args})`
-      : `${anchor.indent}${root} = ${last.callee}(${args})`;
+      ? `${anchor.indent}${callee}(${args})`
+      : `${anchor.indent}${root} = ${callee}(${args})`;
   return {
     title:
       `Wrap ${root} as the root: ${line.trim()}` +
