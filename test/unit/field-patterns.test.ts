@@ -439,16 +439,27 @@ describe('wraps made through a helper of another file', () => {
     const dir = path.dirname(train);
     fs.writeFileSync(
       path.join(dir, 'pkg', 'setup.py'),
-      'from pkg.parallel import shard_model\n\ndef prepare(model):\n    shard_model(model)\n    return model\n',
+      'from pkg.parallel import shard_model\n\ndef prepare(model):\n    model.gradient_checkpointing_enable()\n    shard_model(model)\n    return model\n',
     );
     for (const file of [train, path.join(dir, 'pkg', 'setup.py'), path.join(dir, 'pkg', 'parallel.py')]) {
       const r = await cli('estimate', file, '--json');
       assert.equal(r.code, 0, `${file}: ${r.err}`);
-      const j = JSON.parse(r.out) as { model: { params: number }; plan: { units: number } };
+      const j = JSON.parse(r.out) as {
+        model: { params: number };
+        plan: { units: number };
+        assumptions: { key: string; value: unknown; source: { detail?: string } }[];
+      };
       // Llama 3.2 1B (1,235,814,400 parameters): 16 decoder layers and the root.
       assert.equal(j.model.params, 1_235_814_400);
       assert.equal(j.plan.units, 17);
     }
+    // The checkpointing the middle helper turns on counts for the entry script, placed in the helper's file.
+    const entry = JSON.parse((await cli('estimate', train, '--json')).out) as {
+      assumptions: { key: string; value: unknown; source: { detail?: string } }[];
+    };
+    const ac = entry.assumptions.find((a) => a.key === 'checkpointing')!;
+    assert.equal(ac.value, 'full');
+    assert.match(ac.source.detail!, /^setup\.py:4 \(gradient_checkpointing_enable\)/);
   });
 
   it('scan of the entry script lists the wraps made through the helper, in its names', async () => {

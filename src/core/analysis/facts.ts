@@ -280,6 +280,8 @@ export interface CheckpointFact {
   loop: LoopFact | null;
   function: string | null;
   options: Record<string, OptionFact>;
+  /** The file it is written in, when it is a helper's (`apply_ac(model)` in another file): named in the source. */
+  file?: string;
 }
 
 export interface TrainingFact {

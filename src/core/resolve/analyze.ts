@@ -101,7 +101,15 @@ export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): Est
   if (!helpers?.calls.length) return estimateFacts(scanned, opts, helpers);
   const offset = scanned.calls.length;
   const merged = helpers.calls.map((c) => ({ ...c, children: c.children.map((i) => i + offset) }));
-  const r = estimateFacts({ ...scanned, calls: [...scanned.calls, ...merged] }, opts, helpers);
+  const r = estimateFacts(
+    {
+      ...scanned,
+      calls: [...scanned.calls, ...merged],
+      checkpointing: [...scanned.checkpointing, ...(helpers.checkpointing ?? [])],
+    },
+    opts,
+    helpers,
+  );
   return { ...r, helperCalls: helpers.calls };
 }
 
@@ -707,7 +715,7 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
     );
   } else if (ac) {
     values.checkpointing = 'full';
-    details.checkpointing = `${at(ac.line)} (${ac.api})`;
+    details.checkpointing = `${ac.file ? `${path.basename(ac.file)}:${ac.line}` : at(ac.line)} (${ac.api})`;
   }
   const noSync = facts.training.find(
     (t) => t.kind === 'no_sync' || (t.kind === 'requires_gradient_sync' && t.positional[0] === 'False'),

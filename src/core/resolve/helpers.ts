@@ -4,7 +4,13 @@
  * parameter replaced by what the caller passes, become the caller's plan, placed at the call.
  */
 import * as path from 'node:path';
-import { exclusive, type FileFacts, type FunctionFact, type WrapCall } from '../analysis/facts';
+import {
+  exclusive,
+  type CheckpointFact,
+  type FileFacts,
+  type FunctionFact,
+  type WrapCall,
+} from '../analysis/facts';
 import { oneLine } from '../vocabulary/words';
 import { scanFile } from '../analysis/scan';
 import { mentionsFsdp } from '../analysis/relevance';
@@ -40,6 +46,8 @@ export interface UnfollowedHelper {
 
 export interface HelperPlan {
   calls: WrapCall[];
+  /** Activation checkpointing the followed helpers apply in the functions the file calls. */
+  checkpointing?: CheckpointFact[];
   /** Helpers found whose wraps the plan does not take (not reached, or chosen by a test not decided). */
   unfollowed?: UnfollowedHelper[];
   /** How each helper was followed, or where the chain breaks. */
@@ -171,6 +179,14 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
         .filter((i): i is number => i !== undefined)
         .map((i) => i + offset);
     out.calls.push(...kept);
+    // The checkpointing the helper applies in the same function (`apply_activation_checkpointing(model)` before its
+    // wraps): the file's job checkpoints.
+    const ac = helper.checkpointing.filter((a) => a.function === site.fn);
+    // In this file's terms: made by the function that calls the helper.
+    if (ac.length)
+      (out.checkpointing ??= []).push(
+        ...ac.map((a) => ({ ...a, file: a.file ?? where, function: callerFunction(site.call) })),
+      );
     // The function of this file that makes the call: a helper of its own callers in turn.
     const within = enclosingFunction(site.call);
     const name = within ? qualifiedName(within) : null;
@@ -321,6 +337,8 @@ function definition(
             ...deeper.calls.map((c) => ({ ...c, children: c.children.map((i) => i + offset) })),
           ],
           functions: { ...deeper.functions, ...own.functions },
+          // Checkpointing a deeper helper applies counts for the function of this file that calls it.
+          checkpointing: [...own.checkpointing, ...(deeper.checkpointing ?? [])],
           methodNotes: [...own.methodNotes, ...deeper.notes.filter((n) => /is not followed/.test(n))],
         };
       });
