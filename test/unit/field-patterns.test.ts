@@ -518,6 +518,14 @@ describe('wraps made through a helper of another file', () => {
       ),
       j.plan.notes.join('\n'),
     );
+    // Taken into a name first, then called.
+    const named = registry('args.dp').replace(
+      'PARALLELIZE[args.dp](model)',
+      'parallelize = PARALLELIZE[args.dp]\nparallelize(model)',
+    );
+    const n = await cli('estimate', project(named, HELPER), '--json');
+    assert.equal(n.code, 0, n.err);
+    assert.equal((JSON.parse(n.out) as { plan: { units: number } }).plan.units, 17);
     const unknown = await cli('scan', project(registry('input()'), HELPER));
     assert.match(
       unknown.out,

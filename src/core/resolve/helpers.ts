@@ -240,19 +240,36 @@ function registrySites(file: PyFile, ev: Evaluator, notes: string[]): Site[] {
     const call = sub ? up(sub) : null;
     if (call?.type === 'call' && call.childForFieldName('function')?.id === sub!.id) candidates.push(call);
   }
+  // `fn = PARALLELIZE[key]` on a line of its own, then `fn(model)`.
+  const picked = new Set<string>();
+  for (const m of file.source.text.matchAll(/^[ \t]*([A-Za-z_]\w*)\s*=\s*[A-Za-z_][\w.]*\[[^\]\n]+\]\s*$/gm))
+    if (picked.size < MAX_REGISTRY_CALLS) picked.add(m[1]!);
+  for (const name of picked)
+    for (const id of file.source.identifiers(name)) {
+      const call = up(id);
+      if (
+        candidates.length < MAX_REGISTRY_CALLS &&
+        call?.type === 'call' &&
+        call.childForFieldName('function')?.id === id.id
+      )
+        candidates.push(call);
+    }
   for (const call of candidates) {
     const fn = call.childForFieldName('function')!;
-    const table = fn.childForFieldName('value');
+    // The dict a name was taken from, for the note when its key is not known.
+    const bound = fn.type === 'identifier' ? findBinding(file.source, fn.text, fn) : null;
+    const taken = bound?.kind === 'assign' && bound.value?.type === 'subscript' ? bound.value : fn;
+    const table = taken.childForFieldName('value');
     const before = ev.defaultsRead.length;
     const v = ev.eval(fn);
     const defaults = ev.defaultsRead.slice(before).map((d) => `${d.what} at line ${d.line}`);
     if (v.k === 'ref' && v.bound) {
       const dot = v.name.lastIndexOf('.');
-      const chosenBy = `chosen by ${fn.text}${defaults.length ? ` (${[...new Set(defaults)].join(', ')}: a command line may change it)` : ''}`;
+      const chosenBy = `chosen by ${taken.text}${defaults.length ? ` (${[...new Set(defaults)].join(', ')}: a command line may change it)` : ''}`;
       if (dot > 0) out.push({ call, module: v.name.slice(0, dot), fn: v.name.slice(dot + 1), chosenBy });
     } else if (table && ev.eval(table).k === 'dict')
       notes.push(
-        `${fn.text}(...) (line ${file.source.line(call)}) is not followed: the key ${fn.childForFieldName('subscript')?.text ?? ''} is not known statically`,
+        `${fn.text}(...) (line ${file.source.line(call)}) is not followed: the key ${taken.childForFieldName('subscript')?.text ?? ''} is not known statically`,
       );
   }
   return out;
