@@ -17,6 +17,21 @@ function projectDir(prefix: string): string {
   return dir;
 }
 
+/** The estimate's JSON, as far as these tests read it. */
+interface EstimateJson {
+  model: { params: number };
+  plan: { api: string; strategy: string; units: number; source: { kind: string }; notes: string[] };
+  units: { modules: string[]; params: number; isRoot: boolean; gatheredBytes: number }[];
+  assumptions: { key: string; value: unknown; source: { kind: string; detail?: string } }[];
+}
+
+/** `fsdp-lens estimate FILE --json [ARGS]`, which must succeed, parsed. */
+async function estimateJson(file: string, ...args: string[]): Promise<EstimateJson> {
+  const r = await cli('estimate', file, '--json', ...args);
+  assert.equal(r.code, 0, r.err);
+  return JSON.parse(r.out) as EstimateJson;
+}
+
 describe('launch files that launch this script', () => {
   it('reads torchrun with a shell default, and ignores a commented-out command', () => {
     const facts = readLaunchFile(
@@ -185,12 +200,7 @@ describe('values a script takes from its own defaults', () => {
       '    fully_shard(layer)',
       'fully_shard(model)',
     ]);
-    const r = await cli('estimate', file, '--json');
-    assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as {
-      model: { params: number };
-      assumptions: { key: string; source: { detail?: string } }[];
-    };
+    const j = await estimateJson(file);
     // Llama 3.2 1B as published: 1,235,814,400 parameters.
     assert.equal(j.model.params, 1_235_814_400);
     assert.match(
@@ -274,11 +284,7 @@ describe('values a script takes from its own defaults', () => {
         'fully_shard(model)',
         ...lines,
       ]);
-      const r = await cli('estimate', file, '--json', ...argv);
-      assert.equal(r.code, 0, r.err);
-      const j = JSON.parse(r.out) as {
-        assumptions: { key: string; value: unknown; source: { kind: string; detail?: string } }[];
-      };
+      const j = await estimateJson(file, ...argv);
       return j.assumptions.find((a) => a.key === 'microBatch')!;
     };
     const env = await micro(['loader = DataLoader(ds, batch_size=int(os.environ.get("MICRO_BATCH", "3")))']);
@@ -365,12 +371,7 @@ describe('values a script takes from its own defaults', () => {
       '    fully_shard(layer, reshard_after_forward=args.reshard == 1)',
       'fully_shard(model)',
     ]);
-    const r = await cli('estimate', file, '--json');
-    assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as {
-      model: { params: number };
-      assumptions: { key: string; source: { detail?: string } }[];
-    };
+    const j = await estimateJson(file);
     assert.equal(j.model.params, 1_235_814_400);
     assert.match(
       j.assumptions.find((a) => a.key === 'model')!.source.detail!,
@@ -414,12 +415,7 @@ describe('wraps made through a helper of another file', () => {
     ],
   ] as const)
     it(`the entry script shows the helper's plan: ${form}`, async () => {
-      const r = await cli('estimate', project(train, HELPER), '--json');
-      assert.equal(r.code, 0, r.err);
-      const j = JSON.parse(r.out) as {
-        plan: { api: string; units: number; source: { kind: string }; notes: string[] };
-        units: { gatheredBytes: number; params: number; isRoot: boolean }[];
-      };
+      const j = await estimateJson(project(train, HELPER));
       // Llama 3.2 1B: 16 decoder layers, each a unit, and the root.
       assert.equal(j.plan.units, 17);
       assert.equal(j.plan.source.kind, 'detected');
@@ -701,13 +697,7 @@ describe("wraps made through methods of the model's own classes", () => {
         '',
       ].join('\n'),
     );
-    const r = await cli('estimate', train, '--json');
-    assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as {
-      plan: { units: number; source: { kind: string }; notes: string[] };
-      units: { params: number; isRoot: boolean }[];
-      model: { params: number };
-    };
+    const j = await estimateJson(train);
     assert.equal(j.model.params, 4 * BLOCK + ROOT);
     assert.equal(j.plan.units, 5);
     assert.equal(j.plan.source.kind, 'detected');
@@ -897,13 +887,7 @@ describe('a file of several wrap functions', () => {
         '',
       ].join('\n'),
     );
-    const r = await cli('estimate', helper, '--json');
-    assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as {
-      model: { params: number };
-      plan: { units: number; notes: string[] };
-      assumptions: { key: string; source: { detail?: string } }[];
-    };
+    const j = await estimateJson(helper);
     // Llama 3.2 1B as published (1,235,814,400 parameters): its 16 decoder layers and the root.
     assert.equal(j.model.params, 1_235_814_400);
     assert.equal(j.plan.units, 17);
@@ -953,13 +937,7 @@ describe('a parallelize function handed to a strategy', () => {
       path.join(dir, 'tests', 'test_parallelize.py'),
       'from finetune import Net, parallelize\nparallelize(Net(n=1), None)\n',
     );
-    const r = await cli('estimate', file, '--json');
-    assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as {
-      model: { params: number };
-      plan: { units: number };
-      assumptions: { key: string; source: { detail?: string } }[];
-    };
+    const j = await estimateJson(file);
     // Net(): four Linear(256, 256), each 256 x 256 weights and 256 biases; a unit each, and the root.
     assert.equal(j.model.params, 4 * (256 * 256 + 256));
     assert.equal(j.plan.units, 5);
@@ -1148,15 +1126,10 @@ describe('fine-tuning set up under conditions and with values the analysis canno
         '',
       ].join('\n'),
     );
-    const r = await cli('estimate', file, '--json');
-    assert.equal(r.code, 0, r.err);
-    return JSON.parse(r.out) as {
-      model: { trainableParams?: number; params: number };
-      assumptions: { key: string; value: string }[];
-      plan: { notes: string[] };
-    };
+    return await estimateJson(file);
   };
-  const lora = (j: Awaited<ReturnType<typeof run>>) => j.assumptions.find((a) => a.key === 'fineTune')?.value;
+  const lora = (j: Awaited<ReturnType<typeof run>>) =>
+    j.assumptions.find((a) => a.key === 'fineTune')?.value as string | undefined;
 
   it("LoRA written out applies, with peft's default rank when none is passed", async () => {
     const j = await run(['model = get_peft_model(model, LoraConfig(target_modules=["q_proj", "v_proj"]))']);
@@ -1258,12 +1231,7 @@ describe('a list of modules bound to a name and wrapped whole', () => {
         '',
       ].join('\n'),
     );
-    const r = await cli('estimate', file, '--json');
-    assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as {
-      plan: { units: number };
-      units: { modules: string[]; params: number }[];
-    };
+    const j = await estimateJson(file);
     // Llama 3.1 8B: 32 decoder layers, one unit of [norm, lm_head], and the root.
     assert.equal(j.plan.units, 34);
     const tail = j.units.find((u) => u.modules.length === 2)!;
@@ -1443,12 +1411,7 @@ describe('the micro-batch a script loads', () => {
         '',
       ].join('\n'),
     );
-    const r = await cli('estimate', file, '--json');
-    assert.equal(r.code, 0, r.err);
-    return JSON.parse(r.out) as {
-      assumptions: { key: string; value: string; source: { kind: string; detail?: string } }[];
-      plan: { notes: string[] };
-    };
+    return await estimateJson(file);
   };
   const micro = (j: Awaited<ReturnType<typeof run>>) => j.assumptions.find((a) => a.key === 'microBatch')!;
 
@@ -1488,11 +1451,7 @@ describe('the input a script makes up for the model', () => {
     const dir = projectDir('fsdp-lens-input-');
     const file = path.join(dir, 'train.py');
     fs.writeFileSync(file, script(input));
-    const r = await cli('estimate', file, '--json');
-    assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as {
-      assumptions: { key: string; value: unknown; source: { kind: string; detail?: string } }[];
-    };
+    const j = await estimateJson(file);
     const get = (k: string) => j.assumptions.find((a) => a.key === k);
     return { batch: get('microBatch'), seq: get('seqLen') };
   };
