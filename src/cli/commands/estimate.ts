@@ -7,8 +7,7 @@ import { scanText } from '../../core/analysis/input';
 import { estimateJson } from '../../core/report/json';
 import { advise } from '../../core/whatif/advice';
 import { adviceText, estimateText } from '../../core/report/text';
-import { launchArguments, type EstimateResult } from '../../core/resolve/analyze';
-import { configDataReader } from '../../core/frameworks/scriptConfigs';
+import type { EstimateResult } from '../../core/resolve/analyze';
 import { INPUT_BY_FLAG, parseInput, type SetupValues } from '../../core/inputs/table';
 import { fineTuneFromFlags, type ModelChoice } from '../../core/inputs/model';
 import { replicasDivide } from '../../core/inputs/layers';
@@ -23,7 +22,7 @@ import type { CommandSpec } from '../spec';
 import { EXIT, reportGaps, UsageError, type Streams } from '../io';
 import { didYouMean } from '../../core/vocabulary/suggest';
 import { commandLineHost, readConfigFile, readPythonFile } from '../files';
-import { analyzeDocument } from '../../core/entry/analyze';
+import { analyzeDocument, scanContext } from '../../core/entry/analyze';
 import { isConfigPath } from '../../core/vocabulary/files';
 
 const OPTIONS = {
@@ -151,13 +150,9 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
   try {
     // The Python file scanned once: exact mode reads the same facts the estimate does.
     // The script's arguments: those after `--`, else those a launch file of the project passes it.
-    const launch = abs && !scriptArgs ? launchArguments(project, abs) : undefined;
     const facts =
       abs && !isConfigPath(abs)
-        ? scanText(grammar, abs, read.text, {
-            ...(scriptArgs ? { argv: scriptArgs } : launch ? { launchArgv: launch } : {}),
-            ...(project ? { readData: configDataReader(project, abs) } : {}),
-          })
+        ? scanText(grammar, abs, read.text, scanContext(project, abs, scriptArgs))
         : undefined;
     let exactModel: ExactModel | undefined;
     if (values.exact) {

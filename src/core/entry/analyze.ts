@@ -3,6 +3,7 @@
  * and the command line alike: its facts, its estimate (or why there is none) and its findings. File system and
  * environment come in through `AnalyzeOptions` (the host, the project); nothing here reads the disk itself.
  */
+import type { Project } from '../project/project';
 import { emptyFacts, type FileFacts } from '../analysis/facts';
 import { scanText } from '../analysis/input';
 import type { PythonGrammar } from '../parsing/python';
@@ -175,6 +176,22 @@ export type DocumentAnalysis = FileAnalysis &
   };
 
 /**
+ * What the run gives a script besides its text: its own arguments (given, else a launch file's of the project) and
+ * a reader of the configuration files it loads by a path it writes.
+ */
+export function scanContext(
+  project: Project | undefined,
+  file: string,
+  argv?: readonly string[],
+): ScanOptions {
+  const launch = argv ? undefined : launchArguments(project, file);
+  return {
+    ...(argv ? { argv } : launch ? { launchArgv: launch } : {}),
+    ...(project ? { readData: configDataReader(project, file) } : {}),
+  };
+}
+
+/**
  * Analyses one document: a configuration by what it configures, a Python file by its facts (scanned here from its
  * text, or from the tree of a caller that keeps its own incremental tree). Without a file, the model of the flags
  * alone. The whole analysis runs under one work budget and never throws: what a stage did not expect is a fault.
@@ -196,14 +213,7 @@ export function analyzeDocument(
       if (doc.file && isConfigPath(doc.file)) return analyzeConfigText(doc.file, doc.text, opts);
       let facts: FileFacts;
       try {
-        // What the run gives the script besides its text: the arguments of the launch file that runs it, and the
-        // configuration files it loads by a path it writes.
-        const project = opts.estimate.project;
-        const launch = doc.file && !doc.facts ? launchArguments(project, doc.file) : undefined;
-        const context: ScanOptions = {
-          ...(launch ? { launchArgv: launch } : {}),
-          ...(project && doc.file ? { readData: configDataReader(project, doc.file) } : {}),
-        };
+        const context = doc.file && !doc.facts ? scanContext(opts.estimate.project, doc.file) : {};
         facts =
           doc.facts ??
           (doc.tree

@@ -79,7 +79,6 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
   const file = project.file(facts.path);
   if (!file) return out;
   stack.add(path.resolve(facts.path));
-  let ev: Evaluator | undefined;
   let followed = 0;
   const sites: Site[] = [];
   for (const b of file.imports.bindings) {
@@ -101,7 +100,7 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
       }
     }
   }
-  ev ??= new Evaluator(file.source, file.imports);
+  const ev = new Evaluator(file.source, file.imports);
   sites.push(...registrySites(file, ev, out.notes));
   for (const site of sites) {
     if (followed >= MAX_HELPERS) return out;
@@ -157,7 +156,6 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
     const at = `${site.fn}() in ${rel}`;
     // Whether the call runs, as the scan decides it for a wrap call of the file: a condition false as written or
     // by a default keeps it out.
-    ev ??= new Evaluator(file.source, file.imports);
     const never = neverRunsReason(ev, site.call, enclosingFunction(site.call));
     const runs = never?.byDefault ? { offByDefault: never.reason } : never ? { neverRuns: never.reason } : {};
     const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver));
