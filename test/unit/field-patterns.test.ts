@@ -893,13 +893,81 @@ describe('a file of several wrap functions', () => {
     assert.equal(j.plan.units, 17);
     assert.ok(
       j.plan.notes.includes(
-        'the plan of shard_decoder(), called at train.py:4; shard_vision() is called nowhere in the project',
+        'the plan of shard_decoder(), called at train.py:4; shard_vision() (line 2, called nowhere in the project) makes another plan, not estimated here (`--plan NAME` or `# fsdp: plan=NAME` picks one)',
       ),
       j.plan.notes.join('\n'),
     );
     assert.match(
       j.assumptions.find((a) => a.key === 'model')!.source.detail!,
       /passed to shard_decoder\(\) at train\.py:4/,
+    );
+  });
+});
+
+describe('a file whose classes each make a plan', () => {
+  // An RL stack's workers: the actor's and the reward model's, each loading and wrapping its own model.
+  const workers = [
+    'import torch',
+    'import functools',
+    'from transformers import AutoModelForCausalLM',
+    'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+    'from torch.distributed.fsdp import CPUOffload, FullyShardedDataParallel as FSDP',
+    'from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy',
+    'policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})',
+    'class ActorWorker:',
+    '    def build(self):',
+    '        model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+    '        self.model = FSDP(model, auto_wrap_policy=policy)',
+    'class RewardWorker:',
+    '    def build(self):',
+    '        model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B", torch_dtype=torch.bfloat16)',
+    '        self.model = FSDP(model, auto_wrap_policy=policy, cpu_offload=CPUOffload(offload_params=True))',
+    '',
+  ].join('\n');
+  // Llama 3.2 1B as published: 1,235,814,400 parameters; 16 decoder layers and the root, on 8 GPUs.
+  const params = 1_235_814_400;
+  const shardedBytes = (
+    j: EstimateJson & { perGpu?: { persistent: { terms: { name: string; bytes: number }[] } } },
+  ) => j.perGpu!.persistent.terms.find((t) => t.name === 'sharded parameters')!.bytes;
+
+  it("estimates one class's plan, with none of the other's offload or dtype", async () => {
+    const dir = projectDir('fsdp-lens-classes-');
+    const file = path.join(dir, 'workers.py');
+    fs.writeFileSync(file, workers);
+    const j = await estimateJson(file, '--world-size', '8');
+    assert.equal(j.plan.units, 17);
+    // The actor keeps fp32 sharded parameters on the GPU: 1,235,814,400 / 8 x 4 B.
+    assert.equal(shardedBytes(j), (params / 8) * 4);
+    assert.ok(
+      j.plan.notes.includes(
+        'the plan of class ActorWorker, the first in the file: no call in the project builds any of them; class RewardWorker (line 12, built by no call in the project) makes another plan, not estimated here (`--plan NAME` or `# fsdp: plan=NAME` picks one)',
+      ),
+      j.plan.notes.join('\n'),
+    );
+  });
+
+  it('estimates the plan --plan names: the reward model offloaded in bf16', async () => {
+    const dir = projectDir('fsdp-lens-classes-');
+    const file = path.join(dir, 'workers.py');
+    fs.writeFileSync(file, workers);
+    const j = await estimateJson(file, '--world-size', '8', '--plan', 'RewardWorker');
+    // FSDP1 CPUOffload(offload_params=True) keeps the sharded parameters in host memory: none on the GPU.
+    assert.equal(shardedBytes(j), 0);
+    const host = (j as unknown as { perGpu: { host: { terms: { name: string; bytes: number }[] } } }).perGpu
+      .host;
+    // bf16 (torch_dtype of this class's load): 1,235,814,400 / 8 x 2 B offloaded.
+    assert.equal(host.terms.find((t) => t.name === 'offloaded sharded parameters')!.bytes, (params / 8) * 2);
+  });
+
+  it('takes the plan a "# fsdp: plan=" comment names', async () => {
+    const dir = projectDir('fsdp-lens-classes-');
+    const file = path.join(dir, 'workers.py');
+    fs.writeFileSync(file, `# fsdp: plan=RewardWorker\n${workers}`);
+    const j = await estimateJson(file, '--world-size', '8');
+    assert.equal(shardedBytes(j), 0);
+    assert.match(
+      j.plan.notes.join('\n'),
+      /the plan of class RewardWorker, chosen by # fsdp: plan= at line 1/,
     );
   });
 });

@@ -33,6 +33,7 @@ const OPTIONS = {
   'lora-rank': { type: 'string' },
   'lora-targets': { type: 'string' },
   'base-dtype': { type: 'string' },
+  plan: { type: 'string' },
   exact: { type: 'boolean' },
   python: { type: 'string' },
   'exact-timeout': { type: 'string' },
@@ -51,6 +52,10 @@ export const estimateSpec = {
   options: OPTIONS,
   flags: () => [
     ...estimateFlags(),
+    {
+      flag: '--plan NAME',
+      text: 'Of a file whose wraps make several plans (in different functions or classes), the one NAME makes.',
+    },
     {
       flag: '--exact',
       text: 'Build the model with PyTorch on the meta device for exact parameter counts (runs your code).',
@@ -181,6 +186,7 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
         estimate: {
           flags: { values: flags, ...(model ? { model } : {}), ...(fineTune ? { fineTune } : {}) },
           host,
+          ...(values.plan ? { plan: values.plan } : {}),
           ...(project ? { project } : {}),
           ...(exactModel ? { exactModel } : {}),
         },

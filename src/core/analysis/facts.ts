@@ -75,6 +75,10 @@ export interface FrameworkCallFact {
 
 export interface FunctionFact {
   line: number;
+  /** 1-based last line of the function. */
+  end: number;
+  /** The class the function is a method of: its qualified name and its lines. */
+  owner?: { name: string; line: number; end: number };
   parameters: string[];
   /** Called somewhere in this file (otherwise its callers live in other files). */
   calledInFile: boolean;

@@ -599,7 +599,24 @@ export function functionFacts(file: SourceFile, calls: WrapCall[]): Record<strin
     const calledInFile = file
       .identifiers(name)
       .some((id) => (id.startIndex < fn.startIndex || id.startIndex >= fn.endIndex) && callOf(id) !== null);
-    out[c.function] = { line: file.line(fn), parameters: parameterNames(fn), calledInFile };
+    out[c.function] = functionFact(file, fn, calledInFile);
   }
   return out;
+}
+
+/** What a function is: its lines, its parameters, the class it is a method of, whether the file calls it. */
+export function functionFact(file: SourceFile, fn: Node, calledInFile: boolean): FunctionFact {
+  // A method: the function sits in a class body, perhaps under decorators.
+  const holder = up(fn)?.type === 'decorated_definition' ? up(up(fn)) : up(fn);
+  const cls = holder?.type === 'block' ? up(holder) : null;
+  const lastLine = (n: Node) => n.endPosition.row + 1;
+  return {
+    line: file.line(fn),
+    end: lastLine(fn),
+    ...(cls?.type === 'class_definition'
+      ? { owner: { name: qualifiedName(cls), line: file.line(cls), end: lastLine(cls) } }
+      : {}),
+    parameters: parameterNames(fn),
+    calledInFile,
+  };
 }

@@ -7,6 +7,7 @@ import type { ArchShape } from '../model/hf';
 import { hasModuleNamed, type ModuleNode } from '../model/tree';
 import type { Plan, UnitPlan } from '../estimator/types';
 import { modelVariable } from '../analysis/paths';
+import { oneLine } from '../vocabulary/words';
 import { defaultUnits, matchModules, unitsFromPolicy } from './policies';
 
 function stripPrefix(path: string[], prefix: string[]): string[] | null {
@@ -46,6 +47,12 @@ export type ReshardPerModule = (
 function offloadOf(c: WrapCall, notes: string[], where: string): boolean {
   const o = c.options.offload_policy ?? c.options.cpu_offload;
   const v = o?.value as OffloadValue | null | undefined;
+  if (o && v === null && o.text !== 'None' && !o.conditions?.length) {
+    // `cpu_offload=cpu_offload`, bound to `None if role == "actor" else CPUOffload(...)`: not taken as on.
+    const name = c.options.offload_policy ? 'offload_policy' : 'cpu_offload';
+    notes.push(`${where}: ${name}=${oneLine(o.text)} is not known statically; estimated without CPU offload`);
+    return false;
+  }
   if (!o || !v || typeof v !== 'object') return false;
   if (o.conditions?.length) {
     notes.push(`${where}: CPU offload only when ${o.conditions.join(' and ')}; estimated without it`);

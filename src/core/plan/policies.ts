@@ -5,6 +5,7 @@
  */
 import type { WrapPolicyValue } from '../analysis/options';
 import type { UnitPlan } from '../estimator/types';
+import { oneLine } from '../vocabulary/words';
 import { joinPath, outermostOfClass, walk, type ModuleNode } from '../model/tree';
 
 /** Parameters in a module's subtree (tied ones once), as FSDP1's policies count `nonwrapped_numel`. */
@@ -80,7 +81,7 @@ export function unitsFromPolicy(
       case 'unknown':
         classes = new Set(opts.fallbackClasses);
         notes.push(
-          `auto_wrap_policy ${policy.text} not read statically: assumed to wrap each ${opts.fallbackClasses.join(', ') || 'block'}`,
+          `auto_wrap_policy ${oneLine(policy.text)} not read statically: assumed to wrap each ${opts.fallbackClasses.join(', ') || 'block'}`,
         );
         break;
     }

@@ -47,6 +47,8 @@ export interface AnalyzeOptions {
   settings?: SetupValues;
   /** The model to use when nothing in the file names one (an editor setting). */
   fallbackModel?: ModelChoice;
+  /** Which plan of a file that makes several to estimate: the function or class that makes it (`--plan`). */
+  plan?: string;
   /** The project around the file: model code is read from it (imports, callers). */
   project?: Project;
   /** The model class the user chose when the code allows several. */
@@ -92,20 +94,24 @@ export type EstimateResult = (
 /** The estimate for one scanned file, with every input's source; or why there is none. */
 export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): EstimateResult {
   // Several wrap functions, none calling another: the plan of the one the project calls.
-  const chosen = opts.framework ? { facts: scanned } : planOfCalledFunction(opts.project, scanned);
-  if (chosen.note)
-    return estimateFacts(chosen.facts, opts, { calls: [], notes: [chosen.note], functions: {} });
+  const chosen = opts.framework ? { facts: scanned } : planOfCalledFunction(opts.project, scanned, opts.plan);
+  const own = chosen.facts;
   // A file may wrap through helpers of the project (`apply_fsdp(model, mesh)`), besides or instead of its own calls
-  // (`FSDP(model)` in one arm of an `if`, `apply_fsdp2(model)` in the other).
-  const helpers = opts.project && !opts.framework ? helperPlan(opts.project, scanned) : undefined;
-  if (!helpers?.calls.length) return estimateFacts(scanned, opts, helpers);
-  const offset = scanned.calls.length;
+  // (`FSDP(model)` in one arm of an `if`, `apply_fsdp2(model)` in the other): those the chosen plan's lines call.
+  const found = opts.project && !opts.framework ? helperPlan(opts.project, scanned, chosen.span) : undefined;
+  const helpers =
+    chosen.note !== undefined
+      ? { ...(found ?? { calls: [], functions: {} }), notes: [chosen.note, ...(found?.notes ?? [])] }
+      : found;
+  if (!helpers?.calls.length) return estimateFacts(own, opts, helpers);
+  const scannedCalls = own.calls;
+  const offset = scannedCalls.length;
   const merged = helpers.calls.map((c) => ({ ...c, children: c.children.map((i) => i + offset) }));
   const r = estimateFacts(
     {
-      ...scanned,
-      calls: [...scanned.calls, ...merged],
-      checkpointing: [...scanned.checkpointing, ...(helpers.checkpointing ?? [])],
+      ...own,
+      calls: [...scannedCalls, ...merged],
+      checkpointing: [...own.checkpointing, ...(helpers.checkpointing ?? [])],
     },
     opts,
     helpers,

@@ -1,63 +1,164 @@
 /**
- * Which of a file's wrap functions makes the plan: a file that defines several functions that wrap
- * (`shard_vision(encoder)`, `shard_decoder(model)`), none calling another, is estimated for the one the project
- * calls (the one most callers call, when several are), not for whichever comes first; the note names the others.
+ * Which of a file's plans is estimated: a file whose wraps sit in several functions, none calling another
+ * (`shard_vision(encoder)`, `shard_decoder(model)`), or in several classes (an actor's, a critic's and a reward
+ * model's workers), is estimated for the one the user names, else the one the project runs (the most callers),
+ * else the first; the note names the others and how to pick one.
  */
 import * as path from 'node:path';
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import type { Project } from '../project/project';
 import { isTestFile } from '../project/testFiles';
+import type { LineSpan } from './helpers';
 
 export interface ChosenPlan {
   facts: FileFacts;
-  /** Which function's plan this is, and what the others are. */
+  /** Which plan this is, and what the others are. */
   note?: string;
+  /** The lines of the function or class whose plan this is: helper calls outside it belong to other plans. */
+  span?: LineSpan;
 }
 
-/** The file's facts with only the wrap calls of the function the project calls, when it has several of them. */
-export function planOfCalledFunction(project: Project | undefined, facts: FileFacts): ChosenPlan {
-  const live = facts.calls.filter((c) => !c.incomplete);
-  const names = [...new Set(live.map((c) => c.function))];
-  // Module-level wraps, methods, or functions that call one another make one plan together.
-  if (
-    !project ||
-    names.length < 2 ||
-    names.some((n) => !n || n.includes('.') || facts.functions[n]?.calledInFile)
-  )
-    return { facts };
+/** One candidate plan: the wraps of a function, or of a class's methods (which call one another through `self`). */
+interface PlanGroup {
+  name: string;
+  kind: 'function' | 'class';
+  span: LineSpan;
+  calls: WrapCall[];
+}
+
+/**
+ * The file's facts restricted to one plan when its wraps make several; `pick` names one (`--plan`, or a
+ * `# fsdp: plan=NAME` comment).
+ */
+export function planOfCalledFunction(
+  project: Project | undefined,
+  facts: FileFacts,
+  pick?: string,
+): ChosenPlan {
+  const groups = planGroups(facts);
+  if (!groups || groups.length < 2) return { facts };
+  const annotated = facts.annotations.find((a) => a.values.plan !== undefined);
+  const wanted = pick ?? annotated?.values.plan;
+  const pickedBy = pick !== undefined ? `--plan ${pick}` : `# fsdp: plan= at line ${annotated?.line}`;
+  const named =
+    wanted !== undefined ? groups.find((g) => g.name === wanted || lastName(g.name) === wanted) : undefined;
+  const label = (g: PlanGroup) => (g.kind === 'class' ? `class ${g.name}` : `${g.name}()`);
+  const parts: string[] = [];
+  if (wanted !== undefined && !named)
+    parts.push(
+      `no plan is named "${wanted}" (${pickedBy}); the file's plans: ${groups.map((g) => g.name).join(', ')}`,
+    );
+  let chosen: PlanGroup;
+  const callers = project ? callerSites(project, facts, groups) : new Map<PlanGroup, string[]>();
+  if (named) {
+    chosen = named;
+    parts.push(`the plan of ${label(chosen)}, chosen by ${pickedBy}`);
+  } else {
+    // The one most callers run first (a decoder's helper over a vision encoder's that only some models call).
+    const called = groups
+      .filter((g) => callers.get(g)?.length)
+      .sort((a, b) => callers.get(b)!.length - callers.get(a)!.length);
+    if (called.length) {
+      chosen = called[0]!;
+      const sites = callers.get(chosen)!;
+      const verb = chosen.kind === 'class' ? 'built' : 'called';
+      parts.push(
+        `the plan of ${label(chosen)}, ${verb} at ${sites.slice(0, 3).join(', ')}${sites.length > 3 ? ', …' : ''}`,
+      );
+    } else {
+      chosen = groups[0]!;
+      parts.push(
+        `the plan of ${label(chosen)}, the first in the file: ${chosen.kind === 'class' ? 'no call in the project builds any of them' : 'the project calls none of them'}`,
+      );
+    }
+  }
+  const others = groups
+    .filter((g) => g !== chosen)
+    .map((g) => {
+      const sites = callers.get(g) ?? [];
+      const how = sites.length
+        ? `${g.kind === 'class' ? 'built' : 'called'} at ${sites[0]}`
+        : `${g.kind === 'class' ? 'built by no call' : 'called nowhere'} in the project`;
+      return `${label(g)} (line ${g.span.line}, ${how})`;
+    });
+  parts.push(
+    `${others.join(', ')} ${others.length === 1 ? 'makes' : 'make'} another plan, not estimated here (\`--plan NAME\` or \`# fsdp: plan=NAME\` picks one)`,
+  );
+  return { facts: restrictedTo(facts, chosen, groups), note: parts.join('; '), span: chosen.span };
+}
+
+function lastName(name: string): string {
+  return name.slice(name.lastIndexOf('.') + 1);
+}
+
+/**
+ * The plans the file's wraps make, in file order; null when they make one together: wraps at module level, in a
+ * nested function, or in functions the file calls itself.
+ */
+function planGroups(facts: FileFacts): PlanGroup[] | null {
+  const groups = new Map<string, PlanGroup>();
+  for (const c of facts.calls) {
+    if (c.incomplete) continue;
+    const fn = c.function ? facts.functions[c.function] : undefined;
+    if (!c.function || !fn) return null;
+    let g: PlanGroup;
+    if (fn.owner)
+      g = { name: fn.owner.name, kind: 'class', span: { line: fn.owner.line, end: fn.owner.end }, calls: [] };
+    else if (!c.function.includes('.') && !fn.calledInFile)
+      g = { name: c.function, kind: 'function', span: { line: fn.line, end: fn.end }, calls: [] };
+    else return null;
+    const known = groups.get(`${g.kind}:${g.name}`);
+    if (known) known.calls.push(c);
+    else groups.set(`${g.kind}:${g.name}`, { ...g, calls: [c] });
+  }
+  return [...groups.values()].sort((a, b) => a.span.line - b.span.line);
+}
+
+/** Where the project calls each function, or builds each class (test files left out), as `file:line`. */
+function callerSites(project: Project, facts: FileFacts, groups: PlanGroup[]): Map<PlanGroup, string[]> {
   const root = project.roots[0] ?? path.dirname(facts.path);
   const rel = (f: string) => path.relative(root, f) || path.basename(f);
-  const callers = new Map<string, string[]>();
-  for (const n of names as string[]) {
+  const self = path.resolve(facts.path);
+  const out = new Map<PlanGroup, string[]>();
+  for (const g of groups) {
     const sites = project
-      .callersOf(n)
-      .filter((s) => path.resolve(s.file.path) !== path.resolve(facts.path) && !isTestFile(rel(s.file.path)))
+      .callersOf(lastName(g.name))
+      .filter((s) => {
+        const line = s.call.startPosition.row + 1;
+        const here = path.resolve(s.file.path) === self;
+        // A function's callers in this file make it part of one plan already; a class may be built here.
+        if (here && (g.kind === 'function' || (line >= g.span.line && line <= g.span.end))) return false;
+        return !isTestFile(rel(s.file.path));
+      })
       .map((s) => `${rel(s.file.path)}:${s.call.startPosition.row + 1}`);
-    callers.set(n, sites);
+    out.set(g, sites);
   }
-  // The one most callers run first (a decoder's helper over a vision encoder's that only some models call).
-  const called = [...callers].filter(([, s]) => s.length).sort((a, b) => b[1].length - a[1].length);
-  if (!called.length) return { facts };
-  const [chosen, sites] = called[0]!;
-  const kept = facts.calls.filter((c) => c.function === chosen);
+  return out;
+}
+
+/**
+ * The facts of one plan: its wrap calls, and the other facts (models, checkpointing, optimizers, casts) written
+ * in its lines or outside every plan's lines (module level), not those of the other plans.
+ */
+function restrictedTo(facts: FileFacts, chosen: PlanGroup, groups: PlanGroup[]): FileFacts {
+  const inSpan = (line: number, s: LineSpan) => line >= s.line && line <= s.end;
+  const keep = (x: { line: number }) =>
+    inSpan(x.line, chosen.span) || !groups.some((g) => inSpan(x.line, g.span));
+  const kept = facts.calls.filter((c) => chosen.calls.includes(c));
   const index = new Map(kept.map((c, i) => [facts.calls.indexOf(c), i]));
-  const renumbered: WrapCall[] = kept.map((c) => ({
+  const calls: WrapCall[] = kept.map((c) => ({
     ...c,
     children: c.children.filter((i) => index.has(i)).map((i) => index.get(i)!),
   }));
-  const others = (names as string[]).filter((n) => n !== chosen);
-  const otherCalled = called.slice(1).map(([n, s]) => `${n}() (called at ${s[0]})`);
-  const uncalled = others.filter((n) => !callers.get(n)?.length).map((n) => `${n}()`);
-  const parts = [
-    `the plan of ${chosen}(), called at ${sites.slice(0, 3).join(', ')}${sites.length > 3 ? ', …' : ''}`,
-    ...(otherCalled.length
-      ? [
-          `${otherCalled.join(', ')} also make${otherCalled.length === 1 ? 's' : ''} a plan, not estimated here`,
-        ]
-      : []),
-    ...(uncalled.length
-      ? [`${uncalled.join(', ')} ${uncalled.length === 1 ? 'is' : 'are'} called nowhere in the project`]
-      : []),
-  ];
-  return { facts: { ...facts, calls: renumbered }, note: parts.join('; ') };
+  return {
+    ...facts,
+    calls,
+    meshes: facts.meshes.filter(keep),
+    optimizers: facts.optimizers.filter(keep),
+    models: facts.models.filter(keep),
+    checkpointing: facts.checkpointing.filter(keep),
+    training: facts.training.filter(keep),
+    mixedPrecision: facts.mixedPrecision.filter(keep),
+    frameworkCalls: facts.frameworkCalls.filter(keep),
+  };
 }

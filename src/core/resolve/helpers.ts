@@ -27,7 +27,7 @@ import {
 } from '../python/scope';
 import { Evaluator } from '../analysis/evaluator';
 import { branchPath } from '../analysis/branches';
-import { neverRunsReason } from '../analysis/wrapCalls';
+import { functionFact, neverRunsReason } from '../analysis/wrapCalls';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
 const MAX_HELPERS = 16;
@@ -63,18 +63,34 @@ const MAX_CHAIN = 3;
  * The wrap calls a file makes through helpers it imports from the project, in the caller's names; empty when it
  * calls none. Only top-level functions whose wraps start from one of their parameters are followed.
  */
-export function helperPlan(project: Project, facts: FileFacts): HelperPlan {
+export function helperPlan(project: Project, facts: FileFacts, span?: LineSpan): HelperPlan {
   // The entry asks whether there is one before estimating, and the estimate asks again: one search per facts.
+  const key = span ? `${span.line}-${span.end}` : '';
   const known = searched.get(facts);
-  if (known?.project === project) return known.plan;
-  const plan = searchHelpers(project, facts);
-  searched.set(facts, { project, plan });
+  const memo = known?.project === project ? known.plans : new Map<string, HelperPlan>();
+  if (!known || known.project !== project) searched.set(facts, { project, plans: memo });
+  const hit = memo.get(key);
+  if (hit) return hit;
+  const plan = searchHelpers(project, facts, 0, new Set(), span);
+  memo.set(key, plan);
   return plan;
 }
 
-const searched = new WeakMap<FileFacts, { project: Project; plan: HelperPlan }>();
+/** 1-based first and last lines: the part of a file whose helper calls make one plan (a class, a function). */
+export interface LineSpan {
+  line: number;
+  end: number;
+}
 
-function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = new Set<string>()): HelperPlan {
+const searched = new WeakMap<FileFacts, { project: Project; plans: Map<string, HelperPlan> }>();
+
+function searchHelpers(
+  project: Project,
+  facts: FileFacts,
+  depth = 0,
+  stack = new Set<string>(),
+  span?: LineSpan,
+): HelperPlan {
   const out: HelperPlan = { calls: [], notes: [], functions: {} };
   const file = project.file(facts.path);
   if (!file) return out;
@@ -102,7 +118,11 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
   }
   const ev = new Evaluator(file.source, file.imports);
   sites.push(...registrySites(file, ev, out.notes));
-  for (const site of sites) {
+  const inSpan = (site: Site) => {
+    const line = file.source.line(site.call);
+    return !span || (line >= span.line && line <= span.end);
+  };
+  for (const site of sites.filter(inSpan)) {
     if (followed >= MAX_HELPERS) return out;
     // A helper that wraps nothing itself is followed into the helpers it calls only when the call may pass the
     // model: a model the file builds, a name that says so, or (deeper) a parameter passed on.
@@ -189,11 +209,7 @@ function searchHelpers(project: Project, facts: FileFacts, depth = 0, stack = ne
     const within = enclosingFunction(site.call);
     const name = within ? qualifiedName(within) : null;
     if (within && name && !out.functions[name])
-      out.functions[name] = {
-        line: file.source.line(within),
-        parameters: parameterNames(within),
-        calledInFile: false,
-      };
+      out.functions[name] = functionFact(file.source, within, false);
     out.notes.push(
       `the wraps of ${at}, called at line ${file.source.line(site.call)}${site.chosenBy ? `, ${site.chosenBy}` : ''}`,
       ...helper.methodNotes.map((n) => `${rel}: ${n}`),
