@@ -9,6 +9,7 @@ import { MAX_CONFIG_BYTES } from '../core/frameworks/configDoc';
 import { SKIP_DIRS } from '../core/vocabulary/files';
 import { commandLineRoots, confine, huggingFaceRoots } from '../core/project/boundary';
 import { findProjectRoot } from '../core/project/project';
+import { sitePackages } from '../core/project/environments';
 import type { Host } from '../core/vocabulary/host';
 import { diskFS, nodeHost } from '../host/disk';
 
@@ -126,9 +127,12 @@ export function commandLineHost(
   named: string[] = [],
 ): { host: Host; projectRoot?: string } {
   const disk = nodeHost();
+  const own = file ? commandLineRoots(file, disk) : [];
   const roots = [
-    ...(file ? commandLineRoots(file, disk) : []),
+    ...own,
     ...huggingFaceRoots(disk),
+    // Installed packages a helper may come from: read, never run.
+    ...sitePackages(disk.fs, own, disk.env),
     ...named.map((p) => path.resolve(p)),
   ];
   return {

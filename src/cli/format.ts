@@ -38,7 +38,9 @@ export function formatScanText(f: FileFacts & { throughHelpers?: ThroughHelpers 
     lines.push(
       configuring.length
         ? '  no FSDP wrap calls written here; FSDP is configured by the framework calls below (fsdp-lens estimate reads their plan)'
-        : '  no FSDP wrap calls found',
+        : helpers?.unfollowed?.length
+          ? '  no FSDP wrap calls written here; helpers it calls wrap:'
+          : '  no FSDP wrap calls found',
     );
   // Helpers whose wraps are found but not planned: what they wrap, and why the plan does not take it.
   for (const u of helpers?.unfollowed ?? []) {
@@ -47,7 +49,7 @@ export function formatScanText(f: FileFacts & { throughHelpers?: ThroughHelpers 
     );
     for (const w of u.wraps.slice(0, 8))
       lines.push(
-        `          ${path.basename(u.where)}:${w.line}  ${w.api === 'fully_shard' ? 'fully_shard' : w.api}(${w.target})`,
+        `          ${path.basename(u.where.replace(/ \(installed\)$/, ''))}:${w.line}  ${w.api === 'fully_shard' ? 'fully_shard' : w.api}(${w.target})`,
       );
     if (u.wraps.length > 8) lines.push(`          … and ${u.wraps.length - 8} more`);
   }

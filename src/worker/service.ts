@@ -14,6 +14,7 @@ import { ParsedDocument } from '../core/parsing/document';
 import type { PythonGrammar } from '../core/parsing/python';
 import { confine, huggingFaceRoots } from '../core/project/boundary';
 import { Project } from '../core/project/project';
+import { sitePackages } from '../core/project/environments';
 import { buildPanelData } from '../core/report/panelData';
 import type { EstimateResult } from '../core/resolve/analyze';
 import type { FileSystem, Host } from '../core/vocabulary/host';
@@ -91,11 +92,14 @@ export class AnalysisService {
     if (!folder) return undefined;
     let p = this.projects.get(folder);
     if (!p) {
-      // Reads stay inside the folder and the Hugging Face folders, whatever a file of the workspace names.
+      // Reads stay inside the folder, the Hugging Face folders and the site-packages of the folder's Python
+      // environments, whatever a file of the workspace names.
+      const libraries = sitePackages(diskFS, [folder], this.machine.env);
       p = new Project(
         [folder],
         this.grammar,
-        confine(this.files, [folder, ...huggingFaceRoots(this.machine)]),
+        confine(this.files, [folder, ...huggingFaceRoots(this.machine), ...libraries]),
+        { libraries },
       );
       this.projects.set(folder, p);
     }

@@ -5,6 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { cli, scanSource } from './helpers';
+import { sitePackages } from '../../src/core/project/environments';
+import { diskFS } from '../../src/host/disk';
 import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
 import { applyEdits } from '../../src/core/lint/edits';
 import { lintFacts } from '../../src/core/lint/lint';
@@ -901,6 +903,91 @@ describe('a file of several wrap functions', () => {
       j.assumptions.find((a) => a.key === 'model')!.source.detail!,
       /passed to shard_decoder\(\) at train\.py:4/,
     );
+  });
+});
+
+describe('a helper of an installed package', () => {
+  /** A project with a virtual environment whose site-packages holds `shardkit`, a sharding helper. */
+  function withInstalledHelper(prefix: string): { dir: string; site: string } {
+    const dir = projectDir(prefix);
+    const site = path.join(dir, '.venv', 'lib', 'python3.11', 'site-packages');
+    fs.mkdirSync(path.join(site, 'shardkit'), { recursive: true });
+    fs.writeFileSync(path.join(dir, '.venv', 'pyvenv.cfg'), 'home = /usr/bin\nversion = 3.11.4\n');
+    fs.writeFileSync(path.join(site, 'shardkit', '__init__.py'), 'from .parallel import apply_fsdp\n');
+    fs.writeFileSync(
+      path.join(site, 'shardkit', 'parallel.py'),
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'def apply_fsdp(model, mesh=None):',
+        '    for layer in model.model.layers:',
+        '        fully_shard(layer, mesh=mesh)',
+        '    fully_shard(model, mesh=mesh)',
+        '',
+      ].join('\n'),
+    );
+    return { dir, site };
+  }
+
+  it('finds the site-packages of a project venv, of $VIRTUAL_ENV and of a Windows layout', () => {
+    const { dir, site } = withInstalledHelper('fsdp-lens-installed-');
+    const active = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-active-'));
+    fs.mkdirSync(path.join(active, 'Lib', 'site-packages'), { recursive: true });
+    // A folder named like a venv without pyvenv.cfg is not one.
+    fs.mkdirSync(path.join(dir, 'env', 'lib', 'python3.10', 'site-packages'), { recursive: true });
+    assert.deepEqual(sitePackages(diskFS, [dir], { VIRTUAL_ENV: active }), [
+      site,
+      path.join(active, 'Lib', 'site-packages'),
+    ]);
+  });
+
+  it("is followed from the script: the package's wraps are the plan", async () => {
+    const { dir } = withInstalledHelper('fsdp-lens-installed-');
+    const train = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      train,
+      [
+        'from transformers import AutoModelForCausalLM',
+        'import shardkit',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'shardkit.apply_fsdp(model)',
+        '',
+      ].join('\n'),
+    );
+    const j = await estimateJson(train);
+    // Llama 3.2 1B: 16 decoder layers wrapped in the loop, then the root.
+    assert.equal(j.model.params, 1_235_814_400);
+    assert.equal(j.plan.units, 17);
+    assert.equal(j.plan.source.kind, 'detected');
+    assert.ok(
+      j.plan.notes.some((n) => n.startsWith('the wraps of apply_fsdp() in shardkit/parallel.py (installed)')),
+      j.plan.notes.join('\n'),
+    );
+  });
+
+  it("never follows PyTorch's own package, even where one is installed in the environment", async () => {
+    const { dir, site } = withInstalledHelper('fsdp-lens-installed-');
+    // An installed torch whose fully_shard wraps something: the API is modelled, not followed.
+    fs.mkdirSync(path.join(site, 'torch', 'distributed', 'fsdp'), { recursive: true });
+    fs.writeFileSync(
+      path.join(site, 'torch', 'distributed', 'fsdp', '__init__.py'),
+      'def fully_shard(module, **kw):\n    fully_shard(module.child)\n    return module\n',
+    );
+    const train = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      train,
+      [
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer)',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    const j = await estimateJson(train);
+    assert.equal(j.plan.units, 17);
+    assert.ok(!j.plan.notes.some((n) => /installed/.test(n)), j.plan.notes.join('\n'));
   });
 });
 

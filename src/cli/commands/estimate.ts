@@ -12,7 +12,7 @@ import { INPUT_BY_FLAG, parseInput, type SetupValues } from '../../core/inputs/t
 import { fineTuneFromFlags, type ModelChoice } from '../../core/inputs/model';
 import { replicasDivide } from '../../core/inputs/layers';
 import { loadPython } from '../../host/grammar';
-import { Project } from '../../core/project/project';
+import { projectAt } from '../../core/project/project';
 import { exactForScript, type ExactModel } from '../../core/exact/exact';
 import { runExactHelper } from '../../host/exact';
 import type { FineTune } from '../../core/model/finetune';
@@ -151,7 +151,7 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
   const grammar = await loadPython();
   const abs = file ? path.resolve(file) : undefined;
   const { host, projectRoot } = commandLineHost(abs, values.config ? [values.config] : []);
-  const project = projectRoot ? new Project([projectRoot], grammar, host.fs) : undefined;
+  const project = projectRoot ? projectAt(projectRoot, grammar, host) : undefined;
   try {
     // The Python file scanned once: exact mode reads the same facts the estimate does.
     // The script's arguments: those after `--`, else those a launch file of the project passes it.

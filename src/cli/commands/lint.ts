@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import { analyzeDocument } from '../../core/entry/analyze';
 import { isConfigPath } from '../../core/vocabulary/files';
-import { Project } from '../../core/project/project';
+import { projectAt, type Project } from '../../core/project/project';
 import type { Host } from '../../core/vocabulary/host';
 import { RULES, ruleById } from '../../core/lint/registry';
 import { toSarif, type FileFindings } from '../../core/lint/sarif';
@@ -185,7 +185,7 @@ export async function lintFiles(files: string[], options: LintOptions): Promise<
     const here = hostOf(abs);
     const root = here.projectRoot!;
     if (!projects.has(root))
-      projects.set(root, { project: new Project([root], grammar, here.host.fs), host: here.host });
+      projects.set(root, { project: projectAt(root, grammar, here.host), host: here.host });
     const { project, host } = projects.get(root)!;
     // Parsed once: the project's tree of the file serves its own analysis and the searches of other files.
     const parsed = config ? undefined : project.file(abs);

@@ -11,7 +11,7 @@ import { mapFiles } from '../pool';
 import type { FileFacts } from '../../core/analysis/facts';
 import { helperPlan } from '../../core/resolve/helpers';
 import type { ThroughHelpers } from '../format';
-import { Project } from '../../core/project/project';
+import { projectAt, type Project } from '../../core/project/project';
 
 export const scanSpec = {
   name: 'scan',
@@ -70,7 +70,7 @@ export async function scanFiles(
       const { host, projectRoot } = hosts(f);
       if (args?.helpers && projectRoot) {
         let project = projects.get(projectRoot);
-        if (!project) projects.set(projectRoot, (project = new Project([projectRoot], grammar, host.fs)));
+        if (!project) projects.set(projectRoot, (project = projectAt(projectRoot, grammar, host)));
         const helpers = helperPlan(project, facts);
         if (helpers.calls.length || helpers.notes.length)
           facts.throughHelpers = {

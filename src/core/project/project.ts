@@ -10,6 +10,7 @@ import type { Node, PythonGrammar } from '../parsing/python';
 import { SourceFile } from '../parsing/source';
 import { walkFiles } from './walk';
 import { SKIP_DIRS } from '../vocabulary/files';
+import { isModelledPackage, sitePackages } from './environments';
 
 /** File access the project analysis needs (the editor serves open documents first). */
 export type ProjectFS = FileSystem;
@@ -33,14 +34,23 @@ export class Project {
   private readonly cache = new Map<string, PyFile | null>();
   private listing: string[] | undefined;
   readonly maxFiles: number;
+  /** The site-packages folders of the project's Python environments: installed packages' helpers are read there. */
+  readonly libraries: readonly string[];
 
   constructor(
     readonly roots: string[],
     readonly grammar: PythonGrammar,
     readonly fs: ProjectFS,
-    opts: { maxFiles?: number } = {},
+    opts: { maxFiles?: number; libraries?: readonly string[] } = {},
   ) {
     this.maxFiles = opts.maxFiles ?? 5000;
+    this.libraries = opts.libraries ?? [];
+  }
+
+  /** The site-packages folder a file is installed in, or undefined for the project's own files. */
+  libraryOf(file: string): string | undefined {
+    const abs = path.resolve(file);
+    return this.libraries.find((l) => abs.startsWith(path.resolve(l) + path.sep));
   }
 
   /** The parsed file, or undefined when it cannot be read as Python. */
@@ -116,7 +126,7 @@ export class Project {
   /**
    * The file of a module, as Python's import system would find it from `fromFile`: relative imports from the
    * file's package, absolute ones from the file's directory (the script's directory is on sys.path), the project
-   * roots and their `src/` folders.
+   * roots and their `src/` folders, then the site-packages of its environments.
    */
   resolveModule(fromFile: string, module: string): string | undefined {
     // Asked again and again for the same imports (each call of an imported helper or class): found once per folder.
@@ -138,6 +148,8 @@ export class Project {
       bases.push(path.dirname(path.resolve(fromFile)));
       for (const r of this.roots) bases.push(r, path.join(r, 'src'));
     }
+    // Installed packages after the project's own folders, as on sys.path; never those the analysis models itself.
+    if (dots === 0 && rest.length && !isModelledPackage(m[2]!)) bases.push(...this.libraries);
     for (const base of bases) {
       const p = path.join(base, ...rest);
       if (rest.length && this.fs.version(`${p}.py`) !== undefined) return `${p}.py`;
@@ -223,4 +235,9 @@ export function findProjectRoot(file: string, host: Pick<Host, 'fs' | 'cwd' | 'h
   const inside = !path.relative(work, abs).startsWith('..') && !path.isAbsolute(path.relative(work, abs));
   if (inside && work !== path.parse(work).root && work !== path.resolve(host.home)) return work;
   return path.dirname(abs);
+}
+
+/** The project of a folder, with the installed packages of its Python environments (read through `host.fs`). */
+export function projectAt(root: string, grammar: PythonGrammar, host: Pick<Host, 'fs' | 'env'>): Project {
+  return new Project([root], grammar, host.fs, { libraries: sitePackages(host.fs, [root], host.env) });
 }

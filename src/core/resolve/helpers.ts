@@ -142,7 +142,11 @@ function searchHelpers(
     const selective = wraps.find(
       (c) => c.paths.some((p) => p.includes('**')) && !c.classFilter && c.conditions.length > 0,
     );
-    const rel = path.relative(path.dirname(facts.path), where) || path.basename(where);
+    // An installed package's file by its place in site-packages (`torchtune/training/_distributed.py`).
+    const library = project.libraryOf(where);
+    const rel = library
+      ? `${path.relative(library, where)} (installed)`
+      : path.relative(path.dirname(facts.path), where) || path.basename(where);
     const unfollowed = (reason: string) =>
       (out.unfollowed ??= []).push({
         line: file.source.line(site.call),
