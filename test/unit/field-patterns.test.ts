@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { cli, scanSource } from './helpers';
 import { sitePackages } from '../../src/core/project/environments';
+import { composeHydra } from '../../src/core/analysis/hydra';
 import { diskFS } from '../../src/host/disk';
 import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
 import { applyEdits } from '../../src/core/lint/edits';
@@ -903,6 +904,87 @@ describe('a file of several wrap functions', () => {
       j.assumptions.find((a) => a.key === 'model')!.source.detail!,
       /passed to shard_decoder\(\) at train\.py:4/,
     );
+  });
+});
+
+describe('a Hydra app', () => {
+  /** conf/train.yaml with a defaults list of two groups and its own keys last (`_self_`). */
+  function hydraProject(): string {
+    const dir = projectDir('fsdp-lens-hydra-');
+    for (const d of ['model', 'trainer']) fs.mkdirSync(path.join(dir, 'conf', d), { recursive: true });
+    const write = (f: string, lines: string[]) => fs.writeFileSync(path.join(dir, f), lines.join('\n'));
+    write('conf/train.yaml', [
+      'defaults:',
+      '  - model: llama1b',
+      '  - trainer: base',
+      '  - _self_',
+      'trainer:',
+      '  micro_batch: 4',
+    ]);
+    write('conf/model/llama1b.yaml', ['name: meta-llama/Llama-3.2-1B']);
+    write('conf/model/llama8b.yaml', ['name: meta-llama/Llama-3.1-8B']);
+    write('conf/trainer/base.yaml', ['micro_batch: 1', 'seq_len: 2048']);
+    write('train.py', [
+      'import hydra',
+      'import torch',
+      'from transformers import AutoModelForCausalLM',
+      'from torch.distributed.fsdp import fully_shard',
+      '@hydra.main(version_base=None, config_path="conf", config_name="train")',
+      'def main(cfg):',
+      '    model = AutoModelForCausalLM.from_pretrained(cfg.model.name)',
+      '    for layer in model.model.layers:',
+      '        fully_shard(layer)',
+      '    fully_shard(model)',
+      '    x = torch.randint(0, 128, (cfg.trainer.micro_batch, cfg.trainer.seq_len))',
+      '    model(x).loss.backward()',
+      '',
+    ]);
+    return dir;
+  }
+  const value = (j: EstimateJson, key: string) => j.assumptions.find((a) => a.key === key)?.value;
+
+  it('composes the config from the defaults list: the model of the group, the batch of _self_', async () => {
+    const j = await estimateJson(path.join(hydraProject(), 'train.py'));
+    // Llama 3.2 1B as published.
+    assert.equal(j.model.params, 1_235_814_400);
+    // trainer/base.yaml says 1, train.yaml's own trainer.micro_batch (merged after it, as _self_ is last) says 4.
+    assert.equal(value(j, 'microBatch'), '4');
+    assert.equal(value(j, 'seqLen'), '2048');
+    assert.ok(
+      j.plan.notes.includes(
+        'values read from conf/train.yaml, conf/model/llama1b.yaml and conf/trainer/base.yaml, which the script loads',
+      ),
+      j.plan.notes.join('\n'),
+    );
+  });
+
+  it("takes Hydra overrides after `--`: a group's option and a value", async () => {
+    const j = await estimateJson(
+      path.join(hydraProject(), 'train.py'),
+      '--',
+      'model=llama8b',
+      'trainer.micro_batch=2',
+    );
+    // Llama 3.1 8B as published: 8,030,261,248 parameters.
+    assert.equal(j.model.params, 8_030_261_248);
+    assert.equal(value(j, 'microBatch'), '2');
+  });
+
+  it('places a group under its package and honours _self_ first and @_global_', () => {
+    const files: Record<string, unknown> = {
+      'c/main.yaml': {
+        defaults: ['_self_', { 'db@_global_': 'pg' }, { 'opt@optim': 'adam' }],
+        port: 1,
+        lr: 0,
+      },
+      'c/db/pg.yaml': { port: 5432 },
+      'c/opt/adam.yaml': { lr: 0.001 },
+    };
+    const read: string[] = [];
+    const data = composeHydra((f) => files[f], 'c', 'main', read);
+    // _self_ first: the primary's port (1) is overridden by the global db option; adam sits under `optim`.
+    assert.deepEqual(data, { port: 5432, lr: 0, optim: { lr: 0.001 } });
+    assert.deepEqual(read, ['c/main.yaml', 'c/db/pg.yaml', 'c/opt/adam.yaml']);
   });
 });
 

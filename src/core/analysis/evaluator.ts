@@ -18,6 +18,7 @@ import { truthy } from '../python/operators';
 import { toPlain } from '../python/plain';
 import { conditionParts, dottedText, enclosingFunction, findBinding, type Binding } from '../python/scope';
 import { lastSegment } from './options';
+import { composeHydra } from './hydra';
 import { sameKey, setEntry, UNKNOWN, type DictEntry, type DictV, type Value } from '../python/values';
 
 export interface EvalLimits {
@@ -242,6 +243,7 @@ export class Evaluator extends Expressions<null> {
         case 'param':
           return (
             this.clickOption(name, b) ??
+            this.hydraConfig(b) ??
             this.fromCallSitesOnce(name, b) ?? {
               k: 'param',
               name,
@@ -417,6 +419,34 @@ export class Evaluator extends Expressions<null> {
    * passes the option's value, from the command line when given, else its `default` (None without one; False for
    * an `is_flag` option). Undefined for a parameter no option of the function names.
    */
+  /**
+   * The first parameter of a function decorated `@hydra.main(config_path="conf", config_name="train")`: the
+   * config Hydra composes from `conf/train.yaml` and its defaults list (see hydra.ts), read from the project.
+   */
+  private hydraConfig(b: Binding & { kind: 'param' }): Value | undefined {
+    const read = this.given.readData;
+    const decorated = up(b.function);
+    if (!read || b.index !== 0 || decorated?.type !== 'decorated_definition') return undefined;
+    for (const d of decorated.namedChildren) {
+      const call = d.type === 'decorator' ? d.namedChild(0) : null;
+      const fn = call?.type === 'call' ? call.childForFieldName('function') : null;
+      if (!fn || this.calleeName(fn) !== 'hydra.main') continue;
+      const kwargs = kwargsOf(this.callArguments(call!.childForFieldName('arguments'), null).keywords);
+      const dir = kwargs.config_path;
+      const name = kwargs.config_name;
+      if (dir?.k !== 'str' || name?.k !== 'str') return undefined;
+      const files: string[] = [];
+      const used: string[] = [];
+      // The script's command line holds Hydra overrides (`model=llama8b trainer.micro_batch=8`).
+      const data = composeHydra(read, dir.v, name.v, files, this.argv ?? [], used);
+      if (!data) return undefined;
+      this.filesRead.push(...files);
+      this.argsRead.push(...used);
+      return fromData(data, 0);
+    }
+    return undefined;
+  }
+
   private clickOption(name: string, b: Binding & { kind: 'param' }): Value | undefined {
     const decorated = up(b.function);
     if (decorated?.type !== 'decorated_definition') return undefined;

@@ -2,7 +2,7 @@
  * The estimate of one file: the model, the plan and every input resolved with its source, then estimated; or why
  * there is none.
  */
-import { count } from '../vocabulary/words';
+import { count, listed } from '../vocabulary/words';
 import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
 import type { FileFacts, TrainingFact, WrapCall } from '../analysis/facts';
@@ -278,7 +278,9 @@ function estimateFacts(
         project ? (c, prefix) => reshardPerIteration(project, facts, c, root, prefix) : undefined,
       );
   plan.notes.unshift(
-    ...(facts.configsRead ?? []).map((f) => `values read from ${f}, which the script loads`),
+    ...(facts.configsRead?.length
+      ? [`values read from ${listed([...new Set(facts.configsRead)])}, which the script loads`]
+      : []),
     ...(facts.argsRead
       ? [
           facts.argsRead.length

@@ -86,3 +86,10 @@ export function oneLine(text: string, max = 80): string {
     max,
   );
 }
+
+/** Items as a sentence lists them: `a`, `a and b`, `a, b and c`. */
+export function listed(items: readonly string[]): string {
+  return items.length < 2
+    ? (items[0] ?? '')
+    : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
