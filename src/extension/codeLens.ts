@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
 import { frameworkLensTitle, lensTitle } from '../core/report/summary';
 import { planLabel } from '../core/vocabulary/fsdp';
+import { otherPlanOf, planName } from '../core/vocabulary/planChoices';
 import type { DocumentAnalyses } from './analyses';
 import { COMMANDS } from './commands';
 import { toRange } from './convert';
@@ -67,17 +68,26 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
           arguments: [document.uri],
         }),
       ];
-    return calls.map(
-      (call, index) =>
-        new vscode.CodeLens(toRange(call.range), {
-          title: lensTitle(call, estimate, analysis.units, {
-            totals: noRoot && index === calls.length - 1,
-            ...(why ? { why } : {}),
-          }),
-          tooltip: `${describeCall(call)}\nClick to open the FSDP footprint panel on this unit`,
-          command: COMMANDS.estimateFootprint,
-          arguments: [document.uri, index],
+    const plans = analysis.estimate?.plans;
+    return calls.map((call, index) => {
+      // A call of another plan of the file: named, and one click away from being the one estimated.
+      const other = otherPlanOf(call.line, plans);
+      if (other)
+        return new vscode.CodeLens(toRange(call.range), {
+          title: `${describeCall(call)} · plan of ${planName(other)}, not estimated (estimating ${plans!.chosen})`,
+          tooltip: 'Click to choose which plan of this file is estimated',
+          command: COMMANDS.chooseWhatToEstimate,
+          arguments: [document.uri],
+        });
+      return new vscode.CodeLens(toRange(call.range), {
+        title: lensTitle(call, estimate, analysis.units, {
+          totals: noRoot && index === calls.length - 1,
+          ...(why ? { why } : {}),
         }),
-    );
+        tooltip: `${describeCall(call)}\nClick to open the FSDP footprint panel on this unit`,
+        command: COMMANDS.estimateFootprint,
+        arguments: [document.uri, index],
+      });
+    });
   }
 }

@@ -6,6 +6,7 @@ import { WrapCodeLensProvider } from './codeLens';
 import { COMMANDS } from './commands';
 import { Diagnostics } from './diagnostics';
 import { WrapHoverProvider } from './hover';
+import { chooseWhatToEstimate } from './pathCommands';
 import { chooseModel, measureExactly } from './modelCommands';
 import { setGpu, setWorldSize } from './setupCommands';
 import { FitStatusBar } from './statusBar';
@@ -72,6 +73,9 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
     ),
     vscode.commands.registerCommand(COMMANDS.chooseModel, (uri?: vscode.Uri) =>
       chooseModel(analyses, projects, uri),
+    ),
+    vscode.commands.registerCommand(COMMANDS.chooseWhatToEstimate, (uri?: vscode.Uri) =>
+      chooseWhatToEstimate(analyses, uri),
     ),
     // A project file changed (an imported model, pyproject.toml, a launch script): re-analyse open scripts.
     projects.onDidChange(() => {

@@ -1,6 +1,8 @@
 /** The hover provider over wrap calls and configurations, with the command links the extension writes itself. */
 import * as vscode from 'vscode';
 import { frameworkHoverMarkdown, hoverMarkdown, type HoverLinks } from '../core/report/hover';
+import { describeCall } from '../core/analysis/describe';
+import { otherPlanOf, planName } from '../core/vocabulary/planChoices';
 import type { DocumentAnalyses } from './analyses';
 import { COMMANDS } from './commands';
 import { toRange } from './convert';
@@ -44,6 +46,16 @@ export class WrapHoverProvider implements vscode.HoverProvider {
       return new vscode.Hover(md, toRange(fw.range));
     }
     if (!call) return undefined;
+    // A call of another plan of the file: its figures are not those of the estimate shown.
+    const other = otherPlanOf(call.line, r?.plans);
+    if (other) {
+      const md = new vscode.MarkdownString(
+        `**${describeCall(call)}**\n\nThis wrap belongs to the plan of ${planName(other)}; the file is estimated for ` +
+          `the plan of ${r!.plans!.chosen}. [Estimate this plan](${commandUri(COMMANDS.chooseWhatToEstimate, [uri])})`,
+      );
+      md.isTrusted = { enabledCommands: [COMMANDS.chooseWhatToEstimate] };
+      return new vscode.Hover(md, toRange(call.range));
+    }
     const links: HoverLinks = {
       openPanel: commandUri(COMMANDS.estimateFootprint, [uri, index]),
       setWorldSize: commandUri(COMMANDS.setWorldSize, [uri]),

@@ -6,6 +6,7 @@ import type { FileFacts, WrapCall } from '../core/analysis/facts';
 import type { Estimate } from '../core/estimator/types';
 import type { ConfigReading } from '../core/frameworks/read';
 import type { FrameworkPlan } from '../core/frameworks/types';
+import type { PlanChoices } from '../core/resolve/entryPlan';
 import type { SetupValues } from '../core/inputs/table';
 import type { Finding, LintOptions } from '../core/lint/types';
 import type { TextChange } from '../core/parsing/document';
@@ -93,6 +94,8 @@ export type PlainEstimate = (
 ) & {
   /** The wrap calls the file makes through helpers of other files, placed at its calls of them. */
   helperCalls?: WrapCall[];
+  /** The file's plans when its wraps make several: which one is estimated, and the others. */
+  plans?: PlanChoices;
 };
 
 /** The analysis of one document version, as every provider of the editor reads it. */

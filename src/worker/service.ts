@@ -46,7 +46,10 @@ interface OpenDocument {
 
 /** The estimate as the editor receives it: without the model tree and the what-if engine. */
 export function plainEstimate(r: EstimateResult): PlainEstimate {
-  const helpers = r.helperCalls?.length ? { helperCalls: r.helperCalls } : {};
+  const helpers = {
+    ...(r.helperCalls?.length ? { helperCalls: r.helperCalls } : {}),
+    ...(r.plans ? { plans: r.plans } : {}),
+  };
   if (!r.ok) return { ok: false, reason: r.reason, ...(r.hint ? { hint: r.hint } : {}), ...helpers };
   const framework = r.framework ? (({ builtModel: _, ...rest }) => rest)(r.framework) : undefined;
   return {

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { cli, scanSource } from './helpers';
 import { sitePackages } from '../../src/core/project/environments';
 import { composeHydra } from '../../src/core/analysis/hydra';
+import { setAnnotation } from '../../src/core/lint/annotationEdits';
 import { diskFS } from '../../src/host/disk';
 import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
 import { applyEdits } from '../../src/core/lint/edits';
@@ -1126,6 +1127,36 @@ describe('a file whose classes each make a plan', () => {
       .host;
     // bf16 (torch_dtype of this class's load): 1,235,814,400 / 8 x 2 B offloaded.
     assert.equal(host.terms.find((t) => t.name === 'offloaded sharded parameters')!.bytes, (params / 8) * 2);
+  });
+
+  it('is switched by the edit the editor writes, and back', async () => {
+    const dir = projectDir('fsdp-lens-classes-');
+    const file = path.join(dir, 'workers.py');
+    const shebang = `#!/usr/bin/env python\n${workers}`;
+    const chosen = applyEdits(shebang, [setAnnotation(shebang, 'plan', 'RewardWorker')!]);
+    // Below the shebang, which must stay first.
+    assert.ok(chosen.startsWith('#!/usr/bin/env python\n# fsdp: plan=RewardWorker\n'), chosen.slice(0, 80));
+    fs.writeFileSync(file, chosen);
+    assert.equal(shardedBytes(await estimateJson(file, '--world-size', '8')), 0);
+    // Choosing again replaces the pair; clearing removes the line.
+    const again = applyEdits(chosen, [setAnnotation(chosen, 'plan', 'ActorWorker')!]);
+    assert.equal(again.split('\n')[1], '# fsdp: plan=ActorWorker');
+    fs.writeFileSync(file, again);
+    assert.equal(shardedBytes(await estimateJson(file, '--world-size', '8')), (params / 8) * 4);
+    assert.equal(applyEdits(again, [setAnnotation(again, 'plan', null)!]), shebang);
+  });
+
+  it('writes arguments quoted, and edits one pair of a comment that holds several', () => {
+    const text = '# fsdp: world_size=16 args="--a 1"\nimport torch\n';
+    assert.equal(
+      applyEdits(text, [setAnnotation(text, 'args', '--use-lora --batch-size 8')!]),
+      '# fsdp: world_size=16 args="--use-lora --batch-size 8"\nimport torch\n',
+    );
+    assert.equal(
+      applyEdits(text, [setAnnotation(text, 'args', null)!]),
+      '# fsdp: world_size=16 \nimport torch\n',
+    );
+    assert.equal(setAnnotation('import torch\n', 'args', null), null);
   });
 
   it('takes the plan a "# fsdp: plan=" comment names', async () => {

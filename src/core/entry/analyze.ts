@@ -8,6 +8,8 @@ import { emptyFacts, type FileFacts } from '../analysis/facts';
 import { scanText } from '../analysis/input';
 import type { PythonGrammar } from '../parsing/python';
 import { lintFacts } from '../lint/lint';
+import { RULES } from '../lint/registry';
+import { planOfCalledFunction } from '../resolve/entryPlan';
 import type { Finding, LintOptions } from '../lint/types';
 import { formatOf } from '../frameworks/configDoc';
 import type { ConfigReading } from '../frameworks/read';
@@ -74,15 +76,26 @@ export function analyzeFacts(
   const model = estimate?.ok
     ? { estimate: estimate.estimate, root: estimate.input.model.root, minGpus: () => estimate.minGpus }
     : undefined;
-  const findings = opts.lint
-    ? lintFacts({
-        facts,
-        text,
-        options: opts.lint,
-        ...(model ? { model } : {}),
-        ...(estimate?.ok && estimate.framework ? { framework: estimate.framework } : {}),
-      })
-    : [];
+  const framework = estimate?.ok && estimate.framework ? { framework: estimate.framework } : {};
+  // A file of several plans: the rules that read the model see the plan that was estimated, the others the file.
+  const planFacts =
+    model && estimate?.plans
+      ? planOfCalledFunction(opts.estimate.project, facts, opts.estimate.plan).facts
+      : undefined;
+  const findings = !opts.lint
+    ? []
+    : planFacts
+      ? [
+          ...lintFacts(
+            { facts, text, options: opts.lint, ...framework },
+            RULES.filter((r) => !r.readsModel),
+          ),
+          ...lintFacts(
+            { facts: planFacts, text, options: opts.lint, model, ...framework },
+            RULES.filter((r) => r.readsModel),
+          ),
+        ]
+      : lintFacts({ facts, text, options: opts.lint, ...(model ? { model } : {}), ...framework });
   return { facts, ...(estimate ? { estimate } : {}), findings };
 }
 

@@ -68,6 +68,8 @@ export interface Rule {
   name: string;
   title: string;
   defaultSeverity: Severity;
+  /** Reads the model and the estimate (`ctx.model`): run on the plan that was estimated, when a file has several. */
+  readsModel?: true;
   /** Why it matters: what goes wrong at run time and what it costs (Markdown). */
   rationale: string;
   /** A minimal wrong example and its correction (Python). */

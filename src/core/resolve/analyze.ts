@@ -18,7 +18,7 @@ import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../m
 import { isDType, type DType } from '../vocabulary/dtypes';
 import { callsThatRun, planFromFacts } from '../plan/fromFacts';
 import { helperPlan, type HelperPlan } from './helpers';
-import { planOfCalledFunction } from './entryPlan';
+import { planOfCalledFunction, type PlanChoices } from './entryPlan';
 import { reshardPerIteration } from '../modules/perIteration';
 import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
 import { pinnedVersions } from '../project/versions';
@@ -89,6 +89,8 @@ export type EstimateResult = (
 ) & {
   /** The wrap calls the file makes through helpers of other files, placed at its calls of them (for the lenses). */
   helperCalls?: WrapCall[];
+  /** The file's plans when its wraps make several: which one is estimated, and the others. */
+  plans?: PlanChoices;
 };
 
 /** The estimate for one scanned file, with every input's source; or why there is none. */
@@ -103,7 +105,8 @@ export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): Est
     chosen.note !== undefined
       ? { ...(found ?? { calls: [], functions: {} }), notes: [chosen.note, ...(found?.notes ?? [])] }
       : found;
-  if (!helpers?.calls.length) return estimateFacts(own, opts, helpers);
+  const plans = 'choices' in chosen && chosen.choices ? { plans: chosen.choices } : {};
+  if (!helpers?.calls.length) return { ...estimateFacts(own, opts, helpers), ...plans };
   const scannedCalls = own.calls;
   const offset = scannedCalls.length;
   const merged = helpers.calls.map((c) => ({ ...c, children: c.children.map((i) => i + offset) }));
@@ -116,7 +119,7 @@ export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): Est
     opts,
     helpers,
   );
-  return { ...r, helperCalls: helpers.calls };
+  return { ...r, helperCalls: helpers.calls, ...plans };
 }
 
 /**

@@ -9,6 +9,9 @@ import type { FileFacts, WrapCall } from '../analysis/facts';
 import type { Project } from '../project/project';
 import { isTestFile } from '../project/testFiles';
 import type { LineSpan } from './helpers';
+import { planName, type PlanChoices } from '../vocabulary/planChoices';
+
+export type { PlanChoices };
 
 export interface ChosenPlan {
   facts: FileFacts;
@@ -16,6 +19,8 @@ export interface ChosenPlan {
   note?: string;
   /** The lines of the function or class whose plan this is: helper calls outside it belong to other plans. */
   span?: LineSpan;
+  /** The file's plans, for a surface that offers the others (`# fsdp: plan=NAME`). */
+  choices?: PlanChoices;
 }
 
 /** One candidate plan: the wraps of a function, or of a class's methods (which call one another through `self`). */
@@ -42,7 +47,7 @@ export function planOfCalledFunction(
   const pickedBy = pick !== undefined ? `--plan ${pick}` : `# fsdp: plan= at line ${annotated?.line}`;
   const named =
     wanted !== undefined ? groups.find((g) => g.name === wanted || lastName(g.name) === wanted) : undefined;
-  const label = (g: PlanGroup) => (g.kind === 'class' ? `class ${g.name}` : `${g.name}()`);
+  const label = planName;
   const parts: string[] = [];
   if (wanted !== undefined && !named)
     parts.push(
@@ -84,7 +89,15 @@ export function planOfCalledFunction(
   parts.push(
     `${others.join(', ')} ${others.length === 1 ? 'makes' : 'make'} another plan, not estimated here (\`--plan NAME\` or \`# fsdp: plan=NAME\` picks one)`,
   );
-  return { facts: restrictedTo(facts, chosen, groups), note: parts.join('; '), span: chosen.span };
+  return {
+    facts: restrictedTo(facts, chosen, groups),
+    note: parts.join('; '),
+    span: chosen.span,
+    choices: {
+      chosen: chosen.name,
+      plans: groups.map((g) => ({ name: g.name, kind: g.kind, line: g.span.line, end: g.span.end })),
+    },
+  };
 }
 
 function lastName(name: string): string {

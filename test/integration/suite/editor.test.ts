@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { FsdpLensApi } from '../../../src/extension/extension';
 import type { PanelData } from '../../../src/core/report/panelData';
-import { codeLenses, eventually, EXTENSION_ID, open, workspaceFile } from './util';
+import { codeLenses, eventually, EXTENSION_ID, open, sleep, workspaceFile } from './util';
 
 // Llama 3.1 8B (its config.json): hidden 4096, 32 layers, 32 heads / 8 KV heads of 128, intermediate 14336,
 // vocab 128256, untied head. One decoder layer: attention 4096 x (4096 + 1024 + 1024 + 4096) = 41,943,040, MLP
@@ -95,6 +95,44 @@ describe('lenses, hovers and the footprint panel', () => {
       titles.some((t) => /root · 33 units/.test(t)),
       titles.join('\n'),
     );
+  });
+
+  it("a file of two workers' plans: one estimated, the other chosen from the quick pick as a comment", async () => {
+    const editor = await open('workers/workers.py');
+    const lineOf = (needle: string) =>
+      editor.document
+        .getText()
+        .split('\n')
+        .findIndex((t) => t.includes(needle));
+    const titleAt = (lenses: vscode.CodeLens[], line: number) =>
+      lenses.find((l) => l.range.start.line === line)?.command?.title ?? '';
+    let lenses = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => l.some((x) => /root · 33 units/.test(x.command?.title ?? '')),
+      'the lenses of the first plan',
+    );
+    // The scoring worker's root wrap is named as the other plan, not given the policy worker's figures.
+    assert.match(
+      titleAt(lenses, lineOf('fully_shard(model, offload_policy')),
+      /plan of class ScoringWorker, not estimated \(estimating PolicyWorker\)/,
+    );
+    const chosen = vscode.commands.executeCommand('fsdpLens.chooseWhatToEstimate', editor.document.uri);
+    await sleep(800);
+    // The items: PolicyWorker (estimated now), ScoringWorker, the script's arguments.
+    await vscode.commands.executeCommand('workbench.action.quickOpenSelectNext');
+    await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+    await chosen;
+    assert.equal(editor.document.lineAt(0).text, '# fsdp: plan=ScoringWorker');
+    lenses = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => /root · 33 units/.test(titleAt(l, lineOf('fully_shard(model, offload_policy'))),
+      'the lenses of the chosen plan',
+    );
+    assert.match(
+      titleAt(lenses, lineOf('        fully_shard(model)')),
+      /plan of class PolicyWorker, not estimated/,
+    );
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
   it('hovers a fully_shard line with the breakdown, the assumptions and command links', async () => {

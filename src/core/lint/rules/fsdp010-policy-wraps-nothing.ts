@@ -9,6 +9,7 @@ export const policyWrapsNothing: Rule = {
   name: 'wrap-policy-wraps-nothing',
   title: 'The auto-wrap policy wraps no module of the model',
   defaultSeverity: 'warning',
+  readsModel: true,
   rationale: `An FSDP1 \`auto_wrap_policy\` that matches nothing leaves one unit holding the whole model: every
 parameter is gathered at once for forward and for backward. It happens when \`transformer_layer_cls\` names a class
 the model does not use (another architecture's decoder layer, a class imported from the wrong module), or when a

@@ -7,6 +7,7 @@ export const paramsOutsideUnits: Rule = {
   name: 'parameters-outside-units',
   title: 'Parameters are left outside every FSDP unit',
   defaultSeverity: 'warning',
+  readsModel: true,
   rationale: `Parameters that no \`fully_shard\` call reaches are neither sharded nor managed by FSDP: each GPU keeps
 them whole, with whole gradients and optimizer state, and FSDP never reduces their gradients across ranks. It
 happens when the outermost wrap is below the model itself (\`fully_shard(model.model)\` leaves a causal LM's

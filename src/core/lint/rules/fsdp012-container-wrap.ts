@@ -7,6 +7,7 @@ export const containerWrap: Rule = {
   name: 'fully-shard-on-container',
   title: '`fully_shard` on a ModuleList or ModuleDict',
   defaultSeverity: 'error',
+  readsModel: true,
   rationale: `\`nn.ModuleList\` and \`nn.ModuleDict\` have no \`forward\`: FSDP2 hooks a unit's all-gather and reshard
 on its module's forward, so \`fully_shard(model.layers)\` raises \`ValueError: fully_shard does not support
 containers that do not implement forward\`. Wrap each block in the container, or pass them as a list

@@ -8,6 +8,7 @@ export const tiedSplit: Rule = {
   name: 'tied-parameters-split',
   title: 'Tied parameters fall in different units',
   defaultSeverity: 'warning',
+  readsModel: true,
   rationale: `A tied parameter (an output head sharing the embedding's weight) is one tensor used by two modules.
 FSDP gives it to the first unit that reaches it; if the other module is in a different unit, that unit's forward
 uses a parameter it does not gather. Recent PyTorch rejects it ("shared with a parameter already managed by another

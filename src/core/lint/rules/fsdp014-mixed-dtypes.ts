@@ -7,6 +7,7 @@ export const mixedDtypes: Rule = {
   name: 'unit-mixes-dtypes',
   title: 'One unit mixes parameter dtypes',
   defaultSeverity: 'error',
+  readsModel: true,
   rationale: `FSDP2 keeps one flat all-gather and one reduce-scatter per unit, so all trainable parameters of a
 unit must share their original dtype: PyTorch asserts "FSDP expects uniform original parameter dtype". A module cast
 to bf16 inside an fp32 model (or the reverse), wrapped in the same unit as the rest, fails at the first forward.

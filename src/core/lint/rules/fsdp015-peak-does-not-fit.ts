@@ -9,6 +9,7 @@ export const peakDoesNotFit: Rule = {
   name: 'peak-does-not-fit',
   title: 'The estimated peak does not fit the target GPU',
   defaultSeverity: 'warning',
+  readsModel: true,
   rationale: `The estimate of the step's peak (sharded state, the gathered units, activations, gradient buffers and
 the logits at the loss), plus the caching allocator's reserve and the CUDA context, is more than the target GPU's
 memory: the run stops with \`torch.OutOfMemoryError\` in its first step. The finding gives the numbers and the

@@ -8,6 +8,7 @@ export const checkpointingMatchesNothing: Rule = {
   name: 'checkpointing-matches-nothing',
   title: "Activation checkpointing's check_fn admits no module of the model",
   defaultSeverity: 'warning',
+  readsModel: true,
   rationale: `\`apply_activation_checkpointing(model, check_fn=...)\` wraps only the modules for which \`check_fn\`
 returns True (it walks \`model.named_modules()\` through \`_recursive_wrap\` with a lambda policy built from
 \`check_fn\`). A \`check_fn\` that tests for a class the model does not have (another architecture's block, a class

@@ -7,6 +7,7 @@ export const frozenAndTrainableFlatParam: Rule = {
   name: 'frozen-and-trainable-flat-param',
   title: 'An FSDP1 unit holds frozen and trainable parameters without use_orig_params=True',
   defaultSeverity: 'error',
+  readsModel: true,
   rationale: `FSDP1 flattens each unit's parameters into one \`FlatParameter\`, which has one \`requires_grad\`.
 Unless \`use_orig_params=True\`, a unit whose parameters disagree (LoRA adapters inside frozen layers, a frozen
 embedding wrapped with trainable blocks) fails when FSDP is constructed: \`FlatParamHandle\` raises "Must flatten

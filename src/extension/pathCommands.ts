@@ -1,0 +1,76 @@
+/**
+ * "FSDP: Choose what to estimate in this file": another of the file's plans (an actor's or a reward model's
+ * worker class), or the command line the script runs with, which decides the path it takes. The choice is
+ * written as a `# fsdp: plan=` or `# fsdp: args=` comment, an edit the user can see and undo, read the same way
+ * by the command line.
+ */
+import * as vscode from 'vscode';
+import { setAnnotation } from '../core/lint/annotationEdits';
+import type { DocumentAnalyses } from './analyses';
+import { toRange } from './convert';
+
+interface Choice extends vscode.QuickPickItem {
+  key: 'plan' | 'args';
+  value?: string;
+}
+
+export async function chooseWhatToEstimate(analyses: DocumentAnalyses, uri?: vscode.Uri): Promise<void> {
+  const doc = uri
+    ? await vscode.workspace.openTextDocument(uri)
+    : vscode.window.activeTextEditor?.document.languageId === 'python'
+      ? vscode.window.activeTextEditor.document
+      : undefined;
+  if (!doc) {
+    void vscode.window.showInformationMessage('Open the Python training script to choose what is estimated.');
+    return;
+  }
+  const analysis = await analyses.analyze(doc);
+  if (!analysis) return;
+  const plans = analysis.estimate?.plans;
+  const args = analysis.facts.annotations.find((a) => a.values.args !== undefined)?.values.args;
+  const items: Choice[] = [];
+  for (const p of plans?.plans ?? []) {
+    const what = p.kind === 'class' ? `class ${p.name}` : `${p.name}()`;
+    items.push({
+      key: 'plan',
+      value: p.name,
+      label: `${p.kind === 'class' ? '$(symbol-class)' : '$(symbol-function)'} ${what}`,
+      description: p.name === plans!.chosen ? 'estimated now' : `line ${p.line}`,
+      detail: `Estimate the plan ${what} makes (writes "# fsdp: plan=${p.name}")`,
+    });
+  }
+  items.push({
+    key: 'args',
+    label: "$(terminal) The script's arguments…",
+    description:
+      args !== undefined
+        ? `now: ${args || 'none'}`
+        : analysis.facts.argvFrom
+          ? `now: those of ${analysis.facts.argvFrom}`
+          : 'now: its defaults',
+    detail:
+      'The command line decides the path the script takes (--use-lora, model=llama8b) (writes "# fsdp: args=...")',
+  });
+  const pick = await vscode.window.showQuickPick(items, {
+    title: 'FSDP: what to estimate in this file',
+    placeHolder: plans ? `Now: the plan of ${plans.chosen}` : 'The script takes the path its defaults decide',
+    matchOnDetail: true,
+  });
+  if (!pick) return;
+  let value: string | null | undefined = pick.value;
+  if (pick.key === 'args') {
+    const typed = await vscode.window.showInputBox({
+      title: "FSDP: the script's arguments",
+      prompt:
+        'As you would pass them to the script (its argparse, click or Hydra options). Empty: its defaults.',
+      value: args ?? analysis.facts.argv?.join(' ') ?? '',
+    });
+    if (typed === undefined) return;
+    value = typed.trim() === '' ? null : typed.trim();
+  }
+  const edit = setAnnotation(doc.getText(), pick.key, value ?? null);
+  if (!edit) return;
+  const we = new vscode.WorkspaceEdit();
+  we.replace(doc.uri, toRange(edit.range), edit.newText);
+  await vscode.workspace.applyEdit(we);
+}
