@@ -908,6 +908,118 @@ describe('a file of several wrap functions', () => {
   });
 });
 
+describe("a loop's own tests of each module", () => {
+  // Llama 3.2 1B (its config.json): hidden 2048, intermediate 8192, 16 layers; an MLP is 3 x 2048 x 8192.
+  const MLP = 3 * 2048 * 8192;
+  const LLAMA_1B = 1_235_814_400;
+  function script(dir: string, name: string, lines: string[]): string {
+    const file = path.join(dir, name);
+    fs.writeFileSync(
+      file,
+      [
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        ...lines,
+        '',
+      ].join('\n'),
+    );
+    return file;
+  }
+  const blocks = (j: EstimateJson) => j.units.filter((u) => !u.isRoot);
+
+  it('wraps only the modules whose name passes (named_modules)', async () => {
+    const dir = projectDir('fsdp-lens-permodule-');
+    const j = await estimateJson(
+      script(dir, 'train.py', [
+        'for name, module in model.named_modules():',
+        '    if name.endswith("mlp"):',
+        '        fully_shard(module)',
+        'fully_shard(model)',
+      ]),
+    );
+    // 16 MLPs and the root, not every one of the model's modules.
+    assert.equal(j.plan.units, 17);
+    assert.ok(blocks(j).every((u) => u.params === MLP));
+    assert.equal(j.units.find((u) => u.isRoot)!.params, LLAMA_1B - 16 * MLP);
+  });
+
+  it("reads a class's name against a constant of the file, and positions from enumerate", async () => {
+    const dir = projectDir('fsdp-lens-permodule-');
+    const byName = await estimateJson(
+      script(dir, 'by_name.py', [
+        'WRAP = {"LlamaDecoderLayer"}',
+        'for m in reversed(list(model.modules())):',
+        '    if m.__class__.__name__ in WRAP:',
+        '        fully_shard(m)',
+        'fully_shard(model)',
+      ]),
+    );
+    assert.equal(byName.plan.units, 17);
+    const every = await estimateJson(
+      script(dir, 'every_other.py', [
+        'for i, layer in enumerate(model.model.layers):',
+        '    if i % 2 == 0:',
+        '        fully_shard(layer)',
+        'fully_shard(model)',
+      ]),
+    );
+    // Layers 0, 2, ..., 14: 8 of 16.
+    assert.equal(every.plan.units, 9);
+    assert.deepEqual(
+      blocks(every).map((u) => u.modules[0]),
+      [0, 2, 4, 6, 8, 10, 12, 14].map((i) => `model.layers.${i}`),
+    );
+  });
+
+  it('leaves out a wrap whose test is not known, with a note, instead of wrapping every module', async () => {
+    const dir = projectDir('fsdp-lens-permodule-');
+    const j = await estimateJson(
+      script(dir, 'train.py', [
+        'import policies',
+        'for name, module in model.named_modules():',
+        '    if policies.should_wrap(name, module):',
+        '        fully_shard(module)',
+        'fully_shard(model)',
+      ]),
+    );
+    assert.equal(j.plan.units, 1);
+    assert.match(
+      j.plan.notes.join('\n'),
+      /train\.py:7: fully_shard\(module\) runs where policies\.should_wrap\(name, module\), which is not known statically for 199 of 199 modules .*; estimated without this wrap/,
+    );
+  });
+
+  it("follows a helper whose test reads each module's name, as torchtune's layer test does", async () => {
+    const dir = projectDir('fsdp-lens-permodule-');
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
+    fs.writeFileSync(
+      path.join(dir, 'pkg', 'sharding.py'),
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'def is_layer(name):',
+        '    parts = name.split(".")',
+        '    return len(parts) >= 2 and parts[-2] == "layers" and str.isdigit(parts[-1])',
+        'def shard(model):',
+        '    for n, m in reversed(list(model.named_modules())):',
+        '        if is_layer(n):',
+        '            fully_shard(m)',
+        '    fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    const j = await estimateJson(script(dir, 'train.py', ['from pkg.sharding import shard', 'shard(model)']));
+    // model.layers.0 ... model.layers.15 and the root.
+    assert.equal(j.plan.units, 17);
+    assert.equal(j.plan.source.kind, 'detected');
+    assert.deepEqual(
+      blocks(j).map((u) => u.modules[0]),
+      Array.from({ length: 16 }, (_, i) => `model.layers.${i}`),
+    );
+  });
+});
+
 describe('a Hydra app', () => {
   /** conf/train.yaml with a defaults list of two groups and its own keys last (`_self_`). */
   function hydraProject(): string {

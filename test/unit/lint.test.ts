@@ -1110,8 +1110,11 @@ describe('rules that need the model', () => {
     assert.deepEqual(facts.calls[0]!.classFilter, ['LlamaMLP', 'LlamaDecoderLayer', 'Dropout']);
     // A container among the classes still reaches the wrap.
     const text = fixture('lint/fsdp012_or_good.py').replace('nn.Dropout', 'nn.ModuleList');
-    const named = path.join(FIXTURES, 'lint', 'fsdp012_or_good.py');
-    const project = new Project([path.join(FIXTURES, 'lint')], await grammar(), diskFS);
+    // On disk as the project reads it: each module's tests are evaluated in the file's own text.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-or-'));
+    const named = path.join(dir, 'fsdp012_or_container.py');
+    fs.writeFileSync(named, text);
+    const project = new Project([dir], await grammar(), diskFS);
     const f = analyzeFacts(await scanSource(text, named), text, {
       lint: DEFAULT_LINT_OPTIONS,
       estimate: { project },

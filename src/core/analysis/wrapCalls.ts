@@ -240,7 +240,7 @@ function moduleName(left: Node | null, pairs: number): string | null {
  * `X.named_modules()` (1, without a `memo`, which may hold X), perhaps through `reversed`, `list`, `tuple`, `iter`,
  * `enumerate` (one more pair), or a name bound to such a call; null for anything else.
  */
-function modulesAndSelfPairs(file: SourceFile, expr: Node, depth = 0): number | null {
+export function modulesAndSelfPairs(file: SourceFile, expr: Node, depth = 0): number | null {
   if (depth > 6) return null;
   if (expr.type === 'identifier') {
     const b = findBinding(file, expr.text, expr);

@@ -9,6 +9,7 @@
 import type { Node } from '../parsing/python';
 import type { Project } from '../project/project';
 import { callBuiltin } from '../python/builtins';
+import { stringMethod } from '../python/strings';
 import { kwargsOf } from '../python/expressions';
 import { moduleBindings } from '../python/scope';
 import {
@@ -198,10 +199,37 @@ export class Interpreter extends Statements {
     return this.moduleName(frame.file, name);
   }
 
+  /**
+   * `isinstance(module, Cls)` / `isinstance(module, (A, B))` of a module value: by class name (as the plan's
+   * class filters match modules), through the bases of a class of the project when the module has one; unknown
+   * where a class is not known by name.
+   */
+  private isInstance(m: Extract<Value, { k: 'mod' }>, classes: Value, text: string): Value {
+    const items = classes.k === 'seq' ? classes.items : [classes];
+    const names = items.map((c) =>
+      c.k === 'ref' || c.k === 'cls' ? c.name.slice(c.name.lastIndexOf('.') + 1) : undefined,
+    );
+    if (names.some((n) => n === undefined)) return UNKNOWN(text, 'isinstance of a class not known by name');
+    const own = new Set<string>([m.className]);
+    for (let cls = m.cls, i = 0; cls && i < 16; i++) {
+      own.add(cls.name);
+      const base = this.bases(cls).find((b) => b.k === 'cls' || b.k === 'ref');
+      if (base?.k === 'ref') own.add(base.name.slice(base.name.lastIndexOf('.') + 1));
+      cls = base?.k === 'cls' ? base : null;
+    }
+    return { k: 'bool', v: names.some((n) => own.has(n!)) };
+  }
+
   private getattr(obj: Value, attr: string, text: string): Value {
+    // A class's or function's name (`type(m).__name__`, `nn.Linear.__name__`).
+    if (attr === '__name__' && (obj.k === 'ref' || obj.k === 'cls'))
+      return { k: 'str', v: obj.name.slice(obj.name.lastIndexOf('.') + 1) };
     switch (obj.k) {
       case 'ref':
         return { k: 'ref', name: `${obj.name}.${attr}`, bound: obj.bound };
+      case 'str':
+        // A method of a string, called through callRef (`name.endswith("mlp")`).
+        return { k: 'ref', name: `<str>.${attr}`, bound: false };
       case 'pymod':
         return this.moduleName(obj.file, attr);
       case 'obj': {
@@ -214,6 +242,9 @@ export class Interpreter extends Statements {
         return UNKNOWN(text, `no attribute ${attr}`);
       }
       case 'mod': {
+        if (attr === '__class__') return classOfModule(obj);
+        // Module.__init__ sets `self.training = True`; only `.eval()` / `.train(False)` clears it.
+        if (attr === 'training' && !obj.attrs.has('training')) return { k: 'bool', v: true };
         const c = obj.children.get(attr);
         if (c) return c;
         const p = obj.params.get(attr);
@@ -399,6 +430,11 @@ export class Interpreter extends Statements {
           };
     }
     if (q.startsWith('torch.') && TENSOR_FACTORIES.has(last)) return tensorFactory(last, args, kwargs);
+    // `str.isdigit(part)`: the method called on its first argument.
+    if (q.startsWith('str.') && args[0]?.k === 'str') {
+      const r = stringMethod(args[0].v, q.slice(4), args.slice(1), text);
+      if (r) return r;
+    }
     // Methods called on values (`self.layers.append(block)` reaches here as `<ModuleList>.append`).
     if (fnNode?.type === 'attribute' && frame) {
       const obj = fnNode.childForFieldName('object');
@@ -419,8 +455,12 @@ export class Interpreter extends Statements {
       }
       case 'hasattr':
         return UNKNOWN(text, 'hasattr');
-      case 'isinstance':
-        return UNKNOWN(text, 'isinstance');
+      case 'type':
+        return args.length === 1 && args[0]!.k === 'mod' ? classOfModule(args[0]!) : UNKNOWN(text, 'type');
+      case 'isinstance': {
+        const [o, c] = args;
+        return o?.k === 'mod' && c ? this.isInstance(o, c, text) : UNKNOWN(text, 'isinstance');
+      }
       case 'OrderedDict':
       case 'collections.OrderedDict': {
         const items = args[0] ? this.iterate(args[0]) : [];
@@ -635,4 +675,9 @@ export class Interpreter extends Statements {
       this.depth--;
     }
   }
+}
+
+/** `type(module)` / `module.__class__`: the class of the project when the module has one, else its name. */
+function classOfModule(m: Extract<Value, { k: 'mod' }>): Value {
+  return m.cls ?? { k: 'ref', name: m.className, bound: true };
 }

@@ -2,8 +2,9 @@
  * Methods called on values the interpreter tracks: a module's registration methods (`append`, `add_module`,
  * `register_buffer`), its casts (`to`, `half`) and freezing, dict and list methods, and tensor methods.
  */
+import { stringMethod } from '../python/strings';
 import { dtypeOf } from '../python/plain';
-import { LIMITS, sameKey, UNKNOWN, type Value, setEntry } from '../python/values';
+import { LIMITS, sameKey, type Value, setEntry } from '../python/values';
 import { castMethodDtype } from '../vocabulary/dtypes';
 import { castModule, freeze, register } from './moduleValues';
 import { tensorMethod } from './tensors';
@@ -18,6 +19,7 @@ export function valueMethod(
   kwargs: Record<string, Value>,
   text: string,
 ): Value | undefined {
+  if (target.k === 'str') return stringMethod(target.v, name, args, text);
   if (target.k === 'mod') {
     switch (name) {
       case 'append':
@@ -121,7 +123,6 @@ export function valueMethod(
     else ctx.note(`${text.slice(0, 60)}: a list grown past ${LIMITS.items} items is not followed`);
     return { k: 'none' };
   }
-  if (target.k === 'str' && name === 'format') return UNKNOWN(text, 'str.format');
   if (target.k === 'tensor') return tensorMethod(target, name, args, kwargs);
   return undefined;
 }

@@ -89,6 +89,17 @@ export function castModule(m: ModV, dtype: DType): void {
 export function moduleFromTree(node: ModuleNode): ModV {
   const m = newModule(node.className, null);
   for (const c of node.children) m.children.set(c.name, moduleFromTree(c));
+  // Its parameters as tensors: their shapes and whether they train (`m.weight.requires_grad`); the dtype of a
+  // parameter that keeps the model's is not known here.
+  for (const p of node.params)
+    m.params.set(p.name, {
+      k: 'tensor',
+      shape: p.shape,
+      dtype: p.dtype ?? 'float32',
+      param: true,
+      trainable: p.trainable,
+      ...(p.dtype ? { cast: true } : { dtypeUnknown: true }),
+    });
   return m;
 }
 

@@ -381,7 +381,7 @@ export abstract class Statements extends Expressions<Frame> {
   }
 
   /** Evaluates the expression at `node` as the code would see it: its function's body run up to it first. */
-  evalAt(file: ModuleFile, node: Node): Value {
+  evalAt(file: ModuleFile, node: Node, bound?: Map<string, Value>): Value {
     let fn: Node | null = null;
     for (let p = up(node); p; p = up(p)) if (p.type === 'function_definition') fn = fn ?? p;
     const frame: Frame = { file, env: new Map() };
@@ -408,9 +408,14 @@ export abstract class Statements extends Expressions<Frame> {
                 },
           );
       }
+      // Names the caller binds (a loop's variables, the module it runs over), over the parameters.
+      for (const [k, v] of bound ?? []) frame.env.set(k, v);
       const body = fn.childForFieldName('body');
       this.runUntil(body, node, frame);
-    } else this.runUntil(file.source.root, node, frame, true);
+    } else {
+      for (const [k, v] of bound ?? []) frame.env.set(k, v);
+      this.runUntil(file.source.root, node, frame, true);
+    }
     return this.evaluate(node, frame);
   }
 

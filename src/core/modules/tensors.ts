@@ -105,12 +105,17 @@ export function tensorAttr(t: TensorV, attr: string, text: string): Value {
         ? { k: 'num', v: t.shape.length, int: true }
         : UNKNOWN(text, 'a shape not known statically');
     case 'dtype':
-      return { k: 'ref', name: `torch.${t.dtype}`, bound: true };
+      return t.dtypeUnknown
+        ? UNKNOWN(text, "the model's dtype")
+        : { k: 'ref', name: `torch.${t.dtype}`, bound: true };
     case 'T':
     case 'mT':
       return { ...t, shape: t.shape ? [...t.shape].reverse() : null, param: false, buffer: undefined };
     case 'data':
       return { ...t, param: false, buffer: undefined };
+    case 'requires_grad':
+      // A parameter's flag (frozen ones are false); other tensors' depends on how they were made.
+      return t.param ? { k: 'bool', v: t.trainable } : UNKNOWN(text, 'requires_grad of a tensor');
     default:
       // `buf.view(...)` reaches `method` through this reference.
       return { k: 'ref', name: `<tensor>.${attr}`, bound: false };

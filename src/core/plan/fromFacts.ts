@@ -75,12 +75,19 @@ export function callsThatRun(facts: FileFacts): WrapCall[] {
   return onDefaultPath.length ? onDefaultPath : live;
 }
 
+/** The tests a wrap call's loop applies to each module (see modules/perModuleTest.ts), when it has any. */
+export type TestPerModule = (
+  call: WrapCall,
+  modelVariable: string[],
+) => { tests: string[]; holds: (modulePath: string) => boolean | undefined } | undefined;
+
 export function planFromFacts(
   facts: FileFacts,
   root: ModuleNode,
   shape: ArchShape | undefined,
   file: string,
   perModule?: ReshardPerModule,
+  testPerModule?: TestPerModule,
 ): Plan {
   const peft =
     facts.calls.some((c) => c.paths.some((p) => p.indexOf('base_model', 1) > 0)) &&
@@ -168,7 +175,30 @@ export function planFromFacts(
         notes.push(`${where}: ${c.target} (${[...prefix, ...rel].join('.')}) matches no module of the model`);
       matched.push(mods);
     }
-    const all = matched.flat();
+    let all = matched.flat();
+    // A loop's own tests of each module (`if name.endswith("mlp"):`), evaluated module by module: only those
+    // for which they hold are wrapped, and none is taken where they cannot be decided.
+    const test = all.length ? testPerModule?.(c, prefix) : undefined;
+    if (test) {
+      const verdicts = all.map((m) => test.holds(m));
+      const unknown = all.filter((_, i) => verdicts[i] === undefined);
+      const kept = all.filter((_, i) => verdicts[i] === true);
+      const tests = test.tests.join(' and ');
+      const some = (xs: string[]) =>
+        `${xs
+          .slice(0, 3)
+          .map((x) => x || 'the model itself')
+          .join(', ')}${xs.length > 3 ? ', …' : ''}`;
+      if (unknown.length)
+        notes.push(
+          `${where}: ${c.callee}(${c.target}) runs where ${tests}, which is not known statically for ${unknown.length} of ${all.length} modules (${some(unknown)}); estimated without ${unknown.length === all.length ? 'this wrap' : 'those'}`,
+        );
+      else if (kept.length < all.length)
+        notes.push(
+          `${where}: ${tests} evaluated for each module: ${c.callee}(${c.target}) wraps ${kept.length} of ${all.length}${kept.length ? ` (${some(kept)})` : ''}`,
+        );
+      all = kept;
+    }
     if (raf === 'unknown') {
       // Written per loop iteration (`int(layer_id) < len(model.layers) - 1`): evaluated for each module wrapped.
       const at = c.targets.length === 1 ? perModule?.(c, prefix) : undefined;

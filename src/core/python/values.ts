@@ -141,6 +141,8 @@ export interface TensorV {
   cast?: boolean;
   /** `nn.Buffer(t, persistent=...)` (PyTorch 2.5): registered as a buffer when assigned to a module. */
   buffer?: { persistent: boolean };
+  /** A parameter of a built model that keeps the model's dtype, which is not known where it is read. */
+  dtypeUnknown?: true;
 }
 
 /** A Python module of the project (`import models.llama as ml`). */

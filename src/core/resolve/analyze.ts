@@ -20,6 +20,7 @@ import { callsThatRun, planFromFacts } from '../plan/fromFacts';
 import { helperPlan, type HelperPlan } from './helpers';
 import { planOfCalledFunction, type PlanChoices } from './entryPlan';
 import { reshardPerIteration } from '../modules/perIteration';
+import { testPerModule } from '../modules/perModuleTest';
 import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
 import { pinnedVersions } from '../project/versions';
 import { trainingArgumentValues } from '../frameworks/transformers';
@@ -279,6 +280,7 @@ function estimateFacts(
         model.loaded.shape,
         file,
         project ? (c, prefix) => reshardPerIteration(project, facts, c, root, prefix) : undefined,
+        project ? (c, prefix) => testPerModule(project, c, root, prefix) : undefined,
       );
   plan.notes.unshift(
     ...(facts.configsRead?.length

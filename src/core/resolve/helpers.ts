@@ -28,6 +28,8 @@ import {
 import { Evaluator } from '../analysis/evaluator';
 import { branchPath } from '../analysis/branches';
 import { functionFact, neverRunsReason } from '../analysis/wrapCalls';
+import { testPerModule, type ModuleTest } from '../modules/perModuleTest';
+import { walk as walkModules, type ModuleNode } from '../model/tree';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
 const MAX_HELPERS = 16;
@@ -139,8 +141,15 @@ function searchHelpers(
       continue;
     // Which modules a loop over `modules()` wraps under a test of its own (`if any(cond(n, m) for ...)`), with no
     // class filter the analysis reads, is not known: no plan is made of a guess.
+    // A test the helper writes of each module alone (`if name.endswith("mlp")`, `if type(m).__name__ in NAMES`)
+    // is decided module by module once the model is known; one over what the caller passes is not.
+    const perModule = new Map(wraps.map((c) => [c, decidedPerModule(project, c, fnFact.parameters)]));
     const selective = wraps.find(
-      (c) => c.paths.some((p) => p.includes('**')) && !c.classFilter && c.conditions.length > 0,
+      (c) =>
+        c.paths.some((p) => p.includes('**')) &&
+        !c.classFilter &&
+        c.conditions.length > 0 &&
+        !perModule.get(c),
     );
     // An installed package's file by its place in site-packages (`torchtune/training/_distributed.py`).
     const library = project.libraryOf(where);
@@ -160,7 +169,7 @@ function searchHelpers(
     // (`if model.norm is not None`) is no choice: an absent module is wrapped by nobody.
     const choice = wraps.find(
       (c) =>
-        c.conditions.some((t) => !PRESENCE.test(t.trim())) ||
+        c.conditions.some((t) => !PRESENCE.test(t.trim()) && !perModule.get(c)?.texts.includes(t)) ||
         wraps.some((d) => d !== c && exclusive(c.branch, d.branch)),
     );
     if (!selective && choice) {
@@ -452,4 +461,37 @@ function remap(
 function callerFunction(call: Node): string | null {
   const fn = enclosingFunction(call);
   return fn ? qualifiedName(fn) : null;
+}
+
+/**
+ * A small model every helper's loop can run over: a stack of blocks with a child each, named and classed as
+ * real ones are.
+ */
+const PROBE: ModuleNode = (() => {
+  const node = (name: string, path: string, className: string, children: ModuleNode[] = []): ModuleNode => ({
+    name,
+    path,
+    className,
+    params: [],
+    buffers: [],
+    children,
+  });
+  const block = (i: number) =>
+    node(String(i), `layers.${i}`, 'Block', [node('mlp', `layers.${i}.mlp`, 'Linear')]);
+  return node('', '', 'Model', [
+    node('embed', 'embed', 'Embedding'),
+    node('layers', 'layers', 'ModuleList', [block(0), block(1)]),
+  ]);
+})();
+
+/**
+ * A helper's loop tests, when they decide every module of a probe model (they read the module, not what the call
+ * passes): decided again on the real model once it is known.
+ */
+function decidedPerModule(project: Project, c: WrapCall, parameters: string[]): ModuleTest | undefined {
+  const base = c.paths.find((p) => p.includes('**') || p.includes('*'));
+  if (!base || !parameters.includes(base[0]!)) return undefined;
+  const test = testPerModule(project, c, PROBE, [base[0]!]);
+  if (!test) return undefined;
+  return [...walkModules(PROBE)].every((m) => test.holds(m.path) !== undefined) ? test : undefined;
 }
