@@ -616,7 +616,10 @@ describe('wraps made through a helper of another file', () => {
       (
         await cli(
           'estimate',
-          project(`${LOAD}from pkg.parallel import shard_model\nshard_model(model, [])\n`, selective),
+          project(
+            `${LOAD}from pkg.parallel import shard_model\nfrom policies import CONDITIONS\nshard_model(model, CONDITIONS)\n`,
+            selective,
+          ),
           '--json',
         )
       ).out,
@@ -624,9 +627,22 @@ describe('wraps made through a helper of another file', () => {
     assert.equal(b.plan.source.kind, 'default');
     assert.ok(
       b.plan.notes.some((n) =>
-        /shard_model\(\) \(line 4\) is not followed: which modules it wraps depends on/.test(n),
+        /shard_model\(\) \(line 5\) is not followed: which modules it wraps depends on/.test(n),
       ),
+      b.plan.notes.join('\n'),
     );
+    // Conditions the call writes out are read: none at all (`any([])` is False) wraps no module but the root.
+    const none = JSON.parse(
+      (
+        await cli(
+          'estimate',
+          project(`${LOAD}from pkg.parallel import shard_model\nshard_model(model, [])\n`, selective),
+          '--json',
+        )
+      ).out,
+    ) as { plan: { source: { kind: string }; units: number } };
+    assert.equal(none.plan.source.kind, 'detected');
+    assert.equal(none.plan.units, 1);
   });
 
   it('a helper whose wraps are not all reached from what the call passes is not followed, and says so', async () => {
@@ -990,6 +1006,65 @@ describe("a loop's own tests of each module", () => {
     );
   });
 
+  it('follows a helper given the class to wrap, and conditions bound with functools.partial', async () => {
+    const dir = projectDir('fsdp-lens-permodule-');
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
+    fs.writeFileSync(
+      path.join(dir, 'pkg', 'sharding.py'),
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'def shard_by_class(model, layer_cls):',
+        '    for m in model.modules():',
+        '        if isinstance(m, layer_cls):',
+        '            fully_shard(m)',
+        '    fully_shard(model)',
+        'def layer_or_named(name, module, names=None):',
+        '    if names and name in names:',
+        '        return True',
+        '    parts = name.split(".")',
+        '    return len(parts) >= 2 and parts[-2] == "layers" and parts[-1].isdigit()',
+        'def shard_by_tests(model, tests):',
+        '    for n, m in reversed(list(model.named_modules())):',
+        '        if any([t(n, m) for t in tests]):',
+        '            fully_shard(m)',
+        '    fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    const byClass = await estimateJson(
+      script(dir, 'by_class.py', [
+        'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+        'from pkg.sharding import shard_by_class',
+        'shard_by_class(model, LlamaDecoderLayer)',
+      ]),
+    );
+    assert.equal(byClass.plan.source.kind, 'detected');
+    assert.equal(byClass.plan.units, 17);
+    // names=["model.embed_tokens"]: the embedding is a unit too, besides the 16 layers.
+    const named = await estimateJson(
+      script(dir, 'named.py', [
+        'from functools import partial',
+        'from pkg.sharding import layer_or_named, shard_by_tests',
+        'shard_by_tests(model, [partial(layer_or_named, names=["model.embed_tokens"])])',
+      ]),
+    );
+    assert.equal(named.plan.units, 18);
+    assert.ok(blocks(named).some((u) => u.modules[0] === 'model.embed_tokens'));
+    // Names not known statically: the layers pass whatever they are (both arms of the `if` return True for
+    // them); for every other module it depends, so those are left out and said to be.
+    const unknown = await estimateJson(
+      script(dir, 'unknown.py', [
+        'from functools import partial',
+        'from pkg.sharding import layer_or_named, shard_by_tests',
+        'from settings import extra_names',
+        'shard_by_tests(model, [partial(layer_or_named, names=extra_names())])',
+      ]),
+    );
+    assert.equal(unknown.plan.units, 17);
+    assert.match(unknown.plan.notes.join('\n'), /not known statically for 183 of 199 modules/);
+  });
+
   it("follows a helper whose test reads each module's name, as torchtune's layer test does", async () => {
     const dir = projectDir('fsdp-lens-permodule-');
     fs.mkdirSync(path.join(dir, 'pkg'));
@@ -1223,6 +1298,39 @@ describe('a file whose classes each make a plan', () => {
     assert.ok(
       j.plan.notes.includes(
         'the plan of class ActorWorker, the first in the file: no call in the project builds any of them; class RewardWorker (line 12, built by no call in the project) makes another plan, not estimated here (`--plan NAME` or `# fsdp: plan=NAME` picks one)',
+      ),
+      j.plan.notes.join('\n'),
+    );
+  });
+
+  it('counts one model where two methods each wrap a whole model under the same name', async () => {
+    const dir = projectDir('fsdp-lens-classes-');
+    const file = path.join(dir, 'dpo.py');
+    fs.writeFileSync(
+      file,
+      [
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        'class Recipe:',
+        '    def setup_policy(self):',
+        '        model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        '        for layer in model.model.layers:',
+        '            fully_shard(layer)',
+        '        fully_shard(model)',
+        '    def setup_reference(self):',
+        '        model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        '        for layer in model.model.layers:',
+        '            fully_shard(layer)',
+        '        fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    const j = await estimateJson(file);
+    // The policy's 16 layers and root, not 34 units of one model wrapped twice.
+    assert.equal(j.plan.units, 17);
+    assert.ok(
+      j.plan.notes.includes(
+        'Recipe.setup_reference() also wraps a whole `model`, another model of that name: estimated for the one Recipe.setup_policy() wraps',
       ),
       j.plan.notes.join('\n'),
     );

@@ -31,6 +31,7 @@ import { torchLayer, torchLayerName, type LayerContext } from './torchLayers';
 import { valueMethod } from './methods';
 import {
   StepLimit,
+  Undecided,
   LIMITS,
   Return,
   Break,
@@ -455,6 +456,19 @@ export class Interpreter extends Statements {
       }
       case 'hasattr':
         return UNKNOWN(text, 'hasattr');
+      case 'functools.partial':
+      case 'partial': {
+        // A function of the project with some arguments bound (functools.partial); others stay unknown.
+        const [f, ...bound] = args;
+        if (f?.k !== 'fn') return UNKNOWN(text, 'partial of a function not followed');
+        return {
+          ...f,
+          partial: {
+            args: [...(f.partial?.args ?? []), ...bound],
+            kwargs: { ...f.partial?.kwargs, ...kwargs },
+          },
+        };
+      }
       case 'type':
         return args.length === 1 && args[0]!.k === 'mod' ? classOfModule(args[0]!) : UNKNOWN(text, 'type');
       case 'isinstance': {
@@ -612,7 +626,22 @@ export class Interpreter extends Statements {
   }
 
   /** Runs a function or method with bound arguments; its return value. */
-  callFunction(fn: FnV, args: Value[], kwargs: Record<string, Value>): Value {
+  callFunction(fn: FnV, given: Value[], givenKwargs: Record<string, Value>): Value {
+    if (!this.decisions || this.decisions.fork) return this.runFunction(fn, given, givenKwargs);
+    // Code before a test, where nothing is assumed: a call whose path turns on a condition not known statically
+    // returns what is not known.
+    try {
+      return this.runFunction(fn, given, givenKwargs);
+    } catch (e) {
+      if (e instanceof Undecided) return UNKNOWN(fn.name, 'depends on a condition not known statically');
+      throw e;
+    }
+  }
+
+  private runFunction(fn: FnV, given: Value[], givenKwargs: Record<string, Value>): Value {
+    // `partial(fn, a, k=v)(x)` is `fn(a, x, k=v)`.
+    const args = fn.partial ? [...fn.partial.args, ...given] : given;
+    const kwargs = fn.partial ? { ...fn.partial.kwargs, ...givenKwargs } : givenKwargs;
     if (++this.depth > this.limits.depth) {
       this.depth--;
       this.note(`${fn.name}() is called too deep in nested calls to follow: its result is not known`);

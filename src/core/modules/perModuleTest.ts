@@ -11,14 +11,15 @@ import { modulesAndSelfPairs } from '../analysis/wrapCalls';
 import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { truthy } from '../python/operators';
-import { conditionParts, enclosingFunction } from '../python/scope';
+import { conditionParts, enclosingFunction, parameterNames } from '../python/scope';
+import type { Range } from '../vocabulary/range';
 import type { Value } from '../python/values';
 import { moduleAt, type ModuleNode } from '../model/tree';
 import type { Project } from '../project/project';
 import { Interpreter } from './interpreter';
 import { Evaluator } from '../analysis/evaluator';
 import { moduleFromTree } from './moduleValues';
-import { StepLimit } from './statements';
+import { StepLimit, Undecided } from './statements';
 import { oneLine } from '../vocabulary/words';
 
 /** The most modules a loop's tests are evaluated for (a large model's named_modules()). */
@@ -42,6 +43,7 @@ export function testPerModule(
   call: WrapCall,
   root: ModuleNode,
   modelVariable: string[],
+  site?: CallSite,
 ): ModuleTest | undefined {
   const file = project.file(call.file);
   // A helper's wrap placed at its call keeps its own file and line, where its loop is found.
@@ -60,7 +62,7 @@ export function testPerModule(
     (p) => p.node.startIndex >= body.startIndex && p.node.endIndex <= body.endIndex,
   );
   // Tests of the class alone are the scan's class filters already (read from the facts' own text).
-  if (!parts.length || parts.every((p) => classOnly(p.node.text))) return undefined;
+  if (!parts.length || (!site && parts.every((p) => classOnly(p.node.text)))) return undefined;
   const shape = loopShape(file.source, right);
   if (!shape) return undefined;
   // The module the loop runs over, by the call's wrapped path: `model/**` or `model/layers/*`.
@@ -89,6 +91,15 @@ export function testPerModule(
     }),
   );
   const interp = new Interpreter(project);
+  // A helper's parameters as its call passes them (`shard(model, LlamaDecoderLayer)`): its tests read them.
+  // Once per call of the helper, for all of its wraps.
+  const passed =
+    site && scope
+      ? project.memo(
+          `site-bindings:${site.file}:${site.range.start.line}:${site.range.start.character}:${call.file}:${scope.startIndex}`,
+          () => siteBindings(project, site, scope, call.file, interp),
+        )
+      : new Map<string, Value>();
   const memo = new Map<string, boolean | undefined>();
   const tests = parts.map((p) => `${p.negated ? 'not ' : ''}${oneLine(p.node.text, 60)}`);
   const holdsFor = (modulePath: string) => {
@@ -97,9 +108,11 @@ export function testPerModule(
     const mod = moduleAt(root, modulePath);
     let result: boolean | undefined;
     if (y && mod && !filledElsewhere && memo.size < MAX_MODULES) {
-      const env = new Map<string, Value>();
+      const env = new Map<string, Value>(passed);
       if (baseVar) env.set(baseVar, moduleFromTree(base));
-      if (bind(left, shape.element(y, moduleFromTree(mod)), env)) result = holds(interp, file, parts, env);
+      // A helper's parameters are what its call passes (or their defaults where it passes none).
+      if (bind(left, shape.element(y, moduleFromTree(mod)), env))
+        result = holds(interp, file, parts, env, site !== undefined);
     }
     memo.set(modulePath, result);
     return result;
@@ -115,24 +128,40 @@ export interface ModuleTest {
   holds: (modulePath: string) => boolean | undefined;
 }
 
-/** Whether every test holds (false at the first that fails), with the names in `env` bound. */
+/** How many conditions not known statically one module's tests are run both ways for (2^4 runs at most). */
+const MAX_FORKS = 4;
+
+/**
+ * Whether every test holds (false at the first that fails), with the names in `env` bound. Nothing is assumed
+ * of a condition the run does not decide (`if names_to_match and name in names_to_match: return True`): the
+ * tests are run again with it true and with it false, and hold when both runs agree.
+ */
 function holds(
   interp: Interpreter,
   file: NonNullable<ReturnType<Project['file']>>,
   parts: { node: Node; negated: boolean }[],
   env: Map<string, Value>,
+  paramsUnknown: boolean,
+  forced: ReadonlyMap<number, boolean> = new Map(),
 ): boolean | undefined {
   let unsure = false;
-  for (const p of parts) {
-    let v: boolean | undefined;
-    try {
-      v = truthy(interp.evalAt(file, p.node, env));
-    } catch (e) {
-      if (!(e instanceof StepLimit)) throw e;
-      v = undefined;
+  interp.decisions = { forced, used: new Set(), fork: true };
+  try {
+    for (const p of parts) {
+      const v = truthy(interp.evalAt(file, p.node, env, paramsUnknown));
+      if (v === undefined) unsure = true;
+      else if (v === p.negated) return false;
     }
-    if (v === undefined) unsure = true;
-    else if (v === p.negated) return false;
+  } catch (e) {
+    if (e instanceof StepLimit) return undefined;
+    if (!(e instanceof Undecided)) throw e;
+    if (e.again || forced.size >= MAX_FORKS) return undefined;
+    const yes = holds(interp, file, parts, env, paramsUnknown, new Map([...forced, [e.condition, true]]));
+    if (yes === undefined) return undefined;
+    const no = holds(interp, file, parts, env, paramsUnknown, new Map([...forced, [e.condition, false]]));
+    return yes === no ? yes : undefined;
+  } finally {
+    interp.decisions = undefined;
   }
   return unsure ? undefined : true;
 }
@@ -238,4 +267,87 @@ function classOnly(text: string): boolean {
     .replace(/\b(and|or|not)\b/g, '')
     .replace(/[()\s]/g, '');
   return rest === '';
+}
+
+/** Where a helper is called: the caller's file and the call's range there. */
+export interface CallSite {
+  file: string;
+  range: Range;
+}
+
+/**
+ * The values a call passes a helper's parameters, evaluated in the caller's file as the code there sees them;
+ * only those known (a class, a constant, a list of functions).
+ */
+function siteBindings(
+  project: Project,
+  site: CallSite,
+  helper: Node,
+  helperPath: string,
+  interp: Interpreter,
+): Map<string, Value> {
+  const out = new Map<string, Value>();
+  const file = project.file(site.file);
+  if (!file) return out;
+  const { start, end } = site.range;
+  const call = file.source.root
+    .descendantsOfType('call', { row: start.line, column: 0 }, { row: end.line + 1, column: 0 })
+    .find(
+      (c) =>
+        c.startPosition.row === start.line &&
+        c.startPosition.column === start.character &&
+        c.endPosition.row === end.line &&
+        c.endPosition.column === end.character,
+    );
+  // The call must be of this helper (not of one that calls it in turn, through a chain of helpers).
+  const fn = call?.childForFieldName('function');
+  const called = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text : fn?.text;
+  if (!call || called !== helper.childForFieldName('name')?.text) return out;
+  const args = call.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
+  const params = parameterNames(helper);
+  // A method called on its receiver (`model.apply_fsdp(mesh)`): the receiver is `self`.
+  const offset = params[0] === 'self' ? 1 : 0;
+  const positional = args.filter((a) => a.type !== 'keyword_argument' && !a.type.includes('splat'));
+  const defaults = new Map<string, Node>();
+  for (const p of helper.childForFieldName('parameters')?.namedChildren ?? []) {
+    const d = p.childForFieldName('value');
+    const n = p.childForFieldName('name');
+    if (d && n) defaults.set(n.text, d);
+  }
+  const helperFile = project.file(helperPath);
+  // The arguments evaluated together, at the call: the caller's code before it runs once.
+  const given: { name: string; node: Node }[] = [];
+  params.forEach((name, i) => {
+    const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
+    const node = kw?.childForFieldName('value') ?? (i >= offset ? positional[i - offset] : undefined);
+    if (node) {
+      given.push({ name, node });
+      return;
+    }
+    // Not passed: its default, as the helper's file writes it.
+    const d = defaults.get(name);
+    const v = d && helperFile ? interp.evalWith(helperFile, d, new Map()) : undefined;
+    if (v && v.k !== 'unknown') out.set(name, v);
+  });
+  if (!given.length) return out;
+  // Nothing assumed of the caller's undecided conditions either: an argument they change is not bound.
+  interp.decisions = { forced: new Map(), used: new Set(), fork: false };
+  try {
+    const values = interp.evalManyAt(
+      file,
+      call,
+      given.map((g) => g.node),
+      undefined,
+      true,
+    );
+    given.forEach((g, i) => {
+      const v = values[i]!;
+      if (v.k !== 'unknown' && v.k !== 'param') out.set(g.name, v);
+    });
+  } catch (e) {
+    if (!(e instanceof StepLimit) && !(e instanceof Undecided)) throw e;
+  } finally {
+    interp.decisions = undefined;
+  }
+  return out;
 }

@@ -27,6 +27,31 @@ import type { LayerContext } from './torchLayers';
 /** The interpreter ran past its step limit or the analysis's budget (the model code is too large or loops without end). */
 export class StepLimit extends Error {}
 
+/**
+ * A condition not known statically, met where nothing may be assumed of it (a test of each module): the caller
+ * may run again with it decided each way (`decisions`). `again` is set when it was met twice in one run, where
+ * one decision for both would not be sound.
+ */
+export class Undecided extends Error {
+  constructor(
+    readonly condition: number,
+    readonly again = false,
+  ) {
+    super('a condition not known statically');
+  }
+}
+
+/** Conditions decided for one run by the caller, by node id; the rest raise Undecided. */
+export interface Decisions {
+  forced: ReadonlyMap<number, boolean>;
+  used: Set<number>;
+  /**
+   * Whether an undecided condition is raised for the caller to decide each way (while the test itself runs);
+   * otherwise (the code before it, a call's arguments) what its arms bind is unknown after it.
+   */
+  fork: boolean;
+}
+
 export interface Limits {
   steps: number;
   depth: number;
@@ -55,6 +80,8 @@ export class Continue {}
 export abstract class Statements extends Expressions<Frame> {
   private steps = 0;
   readonly notes: string[] = [];
+  /** Set while nothing may be assumed of an undecided condition (see Undecided). */
+  decisions: Decisions | undefined;
   /** What layers and methods need of the interpreter (notes, iteration, the loop limit). */
   protected abstract readonly layers: LayerContext;
 
@@ -89,6 +116,13 @@ export abstract class Statements extends Expressions<Frame> {
    * as the plan is, with a note; else taken as true (the code's main path), with a note.
    */
   protected decide(cond: Node, frame: Frame): boolean {
+    if (this.decisions) {
+      const f = this.decisions.forced.get(cond.id);
+      if (f === undefined) throw new Undecided(cond.id);
+      if (this.decisions.used.has(cond.id)) throw new Undecided(cond.id, true);
+      this.decisions.used.add(cond.id);
+      return f;
+    }
     const d = this.fromFile(cond, frame);
     const t = d && truthy(d.value);
     const text = cond.text.slice(0, 60);
@@ -196,17 +230,32 @@ export abstract class Statements extends Expressions<Frame> {
         throw new Return(v ? this.evaluate(v, frame) : { k: 'none' });
       }
       case 'if_statement': {
-        const cond = stmt.childForFieldName('condition');
-        if (cond && this.condition(cond, frame))
-          return this.execBlock(stmt.childForFieldName('consequence'), frame);
-        for (const alt of stmt.childrenForFieldName('alternative')) {
-          if (alt.type === 'elif_clause') {
-            const c = alt.childForFieldName('condition');
-            if (c && this.condition(c, frame))
-              return this.execBlock(alt.childForFieldName('consequence'), frame);
-          } else return this.execBlock(alt.childForFieldName('body'), frame);
+        try {
+          const cond = stmt.childForFieldName('condition');
+          if (cond && this.condition(cond, frame))
+            return this.execBlock(stmt.childForFieldName('consequence'), frame);
+          for (const alt of stmt.childrenForFieldName('alternative')) {
+            if (alt.type === 'elif_clause') {
+              const c = alt.childForFieldName('condition');
+              if (c && this.condition(c, frame))
+                return this.execBlock(alt.childForFieldName('consequence'), frame);
+            } else return this.execBlock(alt.childForFieldName('body'), frame);
+          }
+          return;
+        } catch (e) {
+          // Nothing assumed of an undecided test of this statement, whose arms only bind names: what they bind
+          // is unknown after it (an arm that returns or leaves a loop is decided each way by the caller).
+          if (!(e instanceof Undecided) || e.again || !this.decisions) throw e;
+          // Before the point of interest, an arm that returns or raises is one the code there did not take.
+          if (this.decisions.fork && leavesFlow(stmt)) throw e;
+          const own = [
+            stmt.childForFieldName('condition'),
+            ...stmt.childrenForFieldName('alternative').map((a) => a.childForFieldName('condition')),
+          ];
+          if (!own.some((c) => c?.id === e.condition)) throw e;
+          this.forget(stmt, frame);
+          return;
         }
-        return;
       }
       case 'for_statement': {
         const left = stmt.childForFieldName('left');
@@ -295,6 +344,15 @@ export abstract class Statements extends Expressions<Frame> {
 
   /** The local names a statement assigns, made unknown (a loop that could not be followed). */
   private forget(stmt: Node, frame: Frame): void {
+    // Where nothing may be assumed, a container changed in place there (`names.append(x)`) is unknown too.
+    if (this.decisions)
+      for (const c of stmt.descendantsOfType('call')) {
+        const fn = c.childForFieldName('function');
+        const obj = fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
+        const held = obj?.type === 'identifier' ? frame.env.get(obj.text) : undefined;
+        if (held && (held.k === 'seq' || held.k === 'dict' || held.k === 'obj'))
+          frame.env.set(obj!.text, UNKNOWN(obj!.text, 'changed where a test is undecided'));
+      }
     for (const a of stmt.descendantsOfType(['assignment', 'augmented_assignment'])) {
       const left = a.childForFieldName('left');
       const names = left?.type === 'identifier' ? [left] : (left?.descendantsOfType('identifier') ?? []);
@@ -381,7 +439,18 @@ export abstract class Statements extends Expressions<Frame> {
   }
 
   /** Evaluates the expression at `node` as the code would see it: its function's body run up to it first. */
-  evalAt(file: ModuleFile, node: Node, bound?: Map<string, Value>): Value {
+  evalAt(file: ModuleFile, node: Node, bound?: Map<string, Value>, paramsUnknown = false): Value {
+    return this.evalManyAt(file, node, [node], bound, paramsUnknown)[0]!;
+  }
+
+  /** Evaluates several expressions at one point (`anchor`): the code before it is run once for all of them. */
+  evalManyAt(
+    file: ModuleFile,
+    node: Node,
+    nodes: Node[],
+    bound?: Map<string, Value>,
+    paramsUnknown = false,
+  ): Value[] {
     let fn: Node | null = null;
     for (let p = up(node); p; p = up(p)) if (p.type === 'function_definition') fn = fn ?? p;
     const frame: Frame = { file, env: new Map() };
@@ -397,7 +466,8 @@ export abstract class Statements extends Expressions<Frame> {
         if (name)
           frame.env.set(
             name,
-            dflt
+            // A parameter's default is its value only where its callers are known not to pass it.
+            dflt && !paramsUnknown
               ? this.evaluate(dflt, frame)
               : {
                   k: 'param',
@@ -411,12 +481,23 @@ export abstract class Statements extends Expressions<Frame> {
       // Names the caller binds (a loop's variables, the module it runs over), over the parameters.
       for (const [k, v] of bound ?? []) frame.env.set(k, v);
       const body = fn.childForFieldName('body');
-      this.runUntil(body, node, frame);
+      this.before(() => this.runUntil(body, node, frame));
     } else {
       for (const [k, v] of bound ?? []) frame.env.set(k, v);
-      this.runUntil(file.source.root, node, frame, true);
+      this.before(() => this.runUntil(file.source.root, node, frame, true));
     }
-    return this.evaluate(node, frame);
+    return nodes.map((n) => this.evaluate(n, frame));
+  }
+
+  /** Runs the code before a point of interest: where nothing is assumed, its undecided tests are not forked. */
+  private before(run: () => void): void {
+    const d = this.decisions;
+    if (d) this.decisions = { ...d, fork: false };
+    try {
+      run();
+    } finally {
+      if (d) this.decisions = d;
+    }
   }
 
   /** Runs the statements of `block` that come before the one holding `node` (entering blocks that hold it). */
@@ -449,4 +530,21 @@ export abstract class Statements extends Expressions<Frame> {
       }
     }
   }
+}
+
+/** Whether a statement may return, raise or leave a loop from within (not counting nested functions). */
+function leavesFlow(stmt: Node): boolean {
+  for (const n of stmt.descendantsOfType([
+    'return_statement',
+    'raise_statement',
+    'break_statement',
+    'continue_statement',
+  ])) {
+    let inner = false;
+    for (let p = up(n); p && p.id !== stmt.id; p = up(p))
+      if (p.type === 'function_definition' || p.type === 'lambda' || p.type === 'class_definition')
+        inner = true;
+    if (!inner) return true;
+  }
+  return false;
 }

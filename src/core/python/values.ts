@@ -129,6 +129,8 @@ export interface FnV {
   self?: Value;
   /** The class the method was found in (for `super()`). */
   owner?: ClassV;
+  /** Arguments bound ahead by `functools.partial(fn, ...)`. */
+  partial?: { args: Value[]; kwargs: Record<string, Value> };
 }
 
 export interface TensorV {

@@ -18,7 +18,7 @@ import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../m
 import { isDType, type DType } from '../vocabulary/dtypes';
 import { callsThatRun, planFromFacts } from '../plan/fromFacts';
 import { helperPlan, type HelperPlan } from './helpers';
-import { planOfCalledFunction, type PlanChoices } from './entryPlan';
+import { oneModelPerName, planOfCalledFunction, type PlanChoices } from './entryPlan';
 import { reshardPerIteration } from '../modules/perIteration';
 import { testPerModule } from '../modules/perModuleTest';
 import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
@@ -107,14 +107,21 @@ export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): Est
       ? { ...(found ?? { calls: [], functions: {} }), notes: [chosen.note, ...(found?.notes ?? [])] }
       : found;
   const plans = 'choices' in chosen && chosen.choices ? { plans: chosen.choices } : {};
-  if (!helpers?.calls.length) return { ...estimateFacts(own, opts, helpers), ...plans };
+  if (!helpers?.calls.length) {
+    const notes: string[] = [];
+    const calls = oneModelPerName(own.calls, notes);
+    const withNotes = notes.length
+      ? { ...(helpers ?? { calls: [], functions: {} }), notes: [...(helpers?.notes ?? []), ...notes] }
+      : helpers;
+    return { ...estimateFacts(calls === own.calls ? own : { ...own, calls }, opts, withNotes), ...plans };
+  }
   const scannedCalls = own.calls;
   const offset = scannedCalls.length;
   const merged = helpers.calls.map((c) => ({ ...c, children: c.children.map((i) => i + offset) }));
   const r = estimateFacts(
     {
       ...own,
-      calls: [...scannedCalls, ...merged],
+      calls: oneModelPerName([...scannedCalls, ...merged], helpers.notes),
       checkpointing: [...own.checkpointing, ...(helpers.checkpointing ?? [])],
     },
     opts,
@@ -280,7 +287,19 @@ function estimateFacts(
         model.loaded.shape,
         file,
         project ? (c, prefix) => reshardPerIteration(project, facts, c, root, prefix) : undefined,
-        project ? (c, prefix) => testPerModule(project, c, root, prefix) : undefined,
+        project
+          ? (c, prefix) =>
+              testPerModule(
+                project,
+                c,
+                root,
+                prefix,
+                // A helper's wrap, placed at this file's call of it: its parameters are what the call passes.
+                path.resolve(c.file) !== path.resolve(facts.path)
+                  ? { file: facts.path, range: c.range }
+                  : undefined,
+              )
+          : undefined,
       );
   plan.notes.unshift(
     ...(facts.configsRead?.length

@@ -175,3 +175,37 @@ function restrictedTo(facts: FileFacts, chosen: PlanGroup, groups: PlanGroup[]):
     frameworkCalls: facts.frameworkCalls.filter(keep),
   };
 }
+
+/**
+ * Wraps of whole models that several functions make under one name (a policy's and a reference model's setup
+ * methods, each sharding its own `model`): different objects, of which the estimate takes the first function's;
+ * the others are left out with a note. Returns the calls kept (children renumbered).
+ */
+export function oneModelPerName(calls: WrapCall[], notes: string[]): WrapCall[] {
+  const byName = new Map<string, (string | null)[]>();
+  for (const c of calls)
+    for (const p of c.paths)
+      if (p.length === 1) {
+        const fns = byName.get(p[0]!) ?? [];
+        if (!fns.includes(c.function)) fns.push(c.function);
+        byName.set(p[0]!, fns);
+      }
+  const dropped = new Set<WrapCall>();
+  for (const [name, fns] of byName) {
+    if (fns.length < 2 || fns.some((f) => f === null)) continue;
+    const [first, ...others] = fns;
+    for (const c of calls)
+      if (c.function !== first && others.includes(c.function) && c.paths.some((p) => p[0] === name))
+        dropped.add(c);
+    notes.push(
+      `${others.map((f) => `${f}()`).join(', ')} also ${others.length === 1 ? 'wraps' : 'wrap'} a whole \`${name}\`, another model of that name: estimated for the one ${first}() wraps`,
+    );
+  }
+  if (!dropped.size) return calls;
+  const kept = calls.filter((c) => !dropped.has(c));
+  const index = new Map(kept.map((c, i) => [calls.indexOf(c), i]));
+  return kept.map((c) => ({
+    ...c,
+    children: c.children.filter((i) => index.has(i)).map((i) => index.get(i)!),
+  }));
+}

@@ -28,7 +28,7 @@ import {
 import { Evaluator } from '../analysis/evaluator';
 import { branchPath } from '../analysis/branches';
 import { functionFact, neverRunsReason } from '../analysis/wrapCalls';
-import { testPerModule, type ModuleTest } from '../modules/perModuleTest';
+import { testPerModule, type CallSite, type ModuleTest } from '../modules/perModuleTest';
 import { walk as walkModules, type ModuleNode } from '../model/tree';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
@@ -143,7 +143,10 @@ function searchHelpers(
     // class filter the analysis reads, is not known: no plan is made of a guess.
     // A test the helper writes of each module alone (`if name.endswith("mlp")`, `if type(m).__name__ in NAMES`)
     // is decided module by module once the model is known; one over what the caller passes is not.
-    const perModule = new Map(wraps.map((c) => [c, decidedPerModule(project, c, fnFact.parameters)]));
+    const callSite = { file: facts.path, range: rangeOf(site.call) };
+    const perModule = new Map(
+      wraps.map((c) => [c, decidedPerModule(project, c, fnFact.parameters, callSite)]),
+    );
     const selective = wraps.find(
       (c) =>
         c.paths.some((p) => p.includes('**')) &&
@@ -446,6 +449,10 @@ function remap(
     paths,
     statement: { start: stmt.startIndex, end: stmt.endIndex, range: rangeOf(stmt), indent: '' },
     loopStatement: null,
+    // A class filter naming one of the helper's parameters (`isinstance(m, layer_cls)`) is the class the call
+    // passes: decided module by module at the plan, not read as a class of that name.
+    ...(c.classFilter?.some((n) => params.includes(n)) ? { classFilter: null } : {}),
+    ...(c.classExclude?.some((n) => params.includes(n)) ? { classExclude: [] } : {}),
     // The helper's own loops and conditions are not the caller's: its options were read in its own scope.
     loop: null,
     loops: [],
@@ -485,13 +492,20 @@ const PROBE: ModuleNode = (() => {
 })();
 
 /**
- * A helper's loop tests, when they decide every module of a probe model (they read the module, not what the call
+ * A helper's loop tests, when they decide modules of a probe model (they read the module, not only what the call
  * passes): decided again on the real model once it is known.
  */
-function decidedPerModule(project: Project, c: WrapCall, parameters: string[]): ModuleTest | undefined {
+function decidedPerModule(
+  project: Project,
+  c: WrapCall,
+  parameters: string[],
+  site: CallSite,
+): ModuleTest | undefined {
   const base = c.paths.find((p) => p.includes('**') || p.includes('*'));
   if (!base || !parameters.includes(base[0]!)) return undefined;
-  const test = testPerModule(project, c, PROBE, [base[0]!]);
+  const test = testPerModule(project, c, PROBE, [base[0]!], site);
   if (!test) return undefined;
-  return [...walkModules(PROBE)].every((m) => test.holds(m.path) !== undefined) ? test : undefined;
+  // Decided for some modules whatever the call passes (torchtune's layer test holds for `layers.N` whatever
+  // names it is also given): followed, and the plan names the modules it cannot decide.
+  return [...walkModules(PROBE)].some((m) => test.holds(m.path) !== undefined) ? test : undefined;
 }
