@@ -85,6 +85,19 @@ export const CHECKS: Check[] = [
     },
   },
   {
+    name: "lenses of a file of two workers' plans",
+    async run(page, theme) {
+      await openFile(page, 'workers/workers.py');
+      // The estimated plan's root lens, and the other plan's wraps named as such.
+      const texts = await waitForLens(page, /FSDP2 root · 33 units/);
+      if (
+        !texts.some((t) => /plan of class ScoringWorker, not estimated \(estimating PolicyWorker\)/.test(t))
+      )
+        throw new Error(`no lens naming the other plan: ${JSON.stringify(texts)}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `plans-${theme}.png`) });
+    },
+  },
+  {
     name: 'hover over a fully_shard line',
     async run(page, theme) {
       await openFile(page, 'train_fsdp2.py');

@@ -1065,6 +1065,37 @@ describe("a loop's own tests of each module", () => {
     assert.match(unknown.plan.notes.join('\n'), /not known statically for 183 of 199 modules/);
   });
 
+  it("reads a helper's options from what the call passes, and drops those set under a test it makes false", async () => {
+    const dir = projectDir('fsdp-lens-permodule-');
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
+    fs.writeFileSync(
+      path.join(dir, 'pkg', 'opts.py'),
+      [
+        'from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard',
+        'def shard(model, reshard, offload):',
+        '    kwargs = {"reshard_after_forward": reshard}',
+        '    if offload:',
+        '        kwargs["offload_policy"] = CPUOffloadPolicy()',
+        '    for layer in model.model.layers:',
+        '        fully_shard(layer, **kwargs)',
+        '    fully_shard(model, **kwargs)',
+        '',
+      ].join('\n'),
+    );
+    const j = await estimateJson(
+      script(dir, 'train.py', ['from pkg.opts import shard', 'shard(model, reshard=False, offload=False)']),
+    );
+    // reshard_after_forward=False on every unit: the blocks stay gathered after forward; no offload note.
+    const notes = j.plan.notes.join('\n');
+    assert.doesNotMatch(notes, /not known statically|CPU offload only when/, notes);
+    assert.ok(
+      (j as unknown as { units: { residency: { kind: string } }[] }).units.every(
+        (u) => u.residency.kind === 'keep',
+      ),
+    );
+  });
+
   it("follows a helper whose test reads each module's name, as torchtune's layer test does", async () => {
     const dir = projectDir('fsdp-lens-permodule-');
     fs.mkdirSync(path.join(dir, 'pkg'));

@@ -9,6 +9,7 @@ import {
   type CheckpointFact,
   type FileFacts,
   type FunctionFact,
+  type OptionFact,
   type WrapCall,
 } from '../analysis/facts';
 import { oneLine } from '../vocabulary/words';
@@ -30,6 +31,9 @@ import { branchPath } from '../analysis/branches';
 import { functionFact, neverRunsReason } from '../analysis/wrapCalls';
 import { testPerModule, type CallSite, type ModuleTest } from '../modules/perModuleTest';
 import { walk as walkModules, type ModuleNode } from '../model/tree';
+import { interpretOption } from '../analysis/options';
+import { meshOption } from '../analysis/arguments';
+import { truthy } from '../python/operators';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
 const MAX_HELPERS = 16;
@@ -194,7 +198,7 @@ function searchHelpers(
     // by a default keeps it out.
     const never = neverRunsReason(ev, site.call, enclosingFunction(site.call));
     const runs = never?.byDefault ? { offByDefault: never.reason } : never ? { neverRuns: never.reason } : {};
-    const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver));
+    const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver, ev));
     const lost = mapped.filter((m) => !m).length;
     // A helper followed in part would show a plan it does not make: all of its wraps, or none.
     if (lost) {
@@ -412,11 +416,17 @@ function remap(
   call: Node,
   runs: Pick<WrapCall, 'neverRuns' | 'offByDefault'>,
   receiver?: string,
+  ev?: Evaluator,
 ): WrapCall | null {
   const args = call.childForFieldName('arguments')?.namedChildren ?? [];
   const positional = args.filter((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
   // A method called on an object binds its first parameter to the object and the arguments to the rest.
   if (receiver) params = params.slice(1);
+  const argNode = (name: string): Node | undefined => {
+    const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
+    const i = params.indexOf(name);
+    return kw?.childForFieldName('value') ?? (i >= 0 ? positional[i] : undefined);
+  };
   const argFor = (name: string): string | null => {
     if (receiver && name === 'self') return receiver;
     const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
@@ -449,6 +459,9 @@ function remap(
     paths,
     statement: { start: stmt.startIndex, end: stmt.endIndex, range: rangeOf(stmt), indent: '' },
     loopStatement: null,
+    // Options the helper passes on from its parameters (`reshard_after_forward=reshard`, `**fsdp_kwargs` of
+    // them), read from what the call passes, and those it sets under a test of a parameter decided by it.
+    options: ev ? optionsFromCall(c.options, params, argNode, ev) : c.options,
     // A class filter naming one of the helper's parameters (`isinstance(m, layer_cls)`) is the class the call
     // passes: decided module by module at the plan, not read as a class of that name.
     ...(c.classFilter?.some((n) => params.includes(n)) ? { classFilter: null } : {}),
@@ -508,4 +521,43 @@ function decidedPerModule(
   // Decided for some modules whatever the call passes (torchtune's layer test holds for `layers.N` whatever
   // names it is also given): followed, and the plan names the modules it cannot decide.
   return [...walkModules(PROBE)].some((m) => test.holds(m.path) !== undefined) ? test : undefined;
+}
+
+/** A helper wrap's options with those its parameters give read from the caller's arguments (see remap). */
+function optionsFromCall(
+  options: Record<string, OptionFact>,
+  params: string[],
+  argNode: (name: string) => Node | undefined,
+  ev: Evaluator,
+): Record<string, OptionFact> {
+  const out: Record<string, OptionFact> = {};
+  const param = (text: string) =>
+    /^[A-Za-z_]\w*$/.test(text) && params.includes(text) ? argNode(text) : undefined;
+  for (const [name, o] of Object.entries(options)) {
+    // Set only under tests of parameters (`if cpu_offload:`): decided by what the call passes.
+    let conditions = o.conditions;
+    if (conditions?.length) {
+      const decided = conditions.map((t) => {
+        const m = /^(not\s+)?([A-Za-z_]\w*)$/.exec(t.trim());
+        const node = m ? param(m[2]!) : undefined;
+        const v = node ? truthy(ev.eval(node)) : undefined;
+        return v === undefined ? undefined : m![1] ? !v : v;
+      });
+      if (decided.some((d) => d === false)) continue;
+      if (decided.every((d) => d === true)) conditions = undefined;
+    }
+    const node = param(o.text);
+    const value = node
+      ? name === 'mesh' || name === 'device_mesh'
+        ? meshOption(ev, node)
+        : interpretOption(name, ev.eval(node))
+      : o.value;
+    const { conditions: _, ...rest } = o;
+    out[name] = {
+      ...rest,
+      ...(node ? { text: node.text, value, via: `${o.text} of the call` } : {}),
+      ...(conditions?.length ? { conditions } : {}),
+    };
+  }
+  return out;
 }
