@@ -74,7 +74,8 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
       const other = otherPlanOf(call.line, plans);
       if (other)
         return new vscode.CodeLens(toRange(call.range), {
-          title: `${describeCall(call)} · plan of ${planName(other)}, not estimated (estimating ${plans!.chosen})`,
+          // What matters first: the lens is cut at the window's edge.
+          title: `plan of ${planName(other)}, not estimated (estimating ${plans!.chosen}) · ${describeCall(call)}`,
           tooltip: 'Click to choose which plan of this file is estimated',
           command: COMMANDS.chooseWhatToEstimate,
           arguments: [document.uri],

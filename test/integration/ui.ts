@@ -87,7 +87,7 @@ export const CHECKS: Check[] = [
   {
     name: "lenses of a file of two workers' plans",
     async run(page, theme) {
-      await openFile(page, 'workers/workers.py');
+      await openFile(page, 'two_workers.py');
       // The estimated plan's root lens, and the other plan's wraps named as such.
       const texts = await waitForLens(page, /FSDP2 root · 33 units/);
       if (

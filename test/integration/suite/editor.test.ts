@@ -98,7 +98,7 @@ describe('lenses, hovers and the footprint panel', () => {
   });
 
   it("a file of two workers' plans: one estimated, the other chosen from the quick pick as a comment", async () => {
-    const editor = await open('workers/workers.py');
+    const editor = await open('two_workers.py');
     const lineOf = (needle: string) =>
       editor.document
         .getText()
