@@ -147,6 +147,7 @@ export class DocumentAnalyses implements vscode.Disposable {
     if (document.isClosed) return undefined;
     const version = document.version;
     const settings = readSettings(document.uri);
+    const python = document.uri.scheme === 'file' ? this.projects?.pythonOf(document.uri) : undefined;
     const incremental = entry.sent?.generation === this.worker.generation && entry.edits.length > 0;
     const req: AnalyzeRequest = {
       kind: 'analyze',
@@ -158,6 +159,7 @@ export class DocumentAnalyses implements vscode.Disposable {
       ...(incremental ? { edits: { from: entry.sent!.version, changes: entry.edits } } : {}),
       config: isConfigDocument(document),
       folder: folderOf(document.uri),
+      ...(python ? { python } : {}),
       settings: {
         lint: settings.lint.enabled ? settings.lint : null,
         estimate: settings.estimate,

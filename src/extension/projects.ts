@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { isProjectInput, PROJECT_INPUTS_GLOB } from '../core/vocabulary/files';
 import type { AnalysisWorker } from './worker';
+import { pythonFor } from './modelCommands';
 
 /**
  * Project files kept in step with the worker's projects through a watcher (imports, configurations, launch
@@ -34,8 +35,38 @@ export class WorkspaceProjects implements vscode.Disposable {
       watcher.onDidCreate(touched),
       watcher.onDidDelete(touched),
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.worker.notify({ kind: 'reset' })),
+      // Another interpreter chosen: its packages are read from then on.
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (!e.affectsConfiguration('python') && !e.affectsConfiguration('fsdpLens.pythonPath')) return;
+        this.pythons.clear();
+        this.changed.fire();
+      }),
       this.changed,
     );
+  }
+
+  /** The interpreter of each workspace folder as the editor names it (null: none beyond PATH's python3). */
+  private readonly pythons = new Map<string, string | null>();
+
+  /**
+   * The Python interpreter the editor uses for a file's folder (`fsdpLens.pythonPath`, else the Python
+   * extension's choice), whose site-packages hold the installed helpers a script calls; undefined until it is
+   * known (finding it is asynchronous: open analyses are refreshed when it is).
+   */
+  pythonOf(uri: vscode.Uri): string | undefined {
+    const folder = vscode.workspace.getWorkspaceFolder(uri)?.uri.toString() ?? '';
+    if (this.pythons.has(folder)) return this.pythons.get(folder) ?? undefined;
+    this.pythons.set(folder, null);
+    void pythonFor(uri).then(
+      ({ python, from }) => {
+        // PATH's python3 names no environment without running it.
+        if (from.startsWith('default')) return;
+        this.pythons.set(folder, python);
+        this.changed.fire();
+      },
+      () => undefined,
+    );
+    return undefined;
   }
 
   /** The class the user picked for a file whose model can be several. */

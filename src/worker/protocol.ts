@@ -44,6 +44,8 @@ export interface AnalyzeRequest {
   settings: AnalysisSettings;
   /** The model class the user chose for this file. */
   choice?: string;
+  /** The Python interpreter the editor uses for this file's folder: helpers are read from its site-packages. */
+  python?: string;
 }
 
 export interface PanelRequestMessage {

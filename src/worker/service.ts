@@ -42,6 +42,8 @@ interface OpenDocument {
   analysis?: CoreAnalysis;
   units: DocumentAnalysis['units'];
   folder: string | null;
+  /** The interpreter the editor named for the folder, if any. */
+  python?: string;
 }
 
 /** The estimate as the editor receives it: without the model tree and the what-if engine. */
@@ -91,20 +93,22 @@ export class AnalysisService {
     return this.openDoc(file)?.text;
   }
 
-  private project(folder: string | null): Project | undefined {
+  private project(folder: string | null, python?: string): Project | undefined {
     if (!folder) return undefined;
-    let p = this.projects.get(folder);
+    // One per folder and interpreter: choosing another environment reads its packages.
+    const key = `${folder}\u0000${python ?? ''}`;
+    let p = this.projects.get(key);
     if (!p) {
       // Reads stay inside the folder, the Hugging Face folders and the site-packages of the folder's Python
       // environments, whatever a file of the workspace names.
-      const libraries = sitePackages(diskFS, [folder], this.machine.env);
+      const libraries = sitePackages(diskFS, [folder], this.machine.env, python ? [python] : []);
       p = new Project(
         [folder],
         this.grammar,
         confine(this.files, [folder, ...huggingFaceRoots(this.machine), ...libraries]),
         { libraries },
       );
-      this.projects.set(folder, p);
+      this.projects.set(key, p);
     }
     return p;
   }
@@ -138,6 +142,7 @@ export class AnalysisService {
       units: req.settings.units,
       folder: req.folder,
       file: req.file,
+      python: req.python,
     });
     open.analysis = undefined;
     if (req.onDisk) for (const p of this.projects.values()) p.invalidate(req.file, { contentOnly: true });
@@ -152,7 +157,7 @@ export class AnalysisService {
         notice: `fsdp-lens: not analysed: ${tooLarge} (setting fsdpLens.maxFileSizeKB)`,
       };
     }
-    const project = this.project(req.folder);
+    const project = this.project(req.folder, req.python);
     const fallback = fallbackModel(req.settings.model);
     const exact = this.exact.get(req.uri);
     const a = analyzeDocument(
@@ -210,7 +215,7 @@ export class AnalysisService {
   /** What the model command offers: the model found, the classes that reach the file, every nn.Module class. */
   models(uri: string): ModelsReply | undefined {
     const open = this.docs.get(uri);
-    const project = open && this.project(open.folder);
+    const project = open && this.project(open.folder, open.python);
     const facts = open?.analysis?.facts;
     if (!open || !project || !facts) return undefined;
     const found = modelFromScript(project, facts);
@@ -225,7 +230,7 @@ export class AnalysisService {
   /** Exact mode: the model built by the user's PyTorch; on success the next analyses use it. */
   async measure(req: ExactRequest, signal: AbortSignal): Promise<ExactReply> {
     const open = this.docs.get(req.uri);
-    const project = open && this.project(open.folder);
+    const project = open && this.project(open.folder, open.python);
     const facts = open?.analysis?.facts;
     if (!open || !project || !facts)
       return { ok: false, error: 'exact mode needs a file on disk in a workspace folder' };

@@ -87,6 +87,44 @@ describe('the analysis worker', () => {
     },
   );
 
+  it(
+    'reads helpers from the site-packages of the interpreter the editor names, outside the folder',
+    { timeout: 60_000 },
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-interp-'));
+      const env = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-conda-'));
+      const site = path.join(env, 'lib', 'python3.12', 'site-packages', 'shardkit');
+      fs.mkdirSync(site, { recursive: true });
+      fs.mkdirSync(path.join(env, 'bin'));
+      fs.writeFileSync(path.join(site, '__init__.py'), '');
+      fs.writeFileSync(
+        path.join(site, 'parallel.py'),
+        'from torch.distributed.fsdp import fully_shard\ndef apply_fsdp(model):\n    for layer in model.model.layers:\n        fully_shard(layer)\n    fully_shard(model)\n',
+      );
+      fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+      const train = path.join(dir, 'train.py');
+      const script = [
+        'from transformers import AutoModelForCausalLM',
+        'from shardkit.parallel import apply_fsdp',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'apply_fsdp(model)',
+        '',
+      ].join('\n');
+      fs.writeFileSync(train, script);
+      const without = await worker.request<DocumentAnalysis>(request(train, script, 1), 30_000);
+      assert.ok(without.estimate?.ok);
+      assert.equal(without.estimate.estimate.plan.source.kind, 'default');
+      // With the environment's python named (bin/python of a conda prefix): the helper's 16 layers and the root.
+      const withPython = await worker.request<DocumentAnalysis>(
+        request(train, script, 2, { python: path.join(env, 'bin', 'python') }),
+        30_000,
+      );
+      assert.ok(withPython.estimate?.ok);
+      assert.equal(withPython.estimate.estimate.plan.source.kind, 'detected');
+      assert.equal(withPython.estimate.estimate.units.length, 17);
+    },
+  );
+
   it('a cancelled analysis ends at once and says so', { timeout: 60_000 }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-worker-'));
     try {

@@ -31,9 +31,27 @@ export const MODELLED_PACKAGES = new Set([
   'bitsandbytes',
 ]);
 
-/** The site-packages folders of the environments of `roots`, and of the active one. */
-export function sitePackages(fs: FileSystem, roots: readonly string[], env: Host['env']): string[] {
+/**
+ * The environment an interpreter belongs to: `prefix/bin/python` (POSIX), `prefix\\Scripts\\python.exe`
+ * (a Windows venv), or `prefix\\python.exe` (a Windows conda environment).
+ */
+export function interpreterPrefix(python: string): string {
+  const dir = path.dirname(python);
+  return ['bin', 'Scripts'].includes(path.basename(dir)) ? path.dirname(dir) : dir;
+}
+
+/**
+ * The site-packages folders of the environments of `roots`, of the active one, and of the interpreters the
+ * editor names (the Python extension's choice, `fsdpLens.pythonPath`).
+ */
+export function sitePackages(
+  fs: FileSystem,
+  roots: readonly string[],
+  env: Host['env'],
+  interpreters: readonly string[] = [],
+): string[] {
   const prefixes: string[] = [];
+  for (const p of interpreters) if (path.isAbsolute(p)) prefixes.push(interpreterPrefix(p));
   for (const r of roots)
     for (const d of VENV_DIRS) {
       const p = path.join(r, d);
