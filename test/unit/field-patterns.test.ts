@@ -988,6 +988,48 @@ describe("a loop's own tests of each module", () => {
     );
   });
 
+  it('wraps the modules a list picked: a filtered comprehension, or appends under a test', async () => {
+    const dir = projectDir('fsdp-lens-permodule-');
+    const comprehension = await estimateJson(
+      script(dir, 'comprehension.py', [
+        'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+        'blocks = [m for m in model.modules() if isinstance(m, LlamaDecoderLayer)]',
+        'for b in blocks:',
+        '    fully_shard(b)',
+        'fully_shard(model)',
+      ]),
+    );
+    // The 16 decoder layers and the root, not every module the comprehension runs over.
+    assert.equal(comprehension.plan.units, 17);
+    const appended = await estimateJson(
+      script(dir, 'appended.py', [
+        'modules = []',
+        'for name, module in model.named_modules():',
+        '    if module.__class__.__name__ in ["LlamaDecoderLayer"]:',
+        '        modules.append(module)',
+        'for idx, m in enumerate(modules):',
+        '    fully_shard(m)',
+        'fully_shard(model)',
+      ]),
+    );
+    assert.equal(appended.plan.units, 17);
+    // Picked by a test the analysis cannot evaluate: none of the list's modules is taken as picked.
+    const unknown = await estimateJson(
+      script(dir, 'unknown_pick.py', [
+        'import policy',
+        'modules = []',
+        'for name, module in model.named_modules():',
+        '    if policy.wanted(module):',
+        '        modules.append(module)',
+        'for m in modules:',
+        '    fully_shard(m)',
+        'fully_shard(model)',
+      ]),
+    );
+    assert.equal(unknown.plan.units, 1);
+    assert.match(unknown.plan.notes.join('\n'), /not known statically for 199 of 199 modules/);
+  });
+
   it('leaves out a wrap whose test is not known, with a note, instead of wrapping every module', async () => {
     const dir = projectDir('fsdp-lens-permodule-');
     const j = await estimateJson(

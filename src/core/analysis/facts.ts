@@ -204,6 +204,11 @@ export interface WrapCall {
    * out: the call wraps X too (its path is X's followed by `**`).
    */
   wrapsBase?: true;
+  /**
+   * The tests that picked the modules of a list the call's loop runs over (`[m for m in model.modules() if
+   * test]`, or `mods.append(m)` under a test): the plan takes only the modules they hold for, or none.
+   */
+  pickedBy?: string;
   /** Why the call can never run, when the scan can tell (a condition that is always false). */
   neverRuns?: string;
   /** Set when the call is off on the default path: a condition false by a default a command line may change. */

@@ -2,7 +2,7 @@
 import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
-import { dottedText, findBinding } from '../python/scope';
+import { conditionParts, dottedText, findBinding } from '../python/scope';
 import { lastSegment } from './options';
 import type { WrapCall } from './facts';
 
@@ -207,6 +207,19 @@ export function elementPath(file: SourceFile, expr: Node, depth: number): string
       ((b.value.type === 'call' && !constructsModule(b.value)) || COMPREHENSIONS.includes(b.value.type))
     )
       return elementPath(file, b.value, depth + 1);
+    // `mods = []` grown by one `mods.append(m)` in a loop over modules: the modules that loop visits (which of
+    // them, by its tests, is decided module by module at the plan).
+    if (
+      b?.kind === 'assign' &&
+      b.value?.type === 'list' &&
+      !b.value.namedChildren.some((c) => c.type !== 'comment') &&
+      b.statement.startIndex < it.startIndex
+    ) {
+      const added = listAdditions(file, it.text, b.statement.endIndex, it.startIndex);
+      const x = added?.length === 1 ? added[0]! : null;
+      const xb = x?.type === 'identifier' ? findBinding(file, x.text, x) : null;
+      if (xb?.kind === 'loop') return iterablePath(file, xb.loop, depth + 1);
+    }
     // A Python list or tuple whose elements were not read (`mods = []` filled by a helper): its elements are
     // unknown, and the name itself is never a module. Opaque, as for a comprehension.
     if (
@@ -306,4 +319,69 @@ export function boundModuleList(file: SourceFile, name: Node): Node[] | null {
   // Used only here between its binding and the call.
   const uses = file.identifiers(name.text, b.statement.endIndex, name.startIndex);
   return uses.length ? null : elements;
+}
+
+/**
+ * The loop that picked the modules a list holds, when a wrap loop runs over such a list: a comprehension
+ * `[m for m in X.modules() if test]` bound to the name, or an empty list grown by one `name.append(m)` in a loop
+ * over modules under tests (`for n, m in model.named_modules(): if test: mods.append(m)`). Its target, its
+ * iterable and the tests that pick.
+ */
+export function pickedList(
+  file: SourceFile,
+  iterable: Node,
+  scope: Node | null,
+): { left: Node; right: Node; parts: { node: Node; negated: boolean }[] } | undefined {
+  let it: Node | null = iterable;
+  // `for b in list(blocks)` / `reversed(blocks)`.
+  while (
+    it?.type === 'call' &&
+    ['list', 'reversed', 'tuple', 'iter', 'enumerate'].includes(it.childForFieldName('function')?.text ?? '')
+  )
+    it = it.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment')[0] ?? null;
+  if (it?.type !== 'identifier') return undefined;
+  const b = findBinding(file, it.text, it);
+  if (b?.kind !== 'assign' || !b.value || b.statement.startIndex >= it.startIndex) return undefined;
+  const value = b.value;
+  if (value.type === 'list_comprehension' || value.type === 'generator_expression') {
+    const clauses = value.namedChildren.filter((c) => c.type === 'for_in_clause');
+    const left = clauses[0]?.childForFieldName('left');
+    const right = clauses[0]?.childForFieldName('right');
+    const element = value.childForFieldName('body');
+    const names =
+      left?.type === 'identifier'
+        ? [left]
+        : (left?.namedChildren.filter((c) => c.type === 'identifier') ?? []);
+    if (clauses.length !== 1 || !left || !right || element?.text !== names[names.length - 1]?.text)
+      return undefined;
+    const parts = value.namedChildren
+      .filter((c) => c.type === 'if_clause')
+      .map((c) => c.namedChild(0))
+      .filter((n): n is Node => !!n)
+      .map((n) => ({ node: n, negated: false }));
+    return { left, right, parts };
+  }
+  if (value.type !== 'list' || value.namedChildren.some((c) => c.type !== 'comment')) return undefined;
+  // Every use between the binding and the loop is one `name.append(m)`.
+  const uses = file.identifiers(it.text, b.statement.endIndex, it.startIndex);
+  if (uses.length !== 1) return undefined;
+  const attr = up(uses[0]!);
+  const call = attr && up(attr);
+  const method = attr?.type === 'attribute' ? attr.childForFieldName('attribute')?.text : undefined;
+  const arg = call?.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
+  if (method !== 'append' || call?.type !== 'call' || arg.length !== 1 || arg[0]!.type !== 'identifier')
+    return undefined;
+  let loop: Node | null = up(call);
+  while (loop && loop.type !== 'for_statement' && loop.id !== scope?.id) loop = up(loop);
+  const body = loop?.type === 'for_statement' ? loop.childForFieldName('body') : null;
+  const left = loop?.childForFieldName('left');
+  const right = loop?.childForFieldName('right');
+  if (!loop || !body || !left || !right) return undefined;
+  const target =
+    left.type === 'identifier' ? left : left.namedChildren.filter((c) => c.type === 'identifier').pop();
+  if (target?.text !== arg[0]!.text) return undefined;
+  const parts = conditionParts(call, scope).filter(
+    (p) => p.node.startIndex >= body.startIndex && p.node.endIndex <= body.endIndex,
+  );
+  return { left, right, parts };
 }

@@ -20,7 +20,7 @@ import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, sta
 import { type Evaluator } from './evaluator';
 import type { FunctionFact, LoopFact, OptionFact, WrapCall } from './facts';
 import { lastSegment } from './options';
-import { boundModuleList, isUnder, iterablePath, pathOf, pathsOf } from './paths';
+import { boundModuleList, isUnder, iterablePath, pathOf, pathsOf, pickedList } from './paths';
 
 export function wrapCall(
   file: SourceFile,
@@ -81,6 +81,12 @@ export function wrapCall(
     loopStatement: outerLoop ? statementInfo(file, outerLoop) : null,
     classFilter: classFilterOf(ev, call, scope, targetNode),
   };
+  // A loop over a list picked under tests: which modules it holds is for the plan to decide, test by test.
+  const loopNode = loops.length && targetNode?.type === 'identifier' ? innermostFor(call, scope) : null;
+  const picked = loopNode?.childForFieldName('right')
+    ? pickedList(file, loopNode.childForFieldName('right')!, scope)
+    : undefined;
+  if (picked?.parts.length) fact.pickedBy = picked.parts.map((p) => p.node.text).join(' and ');
   const excluded = classesExcluded(ev, call, scope, targetNode);
   if (excluded.length) fact.classExclude = excluded;
   if (wrapsLoopBase(file, call, scope, targetNode)) fact.wrapsBase = true;
@@ -619,4 +625,13 @@ export function functionFact(file: SourceFile, fn: Node, calledInFile: boolean):
     parameters: parameterNames(fn),
     calledInFile,
   };
+}
+
+/** The innermost `for` statement around a node, within its function. */
+function innermostFor(node: Node, scope: Node | null): Node | null {
+  for (let p = up(node); p && p.id !== scope?.id; p = up(p)) {
+    if (p.type === 'function_definition' || p.type === 'lambda') return null;
+    if (p.type === 'for_statement') return p;
+  }
+  return null;
 }

@@ -8,6 +8,7 @@
  */
 import type { WrapCall } from '../analysis/facts';
 import { modulesAndSelfPairs } from '../analysis/wrapCalls';
+import { pickedList } from '../analysis/paths';
 import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { truthy } from '../python/operators';
@@ -54,15 +55,21 @@ export function testPerModule(
   let loop: Node | null = up(node);
   while (loop && loop.type !== 'for_statement' && loop.id !== scope?.id) loop = up(loop);
   const body = loop?.type === 'for_statement' ? loop.childForFieldName('body') : null;
-  const left = loop?.childForFieldName('left');
-  const right = loop?.childForFieldName('right');
-  if (!loop || !body || !left || !right) return undefined;
+  const wrapLeft = loop?.childForFieldName('left');
+  const wrapRight = loop?.childForFieldName('right');
+  if (!loop || !body || !wrapLeft || !wrapRight) return undefined;
   // The tests written inside the loop (those around it are decided for the whole loop elsewhere).
-  const parts = conditionParts(node, scope).filter(
+  const own = conditionParts(node, scope).filter(
     (p) => p.node.startIndex >= body.startIndex && p.node.endIndex <= body.endIndex,
   );
+  // A loop over a list of modules picked before (`[m for m in model.modules() if ...]`, or appended to under a
+  // test): the modules the list's own loop visits, under its tests.
+  const picked = pickedList(file.source, wrapRight, scope);
+  const left = picked?.left ?? wrapLeft;
+  const right = picked?.right ?? wrapRight;
+  const parts = [...(picked?.parts ?? []), ...own];
   // Tests of the class alone are the scan's class filters already (read from the facts' own text).
-  if (!parts.length || (!site && parts.every((p) => classOnly(p.node.text)))) return undefined;
+  if (!parts.length || (!site && !picked && parts.every((p) => classOnly(p.node.text)))) return undefined;
   const shape = loopShape(file.source, right);
   if (!shape) return undefined;
   // The module the loop runs over, by the call's wrapped path: `model/**` or `model/layers/*`.
@@ -111,6 +118,8 @@ export function testPerModule(
       const env = new Map<string, Value>(passed);
       if (baseVar) env.set(baseVar, moduleFromTree(base));
       // A helper's parameters are what its call passes (or their defaults where it passes none).
+      // The wrap's own loop variable is the same module (`for b in blocks:`).
+      if (picked && wrapLeft.type === 'identifier') env.set(wrapLeft.text, moduleFromTree(mod));
       if (bind(left, shape.element(y, moduleFromTree(mod)), env))
         result = holds(interp, file, parts, env, site !== undefined);
     }

@@ -179,6 +179,13 @@ export function planFromFacts(
     // A loop's own tests of each module (`if name.endswith("mlp"):`), evaluated module by module: only those
     // for which they hold are wrapped, and none is taken where they cannot be decided.
     const test = all.length ? testPerModule?.(c, prefix) : undefined;
+    if (!test && c.pickedBy && all.length) {
+      // A list picked under tests the plan cannot evaluate: none of its modules is taken as picked.
+      notes.push(
+        `${where}: ${c.callee}(${c.target}) wraps the modules a list holds where ${oneLine(c.pickedBy, 80)}, which is not evaluated here; estimated without this wrap`,
+      );
+      all = [];
+    }
     if (test) {
       const verdicts = all.map((m) => test.holds(m));
       const unknown = all.filter((_, i) => verdicts[i] === undefined);

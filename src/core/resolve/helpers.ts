@@ -155,7 +155,7 @@ function searchHelpers(
       (c) =>
         c.paths.some((p) => p.includes('**')) &&
         !c.classFilter &&
-        c.conditions.length > 0 &&
+        (c.conditions.length > 0 || c.pickedBy !== undefined) &&
         !perModule.get(c),
     );
     // An installed package's file by its place in site-packages (`torchtune/training/_distributed.py`).
@@ -187,7 +187,7 @@ function searchHelpers(
       continue;
     }
     if (selective) {
-      const reason = `which modules it wraps depends on \`${selective.conditions.join(' and ')}\`, which the analysis cannot decide`;
+      const reason = `which modules it wraps depends on \`${oneLine([...selective.conditions, ...(selective.pickedBy ? [selective.pickedBy] : [])].join(' and '), 120)}\`, which the analysis cannot decide`;
       out.notes.push(`${site.fn}() (line ${file.source.line(site.call)}) is not followed: ${reason}`);
       unfollowed(reason);
       continue;
