@@ -10,7 +10,8 @@ import fc from 'fast-check';
 import { Evaluator } from '../../src/core/analysis/evaluator';
 import { SourceFile } from '../../src/core/parsing/source';
 import { readImports } from '../../src/core/python/imports';
-import { LIMITS, type Value } from '../../src/core/python/values';
+import { LIMITS, str, type Value } from '../../src/core/python/values';
+import { stringMethod } from '../../src/core/python/strings';
 import { grammar } from './helpers';
 import { skipUnless, tools } from '../tools';
 
@@ -296,5 +297,62 @@ describe('the Python value model against Python', { skip: skipUnless('python3') 
     assert.equal(list[0], null);
     assert.equal(list[1], null);
     assert.equal((list[2] as { v: unknown[] }).v.length, LIMITS.items);
+  });
+});
+
+describe("str methods against Python's", { skip: skipUnless('python3') }, () => {
+  it('split, endswith, isdigit and the rest give what CPython gives on module names', () => {
+    // Module names as named_modules() gives them, and the arguments tests of them pass.
+    const names = fc.sample(
+      fc
+        .array(fc.constantFrom('model', 'layers', '0', '12', 'mlp', 'self_attn', 'q_proj', '', ' x '), {
+          minLength: 1,
+          maxLength: 5,
+        })
+        .map((parts) => parts.join('.')),
+      { numRuns: 60, seed: 7 },
+    );
+    const calls: [string, string, (string | number | string[] | null)[]][] = [];
+    for (const n of names)
+      calls.push(
+        [n, 'split', ['.']],
+        [n, 'split', ['.', 1]],
+        [n, 'rsplit', ['.', 1]],
+        [n, 'split', []],
+        [n, 'endswith', ['mlp']],
+        [n, 'startswith', [['model.', 'layers']]],
+        [n, 'isdigit', []],
+        [n, 'strip', [' .']],
+        [n, 'rstrip', ['0123456789']],
+        [n, 'count', ['.']],
+        [n, 'find', ['layers']],
+        [n, 'replace', ['.', '/']],
+        [n, 'lower', []],
+      );
+    const program = `
+import json, sys
+out = []
+for s, m, args in json.load(sys.stdin):
+    args = [tuple(a) if isinstance(a, list) else a for a in args]
+    out.append(getattr(s, m)(*args))
+print(json.dumps(out))
+`;
+    const expected = JSON.parse(
+      execFileSync(PYTHON, ['-c', program], { input: JSON.stringify(calls) }).toString(),
+    ) as unknown[];
+    const value = (a: string | number | string[] | null): Value =>
+      a === null
+        ? { k: 'none' }
+        : typeof a === 'number'
+          ? { k: 'num', v: a, int: true }
+          : typeof a === 'string'
+            ? str(a)
+            : { k: 'seq', kind: 'tuple', items: a.map((x) => str(x)) };
+    const plain = (v: Value | undefined): unknown =>
+      v?.k === 'seq' ? v.items.map(plain) : v && 'v' in v ? v.v : v?.k === 'none' ? null : undefined;
+    calls.forEach(([s0, m, args], i) => {
+      const got = plain(stringMethod(s0, m, args.map(value), ''));
+      assert.deepEqual(got, expected[i], `${JSON.stringify(s0)}.${m}(${JSON.stringify(args)})`);
+    });
   });
 });
