@@ -59,10 +59,19 @@ export async function chooseWhatToEstimate(analyses: DocumentAnalyses, uri?: vsc
   if (!pick) return;
   let value: string | null | undefined = pick.value;
   if (pick.key === 'args') {
+    // The options whose defaults keep a wrap off the estimated path (`--use-lora at line 12`), to name them.
+    const deciding = [
+      ...new Set(
+        analysis.facts.calls.flatMap((c) =>
+          [...(c.offByDefault ?? '').matchAll(/--[A-Za-z][\w-]*/g)].map((m) => m[0]),
+        ),
+      ),
+    ];
     const typed = await vscode.window.showInputBox({
       title: "FSDP: the script's arguments",
-      prompt:
-        'As you would pass them to the script (its argparse, click or Hydra options). Empty: its defaults.',
+      prompt: `As you would pass them to the script (its argparse, click or Hydra options). Empty: its defaults.${
+        deciding.length ? ` Options that decide which wraps run: ${deciding.slice(0, 6).join(', ')}.` : ''
+      }`,
       value: args ?? analysis.facts.argv?.join(' ') ?? '',
     });
     if (typed === undefined) return;
