@@ -1138,6 +1138,48 @@ describe("a loop's own tests of each module", () => {
     );
   });
 
+  it('follows a helper whose arms the call decides, and not one whose arms it leaves open', async () => {
+    const dir = projectDir('fsdp-lens-permodule-');
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
+    fs.writeFileSync(
+      path.join(dir, 'pkg', 'arms.py'),
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'def shard(model, tie_embeddings):',
+        '    if tie_embeddings:',
+        '        fully_shard([model.model.embed_tokens, model.lm_head])',
+        '    else:',
+        '        fully_shard(model.model.embed_tokens)',
+        '        fully_shard(model.lm_head)',
+        '    for layer in model.model.layers:',
+        '        fully_shard(layer)',
+        '    fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    // Untied: the embedding and the head each a unit, the 16 layers, the root.
+    const untied = await estimateJson(
+      script(dir, 'untied.py', ['from pkg.arms import shard', 'shard(model, tie_embeddings=False)']),
+    );
+    assert.equal(untied.plan.source.kind, 'detected');
+    assert.equal(untied.plan.units, 19);
+    // Tied: one unit of both, the layers, the root.
+    const tied = await estimateJson(
+      script(dir, 'tied.py', ['from pkg.arms import shard', 'shard(model, True)']),
+    );
+    assert.equal(tied.plan.units, 18);
+    // A value the call does not decide: no plan of a guess.
+    const open = await estimateJson(
+      script(dir, 'open.py', ['from pkg.arms import shard', 'import flags', 'shard(model, flags.TIE)']),
+    );
+    assert.equal(open.plan.source.kind, 'default');
+    assert.match(
+      open.plan.notes.join('\n'),
+      /shard\(\) \(line 6\) is not followed: which of its wraps run depends on `tie_embeddings`/,
+    );
+  });
+
   it("follows a helper whose test reads each module's name, as torchtune's layer test does", async () => {
     const dir = projectDir('fsdp-lens-permodule-');
     fs.mkdirSync(path.join(dir, 'pkg'));

@@ -360,3 +360,34 @@ function siteBindings(
   }
   return out;
 }
+
+/**
+ * The tests a helper's wrap runs under outside any loop (`if tie_embeddings:`, `elif strategy == "full":`),
+ * decided with what one call of the helper passes: true when they all hold, false when one fails, undefined when
+ * they read what the call does not decide.
+ */
+export function conditionsByCall(
+  project: Project,
+  call: WrapCall,
+  site: CallSite,
+): { holds: boolean | undefined } {
+  const none = { holds: undefined };
+  const file = project.file(call.file);
+  const node = file ? callAtLine(file.source.root, call.line, call.callee) : null;
+  const scope = node ? enclosingFunction(node) : null;
+  if (!file || !node || !scope) return none;
+  // Outside every loop around the call: those inside are tests of each module.
+  const loops: Node[] = [];
+  for (let p = up(node); p && p.id !== scope.id; p = up(p)) if (p.type === 'for_statement') loops.push(p);
+  const parts = conditionParts(node, scope).filter(
+    (p) => !loops.some((l) => p.node.startIndex >= l.startIndex && p.node.endIndex <= l.endIndex),
+  );
+  if (!parts.length) return none;
+  const interp = new Interpreter(project);
+  const passed = project.memo(
+    `site-bindings:${site.file}:${site.range.start.line}:${site.range.start.character}:${call.file}:${scope.startIndex}`,
+    () => siteBindings(project, site, scope, call.file, interp),
+  );
+  if (!passed.size) return none;
+  return { holds: holds(interp, file, parts, new Map(passed), true) };
+}

@@ -29,7 +29,7 @@ import {
 import { Evaluator } from '../analysis/evaluator';
 import { branchPath } from '../analysis/branches';
 import { functionFact, neverRunsReason } from '../analysis/wrapCalls';
-import { testPerModule, type CallSite, type ModuleTest } from '../modules/perModuleTest';
+import { conditionsByCall, testPerModule, type CallSite, type ModuleTest } from '../modules/perModuleTest';
 import { walk as walkModules, type ModuleNode } from '../model/tree';
 import { interpretOption } from '../analysis/options';
 import { meshOption } from '../analysis/arguments';
@@ -151,7 +151,11 @@ function searchHelpers(
     const perModule = new Map(
       wraps.map((c) => [c, decidedPerModule(project, c, fnFact.parameters, callSite)]),
     );
-    const selective = wraps.find(
+    // Tests of the helper's parameters the call decides (`if tie_embeddings:` of `shard(model, tie_embeddings=False)`):
+    // a wrap under a test the call makes false never runs from here, and one made true is no choice.
+    const byCall = new Map(wraps.map((c) => [c, conditionsByCall(project, c, callSite)]));
+    const live = wraps.filter((c) => byCall.get(c)?.holds !== false);
+    const selective = live.find(
       (c) =>
         c.paths.some((p) => p.includes('**')) &&
         !c.classFilter &&
@@ -174,10 +178,12 @@ function searchHelpers(
     // Which of its wraps run depends on tests of its own the call does not decide (`if model.enable_weight_tying:`,
     // per-block `if block.moe_enabled:` arms): all of them together are no plan. A test that a module exists
     // (`if model.norm is not None`) is no choice: an absent module is wrapped by nobody.
-    const choice = wraps.find(
+    const choice = live.find(
       (c) =>
-        c.conditions.some((t) => !PRESENCE.test(t.trim()) && !perModule.get(c)?.texts.includes(t)) ||
-        wraps.some((d) => d !== c && exclusive(c.branch, d.branch)),
+        c.conditions.some(
+          (t) =>
+            !PRESENCE.test(t.trim()) && !perModule.get(c)?.texts.includes(t) && byCall.get(c)?.holds !== true,
+        ) || live.some((d) => d !== c && exclusive(c.branch, d.branch)),
     );
     if (!selective && choice) {
       const test = choice.conditions.find((t) => !PRESENCE.test(t.trim())) ?? choice.conditions[0] ?? '';
@@ -198,11 +204,11 @@ function searchHelpers(
     // by a default keeps it out.
     const never = neverRunsReason(ev, site.call, enclosingFunction(site.call));
     const runs = never?.byDefault ? { offByDefault: never.reason } : never ? { neverRuns: never.reason } : {};
-    const mapped = wraps.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver, ev));
+    const mapped = live.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver, ev));
     const lost = mapped.filter((m) => !m).length;
     // A helper followed in part would show a plan it does not make: all of its wraps, or none.
     if (lost) {
-      const reason = `${lost} of its ${wraps.length} wrap calls wrap something not reached from what the call passes`;
+      const reason = `${lost} of its ${live.length} wrap calls wrap something not reached from what the call passes`;
       out.notes.push(`${at} (line ${file.source.line(site.call)}) is not followed: ${reason}`);
       unfollowed(reason);
       continue;
