@@ -372,6 +372,80 @@ export const REPRODUCERS: Reproducer[] = [
     says: /implausibly large/,
     never: /e\+\d+ ?B|NaN/,
   },
+  {
+    id: 'a Hydra defaults list that includes itself',
+    files: () => ({
+      'conf/train.yaml': 'defaults:\n  - train\n  - model: loop\n  - _self_\nbatch: 2\n',
+      'conf/model/loop.yaml': 'defaults:\n  - loop\nname: meta-llama/Llama-3.2-1B\n',
+      'train.py': [
+        'import hydra',
+        'from transformers import AutoModelForCausalLM',
+        WRAP,
+        '@hydra.main(config_path="conf", config_name="train")',
+        'def main(cfg):',
+        '    model = AutoModelForCausalLM.from_pretrained(cfg.model.name)',
+        '    fully_shard(model)',
+      ].join('\n'),
+    }),
+    args: ['estimate', 'train.py'],
+    codes: [0],
+    says: /meta-llama\/Llama-3\.2-1B/,
+  },
+  {
+    id: 'a test of each module that calls itself without end',
+    files: () => ({
+      'train.py': [
+        WRAP,
+        '# fsdp: model=meta-llama/Llama-3.2-1B',
+        'def picked(name):',
+        '    return picked(name + ".")',
+        'for name, m in model.named_modules():',
+        '    if picked(name):',
+        '        fully_shard(m)',
+        'fully_shard(model)',
+      ].join('\n'),
+    }),
+    args: ['estimate', 'train.py'],
+    codes: [0],
+    says: /not known statically for \d+ of \d+ modules/,
+  },
+  {
+    id: 'a test of each module behind 40 undecided conditions',
+    files: () => ({
+      'train.py': [
+        WRAP,
+        'import flags',
+        '# fsdp: model=meta-llama/Llama-3.2-1B',
+        'def picked(name):',
+        lines(
+          40,
+          (i) => `    if flags.F${i}:
+        return name.endswith("${i}")`,
+        ),
+        '    return False',
+        'for name, m in model.named_modules():',
+        '    if picked(name):',
+        '        fully_shard(m)',
+        'fully_shard(model)',
+      ].join('\n'),
+    }),
+    args: ['estimate', 'train.py'],
+    codes: [0],
+    says: /not known statically for \d+ of \d+ modules/,
+  },
+  {
+    id: 'an installed package whose modules import each other in a cycle',
+    files: () => ({
+      '.venv/pyvenv.cfg': 'version = 3.11\n',
+      '.venv/lib/python3.11/site-packages/kit/__init__.py': 'from kit.a import shard\n',
+      '.venv/lib/python3.11/site-packages/kit/a.py': 'from kit.b import shard\n',
+      '.venv/lib/python3.11/site-packages/kit/b.py': 'from kit.a import shard\n',
+      'train.py': `${WRAP}\n# fsdp: model=meta-llama/Llama-3.2-1B\nimport kit\nkit.shard(model)\nfully_shard(model)\n`,
+    }),
+    args: ['estimate', 'train.py'],
+    codes: [0],
+    says: /Llama-3\.2-1B/,
+  },
   // 10. A timeout past Node's timer limit.
   {
     id: '--exact-timeout of 2,147,484 s',
