@@ -196,9 +196,13 @@ export function planFromFacts(
           .slice(0, 3)
           .map((x) => x || 'the model itself')
           .join(', ')}${xs.length > 3 ? ', …' : ''}`;
+      // The shallowest first (the embedding and the head say more than a projection inside a block), the
+      // model itself last.
+      const depth = (m: string) => (m ? m.split('.').length : Infinity);
+      const shallowFirst = (xs: string[]) => [...xs].sort((a, b) => depth(a) - depth(b));
       if (unknown.length)
         notes.push(
-          `${where}: ${c.callee}(${c.target}) runs where ${tests}, which is not known statically for ${unknown.length} of ${all.length} modules (${some(unknown)}); estimated without ${unknown.length === all.length ? 'this wrap' : 'those'}`,
+          `${where}: ${c.callee}(${c.target}) runs where ${tests}, which is not known statically for ${unknown.length} of ${all.length} modules (${some(shallowFirst(unknown))}); estimated without ${unknown.length === all.length ? 'this wrap' : 'those'}`,
         );
       else if (kept.length < all.length)
         notes.push(
