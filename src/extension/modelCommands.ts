@@ -6,28 +6,7 @@ import type { ExactReply, ModelsReply } from '../worker/protocol';
 import type { DocumentAnalyses } from './analyses';
 import type { WorkspaceProjects } from './projects';
 import { SECTION } from './settings';
-
-/** The Python to run exact mode with: the setting, else the Python extension's interpreter, else `python3`. */
-export async function pythonFor(uri: vscode.Uri): Promise<{ python: string; from: string }> {
-  const configured = vscode.workspace.getConfiguration(SECTION, uri).get<string | null>('pythonPath', null);
-  if (configured?.trim()) return { python: configured.trim(), from: 'fsdpLens.pythonPath' };
-  const ext = vscode.extensions.getExtension<{
-    environments?: { getActiveEnvironmentPath(resource?: vscode.Uri): { path: string } };
-    settings?: { getExecutionDetails(resource?: vscode.Uri): { execCommand?: string[] } };
-  }>('ms-python.python');
-  if (ext) {
-    try {
-      const api = ext.isActive ? ext.exports : await ext.activate();
-      const env = api.environments?.getActiveEnvironmentPath(uri)?.path;
-      if (env) return { python: env, from: 'the Python extension' };
-      const exec = api.settings?.getExecutionDetails(uri)?.execCommand?.[0];
-      if (exec) return { python: exec, from: 'the Python extension' };
-    } catch {
-      // Fall back below.
-    }
-  }
-  return { python: 'python3', from: 'default (python3 on PATH)' };
-}
+import { pythonFor } from './python';
 
 function activePython(): vscode.TextDocument | undefined {
   const d = vscode.window.activeTextEditor?.document;

@@ -5,7 +5,7 @@
 import * as vscode from 'vscode';
 import { isProjectInput, PROJECT_INPUTS_GLOB } from '../core/vocabulary/files';
 import type { AnalysisWorker } from './worker';
-import { pythonFor } from './modelCommands';
+import { pythonFor } from './python';
 
 /**
  * Project files kept in step with the worker's projects through a watcher (imports, configurations, launch
@@ -57,7 +57,7 @@ export class WorkspaceProjects implements vscode.Disposable {
     const folder = vscode.workspace.getWorkspaceFolder(uri)?.uri.toString() ?? '';
     if (this.pythons.has(folder)) return this.pythons.get(folder) ?? undefined;
     this.pythons.set(folder, null);
-    void pythonFor(uri).then(
+    void pythonFor(uri, { activate: false }).then(
       ({ python, from }) => {
         // PATH's python3 names no environment without running it.
         if (from.startsWith('default')) return;

@@ -130,3 +130,17 @@ export function meshOption(ev: Evaluator, node: Node): MeshValue | null {
   }
   return { shape, dimNames: names, line: v.node.startPosition.row + 1 };
 }
+
+/**
+ * The argument a call passes for one parameter of the function it calls: by keyword, else by position, with
+ * `params` as the call binds them (a method's `self` left out). Undefined when it passes none, or only through
+ * `*args` / `**kwargs`.
+ */
+export function argumentFor(call: Node, params: readonly string[], name: string): Node | undefined {
+  const args = call.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
+  const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
+  if (kw) return kw.childForFieldName('value') ?? undefined;
+  const i = params.indexOf(name);
+  const node = i >= 0 ? args.filter((a) => a.type !== 'keyword_argument')[i] : undefined;
+  return node && !node.type.includes('splat') ? node : undefined;
+}

@@ -4,18 +4,7 @@
  */
 import { type SourceFile, rangeOf } from '../parsing/source';
 import type { AnnotationFact } from './facts';
-
-/** The `key=value` pairs of an annotation's text after `fsdp:`, and the tokens that are not pairs. */
-export function annotationValues(body: string): Pick<AnnotationFact, 'values' | 'invalid'> {
-  const values: Record<string, string> = {};
-  const invalid: string[] = [];
-  // `key=value`, a value quoted when it holds spaces (`args="--batch-size 8 --use-lora"`), or a stray word.
-  for (const m of body.trim().matchAll(/([^\s=]+)=("[^"]*"|'[^']*'|\S+)|\S+/g)) {
-    if (m[1] && m[2]) values[m[1]] = m[2].replace(/^(["'])(.*)\1$/s, '$2');
-    else invalid.push(m[0]);
-  }
-  return { values, invalid };
-}
+import { annotationValues } from '../vocabulary/annotations';
 
 /** `noqa` and `noqa: FSDP001, FSDP004` at the start of a comment's text (after `#`). */
 const NOQA = /^\s*noqa\b(?::\s*([A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?/i;

@@ -2,7 +2,7 @@
 import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
-import { conditionParts, dottedText, findBinding } from '../python/scope';
+import { conditionParts, dottedText, enclosingFunction, findBinding } from '../python/scope';
 import { lastSegment } from './options';
 import type { WrapCall } from './facts';
 
@@ -209,17 +209,8 @@ export function elementPath(file: SourceFile, expr: Node, depth: number): string
       return elementPath(file, b.value, depth + 1);
     // `mods = []` grown by one `mods.append(m)` in a loop over modules: the modules that loop visits (which of
     // them, by its tests, is decided module by module at the plan).
-    if (
-      b?.kind === 'assign' &&
-      b.value?.type === 'list' &&
-      !b.value.namedChildren.some((c) => c.type !== 'comment') &&
-      b.statement.startIndex < it.startIndex
-    ) {
-      const added = listAdditions(file, it.text, b.statement.endIndex, it.startIndex);
-      const x = added?.length === 1 ? added[0]! : null;
-      const xb = x?.type === 'identifier' ? findBinding(file, x.text, x) : null;
-      if (xb?.kind === 'loop') return iterablePath(file, xb.loop, depth + 1);
-    }
+    const appended = appendedInLoop(file, it);
+    if (appended) return iterablePath(file, appended.loop, depth + 1);
     // A Python list or tuple whose elements were not read (`mods = []` filled by a helper): its elements are
     // unknown, and the name itself is never a module. Opaque, as for a comprehension.
     if (
@@ -361,27 +352,38 @@ export function pickedList(
       .map((n) => ({ node: n, negated: false }));
     return { left, right, parts };
   }
-  if (value.type !== 'list' || value.namedChildren.some((c) => c.type !== 'comment')) return undefined;
-  // Every use between the binding and the loop is one `name.append(m)`.
-  const uses = file.identifiers(it.text, b.statement.endIndex, it.startIndex);
-  if (uses.length !== 1) return undefined;
-  const attr = up(uses[0]!);
-  const call = attr && up(attr);
-  const method = attr?.type === 'attribute' ? attr.childForFieldName('attribute')?.text : undefined;
-  const arg = call?.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
-  if (method !== 'append' || call?.type !== 'call' || arg.length !== 1 || arg[0]!.type !== 'identifier')
-    return undefined;
-  let loop: Node | null = up(call);
-  while (loop && loop.type !== 'for_statement' && loop.id !== scope?.id) loop = up(loop);
-  const body = loop?.type === 'for_statement' ? loop.childForFieldName('body') : null;
-  const left = loop?.childForFieldName('left');
-  const right = loop?.childForFieldName('right');
-  if (!loop || !body || !left || !right) return undefined;
+  const appended = appendedInLoop(file, it);
+  if (!appended) return undefined;
+  const { element, loop } = appended;
+  const body = loop.childForFieldName('body');
+  const left = loop.childForFieldName('left');
+  const right = loop.childForFieldName('right');
+  // The element appended is the module the loop hands out (`for name, m in ...: mods.append(m)`).
   const target =
-    left.type === 'identifier' ? left : left.namedChildren.filter((c) => c.type === 'identifier').pop();
-  if (target?.text !== arg[0]!.text) return undefined;
-  const parts = conditionParts(call, scope).filter(
+    left?.type === 'identifier' ? left : left?.namedChildren.filter((c) => c.type === 'identifier').pop();
+  if (!body || !left || !right || target?.text !== element.text || enclosingFunction(loop)?.id !== scope?.id)
+    return undefined;
+  const parts = conditionParts(element, scope).filter(
     (p) => p.node.startIndex >= body.startIndex && p.node.endIndex <= body.endIndex,
   );
   return { left, right, parts };
+}
+
+/**
+ * A name bound to an empty list and grown, before `name` reads it, by one element that is a loop's variable
+ * (`mods = []`, then `mods.append(m)` in `for n, m in model.named_modules():`): that element and its loop.
+ */
+function appendedInLoop(file: SourceFile, name: Node): { element: Node; loop: Node } | undefined {
+  const b = findBinding(file, name.text, name);
+  if (
+    b?.kind !== 'assign' ||
+    b.value?.type !== 'list' ||
+    b.value.namedChildren.some((c) => c.type !== 'comment') ||
+    b.statement.startIndex >= name.startIndex
+  )
+    return undefined;
+  const added = listAdditions(file, name.text, b.statement.endIndex, name.startIndex);
+  const element = added?.length === 1 ? added[0]! : undefined;
+  const eb = element?.type === 'identifier' ? findBinding(file, element.text, element) : undefined;
+  return element && eb?.kind === 'loop' ? { element, loop: eb.loop } : undefined;
 }

@@ -5,6 +5,7 @@
  * runs it); the user applies the edit.
  */
 import { TextIndex } from './edits';
+import { annotationPairAt } from '../vocabulary/annotations';
 import type { TextEdit } from './types';
 
 /** How far down a file an existing annotation is looked for (they sit near the top). */
@@ -26,10 +27,10 @@ export function setAnnotation(text: string, key: string, value: string | null): 
     if (!at) continue;
     const body = lineText.slice(at.index + at[0].length);
     // The pair itself, quoted value and all: `key=value`, `key="a b"`.
-    const pair = new RegExp(`(^|\\s)${key.replace(/\W/g, '\\$&')}=("[^"]*"|'[^']*'|\\S+)`).exec(body);
+    const pair = annotationPairAt(body, key);
     if (!pair) continue;
-    const start = at.index + at[0].length + pair.index + pair[1]!.length;
-    const end = start + pair[0].length - pair[1]!.length;
+    const start = at.index + at[0].length + pair.start;
+    const end = at.index + at[0].length + pair.end;
     if (value !== null)
       return {
         range: { start: { line, character: start }, end: { line, character: end } },

@@ -9,6 +9,7 @@
 import type { WrapCall } from '../analysis/facts';
 import { modulesAndSelfPairs } from '../analysis/wrapCalls';
 import { pickedList } from '../analysis/paths';
+import { argumentFor } from '../analysis/arguments';
 import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { truthy } from '../python/operators';
@@ -99,14 +100,8 @@ export function testPerModule(
   );
   const interp = new Interpreter(project);
   // A helper's parameters as its call passes them (`shard(model, LlamaDecoderLayer)`): its tests read them.
-  // Once per call of the helper, for all of its wraps.
   const passed =
-    site && scope
-      ? project.memo(
-          `site-bindings:${site.file}:${site.range.start.line}:${site.range.start.character}:${call.file}:${scope.startIndex}`,
-          () => siteBindings(project, site, scope, call.file, interp),
-        )
-      : new Map<string, Value>();
+    site && scope ? siteBindings(project, site, scope, call.file, interp) : new Map<string, Value>();
   const memo = new Map<string, boolean | undefined>();
   const tests = parts.map((p) => `${p.negated ? 'not ' : ''}${oneLine(p.node.text, 60)}`);
   const holdsFor = (modulePath: string) => {
@@ -295,6 +290,18 @@ function siteBindings(
   helperPath: string,
   interp: Interpreter,
 ): Map<string, Value> {
+  // Once per call of the helper, for all of its wraps (the caller's code before the call is run for it).
+  const key = `site-bindings:${site.file}:${site.range.start.line}:${site.range.start.character}:${helperPath}:${helper.startIndex}`;
+  return project.memo(key, () => bindingsOfCall(project, site, helper, helperPath, interp));
+}
+
+function bindingsOfCall(
+  project: Project,
+  site: CallSite,
+  helper: Node,
+  helperPath: string,
+  interp: Interpreter,
+): Map<string, Value> {
   const out = new Map<string, Value>();
   const file = project.file(site.file);
   if (!file) return out;
@@ -312,11 +319,10 @@ function siteBindings(
   const fn = call?.childForFieldName('function');
   const called = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text : fn?.text;
   if (!call || called !== helper.childForFieldName('name')?.text) return out;
-  const args = call.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
   const params = parameterNames(helper);
   // A method called on its receiver (`model.apply_fsdp(mesh)`): the receiver is `self`.
   const offset = params[0] === 'self' ? 1 : 0;
-  const positional = args.filter((a) => a.type !== 'keyword_argument' && !a.type.includes('splat'));
+  const passedTo = params.slice(offset);
   const defaults = new Map<string, Node>();
   for (const p of helper.childForFieldName('parameters')?.namedChildren ?? []) {
     const d = p.childForFieldName('value');
@@ -327,8 +333,7 @@ function siteBindings(
   // The arguments evaluated together, at the call: the caller's code before it runs once.
   const given: { name: string; node: Node }[] = [];
   params.forEach((name, i) => {
-    const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
-    const node = kw?.childForFieldName('value') ?? (i >= offset ? positional[i - offset] : undefined);
+    const node = i >= offset ? argumentFor(call, passedTo, name) : undefined;
     if (node) {
       given.push({ name, node });
       return;
@@ -384,10 +389,7 @@ export function conditionsByCall(
   );
   if (!parts.length) return none;
   const interp = new Interpreter(project);
-  const passed = project.memo(
-    `site-bindings:${site.file}:${site.range.start.line}:${site.range.start.character}:${call.file}:${scope.startIndex}`,
-    () => siteBindings(project, site, scope, call.file, interp),
-  );
+  const passed = siteBindings(project, site, scope, call.file, interp);
   if (!passed.size) return none;
   return { holds: holds(interp, file, parts, new Map(passed), true) };
 }

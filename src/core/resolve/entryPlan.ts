@@ -157,15 +157,9 @@ function restrictedTo(facts: FileFacts, chosen: PlanGroup, groups: PlanGroup[]):
   const inSpan = (line: number, s: LineSpan) => line >= s.line && line <= s.end;
   const keep = (x: { line: number }) =>
     inSpan(x.line, chosen.span) || !groups.some((g) => inSpan(x.line, g.span));
-  const kept = facts.calls.filter((c) => chosen.calls.includes(c));
-  const index = new Map(kept.map((c, i) => [facts.calls.indexOf(c), i]));
-  const calls: WrapCall[] = kept.map((c) => ({
-    ...c,
-    children: c.children.filter((i) => index.has(i)).map((i) => index.get(i)!),
-  }));
   return {
     ...facts,
-    calls,
+    calls: keptCalls(facts.calls, (c) => chosen.calls.includes(c)),
     meshes: facts.meshes.filter(keep),
     optimizers: facts.optimizers.filter(keep),
     models: facts.models.filter(keep),
@@ -201,8 +195,12 @@ export function oneModelPerName(calls: WrapCall[], notes: string[]): WrapCall[] 
       `${others.map((f) => `${f}()`).join(', ')} also ${others.length === 1 ? 'wraps' : 'wrap'} a whole \`${name}\`, another model of that name: estimated for the one ${first}() wraps`,
     );
   }
-  if (!dropped.size) return calls;
-  const kept = calls.filter((c) => !dropped.has(c));
+  return dropped.size ? keptCalls(calls, (c) => !dropped.has(c)) : calls;
+}
+
+/** The calls `keep` admits, each one's children (indices into the calls) renumbered among them. */
+function keptCalls(calls: WrapCall[], keep: (c: WrapCall) => boolean): WrapCall[] {
+  const kept = calls.filter(keep);
   const index = new Map(kept.map((c, i) => [calls.indexOf(c), i]));
   return kept.map((c) => ({
     ...c,

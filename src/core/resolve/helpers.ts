@@ -32,7 +32,7 @@ import { functionFact, neverRunsReason } from '../analysis/wrapCalls';
 import { conditionsByCall, testPerModule, type CallSite, type ModuleTest } from '../modules/perModuleTest';
 import { walk as walkModules, type ModuleNode } from '../model/tree';
 import { interpretOption } from '../analysis/options';
-import { meshOption } from '../analysis/arguments';
+import { argumentFor, meshOption } from '../analysis/arguments';
 import { truthy } from '../python/operators';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
@@ -424,20 +424,12 @@ function remap(
   receiver?: string,
   ev?: Evaluator,
 ): WrapCall | null {
-  const args = call.childForFieldName('arguments')?.namedChildren ?? [];
-  const positional = args.filter((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
   // A method called on an object binds its first parameter to the object and the arguments to the rest.
   if (receiver) params = params.slice(1);
-  const argNode = (name: string): Node | undefined => {
-    const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
-    const i = params.indexOf(name);
-    return kw?.childForFieldName('value') ?? (i >= 0 ? positional[i] : undefined);
-  };
+  const argNode = (name: string): Node | undefined => argumentFor(call, params, name);
   const argFor = (name: string): string | null => {
     if (receiver && name === 'self') return receiver;
-    const kw = args.find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name);
-    const i = params.indexOf(name);
-    const node = kw?.childForFieldName('value') ?? (i >= 0 ? positional[i] : undefined);
+    const node = argNode(name);
     return node && (node.type === 'identifier' || node.type === 'attribute') ? dottedText(node) : null;
   };
   const paths: string[][] = [];
