@@ -500,6 +500,37 @@ describe('wraps made through a helper of another file', () => {
     );
   });
 
+  it('a test whose other arm only raises is no choice: the helper is followed on a setting it cannot read', async () => {
+    // `parallelize_model(model, cfg)` wraps in the arm of `if cfg.kind == "full" or cfg.kind == "none":`, and its
+    // `else:` raises: every run that goes on past the `if` has run the wraps, whatever `cfg.kind` is.
+    const helper = [
+      'from torch.distributed.fsdp import fully_shard',
+      '',
+      'def parallelize_model(net, cfg):',
+      '    if cfg.kind == "full" or cfg.kind == "none":',
+      '        for block in net.model.layers:',
+      '            fully_shard(block)',
+      '        fully_shard(net)',
+      '    else:',
+      '        msg = f"unknown kind {cfg.kind}"',
+      '        raise ValueError(msg)',
+      '    return net',
+      '',
+    ].join('\n');
+    const train = `${LOAD}import json\nfrom pkg.parallel import parallelize_model\ncfg = json.load(open("job.json"))\nparallelize_model(model, cfg)\n`;
+    const j = await estimateJson(project(train, helper));
+    // Llama 3.2 1B: 16 decoder layers and the root.
+    assert.equal(j.plan.units, 17);
+    assert.equal(j.plan.source.kind, 'detected');
+    // An `else:` that may go on (a log line, no raise) keeps the test a choice: not followed, and said why.
+    const goesOn = helper.replace('        raise ValueError(msg)\n', '        print(msg)\n');
+    const r = await cli('scan', project(train, goesOn));
+    assert.match(
+      r.out,
+      /not estimated: which of its wraps run depends on `cfg\.kind == "full" or cfg\.kind == "none"`/,
+    );
+  });
+
   it('a helper taken from a registry by a key the defaults decide is followed, and an unknown key is named', async () => {
     const registry = (key: string) =>
       `${LOAD}import argparse\nfrom pkg.parallel import shard_model\n` +

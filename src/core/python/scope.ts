@@ -81,6 +81,11 @@ export function ancestors(node: Node, stop?: Node | null): Node[] {
 export interface ConditionPart {
   node: Node;
   negated: boolean;
+  /**
+   * Every other arm of the `if` raises (`else: raise ValueError(...)`): the test holds on every run that goes on,
+   * so it is no choice between plans (its narrowing, `isinstance` included, still applies).
+   */
+  othersRaise?: true;
 }
 
 /** The `if` tests under which `node` runs inside `scope`, outermost first. */
@@ -106,6 +111,7 @@ export function conditionParts(node: Node, scope: Node | null): ConditionPart[] 
         const c = child.type === 'elif_clause' ? child.childForFieldName('condition') : null;
         if (c) here.push({ node: c, negated: false });
       }
+      if (here.length && otherArmsRaise(p, child)) for (const h of here) h.othersRaise = true;
       parts.unshift(...here);
     }
     child = p;
@@ -133,7 +139,39 @@ function guardsBefore(statement: Node): ConditionPart[] {
 
 /** Conditions under which `node` runs inside `scope`, as source text (`not (...)` for else branches). */
 export function conditionsOf(node: Node, scope: Node | null): string[] {
-  return conditionParts(node, scope).map((c) => (c.negated ? `not (${c.node.text})` : c.node.text));
+  return conditionParts(node, scope)
+    .filter((c) => !c.othersRaise)
+    .map((c) => (c.negated ? `not (${c.node.text})` : c.node.text));
+}
+
+/**
+ * Whether every arm of `ifStatement` but the one holding `arm` raises, an `else` included (without one, a run
+ * where no test holds goes on past the `if`).
+ */
+function otherArmsRaise(ifStatement: Node, arm: Node): boolean {
+  const alternatives = ifStatement.childrenForFieldName('alternative');
+  if (!alternatives.some((a) => a.type === 'else_clause')) return false;
+  const bodies = [ifStatement.childForFieldName('consequence'), ...alternatives].filter(
+    (b): b is Node => !!b && b.id !== arm.id,
+  );
+  return bodies.every((b) =>
+    alwaysRaises(
+      b.type === 'block' ? b : (b.childForFieldName('consequence') ?? b.childForFieldName('body')),
+    ),
+  );
+}
+
+/**
+ * A block whose statements, in order, reach a `raise` with nothing before it that can leave the block another
+ * way (a `return`, `break`, `continue`, or a compound statement that might hold one).
+ */
+function alwaysRaises(block: Node | null): boolean {
+  for (const st of block?.namedChildren ?? []) {
+    if (st.type === 'raise_statement') return true;
+    if (st.type === 'comment' || st.type === 'expression_statement' || st.type === 'pass_statement') continue;
+    return false;
+  }
+  return false;
 }
 
 /**

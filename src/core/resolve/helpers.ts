@@ -12,7 +12,7 @@ import {
   type OptionFact,
   type WrapCall,
 } from '../analysis/facts';
-import { oneLine } from '../vocabulary/words';
+import { listed, oneLine } from '../vocabulary/words';
 import { scanFile } from '../analysis/scan';
 import { mentionsFsdp } from '../analysis/relevance';
 import { up, type Node } from '../parsing/python';
@@ -205,10 +205,11 @@ function searchHelpers(
     const never = neverRunsReason(ev, site.call, enclosingFunction(site.call));
     const runs = never?.byDefault ? { offByDefault: never.reason } : never ? { neverRuns: never.reason } : {};
     const mapped = live.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver, ev));
-    const lost = mapped.filter((m) => !m).length;
+    const lost = live.filter((_, i) => !mapped[i]);
     // A helper followed in part would show a plan it does not make: all of its wraps, or none.
-    if (lost) {
-      const reason = `${lost} of its ${live.length} wrap calls wrap something not reached from what the call passes`;
+    if (lost.length) {
+      const which = lost.map((c) => `\`${c.callee}(${oneLine(c.target, 40)})\` at line ${c.line}`);
+      const reason = `${lost.length} of its ${live.length} wrap calls (${listed(which)}) ${lost.length === 1 ? 'wraps' : 'wrap'} something not reached from what the call passes`;
       out.notes.push(`${at} (line ${file.source.line(site.call)}) is not followed: ${reason}`);
       unfollowed(reason);
       continue;
