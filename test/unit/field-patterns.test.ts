@@ -882,6 +882,44 @@ describe('loops that wrap each element', () => {
     assert.equal((JSON.parse(r.out) as { plan: { units: number } }).plan.units, 4);
   });
 
+  it("modules looked up by names written out: a unit of each, and each entry's own reshard_after_forward", async () => {
+    const dir = projectDir('fsdp-lens-loop-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        ...MODEL,
+        'for name in ("attn", "mlp"):',
+        '    fully_shard(getattr(model.layers[0], name))',
+        'GROUPS = [("layers.1", True), ("out", False)]',
+        'for path, reshard in GROUPS:',
+        '    sub = model.get_submodule(path)',
+        '    fully_shard(sub, reshard_after_forward=reshard)',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+    );
+    const scan = await cli('scan', file);
+    assert.match(scan.out, /FSDP2 unit of each of model\.layers\.0\.attn, model\.layers\.0\.mlp/);
+    assert.match(scan.out, /FSDP2 unit of each of model\.layers\.1, model\.out/);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      plan: { units: number };
+      units: { modules: string[]; params: number; residency: { kind: string } }[];
+    };
+    // attn, mlp of block 0, block 1, out and the root Net.
+    assert.equal(j.plan.units, 5);
+    const unit = (m: string) => j.units.find((u) => u.modules.includes(m))!;
+    // nn.Linear(64, 64): 64·64 weights + 64 biases; nn.Linear(64, 10): 640 + 10.
+    assert.equal(unit('layers.0.attn').params, 64 * 64 + 64);
+    assert.equal(unit('layers.1').params, 2 * (64 * 64 + 64));
+    assert.equal(unit('out').params, 64 * 10 + 10);
+    // ("out", False) keeps its unit gathered from forward to backward; ("layers.1", True) reshards.
+    assert.equal(unit('out').residency.kind, 'keep');
+    assert.equal(unit('layers.1').residency.kind, 'reshard');
+  });
+
   it('a loop over every module that skips containers wraps no container', async () => {
     const dir = projectDir('fsdp-lens-loop-');
     const file = path.join(dir, 'train.py');

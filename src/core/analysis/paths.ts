@@ -62,7 +62,76 @@ const LITERAL_ELEMENTS = 64;
  */
 export function pathsOf(file: SourceFile, expr: Node, inLoopAt: Node | null): string[][] {
   const literal = expr.type === 'identifier' && inLoopAt ? loopLiteral(file, expr) : null;
-  return literal ? literal.map((e) => pathOf(file, e, null, 1)) : [pathOf(file, expr, inLoopAt)];
+  if (literal) return literal.map((e) => pathOf(file, e, null, 1));
+  const byName = inLoopAt ? namedInLoop(file, expr) : null;
+  return byName ?? [pathOf(file, expr, inLoopAt)];
+}
+
+/**
+ * A module looked up by a name the loop hands out from a list of names written out: `for name in ["embed",
+ * "norm"]: fully_shard(getattr(model, name))`, `model.get_submodule(path)`, through a name bound in the loop, and
+ * with the name one part of each entry (`for path, reshard in [("layers.0", True), ...]`). One path per entry, or
+ * null when the lookup or the list is of another shape.
+ */
+function namedInLoop(file: SourceFile, expr: Node): string[][] | null {
+  return namedLoopEntries(file, expr)?.paths ?? null;
+}
+
+/** The entries of a loop over names written out (see namedInLoop): each entry, its path, and the loop's targets. */
+export function namedLoopEntries(
+  file: SourceFile,
+  expr: Node,
+): { paths: string[][]; entries: Node[]; targets: Node[] } | null {
+  let lookup: Node | null = expr;
+  if (expr.type === 'identifier') {
+    const b = findBinding(file, expr.text, expr);
+    lookup = b?.kind === 'assign' && b.statement.startIndex < expr.startIndex ? b.value : null;
+  }
+  const named = lookup?.type === 'call' ? nameLookup(lookup) : null;
+  if (!named || named.name.type !== 'identifier') return null;
+  const b = findBinding(file, named.name.text, named.name);
+  if (b?.kind !== 'loop') return null;
+  const left = b.loop.childForFieldName('left');
+  // Where the name sits in each entry: the entry itself, or one place of a tuple the loop unpacks.
+  const place =
+    left?.type === 'identifier'
+      ? -1
+      : left?.type === 'pattern_list' || left?.type === 'tuple_pattern'
+        ? left.namedChildren.findIndex((c) => c.type === 'identifier' && c.text === named.name.text)
+        : null;
+  if (place === null || (place < 0 && left?.type !== 'identifier')) return null;
+  let it = b.loop.childForFieldName('right');
+  if (it?.type === 'identifier') {
+    const v = findBinding(file, it.text, it);
+    it = v?.kind === 'assign' && v.statement.startIndex < it.startIndex ? v.value : null;
+  }
+  if (!it || (it.type !== 'list' && it.type !== 'tuple')) return null;
+  const entries = it.namedChildren.filter((c) => c.type !== 'comment');
+  if (!entries.length || entries.length > LITERAL_ELEMENTS) return null;
+  const base = pathOf(file, named.object, null, 1);
+  const out: string[][] = [];
+  for (const e of entries) {
+    const item =
+      place < 0 ? e : e.type === 'tuple' ? e.namedChildren.filter((c) => c.type !== 'comment')[place] : null;
+    if (item?.type !== 'string' || item.namedChildren.some((c) => c.type === 'interpolation')) return null;
+    const name = stripQuotes(item.text);
+    if (!/^[A-Za-z_0-9]+(\.[A-Za-z_0-9]+)*$/.test(name)) return null;
+    out.push([...base, ...name.split('.')]);
+  }
+  const targets = left?.type === 'identifier' ? [left] : (left?.namedChildren ?? []);
+  return { paths: out, entries, targets };
+}
+
+/** `getattr(obj, name)` (a default after it allowed) or `obj.get_submodule(name)`: the object and the name. */
+function nameLookup(call: Node): { object: Node; name: Node } | null {
+  const fn = call.childForFieldName('function');
+  const args = (call.childForFieldName('arguments')?.namedChildren ?? []).filter((c) => c.type !== 'comment');
+  if (fn?.type === 'identifier' && fn.text === 'getattr' && (args.length === 2 || args.length === 3))
+    return args[0] && args[1] ? { object: args[0], name: args[1] } : null;
+  const obj = fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
+  if (obj && fn?.childForFieldName('attribute')?.text === 'get_submodule' && args.length === 1 && args[0])
+    return { object: obj, name: args[0] };
+  return null;
 }
 
 /** The elements of the list or tuple literal a loop variable runs over, or null. */
@@ -135,19 +204,18 @@ export function unwrapCall(call: Node): Node | null {
   return /checkpoint_wrapper|^wrap$|^FSDP$|FullyShardedDataParallel/.test(name) ? first : null;
 }
 
-/** `getattr(model, "layers")`: the attribute named by a constant string. */
+/** `getattr(model, "layers")` or `model.get_submodule("model.norm")`: the module named by a constant string. */
 export function getattrPath(
   file: SourceFile,
   call: Node,
   inLoopAt: Node | null,
   depth: number,
 ): string[] | null {
-  const fn = call.childForFieldName('function');
-  const args = call.childForFieldName('arguments')?.namedChildren ?? [];
-  if (fn?.type !== 'identifier' || fn.text !== 'getattr' || args.length < 2) return null;
-  const [obj, attr] = args;
-  if (!obj || attr?.type !== 'string') return null;
-  return [...pathOf(file, obj, inLoopAt, depth + 1), stripQuotes(attr.text)];
+  const named = nameLookup(call);
+  if (!named || named.name.type !== 'string') return null;
+  const name = stripQuotes(named.name.text);
+  if (!/^[A-Za-z_0-9]+(\.[A-Za-z_0-9]+)*$/.test(name)) return null;
+  return [...pathOf(file, named.object, inLoopAt, depth + 1), ...name.split('.')];
 }
 
 export function stripQuotes(text: string): string {

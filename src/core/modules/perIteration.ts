@@ -2,6 +2,8 @@
 import { up } from '../parsing/python';
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import { findBinding } from '../python/scope';
+import { namedLoopEntries } from '../analysis/paths';
+import type { SourceFile } from '../parsing/source';
 import type { ReshardAfterForward } from '../vocabulary/fsdp';
 import { moduleAt, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
@@ -38,8 +40,10 @@ export function reshardPerIteration(
   let expr = kw?.childForFieldName('value') ?? null;
   if (!expr) return undefined;
   if (expr.type === 'identifier') {
+    // Bound once by an assignment, or a target of the loop itself (`for path, reshard in plan`).
     const b = findBinding(file.source, expr.text, expr);
-    expr = b?.kind === 'assign' ? b.value : null;
+    if (b?.kind === 'assign') expr = b.value;
+    else if (b?.kind !== 'loop') expr = null;
     if (!expr) return undefined;
   }
   let loop: Node | null = up(node);
@@ -58,10 +62,25 @@ export function reshardPerIteration(
         : right.type !== 'call' || method === 'values' || method === 'children'
           ? 'module'
           : null;
+  const interp = new Interpreter(project);
+  const named = namedEntriesOf(file.source, node);
+  if (named) {
+    // `for path, reshard in [("layers.0", False), ("output", True)]`: each entry's own value.
+    return (modulePath: string) => {
+      const i = named.paths.findIndex((p) => p.slice(modelVariable.length).join('.') === modulePath);
+      const entry = named.entries[i];
+      if (i < 0 || !entry) return undefined;
+      const parts =
+        named.targets.length === 1 ? [entry] : entry.namedChildren.filter((c) => c.type !== 'comment');
+      if (parts.length !== named.targets.length) return undefined;
+      const env = new Map<string, Value>();
+      named.targets.forEach((t, j) => env.set(t.text, interp.evalWith(file, parts[j]!, new Map())));
+      return valueOf(interp.evalWith(file, expr, env));
+    };
+  }
   const names = left.type === 'identifier' ? [left] : left.namedChildren;
   if (!kind || names.length !== (kind === 'module' ? 1 : 2) || names.some((n) => n.type !== 'identifier'))
     return undefined;
-  const interp = new Interpreter(project);
   const model = moduleFromTree(root);
   return (modulePath: string) => {
     const dot = modulePath.lastIndexOf('.');
@@ -77,12 +96,24 @@ export function reshardPerIteration(
       env.set(names[0]!.text, kind === 'key' ? { k: 'str', v: name } : { k: 'num', v: index, int: true });
       env.set(names[1]!.text, modV);
     }
-    const v = interp.evalWith(file, expr, env);
-    if (v.k === 'bool') return v.v;
-    if (v.k === 'num' && v.int) return v.v;
-    if (v.k === 'none') return null;
-    return undefined;
+    return valueOf(interp.evalWith(file, expr, env));
   };
+}
+
+/** A `reshard_after_forward` value: a bool, an int, None; undefined for anything else. */
+function valueOf(v: Value): ReshardAfterForward | undefined {
+  if (v.k === 'bool') return v.v;
+  if (v.k === 'num' && v.int) return v.v;
+  if (v.k === 'none') return null;
+  return undefined;
+}
+
+/** The loop over names written out that the wrap call's first argument is looked up by, if it is one. */
+function namedEntriesOf(file: SourceFile, call: Node): ReturnType<typeof namedLoopEntries> {
+  const first = call
+    .childForFieldName('arguments')
+    ?.namedChildren.find((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
+  return first ? namedLoopEntries(file, first) : null;
 }
 
 function nodeAtPosition(text: string, root: Node, pos: { line: number; character: number }): Node | null {
