@@ -15,7 +15,7 @@ export const EXIT_TEXT = {
   findings: 'a lint finding of severity error or warning',
   usage: 'bad input or usage (a file that cannot be read, an unknown flag, nothing to estimate)',
   unknownModel:
-    "the plan is read but the model's size is not known statically (the message says what would make it known)",
+    "the plan is read but the model's size, or part of the plan, is not known statically (the message says what would make it known)",
   internal: 'an internal error (the message names the stage; please report it)',
 } as const;
 

@@ -843,6 +843,88 @@ describe("wraps made through methods of the model's own classes", () => {
   });
 });
 
+describe('a method called on an object cast to a class of another file', () => {
+  // A model whose blocks are built from a config: each block is cast to the blocks' base class, defined in
+  // another file, and asked to wrap itself.
+  const project = (blocks: string) => {
+    const dir = projectDir('fsdp-lens-cast-');
+    fs.mkdirSync(path.join(dir, 'pkg'));
+    fs.writeFileSync(path.join(dir, 'pkg', '__init__.py'), '');
+    fs.writeFileSync(path.join(dir, 'pkg', 'blocks.py'), blocks);
+    fs.writeFileSync(
+      path.join(dir, 'pkg', 'model.py'),
+      [
+        'from typing import cast',
+        'import torch.nn as nn',
+        'from torch.distributed.fsdp import fully_shard',
+        'from .blocks import BlockBase',
+        '',
+        'class Model(nn.Module):',
+        '    def shard(self, mesh):',
+        '        for block in self.blocks.values():',
+        '            block = cast(BlockBase, block)',
+        '            block.shard_self(mesh)',
+        '        fully_shard(self.head, mesh=mesh)',
+        '        fully_shard(self, mesh=mesh)',
+        '',
+      ].join('\n'),
+    );
+    return path.join(dir, 'pkg', 'model.py');
+  };
+  const BASE = [
+    'import torch.nn as nn',
+    'from torch.distributed.fsdp import fully_shard',
+    '',
+    'class BlockBase(nn.Module):',
+    '    def shard_self(self, mesh):',
+    '        raise NotImplementedError',
+    '',
+    'class Dense(BlockBase):',
+    '    def shard_self(self, mesh):',
+    '        fully_shard(self, mesh=mesh)',
+    '',
+  ];
+
+  it('several classes of the family define it: their wraps are listed and no plan is estimated', async () => {
+    const file = project(
+      [
+        ...BASE,
+        'class Experts(BlockBase):',
+        '    def shard_self(self, mesh):',
+        '        fully_shard(self.experts, mesh=mesh)',
+        '        fully_shard(self, mesh=mesh)',
+        '',
+      ].join('\n'),
+    );
+    const scan = await cli('scan', file);
+    assert.match(
+      scan.out,
+      /10 {2}BlockBase\.shard_self\(\) in blocks\.py wraps, not estimated: `block` is cast to BlockBase, and 3 classes of blocks\.py \(it and its subclasses\) define shard_self\(\) \(BlockBase, Dense and Experts\)/,
+    );
+    assert.match(
+      scan.out,
+      /blocks\.py:10 {2}fully_shard\(self\)\n {10}blocks\.py:14 {2}fully_shard\(self\.experts\)/,
+    );
+    // The file's own wraps (the head and the root) are only part of what runs: no estimate, exit 3.
+    const r = await cli('estimate', file, '--model', 'meta-llama/Llama-3.2-1B', '--json');
+    assert.equal(r.code, 3, r.err);
+    assert.match(r.err, /part of the plan is not known statically: BlockBase\.shard_self\(\) \(line 10\)/);
+    const j = JSON.parse(r.out) as { estimate: null; plan: { known: boolean } };
+    assert.equal(j.estimate, null);
+    assert.equal(j.plan.known, false);
+  });
+
+  it('one class of the family defines it: it is the method that runs, followed', async () => {
+    const only = [...BASE.slice(0, 3), 'class BlockBase(nn.Module):', ...BASE.slice(8)].join('\n');
+    const scan = await cli('scan', project(only));
+    // `BlockBase` itself wraps `self` and nothing derives from it: its wrap, at the call, a unit of each block.
+    assert.match(
+      scan.out,
+      /and 1 wrap made through helpers:\n {4}10 {2}fully_shard\(self\.blocks\.\*\)\n {8}FSDP2 unit \(self\.blocks\.\*\)/,
+    );
+  });
+});
+
 describe('loops that wrap each element', () => {
   const MODEL = [
     'import torch.nn as nn',

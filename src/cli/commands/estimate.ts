@@ -251,6 +251,21 @@ function writeEstimate(
         );
       return EXIT.unknownModel;
     }
+    if (result && !result.ok && result.unknownPlan) {
+      if (json)
+        io.out.write(
+          JSON.stringify(
+            {
+              ...(framework ? { framework } : {}),
+              estimate: null,
+              plan: { known: false, reason: result.reason, ...(result.hint ? { toKnow: result.hint } : {}) },
+            },
+            null,
+            2,
+          ) + '\n',
+        );
+      return EXIT.unknownModel;
+    }
     return EXIT.usage;
   }
   const advice = advise(result.whatIf, {}, result.estimate, units);

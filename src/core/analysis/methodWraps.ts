@@ -209,6 +209,9 @@ function receiverClass(
     // Built from something else (a function, another class): not a call of these methods. Cast to a class that does
     // not define it (a base class), it runs a subclass's.
     if (built && value?.childForFieldName('function')?.text !== 'cast') return { why: null };
+    // Cast to a class another file defines (`cast(TransformerBlockBase, block)`): which of its classes' methods runs
+    // is read there, by the project (resolve/castMethods.ts).
+    if (built && !new RegExp(`^[ \\t]*class[ \\t]+${built}\\b`, 'm').test(file.text)) return { why: null };
   }
   const others = names.filter((n) => n !== own);
   const method = byClass.get(names[0]!)!.name;

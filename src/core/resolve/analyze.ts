@@ -5,7 +5,7 @@
 import { count, listed } from '../vocabulary/words';
 import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
-import type { FileFacts, TrainingFact, WrapCall } from '../analysis/facts';
+import { exclusive, type FileFacts, type TrainingFact, type WrapCall } from '../analysis/facts';
 import type { MixedPrecisionValue, MeshValue } from '../analysis/options';
 import type { Estimate, EstimateInput } from '../estimator/types';
 import { lastSegment } from '../analysis/options';
@@ -86,6 +86,8 @@ export type EstimateResult = (
       hint?: string;
       /** The plan is known but the model's size is not: what would make it known is in `hint`. */
       unknownModel?: true;
+      /** Part of the plan is not known: wraps a helper makes on the same run are found but not followed. */
+      unknownPlan?: true;
     }
 ) & {
   /** The wrap calls the file makes through helpers of other files, placed at its calls of them (for the lenses). */
@@ -107,6 +109,21 @@ export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): Est
       ? { ...(found ?? { calls: [], functions: {} }), notes: [chosen.note, ...(found?.notes ?? [])] }
       : found;
   const plans = 'choices' in chosen && chosen.choices ? { plans: chosen.choices } : {};
+  // A helper the plan's own wraps run beside (the same function, no arm apart) whose wraps are found but not
+  // followed: the plan without them is no plan the job runs.
+  const beside = found?.unfollowed?.find((u) =>
+    own.calls.some(
+      (c) => !c.neverRuns && !c.offByDefault && c.function === u.function && !exclusive(c.branch, u.branch),
+    ),
+  );
+  if (beside)
+    return {
+      ok: false,
+      reason: `part of the plan is not known statically: ${beside.helper} (line ${beside.line}) in ${beside.where}, run beside the file's own wraps, is not followed: ${beside.reason}`,
+      hint: '`fsdp-lens scan` lists the wraps it may make; a plan written with the wraps themselves is estimated',
+      unknownPlan: true,
+      ...plans,
+    };
   if (!helpers?.calls.length) {
     const notes: string[] = [];
     const calls = oneModelPerName(own.calls, notes);

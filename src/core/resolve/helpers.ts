@@ -34,6 +34,7 @@ import { walk as walkModules, type ModuleNode } from '../model/tree';
 import { interpretOption } from '../analysis/options';
 import { argumentFor, meshOption } from '../analysis/arguments';
 import { truthy } from '../python/operators';
+import { castMethods, castSites, type CastSite } from './castMethods';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
 const MAX_HELPERS = 16;
@@ -48,6 +49,9 @@ export interface UnfollowedHelper {
   /** The helper's own wrap calls, in its own names. */
   wraps: { line: number; api: WrapCall['api']; target: string }[];
   reason: string;
+  /** The function of this file that makes the call, and the `if` arms it runs in. */
+  function: string | null;
+  branch: WrapCall['branch'];
 }
 
 export interface HelperPlan {
@@ -103,6 +107,7 @@ function searchHelpers(
   stack.add(path.resolve(facts.path));
   let followed = 0;
   const sites: Site[] = [];
+  const casts: CastSite[] = [];
   for (const b of file.imports.bindings) {
     for (const id of file.source.identifiers(b.local)) {
       const p = up(id);
@@ -113,6 +118,9 @@ function searchHelpers(
         // `model = Model(...)` of `from pkg.model import Model`, then `model.apply_fsdp(mesh)`.
         sites.push(...methodSites(file.source, p, b.qualified.slice(0, dot), b.qualified.slice(dot + 1)));
       }
+      // `block = cast(BlockBase, block)` of `from pkg.block import BlockBase`, then `block.apply_fsdp(...)`.
+      else if (!b.isModule && dot > 0 && p?.type === 'argument_list')
+        casts.push(...castSites(file.source, id, b.qualified.slice(0, dot), b.qualified.slice(dot + 1)));
       // `parallel.apply_fsdp(model)` of `import pkg.parallel as parallel` or `from pkg import parallel`.
       else if (p?.type === 'attribute' && p.childForFieldName('object')?.id === id.id) {
         const call = up(p);
@@ -124,16 +132,52 @@ function searchHelpers(
   }
   const ev = new Evaluator(file.source, file.imports);
   sites.push(...registrySites(file, ev, out.notes));
-  const inSpan = (site: Site) => {
+  const inSpan = (site: { call: Node }) => {
     const line = file.source.line(site.call);
     return !span || (line >= span.line && line <= span.end);
   };
+  for (const cast of casts.filter(inSpan).slice(0, MAX_HELPERS)) {
+    const found = castMethods(project, facts.path, cast);
+    const wrapping = found?.definers.filter((d) => found.wraps.get(d)?.length) ?? [];
+    if (!found || !wrapping.length) continue;
+    const rel = shownPath(project, facts.path, found.where);
+    const line = file.source.line(cast.call);
+    const method = `${cast.method}()`;
+    if (found.definers.length === 1)
+      sites.push({
+        call: cast.call,
+        module: cast.module,
+        fn: `${wrapping[0]!}.${cast.method}`,
+        receiver: cast.receiver,
+        where: found.where,
+        chosenBy: `\`${cast.written}\` cast to ${cast.cls}, whose only class in ${rel} that defines ${method} is ${wrapping[0]!}`,
+      });
+    else {
+      // Several classes of the family define it: which runs depends on the class of each object, which the
+      // model's code chooses (a config's block type), not the call.
+      const reason = `\`${cast.written}\` is cast to ${cast.cls}, and ${found.definers.length} classes of ${rel} (it and its subclasses) define ${method} (${listed(found.definers.slice(0, 4))}${found.definers.length > 4 ? ', …' : ''}): which one runs depends on the class of each object, not known statically`;
+      out.notes.push(`${cast.written}.${method} (line ${line}) is not followed: ${reason}`);
+      (out.unfollowed ??= []).push({
+        line,
+        helper: `${cast.cls}.${method}`,
+        where: rel,
+        wraps: wrapping.flatMap((d) =>
+          found.wraps.get(d)!.map((c) => ({ line: c.line, api: c.api, target: c.target })),
+        ),
+        reason,
+        function: callerFunction(cast.call),
+        branch: branchPath(cast.call, enclosingFunction(cast.call)),
+      });
+    }
+  }
   for (const site of sites.filter(inSpan)) {
     if (followed >= MAX_HELPERS) return out;
     // A helper that wraps nothing itself is followed into the helpers it calls only when the call may pass the
     // model: a model the file builds, a name that says so, or (deeper) a parameter passed on.
     const chain = depth + 1 < MAX_CHAIN && passesModel(facts, site.call, depth > 0);
-    const found = definition(project, facts.path, site.module, site.fn, chain ? depth : MAX_CHAIN, stack);
+    const found = site.where
+      ? { where: site.where, helper: castMethodsFacts(project, site.where) }
+      : definition(project, facts.path, site.module, site.fn, chain ? depth : MAX_CHAIN, stack);
     if (!found || path.resolve(found.where) === path.resolve(facts.path)) continue;
     const { where, helper } = found;
     const fnFact = helper.functions[site.fn];
@@ -163,10 +207,7 @@ function searchHelpers(
         !perModule.get(c),
     );
     // An installed package's file by its place in site-packages (`torchtune/training/_distributed.py`).
-    const library = project.libraryOf(where);
-    const rel = library
-      ? `${path.relative(library, where)} (installed)`
-      : path.relative(path.dirname(facts.path), where) || path.basename(where);
+    const rel = shownPath(project, facts.path, where);
     const unfollowed = (reason: string) =>
       (out.unfollowed ??= []).push({
         line: file.source.line(site.call),
@@ -174,6 +215,8 @@ function searchHelpers(
         where: rel,
         wraps: wraps.map((c) => ({ line: c.line, api: c.api, target: c.target })),
         reason,
+        function: callerFunction(site.call),
+        branch: branchPath(site.call, enclosingFunction(site.call)),
       });
     // Which of its wraps run depends on tests of its own the call does not decide (`if model.enable_weight_tying:`,
     // per-block `if block.moe_enabled:` arms): all of them together are no plan. A test that a module exists
@@ -243,6 +286,20 @@ function searchHelpers(
     );
   }
   return out;
+}
+
+/** A helper's file as notes show it: relative to the caller's folder, or by its place in site-packages. */
+function shownPath(project: Project, from: string, where: string): string {
+  const library = project.libraryOf(where);
+  return library
+    ? `${path.relative(library, where)} (installed)`
+    : path.relative(path.dirname(from), where) || path.basename(where);
+}
+
+/** The facts of a class's file read for a cast site (see castMethods). */
+function castMethodsFacts(project: Project, where: string): FileFacts {
+  const file = project.file(where);
+  return project.memo(`cast-facts:${where}`, () => scanFile(project.grammar, file!.source));
 }
 
 /**
@@ -325,6 +382,8 @@ interface Site {
   receiver?: string;
   /** How a function taken from a registry was chosen (`chosen by PARALLELIZE[args.dp] (the default of ...)`). */
   chosenBy?: string;
+  /** The file that defines it, when already known (a cast's class). */
+  where?: string;
 }
 
 /**
@@ -456,6 +515,8 @@ function remap(
     targetRange: null,
     argumentsEnd: null,
     paths,
+    // The helper's root wrap of a method's `self`, called on each block of a loop, is a block's unit.
+    ...(c.isRoot && paths.some((p) => p.includes('*')) ? { isRoot: false } : {}),
     statement: { start: stmt.startIndex, end: stmt.endIndex, range: rangeOf(stmt), indent: '' },
     loopStatement: null,
     // Options the helper passes on from its parameters (`reshard_after_forward=reshard`, `**fsdp_kwargs` of
