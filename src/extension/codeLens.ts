@@ -1,7 +1,7 @@
 /** The lenses over wrap calls and configurations. */
 import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
-import { frameworkLensTitle, lensTitle } from '../core/report/summary';
+import { frameworkLensTitle, isOffPath, lensTitle, offPathTitle } from '../core/report/summary';
 import { planLabel } from '../core/vocabulary/fsdp';
 import { otherPlanOf, planName } from '../core/vocabulary/planChoices';
 import type { DocumentAnalyses } from './analyses';
@@ -77,6 +77,14 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
           // What matters first: the lens is cut at the window's edge.
           title: `plan of ${planName(other)}, not estimated (estimating ${plans!.chosen}) · ${describeCall(call)}`,
           tooltip: 'Click to choose which plan of this file is estimated',
+          command: COMMANDS.chooseWhatToEstimate,
+          arguments: [document.uri],
+        });
+      // Off the path the defaults take: one click from the arguments that take it.
+      if (isOffPath(call, estimate))
+        return new vscode.CodeLens(toRange(call.range), {
+          title: offPathTitle(call),
+          tooltip: `${call.offByDefault}\nClick to choose the script's arguments`,
           command: COMMANDS.chooseWhatToEstimate,
           arguments: [document.uri],
         });

@@ -61,6 +61,7 @@ export class WrapHoverProvider implements vscode.HoverProvider {
       setWorldSize: commandUri(COMMANDS.setWorldSize, [uri]),
       setGpu: commandUri(COMMANDS.setGpu, [uri]),
       chooseModel: commandUri(COMMANDS.chooseModel, [uri]),
+      chooseArguments: commandUri(COMMANDS.chooseWhatToEstimate, [uri]),
       ...(vscode.workspace.isTrusted ? { measureExactly: commandUri(COMMANDS.measureExactly, [uri]) } : {}),
     };
     const md = new vscode.MarkdownString(
@@ -78,6 +79,7 @@ export class WrapHoverProvider implements vscode.HoverProvider {
         COMMANDS.setWorldSize,
         COMMANDS.setGpu,
         COMMANDS.chooseModel,
+        COMMANDS.chooseWhatToEstimate,
         COMMANDS.measureExactly,
       ],
     };

@@ -6,6 +6,7 @@
  */
 import * as vscode from 'vscode';
 import { setAnnotation } from '../core/lint/annotationEdits';
+import { withArguments } from '../core/vocabulary/commandLine';
 import type { DocumentAnalyses } from './analyses';
 import { toRange } from './convert';
 
@@ -39,6 +40,24 @@ export async function chooseWhatToEstimate(analyses: DocumentAnalyses, uri?: vsc
       detail: `Estimate the plan ${what} makes (writes "# fsdp: plan=${p.name}")`,
     });
   }
+  // The paths the defaults keep off, each with the arguments that take it (read again with them by the scan).
+  const now = analysis.facts.argv ?? [];
+  const taken = new Map<string, string[]>();
+  for (const c of analysis.facts.calls)
+    if (c.runsWith) {
+      const key = c.runsWith.join(' ');
+      taken.set(key, [...(taken.get(key) ?? []), `${c.callee}(${c.target}) at line ${c.line}`]);
+    }
+  for (const [extra, calls] of [...taken].slice(0, 6)) {
+    const value = withArguments(now, extra.split(' ')).join(' ');
+    items.push({
+      key: 'args',
+      value,
+      label: `$(arrow-swap) ${extra}`,
+      description: 'another path',
+      detail: `Runs ${calls.slice(0, 2).join(', ')}${calls.length > 2 ? ', …' : ''}, off by default (writes "# fsdp: args=${value}")`,
+    });
+  }
   items.push({
     key: 'args',
     label: "$(terminal) The script's arguments…",
@@ -58,7 +77,7 @@ export async function chooseWhatToEstimate(analyses: DocumentAnalyses, uri?: vsc
   });
   if (!pick) return;
   let value: string | null | undefined = pick.value;
-  if (pick.key === 'args') {
+  if (pick.key === 'args' && pick.value === undefined) {
     // The options whose defaults keep a wrap off the estimated path (`--use-lora at line 12`), to name them.
     const deciding = [
       ...new Set(

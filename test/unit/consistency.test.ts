@@ -196,4 +196,19 @@ describe('every surface reports the same peak, fit, units and mesh', () => {
     assert.equal(d.whatIf!.values.worldSize, 12);
     assert.ok(d.whatIf!.controls.some((c) => c.key === 'worldSize'));
   });
+
+  it('a wrap the defaults keep off: the lens and the hover say so and name the arguments, not "matches no module"', async () => {
+    const file = path.join(FIXTURES, 'workspace/two_paths.py');
+    const { a, project } = await editor(file);
+    project.dispose();
+    assert.ok(a.estimate?.ok);
+    const fsdp1 = a.facts.calls.find((c) => c.api === 'FSDP')!;
+    const lens = lensTitle(fsdp1, a.estimate.estimate, 'GB');
+    assert.match(lens, /^off the default path, not estimated · --strategy fsdp takes it · FSDP1/);
+    const hover = hoverMarkdown(fsdp1, a.estimate.estimate, 'GB', { chooseArguments: 'command:x' });
+    assert.match(hover, /Not in this estimate: off the path the script's defaults take/);
+    assert.match(hover, /`--strategy fsdp` takes it/);
+    assert.match(hover, /\[Choose the script's arguments\]\(command:x\)/);
+    assert.doesNotMatch(lens + hover, /matches no module/i);
+  });
 });

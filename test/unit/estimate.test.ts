@@ -11,6 +11,7 @@ import type { Estimate, Plan } from '../../src/core/estimator/types';
 import { fmtBytes, fmtCount } from '../../src/core/vocabulary/bytes';
 import { defaultUnits, unitsFromPolicy } from '../../src/core/plan/policies';
 import { CATALOG } from '../../src/core/model/catalog';
+import { findGpu } from '../../src/core/hardware/catalog';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { DEFAULTS, type SetupValues } from '../../src/core/inputs/table';
@@ -1130,5 +1131,15 @@ describe('the PyTorch version from the project', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('GPUs by the names users type', () => {
+  it('a whole model name wins over a longer name it begins: L4 is the L4, not the L40S', () => {
+    assert.equal(findGpu('L4')?.id, 'l4-24gb');
+    assert.equal(findGpu('nvidia l4')?.id, 'l4-24gb');
+    assert.equal(findGpu('L40S')?.id, 'l40s-48gb');
+    assert.equal(findGpu('h200')?.id, 'h200-141gb');
+    assert.equal(findGpu('a100-80gb')?.id, 'a100-sxm-80gb');
   });
 });

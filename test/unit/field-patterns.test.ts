@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { cli, scanSource } from './helpers';
 import { sitePackages } from '../../src/core/project/environments';
 import { composeHydra } from '../../src/core/analysis/hydra';
+import { withArguments } from '../../src/core/vocabulary/commandLine';
 import { setAnnotation } from '../../src/core/lint/annotationEdits';
 import { diskFS } from '../../src/host/disk';
 import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
@@ -196,6 +197,88 @@ describe('values a script takes from its own defaults', () => {
     'args = parser.parse_args()',
     'model = AutoModelForCausalLM.from_pretrained(args.model_name)',
   ];
+
+  it('a wrap its defaults keep off names the arguments that take it, and those arguments do', async () => {
+    const file = script([
+      ...PARSER,
+      'parser.add_argument("--shard", default="blocks", choices=["none", "blocks", "whole"])',
+      'parser.add_argument("--mode", default="a")',
+      'args = parser.parse_args()',
+      'if args.fsdp1:',
+      '    model = FSDP(model)',
+      'elif args.shard == "whole" and args.mode == "b":',
+      '    fully_shard(model.lm_head)',
+      '    fully_shard(model)',
+      'else:',
+      '    for layer in model.model.layers:',
+      '        fully_shard(layer)',
+      '    fully_shard(model)',
+    ]);
+    const scan = JSON.parse((await cli('scan', file, '--json')).out) as {
+      files: { calls: { line: number; runsWith?: string[] }[] }[];
+    };
+    const at = (line: number) => scan.files[0]!.calls.find((c) => c.line === line)?.runsWith;
+    // A store_true flag alone; a choice of `choices=`, then the literal the next test compares with.
+    assert.deepEqual(at(13), ['--fsdp1']);
+    assert.deepEqual(at(15), ['--shard', 'whole', '--mode', 'b']);
+    // On the default path: nothing to add.
+    assert.equal(at(19), undefined);
+    const j = await estimateJson(file);
+    assert.ok(
+      j.plan.notes.some((n) => n.includes('the arguments `--shard whole --mode b` take that path')),
+      j.plan.notes.join('\n'),
+    );
+    // Those arguments do take it: the lm_head and the root, 2 units.
+    const other = await estimateJson(file, '--', '--shard', 'whole', '--mode', 'b');
+    assert.equal(other.plan.units, 2);
+    assert.equal((await estimateJson(file, '--', '--fsdp1')).plan.api, 'fsdp1');
+  });
+
+  it("arms the script's own arguments keep off are off this path, not dead code: no FSDP008, and the way back", async () => {
+    const file = script([
+      '# fsdp: args="--fsdp1"',
+      ...PARSER,
+      'if args.fsdp1:',
+      '    model = FSDP(model)',
+      'else:',
+      '    for layer in model.model.layers:',
+      '        fully_shard(layer)',
+      '    fully_shard(model)',
+    ]);
+    const lint = await cli('lint', file, '--rule', 'FSDP015=off');
+    assert.doesNotMatch(lint.out, /FSDP008/);
+    const j = await estimateJson(file);
+    assert.equal(j.plan.api, 'fsdp1');
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /fully_shard\(model\) is left out: `args\.fsdp1` is true by the script's arguments \(--fsdp1\)/.test(
+          n,
+        ),
+      ),
+      j.plan.notes.join('\n'),
+    );
+    // FSDP015, when the plan does not fit, stands on the plan estimated (the FSDP1 root), not on the other arm.
+    const small = script([
+      ...fs.readFileSync(file, 'utf8').trimEnd().split('\n'),
+      '# fsdp: world_size=1 gpu=l4-24gb',
+    ]);
+    const fit = await cli('lint', small);
+    assert.match(fit.out, /train\.py:11:\d+: FSDP015/);
+  });
+
+  it('options set again replace their earlier values on the command line', () => {
+    assert.deepEqual(withArguments(['--strategy', 'fsdp', '--bs', '8'], ['--strategy', 'fsdp2']), [
+      '--bs',
+      '8',
+      '--strategy',
+      'fsdp2',
+    ]);
+    assert.deepEqual(withArguments(['--strategy=fsdp', '--fsdp1'], ['--fsdp1']), [
+      '--strategy=fsdp',
+      '--fsdp1',
+    ]);
+    assert.deepEqual(withArguments([], ['--mode', 'b']), ['--mode', 'b']);
+  });
 
   it('an argparse default names the model, and the source says it is a default', async () => {
     const file = script([

@@ -72,8 +72,13 @@ export class Evaluator extends Expressions<null> {
   }
 
   /** The script's own command line, when given: argparse options take their values from it. */
-  private get argv(): readonly string[] | undefined {
+  get argv(): readonly string[] | undefined {
     return this.given.argv;
+  }
+
+  /** The same file read with another command line (to see which path other arguments take). */
+  withArgv(argv: readonly string[]): Evaluator {
+    return new Evaluator(this.file, this.imports, this.limits, { ...this.given, argv });
   }
 
   /** The configuration files this evaluator read (`configs/train.yaml` of `yaml.safe_load(open(...))`). */

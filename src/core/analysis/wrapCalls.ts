@@ -15,6 +15,7 @@ import {
 import type { Position } from '../vocabulary/range';
 import { classifyApi } from './apis';
 import { callOf, readArgs, readOptions } from './arguments';
+import { argumentsThatTake } from './otherPath';
 import { branchPath } from './branches';
 import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, statementInfo } from './context';
 import { type Evaluator } from './evaluator';
@@ -99,8 +100,22 @@ export function wrapCall(
         if (!(name in fact.options)) fact.options[name] = { ...o, inherited: 'enable_wrap' };
   }
   const never = neverRunsReason(ev, call, scope);
-  if (never?.byDefault) fact.offByDefault = never.reason;
-  else if (never) fact.neverRuns = never.reason;
+  if (never?.byDefault) {
+    fact.offByDefault = never.reason;
+    // The arguments that take the path it is on, read again with them.
+    const taken = never.options?.length
+      ? argumentsThatTake(
+          file,
+          ev,
+          (e) => {
+            const r = neverRunsReason(e, call, scope);
+            return { off: !!r, options: r?.options ?? [], ...(r?.byArgs ? { byArgs: true } : {}) };
+          },
+          never.test ?? '',
+        )
+      : undefined;
+    if (taken) fact.runsWith = taken;
+  } else if (never) fact.neverRuns = never.reason;
   return fact;
 }
 
@@ -333,16 +348,33 @@ export function neverRunsReason(
   ev: Evaluator,
   call: Node,
   scope: Node | null,
-): { reason: string; byDefault: boolean } | null {
+): { reason: string; byDefault: boolean; options?: string[]; test?: string; byArgs?: true } | null {
   for (const part of conditionParts(call, scope)) {
     const before = ev.defaultsRead.length;
+    const given = ev.argsRead.length;
     const v = truthy(ev.eval(part.node));
     if (v !== undefined && v === part.negated) {
       const defaults = ev.defaultsRead.slice(before);
+      // Decided by the script's arguments (`# fsdp: args=`, a launch file, after `--`): off this path, not dead.
+      const args = ev.argsRead.slice(given);
+      if (args.length && !defaults.length)
+        return {
+          reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by the script's arguments (${[...new Set(args)].join(' ')})`,
+          byDefault: true,
+          options: [...new Set(args.map((a) => a.split(' ')[0]!))],
+          test: part.node.text,
+          byArgs: true,
+        };
+      // The command-line options whose defaults decided it (`the default of --strategy`).
+      const options = defaults
+        .map((d) => /^the default of (-\S+)$/.exec(d.what)?.[1])
+        .filter((o): o is string => !!o);
       return defaults.length
         ? {
             reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${defaults.map((d) => `${d.what} (line ${d.line})`).join(', ')}`,
             byDefault: true,
+            options: [...new Set(options)],
+            test: part.node.text,
           }
         : {
             reason: `the condition \`${part.node.text}\` is always ${v ? 'true' : 'false'} here`,

@@ -146,8 +146,21 @@ export function findGpu(id: string): Gpu | undefined {
   const exact = GPUS.find((g) => g.id === id);
   if (exact) return exact;
   const norm = id.toLowerCase().replace(/[^a-z0-9]/g, '');
+  const plainName = (g: Gpu) => g.name.toLowerCase().replace(/[^a-z0-9]/g, '');
   return (
     GPUS.find((g) => g.id.replace(/[^a-z0-9]/g, '') === norm) ??
+    // The whole model name before a prefix of a longer one: `L4` is the L4, not the L40S.
+    GPUS.find(
+      (g) =>
+        g.id.split('-')[0] === norm ||
+        plainName(g) === norm ||
+        plainName(g).replace(/^(nvidia|amd)/, '') === norm,
+    ) ??
+    // The model and its memory without the form factor: `a100-80gb` is the A100 SXM 80GB.
+    GPUS.find((g) => {
+      const parts = g.id.split('-');
+      return parts.length > 2 && `${parts[0]}${parts[parts.length - 1]}` === norm;
+    }) ??
     GPUS.find((g) => g.id.replace(/[^a-z0-9]/g, '').startsWith(norm)) ??
     GPUS.find((g) =>
       g.name

@@ -104,7 +104,11 @@ export function planFromFacts(
     if (c.offByDefault)
       notes.push(
         onDefaultPath.length
-          ? `${file}:${c.line}: ${c.callee}(${c.target}) is left out: ${c.offByDefault}; the script's arguments after \`--\` may take the other path`
+          ? `${file}:${c.line}: ${c.callee}(${c.target}) is left out: ${c.offByDefault}; ${
+              c.runsWith
+                ? `the arguments \`${c.runsWith.join(' ')}\` take that path (after \`--\` on the command line, or "# fsdp: args=" in the file)`
+                : "the script's arguments after `--` may take the other path"
+            }`
           : `${file}:${c.line}: ${c.callee}(${c.target}) runs only off the default path (${c.offByDefault}); estimated as if it ran`,
       );
   const calls = chosen.map((c) => (peft ? { ...c, paths: c.paths.map(throughPeft) } : c));

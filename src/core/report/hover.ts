@@ -9,7 +9,7 @@ import type { Estimate, UnitEstimate, Term } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import type { FrameworkPlan } from '../frameworks/types';
-import { unitsOfCall } from './summary';
+import { isOffPath, unitsOfCall } from './summary';
 import { atLeast, clip, count, peakWhere, spaced } from '../vocabulary/words';
 import { planLabel } from '../vocabulary/fsdp';
 import { sourceText } from './text';
@@ -21,6 +21,8 @@ export interface HoverLinks {
   setGpu?: string;
   measureExactly?: string;
   chooseModel?: string;
+  /** Choose the script's arguments (the path it takes) or the plan of the file. */
+  chooseArguments?: string;
 }
 
 /**
@@ -141,7 +143,14 @@ export function hoverMarkdown(
   const mine = unitsOfCall(e, call);
   const gather = shortDtype(e.comms.gatherDtype);
   const W = e.mesh.shardGroup;
-  if (call.isRoot) {
+  if (isOffPath(call, e)) {
+    // Off the path the defaults take (a root wrap too): why, and the arguments that take it.
+    L.push(
+      `Not in this estimate: off the path the script's defaults take (${mdEscape(call.offByDefault ?? '')}).`,
+      ...(call.runsWith ? ['', `${mdCode(call.runsWith.join(' '))} takes it.`] : []),
+      ...(links.chooseArguments ? ['', `[Choose the script's arguments](${links.chooseArguments})`] : []),
+    );
+  } else if (call.isRoot) {
     L.push(...planSection(e, b));
   } else if (mine.length) {
     const u = mine[0]!;

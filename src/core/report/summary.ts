@@ -56,6 +56,17 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
  * The one-line CodeLens over a wrap call: what it makes and what that costs. The root's lens carries the plan's
  * totals; in a file without a root wrap, `totals` puts them on the last call.
  */
+/** A wrap the defaults keep off the estimated path (`if args.fsdp1:` with `--fsdp1` not given): in no unit. */
+export function isOffPath(call: WrapCall, e: Estimate | undefined): boolean {
+  return !!call.offByDefault && !!e && !unitsOfCall(e, call).length;
+}
+
+/** Its lens: why it is off, the arguments that take it, then what it does. */
+export function offPathTitle(call: WrapCall): string {
+  const taken = call.runsWith ? ` · ${call.runsWith.join(' ')} takes it` : '';
+  return `off the default path, not estimated${taken} · ${describeCall(call)}`;
+}
+
 export function lensTitle(
   call: WrapCall,
   e: Estimate | undefined,
@@ -67,6 +78,8 @@ export function lensTitle(
   if (!e) return `${describeCall(call)}${opts.why && call.isRoot ? ` · no estimate: ${opts.why}` : ''}`;
   const mine = unitsOfCall(e, call);
   const b = (n: number) => fmtBytes(n, units);
+  // Off the path the defaults take, a root wrap too: not the estimated plan's.
+  if (isOffPath(call, e)) return offPathTitle(call);
   if (call.isRoot) return `${gen} root · ${planTotals(e, units)}`;
   if (opts.totals) return `${lensTitle(call, e, units)} ‖ no root wrap: ${planTotals(e, units)}`;
   if (!mine.length) return `${describeCall(call)} · matches no module of ${e.model.name}`;

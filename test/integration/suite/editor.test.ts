@@ -135,6 +135,37 @@ describe('lenses, hovers and the footprint panel', () => {
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
   });
 
+  it('a wrap the defaults keep off says so, and the quick pick offers the arguments that take it', async () => {
+    const editor = await open('two_paths.py');
+    const fsdp1 = editor.document
+      .getText()
+      .split('\n')
+      .findIndex((t) => t.includes('model = FSDP(model)'));
+    const titleAt = (lenses: vscode.CodeLens[], line: number) =>
+      lenses.find((l) => l.range.start.line === line)?.command?.title ?? '';
+    let lenses = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => l.some((x) => /root · 33 units/.test(x.command?.title ?? '')),
+      'the lenses of the default path',
+    );
+    // The FSDP1 arm: off by --strategy's default, and the arguments that take it, not "matches no module".
+    assert.match(titleAt(lenses, fsdp1), /^off the default path, not estimated · --strategy fsdp takes it/);
+    const chosen = vscode.commands.executeCommand('fsdpLens.chooseWhatToEstimate', editor.document.uri);
+    await sleep(800);
+    // The first item: the arguments that take the other path.
+    await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+    await chosen;
+    assert.equal(editor.document.lineAt(0).text, '# fsdp: args="--strategy fsdp"');
+    lenses = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => /^FSDP1 root · 1 unit/.test(titleAt(l, fsdp1 + 1)),
+      'the lens of the FSDP1 plan',
+    );
+    // The FSDP2 arm is the one off the path now.
+    assert.ok(lenses.some((l) => /^off the default path/.test(l.command?.title ?? '')));
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
+
   it('hovers a fully_shard line with the breakdown, the assumptions and command links', async () => {
     const editor = await open('train_fsdp2.py');
     await eventually(

@@ -33,8 +33,10 @@ fully_shard(model)`,
     const fit = e.targetFit;
     // Short is short whatever parts of the model were not counted; an undecided fit is no finding.
     if (!fit || fit.verdict !== 'short') return [];
-    const roots = ctx.facts.calls.filter((c) => c.isRoot);
-    const at = roots[roots.length - 1] ?? ctx.facts.calls[ctx.facts.calls.length - 1] ?? ctx.framework;
+    // On the plan that was estimated: a root wrap the defaults or the arguments keep off is another plan's.
+    const onPath = ctx.facts.calls.filter((c) => !c.offByDefault && !c.neverRuns);
+    const roots = onPath.filter((c) => c.isRoot);
+    const at = roots[roots.length - 1] ?? onPath[onPath.length - 1] ?? ctx.framework;
     if (!at) return [];
     const b = (n: number) => fmtBytes(n);
     const min = ctx.model?.minGpus?.();

@@ -1,0 +1,108 @@
+/** The arguments that take a script down the path its defaults keep off: options named by the test, tried and read again. */
+import { up, type Node } from '../parsing/python';
+import type { SourceFile } from '../parsing/source';
+import { stripQuotes } from './paths';
+import type { Evaluator } from './evaluator';
+import { withArguments } from '../vocabulary/commandLine';
+
+/** The most command lines tried for one call. */
+const MAX_TRIES = 12;
+/** The most options one path needs (`--fsdp --fsdp-version 2`). */
+const MAX_OPTIONS = 3;
+
+/** Whether a call is off the path, and the options whose defaults (or, with `byArgs`, given values) decide it. */
+export interface RunState {
+  off: boolean;
+  options: string[];
+  byArgs?: boolean;
+}
+
+/** One command-line option of the script: its flags, argparse `action` or click `is_flag`, and `choices`. */
+interface ScriptOption {
+  flags: string[];
+  flag: boolean;
+  choices: string[];
+}
+
+/**
+ * The arguments to add to the script's command line that make `runs(ev)` true where the defaults make it false:
+ * for each option whose default decided it, its flag, its choices, or a value the test compares it with, each
+ * tried by reading the file again. Undefined when no such arguments are found.
+ */
+export function argumentsThatTake(
+  file: SourceFile,
+  ev: Evaluator,
+  runs: (ev: Evaluator) => RunState,
+  test: string,
+): string[] | undefined {
+  const base = ev.argv ?? [];
+  let added: string[] = [];
+  let state = runs(ev);
+  for (let round = 0; state.off && round < MAX_OPTIONS; round++) {
+    let tries = 0;
+    let next: { added: string[]; state: RunState } | undefined;
+    for (const name of state.options) {
+      const option = scriptOption(file, name);
+      if (!option) continue;
+      for (const extra of candidates(option, test)) {
+        if (++tries > MAX_TRIES) break;
+        const argv = [...added, ...extra];
+        const after = runs(ev.withArgv(withArguments(base, argv)));
+        // Taken: the test holds now, or what decides it now is the default of an option not set yet.
+        const set = new Set(argv.filter((t) => t.startsWith('-')));
+        if (!after.off || (!after.byArgs && after.options.length && !after.options.some((o) => set.has(o)))) {
+          next = { added: argv, state: after };
+          break;
+        }
+      }
+      if (next) break;
+    }
+    if (!next) return undefined;
+    added = next.added;
+    state = next.state;
+  }
+  return state.off || !added.length ? undefined : added;
+}
+
+/** The command lines to try for an option: a flag alone; each choice; each literal the test compares with. */
+function candidates(option: ScriptOption, test: string): string[][] {
+  const flag = option.flags.find((f) => f.startsWith('--')) ?? option.flags[0]!;
+  if (option.flag) return [[flag]];
+  const values = option.choices.length
+    ? option.choices
+    : [...test.matchAll(/(['"])([^'"\n]{1,60})\1|\b(\d+(?:\.\d+)?)\b/g)].map((m) => m[2] ?? m[3]!);
+  return [...new Set(values)].map((v) => [flag, v]);
+}
+
+/** The argparse `add_argument` or click `@click.option` of the file that has flag `name` (`--strategy`). */
+function scriptOption(file: SourceFile, name: string): ScriptOption | undefined {
+  for (const word of ['add_argument', 'option']) {
+    for (const id of file.identifiers(word)) {
+      const attr = up(id);
+      const call = up(attr);
+      if (
+        attr?.type !== 'attribute' ||
+        call?.type !== 'call' ||
+        call.childForFieldName('function')?.id !== attr.id
+      )
+        continue;
+      const args = call.childForFieldName('arguments')?.namedChildren ?? [];
+      const flags = args.filter((a) => a.type === 'string').map((a) => stripQuotes(a.text));
+      if (!flags.includes(name)) continue;
+      const kw = (k: string): Node | undefined =>
+        args
+          .find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === k)
+          ?.childForFieldName('value') ?? undefined;
+      const action = kw('action') ? stripQuotes(kw('action')!.text) : undefined;
+      const isFlag = action === 'store_true' || action === 'store_false' || kw('is_flag')?.text === 'True';
+      // `choices=["a", "b"]` of argparse, `type=click.Choice(["a", "b"])` of click.
+      const list = kw('choices') ?? kw('type')?.childForFieldName('arguments')?.namedChildren[0];
+      const choices =
+        list && (list.type === 'list' || list.type === 'tuple')
+          ? list.namedChildren.filter((c) => c.type === 'string').map((c) => stripQuotes(c.text))
+          : [];
+      return { flags: flags.filter((f) => f.startsWith('-')), flag: isFlag, choices };
+    }
+  }
+  return undefined;
+}
