@@ -50,5 +50,26 @@ export function renderRulesDoc(rules: readonly Rule[]): string {
     if (r.fix) out.push(`Quick fix: ${r.fix}`, '');
     if (r.commandLineOnly) out.push('Reported by the command line only.', '');
   }
+  out.push(
+    '## Patterns checked and not reported',
+    '',
+    'Mistakes users ask about that PyTorch handles; a rule would speak falsely on them.',
+    '',
+    ...NOT_RULES.flatMap((n) => [`**${n.pattern}.** ${n.why}`, '']),
+  );
   return out.join('\n');
 }
+
+/** Patterns a rule was considered for, and what PyTorch does that makes them correct code. */
+const NOT_RULES: readonly { pattern: string; why: string }[] = [
+  {
+    pattern: '`model.to(torch.bfloat16)`, `model.half()` or `model.cuda()` after wrapping',
+    why:
+      "FSDP1 reads the FlatParameter's dtype and device at lazy initialization, in the first forward " +
+      '(`FlatParamHandle.init_flat_param_attributes` in `torch/distributed/fsdp/_flat_param.py`, which exists "to ' +
+      'give users the chance to move the parameter appropriately after the FSDP constructor" and takes a changed ' +
+      "dtype as the new parameter dtype unless mixed precision sets one). FSDP2's `FSDPModule._apply` re-registers the " +
+      'sharded parameters after `nn.Module._apply` (`FSDPParam.reset_sharded_param`). The estimate takes such a cast ' +
+      'as the parameter dtype.',
+  },
+];
