@@ -80,7 +80,7 @@ function unitRole(c: WrapCall): string {
   if (c.targets.length > 1) return `one unit of [${c.targets.join(', ')}]`;
   if (c.isRoot) return c.children.length ? `root (${c.target})` : `root unit (${c.target})`;
   // A loop over modules written out, or named (`for name in ("embed", "norm")`): a unit of each.
-  if (c.loop && c.paths.length && c.paths.every((p) => !p.some((k) => k.includes('*'))))
+  if (c.loop && c.paths.length && c.paths.every((p) => p.length > 1 && !p.some((k) => k.includes('*'))))
     return `unit of each of ${c.paths.map((p) => p.join('.')).join(', ')}`;
   if (c.loop) {
     const base = iterableBase(c.loop.iterable);
