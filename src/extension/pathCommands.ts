@@ -15,6 +15,15 @@ interface Choice extends vscode.QuickPickItem {
   value?: string;
 }
 
+/** What a training set-up is called in the quick pick (`peft` → LoRA). */
+const TRAINING_WORDS: Partial<Record<string, string>> = {
+  lora: 'LoRA',
+  peft: 'LoRA',
+  quantization: 'quantization',
+  freeze: 'frozen parameters',
+  cast: 'the cast',
+};
+
 export async function chooseWhatToEstimate(analyses: DocumentAnalyses, uri?: vscode.Uri): Promise<void> {
   const doc = uri
     ? await vscode.workspace.openTextDocument(uri)
@@ -43,11 +52,13 @@ export async function chooseWhatToEstimate(analyses: DocumentAnalyses, uri?: vsc
   // The paths the defaults keep off, each with the arguments that take it (read again with them by the scan).
   const now = analysis.facts.argv ?? [];
   const taken = new Map<string, string[]>();
-  for (const c of analysis.facts.calls)
-    if (c.runsWith) {
-      const key = c.runsWith.join(' ');
-      taken.set(key, [...(taken.get(key) ?? []), `${c.callee}(${c.target}) at line ${c.line}`]);
-    }
+  const offer = (args: string[] | undefined, what: string) => {
+    if (args) taken.set(args.join(' '), [...(taken.get(args.join(' ')) ?? []), what]);
+  };
+  for (const c of analysis.facts.calls) offer(c.runsWith, `${c.callee}(${c.target}) at line ${c.line}`);
+  // Fine-tuning and training set-ups the defaults keep off (`if args.use_lora:`): LoRA, checkpointing, offload.
+  for (const t of analysis.facts.training)
+    offer(t.runsWhen?.runsWith, `${TRAINING_WORDS[t.kind] ?? t.text} at line ${t.line}`);
   for (const [extra, calls] of [...taken].slice(0, 6)) {
     const value = withArguments(now, extra.split(' ')).join(' ');
     items.push({

@@ -266,6 +266,35 @@ describe('values a script takes from its own defaults', () => {
     assert.match(fit.out, /train\.py:11:\d+: FSDP015/);
   });
 
+  it('a LoRA set-up its defaults keep off names the flag that turns it on, and the flag does', async () => {
+    const file = script([
+      ...PARSER,
+      'from peft import LoraConfig, get_peft_model',
+      'parser.add_argument("--use-lora", action="store_true")',
+      'args = parser.parse_args()',
+      'if args.use_lora:',
+      '    model = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))',
+      'for layer in model.model.layers:',
+      '    fully_shard(layer)',
+      'fully_shard(model)',
+    ]);
+    const j = await estimateJson(file);
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /LoRA at train\.py:13 is left out: .*the arguments `--use-lora` take that path/.test(n),
+      ),
+      j.plan.notes.join('\n'),
+    );
+    const lora = await estimateJson(file, '--', '--use-lora');
+    // Rank 8 on q_proj and v_proj of 16 layers (Llama 3.2 1B: 2048 wide, 512 for k/v): 16·8·(2048+2048) for
+    // q_proj and 16·8·(2048+512) for v_proj.
+    const trainable = lora.units.reduce(
+      (s, u) => s + (u as unknown as { trainableParams: number }).trainableParams,
+      0,
+    );
+    assert.equal(trainable, 16 * 8 * (2048 + 2048) + 16 * 8 * (2048 + 512));
+  });
+
   it('options set again replace their earlier values on the command line', () => {
     assert.deepEqual(withArguments(['--strategy', 'fsdp', '--bs', '8'], ['--strategy', 'fsdp2']), [
       '--bs',

@@ -323,7 +323,8 @@ export interface TrainingFact {
   /** For casts: the dtype the module is cast to. */
   dtype?: string;
   /** Conditions not known to hold: undecided ones, or why the fact is off (false as written, or by a default). */
-  runsWhen?: { undecided?: string[]; off?: string };
+  /** Tests it runs under that are not decided, or why it is off; with the arguments that take its path. */
+  runsWhen?: { undecided?: string[]; off?: string; runsWith?: string[] };
   /** Defaults its options were read from (`the default of --batch-size at line 12`): a command line may change them. */
   defaults?: string;
   function: string | null;

@@ -4,6 +4,8 @@ import type { SourceFile } from '../parsing/source';
 import { stripQuotes } from './paths';
 import type { Evaluator } from './evaluator';
 import { withArguments } from '../vocabulary/commandLine';
+import { conditionParts, type ConditionPart } from '../python/scope';
+import { truthy } from '../python/operators';
 
 /** The most command lines tried for one call. */
 const MAX_TRIES = 12;
@@ -25,11 +27,48 @@ interface ScriptOption {
 }
 
 /**
+ * The arguments that put `node` (a wrap call, a LoRA setup) on the path the script takes, where its defaults or
+ * its given arguments keep it off; undefined when it is on the path or none are found.
+ */
+export function offPathArguments(
+  file: SourceFile,
+  ev: Evaluator,
+  node: Node,
+  scope: Node | null,
+): string[] | undefined {
+  const parts = conditionParts(node, scope);
+  if (!parts.length) return undefined;
+  const start = pathState(ev, parts);
+  if (!start.off || !start.options.length) return undefined;
+  return argumentsThatTake(file, ev, (e) => pathState(e, parts), parts.map((p) => p.node.text).join(' '));
+}
+
+/** Whether the tests keep a node off the path, and the options whose defaults, or given values, decide it. */
+function pathState(ev: Evaluator, parts: readonly ConditionPart[]): RunState {
+  for (const part of parts) {
+    const defaults = ev.defaultsRead.length;
+    const given = ev.argsRead.length;
+    const v = truthy(ev.eval(part.node));
+    if (v === undefined || v !== part.negated) continue;
+    const byDefault = ev.defaultsRead
+      .slice(defaults)
+      .map((d) => /^the default of (-\S+)$/.exec(d.what)?.[1])
+      .filter((o): o is string => !!o);
+    if (byDefault.length) return { off: true, options: [...new Set(byDefault)] };
+    const byArgs = ev.argsRead.slice(given).map((a) => a.split(' ')[0]!);
+    return byArgs.length
+      ? { off: true, options: [...new Set(byArgs)], byArgs: true }
+      : { off: true, options: [] };
+  }
+  return { off: false, options: [] };
+}
+
+/**
  * The arguments to add to the script's command line that make `runs(ev)` true where the defaults make it false:
  * for each option whose default decided it, its flag, its choices, or a value the test compares it with, each
  * tried by reading the file again. Undefined when no such arguments are found.
  */
-export function argumentsThatTake(
+function argumentsThatTake(
   file: SourceFile,
   ev: Evaluator,
   runs: (ev: Evaluator) => RunState,

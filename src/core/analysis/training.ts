@@ -11,6 +11,7 @@ import { type Evaluator } from './evaluator';
 import type { TrainingFact } from './facts';
 import { lastSegment } from './options';
 import { loopsOf } from './context';
+import { offPathArguments } from './otherPath';
 
 export function trainingFact(
   file: SourceFile,
@@ -40,6 +41,7 @@ export function trainingFact(
   if (kind === 'model_input' && qualified !== 'torch.randint') return null;
   const typeTests = typeTestsOf(ev, call, scope);
   const gate = runsWhen(ev, call, scope);
+  const takenWith = gate?.off ? offPathArguments(file, ev, call, scope) : undefined;
   const before = ev.defaultsRead.length;
   const options = readOptions(ev, args, null, []).options;
   const defaults = ev.defaultsRead.slice(before).map((d) => `${d.what} at line ${d.line}`);
@@ -56,7 +58,7 @@ export function trainingFact(
     function: scope ? qualifiedName(scope) : null,
     branch: branchPath(call, scope),
     ...(typeTests.length ? { typeTests } : {}),
-    ...(gate ? { runsWhen: gate } : {}),
+    ...(gate ? { runsWhen: takenWith ? { ...gate, runsWith: takenWith } : gate } : {}),
     ...(defaults.length ? { defaults: [...new Set(defaults)].join(', ') } : {}),
     ...(kind === 'model_input' ? inputShape(file, ev, call, args) : {}),
   };

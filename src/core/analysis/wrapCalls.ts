@@ -15,7 +15,7 @@ import {
 import type { Position } from '../vocabulary/range';
 import { classifyApi } from './apis';
 import { callOf, readArgs, readOptions } from './arguments';
-import { argumentsThatTake } from './otherPath';
+import { offPathArguments } from './otherPath';
 import { branchPath } from './branches';
 import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, statementInfo } from './context';
 import { type Evaluator } from './evaluator';
@@ -103,17 +103,7 @@ export function wrapCall(
   if (never?.byDefault) {
     fact.offByDefault = never.reason;
     // The arguments that take the path it is on, read again with them.
-    const taken = never.options?.length
-      ? argumentsThatTake(
-          file,
-          ev,
-          (e) => {
-            const r = neverRunsReason(e, call, scope);
-            return { off: !!r, options: r?.options ?? [], ...(r?.byArgs ? { byArgs: true } : {}) };
-          },
-          never.test ?? '',
-        )
-      : undefined;
+    const taken = offPathArguments(file, ev, call, scope);
     if (taken) fact.runsWith = taken;
   } else if (never) fact.neverRuns = never.reason;
   return fact;
@@ -348,7 +338,7 @@ export function neverRunsReason(
   ev: Evaluator,
   call: Node,
   scope: Node | null,
-): { reason: string; byDefault: boolean; options?: string[]; test?: string; byArgs?: true } | null {
+): { reason: string; byDefault: boolean } | null {
   for (const part of conditionParts(call, scope)) {
     const before = ev.defaultsRead.length;
     const given = ev.argsRead.length;
@@ -361,20 +351,11 @@ export function neverRunsReason(
         return {
           reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by the script's arguments (${[...new Set(args)].join(' ')})`,
           byDefault: true,
-          options: [...new Set(args.map((a) => a.split(' ')[0]!))],
-          test: part.node.text,
-          byArgs: true,
         };
-      // The command-line options whose defaults decided it (`the default of --strategy`).
-      const options = defaults
-        .map((d) => /^the default of (-\S+)$/.exec(d.what)?.[1])
-        .filter((o): o is string => !!o);
       return defaults.length
         ? {
             reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${defaults.map((d) => `${d.what} (line ${d.line})`).join(', ')}`,
             byDefault: true,
-            options: [...new Set(options)],
-            test: part.node.text,
           }
         : {
             reason: `the condition \`${part.node.text}\` is always ${v ? 'true' : 'false'} here`,

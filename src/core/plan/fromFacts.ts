@@ -1,5 +1,6 @@
 /** The FSDP plan a file's wrap calls describe, mapped onto the model's modules in the order the calls run. */
 import * as path from 'node:path';
+import { takesPathWords } from '../vocabulary/commandLine';
 import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fsdp';
 import { exclusive, type FileFacts, type WrapCall } from '../analysis/facts';
 import type { OffloadValue, WrapPolicyValue } from '../analysis/options';
@@ -106,7 +107,7 @@ export function planFromFacts(
         onDefaultPath.length
           ? `${file}:${c.line}: ${c.callee}(${c.target}) is left out: ${c.offByDefault}; ${
               c.runsWith
-                ? `the arguments \`${c.runsWith.join(' ')}\` take that path (after \`--\` on the command line, or "# fsdp: args=" in the file)`
+                ? takesPathWords(c.runsWith)
                 : "the script's arguments after `--` may take the other path"
             }`
           : `${file}:${c.line}: ${c.callee}(${c.target}) runs only off the default path (${c.offByDefault}); estimated as if it ran`,

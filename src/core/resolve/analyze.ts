@@ -5,6 +5,7 @@
 import { count, listed } from '../vocabulary/words';
 import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
+import { takesPathWords } from '../vocabulary/commandLine';
 import { exclusive, type FileFacts, type TrainingFact, type WrapCall } from '../analysis/facts';
 import type { MixedPrecisionValue, MeshValue } from '../analysis/options';
 import type { Estimate, EstimateInput } from '../estimator/types';
@@ -841,7 +842,10 @@ function detectFineTune(
   const at = (t: { line: number }) => `${file}:${t.line}`;
   /** Whether a fact runs for sure; otherwise the note says why it is left out. */
   const runs = (t: TrainingFact, what: string, gate = t.runsWhen): boolean => {
-    if (gate?.off) notes.push(`${what} at ${at(t)} is left out: ${gate.off}`);
+    if (gate?.off)
+      notes.push(
+        `${what} at ${at(t)} is left out: ${gate.off}${gate.runsWith ? `; ${takesPathWords(gate.runsWith)}` : ''}`,
+      );
     else if (gate?.undecided)
       notes.push(
         `${what} at ${at(t)} runs only when ${gate.undecided.join(' and ')}, which the analysis cannot decide; estimated without it`,

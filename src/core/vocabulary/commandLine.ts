@@ -21,3 +21,8 @@ export function withArguments(argv: readonly string[], extra: readonly string[])
   }
   return [...out, ...extra];
 }
+
+/** How a note offers the arguments that take another path, where each surface takes them. */
+export function takesPathWords(args: readonly string[]): string {
+  return `the arguments \`${args.join(' ')}\` take that path (after \`--\` on the command line, or "# fsdp: args=" in the file)`;
+}
