@@ -295,6 +295,35 @@ describe('values a script takes from its own defaults', () => {
     assert.equal(trainable, 16 * 8 * (2048 + 2048) + 16 * 8 * (2048 + 512));
   });
 
+  it("a trainer's `self.args` holds what its construction passes: the model named by an argparse default", async () => {
+    const lines = [
+      'import argparse',
+      'from transformers import AutoModelForCausalLM',
+      'from torch.distributed.fsdp import fully_shard',
+      'class Trainer:',
+      '    def __init__(self, args, world):',
+      '        self.args = args',
+      '    def build(self):',
+      '        model = AutoModelForCausalLM.from_pretrained(self.args.model_name)',
+      '        for layer in model.model.layers:',
+      '            fully_shard(layer)',
+      '        fully_shard(model)',
+      'parser = argparse.ArgumentParser()',
+      'parser.add_argument("--model-name", default="meta-llama/Llama-3.2-1B")',
+      'args = parser.parse_args()',
+      'Trainer(args, 8).build()',
+    ];
+    const j = await estimateJson(script(lines));
+    assert.equal(j.model.params, 1_235_814_400);
+    const model = j.assumptions.find((a) => a.key === 'model')!;
+    assert.match(model.source.detail!, /the default of --model-name at line 13/);
+    // Set in two places (which one a read sees depends on the run): not known, no figure.
+    const twice = [...lines];
+    twice.splice(6, 0, '    def reset(self, other):', '        self.args = other');
+    const r = await cli('estimate', script(twice));
+    assert.equal(r.code, 3, r.err);
+  });
+
   it('options set again replace their earlier values on the command line', () => {
     assert.deepEqual(withArguments(['--strategy', 'fsdp', '--bs', '8'], ['--strategy', 'fsdp2']), [
       '--bs',
@@ -1508,6 +1537,35 @@ describe('a Hydra app', () => {
     return dir;
   }
   const value = (j: EstimateJson, key: string) => j.assumptions.find((a) => a.key === key)?.value;
+
+  it('an arm its config turns off is off the path, not code that never runs (no FSDP008)', async () => {
+    const dir = hydraProject();
+    const train = path.join(dir, 'train.py');
+    fs.appendFileSync(path.join(dir, 'conf', 'train.yaml'), '\nstrategy: fsdp2\n');
+    fs.writeFileSync(
+      train,
+      fs
+        .readFileSync(train, 'utf8')
+        .replace(
+          'from torch.distributed.fsdp import fully_shard',
+          'from torch.distributed.fsdp import fully_shard, FullyShardedDataParallel as FSDP',
+        )
+        .replace(
+          '    for layer in model.model.layers:',
+          '    if cfg.strategy == "fsdp":\n        model = FSDP(model)\n    for layer in model.model.layers:',
+        ),
+    );
+    const lint = await cli('lint', train, '--rule', 'FSDP015=off');
+    assert.doesNotMatch(lint.out, /FSDP008/);
+    const j = await estimateJson(train);
+    assert.equal(j.plan.api, 'fsdp2');
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /FSDP\(model\) is left out: `cfg\.strategy == "fsdp"` is false by conf\/train\.yaml/.test(n),
+      ),
+      j.plan.notes.join('\n'),
+    );
+  });
 
   it('composes the config from the defaults list: the model of the group, the batch of _self_', async () => {
     const j = await estimateJson(path.join(hydraProject(), 'train.py'));

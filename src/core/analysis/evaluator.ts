@@ -123,6 +123,11 @@ export class Evaluator extends Expressions<null> {
 
   protected attribute(base: Value, attr: string, node: Node): Value {
     if (base.k === 'ref') return { k: 'ref', name: `${base.name}.${attr}`, bound: base.bound };
+    // `self.config` in a method: what the class's one assignment of it holds (`self.config = config` in __init__).
+    if (base.k === 'param' && base.index === 0 && base.name === 'self') {
+      const v = this.selfAttribute(node, attr);
+      if (v) return v;
+    }
     // `args.model` of `args = parser.parse_args()`: the option's default, which a command line may change.
     if (base.k === 'call' && lastSegment(base.callee) === 'parse_args' && !base.args.length) {
       const d = this.argparseDefault(attr);
@@ -485,6 +490,43 @@ export class Evaluator extends Expressions<null> {
     return undefined;
   }
 
+  /**
+   * `self.<attr>` read in a method of a class of this file: the value of the one statement of the class that sets
+   * it (`self.config = config`), evaluated where it stands; undefined when the class sets it in several places, by
+   * an augmented assignment, or also as a class attribute (which of them a read sees depends on the run).
+   */
+  private selfAttribute(node: Node, attr: string): Value | undefined {
+    let cls: Node | null = up(node);
+    while (cls && cls.type !== 'class_definition') cls = up(cls);
+    if (!cls) return undefined;
+    const sets: Node[] = [];
+    for (const id of this.file.identifiers(attr, cls.startIndex, cls.endIndex)) {
+      const p = up(id);
+      const q = p ? up(p) : null;
+      const onSelf =
+        p?.type === 'attribute' &&
+        p.childForFieldName('attribute')?.id === id.id &&
+        p.childForFieldName('object')?.text === 'self';
+      if (
+        onSelf &&
+        (q?.type === 'assignment' || q?.type === 'augmented_assignment') &&
+        q.childForFieldName('left')?.id === p!.id
+      ) {
+        if (q.type === 'augmented_assignment') return undefined;
+        sets.push(q);
+      }
+      // A class attribute of that name: `attr = ...` in the class body itself.
+      if (
+        p?.type === 'assignment' &&
+        p.childForFieldName('left')?.id === id.id &&
+        up(up(p))?.id === cls.childForFieldName('body')?.id
+      )
+        return undefined;
+    }
+    const only = sets.length === 1 ? sets[0]!.childForFieldName('right') : null;
+    return only ? this.evaluate(only, null) : undefined;
+  }
+
   /** `fromCallSites`, remembered unless the evaluation was cut short (then the answer depends on where it began). */
   private fromCallSitesOnce(name: string, b: Binding & { kind: 'param' }): Value | null {
     const key = `${b.function.id}:${name}`;
@@ -501,9 +543,13 @@ export class Evaluator extends Expressions<null> {
    * (or leaves the default). Methods called as `obj.f(...)` skip `self`.
    */
   private fromCallSites(name: string, b: Binding & { kind: 'param' }): Value | null {
-    const fnName = b.function.childForFieldName('name')?.text;
-    if (!fnName) return null;
+    const own = b.function.childForFieldName('name')?.text;
+    if (!own) return null;
     const isMethod = up(up(b.function))?.type === 'class_definition';
+    // `__init__` is called by constructing its class: `Trainer(config=cfg)` binds `config` (and not `self`).
+    const constructs = isMethod && own === '__init__';
+    const fnName = constructs ? up(up(b.function))!.childForFieldName('name')?.text : own;
+    if (!fnName) return null;
     let agreed: Value | null = null;
     let key: string | null = null;
     let sites = 0;
@@ -524,7 +570,7 @@ export class Evaluator extends Expressions<null> {
       const kw = args.namedChildren.find(
         (a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name,
       );
-      const index = b.index - (isMethod && callee.type === 'attribute' ? 1 : 0);
+      const index = b.index - ((isMethod && callee.type === 'attribute') || constructs ? 1 : 0);
       const node = kw?.childForFieldName('value') ?? positional[index] ?? b.default;
       if (!node) return null;
       const v = this.evaluate(node, null);

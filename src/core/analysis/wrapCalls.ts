@@ -352,15 +352,24 @@ export function neverRunsReason(
           reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by the script's arguments (${[...new Set(args)].join(' ')})`,
           byDefault: true,
         };
-      return defaults.length
-        ? {
-            reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${defaults.map((d) => `${d.what} (line ${d.line})`).join(', ')}`,
-            byDefault: true,
-          }
-        : {
-            reason: `the condition \`${part.node.text}\` is always ${v ? 'true' : 'false'} here`,
-            byDefault: false,
-          };
+      if (defaults.length)
+        return {
+          reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${defaults.map((d) => `${d.what} (line ${d.line})`).join(', ')}`,
+          byDefault: true,
+        };
+      // Decided by a config file the script reads (a Hydra config, a YAML it loads): a value its command line or
+      // the file may change, not code that never runs. Read again afresh, since what was read is remembered.
+      const fresh = ev.withArgv(ev.argv ?? []);
+      fresh.eval(part.node);
+      if (fresh.filesRead.length)
+        return {
+          reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${[...new Set(fresh.filesRead)].join(', ')}`,
+          byDefault: true,
+        };
+      return {
+        reason: `the condition \`${part.node.text}\` is always ${v ? 'true' : 'false'} here`,
+        byDefault: false,
+      };
     }
     if (part.negated || part.node.type !== 'call') continue;
     // `for m in model.named_modules(): if isinstance(m, Block)`: m is a (name, module) pair, never a Block.
