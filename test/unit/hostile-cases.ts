@@ -373,6 +373,26 @@ export const REPRODUCERS: Reproducer[] = [
     never: /e\+\d+ ?B|NaN/,
   },
   {
+    id: 'attributes of self set from each other',
+    files: () => ({
+      'train.py': [
+        'from transformers import AutoModelForCausalLM',
+        WRAP,
+        'class T:',
+        '    def __init__(self, other):',
+        '        self.a = self.b',
+        '        self.b = self.a',
+        '    def go(self):',
+        '        model = AutoModelForCausalLM.from_pretrained(self.a)',
+        '        fully_shard(model)',
+        'T(T(None)).go()',
+      ].join('\n'),
+    }),
+    args: ['estimate', 'train.py'],
+    codes: [3],
+    says: /not known statically/,
+  },
+  {
     id: 'a Hydra defaults list that includes itself',
     files: () => ({
       'conf/train.yaml': 'defaults:\n  - train\n  - model: loop\n  - _self_\nbatch: 2\n',
