@@ -672,6 +672,43 @@ describe('wraps made through a helper of another file', () => {
     );
   });
 
+  it('a helper not followed on the path the script takes leaves no estimate of the other arm; an undecided arm is said', async () => {
+    // The helper picks its modules by a test of a name the analysis cannot read: listed, not followed.
+    const picky = [
+      'from torch.distributed.fsdp import fully_shard',
+      'from pkg.names import WRAP_NAMES',
+      '',
+      'def shard_some(net):',
+      '    for m in net.modules():',
+      '        if type(m).__name__ in WRAP_NAMES:',
+      '            fully_shard(m)',
+      '    fully_shard(net)',
+      '',
+    ].join('\n');
+    const arms = (test: string) =>
+      `${LOAD}import os\nimport argparse\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nfrom pkg.parallel import shard_some\n` +
+      `parser = argparse.ArgumentParser()\nparser.add_argument("--strategy", default="fsdp2")\nargs = parser.parse_args()\n` +
+      `if ${test}:\n    model = FSDP(model)\nelse:\n    shard_some(model)\n`;
+    // The defaults take the helper's arm: the FSDP1 arm is not the job's plan, and there is no other to show.
+    const instead = await cli('estimate', project(arms('args.strategy == "fsdp"'), picky));
+    assert.equal(instead.code, 3, instead.err);
+    assert.match(
+      instead.err,
+      /part of the plan is not known statically: shard_some\(\) \(line 13\) in pkg\/parallel\.py, run on the path the script takes instead of the file's own wraps/,
+    );
+    // A test the analysis cannot decide: the own arm is estimated, and the notes say the job runs one of the two.
+    const j = await estimateJson(project(arms('os.environ["S"] == "fsdp"'), picky));
+    assert.equal(j.plan.api, 'fsdp1');
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /shard_some\(\) \(line 13\) wraps in another arm of a test the analysis cannot decide, and is not followed: the job runs one of the two/.test(
+          n,
+        ),
+      ),
+      j.plan.notes.join('\n'),
+    );
+  });
+
   it('a helper taken from a registry by a key the defaults decide is followed, and an unknown key is named', async () => {
     const registry = (key: string) =>
       `${LOAD}import argparse\nfrom pkg.parallel import shard_model\n` +

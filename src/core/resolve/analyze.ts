@@ -110,21 +110,33 @@ export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): Est
       ? { ...(found ?? { calls: [], functions: {} }), notes: [chosen.note, ...(found?.notes ?? [])] }
       : found;
   const plans = 'choices' in chosen && chosen.choices ? { plans: chosen.choices } : {};
-  // A helper the plan's own wraps run beside (the same function, no arm apart) whose wraps are found but not
-  // followed: the plan without them is no plan the job runs.
-  const beside = found?.unfollowed?.find((u) =>
-    own.calls.some(
-      (c) => !c.neverRuns && !c.offByDefault && c.function === u.function && !exclusive(c.branch, u.branch),
-    ),
+  // A helper on the path the script takes whose wraps are found but not followed, run beside the plan's own wraps
+  // (the same function, no arm apart) or instead of them (they are all off the path): the file's own wraps are not
+  // the plan the job runs. (In an arm of a test the analysis cannot decide, the own arm is estimated and the
+  // helper's named in the notes.)
+  const onPath = (c: WrapCall) => !c.neverRuns && !c.offByDefault && !c.incomplete;
+  const ownOnPath = own.calls.filter(onPath);
+  const beside = found?.unfollowed?.find(
+    (u) =>
+      !u.offPath &&
+      own.calls.length > 0 &&
+      (!ownOnPath.length ||
+        ownOnPath.some((c) => c.function === u.function && !exclusive(c.branch, u.branch))),
   );
   if (beside)
     return {
       ok: false,
-      reason: `part of the plan is not known statically: ${beside.helper} (line ${beside.line}) in ${beside.where}, run beside the file's own wraps, is not followed: ${beside.reason}`,
+      reason: `part of the plan is not known statically: ${beside.helper} (line ${beside.line}) in ${beside.where}, ${ownOnPath.length ? "run beside the file's own wraps" : "run on the path the script takes instead of the file's own wraps"}, is not followed: ${beside.reason}`,
       hint: '`fsdp-lens scan` lists the wraps it may make; a plan written with the wraps themselves is estimated',
       unknownPlan: true,
       ...plans,
     };
+  // A helper not followed in an arm the analysis cannot tell from the own wraps' arm: which of the two runs is said.
+  for (const u of found?.unfollowed ?? [])
+    if (!u.offPath && ownOnPath.some((c) => c.function === u.function && exclusive(c.branch, u.branch)))
+      helpers?.notes.push(
+        `the file's own wraps are estimated, in their arm; ${u.helper} (line ${u.line}) wraps in another arm of a test the analysis cannot decide, and is not followed: the job runs one of the two`,
+      );
   if (!helpers?.calls.length) {
     const notes: string[] = [];
     const calls = oneModelPerName(own.calls, notes);

@@ -52,6 +52,8 @@ export interface UnfollowedHelper {
   /** The function of this file that makes the call, and the `if` arms it runs in. */
   function: string | null;
   branch: WrapCall['branch'];
+  /** The call is off the path the script takes (a default, its arguments or a config turn it off). */
+  offPath?: true;
 }
 
 export interface HelperPlan {
@@ -167,6 +169,7 @@ function searchHelpers(
         reason,
         function: callerFunction(cast.call),
         branch: branchPath(cast.call, enclosingFunction(cast.call)),
+        ...(neverRunsReason(ev, cast.call, enclosingFunction(cast.call)) ? { offPath: true as const } : {}),
       });
     }
   }
@@ -217,6 +220,7 @@ function searchHelpers(
         reason,
         function: callerFunction(site.call),
         branch: branchPath(site.call, enclosingFunction(site.call)),
+        ...(neverRunsReason(ev, site.call, enclosingFunction(site.call)) ? { offPath: true as const } : {}),
       });
     // Which of its wraps run depends on tests of its own the call does not decide (`if model.enable_weight_tying:`,
     // per-block `if block.moe_enabled:` arms): all of them together are no plan. A test that a module exists
