@@ -1342,8 +1342,9 @@ describe("a loop's own tests of each module", () => {
       ]),
     );
     assert.equal(appended.plan.units, 17);
-    // Picked by a test the analysis cannot evaluate: none of the list's modules is taken as picked.
-    const unknown = await estimateJson(
+    // Picked by a test the analysis cannot evaluate: which modules are units is not known, and no figure is shown.
+    const unknown = await cli(
+      'estimate',
       script(dir, 'unknown_pick.py', [
         'import policy',
         'modules = []',
@@ -1354,14 +1355,20 @@ describe("a loop's own tests of each module", () => {
         '    fully_shard(m)',
         'fully_shard(model)',
       ]),
+      '--json',
     );
-    assert.equal(unknown.plan.units, 1);
-    assert.match(unknown.plan.notes.join('\n'), /not known statically for 199 of 199 modules/);
+    assert.equal(unknown.code, 3, unknown.err);
+    assert.match(
+      unknown.err,
+      /the plan is not known statically: .*not known statically for any of the 199 modules/,
+    );
+    assert.equal((JSON.parse(unknown.out) as { plan: { known: boolean } }).plan.known, false);
   });
 
-  it('leaves out a wrap whose test is not known, with a note, instead of wrapping every module', async () => {
+  it('a wrap whose test is not known for any module: no plan, no figure, instead of wrapping every module', async () => {
     const dir = projectDir('fsdp-lens-permodule-');
-    const j = await estimateJson(
+    const r = await cli(
+      'estimate',
       script(dir, 'train.py', [
         'import policies',
         'for name, module in model.named_modules():',
@@ -1370,11 +1377,13 @@ describe("a loop's own tests of each module", () => {
         'fully_shard(model)',
       ]),
     );
-    assert.equal(j.plan.units, 1);
+    assert.equal(r.code, 3, r.err);
+    // Llama 3.2 1B's named_modules(): 199 modules, the model itself among them.
     assert.match(
-      j.plan.notes.join('\n'),
-      /train\.py:7: fully_shard\(module\) runs where policies\.should_wrap\(name, module\), which is not known statically for 199 of 199 modules .*; estimated without this wrap/,
+      r.err,
+      /the plan is not known statically: train\.py:7: which modules fully_shard\(module\) wraps depends on policies\.should_wrap\(name, module\), which is not known statically for any of the 199 modules it may wrap/,
     );
+    assert.doesNotMatch(r.out, /^Peak/m);
   });
 
   it('follows a helper given the class to wrap, and conditions bound with functools.partial', async () => {

@@ -43,6 +43,8 @@ export interface Plan {
   source: Source;
   /** Things the plan could not map onto the model (a pattern that matched nothing). */
   notes: string[];
+  /** Why the plan is not known: a wrap whose modules are undecided for every module it may wrap. */
+  unknown?: string;
 }
 
 /** Parameters of one unit grouped by what their shards depend on. */

@@ -94,6 +94,8 @@ export function planFromFacts(
     facts.calls.some((c) => c.paths.some((p) => p.indexOf('base_model', 1) > 0)) &&
     !hasModuleNamed(root, 'base_model');
   const notes: string[] = [];
+  /** Why the plan is not known (a wrap whose modules are undecided throughout), once one is found. */
+  let planUnknown: string | undefined;
   /** `train.py:12`, or for a wrap of a helper in another file, that file and line. */
   const placeOf = (c: WrapCall) =>
     `${path.resolve(c.file) === path.resolve(facts.path) ? file : path.basename(c.file)}:${c.line}`;
@@ -186,9 +188,9 @@ export function planFromFacts(
     const test = all.length ? testPerModule?.(c, prefix) : undefined;
     if (!test && c.pickedBy && all.length) {
       // A list picked under tests the plan cannot evaluate: none of its modules is taken as picked.
-      notes.push(
-        `${where}: ${c.callee}(${c.target}) wraps the modules a list holds where ${oneLine(c.pickedBy, 80)}, which is not evaluated here; estimated without this wrap`,
-      );
+      const why = `${where}: ${c.callee}(${c.target}) wraps the modules a list holds where ${oneLine(c.pickedBy, 80)}, which is not evaluated here`;
+      notes.push(`${why}; estimated without this wrap`);
+      planUnknown ??= why;
       all = [];
     }
     if (test) {
@@ -205,6 +207,9 @@ export function planFromFacts(
       // model itself last.
       const depth = (m: string) => (m ? m.split('.').length : Infinity);
       const shallowFirst = (xs: string[]) => [...xs].sort((a, b) => depth(a) - depth(b));
+      // Undecided for every module it may wrap: what the wrap adds is not known at all, so neither is the plan.
+      if (unknown.length === all.length)
+        planUnknown ??= `${where}: which modules ${c.callee}(${c.target}) wraps depends on ${tests}, which is not known statically for any of the ${all.length} modules it may wrap`;
       if (unknown.length)
         notes.push(
           `${where}: ${c.callee}(${c.target}) runs where ${tests}, which is not known statically for ${unknown.length} of ${all.length} modules (${some(shallowFirst(unknown))}); estimated without ${unknown.length === all.length ? 'this wrap' : 'those'}`,
@@ -285,11 +290,13 @@ export function planFromFacts(
       notes.push(...r.notes.map((n) => `${where}: ${n}`));
     }
   }
+  const why = planUnknown;
   return {
     api: fsdp2 ? 'fsdp2' : 'fsdp1',
     strategy,
     units,
     source: { kind: 'detected', detail: placeOf(ordered[0]!) },
     notes,
+    ...(why ? { unknown: why } : {}),
   };
 }

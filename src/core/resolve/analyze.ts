@@ -331,6 +331,14 @@ function estimateFacts(
               )
           : undefined,
       );
+  // A wrap whose modules are not known for any module it may wrap: the plan is not known, and no figure is shown.
+  if (plan.unknown)
+    return {
+      ok: false,
+      reason: `the plan is not known statically: ${plan.unknown}`,
+      hint: 'its callers decide it: estimate the script that calls it, or write the units in the code',
+      unknownPlan: true,
+    };
   plan.notes.unshift(
     ...(facts.configsRead?.length
       ? [`values read from ${listed([...new Set(facts.configsRead)])}, which the script loads`]
