@@ -30,10 +30,10 @@ type Theme = 'dark' | 'light';
 const THEMES: Record<Theme, string> = { dark: 'Dark Modern', light: 'Light Modern' };
 
 /** Hovers `fully_shard` on the line holding `needle` until a hover with `hasText` shows (three tries). */
-async function hoverWrap(page: Page, needle: string, hasText: string) {
+async function hoverWrap(page: Page, needle: string, hasText: string, callee = 'fully_shard') {
   const word = page
     .locator('.view-line', { hasText: needle })
-    .locator('span > span', { hasText: 'fully_shard' })
+    .locator('span > span', { hasText: callee })
     .first();
   await word.waitFor({ timeout: 20_000 });
   const hover = page.locator('.monaco-hover:not(.hidden)', { hasText });
@@ -95,6 +95,21 @@ export const CHECKS: Check[] = [
       )
         throw new Error(`no lens naming the other plan: ${JSON.stringify(texts)}`);
       await page.screenshot({ path: path.join(ARTIFACTS, `plans-${theme}.png`) });
+    },
+  },
+  {
+    name: 'lens and hover over a wrap the defaults keep off',
+    async run(page, theme) {
+      await openFile(page, 'two_paths.py');
+      const texts = await waitForLens(page, /FSDP2 root · 33 units/);
+      if (!texts.some((t) => /^off the default path, not estimated · --strategy fsdp takes it/.test(t)))
+        throw new Error(`no lens over the FSDP1 arm: ${JSON.stringify(texts)}`);
+      const hover = await hoverWrap(page, 'model = FSDP(model)', 'takes it', 'FSDP');
+      const text = (await hover.first().textContent()) ?? '';
+      if (!/Not in this estimate: off the path/.test(text) || !/Choose the script's arguments/.test(text))
+        throw new Error(`unexpected hover: ${text.slice(0, 400)}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `off-path-${theme}.png`) });
+      await page.keyboard.press('Escape');
     },
   },
   {
