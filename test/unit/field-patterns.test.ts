@@ -1590,16 +1590,21 @@ describe('a Hydra app', () => {
     fs.appendFileSync(path.join(dir, 'conf', 'train.yaml'), '\nstrategy: fsdp2\n');
     fs.writeFileSync(
       train,
-      fs
-        .readFileSync(train, 'utf8')
-        .replace(
-          'from torch.distributed.fsdp import fully_shard',
-          'from torch.distributed.fsdp import fully_shard, FullyShardedDataParallel as FSDP',
-        )
-        .replace(
-          '    for layer in model.model.layers:',
-          '    if cfg.strategy == "fsdp":\n        model = FSDP(model)\n    for layer in model.model.layers:',
-        ),
+      [
+        'import hydra',
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard, FullyShardedDataParallel as FSDP',
+        '@hydra.main(version_base=None, config_path="conf", config_name="train")',
+        'def main(cfg):',
+        '    model = AutoModelForCausalLM.from_pretrained(cfg.model.name)',
+        '    if cfg.strategy == "fsdp":',
+        '        model = FSDP(model)',
+        '    else:',
+        '        for layer in model.model.layers:',
+        '            fully_shard(layer)',
+        '        fully_shard(model)',
+        '',
+      ].join('\n'),
     );
     const lint = await cli('lint', train, '--rule', 'FSDP015=off');
     assert.doesNotMatch(lint.out, /FSDP008/);
@@ -1607,10 +1612,14 @@ describe('a Hydra app', () => {
     assert.equal(j.plan.api, 'fsdp2');
     assert.ok(
       j.plan.notes.some((n) =>
-        /FSDP\(model\) is left out: `cfg\.strategy == "fsdp"` is false by conf\/train\.yaml/.test(n),
+        /FSDP\(model\) is left out: `cfg\.strategy == "fsdp"` is false by conf\/train\.yaml.*the arguments `strategy=fsdp` take that path/.test(
+          n,
+        ),
       ),
       j.plan.notes.join('\n'),
     );
+    // The Hydra override offered does take it.
+    assert.equal((await estimateJson(train, '--', 'strategy=fsdp')).plan.api, 'fsdp1');
   });
 
   it('composes the config from the defaults list: the model of the group, the batch of _self_', async () => {

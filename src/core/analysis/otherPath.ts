@@ -4,7 +4,7 @@ import type { SourceFile } from '../parsing/source';
 import { stripQuotes } from './paths';
 import type { Evaluator } from './evaluator';
 import { withArguments } from '../vocabulary/commandLine';
-import { conditionParts, type ConditionPart } from '../python/scope';
+import { conditionParts, dottedText, findBinding, type ConditionPart } from '../python/scope';
 import { truthy } from '../python/operators';
 
 /** The most command lines tried for one call. */
@@ -39,8 +39,51 @@ export function offPathArguments(
   const parts = conditionParts(node, scope);
   if (!parts.length) return undefined;
   const start = pathState(ev, parts);
-  if (!start.off || !start.options.length) return undefined;
-  return argumentsThatTake(file, ev, (e) => pathState(e, parts), parts.map((p) => p.node.text).join(' '));
+  if (!start.off) return undefined;
+  const test = parts.map((p) => p.node.text).join(' ');
+  // Decided by no option: by a Hydra config's value, which an override on the command line sets.
+  if (!start.options.length) return overrideThatTakes(file, ev, parts, test);
+  return argumentsThatTake(file, ev, (e) => pathState(e, parts), test);
+}
+
+/**
+ * A Hydra override (`model.strategy=fsdp`) that puts the node on the path: the keys are the config paths the tests
+ * read (`cfg.model.strategy`, or a name bound to one), the values those the tests compare with (or true and false),
+ * each tried by reading the file again with it. Only for a `@hydra.main` app.
+ */
+function overrideThatTakes(
+  file: SourceFile,
+  ev: Evaluator,
+  parts: readonly ConditionPart[],
+  test: string,
+): string[] | undefined {
+  if (!/@hydra\.main\b/.test(file.text)) return undefined;
+  const chains: string[][] = [];
+  for (const part of parts)
+    for (const n of [part.node, ...part.node.descendantsOfType(['attribute', 'identifier'])]) {
+      if (up(n)?.type === 'attribute') continue;
+      let chain = n.type === 'attribute' ? dottedText(n) : null;
+      // `fsdp_strategy == "fsdp"` of `fsdp_strategy = self.config.model.strategy`.
+      if (n.type === 'identifier') {
+        const b = findBinding(file, n.text, n);
+        chain = b?.kind === 'assign' && b.value?.type === 'attribute' ? dottedText(b.value) : null;
+      }
+      if (chain?.includes('.')) chains.push(chain.split('.'));
+    }
+  const literals = [...test.matchAll(/(['"])([^'"\n]{1,60})\1|\b(\d+(?:\.\d+)?)\b/g)].map(
+    (m) => m[2] ?? m[3]!,
+  );
+  const values = literals.length ? [...new Set(literals)] : ['true', 'false'];
+  const base = ev.argv ?? [];
+  let tries = 0;
+  for (const segs of chains)
+    for (let k = 1; k < segs.length; k++)
+      for (const value of values) {
+        if (++tries > MAX_TRIES * 2) return undefined;
+        const override = `${segs.slice(k).join('.')}=${value}`;
+        if (!pathState(ev.withArgv(withArguments(base, [override])), parts).off) return [override];
+      }
+  return undefined;
 }
 
 /** Whether the tests keep a node off the path, and the options whose defaults, or given values, decide it. */

@@ -125,10 +125,16 @@ function runsWhen(ev: Evaluator, call: Node, scope: Node | null): TrainingFact['
     const v = truthy(ev.eval(part.node));
     const text = part.negated ? `not (${part.node.text})` : part.node.text;
     if (v === undefined) undecided.push(text);
-    else if (v === part.negated)
-      return {
-        off: ev.defaultsRead.length > before ? `${text} is false by default` : `${text} is always false`,
-      };
+    else if (v === part.negated) {
+      if (ev.defaultsRead.length > before) return { off: `${text} is false by default` };
+      // A config file's value (a Hydra config, a YAML the script loads) or the given arguments: off this path.
+      const fresh = ev.withArgv(ev.argv ?? []);
+      fresh.eval(part.node);
+      if (fresh.filesRead.length)
+        return { off: `${text} is false by ${[...new Set(fresh.filesRead)].join(', ')}` };
+      if (fresh.argsRead.length) return { off: `${text} is false by the script's arguments` };
+      return { off: `${text} is always false` };
+    }
   }
   return undecided.length ? { undecided } : undefined;
 }

@@ -3,10 +3,14 @@
 /**
  * `argv` with `extra` added (`["--strategy", "fsdp2"]`): each option `extra` sets is first removed from `argv`,
  * its value with it (`--strategy fsdp` or `--strategy=fsdp`), so the command line says each option once.
- * An option of `extra` is a token that starts with `-`; a token after it that does not is its value.
+ * An option of `extra` is a token that starts with `-` (a token after it that does not is its value), or a
+ * Hydra-style `key=value` override.
  */
 export function withArguments(argv: readonly string[], extra: readonly string[]): string[] {
-  const flags = new Set(extra.filter((t) => t.startsWith('-')).map((t) => t.split('=')[0]!));
+  // Options (`--strategy`), and Hydra-style overrides (`model.strategy=fsdp`) by their key.
+  const flags = new Set(
+    extra.filter((t) => t.startsWith('-') || /^[\w.+~]+=/.test(t)).map((t) => t.split('=')[0]!),
+  );
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
@@ -15,7 +19,7 @@ export function withArguments(argv: readonly string[], extra: readonly string[])
       out.push(t);
       continue;
     }
-    // `--strategy fsdp`: the value goes too; `--strategy=fsdp` and a flag alone are one token.
+    // `--strategy fsdp`: the value goes too; `--strategy=fsdp`, `key=value` and a flag alone are one token.
     const next = argv[i + 1];
     if (!t.includes('=') && next !== undefined && !next.startsWith('-')) i++;
   }
