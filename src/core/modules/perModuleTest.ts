@@ -15,7 +15,7 @@ import type { Node } from '../parsing/python';
 import { truthy } from '../python/operators';
 import { conditionParts, enclosingFunction, parameterNames } from '../python/scope';
 import type { Range } from '../vocabulary/range';
-import type { Value } from '../python/values';
+import type { ModV, Value } from '../python/values';
 import { moduleAt, type ModuleNode } from '../model/tree';
 import type { Project } from '../project/project';
 import { Interpreter } from './interpreter';
@@ -104,6 +104,20 @@ export function testPerModule(
     site && scope ? siteBindings(project, site, scope, call.file, interp) : new Map<string, Value>();
   const memo = new Map<string, boolean | undefined>();
   const tests = parts.map((p) => `${p.negated ? 'not ' : ''}${oneLine(p.node.text, 60)}`);
+  // One value of the module the loop runs over, built once: each yielded module is its part (the same object, as
+  // in PyTorch), not a fresh copy of a subtree per module.
+  let baseValue: ModV | undefined;
+  const valueAt = (modulePath: string, mod: ModuleNode): ModV => {
+    baseValue ??= moduleFromTree(base);
+    const rel = !base.path
+      ? modulePath
+      : modulePath === base.path
+        ? ''
+        : modulePath.slice(base.path.length + 1);
+    let v: ModV | undefined = baseValue;
+    for (const seg of rel ? rel.split('.') : []) v = v?.children.get(seg);
+    return v ?? moduleFromTree(mod);
+  };
   const holdsFor = (modulePath: string) => {
     if (memo.has(modulePath)) return memo.get(modulePath);
     const y = byPath.get(modulePath);
@@ -111,11 +125,11 @@ export function testPerModule(
     let result: boolean | undefined;
     if (y && mod && !filledElsewhere && memo.size < MAX_MODULES) {
       const env = new Map<string, Value>(passed);
-      if (baseVar) env.set(baseVar, moduleFromTree(base));
+      if (baseVar) env.set(baseVar, valueAt(base.path, base));
       // A helper's parameters are what its call passes (or their defaults where it passes none).
       // The wrap's own loop variable is the same module (`for b in blocks:`).
-      if (picked && wrapLeft.type === 'identifier') env.set(wrapLeft.text, moduleFromTree(mod));
-      if (bind(left, shape.element(y, moduleFromTree(mod)), env))
+      if (picked && wrapLeft.type === 'identifier') env.set(wrapLeft.text, valueAt(modulePath, mod));
+      if (bind(left, shape.element(y, valueAt(modulePath, mod)), env))
         result = holds(interp, file, parts, env, site !== undefined);
     }
     memo.set(modulePath, result);
