@@ -235,30 +235,22 @@ function writeEstimate(
     io.err.write(
       `fsdp-lens: ${file ? `${file}: ` : ''}no estimate: ${why.reason}${why.hint ? `\n  ${why.hint}` : ''}\n`,
     );
-    // A plan on a model of unknown size: no figure is printed, and the JSON says what is unknown and why.
-    if (result && !result.ok && result.unknownModel) {
+    // A plan on a model of unknown size, or a plan not all known: no figure is printed, and the JSON says what is
+    // unknown and why.
+    const unknown =
+      result && !result.ok ? (result.unknownModel ? 'model' : result.unknownPlan ? 'plan' : null) : null;
+    if (result && !result.ok && unknown) {
       if (json)
         io.out.write(
           JSON.stringify(
             {
               ...(framework ? { framework } : {}),
               estimate: null,
-              model: { known: false, reason: result.reason, ...(result.hint ? { toKnow: result.hint } : {}) },
-            },
-            null,
-            2,
-          ) + '\n',
-        );
-      return EXIT.unknownModel;
-    }
-    if (result && !result.ok && result.unknownPlan) {
-      if (json)
-        io.out.write(
-          JSON.stringify(
-            {
-              ...(framework ? { framework } : {}),
-              estimate: null,
-              plan: { known: false, reason: result.reason, ...(result.hint ? { toKnow: result.hint } : {}) },
+              [unknown]: {
+                known: false,
+                reason: result.reason,
+                ...(result.hint ? { toKnow: result.hint } : {}),
+              },
             },
             null,
             2,

@@ -19,6 +19,7 @@ import { toPlain } from '../python/plain';
 import { conditionParts, dottedText, enclosingFunction, findBinding, type Binding } from '../python/scope';
 import { lastSegment } from './options';
 import { composeHydra } from './hydra';
+import { optionDeclarations } from './scriptOptions';
 import { sameKey, setEntry, UNKNOWN, type DictEntry, type DictV, type Value } from '../python/values';
 
 export interface EvalLimits {
@@ -333,23 +334,7 @@ export class Evaluator extends Expressions<null> {
    */
   private argparseDefault(dest: string): Value | undefined {
     const found: { v: Value; option: string; line: number }[] = [];
-    for (const id of this.file.identifiers('add_argument')) {
-      const attr = up(id);
-      const call = up(attr);
-      if (
-        attr?.type !== 'attribute' ||
-        call?.type !== 'call' ||
-        call.childForFieldName('function')?.id !== attr.id
-      )
-        continue;
-      const args = call.childForFieldName('arguments')?.namedChildren ?? [];
-      const names = args
-        .filter((a) => a.type === 'string')
-        .map((a) => a.text.replace(/^[rbuRBU]*['"]|['"]$/g, ''));
-      const kw = (k: string) =>
-        args
-          .find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === k)
-          ?.childForFieldName('value');
+    for (const { call, names, kw } of optionDeclarations(this.file)) {
       const explicit = kw('dest');
       const long = names.find((n) => n.startsWith('--'));
       const d =

@@ -2,6 +2,7 @@
 import { up, type Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 import { stripQuotes } from './paths';
+import { optionDeclarations } from './scriptOptions';
 import type { Evaluator } from './evaluator';
 import { withArguments } from '../vocabulary/commandLine';
 import { conditionParts, dottedText, findBinding, type ConditionPart } from '../python/scope';
@@ -159,22 +160,8 @@ function candidates(option: ScriptOption, test: string): string[][] {
 /** The argparse `add_argument` or click `@click.option` of the file that has flag `name` (`--strategy`). */
 function scriptOption(file: SourceFile, name: string): ScriptOption | undefined {
   for (const word of ['add_argument', 'option']) {
-    for (const id of file.identifiers(word)) {
-      const attr = up(id);
-      const call = up(attr);
-      if (
-        attr?.type !== 'attribute' ||
-        call?.type !== 'call' ||
-        call.childForFieldName('function')?.id !== attr.id
-      )
-        continue;
-      const args = call.childForFieldName('arguments')?.namedChildren ?? [];
-      const flags = args.filter((a) => a.type === 'string').map((a) => stripQuotes(a.text));
+    for (const { names: flags, kw } of optionDeclarations(file, word)) {
       if (!flags.includes(name)) continue;
-      const kw = (k: string): Node | undefined =>
-        args
-          .find((a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === k)
-          ?.childForFieldName('value') ?? undefined;
       const action = kw('action') ? stripQuotes(kw('action')!.text) : undefined;
       const isFlag = action === 'store_true' || action === 'store_false' || kw('is_flag')?.text === 'True';
       // `choices=["a", "b"]` of argparse, `type=click.Choice(["a", "b"])` of click.
