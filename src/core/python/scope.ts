@@ -357,3 +357,21 @@ export function moduleBindings(root: Node): Map<string, Node> {
   visit(root.namedChildren);
   return scope;
 }
+
+/**
+ * Calls of methods on the object a name holds (`model.apply_fsdp(mesh)` after `model = ...`), from offset `from`
+ * on, while the name is still that binding (`bound` is the assignment's name node).
+ */
+export function methodCallsOn(file: SourceFile, bound: Node, from: number): { call: Node; method: string }[] {
+  const out: { call: Node; method: string }[] = [];
+  for (const use of file.identifiers(bound.text, from)) {
+    const attr = up(use);
+    const call =
+      attr?.type === 'attribute' && attr.childForFieldName('object')?.id === use.id ? up(attr) : null;
+    const method = attr?.childForFieldName('attribute')?.text;
+    if (!method || call?.type !== 'call' || call.childForFieldName('function')?.id !== attr!.id) continue;
+    if (findBinding(file, bound.text, use)?.name.id !== bound.id) continue;
+    out.push({ call, method });
+  }
+  return out;
+}

@@ -4,7 +4,7 @@ import type { SourceFile } from '../parsing/source';
 import type { FileFacts, WrapCall } from '../analysis/facts';
 import { lastSegment } from '../analysis/options';
 import { scanFile } from '../analysis/scan';
-import { dottedText, findBinding } from '../python/scope';
+import { dottedText, findBinding, methodCallsOn } from '../python/scope';
 import { iterablePath, pathOf } from '../analysis/paths';
 import type { Project } from '../project/project';
 
@@ -44,17 +44,14 @@ export function castSites(source: SourceFile, id: Node, module: string, cls: str
   const receiver = (
     before?.kind === 'loop' ? iterablePath(source, before.loop, 0) : pathOf(source, arg, cast)
   ).join('.');
-  const out: CastSite[] = [];
-  for (const use of source.identifiers(left.text, assign.endIndex)) {
-    const attr = up(use);
-    const call =
-      attr?.type === 'attribute' && attr.childForFieldName('object')?.id === use.id ? up(attr) : null;
-    const method = attr?.childForFieldName('attribute')?.text;
-    if (!method || call?.type !== 'call' || call.childForFieldName('function')?.id !== attr!.id) continue;
-    if (findBinding(source, left.text, use)?.name.id !== left.id) continue;
-    out.push({ call, cls, module, method, receiver, written: left.text });
-  }
-  return out;
+  return methodCallsOn(source, left, assign.endIndex).map(({ call, method }) => ({
+    call,
+    cls,
+    module,
+    method,
+    receiver,
+    written: left.text,
+  }));
 }
 
 /** What a cast site's method is in the class's file. */

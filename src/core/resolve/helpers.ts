@@ -23,6 +23,7 @@ import {
   dottedText,
   enclosingFunction,
   findBinding,
+  methodCallsOn,
   parameterNames,
   qualifiedName,
 } from '../python/scope';
@@ -398,17 +399,12 @@ function methodSites(source: SourceFile, construct: Node, module: string, cls: s
   const assign = up(construct);
   const left = assign?.type === 'assignment' ? assign.childForFieldName('left') : null;
   if (left?.type !== 'identifier' || assign?.childForFieldName('right')?.id !== construct.id) return [];
-  const out: Site[] = [];
-  for (const id of source.identifiers(left.text, assign.endIndex)) {
-    const attr = up(id);
-    const call =
-      attr?.type === 'attribute' && attr.childForFieldName('object')?.id === id.id ? up(attr) : null;
-    const method = attr?.childForFieldName('attribute')?.text;
-    if (!method || call?.type !== 'call' || call.childForFieldName('function')?.id !== attr!.id) continue;
-    if (findBinding(source, left.text, id)?.name.id !== left.id) continue;
-    out.push({ call, module, fn: `${cls}.${method}`, receiver: left.text });
-  }
-  return out;
+  return methodCallsOn(source, left, assign.endIndex).map(({ call, method }) => ({
+    call,
+    module,
+    fn: `${cls}.${method}`,
+    receiver: left.text,
+  }));
 }
 
 /** The most re-exports followed to a function's definition (`pkg/training/__init__.py` importing it from `_dist.py`). */
