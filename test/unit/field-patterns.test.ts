@@ -1103,6 +1103,54 @@ describe('a method called on an object cast to a class of another file', () => {
   });
 });
 
+describe('blocks of an object a call computes from the model', () => {
+  // The decoder is found by a function of the project (`find_decoder(net)`), whose answer the analysis does not
+  // follow; its blocks are wrapped, an expert part of each block too, and then `net` itself.
+  const lines = (rootWrap: boolean) => [
+    'from transformers import AutoModelForCausalLM',
+    'from torch.distributed.fsdp import fully_shard',
+    'def find_decoder(net):',
+    '    return getattr(net, "model", net)',
+    'def shard(net, use_experts):',
+    '    decoder = find_decoder(net)',
+    '    for block in decoder.layers:',
+    '        ffn = getattr(block, "mlp", None)',
+    '        if use_experts and ffn is not None:',
+    '            fully_shard(ffn.experts)',
+    '        fully_shard(block)',
+    ...(rootWrap ? ['    fully_shard(net)'] : []),
+    'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+    'shard(model, True)',
+  ];
+  const file = (rootWrap: boolean) => {
+    const dir = projectDir('fsdp-lens-derived-');
+    fs.writeFileSync(path.join(dir, 'train.py'), lines(rootWrap).join('\n') + '\n');
+    return path.join(dir, 'train.py');
+  };
+
+  it('no FSDP001 when the model is wrapped whole after them; the plan is not known, so no figure', async () => {
+    const train = file(true);
+    const lint = await cli('lint', train, '--rule', 'FSDP015=off');
+    assert.equal(lint.code, 0, lint.out);
+    const r = await cli('estimate', train);
+    assert.equal(r.code, 3, r.err);
+    assert.match(
+      r.err,
+      /the plan is not known statically: train\.py:\d+: fully_shard\(\w+(\.experts)?\) wraps a part of `net` through `decoder`, which a call computes from it/,
+    );
+  });
+
+  it('FSDP001 still when nothing wraps the model whole', async () => {
+    const lint = await cli('lint', file(false), '--rule', 'FSDP015=off');
+    assert.match(
+      lint.out,
+      /FSDP001 Blocks of `decoder\.layers` are wrapped with fully_shard but `decoder` itself never is/,
+    );
+    // The expert part of each block lies inside the block's own unit: it is no block of another root.
+    assert.doesNotMatch(lint.out, /`ffn` itself never is/);
+  });
+});
+
 describe('loops that wrap each element', () => {
   const MODEL = [
     'import torch.nn as nn',

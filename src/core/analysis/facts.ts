@@ -213,6 +213,11 @@ export interface WrapCall {
   neverRuns?: string;
   /** Set when the call is off on the default path: a condition false by a default a command line may change. */
   offByDefault?: string;
+  /**
+   * The variables the first name of the wrapped path is computed from by a call (`decoder = find_decoder(net)`:
+   * `net`): a wrap of one of them may hold this module.
+   */
+  baseDerivedFrom?: string[];
   /** The arguments to add to the script's command line that put the call on the path it takes (`--fsdp1`). */
   runsWith?: string[];
   /** Inside `with enable_wrap(...)` (FSDP1 manual wrapping): the options that block sets. */

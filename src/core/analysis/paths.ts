@@ -22,6 +22,9 @@ export function pathOf(file: SourceFile, expr: Node, inLoopAt: Node | null, dept
         ['attribute', 'subscript', 'call'].includes(b.value.type) &&
         b.statement.startIndex < expr.startIndex
       ) {
+        // `ffn = getattr(block, "mlp", None)`: the module named by a constant string.
+        const named = b.value.type === 'call' ? getattrPath(file, b.value, inLoopAt, depth + 1) : null;
+        if (named) return named;
         const v = b.value.type === 'call' ? unwrapCall(b.value) : b.value;
         if (v) return pathOf(file, v, inLoopAt, depth + 1);
       }
@@ -454,4 +457,19 @@ function appendedInLoop(file: SourceFile, name: Node): { element: Node; loop: No
   const element = added?.length === 1 ? added[0]! : undefined;
   const eb = element?.type === 'identifier' ? findBinding(file, element.text, element) : undefined;
   return element && eb?.kind === 'loop' ? { element, loop: eb.loop } : undefined;
+}
+
+/**
+ * The variables a name is computed from by a call (`decoder = find_decoder(net)` → `net`, `lm = get_lm(model,
+ * override=...)` → `model`): the object it holds may be part of theirs. Empty when the name is bound otherwise.
+ */
+export function derivedFrom(file: SourceFile, name: string, at: Node): string[] {
+  const b = /^[A-Za-z_]\w*$/.test(name) ? findBinding(file, name, at) : null;
+  if (b?.kind !== 'assign' || b.value?.type !== 'call' || b.statement.startIndex >= at.startIndex) return [];
+  const out: string[] = [];
+  for (const a of b.value.childForFieldName('arguments')?.namedChildren ?? []) {
+    const v = a.type === 'keyword_argument' ? a.childForFieldName('value') : a;
+    if (v?.type === 'identifier' || v?.type === 'attribute') out.push(dottedText(v).split('.')[0]!);
+  }
+  return out;
 }

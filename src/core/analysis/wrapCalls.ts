@@ -21,7 +21,7 @@ import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, sta
 import { type Evaluator } from './evaluator';
 import type { FunctionFact, LoopFact, OptionFact, WrapCall } from './facts';
 import { lastSegment } from './options';
-import { boundModuleList, isUnder, iterablePath, pathOf, pathsOf, pickedList } from './paths';
+import { boundModuleList, derivedFrom, isUnder, iterablePath, pathOf, pathsOf, pickedList } from './paths';
 
 export function wrapCall(
   file: SourceFile,
@@ -99,6 +99,9 @@ export function wrapCall(
       for (const [name, o] of Object.entries(enable))
         if (!(name in fact.options)) fact.options[name] = { ...o, inherited: 'enable_wrap' };
   }
+  const head = fact.paths[0]?.[0];
+  const from = head ? derivedFrom(file, head, call) : [];
+  if (from.length) fact.baseDerivedFrom = from;
   const never = neverRunsReason(ev, call, scope);
   if (never?.byDefault) {
     fact.offByDefault = never.reason;

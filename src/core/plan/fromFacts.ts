@@ -174,6 +174,11 @@ export function planFromFacts(
     for (const p of c.paths) {
       const rel = stripPrefix(p, prefix);
       if (!rel) {
+        // Of an object computed from the model by a call the analysis does not follow (`lm = get_lm(model)`): a
+        // part of the model whose place is not known, so neither is the plan.
+        const head = p[0];
+        if (head && prefix[0] && c.baseDerivedFrom?.includes(prefix[0]))
+          planUnknown ??= `${where}: ${c.callee}(${c.target}) wraps a part of \`${prefix[0]}\` through \`${head}\`, which a call computes from it; where that part sits in the model is not known statically`;
         notes.push(`${where}: ${c.target} is not part of ${prefix.join('.') || 'the model'}; not counted`);
         continue;
       }

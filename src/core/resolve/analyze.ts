@@ -336,7 +336,7 @@ function estimateFacts(
     return {
       ok: false,
       reason: `the plan is not known statically: ${plan.unknown}`,
-      hint: 'its callers decide it: estimate the script that calls it, or write the units in the code',
+      hint: '`fsdp-lens scan` lists its wraps and what each depends on; estimating the script that calls a helper reads what the call passes',
       unknownPlan: true,
     };
   plan.notes.unshift(

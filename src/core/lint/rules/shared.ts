@@ -45,7 +45,18 @@ export function unitCallsWithoutRoot(facts: FileFacts): UnrootedGroup[] {
     if (g) g.calls.push(c);
     else groups.set(key, { base, function: c.function, calls: [c] });
   });
-  return [...groups.values()].filter((g) => g.calls.length > 1 || !storedBack(g.calls[0]!, g.base));
+  // Blocks of an object computed from another by a call (`decoder = find_decoder(net)`), where the other is wrapped
+  // whole in the same function: that wrap may well be their root, which the file cannot tell.
+  const wrappedWhole = new Set(
+    facts.calls
+      .filter((c) => !c.neverRuns && c.paths.length === 1 && c.paths[0]!.length === 1)
+      .map((c) => `${c.function ?? ''}\u0000${c.paths[0]![0]}`),
+  );
+  const rootedElsewhere = (g: UnrootedGroup) =>
+    g.calls.some((c) => c.baseDerivedFrom?.some((v) => wrappedWhole.has(`${c.function ?? ''}\u0000${v}`)));
+  return [...groups.values()].filter(
+    (g) => (g.calls.length > 1 || !storedBack(g.calls[0]!, g.base)) && !rootedElsewhere(g),
+  );
 }
 
 /** `holder.net = FSDP(holder.net)`: one attribute of the base, not in a loop, assigned the wrapped module. */
