@@ -1151,6 +1151,59 @@ describe('blocks of an object a call computes from the model', () => {
   });
 });
 
+describe('wraps made by a function that calls itself, or that another call runs', () => {
+  const estimate = async (body: string[]) => {
+    const dir = projectDir('fsdp-lens-recursive-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'from transformers import AutoModelForCausalLM',
+        'from torch.distributed.fsdp import fully_shard',
+        ...body,
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'shard(model)',
+        '',
+      ].join('\n'),
+    );
+    return cli('estimate', file);
+  };
+
+  it('a function that walks the tree by calling itself on each child: the plan is not known, no figure', async () => {
+    const r = await estimate([
+      'from names import WANTED',
+      'def walk(module):',
+      '    for child in module.children():',
+      '        walk(child)',
+      '    if module in WANTED:',
+      '        fully_shard(module)',
+      'def shard(model):',
+      '    walk(model)',
+    ]);
+    assert.equal(r.code, 3, r.err);
+    assert.match(
+      r.err,
+      /fully_shard\(module\) wraps a parameter of walk\(\), which calls itself: which modules it wraps is not followed/,
+    );
+  });
+
+  it('a wrap function handed to another call to run: the plan is not known, no figure', async () => {
+    const r = await estimate([
+      'def shard(model, applier=lambda m, f: f(m)):',
+      '    def wrap(m):',
+      '        fully_shard(m)',
+      '        return m',
+      '    model = applier(model, wrap)',
+      '    wrap(model)',
+    ]);
+    assert.equal(r.code, 3, r.err);
+    assert.match(
+      r.err,
+      /fully_shard\(m\) runs in shard\.wrap\(\), which is handed to `applier\(model, wrap\)`/,
+    );
+  });
+});
+
 describe('loops that wrap each element', () => {
   const MODEL = [
     'import torch.nn as nn',

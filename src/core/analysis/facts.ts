@@ -82,6 +82,10 @@ export interface FunctionFact {
   parameters: string[];
   /** Called somewhere in this file (otherwise its callers live in other files). */
   calledInFile: boolean;
+  /** It calls itself (`walk(child)` inside `def walk(module)`): its parameters take more values than its callers'. */
+  recursive?: true;
+  /** Handed as a value to a call of the file instead of called (`applier(module, wrap)`): that call's text. */
+  handedTo?: string;
 }
 
 export interface MixedPrecisionFact {

@@ -19,6 +19,7 @@ import { offPathArguments } from './otherPath';
 import { branchPath } from './branches';
 import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, statementInfo } from './context';
 import { type Evaluator } from './evaluator';
+import { oneLine } from '../vocabulary/words';
 import type { FunctionFact, LoopFact, OptionFact, WrapCall } from './facts';
 import { lastSegment } from './options';
 import { boundModuleList, derivedFrom, isUnder, iterablePath, pathOf, pathsOf, pickedList } from './paths';
@@ -627,10 +628,22 @@ export function functionFacts(file: SourceFile, calls: WrapCall[]): Record<strin
     const fn = node && enclosingFunction(node);
     const name = fn?.childForFieldName('name')?.text;
     if (!fn || !name) continue;
-    const calledInFile = file
-      .identifiers(name)
-      .some((id) => (id.startIndex < fn.startIndex || id.startIndex >= fn.endIndex) && callOf(id) !== null);
-    out[c.function] = functionFact(file, fn, calledInFile);
+    const uses = file.identifiers(name).filter((id) => id.id !== fn.childForFieldName('name')?.id);
+    const inside = (id: Node) => id.startIndex >= fn.startIndex && id.startIndex < fn.endIndex;
+    const calledInFile = uses.some((id) => !inside(id) && callOf(id) !== null);
+    const fact = functionFact(file, fn, calledInFile);
+    // `walk(child)` in its own body (a function's; `block.apply_fsdp()` in a method is another object's method).
+    if (
+      !fact.owner &&
+      uses.some((id) => inside(id) && callOf(id)?.childForFieldName('function')?.id === id.id)
+    )
+      fact.recursive = true;
+    // `applier(module, wrap)`: passed to another call as a value (positionally: a strategy's `parallelize_fn=`
+    // keyword is read where the strategy is), whatever direct calls it also has.
+    const handed = uses.find((id) => !inside(id) && up(id)?.type === 'argument_list');
+    const handedCall = handed ? up(up(handed)!) : null;
+    if (handedCall?.type === 'call') fact.handedTo = oneLine(handedCall.text, 80);
+    out[c.function] = fact;
   }
   return out;
 }

@@ -170,6 +170,14 @@ export function planFromFacts(
     const raf = c.api === 'fully_shard' ? reshardOf(c) : null;
     const reshard = raf === 'unknown' ? null : raf;
     const offload = offloadOf(c, notes, where);
+    // A wrap of a parameter of a function that calls itself (on each child), or that is handed to another call to
+    // run: the modules it wraps are those the recursion or that call passes, not the one its callers give.
+    const fn = c.function ? facts.functions[c.function] : undefined;
+    const ofParam = fn && c.paths.some((p) => fn.parameters.includes(p[0]!));
+    if (ofParam && fn.recursive)
+      planUnknown ??= `${where}: ${c.callee}(${c.target}) wraps a parameter of ${c.function}(), which calls itself: which modules it wraps is not followed`;
+    if (ofParam && fn.handedTo)
+      planUnknown ??= `${where}: ${c.callee}(${c.target}) runs in ${c.function}(), which is handed to \`${fn.handedTo}\`: the modules it wraps are those that call passes, not known statically`;
     const matched: string[][] = [];
     for (const p of c.paths) {
       const rel = stripPrefix(p, prefix);
