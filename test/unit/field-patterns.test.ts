@@ -1204,6 +1204,42 @@ describe('wraps made by a function that calls itself, or that another call runs'
   });
 });
 
+describe('FSDP1 with an auto-wrap policy around each part of the model', () => {
+  it("the policy wraps inside each part, the part a unit; the parts' strategy is the plan's", async () => {
+    const dir = projectDir('fsdp-lens-parts-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'import functools',
+        'from transformers import AutoModelForCausalLM',
+        'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+        'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy',
+        'from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})',
+        'for name, child in model.named_children():',
+        '    setattr(model, name, FSDP(child, auto_wrap_policy=policy, sharding_strategy=ShardingStrategy.SHARD_GRAD_OP))',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      plan: { units: number; strategy: string };
+      units: { modules: string[]; params: number }[];
+    };
+    // Llama 3.2 1B's children: `model` (16 decoder layers, each a unit by the policy, and the rest: the embedding
+    // of 128,256 x 2,048 = 262,668,288 and the final norm's 2,048) and `lm_head` (tied to the embedding: 0 of its own).
+    assert.equal(j.plan.units, 18);
+    const unit = (m: string) => j.units.find((u) => u.modules.includes(m))!;
+    assert.equal(unit('model.layers.0').params, 60_821_504);
+    assert.equal(unit('model').params, 262_668_288 + 2_048);
+    assert.equal(unit('lm_head').params, 0);
+    assert.equal(j.plan.strategy, 'SHARD_GRAD_OP');
+  });
+});
+
 describe('loops that wrap each element', () => {
   const MODEL = [
     'import torch.nn as nn',

@@ -5,7 +5,7 @@ import type { ShardingStrategyName, ReshardAfterForward } from '../vocabulary/fs
 import { exclusive, type FileFacts, type WrapCall } from '../analysis/facts';
 import type { OffloadValue, WrapPolicyValue } from '../analysis/options';
 import type { ArchShape } from '../model/hf';
-import { hasModuleNamed, type ModuleNode } from '../model/tree';
+import { hasModuleNamed, moduleAt, type ModuleNode } from '../model/tree';
 import type { Plan, UnitPlan } from '../estimator/types';
 import { modelVariable } from '../analysis/paths';
 import { oneLine } from '../vocabulary/words';
@@ -263,6 +263,30 @@ export function planFromFacts(
     }
     if (!all.length) continue;
     const isRoot = all.length === 1 && all[0] === '';
+    // FSDP1 with an auto_wrap_policy around a part (`FSDP(child, auto_wrap_policy=p)` per child): the policy wraps
+    // inside each part as it does inside a root (`_recursive_wrap` over the part's children), the part a unit.
+    const partPolicy = c.api !== 'fully_shard' && !isRoot ? c.options.auto_wrap_policy : undefined;
+    if (partPolicy && c.targets.length === 1) {
+      for (const m of all) {
+        const part = moduleAt(root, m);
+        if (!part) continue;
+        const r = unitsFromPolicy(part, partPolicy.value as WrapPolicyValue | null, {
+          fallbackClasses: shape ? [shape.blockClass] : [],
+          origin: where,
+          site,
+          offload,
+          reshardAfterForward: true,
+        });
+        // Its own root unit is the part itself, a unit of the plan like any other.
+        units.push(
+          ...r.units.map((u) =>
+            u.isRoot ? { ...u, modules: [m], isRoot: false, reshardAfterForward: true } : u,
+          ),
+        );
+        if (m === all[0]) notes.push(...r.notes.map((n) => `${where}: ${n} (inside each ${c.target})`));
+      }
+      continue;
+    }
     if (c.targets.length > 1) {
       // fully_shard([a, b]) makes one unit of both.
       units.push({ modules: all, isRoot: false, reshardAfterForward: reshard, offload, origin: where, site });
@@ -280,7 +304,8 @@ export function planFromFacts(
   }
 
   if (!fsdp2) {
-    const root0 = policyRoot ?? ordered.find((c) => c.isRoot);
+    // The root's strategy, else (each part wrapped on its own) the first wrap's.
+    const root0 = policyRoot ?? ordered.find((c) => c.isRoot) ?? ordered.find((c) => c.api !== 'fully_shard');
     const option = root0?.options.sharding_strategy;
     const ss = option?.value;
     if (typeof ss === 'string') strategy = ss as ShardingStrategyName;
