@@ -324,6 +324,27 @@ describe('values a script takes from its own defaults', () => {
     assert.equal(r.code, 3, r.err);
   });
 
+  it('wraps under a test the analysis cannot decide are estimated as running, and the notes say so once', async () => {
+    const file = script([
+      'import os',
+      'from transformers import AutoModelForCausalLM',
+      'from torch.distributed.fsdp import fully_shard',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'if os.environ["SHARD"] == "1":',
+      '    for layer in model.model.layers:',
+      '        fully_shard(layer)',
+      '    fully_shard(model)',
+    ]);
+    const j = await estimateJson(file);
+    assert.equal(j.plan.units, 17);
+    const said = j.plan.notes.filter((n) =>
+      /runs only when `os\.environ\["SHARD"\] == "1"`, which the analysis cannot decide; estimated as if it runs/.test(
+        n,
+      ),
+    );
+    assert.equal(said.length, 1, j.plan.notes.join('\n'));
+  });
+
   it('options set again replace their earlier values on the command line', () => {
     assert.deepEqual(withArguments(['--strategy', 'fsdp', '--bs', '8'], ['--strategy', 'fsdp2']), [
       '--bs',

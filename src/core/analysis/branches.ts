@@ -125,3 +125,10 @@ export function typeTestsOf(ev: Evaluator, node: Node, scope: Node | null): Type
     read(part.node, part.negated);
   return out;
 }
+
+/** A test that a module exists (`model.norm is not None`, `not (model.norm is None)`, and `and`s of them): no choice. */
+const PRESENCE = /^(?:not \()?[\w.]+ is (?:not )?None\)?(?: and (?:not \()?[\w.]+ is (?:not )?None\)?)*$/;
+
+export function isPresenceTest(text: string): boolean {
+  return PRESENCE.test(text.trim());
+}

@@ -222,6 +222,8 @@ export interface WrapCall {
    * `net`): a wrap of one of them may hold this module.
    */
   baseDerivedFrom?: string[];
+  /** Tests around the call (outside its loops) the analysis cannot decide: it is estimated as if they held. */
+  undecided?: string[];
   /** The arguments to add to the script's command line that put the call on the path it takes (`--fsdp1`). */
   runsWith?: string[];
   /** Inside `with enable_wrap(...)` (FSDP1 manual wrapping): the options that block sets. */

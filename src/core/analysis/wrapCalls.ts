@@ -16,7 +16,7 @@ import type { Position } from '../vocabulary/range';
 import { classifyApi } from './apis';
 import { callOf, readArgs, readOptions } from './arguments';
 import { offPathArguments } from './otherPath';
-import { branchPath } from './branches';
+import { branchPath, isPresenceTest } from './branches';
 import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, statementInfo } from './context';
 import { type Evaluator } from './evaluator';
 import { oneLine } from '../vocabulary/words';
@@ -110,6 +110,17 @@ export function wrapCall(
     const taken = offPathArguments(file, ev, call, scope);
     if (taken) fact.runsWith = taken;
   } else if (never) fact.neverRuns = never.reason;
+  else {
+    // Tests around the call, outside its own loops (whose tests of each module are read module by module), that
+    // cannot be decided: the estimate takes the call as running, and says so.
+    const loopsAround = loops.length ? outermostLoopStatement(call, scope) : null;
+    const undecided = conditionParts(call, scope)
+      .filter((p) => !p.othersRaise && !(loopsAround && p.node.startIndex >= loopsAround.startIndex))
+      .filter((p) => truthy(ev.eval(p.node)) === undefined)
+      .map((p) => (p.negated ? `not (${p.node.text})` : p.node.text))
+      .filter((t) => !isPresenceTest(t));
+    if (undecided.length) fact.undecided = undecided;
+  }
   return fact;
 }
 

@@ -153,6 +153,7 @@ export function planFromFacts(
   }
   let strategy: ShardingStrategyName = 'FULL_SHARD';
   let policyRoot: WrapCall | undefined;
+  const undecidedSaid = new Set<string>();
 
   for (const c of ordered) {
     if (fsdp2 && c.api !== 'fully_shard') continue;
@@ -170,6 +171,16 @@ export function planFromFacts(
     const raf = c.api === 'fully_shard' ? reshardOf(c) : null;
     const reshard = raf === 'unknown' ? null : raf;
     const offload = offloadOf(c, notes, where);
+    // Tests the analysis cannot decide around the call (not arms of the two APIs, said above): taken as holding,
+    // and said so, once for the wraps under the same tests.
+    const undecidedTests =
+      c.undecided?.length && !(fsdp2 && fsdp1Calls.length) ? c.undecided.join(' and ') : '';
+    if (undecidedTests && !undecidedSaid.has(undecidedTests)) {
+      undecidedSaid.add(undecidedTests);
+      notes.push(
+        `${where}: ${c.callee}(${c.target}) runs only when ${c.undecided!.map((t) => `\`${oneLine(t, 80)}\``).join(' and ')}, which the analysis cannot decide; estimated as if it runs`,
+      );
+    }
     // A wrap of a parameter of a function that calls itself (on each child), or that is handed to another call to
     // run: the modules it wraps are those the recursion or that call passes, not the one its callers give.
     const fn = c.function ? facts.functions[c.function] : undefined;

@@ -28,7 +28,7 @@ import {
   qualifiedName,
 } from '../python/scope';
 import { Evaluator } from '../analysis/evaluator';
-import { branchPath } from '../analysis/branches';
+import { branchPath, isPresenceTest } from '../analysis/branches';
 import { functionFact, neverRunsReason } from '../analysis/wrapCalls';
 import { conditionsByCall, testPerModule, type CallSite, type ModuleTest } from '../modules/perModuleTest';
 import { walk as walkModules, type ModuleNode } from '../model/tree';
@@ -229,12 +229,11 @@ function searchHelpers(
     const choice = live.find(
       (c) =>
         c.conditions.some(
-          (t) =>
-            !PRESENCE.test(t.trim()) && !perModule.get(c)?.texts.includes(t) && byCall.get(c)?.holds !== true,
+          (t) => !isPresenceTest(t) && !perModule.get(c)?.texts.includes(t) && byCall.get(c)?.holds !== true,
         ) || live.some((d) => d !== c && exclusive(c.branch, d.branch)),
     );
     if (!selective && choice) {
-      const test = choice.conditions.find((t) => !PRESENCE.test(t.trim())) ?? choice.conditions[0] ?? '';
+      const test = choice.conditions.find((t) => !isPresenceTest(t)) ?? choice.conditions[0] ?? '';
       const reason = `which of its wraps run depends on \`${oneLine(test, 80)}\`, which the call does not decide`;
       out.notes.push(`${site.fn}() (line ${file.source.line(site.call)}) is not followed: ${reason}`);
       unfollowed(reason);
@@ -321,9 +320,6 @@ function passesModel(facts: FileFacts, call: Node, helper: boolean): boolean {
     return !!name && (built.has(name) || params.has(name.split('.')[0]!) || /model|net|module/i.test(name));
   });
 }
-
-/** A test that a module exists: `model.norm is not None`, `not (model.norm is None)`, and `and`s of them. */
-const PRESENCE = /^(?:not \()?[\w.]+ is (?:not )?None\)?(?: and (?:not \()?[\w.]+ is (?:not )?None\)?)*$/;
 
 /** The most calls through a registry one file has read. */
 const MAX_REGISTRY_CALLS = 16;
@@ -531,6 +527,7 @@ function remap(
     loops: [],
     // The helper's own conditions were read in its scope; the call's are the caller's, and decide whether it runs.
     conditions: conditionsOf(call, enclosingFunction(call)),
+    undecided: undefined,
     branch: branchPath(call, enclosingFunction(call)),
     ...runs,
     // The caller's function that makes the call: the helper it is, for its own callers.
