@@ -345,6 +345,35 @@ describe('values a script takes from its own defaults', () => {
     assert.equal(said.length, 1, j.plan.notes.join('\n'));
   });
 
+  it('wraps of one API in both arms of an undecided test: the first arm is the plan, not both, and said so', async () => {
+    const file = script([
+      'import os',
+      'from transformers import AutoModelForCausalLM',
+      'from torch.distributed.fsdp import fully_shard',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'if os.environ["GRAIN"] == "fine":',
+      '    for layer in model.model.layers:',
+      '        fully_shard(layer.self_attn)',
+      '        fully_shard(layer.mlp)',
+      'else:',
+      '    for layer in model.model.layers:',
+      '        fully_shard(layer)',
+      'fully_shard(model)',
+    ]);
+    const j = await estimateJson(file);
+    // The fine arm: 16 attention and 16 MLP units, and the root; not the 16 layer units of the other arm as well.
+    assert.equal(j.plan.units, 33);
+    assert.ok(j.units.every((u) => !u.modules.some((m) => /^model\.layers\.\d+$/.test(m))));
+    assert.ok(
+      j.plan.notes.some((n) =>
+        /train\.py:7 and train\.py:11 wrap in arms of an `if` the analysis cannot decide .*: the first arm's wraps are estimated, the other arm's left out/.test(
+          n,
+        ),
+      ),
+      j.plan.notes.join('\n'),
+    );
+  });
+
   it('options set again replace their earlier values on the command line', () => {
     assert.deepEqual(withArguments(['--strategy', 'fsdp', '--bs', '8'], ['--strategy', 'fsdp2']), [
       '--bs',

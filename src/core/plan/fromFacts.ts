@@ -8,7 +8,7 @@ import type { ArchShape } from '../model/hf';
 import { hasModuleNamed, moduleAt, type ModuleNode } from '../model/tree';
 import type { Plan, UnitPlan } from '../estimator/types';
 import { modelVariable } from '../analysis/paths';
-import { oneLine } from '../vocabulary/words';
+import { listed, oneLine } from '../vocabulary/words';
 import { defaultUnits, matchModules, unitsFromPolicy } from './policies';
 
 function stripPrefix(path: string[], prefix: string[]): string[] | null {
@@ -114,7 +114,25 @@ export function planFromFacts(
             }`
           : `${file}:${c.line}: ${c.callee}(${c.target}) runs only off the default path (${c.offByDefault}); estimated as if it ran`,
       );
-  const calls = chosen.map((c) => (peft ? { ...c, paths: c.paths.map(throughPeft) } : c));
+  // Wraps of one API in arms of an `if` the analysis cannot decide (`if strategy == "fine": ... else: ...`): one
+  // plan runs, not both. The first arm's wraps are estimated, and the notes say which were left out.
+  const inArms: WrapCall[] = [];
+  const rivals = new Map<WrapCall, WrapCall>();
+  for (const c of chosen) {
+    const rival = inArms.find((k) => k.api === c.api && exclusive(k.branch, c.branch));
+    if (rival) rivals.set(c, rival);
+    else inArms.push(c);
+  }
+  const leftOut = [...rivals.keys()];
+  // The tests of the first arm, already named by the note on the arms.
+  const armsSaid = new Set([...rivals.values()].map((r) => r.undecided?.join(' and ') ?? ''));
+  if (leftOut.length) {
+    const first = rivals.get(leftOut[0]!)!;
+    notes.push(
+      `${placeOf(first)} and ${listed([...new Set(leftOut.map(placeOf))])} wrap in arms of an \`if\` the analysis cannot decide${first.undecided?.length ? ` (\`${oneLine(first.undecided.join(' and '), 80)}\`)` : ''}: the first arm's wraps are estimated, the other arm's left out`,
+    );
+  }
+  const calls = inArms.map((c) => (peft ? { ...c, paths: c.paths.map(throughPeft) } : c));
   if (!calls.length) {
     return {
       api: 'fsdp2',
@@ -175,7 +193,7 @@ export function planFromFacts(
     // and said so, once for the wraps under the same tests.
     const undecidedTests =
       c.undecided?.length && !(fsdp2 && fsdp1Calls.length) ? c.undecided.join(' and ') : '';
-    if (undecidedTests && !undecidedSaid.has(undecidedTests)) {
+    if (undecidedTests && !undecidedSaid.has(undecidedTests) && !armsSaid.has(undecidedTests)) {
       undecidedSaid.add(undecidedTests);
       notes.push(
         `${where}: ${c.callee}(${c.target}) runs only when ${c.undecided!.map((t) => `\`${oneLine(t, 80)}\``).join(' and ')}, which the analysis cannot decide; estimated as if it runs`,
