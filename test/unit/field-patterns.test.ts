@@ -366,7 +366,7 @@ describe('values a script takes from its own defaults', () => {
     assert.ok(j.units.every((u) => !u.modules.some((m) => /^model\.layers\.\d+$/.test(m))));
     assert.ok(
       j.plan.notes.some((n) =>
-        /train\.py:7 and train\.py:11 wrap in arms of an `if` the analysis cannot decide .*: the first arm's wraps are estimated, the other arm's left out/.test(
+        /the wraps at train\.py:7 and train\.py:11 are in arms of an `if` the analysis cannot decide .*: the first arm's \(train\.py:7\) are estimated, the others left out/.test(
           n,
         ),
       ),

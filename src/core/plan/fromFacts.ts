@@ -118,20 +118,33 @@ export function planFromFacts(
   // plan runs, not both. The first arm's wraps are estimated, and the notes say which were left out.
   const inArms: WrapCall[] = [];
   const rivals = new Map<WrapCall, WrapCall>();
+  // (Arms of a test inside the calls' loop are a choice per module, read module by module: no rivals.)
+  const outsideLoops = (c: WrapCall) => ({
+    ...c,
+    branch: c.branch.filter((b) => !c.loopStatement || b.at < c.loopStatement.start),
+  });
   for (const c of chosen) {
-    const rival = inArms.find((k) => k.api === c.api && exclusive(k.branch, c.branch));
+    const rival = inArms.find(
+      (k) => k.api === c.api && exclusive(outsideLoops(k).branch, outsideLoops(c).branch),
+    );
     if (rival) rivals.set(c, rival);
     else inArms.push(c);
   }
   const leftOut = [...rivals.keys()];
   // The tests of the first arm, already named by the note on the arms.
   const armsSaid = new Set([...rivals.values()].map((r) => r.undecided?.join(' and ') ?? ''));
-  if (leftOut.length) {
-    const first = rivals.get(leftOut[0]!)!;
-    notes.push(
-      `${placeOf(first)} and ${listed([...new Set(leftOut.map(placeOf))])} wrap in arms of an \`if\` the analysis cannot decide${first.undecided?.length ? ` (\`${oneLine(first.undecided.join(' and '), 80)}\`)` : ''}: the first arm's wraps are estimated, the other arm's left out`,
-    );
+  // One note per test: the wraps of its first arm kept, those of the other arms left out.
+  const byTest = new Map<string, { first: WrapCall; out: WrapCall[] }>();
+  for (const [c, first] of rivals) {
+    const key = first.undecided?.join(' and ') ?? placeOf(first);
+    const g = byTest.get(key) ?? { first, out: [] };
+    g.out.push(c);
+    byTest.set(key, g);
   }
+  for (const [test, g] of byTest)
+    notes.push(
+      `the wraps at ${listed([...new Set([g.first, ...g.out].map(placeOf))])} are in arms of an \`if\` the analysis cannot decide${g.first.undecided?.length ? ` (\`${oneLine(test, 80)}\`)` : ''}: the first arm's (${placeOf(g.first)}) are estimated, the others left out`,
+    );
   const calls = inArms.map((c) => (peft ? { ...c, paths: c.paths.map(throughPeft) } : c));
   if (!calls.length) {
     return {
