@@ -118,19 +118,20 @@ export function planFromFacts(
   // plan runs, not both. The first arm's wraps are estimated, and the notes say which were left out.
   const inArms: WrapCall[] = [];
   const rivals = new Map<WrapCall, WrapCall>();
-  // (Arms of a test inside the calls' loop are a choice per module, read module by module: no rivals.)
-  const outsideLoops = (c: WrapCall) => ({
-    ...c,
-    branch: c.branch.filter((b) => !c.loopStatement || b.at < c.loopStatement.start),
-  });
+  // (Arms of a test inside the calls' loop are a choice per module, read module by module: no rivals.) Only calls
+  // under tests are compared, each with the kept calls under tests: linear in the calls outside `if`s.
+  const kept: { c: WrapCall; branch: WrapCall['branch'] }[] = [];
   for (const c of chosen) {
-    const rival = inArms.find(
-      (k) => k.api === c.api && exclusive(outsideLoops(k).branch, outsideLoops(c).branch),
-    );
+    const branch = c.branch.filter((b) => !c.loopStatement || b.at < c.loopStatement.start);
+    const rival = branch.length
+      ? kept.find((k) => k.c.api === c.api && exclusive(k.branch, branch))?.c
+      : undefined;
     if (rival) rivals.set(c, rival);
-    else inArms.push(c);
+    else {
+      inArms.push(c);
+      if (branch.length) kept.push({ c, branch });
+    }
   }
-  const leftOut = [...rivals.keys()];
   // The tests of the first arm, already named by the note on the arms.
   const armsSaid = new Set([...rivals.values()].map((r) => r.undecided?.join(' and ') ?? ''));
   // One note per test: the wraps of its first arm kept, those of the other arms left out.
