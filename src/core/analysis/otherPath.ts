@@ -3,10 +3,10 @@ import { up, type Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 import { stripQuotes } from './paths';
 import { optionDeclarations } from './scriptOptions';
+import { decidedBy } from './decidedBy';
 import type { Evaluator } from './evaluator';
 import { withArguments } from '../vocabulary/commandLine';
 import { conditionParts, dottedText, findBinding, type ConditionPart } from '../python/scope';
-import { truthy } from '../python/operators';
 
 /** The most command lines tried for one call. */
 const MAX_TRIES = 12;
@@ -90,16 +90,13 @@ function overrideThatTakes(
 /** Whether the tests keep a node off the path, and the options whose defaults, or given values, decide it. */
 function pathState(ev: Evaluator, parts: readonly ConditionPart[]): RunState {
   for (const part of parts) {
-    const defaults = ev.defaultsRead.length;
-    const given = ev.argsRead.length;
-    const v = truthy(ev.eval(part.node));
-    if (v === undefined || v !== part.negated) continue;
-    const byDefault = ev.defaultsRead
-      .slice(defaults)
-      .map((d) => /^the default of (-\S+)$/.exec(d.what)?.[1])
+    const d = decidedBy(ev, part.node);
+    if (d.value === undefined || d.value !== part.negated) continue;
+    const byDefault = d.defaults
+      .map((x) => /^the default of (-\S+)$/.exec(x.what)?.[1])
       .filter((o): o is string => !!o);
     if (byDefault.length) return { off: true, options: [...new Set(byDefault)] };
-    const byArgs = ev.argsRead.slice(given).map((a) => a.split(' ')[0]!);
+    const byArgs = d.args.map((a) => a.split(' ')[0]!);
     return byArgs.length
       ? { off: true, options: [...new Set(byArgs)], byArgs: true }
       : { off: true, options: [] };

@@ -4,7 +4,6 @@ import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import { dtypeOf } from '../python/plain';
 import { conditionParts, enclosingFunction, qualifiedName } from '../python/scope';
-import { truthy } from '../python/operators';
 import { readArgs, readOptions } from './arguments';
 import { branchPath, typeTestsOf } from './branches';
 import { type Evaluator } from './evaluator';
@@ -12,6 +11,7 @@ import type { TrainingFact } from './facts';
 import { lastSegment } from './options';
 import { loopsOf } from './context';
 import { offPathArguments } from './otherPath';
+import { decidedBy } from './decidedBy';
 
 export function trainingFact(
   file: SourceFile,
@@ -121,18 +121,14 @@ function inputShape(
 function runsWhen(ev: Evaluator, call: Node, scope: Node | null): TrainingFact['runsWhen'] {
   const undecided: string[] = [];
   for (const part of conditionParts(call, scope)) {
-    const before = ev.defaultsRead.length;
-    const v = truthy(ev.eval(part.node));
+    const d = decidedBy(ev, part.node);
     const text = part.negated ? `not (${part.node.text})` : part.node.text;
-    if (v === undefined) undecided.push(text);
-    else if (v === part.negated) {
-      if (ev.defaultsRead.length > before) return { off: `${text} is false by default` };
+    if (d.value === undefined) undecided.push(text);
+    else if (d.value === part.negated) {
+      if (d.defaults.length) return { off: `${text} is false by default` };
       // A config file's value (a Hydra config, a YAML the script loads) or the given arguments: off this path.
-      const fresh = ev.withArgv(ev.argv ?? []);
-      fresh.eval(part.node);
-      if (fresh.filesRead.length)
-        return { off: `${text} is false by ${[...new Set(fresh.filesRead)].join(', ')}` };
-      if (fresh.argsRead.length) return { off: `${text} is false by the script's arguments` };
+      if (d.files().length) return { off: `${text} is false by ${d.files().join(', ')}` };
+      if (d.args.length) return { off: `${text} is false by the script's arguments` };
       return { off: `${text} is always false` };
     }
   }

@@ -16,6 +16,7 @@ import type { Position } from '../vocabulary/range';
 import { classifyApi } from './apis';
 import { callOf, readArgs, readOptions } from './arguments';
 import { offPathArguments } from './otherPath';
+import { decidedBy } from './decidedBy';
 import { branchPath, isPresenceTest } from './branches';
 import { functionStart, loopFact, loopsOf, offsetOf, outermostLoopStatement, statementInfo } from './context';
 import { type Evaluator } from './evaluator';
@@ -355,30 +356,25 @@ export function neverRunsReason(
   scope: Node | null,
 ): { reason: string; byDefault: boolean } | null {
   for (const part of conditionParts(call, scope)) {
-    const before = ev.defaultsRead.length;
-    const given = ev.argsRead.length;
-    const v = truthy(ev.eval(part.node));
+    const d = decidedBy(ev, part.node);
+    const v = d.value;
     if (v !== undefined && v === part.negated) {
-      const defaults = ev.defaultsRead.slice(before);
       // Decided by the script's arguments (`# fsdp: args=`, a launch file, after `--`): off this path, not dead.
-      const args = ev.argsRead.slice(given);
-      if (args.length && !defaults.length)
+      if (d.args.length && !d.defaults.length)
         return {
-          reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by the script's arguments (${[...new Set(args)].join(' ')})`,
+          reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by the script's arguments (${d.args.join(' ')})`,
           byDefault: true,
         };
-      if (defaults.length)
+      if (d.defaults.length)
         return {
-          reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${defaults.map((d) => `${d.what} (line ${d.line})`).join(', ')}`,
+          reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${d.defaults.map((x) => `${x.what} (line ${x.line})`).join(', ')}`,
           byDefault: true,
         };
       // Decided by a config file the script reads (a Hydra config, a YAML it loads): a value its command line or
-      // the file may change, not code that never runs. Read again afresh, since what was read is remembered.
-      const fresh = ev.withArgv(ev.argv ?? []);
-      fresh.eval(part.node);
-      if (fresh.filesRead.length)
+      // the file may change, not code that never runs.
+      if (d.files().length)
         return {
-          reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${[...new Set(fresh.filesRead)].join(', ')}`,
+          reason: `\`${part.node.text}\` is ${v ? 'true' : 'false'} by ${d.files().join(', ')}`,
           byDefault: true,
         };
       return {
