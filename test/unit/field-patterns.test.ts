@@ -174,7 +174,13 @@ describe('a plan on a model of unknown size', () => {
     assert.equal(j.model.known, false);
     assert.match(j.model.toKnow, /--model \/ --config/);
     // Named on the command line, the same model is known.
-    assert.equal((await cli('estimate', file, '--model', 'openai-community/gpt2')).code, 0);
+    assert.equal((await cli('estimate', file, '--model', 'meta-llama/Llama-3.2-1B')).code, 0);
+    // A model of other module names (GPT-2's blocks are `transformer.h`, it has no `model.layers`) is not the one
+    // the code wraps: no figure, and what would give one.
+    const other = await cli('estimate', file, '--model', 'openai-community/gpt2');
+    assert.equal(other.code, 3, other.err);
+    assert.match(other.err, /wraps `model\.model\.layers\.\*`, which GPT2LMHeadModel does not have/);
+    assert.match(other.err, /give the model the code builds/);
     // A model the user names wrongly is bad input (2), not an unknown size.
     assert.equal((await cli('estimate', file, '--model', 'nobody/nothing')).code, 2);
   });

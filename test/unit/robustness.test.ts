@@ -364,7 +364,7 @@ describe('properties of the estimator', () => {
             }),
             model: fc.constantFrom(
               'meta-llama/Llama-3.2-1B',
-              'openai-community/gpt2',
+              'Qwen/Qwen2.5-7B',
               'mistralai/Mixtral-8x7B-v0.1',
               'deepseek-ai/DeepSeek-V3',
             ),

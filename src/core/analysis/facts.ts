@@ -171,6 +171,12 @@ export interface WrapCall {
   targets: string[];
   /** Module path of the wrapped object relative to a variable, with `*` for every child of a loop's iterable. */
   paths: string[][];
+  /**
+   * The paths as if a rebinding of the wrapped object's name under tests of its own had not run (`if
+   * hasattr(model, "module"): model = model.module`): the plan takes them when `paths` name no module of the model
+   * and these do, since a wrap of a missing attribute raises.
+   */
+  unlessRebound?: { paths: string[][]; test: string; line: number };
   /** The innermost enclosing loop, and all of them outermost first. */
   loop: LoopFact | null;
   loops: LoopFact[];

@@ -3,6 +3,7 @@ import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
 import { conditionParts, dottedText, enclosingFunction, findBinding } from '../python/scope';
+import { parseString } from '../python/literals';
 import { lastSegment } from './options';
 import type { WrapCall } from './facts';
 
@@ -12,9 +13,20 @@ import type { WrapCall } from './facts';
  */
 export function pathOf(file: SourceFile, expr: Node, inLoopAt: Node | null, depth = 0): string[] {
   if (depth > 8) return [expr.text];
+  const next = (e: Node) => pathOf(file, e, inLoopAt, depth + 1);
+  const unlessRebound = readingUnlessRebound;
   switch (expr.type) {
     case 'identifier': {
-      const b = findBinding(file, expr.text, expr);
+      let b = findBinding(file, expr.text, expr);
+      // The path as if a rebinding under tests of its own (`if hasattr(model, "module"): model = model.module`)
+      // had not run: the binding before it.
+      const own =
+        unlessRebound && b?.kind === 'assign' && !unlessRebound.test ? ownTests(b.statement, expr) : [];
+      if (unlessRebound && b?.kind === 'assign' && own.length) {
+        unlessRebound.test = own.join(' and ');
+        unlessRebound.line = file.line(b.statement);
+        b = findBinding(file, expr.text, b.statement);
+      }
       if (b?.kind === 'loop' && inLoopAt) return iterablePath(file, b.loop, depth);
       if (
         b?.kind === 'assign' &&
@@ -26,14 +38,14 @@ export function pathOf(file: SourceFile, expr: Node, inLoopAt: Node | null, dept
         const named = b.value.type === 'call' ? getattrPath(file, b.value, inLoopAt, depth + 1) : null;
         if (named) return named;
         const v = b.value.type === 'call' ? unwrapCall(b.value) : b.value;
-        if (v) return pathOf(file, v, inLoopAt, depth + 1);
+        if (v) return next(v);
       }
       return [expr.text];
     }
     case 'attribute': {
       const o = expr.childForFieldName('object');
       const a = expr.childForFieldName('attribute');
-      return o && a ? [...pathOf(file, o, inLoopAt, depth + 1), a.text] : [expr.text];
+      return o && a ? [...next(o), a.text] : [expr.text];
     }
     case 'subscript': {
       const v = expr.childForFieldName('value');
@@ -41,8 +53,12 @@ export function pathOf(file: SourceFile, expr: Node, inLoopAt: Node | null, dept
       if (!v) return [expr.text];
       let key = '*';
       if (s?.type === 'integer') key = s.text;
-      else if (s?.type === 'string') key = stripQuotes(s.text);
-      return [...pathOf(file, v, inLoopAt, depth + 1), key];
+      else if (s?.type === 'string') {
+        // The key as Python reads it: escapes decoded (`"b\\r"` is `b` and a carriage return).
+        const v = parseString(s);
+        key = v.k === 'str' ? v.v : stripQuotes(s.text);
+      }
+      return [...next(v), key];
     }
     case 'call': {
       const viaGetattr = getattrPath(file, expr, inLoopAt, depth);
@@ -54,6 +70,44 @@ export function pathOf(file: SourceFile, expr: Node, inLoopAt: Node | null, dept
       return [expr.text];
   }
 }
+
+/** A rebinding of the wrapped object's name under tests of its own, found while reading a path without it. */
+export interface Rebinding {
+  test?: string;
+  line?: number;
+}
+
+/** The tests a statement runs under that `use` does not (an `if` arm around the statement only). */
+function ownTests(statement: Node, use: Node): string[] {
+  const scope = enclosingFunction(statement);
+  if ((scope?.id ?? null) !== (enclosingFunction(use)?.id ?? null)) return [];
+  const around = new Set(conditionParts(use, scope).map((c) => c.node.id));
+  return conditionParts(statement, scope)
+    .filter((c) => !around.has(c.node.id) && !c.othersRaise)
+    .map((c) => (c.negated ? `not (${c.node.text})` : c.node.text));
+}
+
+/**
+ * The paths of a wrapped expression as if the rebinding of its name under tests of its own had not run
+ * (`if isinstance(model, Wrapper): model = model.decoder`), with that rebinding; null when there is none.
+ */
+export function pathsUnlessRebound(
+  file: SourceFile,
+  expr: Node,
+  inLoopAt: Node | null,
+): { paths: string[][]; test: string; line: number } | null {
+  const r: Rebinding = {};
+  readingUnlessRebound = r;
+  try {
+    const paths = pathsOf(file, expr, inLoopAt);
+    return r.test && r.line ? { paths, test: r.test, line: r.line } : null;
+  } finally {
+    readingUnlessRebound = null;
+  }
+}
+
+/** Set while `pathsUnlessRebound` reads a path: the first rebinding under its own tests is passed over. */
+let readingUnlessRebound: Rebinding | null = null;
 
 /** The most elements of a literal list a loop is followed through, one path each. */
 const LITERAL_ELEMENTS = 64;

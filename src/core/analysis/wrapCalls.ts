@@ -23,7 +23,16 @@ import { type Evaluator } from './evaluator';
 import { oneLine } from '../vocabulary/words';
 import type { FunctionFact, LoopFact, OptionFact, WrapCall } from './facts';
 import { lastSegment } from './options';
-import { boundModuleList, derivedFrom, isUnder, iterablePath, pathOf, pathsOf, pickedList } from './paths';
+import {
+  boundModuleList,
+  derivedFrom,
+  isUnder,
+  iterablePath,
+  pathOf,
+  pathsOf,
+  pathsUnlessRebound,
+  pickedList,
+} from './paths';
 
 export function wrapCall(
   file: SourceFile,
@@ -101,6 +110,9 @@ export function wrapCall(
       for (const [name, o] of Object.entries(enable))
         if (!(name in fact.options)) fact.options[name] = { ...o, inherited: 'enable_wrap' };
   }
+  const rebound =
+    targets.length === 1 ? pathsUnlessRebound(file, targets[0]!, loops.length ? call : null) : null;
+  if (rebound) fact.unlessRebound = rebound;
   const head = fact.paths[0]?.[0];
   const from = head ? derivedFrom(file, head, call) : [];
   if (from.length) fact.baseDerivedFrom = from;

@@ -45,6 +45,8 @@ export interface Plan {
   notes: string[];
   /** Why the plan is not known: a wrap whose modules are undecided for every module it may wrap. */
   unknown?: string;
+  /** The plan is not known because its wraps name modules the model estimated does not have. */
+  unknownModel?: true;
 }
 
 /** Parameters of one unit grouped by what their shards depend on. */

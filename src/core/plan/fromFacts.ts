@@ -82,6 +82,34 @@ export type TestPerModule = (
   modelVariable: string[],
 ) => { tests: string[]; holds: (modulePath: string) => boolean | undefined } | undefined;
 
+/**
+ * The wrap's paths on this model: those it names, or, when they name no module of the model and the paths as if a
+ * rebinding under its own tests had not run do (`if hasattr(model, "module"): model = model.module`), those: on a
+ * model without the attribute the rebinding reads, its test cannot hold on a run that reaches the wrap.
+ */
+function pathsOnThisModel(
+  c: WrapCall,
+  root: ModuleNode,
+  prefix: string[],
+  notes: string[],
+  where: string,
+): string[][] {
+  const alt = c.unlessRebound;
+  if (!alt) return c.paths;
+  const found = (ps: string[][]) =>
+    ps.every((p) => {
+      const rel = stripPrefix(p, prefix);
+      return !!rel && matchModules(root, rel, c.classFilter, c.classExclude).length > 0;
+    });
+  if (found(c.paths) || !found(alt.paths)) return c.paths;
+  // Said once for each rebinding, at its first wrap.
+  if (!notes.some((n) => n.includes(`: the rebinding at line ${alt.line}, under`)))
+    notes.push(
+      `${where}: the rebinding at line ${alt.line}, under \`${oneLine(alt.test, 80)}\`, cannot have run on this model, which has no ${c.paths.map((p) => `\`${p.join('.')}\``).join(', ')}: the wrap is read as of ${alt.paths.map((p) => p.join('.')).join(', ')}`,
+    );
+  return alt.paths;
+}
+
 export function planFromFacts(
   facts: FileFacts,
   root: ModuleNode,
@@ -96,6 +124,7 @@ export function planFromFacts(
   const notes: string[] = [];
   /** Why the plan is not known (a wrap whose modules are undecided throughout), once one is found. */
   let planUnknown: string | undefined;
+  let unknownModel = false;
   /** `train.py:12`, or for a wrap of a helper in another file, that file and line. */
   const placeOf = (c: WrapCall) =>
     `${path.resolve(c.file) === path.resolve(facts.path) ? file : path.basename(c.file)}:${c.line}`;
@@ -222,7 +251,7 @@ export function planFromFacts(
     if (ofParam && fn.handedTo)
       planUnknown ??= `${where}: ${c.callee}(${c.target}) runs in ${c.function}(), which is handed to \`${fn.handedTo}\`: the modules it wraps are those that call passes, not known statically`;
     const matched: string[][] = [];
-    for (const p of c.paths) {
+    for (const p of pathsOnThisModel(c, root, prefix, notes, where)) {
       const rel = stripPrefix(p, prefix);
       if (!rel) {
         // Of an object computed from the model by a call the analysis does not follow (`lm = get_lm(model)`): a
@@ -234,8 +263,24 @@ export function planFromFacts(
         continue;
       }
       const mods = matchModules(root, rel, c.classFilter, c.classExclude);
-      if (!mods.length)
-        notes.push(`${where}: ${c.target} (${[...prefix, ...rel].join('.')}) matches no module of the model`);
+      if (!mods.length) {
+        const named = [...prefix, ...rel].join('.');
+        notes.push(`${where}: ${c.target} (${named}) matches no module of the model`);
+        // A named attribute the model does not have (`model.layers` of a LlamaForCausalLM, whose blocks are at
+        // `model.model.layers`), not kept off by a test that it exists (`if hasattr(model, "norm"):`; `model.norm is not None` raises
+        // on a model without it): the code wraps a model
+        // of other module names than the one estimated, so what its units hold is not known. (A class filter that
+        // picks nothing is the plan's own doing, and so is an empty `**`.)
+        const wild = rel.findIndex((s) => s === '*' || s === '**');
+        const literal = wild < 0 ? rel : rel.slice(0, wild);
+        const attr = literal.at(-1);
+        const guarded =
+          attr !== undefined && c.conditions.some((t) => t.includes(`"${attr}"`) || t.includes(`'${attr}'`));
+        if (literal.length && !guarded && !matchModules(root, literal, null).length) {
+          planUnknown ??= `${where}: ${c.callee}(${c.target}) wraps \`${named}\`, which ${root.className || 'the model'} does not have: the code wraps a model with other module names than the one estimated`;
+          unknownModel = true;
+        }
+      }
       matched.push(mods);
     }
     let all = matched.flat();
@@ -379,5 +424,6 @@ export function planFromFacts(
     source: { kind: 'detected', detail: placeOf(ordered[0]!) },
     notes,
     ...(why ? { unknown: why } : {}),
+    ...(why && unknownModel ? { unknownModel: true as const } : {}),
   };
 }

@@ -231,6 +231,9 @@ function bindingIn(
     if (fnId !== (scope?.id ?? null)) continue;
     const b = asBinding(id, scope);
     if (!b) continue;
+    // `model = model.decoder`: the right side reads the binding before this one (Python evaluates it first).
+    const rhs = b.kind === 'assign' ? b.value : null;
+    if (rhs && at.startIndex >= rhs.startIndex && at.endIndex <= rhs.endIndex) continue;
     last = b;
     if (id.startIndex < at.startIndex) moduleBefore = b;
   }

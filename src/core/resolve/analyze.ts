@@ -336,7 +336,9 @@ function estimateFacts(
     return {
       ok: false,
       reason: `the plan is not known statically: ${plan.unknown}`,
-      hint: '`fsdp-lens scan` lists its wraps and what each depends on; estimating the script that calls a helper reads what the call passes',
+      hint: plan.unknownModel
+        ? 'give the model the code builds: --model or "# fsdp: model=ORG/NAME" with a model of those module names, "# fsdp: model=path/to/model.py:Class", or --exact to build it with PyTorch'
+        : '`fsdp-lens scan` lists its wraps and what each depends on; estimating the script that calls a helper reads what the call passes',
       unknownPlan: true,
     };
   plan.notes.unshift(

@@ -497,6 +497,10 @@ function remap(
     paths.push([...arg.split('.'), ...p.slice(1)]);
   }
   if (!paths.length) return null;
+  const alt = c.unlessRebound?.paths.map((p) => {
+    const arg = p[0] ? argFor(p[0]) : null;
+    return arg ? [...arg.split('.'), ...p.slice(1)] : null;
+  });
   const range = rangeOf(call);
   const stmt = up(call)?.type === 'expression_statement' ? up(call)! : call;
   return {
@@ -511,6 +515,10 @@ function remap(
     targetRange: null,
     argumentsEnd: null,
     paths,
+    unlessRebound:
+      alt && c.unlessRebound && alt.every((p) => p !== null)
+        ? { ...c.unlessRebound, paths: alt as string[][] }
+        : undefined,
     // The helper's root wrap of a method's `self`, called on each block of a loop, is a block's unit.
     ...(c.isRoot && paths.some((p) => p.includes('*')) ? { isRoot: false } : {}),
     statement: { start: stmt.startIndex, end: stmt.endIndex, range: rangeOf(stmt), indent: '' },
