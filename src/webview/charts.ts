@@ -59,7 +59,7 @@ export const MEMORY_CATEGORIES: {
   fields: (keyof LiveSet)[];
   color: keyof ReturnType<typeof theme>;
 }[] = [
-  { label: 'sharded state', fields: ['state'], color: 'blue' },
+  { label: 'sharded state', fields: ['state', 'shardGrads'], color: 'blue' },
   { label: 'gathered parameters', fields: ['gathered', 'gatherBuffers'], color: 'purple' },
   { label: 'activations', fields: ['activations', 'working'], color: 'green' },
   { label: 'gradient buffers', fields: ['gradients'], color: 'orange' },

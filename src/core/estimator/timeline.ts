@@ -18,6 +18,7 @@ import {
 
 const CATEGORIES: (keyof LiveSet)[] = [
   'state',
+  'shardGrads',
   'gathered',
   'gatherBuffers',
   'activations',
@@ -136,18 +137,25 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     }
     return { kind: 'none' as const, saved: 0, full: 0, transient: 0, recompute: 0, tensors: [] };
   });
-  const state = e.perGpu.persistentBytes;
+  // This GPU's gradient shards do not exist before backward: FSDP2 creates a unit's in its post-backward
+  // (`FSDPParamGroup.post_backward` → `foreach_reduce`, which sets `sharded_param.grad`), FSDP1 in
+  // `_post_backward_hook` (`_reduce_grad`), and `optimizer.zero_grad()` frees them (`set_to_none=True` by
+  // default). When every micro-batch of an accumulating step syncs, they are kept from the first micro-batch on,
+  // and a later micro-batch runs with all of them.
+  const shardGradsOf = (u: UnitEstimate) => (u.offload || u.params === 0 ? 0 : u.shard.grads);
+  const allShardGrads = e.units.reduce((sum, u) => sum + shardGradsOf(u), 0);
+  const state = e.perGpu.persistentBytes - allShardGrads;
+  let shardGrads = setup.gradAccum > 1 && setup.syncEveryMicroBatch ? allShardGrads : 0;
   const loss = lossTransient(shape, x);
-  // Gradient accumulation without sync keeps every unit's unsharded gradient between micro-batches.
+  // Gradient accumulation without sync keeps every unit's unsharded gradient between micro-batches. FSDP2 keeps
+  // it in the reduce dtype (`FSDPParam.to_accumulated_grad_if_needed` casts when it differs from the parameter
+  // dtype); FSDP1 in the compute dtype (`_post_backward_hook` returns before `_prepare_gradient_for_reduce`
+  // casts).
+  const accumulatedBytes =
+    !fsdp1 && setup.reduceDtype && setup.reduceDtype !== setup.paramDtype ? reduceBytes : computeBytes;
   const accumulated =
     !setup.syncEveryMicroBatch && setup.gradAccum > 1
-      ? e.units.reduce(
-          (s, u) =>
-            s +
-            u.trainableParams *
-              (setup.reduceDtype && setup.reduceDtype !== setup.paramDtype ? reduceBytes : computeBytes),
-          0,
-        )
+      ? e.units.reduce((s, u) => s + u.trainableParams * accumulatedBytes, 0)
       : 0;
   if (accumulated)
     notes.push('gradients accumulate unsharded between micro-batches (no gradient sync until the last)');
@@ -167,25 +175,31 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   const sliceOf = (u: UnitEstimate) =>
     u.residency.kind === 'slice' ? Math.ceil(u.gatheredBytes / u.residency.ranks) : 0;
 
-  // Forward.
+  // Forward. No unit is prefetched: FSDP1's `forward_prefetch` is False by default, and FSDP2 all-gathers a unit
+  // in its own pre-forward (`FSDPParamGroup.pre_forward` → `unshard`), after the previous one has resharded. In
+  // FSDP2 a unit's all-gather output outlives its copy-out: `wait_for_unshard` keeps it in
+  // `comm_ctx.all_gather_state` until the next unit's copy-out, and the last one until the root's post-forward
+  // (`FSDPState._post_forward` frees it), so it is alive through what runs after the last block. FSDP1 gathers
+  // into the FlatParameter's own padded storage: no second buffer. (World size 1 gathers nothing.)
+  const keepsOutput = !fsdp1 && e.mesh.shardGroup > 1;
+  let lastOutput = 0;
   let saved = 0;
   for (let s = 0; s < segs.length; s++) {
     if (segs[s]!.hi < segs[s]!.lo) continue;
     let gathered = 0;
-    let buffers = 0;
     e.units.forEach((u, i) => {
       const sp = spans[i];
       if (!sp) return;
       if (sp[0] <= s && s <= sp[1]) gathered += gatheredOf(u);
       else if (sp[1] < s) gathered += u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u);
-      if (sp[0] === s + 1) buffers += gatheredOf(u); // the next unit's all-gather in flight
-      if (!fsdp1 && sp[0] === s && s > 0) buffers += gatheredOf(u); // kept until the next copy-out (FSDP2)
+      if (keepsOutput && sp[0] === s && u.params > 0) lastOutput = gatheredOf(u);
     });
     const a = acts[s]!;
     push('forward', s, inner(s), segLabel(segs[s]!, 'forward'), {
       state,
+      shardGrads,
       gathered,
-      gatherBuffers: buffers,
+      gatherBuffers: lastOutput,
       activations: saved,
       working: a.saved + a.transient,
       gradients: accumulated,
@@ -196,20 +210,20 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   }
   const activationBytes = saved;
 
-  // The turn: units still gathered are those kept (and 1/k slices).
-  const keptNow = (beforeBackwardOf: number) =>
-    e.units.reduce((sum, u, i) => {
-      const sp = spans[i];
-      if (!sp) return sum;
-      if (sp[1] < beforeBackwardOf || sp[0] > beforeBackwardOf)
-        return sum + (u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u));
-      return sum + gatheredOf(u);
-    }, 0);
+  // The turn: the loss runs after the model's forward (the root's post-forward has run), so every unit has
+  // resharded but those kept (the root by default, reshard_after_forward=False, and 1/k slices); the last
+  // all-gather output is freed.
+  const keptNow = () =>
+    e.units.reduce(
+      (sum, u, i) => (spans[i] ? sum + (u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u)) : sum),
+      0,
+    );
   const last = segs.length - 1;
   const tailUnit = inner(last);
   push('loss', last, tailUnit, 'logits and loss', {
     state,
-    gathered: keptNow(last),
+    shardGrads,
+    gathered: keptNow(),
     gatherBuffers: 0,
     activations: saved,
     working: 0,
@@ -219,7 +233,8 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   });
   push('loss', last, tailUnit, 'gradient of the loss', {
     state,
-    gathered: keptNow(last),
+    shardGrads,
+    gathered: keptNow(),
     gatherBuffers: 0,
     activations: saved,
     working: 0,
@@ -296,6 +311,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     const unit = inner(s);
     push('backward', s, unit, segLabel(segs[s]!, 'backward'), {
       state,
+      shardGrads,
       gathered,
       gatherBuffers: buffers,
       activations: saved + a.saved,
@@ -313,39 +329,50 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
       done.add(i);
       // A unit that owns no parameters has no post-backward at all (no FlatParamHandle / FSDPParamGroup).
       if (u.params === 0) return;
-      const rsInput = u.trainableParams * reduceBytes;
-      const fp32Copy = fsdp1 && reduceBytes !== computeBytes ? u.trainableParams * reduceBytes : 0;
+      // FSDP2's `foreach_reduce` copies the gradients into one reduce-dtype reduce-scatter input, kept until the
+      // next unit's post-backward (`comm_ctx.reduce_scatter_state`). FSDP1's `_reduce_grad` reduce-scatters the
+      // FlatParameter's gradient itself, cast to the reduce dtype first when that differs, and frees it when
+      // the hook returns.
+      const rsInput = fsdp1
+        ? reduceBytes !== computeBytes
+          ? u.trainableParams * reduceBytes
+          : 0
+        : u.trainableParams * reduceBytes;
       gathered -= gatheredOf(u);
+      // The reduce-scatter output becomes this GPU's gradient shard.
+      shardGrads += shardGradsOf(u);
       push('backward', s, u, `${u.name}: reduce-scatter`, {
         state,
+        shardGrads,
         gathered,
         gatherBuffers: 0,
         activations: saved,
         working: 0,
-        // Still alive: every unit's unsharded gradients in backward, this unit's reduce-scatter input (and FSDP1's
-        // fp32 copy of the gradient); the previous unit's reduce-scatter input is released first.
-        gradients: grads + rsInput + fp32Copy,
+        // Still alive: every unit's unsharded gradients in backward and this unit's reduce-scatter input; the
+        // previous unit's reduce-scatter input is released first.
+        gradients: grads + rsInput,
         logits: 0,
         optimizer: 0,
       });
-      rsBuffer = rsInput;
+      rsBuffer = fsdp1 ? 0 : rsInput;
     });
   }
 
   // Optimizer step: the foreach implementation (PyTorch's default on CUDA) computes the denominators of all
-  // parameters at once (`_foreach_sqrt` of the second moments), a temporary the size of the sharded parameters;
-  // the for-loop one works a parameter at a time (a negligible temporary) and the fused kernel needs none.
-  const shardParams =
-    setup.optimizerImpl === 'foreach' ? e.units.reduce((s, u) => s + (u.offload ? 0 : u.shard.params), 0) : 0;
+  // trainable parameters at once (`_multi_tensor_adam`: `_foreach_sqrt(exp_avg_sqs)`), a temporary of the
+  // second moments' size and dtype: as many bytes as the gradient shards. The for-loop one works a parameter at a
+  // time (a negligible temporary) and the fused kernel needs none.
+  const sqrtTemp = setup.optimizerImpl === 'foreach' ? allShardGrads : 0;
   push('optimizer', -1, undefined, 'optimizer step', {
     state,
+    shardGrads: allShardGrads,
     gathered: 0,
     gatherBuffers: 0,
     activations: 0,
     working: 0,
     gradients: 0,
     logits: 0,
-    optimizer: setup.optimizer === 'sgd' || setup.optimizer === 'adafactor' ? 0 : shardParams,
+    optimizer: setup.optimizer === 'sgd' || setup.optimizer === 'adafactor' ? 0 : sqrtTemp,
   });
 
   let peakIdx = 0;

@@ -254,11 +254,13 @@ export interface Estimate {
 
 /** What is alive at one moment of the step, by category (bytes). */
 export interface LiveSet {
-  /** Sharded parameters, gradients and optimizer state, replicated leftovers, buffers. */
+  /** Sharded parameters and optimizer state, replicated leftovers, buffers. */
   state: number;
+  /** This GPU's shard of the gradients: created in each unit's post-backward, kept until `zero_grad()`. */
+  shardGrads: number;
   /** Unsharded parameters of the units gathered now (and 1/k slices kept after forward). */
   gathered: number;
-  /** All-gather output buffers: the prefetched unit's, and in FSDP2's forward the current one kept until the next copy-out. */
+  /** All-gather output buffers: the unit prefetched in backward, and in FSDP2's forward the last unit gathered. */
   gatherBuffers: number;
   /** Activations saved by earlier blocks for their backward. */
   activations: number;

@@ -12,7 +12,13 @@ export function peakFigure(live: LiveSet, setup: TrainingSetup): Figure {
   const words: Record<keyof LiveSet, [string, string]> = {
     state: [
       'sharded state',
-      'parameters, gradients and optimizer state of this GPU (with buffers and replicated leftovers)',
+      'parameters and optimizer state of this GPU (with buffers and replicated leftovers)',
+    ],
+    shardGrads: [
+      'sharded gradients',
+      setup.gradAccum > 1 && setup.syncEveryMicroBatch
+        ? "this GPU's gradient shards, kept from the step's earlier micro-batches"
+        : "this GPU's gradient shards of the units whose backward has run (none exist before backward)",
     ],
     gathered: [
       'gathered parameters',
@@ -20,7 +26,7 @@ export function peakFigure(live: LiveSet, setup: TrainingSetup): Figure {
     ],
     gatherBuffers: [
       'all-gather buffers',
-      'the prefetched unit (and in FSDP2 forward the current one until the next copy-out)',
+      'the unit prefetched in backward, and in FSDP2 forward the last unit gathered (freed at the next copy-out)',
     ],
     activations: [
       'saved activations',

@@ -295,9 +295,14 @@ function loadSave(
     notes.push(
       'fsdp_forward_prefetch true under fsdp_version 2: Accelerate raises (not implemented for FSDP2)',
     );
+  else if (forward)
+    // FSDP1's `_pre_forward_unshard` → `_prefetch_handle` all-gathers the next unit while this one runs.
+    notes.push(
+      'fsdp_forward_prefetch true: FSDP1 all-gathers the next unit while the current one runs forward; the figures do not count that unit (forward prefetch is not modelled), so the forward peak can be one unit higher',
+    );
   else if (fp)
     noEffect.push(
-      `fsdp_forward_prefetch ${String(fp.v)} (the figures count one unit gathered ahead in forward, as FSDP1's limited all-gathers allow either way)`,
+      `fsdp_forward_prefetch ${String(fp.v)} (FSDP1's default: no unit gathered ahead in forward)`,
     );
   for (const key of ['fsdp_use_orig_params', 'fsdp_sync_module_states']) {
     const v = s.get(key);
