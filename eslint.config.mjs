@@ -143,7 +143,7 @@ export default tseslint.config(
   },
   ...layerRules,
   {
-    files: ['scripts/**/*.mjs', '*.mjs'],
+    files: ['scripts/**/*.mjs', 'test/**/*.mjs', '*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
   },
 );

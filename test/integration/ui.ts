@@ -147,7 +147,7 @@ export const CHECKS: Check[] = [
       // The unit named with an image and a link, then the wrap whose target carries a command link.
       for (const [needle, shown] of [
         ['fully_shard(block', '![t](https://localhost/t) [run it](https://localhost/run)'],
-        ['fully_shard(model.blocks[', '[run it](command:fsdpLens.measureExactly'],
+        ['fully_shard(getattr(model', '[run it](command:fsdpLens.measureExactly'],
       ] as const) {
         const hover = await hoverWrap(page, needle, 'FSDP2');
         const text = (await hover.first().textContent()) ?? '';
