@@ -261,6 +261,23 @@ describe('lifetimes of gradients and reduce-scatter buffers, by hand', () => {
     assert.equal(at(e, 'backward final norm and head').gathered, ROOT * 2);
   });
 
+  it('FSDP2 gathers and reduce-scatters W padded shards (W = 3)', () => {
+    // `FSDPParam._init_sharded_param` chunks dim 0 into ceil(dim0 / 3) rows: q and o 64 -> 66 rows of 64, k and v
+    // 32 -> 33 rows of 64, gate and up 128 -> 129 rows of 64, down 64 -> 66 rows of 128, each norm 64 -> 66.
+    const padded = 66 * 64 + 2 * 33 * 64 + 66 * 64 + 2 * 129 * 64 + 66 * 128 + 2 * 66;
+    assert.equal(padded, 37_764);
+    const { e } = run(TINY, { worldSize: 3, microBatch: 1, seqLen: 8 });
+    assert.equal(e.units[0]!.gatheredBytes, padded * 2);
+    // The reduce-scatter input (`torch.empty((world_size * padded_shard_numel,))`, bf16) is padded the same way.
+    assert.equal(
+      at(e, 'model.layers.1: reduce-scatter').gradients - at(e, 'backward block 1').gradients,
+      padded * 2,
+    );
+    // FSDP1 pads the FlatParameter at its end to a multiple of 3: 36,992 -> 36,993 elements.
+    const { e: e1 } = run(TINY, { worldSize: 3, microBatch: 1, seqLen: 8 }, fsdp1);
+    assert.equal(e1.units[0]!.gatheredBytes, 36_993 * 2);
+  });
+
   it('the foreach AdamW temporary covers the trainable shards only (LoRA)', () => {
     const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.2-1B']!);
     const root = applyFineTune(m.root, { lora: { rank: 8, targets: ['q_proj', 'v_proj'] } });

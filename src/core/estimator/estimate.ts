@@ -75,7 +75,18 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   // Mixed precision casts floating-point parameters to the all-gather dtype; quantised ones travel as stored.
   const gatherSize = (g: ParamGroup, numel: number) =>
     isFloat(g.dtype) ? numel * ag : tensorBytes(numel, g.dtype);
-  const gathered = u.groups.reduce((s, g) => s + g.count * gatherSize(g, g.dim0 * g.rest), 0);
+  // What a gathered unit holds: FSDP2 all-gathers W padded shards and keeps them as the unsharded storage
+  // (`FSDPParam._init_sharded_param` chunks dim 0 into pieces of ceil(dim0 / W) rows, `init_all_gather_outputs`
+  // allocates W of them; the unsharded parameter is a view of its own size). FSDP1's FlatParameter is padded
+  // at its end to a multiple of W (`FlatParamHandle.flatten_tensors_into_flat_param`).
+  const sharded = !noShard && W > 1;
+  const unpadded = u.groups.reduce((s, g) => s + g.count * gatherSize(g, g.dim0 * g.rest), 0);
+  const gathered = !sharded
+    ? unpadded
+    : fsdp1
+      ? unpadded +
+        (flatShardNumel(u.groups, W) * W - u.groups.reduce((s, g) => s + g.count * g.dim0 * g.rest, 0)) * ag
+      : u.groups.reduce((s, g) => s + g.count * gatherSize(g, shardRows(g.dim0, W) * W * g.rest), 0);
   const shardGather = (ranks: number) =>
     fsdp1
       ? flatShardNumel(u.groups, ranks) * ag
@@ -126,6 +137,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
     trainableParams: u.trainableParams,
     gatheredBytes: gathered,
     shard: { params: paramShard, grads: gradShard, optimizer: optShard },
+    reduceScatterNumel: sharded ? trainW * W : u.trainableParams,
     residency,
     offload: u.offload,
     trainableDtypes: [...new Set(u.groups.filter((g) => g.trainable).map((g) => g.dtype))],

@@ -329,15 +329,16 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
       done.add(i);
       // A unit that owns no parameters has no post-backward at all (no FlatParamHandle / FSDPParamGroup).
       if (u.params === 0) return;
-      // FSDP2's `foreach_reduce` copies the gradients into one reduce-dtype reduce-scatter input, kept until the
+      // FSDP2's `foreach_reduce` copies the gradients into one reduce-dtype reduce-scatter input of W padded
+      // shards (`torch.empty((world_size * padded_shard_numel,))`), kept until the
       // next unit's post-backward (`comm_ctx.reduce_scatter_state`). FSDP1's `_reduce_grad` reduce-scatters the
       // FlatParameter's gradient itself, cast to the reduce dtype first when that differs, and frees it when
       // the hook returns.
       const rsInput = fsdp1
         ? reduceBytes !== computeBytes
-          ? u.trainableParams * reduceBytes
+          ? u.reduceScatterNumel * reduceBytes
           : 0
-        : u.trainableParams * reduceBytes;
+        : u.reduceScatterNumel * reduceBytes;
       gathered -= gatheredOf(u);
       // The reduce-scatter output becomes this GPU's gradient shard.
       shardGrads += shardGradsOf(u);

@@ -156,6 +156,8 @@ export interface UnitEstimate {
   gatheredBytes: number;
   /** This rank's shard of the unit: parameters, gradients and optimizer state (on the GPU unless offloaded). */
   shard: { params: number; grads: number; optimizer: number };
+  /** Elements of the unit's reduce-scatter input: W padded shards of its trainable parameters. */
+  reduceScatterNumel: number;
   residency: Residency;
   offload: boolean;
   /** Original dtypes of the unit's trainable parameters (FSDP2 requires one). */

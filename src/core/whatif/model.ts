@@ -194,11 +194,24 @@ export class WhatIfModel {
     const R = Math.max(1, this.input.setup.replicas);
     const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w) ?? Infinity);
     const fits = (shard: number) => ({ ok: need(shard) <= capacity });
+    // The peak falls with W (close to a + b/W: what sharding cannot shrink, plus what it divides) until FSDP2's
+    // padding of each dim 0 to a multiple of W grows the gathered units again (a 1,024-row projection sharded 8,192
+    // ways is gathered as 8,192 rows). So the search climbs from below: doubling to the first W that fits, then
+    // bisection, then down while one fewer still fits (a W that divides the dims better can fit where W + 1 does
+    // not).
     const MAX = 65_536;
-    const top = fits(MAX);
-    if (!top.ok) {
-      // What sharding cannot shrink: everything but the sharded state.
-      const e = this.run({ ...w, worldSize: MAX * R });
+    let hi = 0;
+    let best = 1;
+    for (let shard = 1; shard <= MAX; shard *= 2) {
+      if (fits(shard).ok) {
+        hi = shard;
+        break;
+      }
+      if (need(shard) < need(best)) best = shard;
+    }
+    if (!hi) {
+      // What sharding cannot shrink: everything but the sharded state, where the peak was lowest.
+      const e = this.run({ ...w, worldSize: best * R });
       const fixed = e.perGpu.peakBytes - e.perGpu.persistentBytes;
       return {
         gpu: gpu.id,
@@ -209,42 +222,13 @@ export class WhatIfModel {
           'checkpointing, a smaller micro-batch or sequence, or smaller units',
       };
     }
-    // The peak is close to a + b/W (what sharding cannot shrink, plus what it divides): a first guess from W = 1
-    // and W = MAX, then a bracket around it by doubling, then bisection. A handful of estimates instead of 17.
-    let lo = 1;
-    let hi = MAX;
-    const n1 = need(1);
-    if (n1 <= capacity) hi = 1;
-    else {
-      const nMax = need(MAX);
-      const b = (n1 - nMax) / (1 - 1 / MAX);
-      const a = n1 - b;
-      const guess = capacity > a ? Math.min(MAX, Math.max(2, Math.ceil(b / (capacity - a)))) : MAX;
-      if (fits(guess).ok) {
-        hi = guess;
-        for (let step = 1; hi - step >= 1; step *= 2) {
-          if (!fits(hi - step).ok) {
-            lo = hi - step;
-            break;
-          }
-          hi -= step;
-        }
-      } else {
-        lo = guess;
-        for (let step = 1; lo + step <= MAX; step *= 2) {
-          if (fits(lo + step).ok) {
-            hi = lo + step;
-            break;
-          }
-          lo += step;
-        }
-      }
-    }
+    let lo = hi / 2;
     while (lo + 1 < hi) {
       const mid = Math.floor((lo + hi) / 2);
       if (fits(mid).ok) hi = mid;
       else lo = mid;
     }
+    for (let k = 0; k < 64 && hi > 1 && fits(hi - 1).ok; k++) hi--;
     const worldSize = hi * R;
     const gpn = Math.max(1, w.gpusPerNode ?? this.input.setup.gpusPerNode);
     if (worldSize <= gpn || worldSize % gpn === 0) return { gpu: gpu.id, worldSize };
