@@ -278,6 +278,36 @@ describe('lifetimes of gradients and reduce-scatter buffers, by hand', () => {
     assert.equal(e1.units[0]!.gatheredBytes, 36_993 * 2);
   });
 
+  it('an FSDP1 FlatParameter mixing frozen and trainable parameters has a gradient of its whole size', () => {
+    // LoRA rank 2 on q_proj (64 -> 64) and v_proj (64 -> 32): 2·(64 + 64) + 2·(64 + 32) = 448 per block. Each
+    // block's FlatParameter then holds 36,992 frozen and 448 trainable elements (`use_orig_params=True`); its
+    // gradient is the whole FlatParameter, zeros where frozen, and so is its shard: 37,440 / 2 x 4 B.
+    const m = modelFromHfConfig(TINY);
+    const root = applyFineTune(m.root, { lora: { rank: 2, targets: ['q_proj', 'v_proj'] } });
+    const { setup, assumptions } = resolveSetup([
+      { source: { kind: 'flag' }, values: { worldSize: 2, microBatch: 1, seqLen: 8 } },
+    ]);
+    const e = estimate({
+      model: { name: 'x', root, shape: m.shape, source: { kind: 'default' } },
+      plan: {
+        api: 'fsdp1',
+        strategy: 'FULL_SHARD',
+        units: defaultUnits(root, m.shape.blockClass, 't'),
+        source: { kind: 'default' },
+        notes: [],
+      },
+      setup,
+      assumptions,
+    });
+    const grads = e.perGpu.persistent.terms.find((t) => t.name === 'sharded gradients')!;
+    // The root holds only frozen parameters: no gradient at all.
+    assert.equal(grads.bytes, 2 * ((36_992 + 448) / 2) * 4);
+    assert.match(grads.formula, /whole FlatParameter/);
+    // The foreach AdamW temporary covers the 448 trainable elements of each block, half on this GPU, in fp32.
+    const opt = e.timeline!.events.find((x) => x.phase === 'optimizer')!.live.optimizer;
+    assert.equal(opt, 2 * (448 / 2) * 4);
+  });
+
   it('the foreach AdamW temporary covers the trainable shards only (LoRA)', () => {
     const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.2-1B']!);
     const root = applyFineTune(m.root, { lora: { rank: 8, targets: ['q_proj', 'v_proj'] } });

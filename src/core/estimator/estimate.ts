@@ -68,7 +68,13 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const paramShard = fsdp1
     ? numelW * master
     : u.groups.reduce((s, g) => s + g.count * tensorBytes(shardRows(g.dim0, W) * g.rest, g.dtype), 0);
-  const trainW = fsdp1 ? flatShardNumel(u.groups, W, trainable) : shardNumel(u.groups, W, trainable);
+  const trainableW = fsdp1 ? flatShardNumel(u.groups, W, trainable) : shardNumel(u.groups, W, trainable);
+  // An FSDP1 FlatParameter holding frozen and trainable parameters (`use_orig_params=True`; without it FSDP1
+  // refuses the mix) has one gradient the size of the whole FlatParameter, zeros where frozen: its unsharded
+  // gradient, reduce-scatter and gradient shard are full size (PyTorch's FSDP notes: "the gradient memory usage
+  // will be higher than expected"). The optimizer still holds state for the trainable parameters only.
+  const mixedFlat = fsdp1 && u.trainableParams > 0 && u.trainableParams < u.params;
+  const trainW = mixedFlat ? flatShardNumel(u.groups, W) : trainableW;
   const gradShard = trainW * master;
   const optShard = optimizerBytes(setup.optimizer, u.groups, W, fsdp1, setup.masterDtype);
   const residency = residencyOf(u, ctx.plan, ctx.keepAll, W, setup.torchVersion);
@@ -103,7 +109,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const rsBytes = noShard ? 0 : (W - 1) * trainW * rd;
   const arBytes = noShard
     ? N > 1
-      ? 2 * ((N - 1) / N) * u.trainableParams * rd
+      ? 2 * ((N - 1) / N) * (mixedFlat ? u.params : u.trainableParams) * rd
       : 0
     : R > 1
       ? 2 * ((R - 1) / R) * trainW * rd
@@ -137,7 +143,9 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
     trainableParams: u.trainableParams,
     gatheredBytes: gathered,
     shard: { params: paramShard, grads: gradShard, optimizer: optShard },
-    reduceScatterNumel: sharded ? trainW * W : u.trainableParams,
+    reduceScatterNumel: sharded ? trainW * W : mixedFlat ? u.params : u.trainableParams,
+    gradientNumel: mixedFlat ? u.params : u.trainableParams,
+    trainableShardNumel: trainableW,
     residency,
     offload: u.offload,
     trainableDtypes: [...new Set(u.groups.filter((g) => g.trainable).map((g) => g.dtype))],
@@ -200,7 +208,11 @@ function stateFigures(
     {
       name: 'sharded gradients',
       bytes: sum(onGpu, (u) => u.shard.grads),
-      formula: `${fmtCount(sum(onGpu, (u) => u.trainableParams))} trainable params / ${W} x ${master} B (${setup.masterDtype})`,
+      formula: `${fmtCount(sum(onGpu, (u) => u.trainableParams))} trainable params / ${W} x ${master} B (${setup.masterDtype})${
+        onGpu.some((u) => u.gradientNumel > u.trainableParams)
+          ? '; an FSDP1 unit mixing frozen and trainable parameters has a gradient of its whole FlatParameter'
+          : ''
+      }`,
     },
     {
       name: 'optimizer state',

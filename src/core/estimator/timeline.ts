@@ -155,7 +155,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     !fsdp1 && setup.reduceDtype && setup.reduceDtype !== setup.paramDtype ? reduceBytes : computeBytes;
   const accumulated =
     !setup.syncEveryMicroBatch && setup.gradAccum > 1
-      ? e.units.reduce((s, u) => s + u.trainableParams * accumulatedBytes, 0)
+      ? e.units.reduce((s, u) => s + u.gradientNumel * accumulatedBytes, 0)
       : 0;
   if (accumulated)
     notes.push('gradients accumulate unsharded between micro-batches (no gradient sync until the last)');
@@ -281,7 +281,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
         per[t]! += n;
         placed += n;
       }
-    per[sp[1]]! += u.trainableParams - placed;
+    per[sp[1]]! += u.gradientNumel - placed;
     // Suffix sums: the elements whose gradients exist once backward has reached segment s.
     for (let t = per.length - 2; t >= 0; t--) per[t]! += per[t + 1]!;
     return per;
@@ -361,9 +361,15 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
 
   // Optimizer step: the foreach implementation (PyTorch's default on CUDA) computes the denominators of all
   // trainable parameters at once (`_multi_tensor_adam`: `_foreach_sqrt(exp_avg_sqs)`), a temporary of the
-  // second moments' size and dtype: as many bytes as the gradient shards. The for-loop one works a parameter at a
+  // second moments' size and dtype. The for-loop one works a parameter at a
   // time (a negligible temporary) and the fused kernel needs none.
-  const sqrtTemp = setup.optimizerImpl === 'foreach' ? allShardGrads : 0;
+  const sqrtTemp =
+    setup.optimizerImpl === 'foreach'
+      ? e.units.reduce(
+          (sum, u) => sum + (u.offload ? 0 : u.trainableShardNumel * DTYPE_BYTES[setup.masterDtype]),
+          0,
+        )
+      : 0;
   push('optimizer', -1, undefined, 'optimizer step', {
     state,
     shardGrads: allShardGrads,

@@ -158,6 +158,10 @@ export interface UnitEstimate {
   shard: { params: number; grads: number; optimizer: number };
   /** Elements of the unit's reduce-scatter input: W padded shards of its trainable parameters. */
   reduceScatterNumel: number;
+  /** Elements of the unit's unsharded gradient: its trainable parameters, or a mixed FSDP1 FlatParameter whole. */
+  gradientNumel: number;
+  /** This rank's elements of the unit's trainable parameters: what the optimizer steps. */
+  trainableShardNumel: number;
   residency: Residency;
   offload: boolean;
   /** Original dtypes of the unit's trainable parameters (FSDP2 requires one). */
