@@ -504,16 +504,20 @@ describe('fine-tuning setups', () => {
     assert.ok(e.comms.perStep.reduceScatterBytes < 0.01 * e.comms.perStep.allGatherBytes);
   });
 
-  it('NF4 base weights take 0.5625 bytes per value, gathered as stored', () => {
+  const nf4Estimate = (
+    ft: Parameters<typeof applyFineTune>[1],
+    api: 'fsdp1' | 'fsdp2',
+    worldSize: number,
+  ) => {
     const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
-    const q = applyFineTune(m.root, { baseDtype: 'nf4', lora: { rank: 8, targets: ['q_proj'] } });
+    const q = applyFineTune(m.root, ft);
     const { setup, assumptions } = resolveSetup([
-      { source: { kind: 'flag' }, values: { masterDtype: 'bfloat16', worldSize: 1 } },
+      { source: { kind: 'flag' }, values: { masterDtype: 'bfloat16', worldSize } },
     ]);
-    const e = estimate({
+    return estimate({
       model: { name: 'x', root: q, shape: m.shape, source: { kind: 'default' } },
       plan: {
-        api: 'fsdp2',
+        api,
         strategy: 'FULL_SHARD',
         units: defaultUnits(q, m.shape.blockClass, 't'),
         source: { kind: 'default' },
@@ -522,11 +526,47 @@ describe('fine-tuning setups', () => {
       setup,
       assumptions,
     });
-    // A block's linear weights: 218,112,000 - 2·4096 norm weights, each stored in NF4 (rounded up per tensor).
-    const block = e.units[0]!;
-    const linear = 218_112_000 - 2 * 4096;
-    const lora = 8 * (4096 + 4096);
-    assert.equal(block.gatheredBytes, linear * 0.5625 + 2 * 4096 * 2 + lora * 2);
+  };
+  // A block's linear weights: 218,112,000 - 2·4096 norm weights.
+  const LINEAR = 218_112_000 - 2 * 4096;
+  const LORA = 8 * (4096 + 4096);
+
+  it('bitsandbytes NF4: half a byte per value in the parameter, its absmax whole on every rank', () => {
+    const e = nf4Estimate({ baseDtype: 'nf4', lora: { rank: 8, targets: ['q_proj'] } }, 'fsdp2', 8);
+    // `Params4bit` packs two values per byte; gathered as stored, the norms and adapters in bf16.
+    assert.equal(e.units[0]!.gatheredBytes, LINEAR / 2 + 2 * 4096 * 2 + LORA * 2);
+    // The quantisation state is not a parameter: one fp32 absmax per 64 values (no double quantisation, the
+    // default of `bnb_4bit_use_double_quant`) for the 32 blocks' 7 linears, unsharded, beside the rotary buffer
+    // (64 fp32 values).
+    const buffers = e.perGpu.persistent.terms.find((t) => t.name === 'buffers')!.bytes;
+    assert.equal(buffers, 32 * (LINEAR / 64) * 4 + 64 * 4);
+  });
+
+  it('bitsandbytes double quantisation: one uint8 per block of 64 and an fp32 per 256 blocks', () => {
+    const e = nf4Estimate({ baseDtype: 'nf4', doubleQuant: true }, 'fsdp2', 8);
+    const buffers = e.perGpu.persistent.terms.find((t) => t.name === 'buffers')!.bytes;
+    // Per linear: q and o 4096², k and v 1024 x 4096, gate, up and down 14336 x 4096.
+    const perTensor = (n: number) => n / 64 + 4 * Math.ceil(n / 64 / 256);
+    const block = 2 * perTensor(4096 * 4096) + 2 * perTensor(1024 * 4096) + 3 * perTensor(14336 * 4096);
+    assert.equal(buffers, 32 * block + 64 * 4);
+  });
+
+  it('torchao NF4 (torchtune QLoRA): scalers inside the sharded tensor, 0.5 + 1/64 + 4/16384 B per value', () => {
+    const e = nf4Estimate({ baseDtype: 'nf4', quantizer: 'torchao' }, 'fsdp2', 1);
+    // Each tensor's bytes rounded up: 7 linears per block.
+    const bytes = (n: number) => Math.ceil(n * (0.5 + 1 / 64 + 4 / 16384));
+    const linears = 2 * bytes(4096 * 4096) + 2 * bytes(1024 * 4096) + 3 * bytes(14336 * 4096);
+    assert.equal(e.units[0]!.gatheredBytes, linears + 2 * 4096 * 2);
+    // No quantisation state outside the tensors: the buffers are the rotary table alone.
+    assert.equal(e.perGpu.persistent.terms.find((t) => t.name === 'buffers')!.bytes, 64 * 4);
+  });
+
+  it('FSDP1 flattens NF4 as stored: packed into bf16 elements, half a byte per value in shard and gather', () => {
+    // bitsandbytes' `quant_storage=torch.bfloat16` packs four values per element of the bf16 FlatParameter.
+    const e = nf4Estimate({ baseDtype: 'nf4' }, 'fsdp1', 8);
+    const elements = LINEAR / 4 + 2 * 4096;
+    assert.equal(e.units[0]!.gatheredBytes, Math.ceil(elements / 8) * 8 * 2);
+    assert.equal(e.units[0]!.shard.params, Math.ceil(elements / 8) * 2);
   });
 });
 

@@ -8,7 +8,7 @@ import { count } from '../vocabulary/words';
 import { findGpu, findLink, type Link, type Gpu } from '../hardware/catalog';
 import { fmtCount } from '../vocabulary/bytes';
 import { isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
-import { countBufferBytes } from '../model/tree';
+import { countBufferBytes, type ModuleNode } from '../model/tree';
 import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collectives';
 import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { fitAll, fitOn } from './fit';
@@ -64,7 +64,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const master = bytesOf(setup.masterDtype);
   const all = () => true;
   const trainable = (g: ParamGroup) => g.trainable;
-  const numelW = fsdp1 ? flatShardNumel(u.groups, W, all) : shardNumel(u.groups, W, all);
+  const numelW = fsdp1 ? flatShardNumel(u.groups, W, all, setup.masterDtype) : shardNumel(u.groups, W, all);
   const paramShard = fsdp1
     ? numelW * master
     : u.groups.reduce((s, g) => s + g.count * tensorBytes(shardRows(g.dim0, W) * g.rest, g.dtype), 0);
@@ -74,7 +74,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   // gradient, reduce-scatter and gradient shard are full size (PyTorch's FSDP notes: "the gradient memory usage
   // will be higher than expected"). The optimizer still holds state for the trainable parameters only.
   const mixedFlat = fsdp1 && u.trainableParams > 0 && u.trainableParams < u.params;
-  const trainW = mixedFlat ? flatShardNumel(u.groups, W) : trainableW;
+  const trainW = mixedFlat ? numelW : trainableW;
   const gradShard = trainW * master;
   const optShard = optimizerBytes(setup.optimizer, u.groups, W, fsdp1, setup.masterDtype);
   const residency = residencyOf(u, ctx.plan, ctx.keepAll, W, setup.torchVersion);
@@ -87,15 +87,15 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   // at its end to a multiple of W (`FlatParamHandle.flatten_tensors_into_flat_param`).
   const sharded = !noShard && W > 1;
   const unpadded = u.groups.reduce((s, g) => s + g.count * gatherSize(g, g.dim0 * g.rest), 0);
+  // FSDP1 casts its whole FlatParameter to param_dtype and gathers it (`_use_low_precision_shard`).
   const gathered = !sharded
     ? unpadded
     : fsdp1
-      ? unpadded +
-        (flatShardNumel(u.groups, W) * W - u.groups.reduce((s, g) => s + g.count * g.dim0 * g.rest, 0)) * ag
+      ? numelW * W * ag
       : u.groups.reduce((s, g) => s + g.count * gatherSize(g, shardRows(g.dim0, W) * W * g.rest), 0);
   const shardGather = (ranks: number) =>
     fsdp1
-      ? flatShardNumel(u.groups, ranks) * ag
+      ? flatShardNumel(u.groups, ranks, all, setup.masterDtype) * ag
       : u.groups.reduce((s, g) => s + g.count * gatherSize(g, shardRows(g.dim0, ranks) * g.rest), 0);
   // Ring accounting: each rank receives the other W-1 (padded) shards of an all-gather and sends as much in a
   // reduce-scatter; an all-reduce moves twice that.
@@ -172,6 +172,7 @@ function stateFigures(
   own: Ownership,
   ctx: StepContext,
   bufferBytes: number,
+  quantState = false,
 ): { persistent: Figure; host: Figure; unownedBytes: number; unownedTrainable: number } {
   const { setup, fsdp1 } = ctx;
   const W = ctx.mesh.shardGroup;
@@ -227,7 +228,13 @@ function stateFigures(
       formula: `${fmtCount(own.unowned.params)} params whole on every GPU: parameters, gradients and optimizer state`,
     });
   if (bufferBytes > 0)
-    terms.push({ name: 'buffers', bytes: bufferBytes, formula: 'module buffers, never sharded' });
+    terms.push({
+      name: 'buffers',
+      bytes: bufferBytes,
+      formula: quantState
+        ? "module buffers and bitsandbytes' quantisation state (absmax per 64 values), never sharded"
+        : 'module buffers, never sharded',
+    });
   const persistent: Figure = {
     bytes: terms.reduce((s, t) => s + t.bytes, 0),
     terms: terms.filter((t) => t.bytes > 0 || t.name !== 'buffers'),
@@ -381,7 +388,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       `${fmtCount(own.unowned.params)} parameters are in no FSDP unit (${own.unowned.modules.slice(0, 4).join(', ')}${own.unowned.modules.length > 4 ? ', …' : ''}): replicated on every GPU, and FSDP never reduces their gradients across ranks`,
     );
   const bufferBytes = countBufferBytes(input.model.root);
-  const state = stateFigures(units, own, ctx, bufferBytes);
+  const state = stateFigures(units, own, ctx, bufferBytes, hasQuantState(input.model.root));
   const traffic = stepTraffic(units, ctx);
   const times = stepTimes(units, setup);
   const totalParams = sum(units, (u) => u.params) + own.unowned.params;
@@ -483,4 +490,15 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   result.fit = fitAll(result.perGpu.peakBytes, partial);
   result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial);
   return result;
+}
+
+/** Whether bitsandbytes' quantisation state sits among the buffers (model/finetune.ts adds it per NF4 weight). */
+function hasQuantState(root: ModuleNode): boolean {
+  const stack = [root];
+  while (stack.length) {
+    const m = stack.pop()!;
+    if (m.buffers.some((b) => b.name === 'weight.quant_state')) return true;
+    stack.push(...m.children);
+  }
+  return false;
 }

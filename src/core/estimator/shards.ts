@@ -4,7 +4,7 @@
  * trainable shard element for each optimizer family.
  */
 import type { TrainingSetup } from '../inputs/table';
-import { DTYPE_BYTES, tensorBytes, type DType } from '../vocabulary/dtypes';
+import { DTYPE_BYTES, isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
 import type { ParamGroup } from './types';
 
 export const bytesOf = (d: DType): number => DTYPE_BYTES[d];
@@ -25,14 +25,23 @@ export function shardNumel(
   return n;
 }
 
-/** FSDP1 flattens a unit into one FlatParameter padded to a multiple of the shard group. */
+/**
+ * FSDP1 flattens a unit into one FlatParameter padded to a multiple of the shard group. It flattens tensors as
+ * stored, in the FlatParameter's one dtype (`flat`): a quantised weight packed into it (bitsandbytes'
+ * `quant_storage`, four NF4 values per bf16 element) takes its bytes, not its values.
+ */
 export function flatShardNumel(
   groups: ParamGroup[],
   ranks: number,
   filter: (g: ParamGroup) => boolean = () => true,
+  flat?: DType,
 ): number {
   let n = 0;
-  for (const g of groups) if (filter(g)) n += g.count * g.dim0 * g.rest;
+  for (const g of groups) {
+    if (!filter(g)) continue;
+    const values = g.count * g.dim0 * g.rest;
+    n += flat && !isFloat(g.dtype) ? Math.ceil((values * bytesOf(g.dtype)) / bytesOf(flat)) : values;
+  }
   return Math.ceil(n / ranks);
 }
 

@@ -83,7 +83,8 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     if (bool(m.apply_lora_to_mlp)) targets.push('w1', 'w2', 'w3');
     if (bool(m.apply_lora_to_output)) targets.push('output');
     fineTune = { lora: { rank: count(['model', 'lora_rank'], 'rank 8 used') ?? 8, targets } };
-    if (lora[1]) fineTune.baseDtype = 'nf4';
+    // torchtune's QLoRA builders quantise the base with torchao's NF4Tensor (`to_nf4`).
+    if (lora[1]) Object.assign(fineTune, { baseDtype: 'nf4', quantizer: 'torchao' });
     notes.push(
       `LoRA rank ${fineTune.lora!.rank} on ${targets.join(', ')}${lora[1] ? ', NF4 base (QLoRA)' : ''}`,
     );

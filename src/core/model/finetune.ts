@@ -7,8 +7,14 @@ export interface FineTune {
   lora?: { rank: number; targets: string[] };
   /** Module paths (or path suffixes) frozen with `requires_grad_(False)`. */
   frozen?: string[];
-  /** Base linear weights stored as NF4 (bitsandbytes 4-bit, QLoRA). */
+  /** Base linear weights stored as NF4 (4-bit, QLoRA). */
   baseDtype?: 'nf4';
+  /**
+   * Who quantises them: bitsandbytes (Transformers' `load_in_4bit`, the default) or torchao (torchtune's QLoRA);
+   * and whether bitsandbytes quantises its absmax again (`bnb_4bit_use_double_quant`, False by default).
+   */
+  quantizer?: 'bitsandbytes' | 'torchao';
+  doubleQuant?: boolean;
 }
 
 /** Modules `target_modules="all-linear"` leaves alone: the output head. */
@@ -19,8 +25,8 @@ const LINEAR = new Set(['Linear', 'Conv1D']);
 /**
  * The model as the fine-tuning setup trains it. LoRA (as PEFT's `get_peft_model` does) freezes every base
  * parameter and adds `lora_A.default` (rank x in) and `lora_B.default` (out x rank) to each targeted linear; NF4
- * (bitsandbytes `load_in_4bit`) stores the frozen linear weights at half a byte per value plus one fp32 absmax per
- * 64 values (the head stays in its dtype, as Transformers skips it).
+ * stores the frozen linear weights at half a byte per value, with bitsandbytes' absmax kept whole on every rank or
+ * torchao's scalers inside the sharded tensor (the head stays in its dtype, as Transformers skips it).
  */
 export function applyFineTune(root: ModuleNode, ft: FineTune): ModuleNode {
   if (!ft.lora && !ft.frozen?.length && !ft.baseDtype) return root;
@@ -38,10 +44,28 @@ export function applyFineTune(root: ModuleNode, ft: FineTune): ModuleNode {
     const quantized = ft.baseDtype === 'nf4' && m.className === 'Linear' && !NOT_ALL_LINEAR.has(m.name);
     const params: ParamInfo[] = m.params.map((p) => {
       const q: ParamInfo = { ...p, trainable: p.trainable && !freezeHere && !ft.lora };
-      // bitsandbytes' 4-bit weights take no gradient.
-      if (quantized && p.name === 'weight') Object.assign(q, { dtype: 'nf4', trainable: false });
+      // 4-bit weights take no gradient.
+      if (quantized && p.name === 'weight')
+        Object.assign(q, { dtype: ft.quantizer === 'torchao' ? 'nf4-torchao' : 'nf4', trainable: false });
       return q;
     });
+    // bitsandbytes keeps each weight's absmax in its `quant_state`, not a parameter: every rank holds it whole.
+    // One fp32 per block of 64 values, or with double quantisation one uint8 per block and an fp32 per 256 blocks.
+    const w = quantized && ft.quantizer !== 'torchao' ? m.params.find((p) => p.name === 'weight') : undefined;
+    const blocks = w ? Math.ceil(w.numel / 64) : 0;
+    const stateBytes = ft.doubleQuant ? blocks + 4 * Math.ceil(blocks / 256) : 4 * blocks;
+    const buffers = w
+      ? [
+          ...m.buffers,
+          {
+            name: 'weight.quant_state',
+            shape: [stateBytes],
+            numel: stateBytes,
+            dtype: 'uint8' as const,
+            persistent: true,
+          },
+        ]
+      : m.buffers;
     const children = m.children.map((c) => copy(c, freezeHere));
     if (targeted) {
       const w = m.params.find((p) => p.name === 'weight');
@@ -70,7 +94,7 @@ export function applyFineTune(root: ModuleNode, ft: FineTune): ModuleNode {
       });
       children.push(adapter('lora_A', [r, inp]), adapter('lora_B', [out, r]));
     }
-    return { ...m, params, children };
+    return { ...m, params, buffers, children };
   };
   return copy(root, false);
 }

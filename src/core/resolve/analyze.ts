@@ -907,6 +907,9 @@ function detectFineTune(
   );
   if (quant && runs(quant, '4-bit quantisation')) {
     ft.baseDtype = 'nf4';
+    ft.quantizer = 'bitsandbytes';
+    // `BitsAndBytesConfig(bnb_4bit_use_double_quant=...)`, False by default.
+    if (quant.options.bnb_4bit_use_double_quant?.value === true) ft.doubleQuant = true;
     lines.push(quant.line);
   }
   const frozen = facts.training.filter(

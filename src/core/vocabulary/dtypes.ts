@@ -15,7 +15,8 @@ export type DType =
   | 'uint8'
   | 'int64'
   | 'bool'
-  | 'nf4';
+  | 'nf4'
+  | 'nf4-torchao';
 
 interface DTypeInfo {
   /** Bytes per element. */
@@ -41,8 +42,13 @@ const DTYPES: Record<DType, DTypeInfo> = {
   uint8: { bytes: 1, float: false, torch: ['uint8'], methods: [], short: [] },
   int64: { bytes: 8, float: false, torch: ['int64', 'long'], methods: ['long'], short: [] },
   bool: { bytes: 1, float: false, torch: ['bool'], methods: ['bool'], short: [] },
-  // bitsandbytes NF4 without double quantisation: two values per byte and one fp32 absmax per block of 64 values.
-  nf4: { bytes: 0.5 + 4 / 64, float: false, torch: [], methods: [], short: [] },
+  // bitsandbytes NF4 (`Params4bit`): two values per byte in the parameter's storage. Its absmax per block of 64
+  // values is quantisation state outside the parameter, replicated on every rank (see model/finetune.ts).
+  nf4: { bytes: 0.5, float: false, torch: [], methods: [], short: [] },
+  // torchao's `NF4Tensor` (torchtune's QLoRA): 4-bit values, an int8 scaler per block of 64 and an fp32 factor per
+  // 256 scalers (`NF4Tensor.from_tensor`, block_size 64, scaler_block_size 256), all inside the tensor FSDP2
+  // shards and gathers (torchao's `fsdp_pre_all_gather` for NF4Tensor).
+  'nf4-torchao': { bytes: 0.5 + 1 / 64 + 4 / (64 * 256), float: false, torch: [], methods: [], short: [] },
 };
 
 /** Bytes per element of each dtype. */
