@@ -164,6 +164,11 @@ describe('Accelerate', () => {
     assert.ok(notesOf(set).some((n) => /^fsdp_made_up_key: not keys Accelerate reads/.test(n)));
     assert.equal(set.plan.host?.rank0Loading, undefined);
     assert.equal(set.plan.host?.stateDict?.kind, 'sharded');
+    // FSDP1 with forward prefetch: the next unit gathered ahead in forward.
+    const ahead = readFrameworkConfig('f.yaml', yaml(['fsdp_forward_prefetch: true']));
+    assert.ok(ahead.kind === 'plan');
+    assert.equal(ahead.plan.values.forwardPrefetch, true);
+    assert.equal(set.plan.values.forwardPrefetch, undefined);
     // FSDP2 defaults to sharded checkpoints; forward prefetch there is an error Accelerate raises.
     const v2 = readFrameworkConfig(
       'v2.yaml',

@@ -118,6 +118,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     seqLen: '2048',
     gradAccum: '4',
     syncEveryMicroBatch: 'last',
+    forwardPrefetch: 'on',
     checkpointing: 'full',
     optimizer: 'sgd',
     optimizerImpl: 'fused',

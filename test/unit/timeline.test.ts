@@ -13,6 +13,8 @@ import { modelFromHfConfig } from '../../src/core/model/hf';
 import { countParams } from '../../src/core/model/tree';
 import { resolveSetup } from '../../src/core/inputs/layers';
 import type { SetupValues } from '../../src/core/inputs/table';
+import { estimateFile } from '../../src/core/resolve/analyze';
+import { scanSource } from './helpers';
 
 /** A two-block Llama small enough to follow every byte by hand. */
 const TINY = {
@@ -306,6 +308,37 @@ describe('lifetimes of gradients and reduce-scatter buffers, by hand', () => {
     // The foreach AdamW temporary covers the 448 trainable elements of each block, half on this GPU, in fp32.
     const opt = e.timeline!.events.find((x) => x.phase === 'optimizer')!.live.optimizer;
     assert.equal(opt, 2 * (448 / 2) * 4);
+  });
+
+  it('explicit forward prefetch gathers the next unit while one runs forward', () => {
+    // FSDP2 `set_modules_to_forward_prefetch` / FSDP1 `forward_prefetch=True`: during block 0, block 1's
+    // all-gather output (bf16) is allocated beside block 0's own.
+    const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, forwardPrefetch: true });
+    assert.equal(at(e, 'forward block 0').gatherBuffers, 2 * BLOCK * 2);
+    assert.equal(at(e, 'forward block 1').gatherBuffers, BLOCK * 2);
+  });
+
+  it('reads forward prefetch where the script asks for it', async () => {
+    const two = estimateFile(
+      await scanSource(
+        [
+          'from torch.distributed.fsdp import fully_shard',
+          'from transformers import AutoModelForCausalLM',
+          'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+          'for layer in model.model.layers:',
+          '    fully_shard(layer)',
+          'fully_shard(model)',
+          'for a, b in zip(model.model.layers, model.model.layers[1:]):',
+          '    a.set_modules_to_forward_prefetch([b])',
+          '',
+        ].join('\n'),
+        'train.py',
+      ),
+    );
+    assert.ok(two.ok, two.ok ? '' : two.reason);
+    const a = two.estimate.assumptions.find((x) => x.key === 'forwardPrefetch')!;
+    assert.equal(a.value, 'next unit gathered ahead');
+    assert.match(a.source.detail ?? '', /train\.py:8/);
   });
 
   it('the foreach AdamW temporary covers the trainable shards only (LoRA)', () => {

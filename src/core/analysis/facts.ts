@@ -321,6 +321,7 @@ export interface TrainingFact {
     | 'cast'
     | 'no_sync'
     | 'requires_gradient_sync'
+    | 'forward_prefetch'
     | 'grad_accum'
     | 'set_reshard_after_backward'
     | 'clip_grad_norm'

@@ -37,6 +37,7 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
   requires_grad_: 'freeze',
   no_sync: 'no_sync',
   set_requires_gradient_sync: 'requires_gradient_sync',
+  set_modules_to_forward_prefetch: 'forward_prefetch',
   set_reshard_after_backward: 'set_reshard_after_backward',
   clip_grad_norm_: 'clip_grad_norm',
   // How a checkpoint is gathered: DCP's `StateDictOptions` (FSDP2) and FSDP1's `FullStateDictConfig`.

@@ -175,8 +175,8 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   const sliceOf = (u: UnitEstimate) =>
     u.residency.kind === 'slice' ? Math.ceil(u.gatheredBytes / u.residency.ranks) : 0;
 
-  // Forward. No unit is prefetched: FSDP1's `forward_prefetch` is False by default, and FSDP2 all-gathers a unit
-  // in its own pre-forward (`FSDPParamGroup.pre_forward` → `unshard`), after the previous one has resharded. In
+  // Forward. No unit is prefetched unless asked: FSDP1's `forward_prefetch` is False by default, and FSDP2
+  // all-gathers a unit in its own pre-forward (`FSDPParamGroup.pre_forward` → `unshard`), after the previous one has resharded. In
   // FSDP2 a unit's all-gather output outlives its copy-out: `wait_for_unshard` keeps it in
   // `comm_ctx.all_gather_state` until the next unit's copy-out, and the last one until the root's post-forward
   // (`FSDPState._post_forward` frees it), so it is alive through what runs after the last block. FSDP1 gathers
@@ -187,19 +187,23 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   for (let s = 0; s < segs.length; s++) {
     if (segs[s]!.hi < segs[s]!.lo) continue;
     let gathered = 0;
+    let ahead = 0;
     e.units.forEach((u, i) => {
       const sp = spans[i];
       if (!sp) return;
       if (sp[0] <= s && s <= sp[1]) gathered += gatheredOf(u);
       else if (sp[1] < s) gathered += u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u);
       if (keepsOutput && sp[0] === s && u.params > 0) lastOutput = gatheredOf(u);
+      // Explicit forward prefetch gathers the next unit while this one runs (FSDP2 `_prefetch_unshard` from the
+      // running unit's pre-forward; FSDP1 `_prefetch_handle` into the next FlatParameter).
+      if (setup.forwardPrefetch && sp[0] === s + 1 && u.params > 0) ahead += gatheredOf(u);
     });
     const a = acts[s]!;
     push('forward', s, inner(s), segLabel(segs[s]!, 'forward'), {
       state,
       shardGrads,
       gathered,
-      gatherBuffers: lastOutput,
+      gatherBuffers: lastOutput + ahead,
       activations: saved,
       working: a.saved + a.transient,
       gradients: accumulated,

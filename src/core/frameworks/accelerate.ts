@@ -194,6 +194,12 @@ export function acceleratePlan(
     }
   }
   const host = loadSave(s, version, notes);
+  // FSDP1's `forward_prefetch` (Accelerate passes `fsdp_forward_prefetch` to it; it raises under FSDP2).
+  const forwardPrefetch = s.get('fsdp_forward_prefetch');
+  if (version === 1 && forwardPrefetch && bool(forwardPrefetch.v)) {
+    values.forwardPrefetch = true;
+    details.forwardPrefetch = `fsdp_forward_prefetch at ${forwardPrefetch.where}`;
+  }
   const par = s.parallelism;
   if (par?.replicate && par.replicate > 1) {
     values.replicas = par.replicate;
@@ -295,12 +301,7 @@ function loadSave(
     notes.push(
       'fsdp_forward_prefetch true under fsdp_version 2: Accelerate raises (not implemented for FSDP2)',
     );
-  else if (forward)
-    // FSDP1's `_pre_forward_unshard` → `_prefetch_handle` all-gathers the next unit while this one runs.
-    notes.push(
-      'fsdp_forward_prefetch true: FSDP1 all-gathers the next unit while the current one runs forward; the figures do not count that unit (forward prefetch is not modelled), so the forward peak can be one unit higher',
-    );
-  else if (fp)
+  else if (fp && !forward)
     noEffect.push(
       `fsdp_forward_prefetch ${String(fp.v)} (FSDP1's default: no unit gathered ahead in forward)`,
     );

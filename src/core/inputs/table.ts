@@ -205,6 +205,17 @@ export const INPUTS = {
     flag: { name: 'grad-sync', value: 'every|last' },
     keys: ['grad_sync'],
   }),
+  forwardPrefetch: input<boolean>({
+    label: 'forward prefetch',
+    summary:
+      'The next unit all-gathered while one runs forward (FSDP1 forward_prefetch=True, FSDP2 set_modules_to_forward_prefetch)',
+    default: false,
+    parse: (v, name) =>
+      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    show: (v) => (v ? 'next unit gathered ahead' : 'none (FSDP1 and FSDP2 defaults)'),
+    flag: { name: 'forward-prefetch', value: 'on|off' },
+    keys: ['forward_prefetch'],
+  }),
   checkpointing: input<CheckpointMode>({
     label: 'activation checkpointing',
     summary: 'Activation checkpointing: none, full, selective or every-N blocks',

@@ -796,6 +796,16 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
     values.syncEveryMicroBatch = false;
     details.syncEveryMicroBatch = at(noSync.line);
   }
+  // Explicit forward prefetch: FSDP2's `set_modules_to_forward_prefetch(...)`, FSDP1's `forward_prefetch=True`.
+  const prefetch =
+    facts.training.find((t) => t.kind === 'forward_prefetch' && !t.runsWhen) ??
+    facts.calls.find(
+      (c) => !c.neverRuns && c.api !== 'fully_shard' && c.options.forward_prefetch?.value === true,
+    );
+  if (prefetch) {
+    values.forwardPrefetch = true;
+    details.forwardPrefetch = at(prefetch.line);
+  }
   // The micro-batch: the batch each process's DataLoader loads (torch.utils.data.DataLoader's `batch_size`, per
   // process under DistributedSampler). Loaders that disagree (a larger evaluation batch) decide nothing.
   const loaders = facts.training.filter(
