@@ -14,7 +14,7 @@ import { countParams } from '../../src/core/model/tree';
 import { resolveSetup } from '../../src/core/inputs/layers';
 import type { SetupValues } from '../../src/core/inputs/table';
 import { estimateFile } from '../../src/core/resolve/analyze';
-import { scanSource } from './helpers';
+import { cli, scanSource } from './helpers';
 
 /** A two-block Llama small enough to follow every byte by hand. */
 const TINY = {
@@ -619,6 +619,17 @@ describe('calibration against a published measurement (docs/calibration.md)', ()
     // blocks while memory allows, and frees its cache and retries before it raises out-of-memory
     // (`CUDACachingAllocator`'s `release_cached_blocks` on a failed `cudaMalloc`).
     assert.ok(e.perGpu.peakBytes < measured);
+  });
+});
+
+describe('allocated and reserved', () => {
+  it('the JSON gives the allocated peak and what the caching allocator reserves for it', async () => {
+    const r = await cli('estimate', '--model', 'meta-llama/Llama-3.1-8B', '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { perGpu: { peakBytes: number; reservedBytes: number } };
+    // The default allowance: 10% of the allocated peak (docs/estimator.md, "Fit"); the fit adds 1 GiB of context.
+    assert.equal(j.perGpu.reservedBytes, Math.ceil(j.perGpu.peakBytes * 1.1));
+    assert.equal(requiredBytes(j.perGpu.peakBytes), j.perGpu.reservedBytes + 2 ** 30);
   });
 });
 

@@ -13,9 +13,17 @@ export const FIT_RESERVE = {
   fragmentation: 0.1,
 };
 
-/** What a peak needs of a GPU: the peak, the allocator's reserve on it, and the CUDA context. */
+/**
+ * What the caching allocator reserves for an allocated peak (what `memory_stats()["reserved_bytes.all.peak"]`
+ * shows): the peak and its fragmentation allowance, a default fraction rather than a model of the allocator.
+ */
+export function reservedBytes(peak: number): number {
+  return Math.ceil(peak * (1 + FIT_RESERVE.fragmentation));
+}
+
+/** What a peak needs of a GPU: the memory the allocator reserves for it, and the CUDA context. */
 export function requiredBytes(peak: number): number {
-  return Math.ceil(peak * (1 + FIT_RESERVE.fragmentation)) + FIT_RESERVE.contextBytes;
+  return reservedBytes(peak) + FIT_RESERVE.contextBytes;
 }
 
 /** The largest peak a GPU of `capacity` bytes holds: the inverse of `requiredBytes`. */

@@ -2,7 +2,7 @@
 import { collectiveCount, trafficBytes } from '../estimator/collectives';
 import { planLabel } from '../vocabulary/fsdp';
 import type { Estimate } from '../estimator/types';
-import { FIT_RESERVE, usableBytes } from '../estimator/fit';
+import { FIT_RESERVE, reservedBytes, usableBytes } from '../estimator/fit';
 import { gpuBytes } from '../hardware/catalog';
 import type { MinGpus } from '../whatif/model';
 import type { LoadedModel } from '../model/load';
@@ -58,6 +58,8 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       hostBytes: e.perGpu.hostBytes,
       host: e.perGpu.host,
       peakBytes: e.perGpu.peakBytes,
+      // The allocated peak (`max_memory_allocated`) and what the caching allocator reserves for it.
+      reservedBytes: reservedBytes(e.perGpu.peakBytes),
       peakAt: e.perGpu.peakAt,
       peak: e.perGpu.peak,
       peakForwardBackwardBytes: e.perGpu.peakForwardBackwardBytes,
@@ -69,7 +71,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     fitReserve: {
       contextBytes: FIT_RESERVE.contextBytes,
       fragmentation: FIT_RESERVE.fragmentation,
-      rule: 'fits when peak x (1 + fragmentation) + context <= the memory the driver reports',
+      rule: 'fits when peak x (1 + fragmentation) + context <= the memory the driver reports; peak x (1 + fragmentation) is reservedBytes',
     },
     minGpus: minGpus?.worldSize ?? null,
     ...(minGpus?.wholeNodes ? { minGpusOnWholeNodes: minGpus.wholeNodes } : {}),

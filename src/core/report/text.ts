@@ -5,7 +5,7 @@ import { type MinGpus } from '../whatif/model';
 import { type Estimate, type UnitEstimate, type Verdict } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import type { Source } from '../vocabulary/source';
-import { requiredBytes } from '../estimator/fit';
+import { FIT_RESERVE, requiredBytes, reservedBytes } from '../estimator/fit';
 import type { Advice } from '../whatif/advice';
 import { planLabel } from '../vocabulary/fsdp';
 
@@ -115,7 +115,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push(...terms(e.perGpu.peak.terms));
   const need = requiredBytes(e.perGpu.peakBytes);
   const mine = e.targetFit;
-  const needs = `needs ${least}${b(need)} with allocator overhead and CUDA context`;
+  const needs = `needs ${least}${b(need)} (${b(reservedBytes(e.perGpu.peakBytes))} reserved by the caching allocator, the peak x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)} as a default allowance, and ${b(FIT_RESERVE.contextBytes)} of CUDA context)`;
   L.push(
     mine.verdict === 'fits'
       ? `Fit       fits ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(mine.headroomBytes)} to spare`
