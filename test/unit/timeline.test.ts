@@ -341,6 +341,17 @@ describe('lifetimes of gradients and reduce-scatter buffers, by hand', () => {
     assert.match(a.source.detail ?? '', /train\.py:8/);
   });
 
+  it('before PyTorch 2.8 the same root is kept gathered at the loss, and not gathered again in backward', () => {
+    // `FSDPState._lazy_init` sets the root's `post_forward_mesh_info = None` before 2.8: no reshard after forward.
+    const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, torchVersion: '2.7' }, (p) => ({
+      ...p,
+      units: p.units.map((u) => (u.isRoot ? { ...u, reshardAfterForward: true } : u)),
+    }));
+    assert.equal(at(e, 'logits and loss').gathered, ROOT * 2);
+    const root = e.units.find((u) => u.isRoot)!;
+    assert.equal(root.traffic.backwardAllGatherBytes, 0);
+  });
+
   it('the foreach AdamW temporary covers the trainable shards only (LoRA)', () => {
     const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.2-1B']!);
     const root = applyFineTune(m.root, { lora: { rank: 8, targets: ['q_proj', 'v_proj'] } });
