@@ -64,6 +64,30 @@ describe('wraps of modules the model does not have', () => {
     assert.equal(j.plan.units, 33);
   });
 
+  it('are left to their test when a test or a `try` keeps them off on this model', async () => {
+    // An arm for another architecture, and a wrap whose AttributeError is caught: neither runs on a Llama, and the
+    // blocks are still the plan (Llama 3.1 8B: 32 blocks and the root).
+    const file = script([
+      'from torch.distributed.fsdp import fully_shard',
+      'from transformers import GPT2LMHeadModel',
+      '',
+      'def apply_fsdp(model):',
+      '    if isinstance(model, GPT2LMHeadModel):',
+      '        for block in model.transformer.h:',
+      '            fully_shard(block)',
+      '    try:',
+      '        fully_shard(model.model.vision_tower)',
+      '    except AttributeError:',
+      '        pass',
+      '    for block in model.model.layers:',
+      '        fully_shard(block)',
+      '    fully_shard(model)',
+    ]);
+    const r = await cli('estimate', file, '--model', 'meta-llama/Llama-3.1-8B', '--json');
+    assert.equal(r.code, 0, r.err);
+    assert.equal((JSON.parse(r.out) as PlanJson).plan.units, 33);
+  });
+
   it('read a path as it runs when a rebinding under its own test cannot have run on this model', async () => {
     // The unwrap of a wrapper (`model.module`): Llama 3.2 1B has no `module`, so `hasattr` is false and the
     // loop runs over the model's own 16 blocks (num_hidden_layers = 16), then the root.

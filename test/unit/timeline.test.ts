@@ -206,6 +206,8 @@ describe('lifetimes of gradients and reduce-scatter buffers, by hand', () => {
     const { e } = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, gradAccum: 4 });
     assert.equal(at(e, 'forward embedding').shardGrads, (P * 4) / 2);
     assert.equal(at(e, 'forward embedding').gradients, 0);
+    // Each post-backward adds into the kept shards (`sharded_param.grad += ...`): never more than all of them.
+    assert.equal(Math.max(...e.timeline!.events.map((x) => x.live.shardGrads)), (P * 4) / 2);
   });
 
   it('accumulating without sync: no gradient shard yet, the unsharded gradients kept in the reduce dtype (FSDP2)', () => {
@@ -611,6 +613,9 @@ describe('fine-tuning setups', () => {
     const elements = LINEAR / 4 + 2 * 4096;
     assert.equal(e.units[0]!.gatheredBytes, Math.ceil(elements / 8) * 8 * 2);
     assert.equal(e.units[0]!.shard.params, Math.ceil(elements / 8) * 2);
+    // With LoRA in the same FlatParameter (`use_orig_params=True`), its one gradient covers the packed elements.
+    const mixed = nf4Estimate({ baseDtype: 'nf4', lora: { rank: 8, targets: ['q_proj'] } }, 'fsdp1', 8);
+    assert.equal(mixed.units[0]!.gradientNumel, Math.ceil((elements + LORA) / 8) * 8);
   });
 });
 

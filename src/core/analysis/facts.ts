@@ -182,6 +182,8 @@ export interface WrapCall {
   loops: LoopFact[];
   /** Source text of the `if` conditions the call sits under, outermost first. */
   conditions: string[];
+  /** Inside the body of a `try` within its function: an error it raises may be caught. */
+  inTry?: true;
   /** The `if` arms the call runs in, within its function. */
   branch: BranchStep[];
   /** The enclosing function (`Trainer.setup`), or null at module level. */

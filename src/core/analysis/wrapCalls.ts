@@ -110,6 +110,7 @@ export function wrapCall(
       for (const [name, o] of Object.entries(enable))
         if (!(name in fact.options)) fact.options[name] = { ...o, inherited: 'enable_wrap' };
   }
+  if (insideTry(call, scope)) fact.inTry = true;
   const rebound =
     targets.length === 1 ? pathsUnlessRebound(file, targets[0]!, loops.length ? call : null) : null;
   if (rebound) fact.unlessRebound = rebound;
@@ -691,4 +692,14 @@ function innermostFor(node: Node, scope: Node | null): Node | null {
     if (p.type === 'for_statement') return p;
   }
   return null;
+}
+
+/** Whether a node runs in the body of a `try` (not its handlers) within its function. */
+function insideTry(node: Node, scope: Node | null): boolean {
+  let child = node;
+  for (let p = up(node); p && (!scope || p.id !== scope.id); child = p, p = up(p)) {
+    if (p.type === 'function_definition' || p.type === 'class_definition') return false;
+    if (p.type === 'try_statement' && p.childForFieldName('body')?.id === child.id) return true;
+  }
+  return false;
 }

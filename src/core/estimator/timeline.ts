@@ -143,9 +143,11 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   // default). When every micro-batch of an accumulating step syncs, they are kept from the first micro-batch on,
   // and a later micro-batch runs with all of them.
   const shardGradsOf = (u: UnitEstimate) => (u.offload || u.params === 0 ? 0 : u.shard.grads);
-  const allShardGrads = e.units.reduce((sum, u) => sum + shardGradsOf(u), 0);
+  // (Units whose modules run in no segment have no post-backward event here: their shards stay in the state.)
+  const allShardGrads = e.units.reduce((sum, u, i) => sum + (spans[i] ? shardGradsOf(u) : 0), 0);
   const state = e.perGpu.persistentBytes - allShardGrads;
-  let shardGrads = setup.gradAccum > 1 && setup.syncEveryMicroBatch ? allShardGrads : 0;
+  const gradsKept = setup.gradAccum > 1 && setup.syncEveryMicroBatch;
+  let shardGrads = gradsKept ? allShardGrads : 0;
   const loss = lossTransient(shape, x);
   // Gradient accumulation without sync keeps every unit's unsharded gradient between micro-batches. FSDP2 keeps
   // it in the reduce dtype (`FSDPParam.to_accumulated_grad_if_needed` casts when it differs from the parameter
@@ -344,8 +346,9 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
           : 0
         : u.reduceScatterNumel * reduceBytes;
       gathered -= gatheredOf(u);
-      // The reduce-scatter output becomes this GPU's gradient shard.
-      shardGrads += shardGradsOf(u);
+      // The reduce-scatter output becomes this GPU's gradient shard (added into the kept one when accumulating:
+      // FSDP2's `sharded_param.grad += ...`, FSDP1's `_accumulate_sharded_grad`).
+      if (!gradsKept) shardGrads += shardGradsOf(u);
       push('backward', s, u, `${u.name}: reduce-scatter`, {
         state,
         shardGrads,

@@ -197,8 +197,8 @@ export class WhatIfModel {
     // The peak falls with W (close to a + b/W: what sharding cannot shrink, plus what it divides) until FSDP2's
     // padding of each dim 0 to a multiple of W grows the gathered units again (a 1,024-row projection sharded 8,192
     // ways is gathered as 8,192 rows). So the search climbs from below: doubling to the first W that fits, then
-    // bisection, then down while one fewer still fits (a W that divides the dims better can fit where W + 1 does
-    // not).
+    // bisection between the last power of two that does not fit and the first that does: the W found fits and W - 1
+    // does not (a smaller W that divides the dims better and fits is not searched for).
     const MAX = 65_536;
     let hi = 0;
     let best = 1;
@@ -228,7 +228,6 @@ export class WhatIfModel {
       if (fits(mid).ok) hi = mid;
       else lo = mid;
     }
-    for (let k = 0; k < 64 && hi > 1 && fits(hi - 1).ok; k++) hi--;
     const worldSize = hi * R;
     const gpn = Math.max(1, w.gpusPerNode ?? this.input.setup.gpusPerNode);
     if (worldSize <= gpn || worldSize % gpn === 0) return { gpu: gpu.id, worldSize };
