@@ -64,6 +64,29 @@ describe('wraps of modules the model does not have', () => {
     assert.equal(j.plan.units, 33);
   });
 
+  it('give no figure when every wrap, under whatever tests, names modules the model lacks', async () => {
+    // The framework's decoder helper: its arms and its per-block test all name its own modules; one element
+    // missing from a list wrap (`model.norm`, `model.output` beside an existing one) raises for the whole list.
+    const file = script([
+      'from torch.distributed.fsdp import fully_shard',
+      '',
+      'def apply_fsdp(model):',
+      '    if model.enable_weight_tying:',
+      '        fully_shard([model.tok_embeddings, model.norm, model.lm_head])',
+      '    else:',
+      '        fully_shard(model.tok_embeddings)',
+      '    for block in model.layers.values():',
+      '        if getattr(block, "moe_enabled", False):',
+      '            fully_shard(block, reshard_after_forward=False)',
+      '        else:',
+      '            fully_shard(block)',
+      '    fully_shard(model)',
+    ]);
+    const r = await cli('estimate', file, '--model', 'meta-llama/Llama-3.1-8B');
+    assert.equal(r.code, 3, r.err);
+    assert.match(r.err, /which LlamaForCausalLM does not have/);
+  });
+
   it('are left to their test when a test or a `try` keeps them off on this model', async () => {
     // An arm for another architecture, and a wrap whose AttributeError is caught: neither runs on a Llama, and the
     // blocks are still the plan (Llama 3.1 8B: 32 blocks and the root).

@@ -124,7 +124,11 @@ export function planFromFacts(
   const notes: string[] = [];
   /** Why the plan is not known (a wrap whose modules are undecided throughout), once one is found. */
   let planUnknown: string | undefined;
-  let unknownModel = false;
+  /** An unconditional wrap naming a module the model lacks. */
+  let missing: string | undefined;
+  /** A wrap under tests naming a module the model lacks, and whether any non-root wrap names one it has. */
+  let missingUnderTests: string | undefined;
+  let namesAModule = false;
   /** `train.py:12`, or for a wrap of a helper in another file, that file and line. */
   const placeOf = (c: WrapCall) =>
     `${path.resolve(c.file) === path.resolve(facts.path) ? file : path.basename(c.file)}:${c.line}`;
@@ -251,6 +255,7 @@ export function planFromFacts(
     if (ofParam && fn.handedTo)
       planUnknown ??= `${where}: ${c.callee}(${c.target}) runs in ${c.function}(), which is handed to \`${fn.handedTo}\`: the modules it wraps are those that call passes, not known statically`;
     const matched: string[][] = [];
+    let callMissing = false;
     for (const p of pathsOnThisModel(c, root, prefix, notes, where)) {
       const rel = stripPrefix(p, prefix);
       if (!rel) {
@@ -267,25 +272,29 @@ export function planFromFacts(
         const named = [...prefix, ...rel].join('.');
         notes.push(`${where}: ${c.target} (${named}) matches no module of the model`);
         // A named attribute the model does not have (`model.layers` of a LlamaForCausalLM, whose blocks are at
-        // `model.model.layers`), not kept off by a test that it exists (`if hasattr(model, "norm"):`; `model.norm is not None` raises
-        // on a model without it): the code wraps a model
-        // of other module names than the one estimated, so what its units hold is not known. (A class filter that
-        // picks nothing is the plan's own doing, and so is an empty `**`.)
+        // `model.model.layers`), not kept off by a test that it exists (`if hasattr(model, "norm"):`;
+        // `model.norm is not None` raises on a model without it). Where no test or `try` keeps the wrap off, the
+        // code wraps a model of other module names than the one estimated. Under a test the arm may be one that
+        // does not run on this model (`if isinstance(model, GPT2LMHeadModel):`), unless no wrap of the file names
+        // a module the model has (below). A class filter that picks nothing, or an empty `**`, is the plan's own.
         const wild = rel.findIndex((s) => s === '*' || s === '**');
         const literal = wild < 0 ? rel : rel.slice(0, wild);
         const attr = literal.at(-1);
         const guarded =
           attr !== undefined && c.conditions.some((t) => t.includes(`"${attr}"`) || t.includes(`'${attr}'`));
-        // Only a wrap that runs whatever the tests (none around it, not in a `try`): under a test, the arm may be
-        // the one that does not run on this model (`if isinstance(model, GPT2LMHeadModel):`).
-        const unconditional = !c.conditions.length && !c.undecided?.length && !c.inTry;
-        if (unconditional && literal.length && !guarded && !matchModules(root, literal, null).length) {
-          planUnknown ??= `${where}: ${c.callee}(${c.target}) wraps \`${named}\`, which ${root.className || 'the model'} does not have: the code wraps a model with other module names than the one estimated`;
-          unknownModel = true;
+        if (literal.length && !guarded && !matchModules(root, literal, null).length) {
+          const why = `${where}: ${c.callee}(${c.target}) wraps \`${named}\`, which ${root.className || 'the model'} does not have: the code wraps a model with other module names than the one estimated`;
+          if (!c.conditions.length && !c.undecided?.length && !c.inTry) {
+            planUnknown ??= why;
+            missing ??= why;
+          } else missingUnderTests ??= why;
+          callMissing = true;
         }
       }
       matched.push(mods);
     }
+    // (A list wrap with one element missing raises as a whole: `[model.tok_embeddings, model.lm_head]`.)
+    if (!c.isRoot && !callMissing && matched.some((m) => m.length)) namesAModule = true;
     let all = matched.flat();
     // A loop's own tests of each module (`if name.endswith("mlp"):`), evaluated module by module: only those
     // for which they hold are wrapped, and none is taken where they cannot be decided.
@@ -419,6 +428,8 @@ export function planFromFacts(
       notes.push(...r.notes.map((n) => `${where}: ${n}`));
     }
   }
+  // Every non-root wrap names modules the model does not have: whichever arms run, the plan is not this model's.
+  if (!namesAModule && missingUnderTests) planUnknown ??= missingUnderTests;
   const why = planUnknown;
   return {
     api: fsdp2 ? 'fsdp2' : 'fsdp1',
@@ -427,6 +438,6 @@ export function planFromFacts(
     source: { kind: 'detected', detail: placeOf(ordered[0]!) },
     notes,
     ...(why ? { unknown: why } : {}),
-    ...(why && unknownModel ? { unknownModel: true as const } : {}),
+    ...(why && (why === missing || why === missingUnderTests) ? { unknownModel: true as const } : {}),
   };
 }
