@@ -8,9 +8,9 @@ import { defaultUnits } from '../../src/core/plan/policies';
 import { WhatIfModel } from '../../src/core/whatif/model';
 import { gpuBytes, findGpu } from '../../src/core/hardware/catalog';
 import { CATALOG } from '../../src/core/model/catalog';
-import { applyFineTune } from '../../src/core/model/finetune';
+import { applyFineTune, type FineTune } from '../../src/core/model/finetune';
 import { modelFromHfConfig } from '../../src/core/model/hf';
-import { countParams } from '../../src/core/model/tree';
+import { countParams, type ModuleNode } from '../../src/core/model/tree';
 import { resolveSetup } from '../../src/core/inputs/layers';
 import type { SetupValues } from '../../src/core/inputs/table';
 import { estimateFile } from '../../src/core/resolve/analyze';
@@ -46,6 +46,33 @@ function run(config: Record<string, unknown>, values: SetupValues, mutate?: (p: 
     assumptions,
   };
   return { e: estimate(input), input, m };
+}
+
+/** The estimate of a model as a fine-tuning setup trains it, under the default plan (a unit per block, the root). */
+function fineTuned(
+  config: Record<string, unknown>,
+  ft: FineTune,
+  api: 'fsdp1' | 'fsdp2' = 'fsdp2',
+  values: SetupValues = {},
+): { e: Estimate; root: ModuleNode } {
+  const m = modelFromHfConfig(config);
+  const root = applyFineTune(m.root, ft);
+  const { setup, assumptions } = resolveSetup(
+    Object.keys(values).length ? [{ source: { kind: 'flag' }, values }] : [],
+  );
+  const e = estimate({
+    model: { name: 'x', root, shape: m.shape, source: { kind: 'default' } },
+    plan: {
+      api,
+      strategy: 'FULL_SHARD',
+      units: defaultUnits(root, m.shape.blockClass, 't'),
+      source: { kind: 'default' },
+      notes: [],
+    },
+    setup,
+    assumptions,
+  });
+  return { e, root };
 }
 
 describe('timeline: a two-block model, by hand', () => {
@@ -286,22 +313,10 @@ describe('lifetimes of gradients and reduce-scatter buffers, by hand', () => {
     // LoRA rank 2 on q_proj (64 -> 64) and v_proj (64 -> 32): 2·(64 + 64) + 2·(64 + 32) = 448 per block. Each
     // block's FlatParameter then holds 36,992 frozen and 448 trainable elements (`use_orig_params=True`); its
     // gradient is the whole FlatParameter, zeros where frozen, and so is its shard: 37,440 / 2 x 4 B.
-    const m = modelFromHfConfig(TINY);
-    const root = applyFineTune(m.root, { lora: { rank: 2, targets: ['q_proj', 'v_proj'] } });
-    const { setup, assumptions } = resolveSetup([
-      { source: { kind: 'flag' }, values: { worldSize: 2, microBatch: 1, seqLen: 8 } },
-    ]);
-    const e = estimate({
-      model: { name: 'x', root, shape: m.shape, source: { kind: 'default' } },
-      plan: {
-        api: 'fsdp1',
-        strategy: 'FULL_SHARD',
-        units: defaultUnits(root, m.shape.blockClass, 't'),
-        source: { kind: 'default' },
-        notes: [],
-      },
-      setup,
-      assumptions,
+    const { e } = fineTuned(TINY, { lora: { rank: 2, targets: ['q_proj', 'v_proj'] } }, 'fsdp1', {
+      worldSize: 2,
+      microBatch: 1,
+      seqLen: 8,
     });
     const grads = e.perGpu.persistent.terms.find((t) => t.name === 'sharded gradients')!;
     // The root holds only frozen parameters: no gradient at all.
@@ -355,20 +370,8 @@ describe('lifetimes of gradients and reduce-scatter buffers, by hand', () => {
   });
 
   it('the foreach AdamW temporary covers the trainable shards only (LoRA)', () => {
-    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.2-1B']!);
-    const root = applyFineTune(m.root, { lora: { rank: 8, targets: ['q_proj', 'v_proj'] } });
-    const { setup, assumptions } = resolveSetup([]);
-    const e = estimate({
-      model: { name: 'x', root, shape: m.shape, source: { kind: 'default' } },
-      plan: {
-        api: 'fsdp2',
-        strategy: 'FULL_SHARD',
-        units: defaultUnits(root, m.shape.blockClass, 't'),
-        source: { kind: 'default' },
-        notes: [],
-      },
-      setup,
-      assumptions,
+    const { e } = fineTuned(CATALOG['meta-llama/Llama-3.2-1B']!, {
+      lora: { rank: 8, targets: ['q_proj', 'v_proj'] },
     });
     const opt = e.timeline!.events.find((x) => x.phase === 'optimizer')!.live.optimizer;
     // `_foreach_sqrt(exp_avg_sqs)`: one fp32 value per trainable element of this GPU's shards, as many bytes as
@@ -524,20 +527,8 @@ describe('fine-tuning setups', () => {
   });
 
   it('frozen parameters carry no gradients or optimizer state and are never reduce-scattered', () => {
-    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.2-1B']!);
-    const { setup, assumptions } = resolveSetup([]);
-    const root = applyFineTune(m.root, { lora: { rank: 8, targets: ['q_proj', 'v_proj'] } });
-    const e = estimate({
-      model: { name: 'x', root, shape: m.shape, source: { kind: 'default' } },
-      plan: {
-        api: 'fsdp2',
-        strategy: 'FULL_SHARD',
-        units: defaultUnits(root, m.shape.blockClass, 't'),
-        source: { kind: 'default' },
-        notes: [],
-      },
-      setup,
-      assumptions,
+    const { e, root } = fineTuned(CATALOG['meta-llama/Llama-3.2-1B']!, {
+      lora: { rank: 8, targets: ['q_proj', 'v_proj'] },
     });
     const trainable = countParams(root, (p) => p.trainable);
     assert.equal(e.model.trainableParams, trainable);
@@ -550,29 +541,8 @@ describe('fine-tuning setups', () => {
     assert.ok(e.comms.perStep.reduceScatterBytes < 0.01 * e.comms.perStep.allGatherBytes);
   });
 
-  const nf4Estimate = (
-    ft: Parameters<typeof applyFineTune>[1],
-    api: 'fsdp1' | 'fsdp2',
-    worldSize: number,
-  ) => {
-    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
-    const q = applyFineTune(m.root, ft);
-    const { setup, assumptions } = resolveSetup([
-      { source: { kind: 'flag' }, values: { masterDtype: 'bfloat16', worldSize } },
-    ]);
-    return estimate({
-      model: { name: 'x', root: q, shape: m.shape, source: { kind: 'default' } },
-      plan: {
-        api,
-        strategy: 'FULL_SHARD',
-        units: defaultUnits(q, m.shape.blockClass, 't'),
-        source: { kind: 'default' },
-        notes: [],
-      },
-      setup,
-      assumptions,
-    });
-  };
+  const nf4Estimate = (ft: FineTune, api: 'fsdp1' | 'fsdp2', worldSize: number) =>
+    fineTuned(CATALOG['meta-llama/Llama-3.1-8B']!, ft, api, { masterDtype: 'bfloat16', worldSize }).e;
   // A block's linear weights: 218,112,000 - 2·4096 norm weights.
   const LINEAR = 218_112_000 - 2 * 4096;
   const LORA = 8 * (4096 + 4096);

@@ -64,7 +64,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const master = bytesOf(setup.masterDtype);
   const all = () => true;
   const trainable = (g: ParamGroup) => g.trainable;
-  const sharded0 = !noShard && W > 1;
+  const sharded = !noShard && W > 1;
   const numelW = fsdp1 ? flatShardNumel(u.groups, W, all, setup.masterDtype) : shardNumel(u.groups, W, all);
   const paramShard = fsdp1
     ? numelW * master
@@ -77,7 +77,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const mixedFlat = fsdp1 && u.trainableParams > 0 && u.trainableParams < u.params;
   const trainW = mixedFlat ? numelW : trainableW;
   // The FlatParameter's own elements (packed storage counted as stored), padded to W when sharded.
-  const flatNumel = sharded0 ? numelW * W : flatShardNumel(u.groups, 1, all, setup.masterDtype);
+  const flatNumel = sharded ? numelW * W : flatShardNumel(u.groups, 1, all, setup.masterDtype);
   const gradShard = trainW * master;
   const optShard = optimizerBytes(setup.optimizer, u.groups, W, fsdp1, setup.masterDtype);
   const residency = residencyOf(u, ctx.plan, ctx.keepAll, W, setup.torchVersion);
@@ -88,7 +88,6 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   // (`FSDPParam._init_sharded_param` chunks dim 0 into pieces of ceil(dim0 / W) rows, `init_all_gather_outputs`
   // allocates W of them; the unsharded parameter is a view of its own size). FSDP1's FlatParameter is padded
   // at its end to a multiple of W (`FlatParamHandle.flatten_tensors_into_flat_param`).
-  const sharded = sharded0;
   const unpadded = u.groups.reduce((s, g) => s + g.count * gatherSize(g, g.dim0 * g.rest), 0);
   // FSDP1 casts its whole FlatParameter to param_dtype and gathers it (`_use_low_precision_shard`).
   const gathered = !sharded
