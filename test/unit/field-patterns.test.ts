@@ -877,24 +877,21 @@ describe('wraps made through a helper of another file', () => {
       '    fully_shard(net)',
       '',
     ].join('\n');
-    const b = JSON.parse(
-      (
-        await cli(
-          'estimate',
-          project(
-            `${LOAD}from pkg.parallel import shard_model\nfrom policies import CONDITIONS\nshard_model(model, CONDITIONS)\n`,
-            selective,
-          ),
-          '--json',
-        )
-      ).out,
-    ) as { plan: { source: { kind: string }; notes: string[] } };
-    assert.equal(b.plan.source.kind, 'default');
-    assert.ok(
-      b.plan.notes.some((n) =>
-        /shard_model\(\) \(line 5\) is not followed: which modules it wraps depends on/.test(n),
+    // The script wraps nothing itself: the helper makes its plan, so no default plan stands for it.
+    const rb = await cli(
+      'estimate',
+      project(
+        `${LOAD}from pkg.parallel import shard_model\nfrom policies import CONDITIONS\nshard_model(model, CONDITIONS)\n`,
+        selective,
       ),
-      b.plan.notes.join('\n'),
+      '--json',
+    );
+    assert.equal(rb.code, 3, rb.err);
+    const b = JSON.parse(rb.out) as { plan: { known: boolean; reason: string } };
+    assert.equal(b.plan.known, false);
+    assert.match(
+      b.plan.reason,
+      /shard_model\(\) \(line 5\) in pkg\/parallel\.py, which makes the wraps of the script, is not followed: which modules it wraps depends on/,
     );
     // Conditions the call writes out are read: none at all (`any([])` is False) wraps no module but the root.
     const none = JSON.parse(
@@ -920,14 +917,13 @@ describe('wraps made through a helper of another file', () => {
       project(`${LOAD}from pkg.parallel import shard_model\nshard_model(model)\n`, partial),
       '--json',
     );
-    assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as { plan: { source: { kind: string }; notes: string[] } };
-    // No plan made of half the helper: the default plan, labelled as the default.
-    assert.equal(j.plan.source.kind, 'default');
-    assert.ok(
-      j.plan.notes.some((n) =>
-        /shard_model\(\) in pkg\/parallel\.py \(line 4\) is not followed: 1 of its 3 wrap calls/.test(n),
-      ),
+    // No plan made of half the helper, nor a default plan in place of the one it makes: no figure.
+    assert.equal(r.code, 3, r.err);
+    const j = JSON.parse(r.out) as { plan: { known: boolean; reason: string } };
+    assert.equal(j.plan.known, false);
+    assert.match(
+      j.plan.reason,
+      /shard_model\(\) \(line 4\) in pkg\/parallel\.py, which makes the wraps of the script, is not followed: 1 of its 3 wrap calls/,
     );
   });
 });
@@ -1700,14 +1696,16 @@ describe("a loop's own tests of each module", () => {
       script(dir, 'tied.py', ['from pkg.arms import shard', 'shard(model, True)']),
     );
     assert.equal(tied.plan.units, 18);
-    // A value the call does not decide: no plan of a guess.
-    const open = await estimateJson(
+    // A value the call does not decide: no plan of a guess, and no default plan in place of the helper's.
+    const open = await cli(
+      'estimate',
       script(dir, 'open.py', ['from pkg.arms import shard', 'import flags', 'shard(model, flags.TIE)']),
+      '--json',
     );
-    assert.equal(open.plan.source.kind, 'default');
+    assert.equal(open.code, 3, open.err);
     assert.match(
-      open.plan.notes.join('\n'),
-      /shard\(\) \(line 6\) is not followed: which of its wraps run depends on `tie_embeddings`/,
+      (JSON.parse(open.out) as { plan: { reason: string } }).plan.reason,
+      /shard\(\) \(line 6\) in pkg\/arms\.py, which makes the wraps of the script, is not followed: which of its wraps run depends on `tie_embeddings`/,
     );
   });
 

@@ -222,6 +222,14 @@ const KNOWN = [
   '1 if 0 else 2',
   '[] or [1]',
   'None or 5',
+  // f-strings: plain fields and escaped braces
+  'f"layers.{3}"',
+  'f"{1 + 2}x{7 // 2}"',
+  'f"a{{b}}{\'c\'}"',
+  'f"{True}-{None}"',
+  'f"{2.5}"',
+  'f"{4 / 2}"',
+  'f"{\'ab\' * 2}"',
 ];
 
 const RAISES = [

@@ -19,6 +19,7 @@ import { toPlain } from '../python/plain';
 import { conditionParts, dottedText, enclosingFunction, findBinding, type Binding } from '../python/scope';
 import { lastSegment } from './options';
 import { composeHydra } from './hydra';
+import { fromDotlist } from '../python/dotlist';
 import { optionDeclarations } from './scriptOptions';
 import { sameKey, setEntry, UNKNOWN, type DictEntry, type DictV, type Value } from '../python/values';
 
@@ -134,6 +135,11 @@ export class Evaluator extends Expressions<null> {
       const d = this.argparseDefault(attr);
       if (d) return d;
     }
+    // `cfg.model` of `cfg = OmegaConf.merge(defaults, file_cfg, cli)`: the last layer that sets it.
+    if (base.k === 'call' && isConfigCall(base.callee)) {
+      const v = this.configLookup(base, attr, node);
+      return v === 'absent' ? UNKNOWN(node.text, `no key ${attr} in the merged config`) : v;
+    }
     // `cfg.batch_size` of `cfg = Config()`, a dataclass of this file: the field's default.
     if (base.k === 'call' && !(attr in base.kwargs)) {
       const d = this.dataclassDefault(base, attr);
@@ -153,6 +159,10 @@ export class Evaluator extends Expressions<null> {
   }
 
   protected item(base: Value, key: Value, node: Node): Value {
+    if (base.k === 'call' && isConfigCall(base.callee) && key.k === 'str') {
+      const v = this.configLookup(base, key.v, node);
+      return v === 'absent' ? UNKNOWN(node.text, `no key ${key.v} in the merged config`) : v;
+    }
     if (base.k === 'dict') {
       const e = base.entries.find((x) => sameKey(x.key, key));
       return e ? e.value : UNKNOWN(node.text, 'key not found');
@@ -181,7 +191,9 @@ export class Evaluator extends Expressions<null> {
     );
     const loaded = folded
       ? undefined
-      : (this.loadedConfig(callee, args) ?? this.environmentDefault(callee, args, node));
+      : (this.loadedConfig(callee, args) ??
+        this.environmentDefault(callee, args, node) ??
+        this.dotlistConfig(callee, args, node));
     return folded ?? loaded ?? { k: 'call', callee, args, kwargs, splats, node };
   }
 
@@ -221,6 +233,68 @@ export class Evaluator extends Expressions<null> {
     if (data === undefined) return undefined;
     this.filesRead.push(file);
     return fromData(data, 0);
+  }
+
+  /**
+   * `OmegaConf.from_cli()`: the script's command line as a config (`config=a.yaml model.dim=512`), unknown when the
+   * analysis was not given it; `OmegaConf.from_dotlist([...])` and `OmegaConf.create({...})` of written values.
+   */
+  private dotlistConfig(callee: string, args: Value[], node: Node): Value | undefined {
+    if (callee === 'omegaconf.OmegaConf.from_cli' || callee === 'omegaconf.OmegaConf.from_dotlist') {
+      const items = callee.endsWith('from_cli') && !args.length ? this.argv : args[0] && stringItems(args[0]);
+      if (!items)
+        return UNKNOWN(
+          node.text,
+          callee.endsWith('from_cli')
+            ? `the script's command line, which ${node.text} reads (give it after \`--\`, as \`-- config=PATH key=value\`)`
+            : 'a dotlist not known statically',
+        );
+      const used: string[] = [];
+      const data = fromDotlist(items, used);
+      if (callee.endsWith('from_cli')) this.argsRead.push(...used);
+      return fromData(data, 0);
+    }
+    if (callee === 'omegaconf.OmegaConf.create')
+      return !args.length ? { k: 'dict', entries: [] } : args[0]?.k === 'dict' ? args[0] : undefined;
+    return undefined;
+  }
+
+  /**
+   * A key of an OmegaConf config made by merging layers (`OmegaConf.merge(OmegaConf.structured(Args()), file_cfg,
+   * cli)`, omegaconf/omegaconf.py `OmegaConf.merge`): the value of the last layer that sets it, mappings merged key
+   * by key, through `to_object`/`structured`/`to_container` views. 'absent' when no layer sets it; unknown when a
+   * layer that may set it is not known.
+   */
+  private configLookup(v: Value, attr: string, node: Node, depth = 0): Value | 'absent' {
+    if (depth > 8) return UNKNOWN(node.text, 'configs nested too deeply');
+    if (v.k === 'dict') {
+      const e = v.entries.find((x) => x.key.k === 'str' && x.key.v === attr);
+      return e ? e.value : 'absent';
+    }
+    if (v.k !== 'call') return v.k === 'unknown' ? v : UNKNOWN(node.text, `attribute of ${v.k}`);
+    if (CONFIG_VIEWS.has(v.callee))
+      return v.args[0] ? this.configLookup(v.args[0], attr, node, depth + 1) : 'absent';
+    if (v.callee === MERGE) {
+      const found: Value[] = [];
+      for (let i = v.args.length - 1; i >= 0; i--) {
+        const r = this.configLookup(v.args[i]!, attr, node, depth + 1);
+        if (r === 'absent') continue;
+        // A layer that may set the key, not known: what it holds is not known either, but for the keys of the
+        // mappings merged over it.
+        if (r.k === 'unknown') {
+          if (!found.length) return r;
+          found.unshift(r);
+          break;
+        }
+        if (!configLike(r)) return found.length ? merged(found, v.node) : r;
+        found.unshift(r);
+      }
+      return found.length ? merged(found, v.node) : 'absent';
+    }
+    // A dataclass instance (`Args()`, a structured config): the argument passed, else the field's default.
+    const given = v.kwargs[attr];
+    if (given) return given;
+    return this.dataclassDefault(v, attr) ?? UNKNOWN(node.text, `attribute of ${v.callee}(...)`);
   }
 
   private lookup(name: string, at: Node): Value {
@@ -399,7 +473,14 @@ export class Evaluator extends Expressions<null> {
       let v = this.evaluate(right, null);
       // `field(default=4)` of dataclasses, `Field(default=4)` / `Field(4)` of pydantic.
       if (v.k === 'call' && (lastSegment(v.callee) === 'field' || lastSegment(v.callee) === 'Field')) {
-        const d = v.kwargs.default ?? (lastSegment(v.callee) === 'Field' ? v.args[0] : undefined);
+        const factory = v.kwargs.default_factory;
+        // `field(default_factory=DataArgs)`: an instance of that class, built with its own defaults.
+        const d =
+          v.kwargs.default ??
+          (lastSegment(v.callee) === 'Field' ? v.args[0] : undefined) ??
+          (factory?.k === 'ref' && /^[A-Z]\w*$/.test(lastSegment(factory.name))
+            ? ({ k: 'call', callee: factory.name, args: [], kwargs: {}, splats: [], node: right } as Value)
+            : undefined);
         if (!d) return undefined;
         v = d;
       }
@@ -702,8 +783,42 @@ const LOADS_FROM_STREAM = new Set([
 /** Loaders that take the path itself. */
 const LOADS_FROM_PATH = new Set(['omegaconf.OmegaConf.load', 'toml.load']);
 
+const MERGE = 'omegaconf.OmegaConf.merge';
+/** OmegaConf calls that return a view of the config they are given, with the same keys. */
+const CONFIG_VIEWS = new Set([
+  'omegaconf.OmegaConf.to_object',
+  'omegaconf.OmegaConf.to_container',
+  'omegaconf.OmegaConf.structured',
+  'omegaconf.OmegaConf.create',
+  'omegaconf.OmegaConf.masked_copy',
+]);
+
+function isConfigCall(callee: string): boolean {
+  return callee === MERGE || CONFIG_VIEWS.has(callee);
+}
+
+/** A value OmegaConf merges key by key: a mapping, a merged config, a dataclass instance. */
+function configLike(v: Value): boolean {
+  return (
+    v.k === 'dict' || (v.k === 'call' && (isConfigCall(v.callee) || /^[A-Z]\w*$/.test(lastSegment(v.callee))))
+  );
+}
+
+/** Several layers of one key merged, as a merge call of them. */
+function merged(layers: Value[], node: Node): Value {
+  return layers.length === 1
+    ? layers[0]!
+    : { k: 'call', callee: MERGE, args: layers, kwargs: {}, splats: [], node };
+}
+
+/** The strings of a list or tuple of strings, or undefined. */
+function stringItems(v: Value): string[] | undefined {
+  if (v.k !== 'seq' || v.items.some((i) => i.k !== 'str')) return undefined;
+  return v.items.map((i) => (i as { v: string }).v);
+}
+
 /** Parsed configuration data as a value: mappings as dicts, lists as lists; bounded in depth and size. */
-function fromData(data: unknown, depth: number): Value {
+export function fromData(data: unknown, depth: number): Value {
   if (depth > 8) return UNKNOWN('', 'nested too deeply');
   if (data === null || data === undefined) return { k: 'none' };
   if (typeof data === 'boolean') return { k: 'bool', v: data };

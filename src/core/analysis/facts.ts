@@ -177,6 +177,12 @@ export interface WrapCall {
    * and these do, since a wrap of a missing attribute raises.
    */
   unlessRebound?: { paths: string[][]; test: string; line: number };
+  /**
+   * The wrap looks up each module by a name taken from a parameter's entries (`for path, reshard in plan:
+   * fully_shard(get_module(model, path))`): the parameter, the name's place in an entry (-1: the entry itself), the
+   * path the names are relative to, and the loop's targets. The caller's argument names the modules.
+   */
+  namedBy?: { param: string; place: number; base: string[]; targets: string[] };
   /** The innermost enclosing loop, and all of them outermost first. */
   loop: LoopFact | null;
   loops: LoopFact[];
@@ -306,12 +312,19 @@ export interface CheckpointFact {
     | 'gradient_checkpointing_enable';
   line: number;
   range: Range;
+  /** The callee as written (`checkpoint_wrapper`, `ptd_checkpoint_wrapper`). */
+  callee: string;
   text: string;
   loop: LoopFact | null;
   function: string | null;
   options: Record<string, OptionFact>;
   /** The file it is written in, when it is a helper's (`apply_ac(model)` in another file): named in the source. */
   file?: string;
+  /** Why it can never run (a test false as written), or is off on the default path (a default turns it off). */
+  neverRuns?: string;
+  offByDefault?: string;
+  /** Tests around it not known statically: estimated as if they held, and said. */
+  undecided?: string[];
 }
 
 export interface TrainingFact {

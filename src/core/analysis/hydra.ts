@@ -7,6 +7,7 @@
  * overrides and interpolations are not applied. Bounded in depth and entries.
  */
 import * as path from 'node:path';
+import { scalar } from '../python/dotlist';
 
 /** How deep defaults lists are followed, and how many entries one may have. */
 const MAX_DEPTH = 4;
@@ -53,15 +54,6 @@ export function composeHydra(
     used.push(`${k}=${v}`);
   }
   return out;
-}
-
-/** A command-line override's value as Hydra's grammar reads the common cases: numbers, booleans, null, text. */
-function scalar(raw: string): unknown {
-  if (/^[-+]?\d+$/.test(raw)) return Number(raw);
-  if (/^[-+]?(\d+\.\d*|\.\d+|\d+)(e[-+]?\d+)?$/i.test(raw)) return Number(raw);
-  if (/^(true|false)$/i.test(raw)) return raw.toLowerCase() === 'true';
-  if (/^null$/i.test(raw)) return null;
-  return raw.replace(/^(["'])(.*)\1$/s, '$2');
 }
 
 function compose(

@@ -144,7 +144,7 @@ export function namedLoopEntries(
     const b = findBinding(file, expr.text, expr);
     lookup = b?.kind === 'assign' && b.statement.startIndex < expr.startIndex ? b.value : null;
   }
-  const named = lookup?.type === 'call' ? nameLookup(lookup) : null;
+  const named = lookup?.type === 'call' ? nameLookup(lookup, file) : null;
   if (!named || named.name.type !== 'identifier') return null;
   const b = findBinding(file, named.name.text, named.name);
   if (b?.kind !== 'loop') return null;
@@ -179,8 +179,12 @@ export function namedLoopEntries(
   return { paths: out, entries, targets };
 }
 
-/** `getattr(obj, name)` (a default after it allowed) or `obj.get_submodule(name)`: the object and the name. */
-function nameLookup(call: Node): { object: Node; name: Node } | null {
+/**
+ * `getattr(obj, name)` (a default after it allowed), `obj.get_submodule(name)`, `reduce(getattr, name.split("."),
+ * obj)` (a dotted name, one attribute at a time), or a call of a function of this file that returns one of these of
+ * its parameters (`get_module(model, path)`): the object and the name, as the call passes them.
+ */
+function nameLookup(call: Node, file?: SourceFile, depth = 0): { object: Node; name: Node } | null {
   const fn = call.childForFieldName('function');
   const args = (call.childForFieldName('arguments')?.namedChildren ?? []).filter((c) => c.type !== 'comment');
   if (fn?.type === 'identifier' && fn.text === 'getattr' && (args.length === 2 || args.length === 3))
@@ -188,7 +192,100 @@ function nameLookup(call: Node): { object: Node; name: Node } | null {
   const obj = fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
   if (obj && fn?.childForFieldName('attribute')?.text === 'get_submodule' && args.length === 1 && args[0])
     return { object: obj, name: args[0] };
-  return null;
+  if (!file || !fn || depth > 2) return null;
+  const callee = dottedText(fn);
+  if (
+    (callee === 'reduce' || callee === 'functools.reduce') &&
+    args.length === 3 &&
+    args[0]?.text === 'getattr'
+  ) {
+    const name = dottedSplit(file, args[1]!);
+    return name && args[2] ? { object: args[2], name } : null;
+  }
+  // A function of this file whose `return` is such a lookup of its parameters.
+  const b = fn.type === 'identifier' ? findBinding(file, fn.text, call) : null;
+  if (b?.kind !== 'def' || b.definition.type !== 'function_definition') return null;
+  const body = b.definition.childForFieldName('body')?.namedChildren ?? [];
+  const returned = body.length <= 4 ? body.find((st) => st.type === 'return_statement')?.namedChild(0) : null;
+  const inner = returned?.type === 'call' ? nameLookup(returned, file, depth + 1) : null;
+  if (!inner || inner.object.type !== 'identifier' || inner.name.type !== 'identifier') return null;
+  const params = (b.definition.childForFieldName('parameters')?.namedChildren ?? []).map((p) =>
+    p.type === 'identifier' ? p.text : (p.childForFieldName('name')?.text ?? p.namedChild(0)?.text ?? ''),
+  );
+  if (args.some((a) => a.type !== 'identifier' && a.type !== 'attribute' && a.type !== 'subscript'))
+    return null;
+  const pick = (id: Node) => {
+    const i = params.indexOf(id.text);
+    return i >= 0 && findBinding(file, id.text, id)?.kind === 'param' ? args[i] : undefined;
+  };
+  const object = pick(inner.object);
+  const name = pick(inner.name);
+  return object && name ? { object, name } : null;
+}
+
+/** The name `X` of `X.split(".")` (or of a name bound to it in the same function), or null. */
+function dottedSplit(file: SourceFile, expr: Node): Node | null {
+  let e: Node | null = expr;
+  if (e.type === 'identifier') {
+    const b = findBinding(file, e.text, e);
+    e = b?.kind === 'assign' && b.statement.startIndex < expr.startIndex ? b.value : null;
+  }
+  const fn = e?.type === 'call' ? e.childForFieldName('function') : null;
+  if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'split') return null;
+  const sep = e!.childForFieldName('arguments')?.namedChildren.filter((c) => c.type !== 'comment') ?? [];
+  const value =
+    sep.length === 1
+      ? sep[0]!.type === 'keyword_argument'
+        ? sep[0]!.childForFieldName('value')
+        : sep[0]!
+      : null;
+  if (value?.type !== 'string' || stripQuotes(value.text) !== '.') return null;
+  return fn.childForFieldName('object');
+}
+
+/**
+ * The modules a wrap looks up by names taken from a parameter (`for path, reshard in plan: fully_shard(get_module(
+ * model, path))` with `plan` passed in): which parameter, the place of the name in each entry (-1: the entry
+ * itself), the path the names are relative to, and the loop's targets. Their caller's argument names the modules.
+ */
+export function namedByParameter(
+  file: SourceFile,
+  expr: Node,
+): { param: string; place: number; base: string[]; targets: string[] } | null {
+  let lookup: Node | null = expr;
+  if (expr.type === 'identifier') {
+    const b = findBinding(file, expr.text, expr);
+    lookup = b?.kind === 'assign' && b.statement.startIndex < expr.startIndex ? b.value : null;
+  }
+  const named = lookup?.type === 'call' ? nameLookup(lookup, file) : null;
+  if (!named || named.name.type !== 'identifier') return null;
+  const b = findBinding(file, named.name.text, named.name);
+  if (b?.kind !== 'loop') return null;
+  const left = b.loop.childForFieldName('left');
+  const right = b.loop.childForFieldName('right');
+  const names = left?.type === 'identifier' ? [left] : (left?.namedChildren ?? []);
+  if (!left || !names.every((n) => n.type === 'identifier')) return null;
+  const place = left.type === 'identifier' ? -1 : names.findIndex((n) => n.text === named.name.text);
+  if (left.type !== 'identifier' && place < 0) return null;
+  if (right?.type !== 'identifier') return null;
+  let plan = findBinding(file, right.text, right);
+  // `if plan is None: plan = default_plan(...)`: the parameter, wherever the caller passes one.
+  const fallback = plan?.kind === 'assign' ? noneFallback(plan.statement, right.text) : null;
+  if (fallback) plan = findBinding(file, right.text, fallback);
+  if (plan?.kind !== 'param') return null;
+  const base = pathOf(file, named.object, null, 1);
+  return { param: right.text, place, base, targets: names.map((n) => n.text) };
+}
+
+/** The `if name is None:` (or `if not name:`) statement, without other arms, whose body holds `statement`. */
+function noneFallback(statement: Node, name: string): Node | null {
+  const own = statement.type === 'assignment' && up(statement)?.type === 'expression_statement';
+  const block = up(own ? up(statement)! : statement);
+  const test = block ? up(block) : null;
+  if (test?.type !== 'if_statement' || test.childForFieldName('consequence')?.id !== block!.id) return null;
+  if (test.childrenForFieldName('alternative').length) return null;
+  const cond = test.childForFieldName('condition')?.text.replace(/\s+/g, ' ');
+  return cond === `${name} is None` || cond === `not ${name}` ? test : null;
 }
 
 /** The elements of the list or tuple literal a loop variable runs over, or null. */
@@ -268,7 +365,7 @@ export function getattrPath(
   inLoopAt: Node | null,
   depth: number,
 ): string[] | null {
-  const named = nameLookup(call);
+  const named = nameLookup(call, file);
   if (!named || named.name.type !== 'string') return null;
   const name = stripQuotes(named.name.text);
   if (!/^[A-Za-z_0-9]+(\.[A-Za-z_0-9]+)*$/.test(name)) return null;

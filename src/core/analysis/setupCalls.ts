@@ -10,6 +10,7 @@ import { statementInfo, loopsOf } from './context';
 import { type Evaluator } from './evaluator';
 import type { CheckpointFact, MeshFact, MixedPrecisionFact, OptimizerFact } from './facts';
 import { lastSegment } from './options';
+import { neverRunsReason, undecidedTests } from './wrapCalls';
 
 export function meshFact(
   file: SourceFile,
@@ -116,15 +117,21 @@ export function checkpointFact(
 ): CheckpointFact {
   const scope = enclosingFunction(call);
   const loops = loopsOf(file, call, scope);
+  // Whether it runs, as for a wrap call: off by a test false as written or by a default, or under tests not known.
+  const never = neverRunsReason(ev, call, scope);
+  const undecided = never ? [] : undecidedTests(ev, call, scope, loops.length > 0);
   return {
     api,
     line: file.line(call),
     range: rangeOf(call),
+    callee: call.childForFieldName('function')?.text ?? '',
     text: call.text.length > 200 ? call.text.slice(0, 200) + '…' : call.text,
     loop: loops[loops.length - 1] ?? null,
     function: scope ? qualifiedName(scope) : null,
     options: readOptions(ev, readArgs(file, call), api === 'gradient_checkpointing_enable' ? null : api, [])
       .options,
+    ...(never?.byDefault ? { offByDefault: never.reason } : never ? { neverRuns: never.reason } : {}),
+    ...(undecided.length ? { undecided } : {}),
   };
 }
 

@@ -28,6 +28,7 @@ import {
   derivedFrom,
   isUnder,
   iterablePath,
+  namedByParameter,
   pathOf,
   pathsOf,
   pathsUnlessRebound,
@@ -111,6 +112,8 @@ export function wrapCall(
         if (!(name in fact.options)) fact.options[name] = { ...o, inherited: 'enable_wrap' };
   }
   if (insideTry(call, scope)) fact.inTry = true;
+  const namedBy = loops.length && targets.length === 1 ? namedByParameter(file, targets[0]!) : null;
+  if (namedBy) fact.namedBy = namedBy;
   const rebound =
     targets.length === 1 ? pathsUnlessRebound(file, targets[0]!, loops.length ? call : null) : null;
   if (rebound) fact.unlessRebound = rebound;
@@ -127,15 +130,23 @@ export function wrapCall(
   else {
     // Tests around the call, outside its own loops (whose tests of each module are read module by module), that
     // cannot be decided: the estimate takes the call as running, and says so.
-    const loopsAround = loops.length ? outermostLoopStatement(call, scope) : null;
-    const undecided = conditionParts(call, scope)
-      .filter((p) => !p.othersRaise && !(loopsAround && p.node.startIndex >= loopsAround.startIndex))
-      .filter((p) => truthy(ev.eval(p.node)) === undefined)
-      .map((p) => (p.negated ? `not (${p.node.text})` : p.node.text))
-      .filter((t) => !isPresenceTest(t));
+    const undecided = undecidedTests(ev, call, scope, loops.length > 0);
     if (undecided.length) fact.undecided = undecided;
   }
   return fact;
+}
+
+/**
+ * The tests around a call, outside its own loops (whose tests of each module are read module by module), that
+ * cannot be decided: a test that another arm raises, or that a module exists, is no choice.
+ */
+export function undecidedTests(ev: Evaluator, call: Node, scope: Node | null, inLoop: boolean): string[] {
+  const loopsAround = inLoop ? outermostLoopStatement(call, scope) : null;
+  return conditionParts(call, scope)
+    .filter((p) => !p.othersRaise && !(loopsAround && p.node.startIndex >= loopsAround.startIndex))
+    .filter((p) => truthy(ev.eval(p.node)) === undefined)
+    .map((p) => (p.negated ? `not (${p.node.text})` : p.node.text))
+    .filter((t) => !isPresenceTest(t));
 }
 
 /**

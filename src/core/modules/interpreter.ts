@@ -29,6 +29,7 @@ import { classDef, cloneValue, isDataclass, newModule } from './moduleValues';
 import { TENSOR_FACTORIES, tensorArithmetic, tensorAttr, tensorFactory } from './tensors';
 import { torchLayer, torchLayerName, type LayerContext } from './torchLayers';
 import { valueMethod } from './methods';
+import { omegaconfCall } from './omegaconf';
 import {
   StepLimit,
   Undecided,
@@ -45,6 +46,21 @@ export { StepLimit, type Limits };
 
 export type { ClassV, FnV, ModV, ObjV, TensorV, Value };
 export { moduleFromTree, toModuleTree } from './moduleValues';
+
+/** Methods of list and dict that change the container in place. */
+const IN_PLACE = new Set([
+  'append',
+  'extend',
+  'insert',
+  'pop',
+  'remove',
+  'clear',
+  'sort',
+  'reverse',
+  'update',
+  'setdefault',
+  'popitem',
+]);
 
 /** Library calls that return the module passed first, with the same parameters. */
 const RETURNS_ITS_MODULE = new Set([
@@ -231,6 +247,9 @@ export class Interpreter extends Statements {
       case 'str':
         // A method of a string, called through callRef (`name.endswith("mlp")`).
         return { k: 'ref', name: `<str>.${attr}`, bound: false };
+      case 'seq':
+        // A method of a list or tuple, called through callRef (`plan.append(entry)`).
+        return { k: 'ref', name: `<${obj.kind}>.${attr}`, bound: false };
       case 'pymod':
         return this.moduleName(obj.file, attr);
       case 'obj': {
@@ -443,8 +462,27 @@ export class Interpreter extends Statements {
         const target = this.evaluate(obj, frame);
         const r = valueMethod(this.layers, target, last, args, kwargs, text);
         if (r) return r;
+        // A container changed in place in a way not followed (`names.sort()`, `plan.insert(0, x)`): what it holds
+        // from here on is not known.
+        if (
+          obj.type === 'identifier' &&
+          (target.k === 'seq' || target.k === 'dict') &&
+          IN_PLACE.has(last) &&
+          frame.env.has(obj.text)
+        )
+          frame.env.set(obj.text, UNKNOWN(obj.text, `changed in place by ${text.slice(0, 40)}`));
       }
     }
+    const config = omegaconfCall(q, args, text, {
+      ...(this.script?.context.argv ? { argv: this.script.context.argv } : {}),
+      ...(this.script?.context.readData ? { readData: this.script.context.readData } : {}),
+      note: (s) => this.note(s),
+      missing: (s) => {
+        if (!this.missing.includes(s)) this.missing.push(s);
+      },
+      instantiate: (cls) => this.instantiate(cls, [], {}),
+    });
+    if (config) return config;
     switch (q) {
       case 'getattr': {
         const [o, n, d] = args;

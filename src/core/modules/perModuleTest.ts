@@ -19,6 +19,7 @@ import type { ModV, Value } from '../python/values';
 import { moduleAt, type ModuleNode } from '../model/tree';
 import type { Project } from '../project/project';
 import { Interpreter } from './interpreter';
+import { scriptInterpreter } from './scriptRun';
 import { Evaluator } from '../analysis/evaluator';
 import { moduleFromTree } from './moduleValues';
 import { StepLimit, Undecided } from './statements';
@@ -98,7 +99,7 @@ export function testPerModule(
       return v.k === 'unknown' && /changed in place elsewhere/.test(v.why);
     }),
   );
-  const interp = new Interpreter(project);
+  const interp = site ? scriptInterpreter(project, site.file, site.argv) : new Interpreter(project);
   // A helper's parameters as its call passes them (`shard(model, LlamaDecoderLayer)`): its tests read them.
   const passed =
     site && scope ? siteBindings(project, site, scope, call.file, interp) : new Map<string, Value>();
@@ -291,6 +292,8 @@ function classOnly(text: string): boolean {
 export interface CallSite {
   file: string;
   range: Range;
+  /** The caller's command line, when the analysis was given it. */
+  argv?: readonly string[];
 }
 
 /**
@@ -305,7 +308,7 @@ function siteBindings(
   interp: Interpreter,
 ): Map<string, Value> {
   // Once per call of the helper, for all of its wraps (the caller's code before the call is run for it).
-  const key = `site-bindings:${site.file}:${site.range.start.line}:${site.range.start.character}:${helperPath}:${helper.startIndex}`;
+  const key = `site-bindings:${site.file}:${site.range.start.line}:${site.range.start.character}:${helperPath}:${helper.startIndex}:${(site.argv ?? []).join(' ')}`;
   return project.memo(key, () => bindingsOfCall(project, site, helper, helperPath, interp));
 }
 
@@ -387,7 +390,7 @@ function bindingsOfCall(
  */
 export function conditionsByCall(
   project: Project,
-  call: WrapCall,
+  call: Pick<WrapCall, 'file' | 'line' | 'callee'>,
   site: CallSite,
 ): { holds: boolean | undefined } {
   const none = { holds: undefined };
@@ -402,7 +405,7 @@ export function conditionsByCall(
     (p) => !loops.some((l) => p.node.startIndex >= l.startIndex && p.node.endIndex <= l.endIndex),
   );
   if (!parts.length) return none;
-  const interp = new Interpreter(project);
+  const interp = scriptInterpreter(project, site.file, site.argv);
   const passed = siteBindings(project, site, scope, call.file, interp);
   if (!passed.size) return none;
   return { holds: holds(interp, file, parts, new Map(passed), true) };

@@ -10,10 +10,10 @@ import { countParams, walk, type ModuleNode } from '../model/tree';
 import type { Node } from '../parsing/python';
 import type { Project, PyFile } from '../project/project';
 import { isTestFile } from '../project/testFiles';
-import { configDataReader } from '../frameworks/scriptConfigs';
 import { findBinding, enclosingFunction, parameterOf, dottedText } from '../python/scope';
 import { modelVariable } from '../analysis/paths';
 import { StepLimit, Interpreter } from './interpreter';
+import { scriptInterpreter } from './scriptRun';
 import { toModuleTree } from './moduleValues';
 import { type ModV, type Value } from '../python/values';
 
@@ -56,15 +56,7 @@ export function modelFromScript(
   const variable = modelVariable(calls)?.join('.') ?? facts.models.find((m) => m.variable)?.variable;
   if (!variable) return { ok: false, reason: 'no wrap call or model construction names the model variable' };
   const anchor = calls.find((c) => c.isRoot) ?? calls[0];
-  const interp = new Interpreter(project);
-  if (facts.argv || facts.configsRead)
-    interp.script = {
-      file: facts.path,
-      context: {
-        ...(facts.argv ? { argv: facts.argv } : {}),
-        ...(facts.configsRead ? { readData: configDataReader(project, facts.path) } : {}),
-      },
-    };
+  const interp = scriptInterpreter(project, facts.path, facts.argv);
   try {
     const at = anchor ? nodeAt(file, anchor.statement.start) : nodeAtLine(file, facts.models[0]?.line ?? 1);
     if (!at) return { ok: false, reason: 'the wrap call could not be located' };
@@ -233,6 +225,8 @@ function finish(project: Project, interp: Interpreter, m: ModV, where: string, n
     gaps.unshift(
       `${unknownParams.length} parameter${unknownParams.length === 1 ? ' has a shape' : 's have shapes'} not known statically (${unknownParams.slice(0, 3).join(', ')}${unknownParams.length > 3 ? ', …' : ''})`,
     );
+  // What is not known may come from an input the analysis was not given: said first.
+  if (gaps.length) gaps.unshift(...interp.missing);
   const cls = m.cls;
   const file = cls ? rel(project, cls.file.path) : '?';
   const shape = inferShapeFromTree(root, collectFields(m));

@@ -22,6 +22,7 @@ import {
 } from '../python/values';
 import { setAttribute } from './methods';
 import { register } from './moduleValues';
+import { deepCopy } from './omegaconf';
 import type { LayerContext } from './torchLayers';
 
 /** The interpreter ran past its step limit or the analysis's budget (the model code is too large or loops without end). */
@@ -80,6 +81,8 @@ export class Continue {}
 export abstract class Statements extends Expressions<Frame> {
   private steps = 0;
   readonly notes: string[] = [];
+  /** Inputs the code reads that the analysis was not given (the script's command line), in words. */
+  readonly missing: string[] = [];
   /** Set while nothing may be assumed of an undecided condition (see Undecided). */
   decisions: Decisions | undefined;
   /** What layers and methods need of the interpreter (notes, iteration, the loop limit). */
@@ -253,7 +256,7 @@ export abstract class Statements extends Expressions<Frame> {
             ...stmt.childrenForFieldName('alternative').map((a) => a.childForFieldName('condition')),
           ];
           if (!own.some((c) => c?.id === e.condition)) throw e;
-          this.forget(stmt, frame);
+          this.forget(stmt, frame, 'changed where a test is undecided');
           return;
         }
       }
@@ -343,16 +346,15 @@ export abstract class Statements extends Expressions<Frame> {
   }
 
   /** The local names a statement assigns, made unknown (a loop that could not be followed). */
-  private forget(stmt: Node, frame: Frame): void {
-    // Where nothing may be assumed, a container changed in place there (`names.append(x)`) is unknown too.
-    if (this.decisions)
-      for (const c of stmt.descendantsOfType('call')) {
-        const fn = c.childForFieldName('function');
-        const obj = fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
-        const held = obj?.type === 'identifier' ? frame.env.get(obj.text) : undefined;
-        if (held && (held.k === 'seq' || held.k === 'dict' || held.k === 'obj'))
-          frame.env.set(obj!.text, UNKNOWN(obj!.text, 'changed where a test is undecided'));
-      }
+  private forget(stmt: Node, frame: Frame, why = 'changed in a loop that could not be followed'): void {
+    // A container changed in place there (`names.append(x)`) is unknown too: it holds what the loop added.
+    for (const c of stmt.descendantsOfType('call')) {
+      const fn = c.childForFieldName('function');
+      const obj = fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
+      const held = obj?.type === 'identifier' ? frame.env.get(obj.text) : undefined;
+      if (held && (held.k === 'seq' || held.k === 'dict' || held.k === 'obj'))
+        frame.env.set(obj!.text, UNKNOWN(obj!.text, why));
+    }
     for (const a of stmt.descendantsOfType(['assignment', 'augmented_assignment'])) {
       const left = a.childForFieldName('left');
       const names = left?.type === 'identifier' ? [left] : (left?.descendantsOfType('identifier') ?? []);
@@ -455,7 +457,8 @@ export abstract class Statements extends Expressions<Frame> {
     for (let p = up(node); p; p = up(p)) if (p.type === 'function_definition') fn = fn ?? p;
     const frame: Frame = { file, env: new Map() };
     if (fn) {
-      for (const p of fn.childForFieldName('parameters')?.namedChildren ?? []) {
+      const params = fn.childForFieldName('parameters')?.namedChildren ?? [];
+      params.forEach((p, index) => {
         const name =
           p.type === 'identifier'
             ? p.text
@@ -463,21 +466,30 @@ export abstract class Statements extends Expressions<Frame> {
               ? p.namedChild(0)?.text
               : p.childForFieldName('name')?.text;
         const dflt = p.childForFieldName('value');
-        if (name)
-          frame.env.set(
-            name,
+        if (!name || p.type.includes('splat')) return;
+        // What the function's one caller in this file passes (`train(cfg)` in `main()`), when known.
+        // Keyword-only parameters (after `*`) are never passed by position.
+        const position = params
+          .slice(0, index)
+          .some((q) => q.type === 'keyword_separator' || q.type === 'list_splat_pattern')
+          ? -1
+          : index;
+        const passed = bound?.has(name) ? undefined : this.fromCaller(file, fn!, position, name);
+        frame.env.set(
+          name,
+          passed ??
             // A parameter's default is its value only where its callers are known not to pass it.
-            dflt && !paramsUnknown
+            (dflt && !paramsUnknown
               ? this.evaluate(dflt, frame)
               : {
                   k: 'param',
                   name,
-                  function: fn.childForFieldName('name')?.text ?? '',
+                  function: fn!.childForFieldName('name')?.text ?? '',
                   index: 0,
                   default: null,
-                },
-          );
-      }
+                }),
+        );
+      });
       // Names the caller binds (a loop's variables, the module it runs over), over the parameters.
       for (const [k, v] of bound ?? []) frame.env.set(k, v);
       const body = fn.childForFieldName('body');
@@ -487,6 +499,62 @@ export abstract class Statements extends Expressions<Frame> {
       this.before(() => this.runUntil(file.source.root, node, frame, true));
     }
     return nodes.map((n) => this.evaluate(n, frame));
+  }
+
+  /** Arguments found by fromCaller, by function and parameter (undefined while one is being found). */
+  private readonly passed = new Map<string, Value | null | undefined>();
+
+  /**
+   * The value a top-level function's parameter has where the function is called once in its file (`train(cfg)` in
+   * `main()`), as the code before that call computes it: unknown values, several calls, a call through `*args` or
+   * one made inside the function itself give none. A copy each time: code run later may change what it holds.
+   */
+  private fromCaller(file: ModuleFile, fn: Node, index: number, name: string): Value | undefined {
+    const parent = up(fn)?.type === 'decorated_definition' ? up(up(fn)) : up(fn);
+    const own = fn.childForFieldName('name')?.text;
+    if (parent?.type !== 'module' || !own) return undefined;
+    // Where nothing may be assumed (`decisions`), what was found by assuming is not reused.
+    const key = `${file.path}:${fn.startIndex}:${name}:${this.decisions ? 'decided' : 'assumed'}`;
+    if (this.passed.has(key)) {
+      const v = this.passed.get(key);
+      return v ? deepCopy(v, 0) : undefined;
+    }
+    this.passed.set(key, undefined);
+    let found: Value | null = null;
+    const sites = file.source.identifiers(own).flatMap((id) => {
+      const call = up(id);
+      const inside = id.startIndex >= fn.startIndex && id.endIndex <= fn.endIndex;
+      return call?.type === 'call' && call.childForFieldName('function')?.id === id.id && !inside
+        ? [call]
+        : [];
+    });
+    const args = sites.length === 1 ? sites[0]!.childForFieldName('arguments') : null;
+    const items =
+      args?.type === 'argument_list' ? args.namedChildren.filter((a) => a.type !== 'comment') : [];
+    if (args && !items.some((a) => a.type === 'list_splat' || a.type === 'dictionary_splat')) {
+      const kw = items.find(
+        (a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name,
+      );
+      const arg = kw
+        ? kw.childForFieldName('value')
+        : index >= 0
+          ? items.filter((a) => a.type !== 'keyword_argument')[index]
+          : undefined;
+      if (arg) {
+        try {
+          const v = this.evalAt(file, arg);
+          if (v.k !== 'unknown' && v.k !== 'param') found = v;
+        } catch (e) {
+          if (!(e instanceof StepLimit) && !(e instanceof Undecided)) throw e;
+        }
+      }
+    }
+    this.passed.set(key, found);
+    if (found)
+      this.note(
+        `\`${name}\` of ${own}() is what its call at line ${file.source.line(sites[0]!)} of ${file.path.split(/[\\/]/).pop()} passes`,
+      );
+    return found ? deepCopy(found, 0) : undefined;
   }
 
   /** Runs the code before a point of interest: where nothing is assumed, its undecided tests are not forked. */

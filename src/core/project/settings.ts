@@ -110,6 +110,13 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
   if (file.endsWith('.json')) return readLaunchJson(file, text);
   const lines = text.split('\n');
   let sbatch: Partial<LaunchFact> = {};
+  // `--gres=gpu:8` or `--gpus-per-node=8` counts GPUs; `--ntasks-per-node` counts processes (one torchrun per
+  // node runs 8), taken only without a GPU count.
+  let gpus: number | undefined;
+  let tasks: number | undefined;
+  // Whether the file runs a program at all (`srun ...`, `python ...`, `$CMD`): an environment-setup batch job
+  // (`conda create`, `pip install`) launches no training.
+  let runs = false;
   let joined = '';
   let start = 0;
   lines.forEach((raw, i) => {
@@ -118,13 +125,18 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     if (sb) {
       const opts = flags(sb[1]!);
       const nodes = num(opts.get('--nodes') ?? opts.get('-N'));
-      const gpn = num(
-        opts.get('--gpus-per-node') ?? opts.get('--ntasks-per-node') ?? gres(opts.get('--gres')),
-      );
+      gpus = num(opts.get('--gpus-per-node') ?? gres(opts.get('--gres'))) ?? gpus;
+      tasks = num(opts.get('--ntasks-per-node')) ?? tasks;
       if (nodes) sbatch.nnodes = nodes;
-      if (gpn) sbatch.gpusPerNode = gpn;
+      if (gpus ?? tasks) sbatch.gpusPerNode = (gpus ?? tasks)!;
       return;
     }
+    if (
+      /^\s*(?:\w+=\S*\s+)*(?:srun|python3?|torchrun|accelerate|deepspeed|mpirun|\$\{?\w+\}?)(?:\s|$)/.test(
+        line,
+      )
+    )
+      runs = true;
     // A comment (`# torchrun --nproc_per_node 8 train.py` left from an older run) launches nothing.
     if (!joined && /^\s*#/.test(line)) return;
     if (!joined) start = i;
@@ -175,7 +187,7 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
           ...(sbatch.gpusPerNode ? { gpusPerNode: sbatch.gpusPerNode } : {}),
         }),
       );
-    else out.push({ file, line: 1, script: null, ...sbatch });
+    else if (runs) out.push({ file, line: 1, script: null, ...sbatch });
   }
   sbatch = {};
   return out;

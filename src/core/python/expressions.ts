@@ -8,7 +8,7 @@
  */
 import type { Node } from '../parsing/python';
 import { plainItems } from './builtins';
-import { parseFloatLit, parseInteger, parseString } from './literals';
+import { parseFloatLit, parseInteger, parseString, pythonStr } from './literals';
 import { binary, compareChain, truthy, unary } from './operators';
 import {
   bool,
@@ -88,7 +88,7 @@ export abstract class Expressions<F> {
       case 'none':
         return { k: 'none' };
       case 'string':
-        return parseString(node);
+        return parseString(node, (e) => pythonStr(this.evaluate(e, frame)));
       case 'concatenated_string': {
         let s = '';
         for (const c of node.namedChildren) {

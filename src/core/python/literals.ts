@@ -54,26 +54,50 @@ export function decodeEscape(seq: string, bytes: boolean): string {
   return seq;
 }
 
-/** A string literal's value. */
-export function parseString(node: Node): Value {
+/**
+ * `str(v)` of a value, as an f-string field shows it, where Python and this model print it alike: strings, ints,
+ * booleans, None, and floats in plain positional form. Undefined for anything else.
+ */
+export function pythonStr(v: Value): string | undefined {
+  if (v.k === 'str') return v.v;
+  if (v.k === 'bool') return v.v ? 'True' : 'False';
+  if (v.k === 'none') return 'None';
+  if (v.k !== 'num' || !Number.isFinite(v.v)) return undefined;
+  if (v.int) return Number.isSafeInteger(v.v) ? String(v.v) : undefined;
+  if (Number.isInteger(v.v)) return Math.abs(v.v) < 1e16 ? `${v.v}.0` : undefined;
+  const s = String(v.v);
+  return /e/i.test(s) || Math.abs(v.v) < 1e-4 ? undefined : s;
+}
+
+/**
+ * A string literal's value. An f-string's fields are the text `interpolate` gives each expression (a plain `{x}`
+ * or `{x!s}`; a format spec or another conversion is not followed), unknown without it.
+ */
+export function parseString(node: Node, interpolate?: (expr: Node) => string | undefined): Value {
   let out = '';
   let raw = false;
   let bytes = false;
+  let formatted = false;
   for (const c of node.children) {
     switch (c.type) {
       case 'string_start':
         raw = /r/i.test(c.text);
         bytes = /b/i.test(c.text);
-        if (/f/i.test(c.text) && node.namedChildren.some((x) => x.type === 'interpolation'))
+        formatted = /f/i.test(c.text);
+        if (formatted && !interpolate && node.namedChildren.some((x) => x.type === 'interpolation'))
           return UNKNOWN(node.text, 'an f-string');
         break;
       case 'string_content': {
-        // Escape sequences are children of the content (tree-sitter-python 0.21 and later).
-        const escapes = raw ? [] : c.namedChildren.filter((x) => x.type === 'escape_sequence');
+        // Escape sequences are children of the content (tree-sitter-python 0.21 and later); `{{` and `}}` of an
+        // f-string are one brace.
+        const escapes = c.namedChildren.filter(
+          (x) => (!raw && x.type === 'escape_sequence') || (formatted && x.type === 'escape_interpolation'),
+        );
         let at = c.startIndex;
         const text = c.text;
         for (const e of escapes) {
-          out += text.slice(at - c.startIndex, e.startIndex - c.startIndex) + decodeEscape(e.text, bytes);
+          const decoded = e.type === 'escape_interpolation' ? e.text.slice(1) : decodeEscape(e.text, bytes);
+          out += text.slice(at - c.startIndex, e.startIndex - c.startIndex) + decoded;
           at = e.endIndex;
         }
         out += text.slice(at - c.startIndex);
@@ -82,8 +106,18 @@ export function parseString(node: Node): Value {
       case 'escape_sequence':
         out += raw ? c.text : decodeEscape(c.text, bytes);
         break;
-      case 'interpolation':
-        return UNKNOWN(node.text, 'an f-string');
+      case 'interpolation': {
+        const expr = c.childForFieldName('expression') ?? c.namedChildren[0];
+        const conversion = c.namedChildren.find((x) => x.type === 'type_conversion');
+        const spec = c.namedChildren.some((x) => x.type === 'format_specifier');
+        const text =
+          interpolate && expr && !spec && (!conversion || conversion.text === '!s')
+            ? interpolate(expr)
+            : undefined;
+        if (text === undefined) return UNKNOWN(node.text, 'an f-string');
+        out += text;
+        break;
+      }
       default:
         break;
     }

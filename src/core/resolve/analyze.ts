@@ -116,17 +116,18 @@ export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): Est
   // helper's named in the notes.)
   const onPath = (c: WrapCall) => !c.neverRuns && !c.offByDefault && !c.incomplete;
   const ownOnPath = own.calls.filter(onPath);
+  // With no wraps of its own, such a helper makes the script's plan: a default plan would stand for one the code
+  // does not make.
   const beside = found?.unfollowed?.find(
     (u) =>
       !u.offPath &&
-      own.calls.length > 0 &&
       (!ownOnPath.length ||
         ownOnPath.some((c) => c.function === u.function && !exclusive(c.branch, u.branch))),
   );
   if (beside)
     return {
       ok: false,
-      reason: `part of the plan is not known statically: ${beside.helper} (line ${beside.line}) in ${beside.where}, ${ownOnPath.length ? "run beside the file's own wraps" : "run on the path the script takes instead of the file's own wraps"}, is not followed: ${beside.reason}`,
+      reason: `${own.calls.length ? 'part of the plan' : 'the plan'} is not known statically: ${beside.helper} (line ${beside.line}) in ${beside.where}, ${!own.calls.length ? 'which makes the wraps of the script' : ownOnPath.length ? "run beside the file's own wraps" : "run on the path the script takes instead of the file's own wraps"}, is not followed: ${beside.reason}`,
       hint: '`fsdp-lens scan` lists the wraps it may make; a plan written with the wraps themselves is estimated',
       unknownPlan: true,
       ...plans,
@@ -774,7 +775,18 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
     else if (opt.options.foreach?.value === false) values.optimizerImpl = 'for-loop';
     if (values.optimizerImpl) details.optimizerImpl = at(opt.line);
   }
-  const ac = facts.checkpointing[0];
+  // The checkpointing the path takes: not one a test false as written or by a default keeps off.
+  const onPath = facts.checkpointing.filter((a) => !a.neverRuns && !a.offByDefault);
+  const off = facts.checkpointing.find((a) => a.offByDefault);
+  if (!onPath.length && off)
+    notes.push(
+      `${off.file ? `${path.basename(off.file)}:${off.line}` : at(off.line)}: activation checkpointing (${off.api}) is off by default (${off.offByDefault}); estimated without it (--ac full for the other path)`,
+    );
+  const ac = onPath[0];
+  if (ac?.undecided?.length)
+    notes.push(
+      `${ac.file ? `${path.basename(ac.file)}:${ac.line}` : at(ac.line)}: activation checkpointing runs where ${ac.undecided.join(' and ')}, which is not known statically; estimated with it (--ac none for the other path)`,
+    );
   // `check_fn=lambda m: isinstance(m, GPT2Block)` on a model without that class checkpoints nothing
   // (apply_activation_checkpointing wraps only the modules check_fn admits).
   const admitted = ac?.options.check_fn ? checkFnClasses(ac.options.check_fn.text) : null;
@@ -785,6 +797,12 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
     notes.push(
       `${at(ac.line)}: check_fn admits ${admitted.join(', ')}, which the model does not have: activation checkpointing applies to no module, and is estimated off`,
     );
+  } else if (ac?.options.context_fn) {
+    // A per-op policy (`context_fn=partial(create_selective_checkpoint_contexts, policy)`,
+    // torch/utils/checkpoint.py) saves the ops the policy names, which the activation model does not follow: the
+    // figures keep every activation, an upper bound.
+    values.checkpointing = 'none';
+    details.checkpointing = `${ac.file ? `${path.basename(ac.file)}:${ac.line}` : at(ac.line)} (${ac.api} with a per-op policy, not modelled: activations as without checkpointing, an upper bound)`;
   } else if (ac) {
     values.checkpointing = 'full';
     details.checkpointing = `${ac.file ? `${path.basename(ac.file)}:${ac.line}` : at(ac.line)} (${ac.api})`;

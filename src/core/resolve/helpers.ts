@@ -36,6 +36,8 @@ import { interpretOption } from '../analysis/options';
 import { argumentFor, meshOption } from '../analysis/arguments';
 import { truthy } from '../python/operators';
 import { castMethods, castSites, type CastSite } from './castMethods';
+import { planEntries } from './namedPlan';
+import type { Value } from '../python/values';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
 const MAX_HELPERS = 16;
@@ -195,7 +197,11 @@ function searchHelpers(
     // class filter the analysis reads, is not known: no plan is made of a guess.
     // A test the helper writes of each module alone (`if name.endswith("mlp")`, `if type(m).__name__ in NAMES`)
     // is decided module by module once the model is known; one over what the caller passes is not.
-    const callSite = { file: facts.path, range: rangeOf(site.call) };
+    const callSite = {
+      file: facts.path,
+      range: rangeOf(site.call),
+      ...(facts.argv ? { argv: facts.argv } : {}),
+    };
     const perModule = new Map(
       wraps.map((c) => [c, decidedPerModule(project, c, fnFact.parameters, callSite)]),
     );
@@ -251,34 +257,57 @@ function searchHelpers(
     // by a default keeps it out.
     const never = neverRunsReason(ev, site.call, enclosingFunction(site.call));
     const runs = never?.byDefault ? { offByDefault: never.reason } : never ? { neverRuns: never.reason } : {};
-    const mapped = live.map((c) => remap(c, fnFact.parameters, site.call, runs, site.receiver, ev));
+    const why: string[] = [];
+    const mapped = live.map((c) => {
+      if (c.namedBy) return remapNamed(project, facts, file, c, fnFact.parameters, site, runs, ev, why);
+      const one = remap(c, fnFact.parameters, site.call, runs, site.receiver, ev);
+      return one ? [one] : null;
+    });
     const lost = live.filter((_, i) => !mapped[i]);
     // A helper followed in part would show a plan it does not make: all of its wraps, or none.
     if (lost.length) {
       const which = lost.map((c) => `\`${c.callee}(${oneLine(c.target, 40)})\` at line ${c.line}`);
-      const reason = `${lost.length} of its ${live.length} wrap calls (${listed(which)}) ${lost.length === 1 ? 'wraps' : 'wrap'} something not reached from what the call passes`;
+      const reason = why.length
+        ? why.join('; ')
+        : `${lost.length} of its ${live.length} wrap calls (${listed(which)}) ${lost.length === 1 ? 'wraps' : 'wrap'} something not reached from what the call passes`;
       out.notes.push(`${at} (line ${file.source.line(site.call)}) is not followed: ${reason}`);
       unfollowed(reason);
       continue;
     }
-    const kept = mapped as WrapCall[];
-    // Children indices point into the helper's calls: renumber them into this plan's.
-    const offset = out.calls.length;
-    const index = new Map(wraps.map((c, i) => [helper.calls.indexOf(c), i]));
-    for (const k of kept)
-      k.children = k.children
-        .map((i) => index.get(i))
-        .filter((i): i is number => i !== undefined)
-        .map((i) => i + offset);
+    // Children indices point into the helper's calls: renumber them into this plan's (a wrap of a plan's names is
+    // one call per entry).
+    const positions = new Map<number, number[]>();
+    const kept: WrapCall[] = [];
+    live.forEach((c, i) => {
+      const m = mapped[i]!;
+      positions.set(
+        helper.calls.indexOf(c),
+        m.map((_, j) => out.calls.length + kept.length + j),
+      );
+      kept.push(...m);
+    });
+    live.forEach((c, i) => {
+      for (const k of mapped[i]!) k.children = c.children.flatMap((x) => positions.get(x) ?? []);
+    });
     out.calls.push(...kept);
     // The checkpointing the helper applies in the same function (`apply_activation_checkpointing(model)` before its
     // wraps): the file's job checkpoints.
-    const ac = helper.checkpointing.filter((a) => a.function === site.fn);
+    // Its tests of the helper's parameters are decided by what the call passes (`if args.ac:` of `args.ac`
+    // false in the caller's config): one the call makes false never checkpoints from here.
+    const ac = helper.checkpointing.flatMap((a) => {
+      if (a.function !== site.fn || a.neverRuns) return [];
+      const file = a.file ?? where;
+      const holds = conditionsByCall(project, { file, line: a.line, callee: a.callee }, callSite).holds;
+      if (holds === false) return [];
+      const { undecided, offByDefault, ...rest } = a;
+      const open =
+        holds === true
+          ? {}
+          : { ...(undecided ? { undecided } : {}), ...(offByDefault ? { offByDefault } : {}) };
+      return [{ ...rest, ...open, file, function: callerFunction(site.call) }];
+    });
     // In this file's terms: made by the function that calls the helper.
-    if (ac.length)
-      (out.checkpointing ??= []).push(
-        ...ac.map((a) => ({ ...a, file: a.file ?? where, function: callerFunction(site.call) })),
-      );
+    if (ac.length) (out.checkpointing ??= []).push(...ac);
     // The function of this file that makes the call: a helper of its own callers in turn.
     const within = enclosingFunction(site.call);
     const name = within ? qualifiedName(within) : null;
@@ -541,6 +570,67 @@ function remap(
     // The caller's function that makes the call: the helper it is, for its own callers.
     function: callerFunction(call),
   };
+}
+
+/**
+ * A helper's wrap of the modules a plan names (`for path, reshard in plan: fully_shard(get_module(model, path),
+ * reshard_after_forward=reshard)`), as the caller's: one wrap per entry of the plan the call passes, evaluated where
+ * the call stands, each with its entry's `reshard_after_forward` when the wrap takes it from the entry. Null, with
+ * the reason in `why`, when the plan is not known.
+ */
+function remapNamed(
+  project: Project,
+  facts: FileFacts,
+  file: PyFile,
+  c: WrapCall,
+  params: string[],
+  site: Site,
+  runs: Pick<WrapCall, 'neverRuns' | 'offByDefault'>,
+  ev: Evaluator,
+  why: string[],
+): WrapCall[] | null {
+  const named = c.namedBy!;
+  const arg = argumentFor(site.call, site.receiver ? params.slice(1) : params, named.param);
+  const own = `\`${c.callee}(${oneLine(c.target, 40)})\` at line ${c.line} wraps the modules named by \`${named.param}\``;
+  if (!arg) {
+    why.push(`${own}, which the call does not pass`);
+    return null;
+  }
+  const found = planEntries(project, facts, file, arg, named.place);
+  if ('reason' in found) {
+    why.push(`${own}, and ${found.reason}`);
+    return null;
+  }
+  const base = remap({ ...c, paths: [named.base] }, params, site.call, runs, site.receiver, ev);
+  if (!base?.paths[0]) return null;
+  const root = base.paths[0];
+  const option = c.options.reshard_after_forward;
+  const place = option ? named.targets.indexOf(option.text) : -1;
+  return found.entries.map((e) => {
+    const path = [...root, ...e.name.split('.')];
+    const text = path.join('.');
+    const raf = place >= 0 ? reshardValue(e.parts[place]) : undefined;
+    const options =
+      option && raf !== undefined
+        ? {
+            ...base.options,
+            reshard_after_forward: {
+              ...option,
+              value: raf,
+              via: `the entry of "${e.name}" in ${oneLine(arg.text, 60)}`,
+            },
+          }
+        : base.options;
+    return { ...base, target: text, targets: [text], paths: [path], options, isRoot: false };
+  });
+}
+
+/** A plan entry's `reshard_after_forward`: a bool, an int or None; undefined for anything else. */
+function reshardValue(v: Value | undefined): boolean | number | null | undefined {
+  if (v?.k === 'bool') return v.v;
+  if (v?.k === 'num' && v.int) return v.v;
+  if (v?.k === 'none') return null;
+  return undefined;
 }
 
 function callerFunction(call: Node): string | null {
