@@ -61,8 +61,9 @@ function project(): string {
       '    names = dotted.split(".")',
       '    return functools.reduce(getattr, names, root)',
       '',
-      'def shard(model, groups=None, checkpoint=False):',
-      '    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+      'def shard(model, groups=None, checkpoint=False, precision="bf16"):',
+      '    dtypes = dict(bf16=torch.bfloat16, fp32=torch.float32)',
+      '    mp = MixedPrecisionPolicy(param_dtype=dtypes[precision], reduce_dtype=torch.float32)',
       '    if groups is None:',
       '        groups = [(f"blocks.{i}", True) for i in range(len(model.blocks))]',
       '    for name, keep in groups:',
@@ -92,13 +93,14 @@ function project(): string {
       'class RunArgs:',
       '    steps: int = 10',
       '    checkpoint: bool = False',
+      '    precision: str = "bf16"',
       '    data: DataArgs = field(default_factory=DataArgs)',
       '    net: NetArgs = field(default_factory=NetArgs)',
       '',
       'def run(cfg: RunArgs):',
       '    with torch.device("meta"):',
       '        model = Net(cfg.net)',
-      '    model = shard(model, groups=grouping(cfg.net), checkpoint=cfg.checkpoint)',
+      '    model = shard(model, groups=grouping(cfg.net), checkpoint=cfg.checkpoint, precision=cfg.precision)',
       '    opt = torch.optim.AdamW(model.parameters())',
       '    for _ in range(cfg.steps):',
       '        tokens = torch.randint(0, 100, (cfg.data.batch_size, cfg.data.seq_len))',
@@ -195,7 +197,17 @@ describe('a helper that wraps the modules a grouping plan names', () => {
     assert.equal(ac((await estimate(dir, 'config=conf/small.yaml')).json)?.value, 'none');
     const on = (await estimate(dir, 'config=conf/small.yaml', 'checkpoint=true')).json;
     assert.equal(ac(on)?.value, 'full');
-    assert.match(ac(on)?.source.detail ?? '', /sharding\.py:17 \(checkpoint_wrapper\)/);
+    assert.match(ac(on)?.source.detail ?? '', /sharding\.py:18 \(checkpoint_wrapper\)/);
+  });
+
+  it('reads the options the helper computes from what the call passes', async () => {
+    const dir = project();
+    const dtype = (j: Json) => j.assumptions.find((a) => a.key === 'paramDtype');
+    // `param_dtype=dtypes[precision]`, `precision=cfg.precision`: RunArgs' "bf16", or the command line's.
+    assert.equal(dtype((await estimate(dir, 'config=conf/small.yaml')).json)?.value, 'bfloat16');
+    const fp32 = dtype((await estimate(dir, 'config=conf/small.yaml', 'precision=fp32')).json);
+    assert.equal(fp32?.value, 'float32');
+    assert.equal(fp32?.source.kind, 'detected');
   });
 });
 

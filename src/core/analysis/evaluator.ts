@@ -327,6 +327,7 @@ export class Evaluator extends Expressions<null> {
         }
         case 'param':
           return (
+            this.passedParam(name, b) ??
             this.clickOption(name, b) ??
             this.hydraConfig(b) ??
             this.fromCallSitesOnce(name, b) ?? {
@@ -593,6 +594,12 @@ export class Evaluator extends Expressions<null> {
     return only ? this.evaluate(only, null) : undefined;
   }
 
+  /** A parameter of the function the evaluator was given the call of (`given.passed`): what that call passes. */
+  private passedParam(name: string, b: Binding & { kind: 'param' }): Value | undefined {
+    const passed = this.given.passed;
+    return passed && b.function.id === passed.function.id ? passed.values.get(name) : undefined;
+  }
+
   /** `fromCallSites`, remembered unless the evaluation was cut short (then the answer depends on where it began). */
   private fromCallSitesOnce(name: string, b: Binding & { kind: 'param' }): Value | null {
     const key = `${b.function.id}:${name}`;
@@ -769,6 +776,8 @@ export interface ScriptContext {
   argv?: readonly string[];
   /** The data of a YAML, JSON or TOML file named as the code names it (relative to where it runs), or undefined. */
   readData?: (file: string) => unknown;
+  /** A helper read for one call of it: its parameters' values as that call passes them (in the caller's terms). */
+  passed?: { function: Node; values: ReadonlyMap<string, Value> };
 }
 
 /** Loaders that read an open file: `yaml.safe_load(open(p))`. */

@@ -729,6 +729,7 @@ export class Interpreter extends Statements {
         env,
         ...(fn.owner ? { owner: fn.owner } : {}),
         ...(fn.self !== undefined ? { self: fn.self } : {}),
+        called: true,
       };
       try {
         this.execBlock(fn.node.childForFieldName('body'), frame);

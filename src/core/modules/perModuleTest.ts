@@ -273,7 +273,7 @@ function bind(target: Node, e: Element, env: Map<string, Value>): boolean {
 }
 
 /** The call of `callee` that starts on a 1-based line. */
-function callAtLine(root: Node, line: number, callee: string): Node | null {
+export function callAtLine(root: Node, line: number, callee: string): Node | null {
   for (const c of root.descendantsOfType('call', { row: line - 1, column: 0 }, { row: line, column: 0 }))
     if (c.startPosition.row === line - 1 && c.childForFieldName('function')?.text === callee) return c;
   return null;

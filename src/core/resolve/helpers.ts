@@ -30,7 +30,15 @@ import {
 import { Evaluator } from '../analysis/evaluator';
 import { branchPath, isPresenceTest } from '../analysis/branches';
 import { functionFact, neverRunsReason } from '../analysis/wrapCalls';
-import { conditionsByCall, testPerModule, type CallSite, type ModuleTest } from '../modules/perModuleTest';
+import {
+  callAtLine,
+  conditionsByCall,
+  testPerModule,
+  type CallSite,
+  type ModuleTest,
+} from '../modules/perModuleTest';
+import { readArgs, readOptions } from '../analysis/arguments';
+import { configDataReader } from '../frameworks/scriptConfigs';
 import { walk as walkModules, type ModuleNode } from '../model/tree';
 import { interpretOption } from '../analysis/options';
 import { argumentFor, meshOption } from '../analysis/arguments';
@@ -135,7 +143,11 @@ function searchHelpers(
       }
     }
   }
-  const ev = new Evaluator(file.source, file.imports);
+  // The caller read as the scan reads it: with the script's arguments and the config files its code loads.
+  const ev = new Evaluator(file.source, file.imports, undefined, {
+    ...(facts.argv ? { argv: facts.argv } : {}),
+    readData: configDataReader(project, facts.path),
+  });
   sites.push(...registrySites(file, ev, out.notes));
   const inSpan = (site: { call: Node }) => {
     const line = file.source.line(site.call);
@@ -260,7 +272,15 @@ function searchHelpers(
     const why: string[] = [];
     const mapped = live.map((c) => {
       if (c.namedBy) return remapNamed(project, facts, file, c, fnFact.parameters, site, runs, ev, why);
-      const one = remap(c, fnFact.parameters, site.call, runs, site.receiver, ev);
+      const one = remap(
+        c,
+        fnFact.parameters,
+        site.call,
+        runs,
+        site.receiver,
+        ev,
+        boundOptions(project, c, fnFact.parameters, site, ev),
+      );
       return one ? [one] : null;
     });
     const lost = live.filter((_, i) => !mapped[i]);
@@ -508,6 +528,7 @@ function remap(
   runs: Pick<WrapCall, 'neverRuns' | 'offByDefault'>,
   receiver?: string,
   ev?: Evaluator,
+  rebound?: Record<string, OptionFact>,
 ): WrapCall | null {
   // A method called on an object binds its first parameter to the object and the arguments to the rest.
   if (receiver) params = params.slice(1);
@@ -554,7 +575,7 @@ function remap(
     loopStatement: null,
     // Options the helper passes on from its parameters (`reshard_after_forward=reshard`, `**fsdp_kwargs` of
     // them), read from what the call passes, and those it sets under a test of a parameter decided by it.
-    options: ev ? optionsFromCall(c.options, params, argNode, ev) : c.options,
+    options: ev ? optionsFromCall(rebound ?? c.options, params, argNode, ev) : c.options,
     // A class filter naming one of the helper's parameters (`isinstance(m, layer_cls)`) is the class the call
     // passes: decided module by module at the plan, not read as a class of that name.
     ...(c.classFilter?.some((n) => params.includes(n)) ? { classFilter: null } : {}),
@@ -601,7 +622,15 @@ function remapNamed(
     why.push(`${own}, and ${found.reason}`);
     return null;
   }
-  const base = remap({ ...c, paths: [named.base] }, params, site.call, runs, site.receiver, ev);
+  const base = remap(
+    { ...c, paths: [named.base] },
+    params,
+    site.call,
+    runs,
+    site.receiver,
+    ev,
+    boundOptions(project, c, params, site, ev),
+  );
   if (!base?.paths[0]) return null;
   const root = base.paths[0];
   const option = c.options.reshard_after_forward;
@@ -631,6 +660,50 @@ function reshardValue(v: Value | undefined): boolean | number | null | undefined
   if (v?.k === 'num' && v.int) return v.v;
   if (v?.k === 'none') return null;
   return undefined;
+}
+
+/**
+ * A helper's wrap options read again with its parameters bound to what the call passes, in the caller's terms
+ * (`mp_policy=MixedPrecisionPolicy(param_dtype=dtypes[distributed_args.model_dtype])` of `args.distributed`, a
+ * config the caller reads): the options the helper computes from them. Undefined when the call passes nothing
+ * known, or the wrap is not found.
+ */
+function boundOptions(
+  project: Project,
+  c: WrapCall,
+  params: string[],
+  site: Site,
+  ev: Evaluator,
+): Record<string, OptionFact> | undefined {
+  const helper = project.file(c.file);
+  const node = helper ? callAtLine(helper.source.root, c.line, c.callee) : null;
+  const scope = node ? enclosingFunction(node) : null;
+  if (!helper || !node || !scope || (c.function && qualifiedName(scope) !== c.function)) return undefined;
+  const own = site.receiver ? params.slice(1) : params;
+  const values = new Map<string, Value>();
+  for (const name of own) {
+    const arg = argumentFor(site.call, own, name);
+    const v = arg ? ev.eval(arg) : undefined;
+    if (v && v.k !== 'unknown' && v.k !== 'param') values.set(name, v);
+  }
+  if (!values.size) return undefined;
+  const bound = new Evaluator(helper.source, helper.imports, undefined, {
+    passed: { function: scope, values },
+  });
+  const api = c.api === 'fully_shard' ? 'fully_shard' : c.api === 'wrap' ? 'wrap' : 'FSDP';
+  const read = readOptions(bound, readArgs(helper.source, node), api, ['module']).options;
+  // What the helper's own reading knew stays; what it did not, the call's values may now say.
+  const out: Record<string, OptionFact> = { ...c.options };
+  for (const [k, o] of Object.entries(read)) {
+    const before = c.options[k];
+    if (!before || JSON.stringify(before.value) !== JSON.stringify(o.value))
+      out[k] = {
+        ...o,
+        ...(before?.conditions ? { conditions: before.conditions } : {}),
+        via: o.via ?? 'what the call passes',
+      };
+  }
+  return out;
 }
 
 function callerFunction(call: Node): string | null {
