@@ -190,6 +190,20 @@ describe('a helper that wraps the modules a grouping plan names', () => {
     assert.ok(json.units.find((u) => u.isRoot));
   });
 
+  it('makes the helper’s own plan where the call passes None', async () => {
+    const dir = project();
+    const train = fs.readFileSync(path.join(dir, 'train.py'), 'utf8');
+    fs.writeFileSync(path.join(dir, 'train.py'), train.replace('groups=grouping(cfg.net)', 'groups=None'));
+    const { code, json } = await estimate(dir, 'config=conf/small.yaml');
+    assert.equal(code, 0);
+    // `[(f"blocks.{i}", True) for i in range(len(model.blocks))]`: the 3 blocks, resharded, and the root.
+    assert.equal(json.plan.units, 4);
+    assert.deepEqual(
+      json.units.filter((u) => !u.isRoot).map((u) => [u.modules.join(), u.residency.kind === 'keep']),
+      [0, 1, 2].map((i) => [`blocks.${i}`, false]),
+    );
+  });
+
   it('decides the helper’s checkpointing by what the call passes', async () => {
     const dir = project();
     const ac = (j: Json) => j.assumptions.find((a) => a.key === 'checkpointing');

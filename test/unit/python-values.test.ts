@@ -222,6 +222,17 @@ const KNOWN = [
   '1 if 0 else 2',
   '[] or [1]',
   'None or 5',
+  // slices, Python's clamping
+  '[1, 2, 3][:-1]',
+  '[1, 2, 3, 4][1:3]',
+  '"abcdef"[::2]',
+  '[1, 2, 3][::-1]',
+  '(1, 2, 3)[1:]',
+  '[1, 2, 3][-5:10]',
+  '"abc"[5:]',
+  '[1, 2, 3, 4, 5][4:0:-2]',
+  '[1, 2, 3, 4, 5][-1:-4:-1]',
+  '[1, 2, 3][None:2]',
   // f-strings: plain fields and escaped braces
   'f"layers.{3}"',
   'f"{1 + 2}x{7 // 2}"',
@@ -242,6 +253,7 @@ const RAISES = [
   '[][0]',
   '{}["a"]',
   'range(1, 2, 0)',
+  '[1][::0]',
 ];
 
 describe('the Python value model against Python', { skip: skipUnless('python3') }, () => {

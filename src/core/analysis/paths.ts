@@ -252,6 +252,20 @@ export function namedByParameter(
   file: SourceFile,
   expr: Node,
 ): { param: string; place: number; base: string[]; targets: string[] } | null {
+  const found = namedByParameterNodes(file, expr);
+  if (!found) return null;
+  const { fallback: _, ...facts } = found;
+  return facts;
+}
+
+/**
+ * namedByParameter, with the plan the function makes itself when the caller passes None (`if plan is None: plan =
+ * default_plan(model)`): that expression, or null.
+ */
+export function namedByParameterNodes(
+  file: SourceFile,
+  expr: Node,
+): { param: string; place: number; base: string[]; targets: string[]; fallback: Node | null } | null {
   let lookup: Node | null = expr;
   if (expr.type === 'identifier') {
     const b = findBinding(file, expr.text, expr);
@@ -270,11 +284,18 @@ export function namedByParameter(
   if (right?.type !== 'identifier') return null;
   let plan = findBinding(file, right.text, right);
   // `if plan is None: plan = default_plan(...)`: the parameter, wherever the caller passes one.
-  const fallback = plan?.kind === 'assign' ? noneFallback(plan.statement, right.text) : null;
-  if (fallback) plan = findBinding(file, right.text, fallback);
+  const assigned = plan?.kind === 'assign' ? plan.value : null;
+  const test = plan?.kind === 'assign' ? noneFallback(plan.statement, right.text) : null;
+  if (test) plan = findBinding(file, right.text, test);
   if (plan?.kind !== 'param') return null;
   const base = pathOf(file, named.object, null, 1);
-  return { param: right.text, place, base, targets: names.map((n) => n.text) };
+  return {
+    param: right.text,
+    place,
+    base,
+    targets: names.map((n) => n.text),
+    fallback: test ? assigned : null,
+  };
 }
 
 /** The `if name is None:` (or `if not name:`) statement, without other arms, whose body holds `statement`. */

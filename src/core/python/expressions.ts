@@ -31,6 +31,40 @@ export abstract class Expressions<F> {
   protected abstract name(node: Node, frame: F): Value;
   /** `obj.attr`. */
   protected abstract attribute(obj: Value, attr: string, node: Node, frame: F): Value;
+  /**
+   * `xs[start:stop:step]` of a list, tuple or string, as Python's `slice.indices` clamps it: negative bounds count
+   * from the end, omitted ones take the ends. Unknown for other containers, bounds not known, or a step of 0.
+   */
+  private sliced(container: Value, slice: Node, frame: F, text: string): Value {
+    const parts: (Node | null)[] = [null];
+    for (const c of slice.children) {
+      if (c.type === ':') parts.push(null);
+      else if (c.isNamed && c.type !== 'comment') parts[parts.length - 1] = c;
+    }
+    const bound = (n: Node | null | undefined): number | null | undefined => {
+      if (!n) return null;
+      const v = this.evaluate(n, frame);
+      if (v.k === 'none') return null;
+      return v.k === 'num' && v.int ? v.v : v.k === 'bool' ? Number(v.v) : undefined;
+    };
+    const [start, stop, step] = [bound(parts[0]), bound(parts[1]), bound(parts[2])];
+    const items: unknown[] | null =
+      container.k === 'seq' ? container.items : container.k === 'str' ? [...container.v] : null;
+    if (!items || start === undefined || stop === undefined || step === undefined || step === 0)
+      return UNKNOWN(text, 'a slice not known statically');
+    const n = items.length;
+    const by = step ?? 1;
+    const clamp = (i: number, lo: number, hi: number) => Math.min(Math.max(i, lo), hi);
+    const at = (i: number | null, dflt: number) =>
+      i === null ? dflt : by > 0 ? clamp(i < 0 ? i + n : i, 0, n) : clamp(i < 0 ? i + n : i, -1, n - 1);
+    const from = at(start, by > 0 ? 0 : n - 1);
+    const to = at(stop, by > 0 ? n : -1);
+    const picked: unknown[] = [];
+    for (let i = from; by > 0 ? i < to : i > to; i += by) picked.push(items[i]);
+    if (container.k === 'str') return { k: 'str', v: (picked as string[]).join('') };
+    return { k: 'seq', kind: (container as Extract<Value, { k: 'seq' }>).kind, items: picked as Value[] };
+  }
+
   /** `container[key]` (`key` is unknown for a slice). */
   protected abstract item(container: Value, key: Value, node: Node, frame: F): Value;
   /** A call node. */
@@ -126,8 +160,8 @@ export abstract class Expressions<F> {
         const value = node.childForFieldName('value');
         const sub = node.childForFieldName('subscript');
         if (!value || !sub) return UNKNOWN(node.text, 'incomplete');
-        const key = sub.type === 'slice' ? UNKNOWN(sub.text, 'a slice') : this.evaluate(sub, frame);
-        return this.item(this.evaluate(value, frame), key, node, frame);
+        if (sub.type === 'slice') return this.sliced(this.evaluate(value, frame), sub, frame, node.text);
+        return this.item(this.evaluate(value, frame), this.evaluate(sub, frame), node, frame);
       }
       case 'unary_operator': {
         const arg = node.childForFieldName('argument');

@@ -44,7 +44,8 @@ import { interpretOption } from '../analysis/options';
 import { argumentFor, meshOption } from '../analysis/arguments';
 import { truthy } from '../python/operators';
 import { castMethods, castSites, type CastSite } from './castMethods';
-import { planEntries } from './namedPlan';
+import { planEntries, type PlanFallback } from './namedPlan';
+import { namedByParameterNodes } from '../analysis/paths';
 import type { Value } from '../python/values';
 
 /** The most helper calls of one file followed (each scans the helper's file once). */
@@ -617,7 +618,7 @@ function remapNamed(
     why.push(`${own}, which the call does not pass`);
     return null;
   }
-  const found = planEntries(project, facts, file, arg, named.place);
+  const found = planEntries(project, facts, file, arg, named.place, planFallback(project, c, params, site));
   if ('reason' in found) {
     why.push(`${own}, and ${found.reason}`);
     return null;
@@ -652,6 +653,23 @@ function remapNamed(
         : base.options;
     return { ...base, target: text, targets: [text], paths: [path], options, isRoot: false };
   });
+}
+
+/** The plan a helper makes itself where its call passes None for the plan (see PlanFallback), or undefined. */
+function planFallback(project: Project, c: WrapCall, params: string[], site: Site): PlanFallback | undefined {
+  const helper = project.file(c.file);
+  const node = helper ? callAtLine(helper.source.root, c.line, c.callee) : null;
+  const target = node
+    ?.childForFieldName('arguments')
+    ?.namedChildren.find((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
+  const found = helper && target ? namedByParameterNodes(helper.source, target) : null;
+  if (!helper || !found?.fallback) return undefined;
+  const own = site.receiver ? params.slice(1) : params;
+  const passed = own.flatMap((name) => {
+    const a = argumentFor(site.call, own, name);
+    return a ? [{ name, node: a }] : [];
+  });
+  return { file: helper, expr: found.fallback, passed };
 }
 
 /** A plan entry's `reshard_after_forward`: a bool, an int or None; undefined for anything else. */

@@ -21,23 +21,48 @@ export interface PlanEntry {
   parts: Value[];
 }
 
-/** The entries of the plan `arg` passes, or why they are not known. */
+/**
+ * The plan the helper makes itself where the call passes None (`if plan is None: plan = default_plan(len(
+ * model.layers))`): the expression, in the helper's file, and the helper's parameters with what the call passes.
+ */
+export interface PlanFallback {
+  file: PyFile;
+  expr: Node;
+  passed: { name: string; node: Node }[];
+}
+
+/** The entries of the plan `arg` passes (or, for None, of the helper's own), or why they are not known. */
 export function planEntries(
   project: Project,
   facts: FileFacts,
   file: PyFile,
   arg: Node,
   place: number,
+  fallback?: PlanFallback,
 ): { entries: PlanEntry[] } | { reason: string } {
   const interp = scriptInterpreter(project, facts.path, facts.argv);
   let v: Value;
+  let plan = `the plan \`${oneLine(arg.text, 60)}\` it passes`;
   try {
     v = interp.evalAt(file, arg);
+    if (v.k === 'none' && fallback) {
+      // The helper's own plan, from the values the call passes (the model, built by the code before the call).
+      const call = fallback.passed[0]?.node;
+      const values = call
+        ? interp.evalManyAt(
+            file,
+            call,
+            fallback.passed.map((p) => p.node),
+          )
+        : [];
+      const env = new Map(fallback.passed.map((p, i) => [p.name, values[i]!]));
+      v = interp.evalWith(fallback.file, fallback.expr, env);
+      plan = `the plan \`${oneLine(fallback.expr.text, 60)}\` the helper makes when the call passes None`;
+    }
   } catch (e) {
     if (e instanceof StepLimit) return { reason: `\`${oneLine(arg.text, 60)}\` is too complex to evaluate` };
     throw e;
   }
-  const plan = `the plan \`${oneLine(arg.text, 60)}\` it passes`;
   if (v.k === 'none')
     return { reason: `${plan} is None, and the plan the helper then makes is not followed` };
   if (v.k !== 'seq')
