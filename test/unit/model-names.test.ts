@@ -64,6 +64,34 @@ describe('wraps of modules the model does not have', () => {
     assert.equal(j.plan.units, 33);
   });
 
+  it('give way to the arm of a test whose wraps name the modules the model has', async () => {
+    // Two arms for two architectures, the one for other module names first: on a Llama the `else` arm runs, by a
+    // test of an attribute or of the config's model type alike.
+    for (const test of ['hasattr(model, "transformer")', 'model.config.model_type == "gpt2"']) {
+      const file = script([
+        'from torch.distributed.fsdp import fully_shard',
+        '',
+        'def apply_fsdp(model):',
+        `    if ${test}:`,
+        '        for block in model.transformer.h:',
+        '            fully_shard(block)',
+        '    else:',
+        '        for layer in model.model.layers:',
+        '            fully_shard(layer)',
+        '    fully_shard(model)',
+      ]);
+      const r = await cli('estimate', file, '--model', 'meta-llama/Llama-3.1-8B', '--json');
+      assert.equal(r.code, 0, r.err);
+      const j = JSON.parse(r.out) as PlanJson;
+      // Llama 3.1 8B: 32 decoder layers, and the root.
+      assert.equal(j.plan.units, 33);
+      assert.match(
+        j.plan.notes.join('\n'),
+        /the arm whose modules the model has \(train\.py:9\) is estimated/,
+      );
+    }
+  });
+
   it('give no figure when every wrap, under whatever tests, names modules the model lacks', async () => {
     // The framework's decoder helper: its arms and its per-block test all name its own modules; one element
     // missing from a list wrap (`model.norm`, `model.output` beside an existing one) raises for the whole list.

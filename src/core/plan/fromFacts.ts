@@ -154,12 +154,42 @@ export function planFromFacts(
   // (Arms of a test inside the calls' loop are a choice per module, read module by module: no rivals.) Only calls
   // under tests are compared, each with the kept calls under tests: linear in the calls outside `if`s.
   const kept: { c: WrapCall; branch: WrapCall['branch'] }[] = [];
+  // An arm whose wraps name modules the model has is the one that runs on it, over an earlier arm for a model of
+  // other names (`if hasattr(model, "transformer"): ... model.transformer.h` then `else: ... model.model.layers`).
+  const early =
+    modelVariable(
+      chosen,
+      facts.models.map((m) => m.variable).filter((v): v is string => !!v),
+    ) ?? [];
+  const literalOf = (p: string[]) => {
+    const rel = stripPrefix(p, early);
+    const wild = rel ? rel.findIndex((x) => x === '*' || x === '**') : -1;
+    return rel && (wild < 0 ? rel : rel.slice(0, wild));
+  };
+  const names = (literal: string[] | null) => !!literal?.length && matchModules(root, literal, null).length > 0;
+  // Fits: it names modules of the model, and none it lacks (a wrap of the model itself says nothing either way).
+  const fits = (c: WrapCall) =>
+    c.paths.some((p) => names(literalOf(p))) &&
+    c.paths.every((p) => !literalOf(p)?.length || names(literalOf(p)));
+  const misses = (c: WrapCall) => c.paths.some((p) => !!literalOf(p)?.length && !names(literalOf(p)));
+  /** The arms chosen over an earlier one for that reason. */
+  const preferred = new Set<WrapCall>();
   for (const c of chosen) {
     const branch = c.branch.filter((b) => !c.loopStatement || b.at < c.loopStatement.start);
     const rival = branch.length
       ? kept.find((k) => k.c.api === c.api && exclusive(k.branch, branch))?.c
       : undefined;
-    if (rival) rivals.set(c, rival);
+    if (rival && misses(rival) && fits(c) && !preferred.has(rival)) {
+      // Every kept wrap of the other arms gives way to this one.
+      for (const k of kept.filter((k) => k.c.api === c.api && exclusive(k.branch, branch))) {
+        rivals.set(k.c, c);
+        inArms.splice(inArms.indexOf(k.c), 1);
+        kept.splice(kept.indexOf(k), 1);
+      }
+      preferred.add(c);
+      inArms.push(c);
+      kept.push({ c, branch });
+    } else if (rival) rivals.set(c, rival);
     else {
       inArms.push(c);
       if (branch.length) kept.push({ c, branch });
@@ -177,7 +207,7 @@ export function planFromFacts(
   }
   for (const [test, g] of byTest)
     notes.push(
-      `the wraps at ${listed([...new Set([g.first, ...g.out].map(placeOf))])} are in arms of an \`if\` the analysis cannot decide${g.first.undecided?.length ? ` (\`${oneLine(test, 80)}\`)` : ''}: the first arm's (${placeOf(g.first)}) are estimated, the others left out`,
+      `the wraps at ${listed([...new Set([g.first, ...g.out].map(placeOf))])} are in arms of an \`if\` the analysis cannot decide${g.first.undecided?.length ? ` (\`${oneLine(test, 80)}\`)` : ''}: ${preferred.has(g.first) ? `the arm whose modules the model has (${placeOf(g.first)}) is estimated, the others name modules it does not have` : `the first arm's (${placeOf(g.first)}) are estimated, the others left out`}`,
     );
   const calls = inArms.map((c) => (peft ? { ...c, paths: c.paths.map(throughPeft) } : c));
   if (!calls.length) {
