@@ -53,6 +53,12 @@ interface StepContext {
   tokens: number;
 }
 
+/** The dtype of a unit's FSDP1 FlatParameter: its floating-point parameters' one dtype, else the master dtype. */
+function flatDtypeOf(groups: ParamGroup[], master: DType): DType {
+  const floats = new Set(groups.filter((g) => isFloat(g.dtype)).map((g) => g.dtype));
+  return floats.size === 1 ? [...floats][0]! : master;
+}
+
 /** One unit's shard, gather, residency, collectives and times per micro-batch. */
 function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: EstimateInput): UnitEstimate {
   const { setup, fsdp1, noShard } = ctx;
@@ -61,11 +67,15 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const R = ctx.mesh.replicas;
   const ag = bytesOf(ctx.gatherDtype);
   const rd = bytesOf(ctx.reduceDtype);
-  const master = bytesOf(setup.masterDtype);
+  // FSDP1 flattens a unit's parameters into one FlatParameter of their common dtype (`FlatParamHandle`
+  // `_validate_tensors_to_flatten` requires one): a unit of frozen weights kept in bf16 beside fp32 master weights
+  // elsewhere is a bf16 FlatParameter.
+  const flatDtype = fsdp1 ? flatDtypeOf(u.groups, setup.masterDtype) : setup.masterDtype;
+  const master = bytesOf(flatDtype);
   const all = () => true;
   const trainable = (g: ParamGroup) => g.trainable;
   const sharded = !noShard && W > 1;
-  const numelW = fsdp1 ? flatShardNumel(u.groups, W, all, setup.masterDtype) : shardNumel(u.groups, W, all);
+  const numelW = fsdp1 ? flatShardNumel(u.groups, W, all, flatDtype) : shardNumel(u.groups, W, all);
   const paramShard = fsdp1
     ? numelW * master
     : u.groups.reduce((s, g) => s + g.count * tensorBytes(shardRows(g.dim0, W) * g.rest, g.dtype), 0);
@@ -77,7 +87,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const mixedFlat = fsdp1 && u.trainableParams > 0 && u.trainableParams < u.params;
   const trainW = mixedFlat ? numelW : trainableW;
   // The FlatParameter's own elements (packed storage counted as stored), padded to W when sharded.
-  const flatNumel = sharded ? numelW * W : flatShardNumel(u.groups, 1, all, setup.masterDtype);
+  const flatNumel = sharded ? numelW * W : flatShardNumel(u.groups, 1, all, flatDtype);
   const gradShard = trainW * master;
   const optShard = optimizerBytes(setup.optimizer, u.groups, W, fsdp1, setup.masterDtype);
   const residency = residencyOf(u, ctx.plan, ctx.keepAll, W, setup.torchVersion);
@@ -97,7 +107,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
       : u.groups.reduce((s, g) => s + g.count * gatherSize(g, shardRows(g.dim0, W) * W * g.rest), 0);
   const shardGather = (ranks: number) =>
     fsdp1
-      ? flatShardNumel(u.groups, ranks, all, setup.masterDtype) * ag
+      ? flatShardNumel(u.groups, ranks, all, flatDtype) * ag
       : u.groups.reduce((s, g) => s + g.count * gatherSize(g, shardRows(g.dim0, ranks) * g.rest), 0);
   // Ring accounting: each rank receives the other W-1 (padded) shards of an all-gather and sends as much in a
   // reduce-scatter; an all-reduce moves twice that.

@@ -35,6 +35,8 @@ export type WrapSpec =
       minParams?: number;
       /** Accelerate's FSDP2 extras: the input embedding, and the final norm with the head (kept gathered). */
       hfExtras?: boolean;
+      /** Each leaf module with a trainable weight a unit of its own too (PEFT's policy under Trainer). */
+      trainableLeaves?: boolean;
     }
   | {
       kind: 'blocks';

@@ -65,6 +65,7 @@ export function planForFramework(fp: FrameworkPlan, root: ModuleNode, shape: Arc
         site,
         offload: fp.offload,
         reshardAfterForward: fp.reshardAfterForward ?? true,
+        ...(w.trainableLeaves ? { trainableLeaves: true } : {}),
       },
     );
     units = r.units.map((u) => (u.isRoot ? { ...u, reshardAfterForward: null } : u));

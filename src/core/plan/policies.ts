@@ -40,6 +40,12 @@ export function unitsFromPolicy(
     site?: UnitPlan['site'];
     offload: boolean;
     reshardAfterForward: boolean;
+    /**
+     * PEFT's `fsdp_auto_wrap_policy` (peft/utils/other.py), which Transformers' Trainer sets for a LoRA model
+     * (`Trainer._fsdp_qlora_plugin_updates`): `_or_policy` of the policy and a `lambda_auto_wrap_policy` that wraps
+     * every leaf module whose `weight` requires grad, so each LoRA matrix is a unit of its own.
+     */
+    trainableLeaves?: boolean;
   },
 ): { units: UnitPlan[]; notes: string[] } {
   const notes: string[] = [];
@@ -94,6 +100,12 @@ export function unitsFromPolicy(
         return recurse ? large && !FORCE_LEAF.has(m.className) : large && !EXCLUDE_WRAP.has(m.className);
       }
       if (recurse) return true;
+      if (
+        opts.trainableLeaves &&
+        !m.children.length &&
+        m.params.some((p) => p.name === 'weight' && p.trainable && !p.tiedTo)
+      )
+        return true;
       return classes ? classes.has(m.className) : policy.policy === 'always';
     };
     // _recursive_wrap(root, only_wrap_children=True): the root itself is wrapped by the outer FSDP.

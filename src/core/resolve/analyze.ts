@@ -309,9 +309,18 @@ function estimateFacts(
           } as Source,
         }
       : detectFineTune(facts, file, fineTuneNotes);
-  const root = ft ? applyFineTune(model.loaded.root, ft.ft) : model.loaded.root;
+  const tuned = ft ? applyFineTune(model.loaded.root, ft.ft) : model.loaded.root;
+  // Frozen weights stay in the dtype they were loaded in (`from_pretrained(..., torch_dtype=torch.bfloat16)`):
+  // Accelerate upcasts only parameters that require grad to fp32 when mixed precision is on
+  // (`Accelerator.prepare_model` for FSDP1, `fsdp2_prepare_model`), and nothing else casts them, short of a cast
+  // the script writes.
+  const loadedIn = facts.models.find((m) => m.dtype)?.dtype;
+  const root =
+    loadedIn && isDType(loadedIn) && HALF.has(loadedIn) && !facts.training.some((t) => t.kind === 'cast')
+      ? frozenIn(tuned, loadedIn)
+      : tuned;
   const plan = fw
-    ? planForFramework(fw, root, model.loaded.shape)
+    ? planForFramework(peftUnderTrainer(fw, facts, ft?.ft) ?? fw, root, model.loaded.shape)
     : planFromFacts(
         facts,
         root,
@@ -464,6 +473,41 @@ function scriptStateDict(facts: FileFacts, file: string): { stateDict?: Estimate
       return { stateDict: { kind: 'full', detail: `${lastSegment(t.qualified)} at ${file}:${t.line}` } };
   }
   return {};
+}
+
+/**
+ * Transformers' Trainer (TRL's trainers derive from it) on a LoRA model under FSDP1 replaces the configured policy
+ * with PEFT's `fsdp_auto_wrap_policy(model)` (`Trainer._fsdp_qlora_plugin_updates`, for a `LoraConfig`): the
+ * decoder blocks and, as units of their own, the LoRA matrices. Undefined where that does not apply.
+ */
+function peftUnderTrainer(
+  fw: FrameworkPlan,
+  facts: FileFacts,
+  ft: FineTune | undefined,
+): FrameworkPlan | undefined {
+  const trainer = facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer');
+  if (!ft?.lora || !trainer || fw.api !== 'fsdp1' || fw.wrap.kind !== 'policy' || fw.wrap.minParams !== undefined)
+    return undefined;
+  return {
+    ...fw,
+    wrap: { ...fw.wrap, trainableLeaves: true },
+    notes: [
+      ...fw.notes,
+      "Transformers' Trainer wraps a LoRA model with PEFT's fsdp_auto_wrap_policy: each LoRA matrix is an FSDP unit of its own, beside the decoder blocks",
+    ],
+  };
+}
+
+const HALF = new Set<DType>(['bfloat16', 'float16']);
+
+/** The model with its frozen parameters of no dtype of their own stored in `dtype`. */
+function frozenIn(root: ModuleNode, dtype: DType): ModuleNode {
+  const copy = (m: ModuleNode): ModuleNode => ({
+    ...m,
+    params: m.params.map((p) => (!p.trainable && !p.dtype ? { ...p, dtype } : p)),
+    children: m.children.map(copy),
+  });
+  return copy(root);
 }
 
 function trainsThroughFramework(facts: FileFacts): boolean {
