@@ -246,7 +246,7 @@ export class Evaluator extends Expressions<null> {
         return UNKNOWN(
           node.text,
           callee.endsWith('from_cli')
-            ? `the script's command line, which ${node.text} reads (give it after \`--\`, as \`-- config=PATH key=value\`)`
+            ? `the script's command line, which ${node.text} reads, was not given (give it after \`--\`, as \`-- config=PATH key=value\`, or in the script as \`# fsdp: args="config=PATH"\`)`
             : 'a dotlist not known statically',
         );
       const used: string[] = [];

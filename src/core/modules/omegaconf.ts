@@ -35,7 +35,7 @@ export function omegaconfCall(q: string, args: Value[], text: string, ctx: Confi
       if (!items) {
         const why =
           fn === 'from_cli'
-            ? `the script's command line, which ${text.slice(0, 40)} reads, was not given (give it after \`--\`, as \`-- config=PATH key=value\`)`
+            ? `the script's command line, which ${text.slice(0, 40)} reads, was not given (give it after \`--\`, as \`-- config=PATH key=value\`, or in the script as \`# fsdp: args="config=PATH"\`)`
             : 'a dotlist not known statically';
         if (fn === 'from_cli') ctx.missing(why);
         return UNKNOWN(text, why);
