@@ -166,7 +166,8 @@ export function planFromFacts(
     const wild = rel ? rel.findIndex((x) => x === '*' || x === '**') : -1;
     return rel && (wild < 0 ? rel : rel.slice(0, wild));
   };
-  const names = (literal: string[] | null) => !!literal?.length && matchModules(root, literal, null).length > 0;
+  const names = (literal: string[] | null) =>
+    !!literal?.length && matchModules(root, literal, null).length > 0;
   // Fits: it names modules of the model, and none it lacks (a wrap of the model itself says nothing either way).
   const fits = (c: WrapCall) =>
     c.paths.some((p) => names(literalOf(p))) &&

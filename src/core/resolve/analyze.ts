@@ -486,7 +486,13 @@ function peftUnderTrainer(
   ft: FineTune | undefined,
 ): FrameworkPlan | undefined {
   const trainer = facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer');
-  if (!ft?.lora || !trainer || fw.api !== 'fsdp1' || fw.wrap.kind !== 'policy' || fw.wrap.minParams !== undefined)
+  if (
+    !ft?.lora ||
+    !trainer ||
+    fw.api !== 'fsdp1' ||
+    fw.wrap.kind !== 'policy' ||
+    fw.wrap.minParams !== undefined
+  )
     return undefined;
   return {
     ...fw,
