@@ -128,6 +128,46 @@ export const GPUS: readonly Gpu[] = [
     intraNode: 'pcie4-x16',
     interNode: 'eth-100g',
   },
+  // H100 NVL 94GB: nvidia-smi reports 95830 MiB (thamada/nvidia-smi nvsim/H100NVLx2_smi.py); 835.5 TFLOP/s dense
+  // bf16 (1,671 with sparsity); PCIe Gen5, NVLink bridges pair only two cards.
+  {
+    id: 'h100-nvl-94gb',
+    name: 'NVIDIA H100 NVL',
+    memoryMiB: 95830,
+    bf16Tflops: 835.5,
+    intraNode: 'pcie5-x16',
+    interNode: 'ib-ndr',
+  },
+  // H20 96GB: nvidia-smi reports 97871 MiB (NVIDIA/nvtrust#128); 148 TFLOP/s dense bf16 (no NVIDIA datasheet is
+  // public: the figure published with the card, which a measured bf16 GEMM at 142 TFLOP/s bears out); NVLink 4.
+  {
+    id: 'h20-96gb',
+    name: 'NVIDIA H20',
+    memoryMiB: 97871,
+    bf16Tflops: 148,
+    intraNode: 'nvlink4',
+    interNode: 'ib-ndr',
+  },
+  // RTX A5000 24GB: nvidia-smi reports 24564 MiB with ECC off (akash-network/provider-configs#83); 111.1 TFLOP/s
+  // dense bf16 (the datasheet's 222.2 is with sparsity); PCIe Gen4, NVLink bridges pair only two.
+  {
+    id: 'rtx-a5000-24gb',
+    name: 'NVIDIA RTX A5000',
+    memoryMiB: 24564,
+    bf16Tflops: 111.1,
+    intraNode: 'pcie4-x16',
+    interNode: 'eth-100g',
+  },
+  // GeForce RTX 3090 24GB: nvidia-smi reports 24576 MiB (noonghunna/club-3090#390); 71 TFLOP/s dense bf16 with fp32
+  // accumulation (GA102); PCIe Gen4, an NVLink bridge pairs only two.
+  {
+    id: 'rtx3090-24gb',
+    name: 'NVIDIA GeForce RTX 3090',
+    memoryMiB: 24576,
+    bf16Tflops: 71,
+    intraNode: 'pcie4-x16',
+    interNode: 'eth-100g',
+  },
   // Instinct MI300X 192GB HBM3: rocm-smi reports 196592 MiB (206,141,652,992 bytes); 1307 TFLOP/s dense bf16.
   {
     id: 'mi300x-192gb',
