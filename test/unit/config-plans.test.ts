@@ -2,16 +2,14 @@
 // config read as OmegaConf builds it, the plan run where the call stands, and no figure without the command line.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli } from './helpers';
+import { cli, projectDir } from './helpers';
 import { readLaunchFile } from '../../src/core/project/settings';
 
 /** A project: a model package, a helper that shards by a grouping plan, and a script that merges its config. */
 function project(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-omegaconf-'));
-  fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+  const dir = projectDir('fsdp-lens-omegaconf-');
   fs.mkdirSync(path.join(dir, 'job'));
   fs.mkdirSync(path.join(dir, 'conf'));
   fs.writeFileSync(path.join(dir, 'job', '__init__.py'), '');

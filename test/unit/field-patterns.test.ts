@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli, scanSource } from './helpers';
+import { cli, projectDir, scanSource } from './helpers';
 import { sitePackages } from '../../src/core/project/environments';
 import { composeHydra } from '../../src/core/analysis/hydra';
 import { withArguments } from '../../src/core/vocabulary/commandLine';
@@ -14,13 +14,6 @@ import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
 import { applyEdits } from '../../src/core/lint/edits';
 import { lintFacts } from '../../src/core/lint/lint';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
-
-/** A temporary project folder (its pyproject.toml marks the root) for a test's files. */
-function projectDir(prefix: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
-  return dir;
-}
 
 /** The estimate's JSON, as far as these tests read it. */
 interface EstimateJson {

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { FileFacts, WrapCall } from '../../src/core/analysis/facts';
 import { scanText } from '../../src/core/analysis/input';
@@ -24,6 +25,13 @@ export async function scanFixture(rel: string): Promise<FileFacts> {
 
 export async function scanSource(text: string, name = 'snippet.py'): Promise<FileFacts> {
   return scanText(await grammar(), name, text);
+}
+
+/** A temporary project folder (its pyproject.toml marks the root) for a test's files. */
+export function projectDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+  return dir;
 }
 
 /** The wrap call on a 1-based line. */

@@ -1,14 +1,12 @@
 // Wraps that name modules the model estimated does not have: no figure, unless a test or a rebinding explains it.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli } from './helpers';
+import { cli, projectDir } from './helpers';
 
 function script(lines: string[]): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-names-'));
-  fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+  const dir = projectDir('fsdp-lens-names-');
   const file = path.join(dir, 'train.py');
   fs.writeFileSync(file, lines.join('\n') + '\n');
   return file;

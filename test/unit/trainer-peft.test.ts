@@ -2,15 +2,13 @@
 // weights kept in the dtype they were loaded in while Accelerate upcasts the trainable ones.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli } from './helpers';
+import { cli, projectDir } from './helpers';
 
 /** A project: an Accelerate FSDP1 configuration on 2 GPUs and an SFTTrainer script beside it. */
 function project(load: string, config = ''): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-peft-'));
-  fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
+  const dir = projectDir('fsdp-lens-peft-');
   fs.writeFileSync(
     path.join(dir, 'fsdp.yaml'),
     [

@@ -821,7 +821,7 @@ function merged(layers: Value[], node: Node): Value {
 }
 
 /** The strings of a list or tuple of strings, or undefined. */
-function stringItems(v: Value): string[] | undefined {
+export function stringItems(v: Value): string[] | undefined {
   if (v.k !== 'seq' || v.items.some((i) => i.k !== 'str')) return undefined;
   return v.items.map((i) => (i as { v: string }).v);
 }

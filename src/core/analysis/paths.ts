@@ -2,7 +2,7 @@
 import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import type { SourceFile } from '../parsing/source';
-import { conditionParts, dottedText, enclosingFunction, findBinding } from '../python/scope';
+import { conditionParts, dottedText, enclosingFunction, findBinding, type Binding } from '../python/scope';
 import { parseString } from '../python/literals';
 import { lastSegment } from './options';
 import type { WrapCall } from './facts';
@@ -139,15 +139,9 @@ export function namedLoopEntries(
   file: SourceFile,
   expr: Node,
 ): { paths: string[][]; entries: Node[]; targets: Node[] } | null {
-  let lookup: Node | null = expr;
-  if (expr.type === 'identifier') {
-    const b = findBinding(file, expr.text, expr);
-    lookup = b?.kind === 'assign' && b.statement.startIndex < expr.startIndex ? b.value : null;
-  }
-  const named = lookup?.type === 'call' ? nameLookup(lookup, file) : null;
-  if (!named || named.name.type !== 'identifier') return null;
-  const b = findBinding(file, named.name.text, named.name);
-  if (b?.kind !== 'loop') return null;
+  const found = lookupInLoop(file, expr);
+  if (!found) return null;
+  const { named, loop: b } = found;
   const left = b.loop.childForFieldName('left');
   // Where the name sits in each entry: the entry itself, or one place of a tuple the loop unpacks.
   const place =
@@ -177,6 +171,25 @@ export function namedLoopEntries(
   }
   const targets = left?.type === 'identifier' ? [left] : (left?.namedChildren ?? []);
   return { paths: out, entries, targets };
+}
+
+/**
+ * A module looked up by a name a loop hands out (`getattr(model, name)`, `get_module(model, path)` with `name` or
+ * `path` a target of an enclosing `for`), written at the wrap or bound to the name it wraps: the lookup and the loop.
+ */
+function lookupInLoop(
+  file: SourceFile,
+  expr: Node,
+): { named: { object: Node; name: Node }; loop: Binding & { kind: 'loop' } } | null {
+  let lookup: Node | null = expr;
+  if (expr.type === 'identifier') {
+    const b = findBinding(file, expr.text, expr);
+    lookup = b?.kind === 'assign' && b.statement.startIndex < expr.startIndex ? b.value : null;
+  }
+  const named = lookup?.type === 'call' ? nameLookup(lookup, file) : null;
+  if (!named || named.name.type !== 'identifier') return null;
+  const loop = findBinding(file, named.name.text, named.name);
+  return loop?.kind === 'loop' ? { named, loop } : null;
 }
 
 /**
@@ -266,15 +279,9 @@ export function namedByParameterNodes(
   file: SourceFile,
   expr: Node,
 ): { param: string; place: number; base: string[]; targets: string[]; fallback: Node | null } | null {
-  let lookup: Node | null = expr;
-  if (expr.type === 'identifier') {
-    const b = findBinding(file, expr.text, expr);
-    lookup = b?.kind === 'assign' && b.statement.startIndex < expr.startIndex ? b.value : null;
-  }
-  const named = lookup?.type === 'call' ? nameLookup(lookup, file) : null;
-  if (!named || named.name.type !== 'identifier') return null;
-  const b = findBinding(file, named.name.text, named.name);
-  if (b?.kind !== 'loop') return null;
+  const found = lookupInLoop(file, expr);
+  if (!found) return null;
+  const { named, loop: b } = found;
   const left = b.loop.childForFieldName('left');
   const right = b.loop.childForFieldName('right');
   const names = left?.type === 'identifier' ? [left] : (left?.namedChildren ?? []);

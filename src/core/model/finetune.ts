@@ -1,5 +1,6 @@
 /** A model as its fine-tuning trains it: LoRA adapters (as PEFT adds them), frozen modules and NF4 base weights. */
 import { joinPath, numelOf, type ModuleNode, type ParamInfo } from './tree';
+import type { DType } from '../vocabulary/dtypes';
 
 /** A fine-tuning setup: LoRA adapters, frozen modules, a quantised base. */
 export interface FineTune {
@@ -111,3 +112,13 @@ function basePath(p: string): string {
 
 /** NF4 storage: 4 bits per value and an fp32 absmax per block of 64 values (no double quantisation). */
 export const NF4_BYTES_PER_PARAM = 0.5 + 4 / 64;
+
+/** The model with its frozen parameters of no dtype of their own stored in `dtype` (kept as they were loaded). */
+export function frozenIn(root: ModuleNode, dtype: DType): ModuleNode {
+  const copy = (m: ModuleNode): ModuleNode => ({
+    ...m,
+    params: m.params.map((p) => (!p.trainable && !p.dtype ? { ...p, dtype } : p)),
+    children: m.children.map(copy),
+  });
+  return copy(root);
+}

@@ -4,7 +4,7 @@
  * instance, `merge(a, b, ...)` each layer merged over the ones before it key by key, `to_object`/`to_container`
  * the same keys. A layer not known makes the merged config unknown, with the layer's reason.
  */
-import { fromData } from '../analysis/evaluator';
+import { fromData, stringItems } from '../analysis/evaluator';
 import { fromDotlist } from '../python/dotlist';
 import { setEntry, UNKNOWN, type ClassV, type Value } from '../python/values';
 
@@ -31,7 +31,7 @@ export function omegaconfCall(q: string, args: Value[], text: string, ctx: Confi
   switch (fn) {
     case 'from_cli':
     case 'from_dotlist': {
-      const items = fn === 'from_cli' && !first ? ctx.argv : first && strings(first);
+      const items = fn === 'from_cli' && !first ? ctx.argv : first && stringItems(first);
       if (!items) {
         const why =
           fn === 'from_cli'
@@ -110,9 +110,4 @@ export function deepCopy(v: Value, depth: number): Value {
   if (v.k === 'dict')
     return { k: 'dict', entries: v.entries.map((e) => ({ ...e, value: deepCopy(e.value, depth + 1) })) };
   return v;
-}
-
-function strings(v: Value): string[] | undefined {
-  if (v.k !== 'seq' || v.items.some((i) => i.k !== 'str')) return undefined;
-  return v.items.map((i) => (i as { v: string }).v);
 }

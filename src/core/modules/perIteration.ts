@@ -75,7 +75,7 @@ export function reshardPerIteration(
       if (parts.length !== named.targets.length) return undefined;
       const env = new Map<string, Value>();
       named.targets.forEach((t, j) => env.set(t.text, interp.evalWith(file, parts[j]!, new Map())));
-      return valueOf(interp.evalWith(file, expr, env));
+      return reshardValue(interp.evalWith(file, expr, env));
     };
   }
   const names = left.type === 'identifier' ? [left] : left.namedChildren;
@@ -96,12 +96,13 @@ export function reshardPerIteration(
       env.set(names[0]!.text, kind === 'key' ? { k: 'str', v: name } : { k: 'num', v: index, int: true });
       env.set(names[1]!.text, modV);
     }
-    return valueOf(interp.evalWith(file, expr, env));
+    return reshardValue(interp.evalWith(file, expr, env));
   };
 }
 
 /** A `reshard_after_forward` value: a bool, an int, None; undefined for anything else. */
-function valueOf(v: Value): ReshardAfterForward | undefined {
+export function reshardValue(v: Value | undefined): ReshardAfterForward | undefined {
+  if (!v) return undefined;
   if (v.k === 'bool') return v.v;
   if (v.k === 'num' && v.int) return v.v;
   if (v.k === 'none') return null;

@@ -14,7 +14,7 @@ import { WhatIfModel, type MinGpus } from '../whatif/model';
 import type { Source } from '../vocabulary/source';
 import { ModelError } from '../model/tree';
 import { closeCatalogIds } from '../model/catalog';
-import { applyFineTune, type FineTune } from '../model/finetune';
+import { applyFineTune, frozenIn, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../vocabulary/dtypes';
 import { callsThatRun, planFromFacts } from '../plan/fromFacts';
@@ -316,7 +316,10 @@ function estimateFacts(
   // the script writes.
   const loadedIn = facts.models.find((m) => m.dtype)?.dtype;
   const root =
-    loadedIn && isDType(loadedIn) && HALF.has(loadedIn) && !facts.training.some((t) => t.kind === 'cast')
+    loadedIn &&
+    isDType(loadedIn) &&
+    (loadedIn === 'bfloat16' || loadedIn === 'float16') &&
+    !facts.training.some((t) => t.kind === 'cast')
       ? frozenIn(tuned, loadedIn)
       : tuned;
   const plan = fw
@@ -502,18 +505,6 @@ function peftUnderTrainer(
       "Transformers' Trainer wraps a LoRA model with PEFT's fsdp_auto_wrap_policy: each LoRA matrix is an FSDP unit of its own, beside the decoder blocks",
     ],
   };
-}
-
-const HALF = new Set<DType>(['bfloat16', 'float16']);
-
-/** The model with its frozen parameters of no dtype of their own stored in `dtype`. */
-function frozenIn(root: ModuleNode, dtype: DType): ModuleNode {
-  const copy = (m: ModuleNode): ModuleNode => ({
-    ...m,
-    params: m.params.map((p) => (!p.trainable && !p.dtype ? { ...p, dtype } : p)),
-    children: m.children.map(copy),
-  });
-  return copy(root);
 }
 
 function trainsThroughFramework(facts: FileFacts): boolean {

@@ -45,6 +45,7 @@ import { argumentFor, meshOption } from '../analysis/arguments';
 import { truthy } from '../python/operators';
 import { castMethods, castSites, type CastSite } from './castMethods';
 import { planEntries, type PlanFallback } from './namedPlan';
+import { reshardValue } from '../modules/perIteration';
 import { namedByParameterNodes } from '../analysis/paths';
 import type { Value } from '../python/values';
 
@@ -670,14 +671,6 @@ function planFallback(project: Project, c: WrapCall, params: string[], site: Sit
     return a ? [{ name, node: a }] : [];
   });
   return { file: helper, expr: found.fallback, passed };
-}
-
-/** A plan entry's `reshard_after_forward`: a bool, an int or None; undefined for anything else. */
-function reshardValue(v: Value | undefined): boolean | number | null | undefined {
-  if (v?.k === 'bool') return v.v;
-  if (v?.k === 'num' && v.int) return v.v;
-  if (v?.k === 'none') return null;
-  return undefined;
 }
 
 /**
