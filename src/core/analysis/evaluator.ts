@@ -16,7 +16,16 @@ import { spent } from '../python/values';
 import type { ImportTable } from '../python/imports';
 import { truthy } from '../python/operators';
 import { toPlain } from '../python/plain';
-import { conditionParts, dottedText, enclosingFunction, findBinding, type Binding } from '../python/scope';
+import * as path from 'node:path';
+import {
+  conditionParts,
+  dottedText,
+  enclosingFunction,
+  findBinding,
+  parameterNames,
+  type Binding,
+} from '../python/scope';
+import { fireArgs, fireValue, type FireArgs } from '../python/fireArgs';
 import { lastSegment } from './options';
 import { composeHydra } from './hydra';
 import { fromDotlist } from '../python/dotlist';
@@ -142,7 +151,7 @@ export class Evaluator extends Expressions<null> {
     }
     // `cfg.batch_size` of `cfg = Config()`, a dataclass of this file: the field's default.
     if (base.k === 'call' && !(attr in base.kwargs)) {
-      const d = this.dataclassDefault(base, attr);
+      const d = this.dataclassDefault(base, attr, node);
       if (d) return d;
     }
     if (base.k === 'dict') {
@@ -294,12 +303,14 @@ export class Evaluator extends Expressions<null> {
     // A dataclass instance (`Args()`, a structured config): the argument passed, else the field's default.
     const given = v.kwargs[attr];
     if (given) return given;
-    return this.dataclassDefault(v, attr) ?? UNKNOWN(node.text, `attribute of ${v.callee}(...)`);
+    return this.dataclassDefault(v, attr, node) ?? UNKNOWN(node.text, `attribute of ${v.callee}(...)`);
   }
 
   private lookup(name: string, at: Node): Value {
     const binding = findBinding(this.file, name, at);
     if (!binding) {
+      const fire = this.fireKeywords(name, at);
+      if (fire) return fire;
       const q = this.imports.qualify(name);
       return { k: 'ref', name: q.qualified, bound: q.bound };
     }
@@ -316,8 +327,11 @@ export class Evaluator extends Expressions<null> {
     try {
       switch (b.kind) {
         case 'assign': {
-          if (!b.value) return UNKNOWN(name, 'unpacked from a sequence');
-          const v = this.evaluate(b.value, null);
+          const right = b.value ?? unpackedFrom(b.statement, b.name);
+          if (!right) return UNKNOWN(name, 'unpacked from a sequence');
+          let v = this.evaluate(right, null);
+          // `update_config(cfg, **kwargs)` between the binding and the read sets the fields the keywords name.
+          if (v.k === 'call') v = this.updated(name, v, b, at);
           // A list, set or dict changed in place in another function (`NAMES.update(...)` in a setup function)
           // holds, when this code runs, whatever those calls put in it: not the value it was bound to.
           // (A dict's own scope is read by grownDict; a list or set changed anywhere is not followed.)
@@ -329,6 +343,7 @@ export class Evaluator extends Expressions<null> {
           return (
             this.passedParam(name, b) ??
             this.clickOption(name, b) ??
+            this.fireParameter(name, b) ??
             this.hydraConfig(b) ??
             this.fromCallSitesOnce(name, b) ?? {
               k: 'param',
@@ -447,31 +462,57 @@ export class Evaluator extends Expressions<null> {
   }
 
   /**
-   * A field's default of a `@dataclass` class of this file constructed without it (`Config()`): `x: int = 4`, or
-   * `field(default=4)`. Undefined for other classes, fields without a default and `default_factory`.
+   * The class a call constructs, where the evaluator can read it: a class of this file, or one another file of the
+   * project defines (`from pkg.configs import train_config`), with an evaluator of that file.
    */
-  private dataclassDefault(call: Value & { k: 'call' }, attr: string): Value | undefined {
-    const name = call.callee;
-    if (!/^[A-Z]\w*$/.test(name) || call.args.length) return undefined;
-    const def = this.file
-      .identifiers(name)
-      .map((id) => up(id))
-      .find((p) => p?.type === 'class_definition');
-    if (!def) return undefined;
-    const decorated = up(def);
-    const isDataclass =
-      decorated?.type === 'decorated_definition' &&
-      decorated.namedChildren.some((d) => d.type === 'decorator' && /\bdataclass\b/.test(d.text));
-    // A pydantic model (`class Config(BaseModel)`, `BaseSettings`): its fields' defaults the same way.
-    const bases = def.childForFieldName('superclasses')?.namedChildren.map((b) => lastSegment(b.text)) ?? [];
-    const isPydantic = bases.some((b) => b === 'BaseModel' || b === 'BaseSettings');
-    if (!isDataclass && !isPydantic) return undefined;
+  private classOf(callee: string): { ev: Evaluator; def: Node } | undefined {
+    if (/^\w+$/.test(callee)) {
+      const def = this.file
+        .identifiers(callee)
+        .map((id) => up(id))
+        .find((p) => p?.type === 'class_definition' && p.childForFieldName('name')?.text === callee);
+      if (def) return { ev: this, def };
+    }
+    const read = this.given.readDefinition;
+    if (!read || (this.given.hops ?? 0) >= MAX_HOPS || !callee.includes('.')) return undefined;
+    const found = read(callee, 'class');
+    return found ? { ev: this.foreign(found), def: found.node } : undefined;
+  }
+
+  private readonly foreigners = new Map<string, Evaluator>();
+
+  /** An evaluator of another file of the project, one per file, a hop further from the script. */
+  private foreign(d: ForeignDefinition): Evaluator {
+    let ev = this.foreigners.get(d.source.path);
+    if (!ev) {
+      const { readDefinition, readData } = this.given;
+      ev = new Evaluator(d.source, d.imports, this.limits, {
+        ...(readDefinition ? { readDefinition } : {}),
+        ...(readData ? { readData } : {}),
+        hops: (this.given.hops ?? 0) + 1,
+      });
+      this.foreigners.set(d.source.path, ev);
+    }
+    return ev;
+  }
+
+  /**
+   * A field's default of a `@dataclass` (or pydantic) class constructed without it (`Config()`): `x: int = 4`, or
+   * `field(default=4)`; the class of this file or of another file of the project. Undefined for other classes,
+   * fields without a default and `default_factory` of a function.
+   */
+  private dataclassDefault(call: Value & { k: 'call' }, attr: string, at?: Node): Value | undefined {
+    if (call.args.length) return undefined;
+    const cls = this.classOf(call.callee);
+    if (!cls || !isConfigClass(cls.def)) return undefined;
+    const { ev, def } = cls;
+    const name = def.childForFieldName('name')?.text ?? call.callee;
     for (const stmt of def.childForFieldName('body')?.namedChildren ?? []) {
       const a = stmt.type === 'expression_statement' ? stmt.namedChildren[0] : null;
       if (a?.type !== 'assignment' || a.childForFieldName('left')?.text !== attr) continue;
       const right = a.childForFieldName('right');
       if (!right) return undefined;
-      let v = this.evaluate(right, null);
+      let v = ev === this ? this.evaluate(right, null) : ev.eval(right);
       // `field(default=4)` of dataclasses, `Field(default=4)` / `Field(4)` of pydantic.
       if (v.k === 'call' && (lastSegment(v.callee) === 'field' || lastSegment(v.callee) === 'Field')) {
         const factory = v.kwargs.default_factory;
@@ -485,10 +526,174 @@ export class Evaluator extends Expressions<null> {
         if (!d) return undefined;
         v = d;
       }
-      this.defaultsRead.push({ what: `the default of ${name}.${attr}`, line: a.startPosition.row + 1 });
+      const line = a.startPosition.row + 1;
+      if (ev === this) this.defaultsRead.push({ what: `the default of ${name}.${attr}`, line });
+      else
+        this.defaultsRead.push({
+          what: `the default of ${name}.${attr} at ${path.relative(path.dirname(this.file.path), ev.file.path)}:${line}`,
+          line: (at ?? call.node).startPosition.row + 1,
+        });
       return v;
     }
     return undefined;
+  }
+
+  /** The fields a config class declares (`name: type = default`, `name = default`), for what setattr may change. */
+  private fieldsOf(callee: string): { name: string; fields: Set<string> } | undefined {
+    const cls = this.classOf(callee);
+    if (!cls || !isConfigClass(cls.def)) return undefined;
+    const fields = new Set<string>();
+    for (const stmt of cls.def.childForFieldName('body')?.namedChildren ?? []) {
+      const a = stmt.type === 'expression_statement' ? stmt.namedChildren[0] : null;
+      const left = a?.type === 'assignment' ? a.childForFieldName('left') : null;
+      if (left?.type === 'identifier') fields.add(left.text);
+    }
+    return { name: cls.def.childForFieldName('name')?.text ?? callee, fields };
+  }
+
+  /**
+   * A config object as a call of an updater leaves it (`update_config(cfg, **kwargs)`, `update_config((train_cfg,
+   * fsdp_cfg), **kwargs)` of llama-recipes and its descendants): a function that sets, for each `k, v` of its
+   * `**` parameter's items, `setattr(config, k, v)`. Each keyword that names a field of the object's class (or
+   * `Class.field`) is set; keywords not known make every field unknown. Calls between the binding and `at`, in
+   * its scope, are read; anything else is left as bound.
+   */
+  private updated(name: string, v: Value & { k: 'call' }, b: Binding & { kind: 'assign' }, at: Node): Value {
+    const from = b.statement.endIndex;
+    if (at.startIndex <= from) return v;
+    const scope = b.scope?.id ?? null;
+    let out = v;
+    for (const id of this.file.identifiers(name, from, at.startIndex)) {
+      if ((enclosingFunction(id)?.id ?? null) !== scope) continue;
+      let p = up(id);
+      if (p?.type === 'tuple' || p?.type === 'list') p = up(p);
+      const call = p?.type === 'argument_list' ? up(p) : null;
+      if (call?.type !== 'call') continue;
+      const splat = p!.namedChildren.find((a) => a.type === 'dictionary_splat');
+      const fn = call.childForFieldName('function');
+      if (!splat || !fn || !this.isUpdater(fn)) continue;
+      const fields = this.fieldsOf(v.callee);
+      if (!fields) continue;
+      const given = this.evaluate(splat.namedChild(0)!, null);
+      if (given.k !== 'dict')
+        return UNKNOWN(
+          name,
+          `${call.text.slice(0, 80)} may set its fields, with keywords not known statically`,
+        );
+      const kwargs = { ...out.kwargs };
+      for (const e of given.entries) {
+        if (e.key.k !== 'str') continue;
+        const [head, field, extra] = e.key.v.split('.');
+        const f =
+          field === undefined ? head! : head === fields.name && extra === undefined ? field : undefined;
+        if (f && fields.fields.has(f)) kwargs[f] = e.value;
+      }
+      out = { ...out, kwargs };
+    }
+    return out;
+  }
+
+  /** Whether a callee is a function that sets attributes from its `**` parameter's items by `setattr`. */
+  private isUpdater(fn: Node): boolean {
+    const callee = this.calleeName(fn);
+    const def =
+      fn.type === 'identifier' && findBinding(this.file, fn.text, fn)?.kind === 'def'
+        ? (findBinding(this.file, fn.text, fn) as Binding & { kind: 'def' }).definition
+        : this.given.readDefinition?.(callee, 'def')?.node;
+    if (!def) return false;
+    const params = def.childForFieldName('parameters')?.namedChildren ?? [];
+    const kw = params.find((x) => x.type === 'dictionary_splat_pattern')?.namedChild(0)?.text;
+    if (!kw) return false;
+    // `for k, v in kwargs.items(): ... setattr(config, k, v)`.
+    return def.descendantsOfType('for_statement').some((loop) => {
+      const names = loop.childForFieldName('left')?.namedChildren.map((n) => n.text) ?? [];
+      const over = loop.childForFieldName('right');
+      if (names.length !== 2 || over?.type !== 'call' || over.text.replace(/\s/g, '') !== `${kw}.items()`)
+        return false;
+      return loop.descendantsOfType('call').some((c) => {
+        const args = c.childForFieldName('arguments')?.namedChildren ?? [];
+        return (
+          c.childForFieldName('function')?.text === 'setattr' &&
+          args.length === 3 &&
+          args[1]!.text === names[0] &&
+          args[2]!.text === names[1]
+        );
+      });
+    });
+  }
+
+  /** The functions this file hands to `fire.Fire(fn)` at module level, by name. */
+  private fireTargets(): Map<string, Node> {
+    return this.file.memo('fire-targets', () => {
+      const out = new Map<string, Node>();
+      for (const id of this.file.identifiers('Fire')) {
+        const p = up(id);
+        const callee = p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id ? p : id;
+        const call = up(callee);
+        if (call?.type !== 'call' || call.childForFieldName('function')?.id !== callee.id) continue;
+        if (enclosingFunction(call) || this.calleeName(callee) !== 'fire.Fire') continue;
+        const arg = call.childForFieldName('arguments')?.namedChildren[0];
+        if (arg?.type === 'identifier') out.set(arg.text, call);
+      }
+      return out;
+    });
+  }
+
+  /** The command line as fire splits it for `fn`, or undefined when fire does not call `fn`. */
+  private fireSplit(fn: Node): { args: FireArgs; params: string[]; call: Node } | undefined {
+    if (enclosingFunction(fn) || up(up(fn))?.type === 'class_definition') return undefined;
+    const own = fn.childForFieldName('name')?.text;
+    const call = own ? this.fireTargets().get(own) : undefined;
+    if (!call) return undefined;
+    const params = parameterNames(fn);
+    const varkw = (fn.childForFieldName('parameters')?.namedChildren ?? []).some(
+      (x) => x.type === 'dictionary_splat_pattern',
+    );
+    return { args: fireArgs(this.argv ?? [], params, varkw), params, call };
+  }
+
+  /**
+   * A parameter of a function the file hands to `fire.Fire(main)`: the command line's `--name value` (a literal, or
+   * a bare word as a string), else the next value not taken by a keyword, else its default.
+   */
+  private fireParameter(name: string, b: Binding & { kind: 'param' }): Value | undefined {
+    const split = this.fireSplit(b.function);
+    if (!split) return undefined;
+    const given = split.args.keywords.get(name);
+    if (given) {
+      this.argsRead.push(given.text);
+      return fireValue(given.raw);
+    }
+    const free = split.params.filter((p) => !split.args.keywords.has(p));
+    const raw = split.args.positional[free.indexOf(name)];
+    if (raw !== undefined) {
+      this.argsRead.push(raw);
+      return fireValue(raw);
+    }
+    if (!b.default)
+      return UNKNOWN(
+        name,
+        `--${name}, which fire.Fire(${split.call.namedChildren[1]?.text ?? ''}) reads from the command line`,
+      );
+    this.defaultsRead.push({ what: `the default of --${name}`, line: b.default.startPosition.row + 1 });
+    return this.evaluate(b.default, null);
+  }
+
+  /** `kwargs` of `def main(**kwargs)` that fire calls: the command line's keywords no named parameter takes. */
+  private fireKeywords(name: string, at: Node): Value | undefined {
+    const fn = enclosingFunction(at);
+    const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
+    if (!fn || params.find((x) => x.type === 'dictionary_splat_pattern')?.namedChild(0)?.text !== name)
+      return undefined;
+    const split = this.fireSplit(fn);
+    if (!split) return undefined;
+    const entries: DictEntry[] = [];
+    for (const [key, { raw, text }] of split.args.keywords) {
+      if (split.params.includes(key)) continue;
+      this.argsRead.push(text);
+      entries.push({ key: { k: 'str', v: key }, value: fireValue(raw) });
+    }
+    return { k: 'dict', entries };
   }
 
   /**
@@ -778,7 +983,24 @@ export interface ScriptContext {
   readData?: (file: string) => unknown;
   /** A helper read for one call of it: its parameters' values as that call passes them (in the caller's terms). */
   passed?: { function: Node; values: ReadonlyMap<string, Value> };
+  /**
+   * A module-level class or function another file of the project defines, by the qualified name this file imports
+   * it as (`pkg.configs.train_config`): the config classes and updaters a script reads its values through.
+   */
+  readDefinition?: (qualified: string, kind: 'class' | 'def') => ForeignDefinition | undefined;
+  /** How many files away from the script this evaluator reads (a default of a class of an imported module). */
+  hops?: number;
 }
+
+/** A definition in another file, with what is needed to evaluate there. */
+export interface ForeignDefinition {
+  source: SourceFile;
+  imports: ImportTable;
+  node: Node;
+}
+
+/** The most files a chain of class defaults crosses (a field whose default is a class of a third file). */
+const MAX_HOPS = 3;
 
 /** Loaders that read an open file: `yaml.safe_load(open(p))`. */
 const LOADS_FROM_STREAM = new Set([
@@ -843,4 +1065,37 @@ export function fromData(data: unknown, depth: number): Value {
         .map(([key, v]) => ({ key: { k: 'str', v: key } as Value, value: fromData(v, depth + 1) })),
     };
   return UNKNOWN(String(data), 'not configuration data');
+}
+
+/** A `@dataclass` class, or a pydantic model (`class Config(BaseModel)`, `BaseSettings`): fields with defaults. */
+function isConfigClass(def: Node): boolean {
+  const decorated = up(def);
+  if (
+    decorated?.type === 'decorated_definition' &&
+    decorated.namedChildren.some((d) => d.type === 'decorator' && /\bdataclass\b/.test(d.text))
+  )
+    return true;
+  const bases = def.childForFieldName('superclasses')?.namedChildren.map((b) => lastSegment(b.text)) ?? [];
+  return bases.some((b) => b === 'BaseModel' || b === 'BaseSettings');
+}
+
+/**
+ * The right side's element for a name of a flat unpacking (`a, b = X(), Y()`), when both sides have the same
+ * number of plain elements; else null.
+ */
+function unpackedFrom(statement: Node, name: Node): Node | null {
+  if (statement.type !== 'assignment') return null;
+  const left = statement.childForFieldName('left');
+  const right = statement.childForFieldName('right');
+  const plain = (n: Node | null | undefined) =>
+    n &&
+    ['pattern_list', 'tuple_pattern', 'expression_list', 'tuple', 'list_pattern', 'list'].includes(n.type)
+      ? n.namedChildren.filter((c) => c.type !== 'comment')
+      : null;
+  const names = plain(left);
+  const values = plain(right);
+  if (!names || !values || names.length !== values.length) return null;
+  if ([...names, ...values].some((c) => /splat/.test(c.type))) return null;
+  const i = names.findIndex((c) => c.id === name.id);
+  return i >= 0 ? values[i]! : null;
 }

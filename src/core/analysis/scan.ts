@@ -13,7 +13,7 @@ import { dottedText, findBinding } from '../python/scope';
 import { SEARCH_WORDS, UNBOUND_FALLBACKS, classifyApi } from './apis';
 import { callOf } from './arguments';
 import { readAnnotations, readNoqa } from './comments';
-import { Evaluator } from './evaluator';
+import { Evaluator, type ScriptContext } from './evaluator';
 import { type FileFacts, type ModelFact, type TrainingFact, type WrapCall, emptyFacts } from './facts';
 import { methodWraps } from './methodWraps';
 import { FRAMEWORK_WORDS, frameworkCallFact, frameworkKind } from './frameworkCalls';
@@ -59,6 +59,8 @@ export interface ScanOptions {
   argv?: readonly string[];
   /** Reads a configuration file the code loads by a path it writes; without it, none is read. */
   readData?: (file: string) => unknown;
+  /** Reads a class or function the file imports from the project (a config dataclass); without it, none is. */
+  readDefinition?: ScriptContext['readDefinition'];
   /** Where that command line is written, when it is not the user's own (a launch file's). */
   argvFrom?: string;
   /** The command line a launch file of the project gives, below a `# fsdp: args=...` comment of the script. */
@@ -82,6 +84,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
   const ev = new Evaluator(file, imports, undefined, {
     ...(options.argv ? { argv: options.argv } : {}),
     ...(options.readData ? { readData: options.readData } : {}),
+    ...(options.readDefinition ? { readDefinition: options.readDefinition } : {}),
   });
   const facts: FileFacts = {
     ...emptyFacts(file.path),

@@ -1,4 +1,5 @@
 /** Fine-tuning and training facts: LoRA and quantisation configs, frozen modules, dtype casts, gradient-sync toggles and gradient clipping. */
+import { oneLine } from '../vocabulary/words';
 import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
@@ -122,7 +123,7 @@ function runsWhen(ev: Evaluator, call: Node, scope: Node | null): TrainingFact['
   const undecided: string[] = [];
   for (const part of conditionParts(call, scope)) {
     const d = decidedBy(ev, part.node);
-    const text = part.negated ? `not (${part.node.text})` : part.node.text;
+    const text = oneLine(part.negated ? `not (${part.node.text})` : part.node.text, 120);
     if (d.value === undefined) undecided.push(text);
     else if (d.value === part.negated) {
       if (d.defaults.length) return { off: `${text} is false by default` };
@@ -163,6 +164,9 @@ export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
       const dtype = dtypeOf(ev.eval(attr));
       if (!dtype) continue;
       const scope = enclosingFunction(call!);
+      // Only where its tests hold: `if cfg.pure_bf16: model.to(torch.bfloat16)` off by default casts nothing.
+      const gate = runsWhen(ev, call!, scope);
+      const takenWith = gate?.off ? offPathArguments(file, ev, call!, scope) : undefined;
       out.push({
         kind: 'cast',
         line: file.line(call!),
@@ -175,6 +179,7 @@ export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
         dtype,
         function: scope ? qualifiedName(scope) : null,
         branch: branchPath(call!, scope),
+        ...(gate ? { runsWhen: takenWith ? { ...gate, runsWith: takenWith } : gate } : {}),
       });
     }
   }

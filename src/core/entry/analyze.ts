@@ -19,7 +19,7 @@ import type { ModelChoice } from '../inputs/model';
 import { companionScript, configFacts, fromCompanion, readConfigInProject } from '../resolve/configFile';
 import * as path from 'node:path';
 import { scanFile, type ScanOptions } from '../analysis/scan';
-import { configDataReader } from '../frameworks/scriptConfigs';
+import { projectReaders } from '../frameworks/scriptConfigs';
 import { SourceFile } from '../parsing/source';
 import type { Tree } from '../parsing/python';
 import { withBudget, WorkBudget, type BudgetLimits } from '../vocabulary/budget';
@@ -200,7 +200,7 @@ export function scanContext(
   const launch = argv ? undefined : launchArguments(project, file);
   return {
     ...(argv ? { argv } : launch ? { launchArgv: launch } : {}),
-    ...(project ? { readData: configDataReader(project, file) } : {}),
+    ...(project ? projectReaders(project, file) : {}),
   };
 }
 

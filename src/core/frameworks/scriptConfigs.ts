@@ -2,6 +2,7 @@
 import * as path from 'node:path';
 import type { Project } from '../project/project';
 import { formatOf, readConfigText } from './configDoc';
+import { definitionReader } from '../project/definitions';
 
 /**
  * A reader of the configuration files a script loads by a path it writes (`yaml.safe_load(open("cfg.yaml"))`): the
@@ -28,4 +29,15 @@ export function configDataReader(project: Project, script: string): (file: strin
     }
     return undefined;
   };
+}
+
+/**
+ * What a script's values are read through besides its own text: the config files it loads, and the classes and
+ * functions of the project it imports (a config dataclass, an updater of it).
+ */
+export function projectReaders(
+  project: Project,
+  script: string,
+): { readData: (file: string) => unknown; readDefinition: ReturnType<typeof definitionReader> } {
+  return { readData: configDataReader(project, script), readDefinition: definitionReader(project, script) };
 }

@@ -1,5 +1,5 @@
 /** An interpreter that runs a script's code as it runs: with its command line and the config files its code loads. */
-import { configDataReader } from '../frameworks/scriptConfigs';
+import { projectReaders } from '../frameworks/scriptConfigs';
 import type { Project } from '../project/project';
 import { Interpreter } from './interpreter';
 
@@ -8,7 +8,7 @@ export function scriptInterpreter(project: Project, script: string, argv?: reado
   const interp = new Interpreter(project);
   interp.script = {
     file: script,
-    context: { ...(argv ? { argv } : {}), readData: configDataReader(project, script) },
+    context: { ...(argv ? { argv } : {}), ...projectReaders(project, script) },
   };
   return interp;
 }

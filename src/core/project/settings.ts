@@ -91,6 +91,13 @@ export interface LaunchFact {
   line: number;
   /** The script it launches (basename), when named. */
   script: string | null;
+  /** The script's path as the command writes it (`./finetuning.py`, `pkg/train.py` of `-m pkg.train`). */
+  program?: string;
+  /**
+   * The file that path names, where one exists from the launch file's folder or the project root (a job is
+   * started from either): the command launches that file and no other of the same name.
+   */
+  resolved?: string;
   nprocPerNode?: number;
   nnodes?: number;
   gpusPerNode?: number;
@@ -173,6 +180,7 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
       file,
       line: start + 1,
       script: script ? path.basename(script) : null,
+      ...(!tune && (pyScript || module) ? { program: pyScript ?? `${module!.replace(/\./g, '/')}.py` } : {}),
       ...(shellDefaults.length ? { shellDefaults } : {}),
       ...(nproc ? { nprocPerNode: nproc } : {}),
       ...(nnodes ? { nnodes } : {}),
@@ -260,7 +268,17 @@ export function launchFacts(fsys: ProjectFS, root: string, maxFiles = 400): Laun
   });
   for (const p of files) {
     const text = fsys.readFile(p);
-    if (text && text.length < 512 * 1024) facts.push(...readLaunchFile(p, text));
+    if (!text || text.length >= 512 * 1024) continue;
+    for (const f of readLaunchFile(p, text)) {
+      const prog = f.program?.replace(/^["']|["']$/g, '');
+      const resolved =
+        prog && !/\$/.test(prog)
+          ? [path.resolve(path.dirname(p), prog), path.resolve(root, prog)].find(
+              (c) => fsys.version(c) !== undefined,
+            )
+          : undefined;
+      facts.push(resolved ? { ...f, resolved } : f);
+    }
   }
   return facts;
 }
@@ -273,7 +291,8 @@ export function launchFacts(fsys: ProjectFS, root: string, maxFiles = 400): Laun
  */
 export function launchOf(facts: readonly LaunchFact[], script: string): LaunchFact | undefined {
   const base = path.basename(script);
-  const mine = facts.filter((f) => f.script === base);
+  const abs = path.resolve(script);
+  const mine = facts.filter((f) => f.script === base && (!f.resolved || f.resolved === abs));
   return mine[0] ?? (facts.length === 1 && facts[0]!.script === null ? facts[0] : undefined);
 }
 

@@ -97,7 +97,7 @@ export function conditionParts(node: Node, scope: Node | null): ConditionPart[] 
     if (p.type === 'block' && (up(p)?.type === 'for_statement' || up(p)?.type === 'while_statement'))
       parts.unshift(...guardsBefore(child));
     if (p.type === 'if_statement') {
-      const cond = p.childForFieldName('condition');
+      const cond = unwrapped(p.childForFieldName('condition'));
       const consequence = p.childForFieldName('consequence');
       const here: ConditionPart[] = [];
       if (cond && consequence && consequence.id === child.id) here.push({ node: cond, negated: false });
@@ -105,10 +105,10 @@ export function conditionParts(node: Node, scope: Node | null): ConditionPart[] 
         if (cond) here.push({ node: cond, negated: true });
         for (const alt of p.childrenForFieldName('alternative')) {
           if (alt.id === child.id) break;
-          const c = alt.childForFieldName('condition');
+          const c = unwrapped(alt.childForFieldName('condition'));
           if (c) here.push({ node: c, negated: true });
         }
-        const c = child.type === 'elif_clause' ? child.childForFieldName('condition') : null;
+        const c = child.type === 'elif_clause' ? unwrapped(child.childForFieldName('condition')) : null;
         if (c) here.push({ node: c, negated: false });
       }
       if (here.length && otherArmsRaise(p, child)) for (const h of here) h.othersRaise = true;
@@ -117,6 +117,17 @@ export function conditionParts(node: Node, scope: Node | null): ConditionPart[] 
     child = p;
   }
   return parts;
+}
+
+/** A test written in parentheses (`if (\n a and b\n):`, to span lines) is the test inside them. */
+function unwrapped(cond: Node | null): Node | null {
+  let c = cond;
+  for (let i = 0; c?.type === 'parenthesized_expression' && i < 8; i++) {
+    const inner = c.namedChildren.filter((n) => n.type !== 'comment');
+    if (inner.length !== 1) break;
+    c = inner[0]!;
+  }
+  return c;
 }
 
 /**

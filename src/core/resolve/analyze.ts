@@ -2,6 +2,7 @@
  * The estimate of one file: the model, the plan and every input resolved with its source, then estimated; or why
  * there is none.
  */
+import { oneLine } from '../vocabulary/words';
 import { count, listed } from '../vocabulary/words';
 import { fmtCount } from '../vocabulary/bytes';
 import * as path from 'node:path';
@@ -319,7 +320,7 @@ function estimateFacts(
     loadedIn &&
     isDType(loadedIn) &&
     (loadedIn === 'bfloat16' || loadedIn === 'float16') &&
-    !facts.training.some((t) => t.kind === 'cast')
+    !facts.training.some((t) => t.kind === 'cast' && !t.runsWhen)
       ? frozenIn(tuned, loadedIn)
       : tuned;
   const plan = fw
@@ -789,9 +790,21 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
   // The model's own dtype when it is loaded or cast in half precision.
   const loaded = facts.models.find((m) => m.dtype);
   const modelVar = calls.find((c) => c.isRoot)?.paths[0]?.join('.') ?? facts.models[0]?.variable;
-  const cast = facts.training.find(
+  // A cast counts where its tests hold; one under a test the analysis cannot decide, or off, is said and left out.
+  const casts = facts.training.filter(
     (t) => t.kind === 'cast' && t.dtype && (!modelVar || t.target === modelVar),
   );
+  const cast = casts.find((t) => !t.runsWhen);
+  for (const t of cast ? [] : casts.slice(0, 1)) {
+    if (t.runsWhen?.undecided)
+      notes.push(
+        `the cast to ${t.dtype} at ${at(t.line)} runs only when ${t.runsWhen.undecided.join(' and ')}, which the analysis cannot decide; estimated without it`,
+      );
+    else if (t.runsWhen?.off)
+      notes.push(
+        `the cast to ${t.dtype} at ${at(t.line)} is left out: ${t.runsWhen.off}${t.runsWhen.runsWith ? `; ${takesPathWords(t.runsWhen.runsWith)}` : ''}`,
+      );
+  }
   if (loaded?.dtype && isDType(loaded.dtype)) {
     values.masterDtype = loaded.dtype;
     details.masterDtype = `${at(loaded.line)} (torch_dtype)`;
@@ -971,6 +984,11 @@ function detectFineTune(
       lines.push(lora.line);
     }
   }
+  // An adapter whose config is built elsewhere (`get_peft_model(model, generate_peft_config(cfg))`): not known.
+  if (peft && !lora && !peft.runsWhen?.off)
+    notes.push(
+      `the adapter of ${oneLine(peft.text, 60)} at ${at(peft)} is left out: its config is not read statically${peft.runsWhen?.undecided ? ` (and it runs only when ${peft.runsWhen.undecided.join(' and ')})` : ''}; every parameter is estimated as trainable (--lora-rank R --lora-targets M estimates with LoRA)`,
+    );
   const quant = facts.training.find(
     (t) => t.kind === 'quantization' && t.options.load_in_4bit?.value === true,
   );

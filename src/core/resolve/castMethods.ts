@@ -7,9 +7,8 @@ import { scanFile } from '../analysis/scan';
 import { dottedText, findBinding, methodCallsOn } from '../python/scope';
 import { iterablePath, pathOf } from '../analysis/paths';
 import type { Project } from '../project/project';
+import { definitionFile } from '../project/definitions';
 
-/** The most re-exports followed to the file that defines the class. */
-const MAX_REEXPORTS = 3;
 /** The most classes of one file read for a class's subclasses. */
 const MAX_CLASSES = 256;
 
@@ -70,7 +69,7 @@ export interface CastMethods {
  * on the cast object; undefined when the class's file is not in the project.
  */
 export function castMethods(project: Project, from: string, site: CastSite): CastMethods | undefined {
-  const where = classFile(project, from, site.module, site.cls);
+  const where = definitionFile(project, from, site.module, site.cls, 'class')?.where;
   const file = where ? project.file(where) : undefined;
   if (!where || !file) return undefined;
   const classes = classesOf(file.source);
@@ -93,22 +92,6 @@ export function castMethods(project: Project, from: string, site: CastSite): Cas
     ]),
   );
   return { where, facts, definers, wraps };
-}
-
-/** The file that defines class `cls` of `module`, following re-exports (`from .block import Block` in `__init__`). */
-function classFile(project: Project, from: string, module: string, cls: string): string | undefined {
-  let file = project.resolveModule(from, module);
-  const defines = new RegExp(`^class[ \\t]+${cls.replace(/\W/g, '')}\\b`, 'm');
-  for (let hop = 0; file && hop <= MAX_REEXPORTS; hop++) {
-    const text = project.fs.readFile(file);
-    if (text === undefined) return undefined;
-    if (defines.test(text)) return file;
-    const reexport = project.file(file)?.imports.bindings.find((b) => b.local === cls && !b.isModule);
-    const dot = reexport?.qualified.lastIndexOf('.') ?? -1;
-    if (!reexport || dot <= 0) return undefined;
-    file = project.resolveModule(file, reexport.qualified.slice(0, dot));
-  }
-  return undefined;
 }
 
 interface ClassInfo {

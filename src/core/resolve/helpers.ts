@@ -38,7 +38,7 @@ import {
   type ModuleTest,
 } from '../modules/perModuleTest';
 import { readArgs, readOptions } from '../analysis/arguments';
-import { configDataReader } from '../frameworks/scriptConfigs';
+import { projectReaders } from '../frameworks/scriptConfigs';
 import { walk as walkModules, type ModuleNode } from '../model/tree';
 import { interpretOption } from '../analysis/options';
 import { argumentFor, meshOption } from '../analysis/arguments';
@@ -148,7 +148,7 @@ function searchHelpers(
   // The caller read as the scan reads it: with the script's arguments and the config files its code loads.
   const ev = new Evaluator(file.source, file.imports, undefined, {
     ...(facts.argv ? { argv: facts.argv } : {}),
-    readData: configDataReader(project, facts.path),
+    ...projectReaders(project, facts.path),
   });
   sites.push(...registrySites(file, ev, out.notes));
   const inSpan = (site: { call: Node }) => {

@@ -1,0 +1,201 @@
+// Jobs whose command line python-fire hands to `main(**kwargs)`, which sets the fields of config dataclasses
+// imported from the project's package: the values read as the job reads them, casts only where their tests hold,
+// and launch files matched by the file their command names.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { cli, projectDir } from './helpers';
+import { fireArgs, fireValue } from '../../src/core/python/fireArgs';
+
+/** A package with two config dataclasses, an updater of them, and a fine-tuning script fire launches. */
+function project(): string {
+  const dir = projectDir('fsdp-lens-fire-');
+  const write = (file: string, lines: string[]) => {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), lines.join('\n'));
+  };
+  write('jobs/__init__.py', ['']);
+  write('jobs/configs/__init__.py', [
+    'from jobs.configs.run import run_config',
+    'from jobs.configs.shard import shard_config',
+  ]);
+  write('jobs/configs/run.py', [
+    'from dataclasses import dataclass',
+    '',
+    '@dataclass',
+    'class run_config:',
+    '    model_name: str = "path/to/weights"',
+    '    enable_fsdp: bool = False',
+  ]);
+  write('jobs/configs/shard.py', [
+    'from dataclasses import dataclass',
+    '',
+    '@dataclass',
+    'class shard_config:',
+    '    pure_bf16: bool = False',
+  ]);
+  write('jobs/tools.py', [
+    'def apply_overrides(target, **overrides):',
+    '    if isinstance(target, (tuple, list)):',
+    '        for t in target:',
+    '            apply_overrides(t, **overrides)',
+    '        return',
+    '    for key, value in overrides.items():',
+    '        if hasattr(target, key):',
+    '            setattr(target, key, value)',
+  ]);
+  write('jobs/finetune.py', [
+    'import functools',
+    'import fire',
+    'import torch',
+    'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+    'from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy',
+    'from transformers import AutoModelForCausalLM',
+    'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+    'from jobs.configs import run_config as RUN, shard_config as SHARD',
+    'from jobs.tools import apply_overrides',
+    '',
+    'def main(**kwargs):',
+    '    run, shard = RUN(), SHARD()',
+    '    apply_overrides((run, shard), **kwargs)',
+    '    model = AutoModelForCausalLM.from_pretrained(run.model_name)',
+    '    if (',
+    '        run.enable_fsdp',
+    '        and shard.pure_bf16',
+    '    ):',
+    '        model.to(torch.bfloat16)',
+    '    policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})',
+    '    model = FSDP(model, auto_wrap_policy=policy)',
+    '',
+    'if __name__ == "__main__":',
+    '    fire.Fire(main)',
+  ]);
+  return dir;
+}
+
+const MODEL = 'meta-llama/Llama-3.1-8B';
+// Llama 3.1 8B, the published total: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096)
+// + 2 x 128256 x 4096 + 4096 = 8,030,261,248.
+const PARAMS = 8_030_261_248;
+
+/** What the estimate took for an input, from its assumptions. */
+function assumed(
+  data: { assumptions: { key: string; value: string; source: { kind: string } }[] },
+  key: string,
+) {
+  const a = data.assumptions.find((x) => x.key === key);
+  assert.ok(a, `no assumption ${key}`);
+  return a;
+}
+
+async function json(dir: string, ...argv: string[]) {
+  const r = await cli(
+    'estimate',
+    path.join(dir, 'jobs', 'finetune.py'),
+    '--json',
+    '--world-size',
+    '8',
+    ...argv,
+  );
+  return { ...r, data: r.code === 0 ? JSON.parse(r.out) : undefined };
+}
+
+describe('python-fire command lines', () => {
+  it('splits flags as fire.core._ParseKeywordArgs does', () => {
+    const a = fireArgs(
+      ['--enable_fsdp', '--model-name', 'org/m', '--lr=1e-5', '--nopure', '7', '--', '--help'],
+      ['model_name', 'pure'],
+      true,
+    );
+    // A flag followed by another flag is boolean; hyphens become underscores; `--noX` is X=False only for a
+    // boolean flag (`--nopure 7` passes "7" to the keyword `nopure`, which **kwargs takes).
+    assert.equal(a.keywords.get('enable_fsdp')?.raw, 'True');
+    assert.equal(a.keywords.get('model_name')?.raw, 'org/m');
+    assert.equal(a.keywords.get('lr')?.raw, '1e-5');
+    assert.equal(a.keywords.get('nopure')?.raw, '7');
+    assert.equal(a.keywords.has('help'), false);
+    const b = fireArgs(['--nopure'], ['pure'], false);
+    assert.equal(b.keywords.get('pure')?.raw, 'False');
+    // Without **kwargs a flag that names no parameter takes nothing, and its value is skipped with it.
+    const c = fireArgs(['--other', 'x', 'pos'], ['a'], false);
+    assert.equal(c.keywords.size, 0);
+    assert.deepEqual(c.positional, ['pos']);
+  });
+
+  it('reads values as fire.parser.DefaultParseValue does', () => {
+    assert.deepEqual(fireValue('8'), { k: 'num', v: 8, int: true });
+    assert.deepEqual(fireValue('1e-5'), { k: 'num', v: 1e-5, int: false });
+    assert.deepEqual(fireValue('True'), { k: 'bool', v: true });
+    assert.deepEqual(fireValue('None'), { k: 'none' });
+    assert.deepEqual(fireValue("'lora'"), { k: 'str', v: 'lora' });
+    // A path is not a literal (a BinOp of names): the string itself.
+    assert.deepEqual(fireValue('meta-llama/Llama-3.1-8B'), { k: 'str', v: 'meta-llama/Llama-3.1-8B' });
+  });
+});
+
+describe('config dataclasses of the project set from the command line', () => {
+  it('without a command line, the default model name is the model, and it is not one the analysis knows', async () => {
+    const r = await cli('estimate', path.join(project(), 'jobs', 'finetune.py'));
+    assert.equal(r.code, 3, r.out + r.err);
+    assert.match(r.err, /"path\/to\/weights"/);
+  });
+
+  it('takes the model from --model_name through the updater, and leaves the cast its default turns off', async () => {
+    const { code, data, err } = await json(project(), '--', '--enable_fsdp', '--model_name', MODEL);
+    assert.equal(code, 0, err);
+    assert.equal(data.model.params, PARAMS);
+    // from_pretrained without torch_dtype and no cast that runs: fp32 parameters, the default.
+    assert.equal(assumed(data, 'masterDtype').value, 'float32');
+    assert.equal(assumed(data, 'masterDtype').source.kind, 'default');
+    assert.ok(
+      data.notes.some((n: string) =>
+        /cast to bfloat16 at .*finetune\.py:19 is left out: run\.enable_fsdp and shard\.pure_bf16 is false by default/.test(
+          n,
+        ),
+      ),
+      data.notes.join('\n'),
+    );
+  });
+
+  it('casts where the command line turns the test on', async () => {
+    const { code, data, err } = await json(
+      project(),
+      '--',
+      '--enable_fsdp',
+      '--model_name',
+      MODEL,
+      '--pure_bf16',
+    );
+    assert.equal(code, 0, err);
+    assert.equal(assumed(data, 'masterDtype').value, 'bfloat16');
+    // Sharded parameters: every parameter / 8 GPUs x 2 B, FlatParameters padded to a multiple of 8 per unit.
+    const sharded = data.perGpu.persistent.terms.find(
+      (t: { name: string }) => t.name === 'sharded parameters',
+    ).bytes;
+    assert.ok(Math.abs(sharded - (PARAMS / 8) * 2) < 1e4, String(sharded));
+  });
+});
+
+describe('launch files', () => {
+  it('run the file their command names, not another of the same name', async () => {
+    const dir = project();
+    fs.mkdirSync(path.join(dir, 'launch'));
+    // `./finetune.py` from the launch file's folder is launch/finetune.py, a wrapper, not jobs/finetune.py.
+    fs.writeFileSync(path.join(dir, 'launch', 'finetune.py'), 'from jobs.finetune import main\n');
+    fs.writeFileSync(
+      path.join(dir, 'launch', 'run.sh'),
+      'torchrun --nproc_per_node 2 ./finetune.py --enable_fsdp\n',
+    );
+    const r = await cli(
+      'estimate',
+      path.join(dir, 'jobs', 'finetune.py'),
+      '--json',
+      '--',
+      '--model_name',
+      MODEL,
+    );
+    assert.equal(r.code, 0, r.err);
+    assert.equal(assumed(JSON.parse(r.out), 'worldSize').source.kind, 'default');
+  });
+});
