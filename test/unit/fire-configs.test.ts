@@ -199,3 +199,28 @@ describe('launch files', () => {
     assert.equal(assumed(JSON.parse(r.out), 'worldSize').source.kind, 'default');
   });
 });
+
+describe('torch_dtype="auto"', () => {
+  it("says the dtype is the checkpoint's, not known here, and that the default stands for it", async () => {
+    const dir = projectDir('fsdp-lens-auto-dtype-');
+    fs.writeFileSync(
+      path.join(dir, 'train.py'),
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        `model = AutoModelForCausalLM.from_pretrained("${MODEL}", torch_dtype="auto")`,
+        'for block in model.model.layers:',
+        '    fully_shard(block)',
+        'fully_shard(model)',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    assert.equal(assumed(data, 'masterDtype').source.kind, 'default');
+    assert.ok(
+      data.notes.some((n: string) => /train\.py:3 loads the model with torch_dtype="auto"/.test(n)),
+      data.notes.join('\n'),
+    );
+  });
+});

@@ -299,6 +299,8 @@ export interface ModelFact {
   meta: boolean;
   /** A dtype passed when loading (`torch_dtype=torch.bfloat16`). */
   dtype: string | null;
+  /** `torch_dtype="auto"` (`dtype="auto"`): loaded in the dtype the checkpoint was saved in. */
+  dtypeAuto?: true;
   args: Record<string, OptionFact>;
   function: string | null;
 }

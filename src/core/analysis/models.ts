@@ -59,6 +59,7 @@ export function modelFact(
   const defaults = ev.defaultsRead.slice(before);
   const { options } = readOptions(ev, args, null, []);
   const dtypeNode = args.keywords.get('torch_dtype') ?? args.keywords.get('dtype');
+  const dtypeValue = dtypeNode ? ev.eval(dtypeNode) : null;
   const parent = up(call);
   const scope = enclosingFunction(call);
   return {
@@ -75,7 +76,8 @@ export function modelFact(
       ? { pretrainedVia: defaults.map((d) => `${d.what} at line ${d.line}`).join(', ') }
       : {}),
     meta: isMetaDevice(file, ev, call),
-    dtype: dtypeNode ? (dtypeOf(ev.eval(dtypeNode)) ?? null) : null,
+    dtype: dtypeValue ? (dtypeOf(dtypeValue) ?? null) : null,
+    ...(dtypeValue?.k === 'str' && dtypeValue.v === 'auto' ? { dtypeAuto: true as const } : {}),
     args: options,
     function: scope ? qualifiedName(scope) : null,
   };

@@ -811,6 +811,14 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
   } else if (cast?.dtype && isDType(cast.dtype)) {
     values.masterDtype = cast.dtype;
     details.masterDtype = `${at(cast.line)} (cast)`;
+  } else {
+    // transformers' from_pretrained(torch_dtype="auto") loads in the dtype the checkpoint was saved in, which the
+    // model's config.json records and the catalog does not.
+    const auto = facts.models.find((m) => m.dtypeAuto);
+    if (auto)
+      notes.push(
+        `${at(auto.line)} loads the model with torch_dtype="auto", in the dtype its checkpoint was saved in, which is not known here: the parameter dtype is the default (--param-dtype sets it)`,
+      );
   }
 
   // `from_pretrained(..., attn_implementation="eager")` keeps the s x s scores; "sdpa" and FlashAttention do not.
