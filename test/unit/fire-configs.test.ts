@@ -224,3 +224,36 @@ describe('torch_dtype="auto"', () => {
     );
   });
 });
+
+describe('a script that launches a job function of another file', () => {
+  it('is estimated as that job, with its own command line and launch file', async () => {
+    const dir = project();
+    fs.mkdirSync(path.join(dir, 'launch'));
+    fs.writeFileSync(
+      path.join(dir, 'launch', 'finetune.py'),
+      [
+        'import fire',
+        'from jobs.finetune import main',
+        '',
+        'if __name__ == "__main__":',
+        '    fire.Fire(main)',
+      ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(dir, 'launch', 'run.sh'),
+      `torchrun --nproc_per_node 2 ./finetune.py --enable_fsdp --model_name ${MODEL} --pure_bf16\n`,
+    );
+    const r = await cli('estimate', path.join(dir, 'launch', 'finetune.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    assert.equal(
+      data.notes[0],
+      'the job is main() of ../jobs/finetune.py, which this script runs (fire.Fire(main) at line 5)',
+    );
+    assert.equal(data.model.params, PARAMS);
+    // The launch command's world size and arguments: 2 GPUs, the cast its --pure_bf16 turns on.
+    assert.equal(assumed(data, 'worldSize').value, '2');
+    assert.equal(assumed(data, 'worldSize').source.kind, 'launch');
+    assert.equal(assumed(data, 'masterDtype').value, 'bfloat16');
+  });
+});

@@ -13,7 +13,14 @@ import { planOfCalledFunction } from '../resolve/entryPlan';
 import type { Finding, LintOptions } from '../lint/types';
 import { formatOf } from '../frameworks/configDoc';
 import type { ConfigReading } from '../frameworks/read';
-import { estimateFile, launchArguments, type AnalyzeOptions, type EstimateResult } from '../resolve/analyze';
+import {
+  estimateFile,
+  launchArguments,
+  launchLayerOf,
+  type AnalyzeOptions,
+  type EstimateResult,
+} from '../resolve/analyze';
+import { launchedJob, type LaunchedJob } from '../resolve/launcher';
 import { helperPlan } from '../resolve/helpers';
 import type { ModelChoice } from '../inputs/model';
 import { companionScript, configFacts, fromCompanion, readConfigInProject } from '../resolve/configFile';
@@ -46,7 +53,12 @@ export function analyzeFacts(
   let estimate: EstimateResult | undefined;
   // An `Accelerator()` alone (plain data parallelism, or a model made elsewhere) is no FSDP plan to estimate.
   const project = opts.estimate.project;
-  if (
+  const job =
+    project && !opts.estimate.framework && !helperPlan(project, facts).calls.length
+      ? launchedJob(project, facts)
+      : undefined;
+  if (project && job) estimate = launchedEstimate(project, facts, job, opts.estimate);
+  else if (
     facts.calls.length ||
     facts.models.length ||
     facts.frameworkCalls.some((c) => c.kind !== 'Accelerator') ||
@@ -97,6 +109,38 @@ export function analyzeFacts(
         ]
       : lintFacts({ facts, text, options: opts.lint, ...(model ? { model } : {}), ...framework });
   return { facts, ...(estimate ? { estimate } : {}), findings };
+}
+
+/**
+ * The estimate of the job a launcher runs (`fire.Fire(main)` of an imported `main`): that file read with the
+ * launcher's command line (given, written, or its launch file's) and estimated with the launcher's launch file,
+ * said so first.
+ */
+function launchedEstimate(
+  project: Project,
+  facts: FileFacts,
+  job: LaunchedJob,
+  opts: AnalyzeOptions,
+): EstimateResult {
+  const target = scanFile(project.grammar, job.file.source, {
+    ...(facts.argv ? { argv: facts.argv } : {}),
+    ...(facts.argvFrom ? { argvFrom: facts.argvFrom } : {}),
+    ...projectReaders(project, job.file.path),
+  });
+  const launch = launchLayerOf(project, facts.path);
+  const inner = analyzeFacts(target, job.file.source.text, {
+    lint: null,
+    estimate: {
+      ...opts,
+      extraLayers: [...(opts.extraLayers ?? []), ...(launch ? [launch.layer] : [])],
+    },
+  }).estimate;
+  const where = path.relative(path.dirname(facts.path), job.file.path) || path.basename(job.file.path);
+  const said = `the job is ${job.fn}() of ${where}, which this script runs (${job.how})`;
+  if (!inner) return { ok: false, reason: `${said}: it has nothing to estimate` };
+  if (!inner.ok) return { ...inner, reason: `${said}: ${inner.reason}` };
+  inner.estimate.notes.unshift(said);
+  return inner;
 }
 
 /** An estimate whose words quote the file at bounded length: a reason, a hint, a note of any source. */

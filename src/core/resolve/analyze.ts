@@ -183,6 +183,19 @@ export function launchArguments(
   };
 }
 
+/** The world size and GPUs per node a launch file of the project gives `script`, when one launches it. */
+export function launchLayerOf(project: Project, script: string): ReturnType<typeof launchLayer> {
+  const root0 = project.roots[0];
+  if (!root0) return undefined;
+  return project.memo(`launch:${root0}:${script}`, () =>
+    launchLayer(
+      project.memo(`launch-files:${root0}`, () => launchFacts(project.fs, root0)),
+      root0,
+      script,
+    ),
+  );
+}
+
 function estimateFacts(
   facts: FileFacts,
   opts: AnalyzeOptions,
@@ -194,16 +207,7 @@ function estimateFacts(
   const root0 = opts.project?.roots[0];
   const pyproject = opts.project && root0 ? pyprojectLayer(opts.project.fs, facts.path, root0) : undefined;
   const project = opts.project;
-  const launch =
-    project && root0
-      ? project.memo(`launch:${root0}:${facts.path}`, () =>
-          launchLayer(
-            project.memo(`launch-files:${root0}`, () => launchFacts(project.fs, root0)),
-            root0,
-            facts.path,
-          ),
-        )
-      : undefined;
+  const launch = project ? launchLayerOf(project, facts.path) : undefined;
   // A framework's configuration: a config file's, or a constructor call of the script when it wraps nothing itself.
   const fromScript = facts.calls.length
     ? undefined
