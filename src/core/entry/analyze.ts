@@ -21,6 +21,7 @@ import {
   type EstimateResult,
 } from '../resolve/analyze';
 import { launchedJob, type LaunchedJob } from '../resolve/launcher';
+import { registryEstimate, titanEntryEstimate } from '../resolve/titanJob';
 import { helperPlan } from '../resolve/helpers';
 import type { ModelChoice } from '../inputs/model';
 import { companionScript, configFacts, fromCompanion, readConfigInProject } from '../resolve/configFile';
@@ -57,7 +58,17 @@ export function analyzeFacts(
     project && !opts.estimate.framework && !helperPlan(project, facts).calls.length
       ? launchedJob(project, facts)
       : undefined;
-  if (project && job) estimate = launchedEstimate(project, facts, job, opts.estimate);
+  // torchtitan's jobs in Python: its entry reading --module/--config, or a model's config_registry.py.
+  const pyFile =
+    project && !opts.estimate.framework && !facts.calls.length ? project.file(facts.path) : undefined;
+  const titan = pyFile
+    ? (titanEntryEstimate(project, pyFile, facts, opts.estimate) ??
+      (facts.jobConfigs?.length
+        ? registryEstimate(project, pyFile, facts, opts.estimate.plan, facts.argv ?? [], opts.estimate)
+        : undefined))
+    : undefined;
+  if (titan) estimate = clipped(titan);
+  else if (project && job) estimate = launchedEstimate(project, facts, job, opts.estimate);
   else if (
     facts.calls.length ||
     facts.models.length ||

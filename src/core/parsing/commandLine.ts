@@ -66,7 +66,9 @@ export function programArgs(cmd: string, program: string): string[] | null {
     if (/^(\||\|\||;|&&|&|\d?>>?.*|<.*)$/.test(w)) break;
     // `c.toml;` ends the command at its `;`.
     const end = /^[^"']*?;$/.test(w);
-    out.push((end ? w.slice(0, -1) : w).replace(/^(["'])(.*)\1$/s, '$2'));
+    const arg = (end ? w.slice(0, -1) : w).replace(/^(["'])(.*)\1$/s, '$2');
+    // `"$@"`: whatever the script itself was given, nothing the file says.
+    if (!/^\$[@*]$/.test(arg)) out.push(arg);
     if (end) break;
   }
   return out;

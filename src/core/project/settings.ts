@@ -105,6 +105,8 @@ export interface LaunchFact {
   shellDefaults?: string[];
   /** The arguments the command passes to the script (`--use_peft --lr 1e-4`), when it names one. */
   scriptArgs?: string[];
+  /** Shell defaults those arguments take (`CONFIG=${CONFIG:-"llama3_debugmodel"}`): the environment may change them. */
+  argDefaults?: string[];
 }
 
 /**
@@ -126,8 +128,22 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
   let runs = false;
   let joined = '';
   let start = 0;
+  // Variables the script sets before its command (`NGPU=${NGPU:-"8"}`, `CONFIG=llama3_8b`): what `${NGPU}` in the
+  // command is when the script runs with nothing set, the `:-` ones said to be shell defaults.
+  const vars = new Map<string, { value: string; text: string | null }>();
+  const argDefaults: string[] = [];
   lines.forEach((raw, i) => {
     const line = raw.replace(/\r$/, '');
+    const assign =
+      /^\s*(?:export\s+)?([A-Za-z_]\w*)=(?:\$\{\1:-(?:"([^"$`]*)"|'([^']*)'|([^\s}"'$`]*))\}|"([^"$`]*)"|'([^']*)'|([^\s"'$`;|&]*))\s*(?:#.*)?$/.exec(
+        line,
+      );
+    if (assign && !joined) {
+      const dflt = assign[2] ?? assign[3] ?? assign[4];
+      const value = dflt ?? assign[5] ?? assign[6] ?? assign[7] ?? '';
+      vars.set(assign[1]!, { value, text: dflt !== undefined ? line.trim() : null });
+      return;
+    }
     const sb = /^#SBATCH\s+(.*)$/.exec(line.trim());
     if (sb) {
       const opts = flags(sb[1]!);
@@ -149,7 +165,20 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     if (!joined) start = i;
     joined += line.replace(/\\$/, ' ');
     if (line.endsWith('\\')) return;
-    const cmd = joined;
+    // The shell defaults the counts take (`--nproc_per_node=${NGPU}`) and those the script's arguments take.
+    const counted = [
+      flags(joined).get('--nproc_per_node') ?? flags(joined).get('--nproc-per-node'),
+      flags(joined).get('--nnodes'),
+    ].join(' ');
+    const expanded: string[] = [];
+    const cmd = joined.replace(/\$\{(\w+)\}|\$(\w+)\b/g, (all, a?: string, b?: string) => {
+      const name = (a ?? b)!;
+      const v = vars.get(name);
+      if (!v) return all;
+      if (v.text && new RegExp(`\\$\\{?${name}\\b`).test(counted)) expanded.push(v.text);
+      else if (v.text) argDefaults.push(v.text);
+      return /^[\w./:=-]*$/.test(v.value) ? v.value : all;
+    });
     joined = '';
     const tune = /\btune\s+run\b/.test(cmd);
     if (!tune && !/\btorchrun\b|torch\.distributed\.(run|launch)\b|\baccelerate\s+launch\b/.test(cmd)) return;
@@ -173,9 +202,12 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
         : null
       : (pyScript ?? (module ? `${module.slice(module.lastIndexOf('.') + 1)}.py` : null));
     const args = pyScript || module ? programArgs(program, (pyScript ?? module)!) : null;
-    const shellDefaults = [opts.get('--nproc_per_node') ?? opts.get('--nproc-per-node'), opts.get('--nnodes')]
-      .filter((v): v is string => !!v && /\$\{\w+:?-\d+\}/.test(v))
-      .map((v) => v.replace(/^["']|["']$/g, ''));
+    const shellDefaults = [
+      ...[opts.get('--nproc_per_node') ?? opts.get('--nproc-per-node'), opts.get('--nnodes')]
+        .filter((v): v is string => !!v && /\$\{\w+:?-\d+\}/.test(v))
+        .map((v) => v.replace(/^["']|["']$/g, '')),
+      ...new Set(expanded),
+    ];
     out.push({
       file,
       line: start + 1,
@@ -185,7 +217,9 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
       ...(nproc ? { nprocPerNode: nproc } : {}),
       ...(nnodes ? { nnodes } : {}),
       ...(args?.length ? { scriptArgs: args } : {}),
+      ...(args?.length && argDefaults.length ? { argDefaults: [...new Set(argDefaults)] } : {}),
     });
+    argDefaults.length = 0;
   });
   if (sbatch.nnodes || sbatch.gpusPerNode) {
     if (out.length)
@@ -306,7 +340,7 @@ export function launchLayer(
   const detail =
     `${path.relative(root, pick.file) || path.basename(pick.file)}:${pick.line}` +
     (pick.shellDefaults
-      ? ` (the shell default of ${pick.shellDefaults.join(', ')}: an argument may change it)`
+      ? ` (the shell default of ${pick.shellDefaults.join(', ')}: the environment or an argument may change it)`
       : '');
   const gpn = pick.nprocPerNode ?? pick.gpusPerNode;
   if (!gpn) return undefined;

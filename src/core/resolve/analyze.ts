@@ -179,7 +179,9 @@ export function launchArguments(
   if (!pick?.scriptArgs) return undefined;
   return {
     argv: pick.scriptArgs,
-    from: `the launch command at ${path.relative(root0, pick.file) || path.basename(pick.file)}:${pick.line}`,
+    from:
+      `the launch command at ${path.relative(root0, pick.file) || path.basename(pick.file)}:${pick.line}` +
+      (pick.argDefaults ? `, with the shell defaults ${pick.argDefaults.join(', ')}` : ''),
   };
 }
 

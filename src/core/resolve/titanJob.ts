@@ -1,0 +1,149 @@
+/**
+ * torchtitan jobs configured in Python: a function of a model's `config_registry.py`, estimated as torchtitan
+ * runs it, either from that file (`--plan NAME` picks the function) or from `torchtitan/train.py`, whose
+ * `ConfigManager().parse_args()` reads `--module M --config NAME` and the overrides after them.
+ */
+import * as path from 'node:path';
+import { up } from '../parsing/python';
+import type { FileFacts } from '../analysis/facts';
+import { Evaluator } from '../analysis/evaluator';
+import { projectReaders } from '../frameworks/scriptConfigs';
+import { torchtitanPlan } from '../frameworks/torchtitan';
+import { registryFunctions, titanJob } from '../frameworks/torchtitanPython';
+import type { Project, PyFile } from '../project/project';
+import { estimateFile, type AnalyzeOptions, type EstimateResult } from './analyze';
+
+/** How the estimate of a registry function was reached, for its first note. */
+interface Reached {
+  /** `torchtitan.train --module llama3 --config llama3_8b`, when from the entry. */
+  via?: string;
+}
+
+/**
+ * The estimate of a torchtitan registry file's job: the function `plan` names, or its only one. Undefined for a
+ * file that defines no registry function.
+ */
+export function registryEstimate(
+  project: Project | undefined,
+  file: PyFile,
+  facts: FileFacts,
+  plan: string | undefined,
+  argv: readonly string[],
+  opts: AnalyzeOptions,
+  reached: Reached = {},
+): EstimateResult | undefined {
+  const fns = registryFunctions(file.source);
+  if (!fns.length) return undefined;
+  const fn = plan ? fns.find((f) => f.name === plan) : fns.length === 1 ? fns[0] : undefined;
+  const names = fns.map((f) => f.name);
+  if (!fn)
+    return {
+      ok: false,
+      unknownModel: true,
+      reason: plan
+        ? `${path.basename(file.path)} defines no job config ${plan}() (it defines ${shortList(names)})`
+        : `${path.basename(file.path)} defines ${fns.length} torchtitan job configs (${shortList(names)}): which one runs is chosen on the command line`,
+      hint: `estimate one with --plan NAME (for example --plan ${names.find((n) => /8b/i.test(n)) ?? names[0]})`,
+    };
+  const ev = new Evaluator(file.source, file.imports, undefined, {
+    ...(project ? projectReaders(project, file.path) : {}),
+  });
+  const job = titanJob(ev, file.source, fn, argv);
+  const titan = torchtitanPlan(job.doc);
+  if ('message' in titan)
+    return { ok: false, unknownModel: true, reason: `${fn.name}() at line ${fn.line}: ${titan.message}` };
+  titan.notes.unshift(
+    reached.via
+      ? `the job is ${fn.name}() of ${path.basename(path.dirname(file.path))}/${path.basename(file.path)}, which ${reached.via} selects`
+      : `the job config ${fn.name}() at line ${fn.line}`,
+    ...job.notes,
+    ...(job.used.length ? [`read from the command line: ${job.used.join(' ')}`] : []),
+  );
+  return estimateFile(facts, { ...opts, framework: titan });
+}
+
+/**
+ * The estimate of torchtitan's entry (`torchtitan/train.py`): the registry function its command line selects.
+ * Undefined for a file that does not read its job through torchtitan's ConfigManager.
+ */
+export function titanEntryEstimate(
+  project: Project | undefined,
+  file: PyFile,
+  facts: FileFacts,
+  opts: AnalyzeOptions,
+): EstimateResult | undefined {
+  const use = configManagerUse(file);
+  if (!use) return undefined;
+  const argv = facts.argv ?? [];
+  const module = flag(argv, '--module');
+  const config = flag(argv, '--config');
+  if (!module || !config)
+    return {
+      ok: false,
+      unknownModel: true,
+      reason: `torchtitan reads the job from --module and --config on the command line (ConfigManager().parse_args() at line ${use}), which ${facts.argv ? 'does not name both' : 'was not given'}`,
+      hint: 'give them after `--`, as `-- --module llama3 --config llama3_8b` (or in the script as `# fsdp: args="--module llama3 --config llama3_8b"`)',
+    };
+  // ConfigManager._load_config: a short module name is looked up under torchtitan.models, then experiments; a
+  // dotted one is imported as `NAME.config_registry`, then as NAME itself.
+  const candidates = module.includes('.')
+    ? [`${module}.config_registry`, module]
+    : [`torchtitan.models.${module}.config_registry`, `torchtitan.experiments.${module}.config_registry`];
+  const where = candidates.map((m) => project?.resolveModule(file.path, m)).find(Boolean);
+  const registry = where ? project?.file(where) : undefined;
+  if (!registry)
+    return {
+      ok: false,
+      unknownModel: true,
+      reason: `--module ${module}: no config_registry of that module is in the project (${candidates.join(', ')})`,
+    };
+  const rest = withoutFlags(argv, ['--module', '--config']);
+  // The command line is read here, not by the script's own options.
+  const read = { ...facts, argsRead: [`--module ${module}`, `--config ${config}`, ...rest] };
+  return (
+    registryEstimate(project, registry, read, config, rest, opts, {
+      via: `the command line (--module ${module} --config ${config})`,
+    }) ?? {
+      ok: false,
+      unknownModel: true,
+      reason: `${path.relative(path.dirname(file.path), registry.path)} defines no torchtitan job config`,
+    }
+  );
+}
+
+/** The 1-based line of `ConfigManager().parse_args()` (torchtitan.config.ConfigManager), if the file calls it. */
+function configManagerUse(file: PyFile): number | undefined {
+  if (!/^torchtitan\.config\b/.test(file.imports.qualify('ConfigManager').qualified)) return undefined;
+  for (const id of file.source.identifiers('ConfigManager')) {
+    const call = up(id);
+    if (call?.type === 'call' && call.childForFieldName('function')?.id === id.id)
+      return file.source.line(id);
+  }
+  return undefined;
+}
+
+/** The value of `--name V` / `--name=V` on a command line. */
+function flag(argv: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === name) return argv[i + 1];
+    if (a.startsWith(`${name}=`)) return a.slice(name.length + 1);
+  }
+  return undefined;
+}
+
+function withoutFlags(argv: readonly string[], names: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (names.includes(a)) i++;
+    else if (!names.some((n) => a.startsWith(`${n}=`))) out.push(a);
+  }
+  return out;
+}
+
+function shortList(names: string[]): string {
+  return names.length <= 6
+    ? names.join(', ')
+    : `${names.slice(0, 5).join(', ')} and ${names.length - 5} more`;
+}

@@ -1,0 +1,197 @@
+// torchtitan jobs configured in Python: a model folder's config_registry.py of functions returning
+// Trainer.Config(...), selected by name (--plan, or torchtitan's own --module/--config), read as torchtitan builds
+// the job (TrainingConfig's token budget, the policy of activation checkpointing, command-line overrides).
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { cli, projectDir } from './helpers';
+import { readLaunchFile } from '../../src/core/project/settings';
+
+/** A torchtitan-shaped project: its config manager, trainer, a Llama 3 registry and the entry. */
+function project(): string {
+  const dir = projectDir('fsdp-lens-titan-py-');
+  const write = (file: string, lines: string[]) => {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), lines.join('\n'));
+  };
+  write('torchtitan/__init__.py', ['']);
+  write('torchtitan/config/__init__.py', [
+    'from torchtitan.config.manager import ConfigManager',
+    'from torchtitan.config.configs import TrainingConfig, ParallelismConfig',
+  ]);
+  write('torchtitan/config/manager.py', [
+    'class ConfigManager:',
+    '    def parse_args(self, args=None):',
+    '        ...',
+  ]);
+  write('torchtitan/config/configs.py', [
+    'from dataclasses import dataclass',
+    '',
+    '@dataclass',
+    'class TrainingConfig:',
+    '    num_tokens_per_microbatch_per_dp_rank: int = 16384',
+    '    max_context_length: int = 2048',
+    '',
+    '@dataclass',
+    'class ParallelismConfig:',
+    '    data_parallel_shard_degree: int = -1',
+  ]);
+  write('torchtitan/trainer.py', ['class Trainer:', '    class Config:', '        pass']);
+  write('torchtitan/models/__init__.py', ['']);
+  write('torchtitan/models/llama3/__init__.py', ['def model_registry(flavor):', '    ...']);
+  write('torchtitan/models/llama3/config_registry.py', [
+    'from torchtitan.config import ParallelismConfig, TrainingConfig',
+    'from torchtitan.distributed.activation_checkpoint import FullAC',
+    'from torchtitan.trainer import Trainer',
+    'from . import model_registry',
+    '',
+    'def llama3_8b() -> Trainer.Config:',
+    '    spec = model_registry("8B")',
+    '    return Trainer.Config(',
+    '        model_spec=spec,',
+    '        training=TrainingConfig(',
+    '            num_tokens_per_microbatch_per_dp_rank=2 * 8192,',
+    '            max_context_length=8192,',
+    '        ),',
+    '        parallelism=ParallelismConfig(data_parallel_shard_degree=8),',
+    '        activation_checkpoint=FullAC.Config(),',
+    '    )',
+    '',
+    'def llama3_8b_short() -> Trainer.Config:',
+    '    config = llama3_8b()',
+    '    config.training.max_context_length = 4096',
+    '    config.activation_checkpoint = None',
+    '    return config',
+  ]);
+  write('torchtitan/train.py', [
+    'from torchtitan.config import ConfigManager',
+    '',
+    'def main():',
+    '    config = ConfigManager().parse_args()',
+    '    trainer = config.build()',
+    '    trainer.train()',
+    '',
+    'if __name__ == "__main__":',
+    '    main()',
+  ]);
+  return dir;
+}
+
+// torchtitan's Llama 3 8B flavor: dim 4096, 32 layers, 32 heads of which 8 KV heads, FFN 14336, vocabulary 128256,
+// untied: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096) + 2 x 128256 x 4096 + 4096.
+const PARAMS =
+  32 * (2 * 4096 ** 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 2 * 128256 * 4096 + 4096;
+
+interface Assumption {
+  key: string;
+  value: string;
+  source: { kind: string; detail?: string };
+}
+
+function assumed(data: { assumptions: Assumption[] }, key: string): Assumption {
+  const a = data.assumptions.find((x) => x.key === key);
+  assert.ok(a, `no assumption ${key}`);
+  return a;
+}
+
+describe('torchtitan config_registry.py', () => {
+  it('names its job configs and asks which one runs', async () => {
+    const r = await cli('estimate', path.join(project(), 'torchtitan/models/llama3/config_registry.py'));
+    assert.equal(r.code, 3, r.out + r.err);
+    assert.match(r.err, /defines 2 torchtitan job configs \(llama3_8b, llama3_8b_short\)/);
+    assert.match(r.err, /--plan llama3_8b/);
+  });
+
+  it('estimates the one --plan names, as TrainingConfig counts its micro-batch', async () => {
+    const file = path.join(project(), 'torchtitan/models/llama3/config_registry.py');
+    const r = await cli('estimate', file, '--plan', 'llama3_8b', '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    assert.equal(data.model.params, PARAMS);
+    // 2 x 8192 tokens per micro-batch of 8192-token sequences: 2 sequences.
+    assert.equal(assumed(data, 'microBatch').value, '2');
+    assert.equal(assumed(data, 'seqLen').value, '8192');
+    assert.equal(assumed(data, 'checkpointing').value, 'full');
+    assert.equal(assumed(data, 'worldSize').value, '8');
+    // Units: tok_embeddings, each of the 32 blocks, [norm, output] together, and the root.
+    assert.equal(data.units.length, 35);
+  });
+
+  it('reads a config derived from another by assignments', async () => {
+    const file = path.join(project(), 'torchtitan/models/llama3/config_registry.py');
+    const r = await cli('estimate', file, '--plan', 'llama3_8b_short', '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    // The same 16384 tokens in 4096-token sequences: 4; checkpointing turned off by `= None`.
+    assert.equal(assumed(data, 'microBatch').value, '4');
+    assert.equal(assumed(data, 'seqLen').value, '4096');
+    assert.equal(assumed(data, 'checkpointing').value, 'none');
+  });
+});
+
+describe("torchtitan's entry", () => {
+  it('without --module and --config says where the job is chosen', async () => {
+    const r = await cli('estimate', path.join(project(), 'torchtitan/train.py'));
+    assert.equal(r.code, 3, r.out + r.err);
+    assert.match(r.err, /torchtitan reads the job from --module and --config on the command line/);
+    assert.match(r.err, /-- --module llama3 --config llama3_8b/);
+  });
+
+  it('estimates the config its command line selects, with overrides', async () => {
+    const r = await cli(
+      'estimate',
+      path.join(project(), 'torchtitan/train.py'),
+      '--json',
+      '--',
+      '--module',
+      'llama3',
+      '--config',
+      'llama3_8b',
+      '--training.max_context_length',
+      '4096',
+    );
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    assert.equal(data.model.params, PARAMS);
+    assert.equal(assumed(data, 'seqLen').value, '4096');
+    assert.equal(assumed(data, 'microBatch').value, '4');
+    assert.ok(
+      data.notes.some((n: string) => /the job is llama3_8b\(\) of llama3\/config_registry\.py/.test(n)),
+    );
+    assert.ok(
+      !data.notes.some((n: string) => /none of the script's arguments/.test(n)),
+      data.notes.join('\n'),
+    );
+  });
+
+  it('names a module the project does not have', async () => {
+    const r = await cli(
+      'estimate',
+      path.join(project(), 'torchtitan/train.py'),
+      '--',
+      '--module',
+      'nope',
+      '--config',
+      'x',
+    );
+    assert.equal(r.code, 3);
+    assert.match(r.err, /--module nope: no config_registry of that module is in the project/);
+  });
+});
+
+describe('launch scripts with shell variables', () => {
+  it('expand the defaults the script sets, and say so', () => {
+    const text = [
+      'NGPU=${NGPU:-"4"}',
+      'CONFIG=${CONFIG:-"llama3_8b"}',
+      'torchrun --nproc_per_node=${NGPU} -m torchtitan.train --module llama3 --config ${CONFIG} "$@"',
+    ].join('\n');
+    const [f] = readLaunchFile('/p/run.sh', text);
+    assert.equal(f?.nprocPerNode, 4);
+    assert.deepEqual(f?.shellDefaults, ['NGPU=${NGPU:-"4"}']);
+    assert.deepEqual(f?.scriptArgs, ['--module', 'llama3', '--config', 'llama3_8b']);
+    assert.deepEqual(f?.argDefaults, ['CONFIG=${CONFIG:-"llama3_8b"}']);
+    assert.equal(f?.program, 'torchtitan/train.py');
+  });
+});
