@@ -914,19 +914,29 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
     );
   // Token ids the script makes up and feeds the model (`x = torch.randint(0, V, (batch_size, seq_len))`, then
   // `model(x)`): batch by sequence. Inputs that disagree decide nothing.
+  // The model under its own name, or the name a wrap's result is bound to (`sharded = fully_shard(model)`).
+  const modelNames = new Set(
+    modelVar
+      ? [
+          modelVar,
+          ...calls
+            .filter((c) => c.isRoot && c.paths[0]?.join('.') === modelVar && c.assignedTo)
+            .map((c) => c.assignedTo!),
+        ]
+      : [],
+  );
   const fed = facts.training.filter(
     (t) =>
       t.kind === 'model_input' &&
       !t.runsWhen &&
       t.shape?.length === 2 &&
-      !!modelVar &&
-      (t.fedTo ?? []).includes(modelVar),
+      (t.fedTo ?? []).some((n) => modelNames.has(n)),
   );
   const shapes = [...new Set(fed.map((t) => t.shape!.join('x')))];
   if (fed.length && shapes.length === 1) {
     const [batch, seq] = fed[0]!.shape!;
     const d = fed[0]!.defaults;
-    const why = `${at(fed[0]!.line)} (the input ${fed[0]!.positional.at(-1) ?? ''} fed to ${modelVar}${d ? `, ${d}: a command line may change it` : ''})`;
+    const why = `${at(fed[0]!.line)} (the input ${fed[0]!.positional.at(-1) ?? ''} fed to ${fed[0]!.fedTo!.find((n) => modelNames.has(n))}${d ? `, ${d}: a command line may change it` : ''})`;
     try {
       if (values.microBatch === undefined) {
         values.microBatch = parseInput('microBatch', batch!, why);

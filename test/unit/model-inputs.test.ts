@@ -1,0 +1,36 @@
+// The micro-batch and sequence of token ids a script makes up and feeds its model, under the model's own name or
+// the name a wrap's result is bound to.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { cli, projectDir } from './helpers';
+
+describe('inputs fed to the wrapped model', () => {
+  it('are read through the name fully_shard returns', async () => {
+    const dir = projectDir('fsdp-lens-inputs-');
+    fs.writeFileSync(
+      path.join(dir, 'train.py'),
+      [
+        'import torch',
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        'for block in model.model.layers:',
+        '    fully_shard(block)',
+        'sharded = fully_shard(model)',
+        'for step in range(10):',
+        '    tokens = torch.randint(128256, (4, 1024))',
+        '    sharded(tokens).logits.sum().backward()',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    const get = (k: string) => data.assumptions.find((a: { key: string }) => a.key === k);
+    // torch.randint(high, size): a batch of 4 sequences of 1024 tokens.
+    assert.equal(get('microBatch').value, '4');
+    assert.equal(get('seqLen').value, '1024');
+    assert.match(get('seqLen').source.detail, /train\.py:9 \(the input \(4, 1024\) fed to sharded\)/);
+  });
+});
