@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { GPUS, gpuBytes } from '../core/hardware/catalog';
 import { fmtBytes } from '../core/vocabulary/bytes';
+import { undecidedWhy } from '../core/vocabulary/words';
 import { sourceText } from '../core/report/text';
 import type { DocumentAnalyses } from './analyses';
 import { SECTION } from './settings';
@@ -82,7 +83,9 @@ export async function setGpu(analyses: DocumentAnalyses, arg?: unknown): Promise
             ? `fits: ${fmtBytes(f.headroomBytes)} to spare`
             : f.verdict === 'short'
               ? `does not fit: ${fmtBytes(-f.headroomBytes)} short`
-              : `fit undecided: parts of the model not counted, ${fmtBytes(f.headroomBytes)} left for them`
+              : r?.ok && r.estimate.unmodelled.length
+                ? `fit undecided: ${undecidedWhy(r.estimate)}`
+                : `fit undecided: parts of the model not counted, ${fmtBytes(f.headroomBytes)} left for them`
           : undefined,
         id: g.id,
       };

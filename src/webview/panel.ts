@@ -6,7 +6,14 @@ import '@vscode-elements/elements/dist/vscode-single-select/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { Chart } from 'chart.js';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds } from '../core/vocabulary/bytes';
-import { atLeast, peakWhere, shortGpu, verdictWords, wholeNodesText } from '../core/vocabulary/words';
+import {
+  atLeast,
+  peakWhere,
+  shortGpu,
+  undecidedWhy,
+  verdictWords,
+  wholeNodesText,
+} from '../core/vocabulary/words';
 import type { Verdict } from '../core/vocabulary/words';
 import type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from '../core/report/panelProtocol';
 import { granularityChart, memoryChart } from './charts';
@@ -77,7 +84,9 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
       ? `Fits ${shortGpu(e.gpu.name)}: ${peak}, ${b(mine.headroomBytes)} to spare`
       : mine.verdict === 'short'
         ? `Does not fit ${shortGpu(e.gpu.name)}: ${peak}, ${b(-mine.headroomBytes)} short`
-        : `Fit on ${shortGpu(e.gpu.name)} undecided: ${peak} counted, ${b(mine.headroomBytes)} left for the parts not counted`;
+        : e.unmodelled.length
+          ? `Fit on ${shortGpu(e.gpu.name)} undecided: ${undecidedWhy(e)}`
+          : `Fit on ${shortGpu(e.gpu.name)} undecided: ${peak} counted, ${b(mine.headroomBytes)} left for the parts not counted`;
   s.append(verdict);
   if (e.gaps.length) {
     const gaps = el('div', undefined, 'advice problem');

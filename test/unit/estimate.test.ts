@@ -891,9 +891,13 @@ describe('FSDP over a slice of a larger mesh', () => {
     assert.equal(r.estimate.mesh.shardGroup, 4);
     assert.equal(r.estimate.perGpu.persistentBytes, (8_030_261_248 * 16) / 4 + 256);
     assert.ok(
-      r.estimate.notes.some((n) => /dp x tp mesh of 8 GPUs: tp \(2\) parallelism is not modelled/.test(n)),
+      r.estimate.notes.some((n) => /FSDP runs over the dp dimension of a dp x tp mesh of 8 GPUs/.test(n)),
       r.estimate.notes.join('\n'),
     );
+    // Tensor parallelism is not modelled: the figures are FSDP's alone, and no fit verdict rests on them.
+    assert.deepEqual(r.estimate.unmodelled, ["the mesh's tp dimension (2)"]);
+    assert.equal(r.estimate.targetFit.verdict, 'undecided');
+    assert.ok(r.estimate.fit.every((f) => f.verdict === 'undecided'));
   });
 });
 

@@ -2452,10 +2452,17 @@ describe('a model passed through a call that returns it', () => {
     );
     const r = await cli('estimate', file, '--json');
     assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as { model: { params: number }; plan: { notes: string[] } };
+    const j = JSON.parse(r.out) as {
+      model: { params: number };
+      plan: { notes: string[] };
+      unmodelled: string[];
+      targetFit: { verdict: string };
+    };
     // Two blocks of Linear(256, 1024) and Linear(1024, 256): 2 x (256 x 1024 + 1024 + 1024 x 256 + 256) = 1,051,136.
     assert.equal(j.model.params, 1_051_136);
     assert.ok(j.plan.notes.some((n) => /tensor parallelism \(parallelize_module\) is not modelled/.test(n)));
+    assert.deepEqual(j.unmodelled, ['tensor parallelism (parallelize_module)']);
+    assert.equal(j.targetFit.verdict, 'undecided');
   });
 });
 

@@ -1061,8 +1061,7 @@ describe('where a script finds its framework configuration', () => {
     const r = analyzeFacts(facts, text, { lint: null, estimate: {} });
     assert.ok(r.estimate?.ok);
     assert.equal(r.estimate.estimate.mesh.worldSize, 4);
-    assert.ok(
-      r.estimate.estimate.notes.some((n) => /tensor parallelism over 2 GPUs is not modelled/.test(n)),
-    );
+    assert.deepEqual(r.estimate.estimate.unmodelled, ["ModelParallelStrategy's tensor parallelism (2 GPUs)"]);
+    assert.equal(r.estimate.estimate.targetFit.verdict, 'undecided');
   });
 });

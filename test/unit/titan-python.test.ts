@@ -58,6 +58,11 @@ function project(): string {
     '        activation_checkpoint=FullAC.Config(),',
     '    )',
     '',
+    'def llama3_8b_tp() -> Trainer.Config:',
+    '    config = llama3_8b()',
+    '    config.parallelism.tensor_parallel_degree = 2',
+    '    return config',
+    '',
     'def llama3_8b_short() -> Trainer.Config:',
     '    config = llama3_8b()',
     '    config.training.max_context_length = 4096',
@@ -99,7 +104,7 @@ describe('torchtitan config_registry.py', () => {
   it('names its job configs and asks which one runs', async () => {
     const r = await cli('estimate', path.join(project(), 'torchtitan/models/llama3/config_registry.py'));
     assert.equal(r.code, 3, r.out + r.err);
-    assert.match(r.err, /defines 2 torchtitan job configs \(llama3_8b, llama3_8b_short\)/);
+    assert.match(r.err, /defines 3 torchtitan job configs \(llama3_8b, llama3_8b_tp, llama3_8b_short\)/);
     assert.match(r.err, /--plan llama3_8b/);
   });
 
@@ -127,6 +132,21 @@ describe('torchtitan config_registry.py', () => {
     assert.equal(assumed(data, 'microBatch').value, '4');
     assert.equal(assumed(data, 'seqLen').value, '4096');
     assert.equal(assumed(data, 'checkpointing').value, 'none');
+  });
+});
+
+describe('degrees the figures do not model', () => {
+  it('leave every fit undecided, and the smallest world size too', async () => {
+    const file = path.join(project(), 'torchtitan/models/llama3/config_registry.py');
+    const r = await cli('estimate', file, '--plan', 'llama3_8b_tp', '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    assert.deepEqual(data.unmodelled, ['tensor parallelism (degree 2)']);
+    assert.equal(data.targetFit.verdict, 'undecided');
+    assert.ok(data.fit.every((f: { verdict: string }) => f.verdict === 'undecided'));
+    const text = await cli('estimate', file, '--plan', 'llama3_8b_tp');
+    assert.match(text.out, /Fit {7}undecided on .*: tensor parallelism \(degree 2\) is not modelled/);
+    assert.match(text.out, /smallest world size: not decided/);
   });
 });
 

@@ -411,6 +411,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
 
   const result: Estimate = {
     gaps: input.model.gaps ?? [],
+    unmodelled: input.unmodelled ?? [],
     model: {
       name: input.model.name,
       params: totalParams,
@@ -498,7 +499,8 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       ],
     };
   }
-  const partial = result.gaps.length > 0;
+  // Parts not counted make a fit that holds undecided; parallelism not modelled, any verdict.
+  const partial = result.unmodelled.length ? 'any' : result.gaps.length > 0;
   result.fit = fitAll(result.perGpu.peakBytes, partial);
   result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial);
   return result;

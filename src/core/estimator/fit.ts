@@ -35,19 +35,19 @@ export function usableBytes(capacity: number): number {
  * Whether a peak fits one GPU, with the headroom left (negative when short). `partial`: the peak leaves parts of
  * the model out, so a peak that fits is not a verdict.
  */
-export function fitOn(peakBytes: number, g: Gpu, partial = false): FitResult {
+export function fitOn(peakBytes: number, g: Gpu, partial: boolean | 'any' = false): FitResult {
   const capacity = gpuBytes(g);
   const need = requiredBytes(peakBytes);
   return {
     gpu: g.id,
     name: g.name,
-    verdict: need > capacity ? 'short' : partial ? 'undecided' : 'fits',
+    verdict: partial === 'any' ? 'undecided' : need > capacity ? 'short' : partial ? 'undecided' : 'fits',
     headroomBytes: capacity - need,
     memoryBytes: capacity,
   };
 }
 
 /** The fit of a peak on every GPU of the catalog. */
-export function fitAll(peakBytes: number, partial = false): FitResult[] {
+export function fitAll(peakBytes: number, partial: boolean | 'any' = false): FitResult[] {
   return GPUS.map((g) => fitOn(peakBytes, g, partial));
 }

@@ -123,6 +123,11 @@ export interface EstimateInput {
     /** Parts of the model not known, so not counted (every figure is then a lower bound). */
     gaps?: string[];
   };
+  /**
+   * Parallelism the job applies that the figures do not model (`tensor parallelism (degree 8)`): they are those
+   * of FSDP alone, with whole layers on each GPU, so no fit verdict rests on them.
+   */
+  unmodelled?: string[];
   plan: Plan;
   setup: TrainingSetup;
   assumptions: Assumption[];
@@ -202,6 +207,8 @@ export interface Estimate {
   unowned: { params: number; bytes: number; modules: string[] };
   /** Parts of the model not known, so not counted: when any, every figure is a lower bound (at least). */
   gaps: string[];
+  /** Parallelism not modelled (see EstimateInput): when any, every fit is undecided. */
+  unmodelled: string[];
   perGpu: {
     /** Everything that stays on the GPU through a step: sharded state, replicated leftovers, buffers. */
     persistentBytes: number;

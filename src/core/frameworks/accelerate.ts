@@ -210,8 +210,9 @@ export function acceleratePlan(
     }
     strategy = 'HYBRID_SHARD';
   }
-  if (par?.tp && par.tp > 1) notes.push(`tensor parallelism (tp_size ${par.tp}) is not modelled`);
+  const unmodelled = par?.tp && par.tp > 1 ? [`tensor parallelism (tp_size ${par.tp})`] : [];
   return {
+    ...(unmodelled.length ? { unmodelled } : {}),
     framework,
     file: s.file,
     range: s.range,

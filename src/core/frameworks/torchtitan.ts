@@ -93,11 +93,11 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const tp = degree('tensor_parallel_degree', 1);
   const pp = degree('pipeline_parallel_degree', 1);
   const cp = degree('context_parallel_degree', 1);
-  if (tp > 1 || pp > 1 || cp > 1)
-    notes.push(
-      `tensor (${tp}), pipeline (${pp}) and context (${cp}) parallel degrees are not modelled: the figures are those of ` +
-        'the FSDP dimension as if each rank held whole layers',
-    );
+  const unmodelled = [
+    ...(tp > 1 ? [`tensor parallelism (degree ${tp})`] : []),
+    ...(pp > 1 ? [`pipeline parallelism (degree ${pp})`] : []),
+    ...(cp > 1 ? [`context parallelism (degree ${cp})`] : []),
+  ];
   if (shard > 0) {
     set('worldSize', shard * replicate, par('data_parallel_shard_degree').path);
     if (replicate > 1) set('replicas', replicate, par('data_parallel_replicate_degree').path);
@@ -162,6 +162,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     },
     naming: 'torchtitan',
     notes,
+    ...(unmodelled.length ? { unmodelled } : {}),
     traps: [],
   };
 }

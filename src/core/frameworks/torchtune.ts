@@ -68,10 +68,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   if (shardDim) set('worldSize', shardDim * replicateDim, ['data_parallel_shard_dim']);
   if (replicateDim > 1) set('replicas', replicateDim, ['data_parallel_replicate_dim']);
   const tp = count(['tensor_parallel_dim'], 'the default 1 used') ?? 1;
-  if (tp > 1)
-    notes.push(
-      `tensor parallelism (degree ${tp}) is not modelled: the figures are those of the FSDP dimension`,
-    );
+  const unmodelled = tp > 1 ? [`tensor parallelism (degree ${tp})`] : [];
 
   const custom = strList(at(d, ['custom_sharded_layers'])) ?? [];
   const offload = bool(at(d, ['fsdp_cpu_offload'])) ?? false;
@@ -117,6 +114,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     naming: 'torchtune',
     ...(fineTune ? { fineTune } : {}),
     notes,
+    ...(unmodelled.length ? { unmodelled } : {}),
     traps: [],
   };
 }

@@ -79,6 +79,8 @@ export interface FrameworkPlan {
   host?: { rank0Loading?: string; stateDict?: { kind: 'full' | 'sharded'; where: string } };
   /** What was read and assumed, in words, for the assumptions list. */
   notes: string[];
+  /** Parallelism the configuration sets that the figures do not model (see EstimateInput.unmodelled). */
+  unmodelled?: string[];
   /** Mistakes the configuration makes (lint findings of the config file). */
   traps: FrameworkTrap[];
 }

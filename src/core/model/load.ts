@@ -18,6 +18,8 @@ export interface LoadedModel {
   id?: string;
   /** Parts of the model not known (a code model read statically), so not counted: the figures are lower bounds. */
   gaps?: string[];
+  /** Parallelism applied to the model in its code that the figures do not model (`parallelize_module`). */
+  unmodelled?: string[];
 }
 
 /** The Hugging Face home folder (`huggingface_hub.constants.HF_HOME`): $HF_HOME, else ~/.cache/huggingface. */

@@ -415,10 +415,13 @@ export class Interpreter extends Statements {
     // object, its parameters turned into DTensors) and `torch.compile` (an OptimizedModule around the same module).
     const module = args[0] ?? kwargs.module ?? kwargs.model;
     if (RETURNS_ITS_MODULE.has(q) && module?.k === 'mod') {
-      if (q !== 'torch.compile')
+      if (q !== 'torch.compile') {
         this.note(
           'tensor parallelism (parallelize_module) is not modelled: the figures hold every parameter on the FSDP mesh, as if the tensor-parallel degree were 1',
         );
+        if (!this.unmodelled.includes('tensor parallelism (parallelize_module)'))
+          this.unmodelled.push('tensor parallelism (parallelize_module)');
+      }
       return module;
     }
     const last = q.slice(q.lastIndexOf('.') + 1);

@@ -27,6 +27,8 @@ export interface CodeModel {
   notes: string[];
   /** Parts of the model not known statically, so not counted: the figures are lower bounds when any. */
   gaps: string[];
+  /** Parallelism applied to it that the figures do not model (tensor parallelism by `parallelize_module`). */
+  unmodelled: string[];
   /** The file and class, as `path:Class` (what exact mode imports). */
   classRef: { file: string; name: string };
   /** The constructor call rendered as Python, when its arguments are known (for exact mode). */
@@ -241,6 +243,7 @@ function finish(project: Project, interp: Interpreter, m: ModV, where: string, n
     ...(shape ? { shape } : {}),
     notes,
     gaps,
+    unmodelled: [...interp.unmodelled],
     classRef: { file: cls?.file.path ?? '', name: m.className },
     ...(cls ? { constructor: renderConstructor(m) } : {}),
   };

@@ -85,6 +85,8 @@ export abstract class Statements extends Expressions<Frame> {
   readonly notes: string[] = [];
   /** Inputs the code reads that the analysis was not given (the script's command line), in words. */
   readonly missing: string[] = [];
+  /** Parallelism the code applies to the model that the figures do not model (see EstimateInput.unmodelled). */
+  readonly unmodelled: string[] = [];
   /** Set while nothing may be assumed of an undecided condition (see Undecided). */
   decisions: Decisions | undefined;
   /** What layers and methods need of the interpreter (notes, iteration, the loop limit). */

@@ -10,7 +10,7 @@ import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import type { FrameworkPlan } from '../frameworks/types';
 import { isOffPath, unitsOfCall } from './summary';
-import { atLeast, clip, count, peakWhere, spaced } from '../vocabulary/words';
+import { atLeast, clip, count, peakWhere, spaced, undecidedWhy } from '../vocabulary/words';
 import { planLabel } from '../vocabulary/fsdp';
 import { sourceText } from './text';
 
@@ -78,7 +78,9 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
         ? ` · fits ${mdEscape(e.gpu.name)} with ${b(fit.headroomBytes)} to spare`
         : fit.verdict === 'short'
           ? ` · **does not fit** ${mdEscape(e.gpu.name)}: ${b(-fit.headroomBytes)} short`
-          : ` · **fit undecided** on ${mdEscape(e.gpu.name)}: ${b(fit.headroomBytes)} left for the parts not counted`),
+          : e.unmodelled.length
+            ? ` · **fit undecided** on ${mdEscape(e.gpu.name)}: ${mdEscape(undecidedWhy(e))}`
+            : ` · **fit undecided** on ${mdEscape(e.gpu.name)}: ${b(fit.headroomBytes)} left for the parts not counted`),
     ...gapLines(e),
     '',
     '| at the peak | bytes | how |',

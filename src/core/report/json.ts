@@ -22,6 +22,8 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     /** Parts of the model not counted: when any, every byte figure is a lower bound and a fit that holds is undecided. */
     gaps: e.gaps,
     lowerBound: e.gaps.length > 0,
+    /** Parallelism the figures do not model: when any, no fit verdict holds (every fit is undecided). */
+    unmodelled: e.unmodelled,
     plan: { ...e.plan, label: planLabel(e.plan.api, e.plan.strategy) },
     mesh: e.mesh,
     gpu: {

@@ -1,7 +1,7 @@
 /** The status bar entry of a file's estimate: its text, tooltip and what a screen reader says. */
 import type { Estimate, Verdict } from '../estimator/types';
 import { fmtBytes, type ByteUnit } from '../vocabulary/bytes';
-import { atLeast, peakWhere, spaced, verdictWords } from '../vocabulary/words';
+import { atLeast, peakWhere, spaced, undecidedWhy, verdictWords } from '../vocabulary/words';
 
 export interface StatusSummary {
   verdict: Verdict;
@@ -28,7 +28,9 @@ export function statusSummary(e: Estimate, unit: ByteUnit): StatusSummary {
         ? `Fits ${where} with ${b(fit.headroomBytes)} to spare.`
         : fit.verdict === 'short'
           ? `Does not fit ${where}: ${b(-fit.headroomBytes)} short.`
-          : `Fit on ${where} undecided: ${e.gaps.length} part${e.gaps.length === 1 ? '' : 's'} of the model not counted, ${b(fit.headroomBytes)} left for them.`,
+          : e.unmodelled.length
+            ? `Fit on ${where} undecided: ${undecidedWhy(e)}.`
+            : `Fit on ${where} undecided: ${undecidedWhy(e)}, ${b(fit.headroomBytes)} left for them.`,
       `Persistent ${least}${b(e.perGpu.persistentBytes)} per GPU. Click to open the footprint panel.`,
     ],
     accessibilityLabel: `FSDP peak ${least}${b(e.perGpu.peakBytes)} per GPU, ${verdictWords(fit.verdict)} ${e.gpu.name}`,

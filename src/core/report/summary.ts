@@ -6,7 +6,7 @@ import type { FrameworkPlan } from '../frameworks/types';
 import { type Estimate, type UnitEstimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtParams, type ByteUnit } from '../vocabulary/bytes';
-import { atLeast, count, peakWhere, shortGpu, spaced } from '../vocabulary/words';
+import { atLeast, count, listed, peakWhere, shortGpu, spaced } from '../vocabulary/words';
 import { planLabel } from '../vocabulary/fsdp';
 
 /** The units a wrap call created. */
@@ -43,7 +43,7 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
       ? `fits ${on} (${b(fit.headroomBytes)} spare)`
       : fit.verdict === 'short'
         ? `does not fit ${on} (${b(-fit.headroomBytes)} short)`
-        : `fit on ${on} undecided (${e.gaps.length} part${e.gaps.length === 1 ? '' : 's'} not counted)`;
+        : `fit on ${on} undecided (${e.unmodelled.length ? `${listed(e.unmodelled)} not modelled` : `${count(e.gaps.length, 'part')} not counted`})`;
   const least = atLeast(e.gaps.length > 0);
   return (
     `${count(e.units.length, 'unit')} · ${least}${b(e.perGpu.persistentBytes)}/GPU persistent · ` +

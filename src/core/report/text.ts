@@ -1,6 +1,14 @@
 /** The estimate and its advice as a person reads them in a terminal. */
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { article, atLeast, count, wholeNodesText, peakWhereInFull, shortGpu } from '../vocabulary/words';
+import {
+  article,
+  atLeast,
+  count,
+  wholeNodesText,
+  peakWhereInFull,
+  shortGpu,
+  undecidedWhy,
+} from '../vocabulary/words';
 import { type MinGpus } from '../whatif/model';
 import { type Estimate, type UnitEstimate, type Verdict } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
@@ -121,9 +129,13 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
       ? `Fit       fits ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(mine.headroomBytes)} to spare`
       : mine.verdict === 'short'
         ? `Fit       does NOT fit ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(-mine.headroomBytes)} short`
-        : `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, leaving ${b(mine.headroomBytes)} for the parts not counted`,
+        : e.unmodelled.length
+          ? `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${undecidedWhy(e)}; they would need ${b(need)}`
+          : `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, leaving ${b(mine.headroomBytes)} for the parts not counted`,
   );
-  if (opts.minGpus) {
+  if (opts.minGpus && e.unmodelled.length)
+    L.push(`          smallest world size: not decided (the search varies FSDP's dimension alone)`);
+  else if (opts.minGpus) {
     L.push(
       opts.minGpus.worldSize !== null
         ? `          smallest world size that fits ${article(e.gpu.name)}: ${least}${count(opts.minGpus.worldSize, 'GPU')}${wholeNodesText(opts.minGpus, '; ')}`

@@ -423,7 +423,15 @@ function estimateFacts(
       source: ft.source,
     });
   const loaded = facts.models.find((m) => m.pretrained);
+  const unmodelled = [
+    ...new Set([
+      ...(fw?.unmodelled ?? []),
+      ...(detected.unmodelled ?? []),
+      ...(model.loaded.unmodelled ?? []),
+    ]),
+  ];
   const input: EstimateInput = {
+    ...(unmodelled.length ? { unmodelled } : {}),
     ...(loaded
       ? {
           loading: {
@@ -624,6 +632,7 @@ function resolveModel(
               name: m.className,
               origin: m.origin,
               ...(m.gaps.length ? { gaps: m.gaps } : {}),
+              ...(m.unmodelled.length ? { unmodelled: m.unmodelled } : {}),
             },
             source,
             notes: m.notes,
@@ -692,8 +701,13 @@ function annotationLayer(
 }
 
 /** What the code itself says: its mesh, mixed precision, dtype, optimizer, checkpointing and gradient sync. */
-function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer & { notes?: string[] } {
+function detectedLayer(
+  facts: FileFacts,
+  file: string,
+  root?: ModuleNode,
+): Layer & { notes?: string[]; unmodelled?: string[] } {
   const notes: string[] = [];
+  const unmodelled: string[] = [];
   const values: SetupValues = {};
   const details: Layer['details'] = {};
   const at = (line: number) => `${file}:${line}`;
@@ -730,10 +744,9 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
           : null;
         notes.push(
           `FSDP runs over the ${mesh.dimNames.join(' x ')} dimension${mesh.dimNames.length > 1 ? 's' : ''} of a ` +
-            `${full.dimNames.join(' x ')} mesh${gpus ? ` of ${gpus} GPUs` : ''}: ` +
-            `${other.map((d) => `${d.n} (${d.size ?? '?'})`).join(', ')} parallelism is not modelled, so the figures ` +
-            'are those of FSDP alone, with whole layers on each GPU',
+            `${full.dimNames.join(' x ')} mesh${gpus ? ` of ${gpus} GPUs` : ''}`,
         );
+        unmodelled.push(...other.map((d) => `the mesh's ${d.n} dimension (${d.size ?? '?'})`));
       }
     }
   }
@@ -763,10 +776,10 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
         details.gpusPerNode = at(trainer.line);
       }
     }
-    if (tp && tp > 1)
-      notes.push(
-        `ModelParallelStrategy: tensor parallelism over ${tp} GPUs is not modelled; FSDP shards over the data-parallel dimension (${dp})`,
-      );
+    if (tp && tp > 1) {
+      notes.push(`ModelParallelStrategy: FSDP shards over the data-parallel dimension (${dp})`);
+      unmodelled.push(`ModelParallelStrategy's tensor parallelism (${tp} GPUs)`);
+    }
   }
 
   // Mixed precision of the root wrap (or the first that sets one).
@@ -948,7 +961,13 @@ function detectedLayer(facts: FileFacts, file: string, root?: ModuleNode): Layer
       // Past the limits every source of these inputs has: not taken.
     }
   }
-  return { source: { kind: 'detected' }, values, details, notes };
+  return {
+    source: { kind: 'detected' },
+    values,
+    details,
+    notes,
+    ...(unmodelled.length ? { unmodelled } : {}),
+  };
 }
 
 function asDType(d: string | null | undefined): DType | null {

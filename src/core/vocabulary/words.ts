@@ -93,3 +93,13 @@ export function listed(items: readonly string[]): string {
     ? (items[0] ?? '')
     : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
 }
+
+/**
+ * Why a fit is undecided, in words: parallelism the figures do not model (then no verdict holds either way), or
+ * parts of the model not counted (then a peak that fits is only a lower bound).
+ */
+export function undecidedWhy(e: { unmodelled?: readonly string[]; gaps: readonly string[] }): string {
+  return e.unmodelled?.length
+    ? `${listed(e.unmodelled)} ${e.unmodelled.length === 1 ? 'is' : 'are'} not modelled: the figures are FSDP's alone, with whole layers on each GPU`
+    : `${count(e.gaps.length, 'part')} of the model not counted`;
+}

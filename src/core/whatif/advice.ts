@@ -6,7 +6,7 @@ import type { Verdict } from '../vocabulary/fsdp';
 import { type Estimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { count, wholeNodesText } from '../vocabulary/words';
+import { count, listed, wholeNodesText } from '../vocabulary/words';
 import { WhatIfModel, type WhatIf } from './model';
 import { requiredBytes } from '../estimator/fit';
 import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
@@ -31,7 +31,7 @@ export interface AdviceOption {
 }
 
 export interface Advice {
-  id: 'fit' | 'comms' | 'optimizer' | 'ok' | 'gaps';
+  id: 'fit' | 'comms' | 'optimizer' | 'ok' | 'gaps' | 'unmodelled';
   level: 'problem' | 'suggestion' | 'ok';
   title: string;
   detail: string;
@@ -268,7 +268,17 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     });
   }
 
-  if (mine.verdict === 'undecided')
+  if (mine.verdict === 'undecided' && e.unmodelled.length)
+    out.unshift({
+      id: 'unmodelled',
+      level: 'problem',
+      title: `Fit on ${e.gpu.name} undecided: ${listed(e.unmodelled)} ${e.unmodelled.length === 1 ? 'is' : 'are'} not modelled`,
+      detail:
+        `The figures are FSDP's alone, with whole layers on each GPU (they would need ${b(requiredBytes(e.perGpu.peakBytes))}): ` +
+        'each GPU holds less under that parallelism, and what its collectives and split activations need is not counted, so no verdict is drawn from them.',
+      options: [],
+    });
+  else if (mine.verdict === 'undecided')
     out.unshift({
       id: 'gaps',
       level: 'problem',
