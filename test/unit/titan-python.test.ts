@@ -150,6 +150,35 @@ describe('degrees the figures do not model', () => {
   });
 });
 
+describe('tensor parallelism in a script', () => {
+  it('applied by parallelize_module leaves the fit undecided, also on a model named by --model', async () => {
+    const dir = projectDir('fsdp-lens-tp-');
+    fs.writeFileSync(
+      path.join(dir, 'train.py'),
+      [
+        'from torch.distributed.device_mesh import init_device_mesh',
+        'from torch.distributed.fsdp import fully_shard',
+        'from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module',
+        'from transformers import AutoModelForCausalLM',
+        'mesh = init_device_mesh("cuda", (4, 2), mesh_dim_names=("dp", "tp"))',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        'for block in model.model.layers:',
+        '    parallelize_module(block, mesh["tp"], {"mlp.up_proj": ColwiseParallel()})',
+        '    fully_shard(block, mesh=mesh["dp"])',
+        'fully_shard(model, mesh=mesh["dp"])',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    assert.ok(
+      data.unmodelled.includes('tensor parallelism (parallelize_module)'),
+      data.unmodelled.join('; '),
+    );
+    assert.equal(data.targetFit.verdict, 'undecided');
+  });
+});
+
 describe("torchtitan's entry", () => {
   it('without --module and --config says where the job is chosen', async () => {
     const r = await cli('estimate', path.join(project(), 'torchtitan/train.py'));

@@ -344,7 +344,8 @@ export interface TrainingFact {
     | 'clip_grad_norm'
     | 'state_dict_options'
     | 'data_loader'
-    | 'model_input';
+    | 'model_input'
+    | 'tensor_parallel';
   line: number;
   range: Range;
   text: string;

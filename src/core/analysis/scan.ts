@@ -51,6 +51,8 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
   bfloat16: 'cast',
   half: 'cast',
   gradient_checkpointing_enable: 'checkpointing',
+  // Tensor parallelism applied to the model (torch.distributed.tensor.parallel.parallelize_module).
+  parallelize_module: 'tensor_parallel',
 };
 
 /** Scans one parsed file for everything later stages need. Never throws on odd input: problems are reported. */

@@ -734,12 +734,12 @@ function detectedLayer(
     // FSDP given a slice of a larger mesh: the other dimensions (tensor, context, pipeline parallelism) are not
     // modelled; the figures are those of the FSDP dimensions.
     const full = mesh?.full;
-    if (full?.shape && full.dimNames && mesh?.dimNames) {
+    if (full?.dimNames && mesh?.dimNames) {
       const other = full.dimNames
-        .map((n, i) => ({ n, size: full.shape![i] }))
+        .map((n, i) => ({ n, size: full.shape?.[i] }))
         .filter((d) => !mesh.dimNames!.includes(d.n));
       if (other.length) {
-        const gpus = full.shape.every((n): n is number => typeof n === 'number')
+        const gpus = full.shape?.every((n): n is number => typeof n === 'number')
           ? full.shape.reduce((a, b) => a * b, 1)
           : null;
         notes.push(
@@ -750,6 +750,17 @@ function detectedLayer(
       }
     }
   }
+
+  // `parallelize_module(model, tp_mesh, plan)` where it runs: tensor parallelism, not modelled.
+  if (
+    facts.training.some(
+      (t) =>
+        t.kind === 'tensor_parallel' &&
+        /^torch\.distributed\.tensor\.parallel\b/.test(t.qualified) &&
+        !t.runsWhen,
+    )
+  )
+    unmodelled.push('tensor parallelism (parallelize_module)');
 
   // Lightning's ModelParallelStrategy: the script's fully_shard calls shard over the mesh's data-parallel
   // dimension, (num_nodes or data_parallel_size) x (devices or tensor_parallel_size).
