@@ -33,4 +33,40 @@ describe('inputs fed to the wrapped model', () => {
     assert.equal(get('seqLen').value, '1024');
     assert.match(get('seqLen').source.detail, /train\.py:9 \(the input \(4, 1024\) fed to sharded\)/);
   });
+
+  it("take DataLoader's own default batch size when nothing may pass another, and say when one is not read", async () => {
+    const dir = projectDir('fsdp-lens-loaders-');
+    const script = (loader: string) =>
+      [
+        'import torch',
+        'from torch.distributed.fsdp import fully_shard',
+        'from torch.utils.data import DataLoader',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        'for block in model.model.layers:',
+        '    fully_shard(block)',
+        'fully_shard(model)',
+        'kwargs = make_kwargs()',
+        `loader = ${loader}`,
+      ].join('\n');
+    fs.writeFileSync(path.join(dir, 'plain.py'), script('DataLoader(dataset, shuffle=True)'));
+    fs.writeFileSync(path.join(dir, 'splat.py'), script('DataLoader(dataset, **kwargs)'));
+    const get = (out: string, k: string) =>
+      JSON.parse(out).assumptions.find((a: { key: string }) => a.key === k);
+    // torch.utils.data.DataLoader(dataset, batch_size=1, ...): the default batch is one sample.
+    const plain = await cli('estimate', path.join(dir, 'plain.py'), '--json');
+    assert.equal(plain.code, 0, plain.err);
+    assert.equal(get(plain.out, 'microBatch').value, '1');
+    assert.match(get(plain.out, 'microBatch').source.detail, /DataLoader's default batch_size=1/);
+    const splat = await cli('estimate', path.join(dir, 'splat.py'), '--json');
+    assert.equal(splat.code, 0, splat.err);
+    assert.equal(get(splat.out, 'microBatch').source.kind, 'default');
+    assert.ok(
+      JSON.parse(splat.out).notes.some((n: string) =>
+        /batch size of the DataLoader at splat\.py:10 is not read statically \(passed in \*\*kwargs\)/.test(
+          n,
+        ),
+      ),
+    );
+  });
 });

@@ -922,19 +922,34 @@ function detectedLayer(
     (t) =>
       t.kind === 'data_loader' && !t.runsWhen && /DataLoader$/.test(t.qualified) && t.qualified.includes('.'),
   );
-  const sizes = [...new Set(loaders.map((t) => t.options.batch_size?.value))];
+  // Without batch_size (and nothing that may pass one: **kwargs, a batch_sampler, a second positional argument),
+  // DataLoader's own default, 1.
+  const sizeOf = (t: TrainingFact): unknown =>
+    t.options.batch_size
+      ? t.options.batch_size.value
+      : t.positional.length < 2 && !/\*\*/.test(t.text) && !t.options.batch_sampler
+        ? 1
+        : undefined;
+  const sizes = [...new Set(loaders.map(sizeOf))];
   const b = sizes[0];
   if (loaders.length && sizes.length === 1 && typeof b === 'number' && Number.isInteger(b) && b > 0) {
     try {
       values.microBatch = parseInput('microBatch', b, `batch_size at ${at(loaders[0]!.line)}`);
       const d = loaders[0]!.defaults;
-      details.microBatch = `${at(loaders[0]!.line)} (DataLoader batch_size${d ? `, ${d}: a command line may change it` : ''})`;
+      details.microBatch = loaders[0]!.options.batch_size
+        ? `${at(loaders[0]!.line)} (DataLoader batch_size${d ? `, ${d}: a command line may change it` : ''})`
+        : `${at(loaders[0]!.line)} (DataLoader's default batch_size=1)`;
     } catch {
       // Past the limits every source of the micro-batch has: not taken.
     }
   } else if (loaders.length && sizes.length > 1)
     notes.push(
       `the DataLoaders at ${loaders.map((t) => at(t.line)).join(', ')} load different batch sizes: the micro-batch is not taken from them`,
+    );
+  else if (loaders.length)
+    // torch.utils.data.DataLoader's own default is batch_size=1: only when nothing may pass another.
+    notes.push(
+      `the batch size of the DataLoader at ${at(loaders[0]!.line)} is not read statically${/\*\*/.test(loaders[0]!.text) ? ' (passed in **kwargs)' : ''}: the micro-batch is not taken from it (--batch B sets it)`,
     );
   // Token ids the script makes up and feeds the model (`x = torch.randint(0, V, (batch_size, seq_len))`, then
   // `model(x)`): batch by sequence. Inputs that disagree decide nothing.
