@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { cli, projectDir } from './helpers';
-import { readLaunchFile } from '../../src/core/project/settings';
+import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
 
 /** A torchtitan-shaped project: its config manager, trainer, a Llama 3 registry and the entry. */
 function project(): string {
@@ -230,6 +230,21 @@ describe("torchtitan's entry", () => {
 });
 
 describe('launch scripts with shell variables', () => {
+  it('that disagree on the GPUs of one script: the first is taken, and the others named', () => {
+    const facts = [
+      ...readLaunchFile('/p/multi.slurm', 'srun torchrun --nnodes 4 --nproc_per_node 8 -m torchtitan.train'),
+      ...readLaunchFile(
+        '/p/run.sh',
+        'NGPU=${NGPU:-"8"}\ntorchrun --nproc_per_node=${NGPU} -m torchtitan.train',
+      ),
+    ];
+    const l = launchLayer(facts, '/p', '/p/torchtitan/train.py');
+    assert.equal(l?.layer.values.worldSize, 32);
+    assert.deepEqual(l?.problems, [
+      '2 launch commands run this script on different numbers of GPUs (32 at multi.slurm:1, 8 at run.sh:2): the first is taken (--world-size N for another)',
+    ]);
+  });
+
   it('expand the defaults the script sets, and say so', () => {
     const text = [
       'NGPU=${NGPU:-"4"}',

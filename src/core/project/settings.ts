@@ -337,6 +337,17 @@ export function launchLayer(
 ): ProjectLayer | undefined {
   const pick = launchOf(facts, script);
   if (!pick) return undefined;
+  // Other launch commands of the same script that count GPUs differently: the first is taken, and said.
+  const base = path.basename(script);
+  const gpus = (f: LaunchFact) => (f.nprocPerNode ?? f.gpusPerNode ?? 0) * (f.nnodes ?? 1);
+  const others = facts.filter(
+    (f) =>
+      f !== pick &&
+      f.script === base &&
+      (!f.resolved || f.resolved === path.resolve(script)) &&
+      gpus(f) > 0 &&
+      gpus(f) !== gpus(pick),
+  );
   const detail =
     `${path.relative(root, pick.file) || path.basename(pick.file)}:${pick.line}` +
     (pick.shellDefaults
@@ -354,5 +365,12 @@ export function launchLayer(
     problems.push(`${e instanceof Error ? e.message : String(e)}; ignored`);
     return { layer: { source: { kind: 'launch', detail }, values: {} }, problems };
   }
+  if (others.length)
+    problems.push(
+      `${others.length + 1} launch commands run this script on different numbers of GPUs (${[pick, ...others]
+        .slice(0, 4)
+        .map((f) => `${gpus(f)} at ${path.relative(root, f.file) || path.basename(f.file)}:${f.line}`)
+        .join(', ')}): the first is taken (--world-size N for another)`,
+    );
   return { layer: { source: { kind: 'launch', detail }, values }, problems };
 }
