@@ -69,4 +69,51 @@ describe('inputs fed to the wrapped model', () => {
       ),
     );
   });
+
+  it('name the batch and sequence the code reads when the input fed to the model is not seen', async () => {
+    const dir = projectDir('fsdp-lens-input-hint-');
+    fs.writeFileSync(
+      path.join(dir, 'train.py'),
+      [
+        'from dataclasses import dataclass, field',
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'from mydata import make_loader',
+        '',
+        '@dataclass',
+        'class DataArgs:',
+        '    batch_size: int = 2',
+        '    seq_len: int = 512',
+        '',
+        '@dataclass',
+        'class Args:',
+        '    data: DataArgs = field(default_factory=DataArgs)',
+        '',
+        'args = Args()',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        'for block in model.model.layers:',
+        '    fully_shard(block)',
+        'fully_shard(model)',
+        'loader = make_loader(args.data)',
+        'tokens_per_step = args.data.batch_size * args.data.seq_len',
+        'for batch in loader:',
+        '    model(batch).loss.backward()',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    const get = (k: string) => data.assumptions.find((a: { key: string }) => a.key === k);
+    // A hint, not a result: the loader's batch is not seen, so the defaults stand and the note names the reads.
+    assert.equal(get('microBatch').source.kind, 'default');
+    assert.equal(get('seqLen').source.kind, 'default');
+    assert.ok(
+      data.notes.some(
+        (n: string) =>
+          n ===
+          'the code reads args.data.batch_size (2, line 21) and args.data.seq_len (512, line 21), but the input the model is fed is not seen: the default stands (--batch 2 --seq 512 estimates with them)',
+      ),
+      data.notes.join('\n'),
+    );
+  });
 });

@@ -45,6 +45,11 @@ export interface FileFacts {
   jobConfigs?: { callee: string; line: number }[];
   /** Configuration files the code loads by a path it writes, read for its values (`configs/train.yaml`). */
   configsRead?: string[];
+  /**
+   * Batch sizes and sequence lengths the code reads from its config (`args.data.batch_size`), with their values:
+   * not the model's input (what the model is fed decides), but what an estimate that cannot see it names.
+   */
+  inputReads?: { kind: 'batch' | 'seq'; text: string; value: number; line: number }[];
   /** The script's own command line given to the analysis, when one was, and the options read from it. */
   argv?: readonly string[];
   argsRead?: string[];

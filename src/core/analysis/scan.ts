@@ -229,6 +229,8 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
   facts.models.sort((a, b) => a.line - b.line);
   const jobs = jobConfigCalls(file);
   if (jobs.length) facts.jobConfigs = jobs;
+  const reads = inputReads(file, ev);
+  if (reads.length) facts.inputReads = reads;
   if (ev.filesRead.length) facts.configsRead = [...new Set(ev.filesRead)];
   if (options.argv) {
     facts.argv = options.argv;
@@ -236,6 +238,43 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
     facts.argsRead = [...new Set(ev.argsRead)];
   }
   return facts;
+}
+
+/** Config fields that name a batch size or a sequence length per process. */
+const INPUT_FIELDS: Record<string, 'batch' | 'seq'> = {
+  batch_size: 'batch',
+  micro_batch_size: 'batch',
+  per_device_train_batch_size: 'batch',
+  seq_len: 'seq',
+  seq_length: 'seq',
+  max_seq_len: 'seq',
+  max_seq_length: 'seq',
+  context_length: 'seq',
+};
+
+/** `cfg.data.batch_size` and the like the file reads, where their value is known (at most 8 of each name). */
+function inputReads(file: SourceFile, ev: Evaluator): NonNullable<FileFacts['inputReads']> {
+  const out: NonNullable<FileFacts['inputReads']> = [];
+  for (const [field, kind] of Object.entries(INPUT_FIELDS)) {
+    let seen = 0;
+    for (const id of file.identifiers(field)) {
+      const attr = up(id);
+      if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
+      if (++seen > 8) break;
+      // Read, not set: `cfg.batch_size = 4` is no value the config gives.
+      const p = up(attr);
+      if (
+        (p?.type === 'assignment' || p?.type === 'augmented_assignment') &&
+        p.childForFieldName('left')?.id === attr.id
+      )
+        continue;
+      if (out.some((o) => o.text === attr.text)) continue;
+      const v = ev.eval(attr);
+      if (v.k === 'num' && v.int && v.v > 0)
+        out.push({ kind, text: attr.text, value: v.v, line: file.line(attr) });
+    }
+  }
+  return out;
 }
 
 /** Class names of job configuration objects that set the parallelism (torchtitan's, OLMo-core's and the like). */

@@ -382,6 +382,8 @@ function estimateFacts(
     ...(accelerator?.notes ?? []),
   );
   const { setup, assumptions } = resolveSetup(layers);
+  const hinted = inputHint(facts, assumptions);
+  if (hinted) plan.notes.push(hinted);
   // The mesh: PyTorch refuses some (FSDP1's HYBRID_SHARD on part of a node): then there is no estimate, only why.
   let mesh: Mesh;
   try {
@@ -994,6 +996,32 @@ function detectedLayer(
     notes,
     ...(unmodelled.length ? { unmodelled } : {}),
   };
+}
+
+/**
+ * What the code reads as a batch size or sequence length (`args.data.batch_size`), when the estimate took the
+ * default: named as a hint, never taken (it may count per process, per node or in all; only the input fed to the
+ * model decides).
+ */
+function inputHint(
+  facts: FileFacts,
+  assumptions: readonly { key: string; source: Source }[],
+): string | undefined {
+  const byDefault = (key: string) => assumptions.find((a) => a.key === key)?.source.kind === 'default';
+  const hint = (kind: 'batch' | 'seq') => {
+    const reads = (facts.inputReads ?? []).filter((r) => r.kind === kind);
+    const values = [...new Set(reads.map((r) => r.value))];
+    return reads.length && values.length === 1 ? reads[0] : undefined;
+  };
+  const batchRead = byDefault('microBatch') ? hint('batch') : undefined;
+  const seqRead = byDefault('seqLen') ? hint('seq') : undefined;
+  const reads = [batchRead, seqRead].filter((r) => r !== undefined);
+  if (!reads.length) return undefined;
+  const flags = [batchRead ? `--batch ${batchRead.value}` : '', seqRead ? `--seq ${seqRead.value}` : ''];
+  return (
+    `the code reads ${reads.map((r) => `${r.text} (${r.value}, line ${r.line})`).join(' and ')}, but the input the model is fed is not seen: ` +
+    `the default stands (${flags.filter(Boolean).join(' ')} estimates with ${reads.length > 1 ? 'them' : 'it'})`
+  );
 }
 
 function asDType(d: string | null | undefined): DType | null {
