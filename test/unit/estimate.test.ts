@@ -1147,3 +1147,32 @@ describe('GPUs by the names users type', () => {
     assert.equal(findGpu('a100-80gb')?.id, 'a100-sxm-80gb');
   });
 });
+
+describe('gradients of parameters in no unit', () => {
+  // Blocks wrapped, the root not: the embedding, final norm and head (2 x 128,256 x 4,096 + 4,096 parameters) stay
+  // whole on every GPU. Their gradients are plain autograd gradients: none exists at the turn from forward to
+  // backward; backward creates them (AccumulateGrad), the optimizer step reads them, `zero_grad()` frees them.
+  const blocksOnly = (m: ReturnType<typeof modelFromHfConfig>): Plan => {
+    const units = defaultUnits(m.root, m.shape.blockClass, 'test');
+    units.pop();
+    return { api: 'fsdp2', strategy: 'FULL_SHARD', units, source: { kind: 'default' }, notes: [] };
+  };
+  // fp32 master weights by default: 4 B per gradient element.
+  const GRADS = LLAMA_8B_ROOT * 4;
+  const live = (e: Estimate, label: string) => e.timeline!.events.find((ev) => ev.label === label)!.live;
+
+  it('do not exist before backward, and do at the optimizer step', () => {
+    const e = run('meta-llama/Llama-3.1-8B', {}, blocksOnly);
+    assert.equal(e.unowned.params, LLAMA_8B_ROOT);
+    assert.equal(e.unowned.gradBytes, GRADS);
+    assert.equal(live(e, 'logits and loss').gradients, 0);
+    assert.equal(live(e, 'optimizer step').gradients, GRADS);
+    // The persistent state still holds them (it is what a step keeps at its end).
+    assert.ok(e.perGpu.persistentBytes - live(e, 'logits and loss').state >= GRADS);
+  });
+
+  it('persist across the micro-batches of an accumulating step', () => {
+    const e = run('meta-llama/Llama-3.1-8B', { gradAccum: 2 }, blocksOnly);
+    assert.equal(live(e, 'logits and loss').gradients, GRADS);
+  });
+});

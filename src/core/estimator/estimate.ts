@@ -185,7 +185,13 @@ function stateFigures(
   ctx: StepContext,
   bufferBytes: number,
   quantState = false,
-): { persistent: Figure; host: Figure; unownedBytes: number; unownedTrainable: number } {
+): {
+  persistent: Figure;
+  host: Figure;
+  unownedBytes: number;
+  unownedTrainable: number;
+  unownedGradBytes: number;
+} {
   const { setup, fsdp1 } = ctx;
   const W = ctx.mesh.shardGroup;
   const master = bytesOf(setup.masterDtype);
@@ -271,7 +277,7 @@ function stateFigures(
       ]
     : [];
   const host: Figure = { bytes: hostTerms.reduce((s, t) => s + t.bytes, 0), terms: hostTerms };
-  return { persistent, host, unownedBytes, unownedTrainable };
+  return { persistent, host, unownedBytes, unownedTrainable, unownedGradBytes: unownedTrainable * master };
 }
 
 /** The traffic of one optimizer step: every micro-batch gathers; reductions run each one, or the last only. */
@@ -428,7 +434,12 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
     },
     mesh,
     units,
-    unowned: { params: own.unowned.params, bytes: state.unownedBytes, modules: own.unowned.modules },
+    unowned: {
+      params: own.unowned.params,
+      bytes: state.unownedBytes,
+      gradBytes: state.unownedGradBytes,
+      modules: own.unowned.modules,
+    },
     perGpu: {
       persistentBytes: state.persistent.bytes,
       persistent: state.persistent,

@@ -145,7 +145,12 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   const shardGradsOf = (u: UnitEstimate) => (u.offload || u.params === 0 ? 0 : u.shard.grads);
   // (Units whose modules run in no segment have no post-backward event here: their shards stay in the state.)
   const allShardGrads = e.units.reduce((sum, u, i) => sum + (spans[i] ? shardGradsOf(u) : 0), 0);
-  const state = e.perGpu.persistentBytes - allShardGrads;
+  // The gradients of parameters in no unit are plain autograd gradients: created as backward reaches them (at the
+  // latest by its last segment; counted from its first), kept across the micro-batches of an accumulating step,
+  // freed by `zero_grad()`.
+  const unownedGrads = e.unowned.gradBytes;
+  const state = e.perGpu.persistentBytes - allShardGrads - unownedGrads;
+  const unownedBefore = setup.gradAccum > 1 ? unownedGrads : 0;
   const gradsKept = setup.gradAccum > 1 && setup.syncEveryMicroBatch;
   let shardGrads = gradsKept ? allShardGrads : 0;
   const loss = lossTransient(shape, x);
@@ -208,7 +213,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
       gatherBuffers: lastOutput + ahead,
       activations: saved,
       working: a.saved + a.transient,
-      gradients: accumulated,
+      gradients: accumulated + unownedBefore,
       logits: 0,
       optimizer: 0,
     });
@@ -233,7 +238,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     gatherBuffers: 0,
     activations: saved,
     working: 0,
-    gradients: accumulated,
+    gradients: accumulated + unownedBefore,
     logits: loss.forward,
     optimizer: 0,
   });
@@ -244,7 +249,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     gatherBuffers: 0,
     activations: saved,
     working: 0,
-    gradients: accumulated,
+    gradients: accumulated + unownedBefore,
     logits: loss.backward,
     optimizer: 0,
   });
@@ -301,7 +306,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     if (segs[s]!.hi < segs[s]!.lo) continue;
     let gathered = 0;
     let buffers = 0;
-    let grads = accumulated;
+    let grads = accumulated + unownedGrads;
     e.units.forEach((u, i) => {
       const sp = spans[i];
       if (!sp || done.has(i)) return;
@@ -384,7 +389,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     gatherBuffers: 0,
     activations: 0,
     working: 0,
-    gradients: 0,
+    gradients: unownedGrads,
     logits: 0,
     optimizer: setup.optimizer === 'sgd' || setup.optimizer === 'adafactor' ? 0 : sqrtTemp,
   });

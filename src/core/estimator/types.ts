@@ -204,7 +204,14 @@ export interface Estimate {
   mesh: Mesh;
   units: UnitEstimate[];
   /** Parameters in no unit: replicated, with full gradients and optimizer state on every rank. */
-  unowned: { params: number; bytes: number; modules: string[] };
+  unowned: {
+    params: number;
+    /** Their parameters, gradients and optimizer state, whole on every GPU. */
+    bytes: number;
+    /** Of which their gradients: autograd creates them in backward and `zero_grad()` frees them. */
+    gradBytes: number;
+    modules: string[];
+  };
   /** Parts of the model not known, so not counted: when any, every figure is a lower bound (at least). */
   gaps: string[];
   /** Parallelism not modelled (see EstimateInput): when any, every fit is undecided. */
