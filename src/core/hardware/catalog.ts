@@ -168,6 +168,38 @@ export const GPUS: readonly Gpu[] = [
     intraNode: 'pcie4-x16',
     interNode: 'eth-100g',
   },
+  // GH200 with 96 GB of HBM3 (the driver names it "GH200 480GB", counting the Grace memory): nvidia-smi reports
+  // 97871 MiB (hu-po/warp-ik docs/specs/arm-gh200.md); 989 TFLOP/s dense bf16, the H100 SXM's (NVIDIA's Grace
+  // Hopper page, per chip without sparsity); NVLink 4 between superchips.
+  {
+    id: 'gh200-96gb',
+    name: 'NVIDIA GH200 480GB',
+    memoryMiB: 97871,
+    bf16Tflops: 989,
+    intraNode: 'nvlink4',
+    interNode: 'ib-ndr',
+  },
+  // B300 (HGX B300, "B300 SXM6 AC"): nvidia-smi reports 275040 MiB in public output (driver 580.95.05); 2.25
+  // PFLOP/s dense bf16 (HGX B300 datasheet: 36 PFLOP/s sparse over 8 GPUs, halved; NVIDIA/cosmos-framework#114);
+  // NVLink 5.
+  {
+    id: 'b300-288gb',
+    name: 'NVIDIA B300 SXM6 AC',
+    memoryMiB: 275040,
+    bf16Tflops: 2250,
+    intraNode: 'nvlink5',
+    interNode: 'ib-ndr',
+  },
+  // RTX A6000 48GB: nvidia-smi reports 49140 MiB with ECC off, as it ships, in public output; 154.8 TFLOP/s dense
+  // bf16 (GA102 whitepaper's RTX A6000 appendix; 309.7 with sparsity); PCIe Gen4, NVLink bridges pair only two.
+  {
+    id: 'rtx-a6000-48gb',
+    name: 'NVIDIA RTX A6000',
+    memoryMiB: 49140,
+    bf16Tflops: 154.8,
+    intraNode: 'pcie4-x16',
+    interNode: 'eth-100g',
+  },
   // Instinct MI300X 192GB HBM3: rocm-smi reports 196592 MiB (206,141,652,992 bytes); 1307 TFLOP/s dense bf16.
   {
     id: 'mi300x-192gb',
