@@ -329,7 +329,7 @@ describe('fsdp-lens models and gpus', () => {
   it('an unknown --model suggests close catalog ids and points to the listing', async () => {
     for (const [typed, first] of [
       ['llama-3.1-8b', 'meta-llama/Llama-3.1-8B'], // the name without its organisation
-      ['meta-llama/Llama-3.1-8b-Instruct', 'meta-llama/Llama-3.1-8B'], // contains a catalog name
+      ['meta-llama/Llama-3.1-8B-Chat', 'meta-llama/Llama-3.1-8B'], // contains a catalog name
       ['google/gemma-2-2B', 'google/gemma-2-2b'], // case only: matched, not suggested
       ['mistralai/Mixtral-8x7B-v1', 'mistralai/Mixtral-8x7B-v0.1'], // two typos
     ] as const) {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CATALOG, closeCatalogIds } from '../../src/core/model/catalog';
+import { ALIASES, CATALOG, catalogConfig, closeCatalogIds } from '../../src/core/model/catalog';
 import { editDistance } from '../../src/core/vocabulary/suggest';
 import { ConfigError, modelFromHfConfig } from '../../src/core/model/hf';
 import { countParams, moduleAt, walk } from '../../src/core/model/tree';
+import { cli } from './helpers';
 
 /**
  * Parameter totals published for each model (model cards, or the safetensors metadata the Hub shows), against
@@ -157,5 +158,32 @@ describe('close catalog ids', () => {
     ]);
     assert.deepEqual(closeCatalogIds('bert-base-uncased'), []);
     assert.deepEqual(closeCatalogIds(''), []);
+  });
+});
+
+describe('releases read with the architecture of a catalog entry', () => {
+  it('point at entries of the catalog, and are not entries themselves', () => {
+    for (const [alias, of] of Object.entries(ALIASES)) {
+      assert.ok(CATALOG[of], `${alias} -> ${of}`);
+      assert.equal(CATALOG[alias], undefined, alias);
+    }
+  });
+
+  it('give their own id, the entry they read, and its parameters', async () => {
+    const e = catalogConfig('meta-llama/llama-3.3-70b-instruct');
+    assert.equal(e?.id, 'meta-llama/Llama-3.3-70B-Instruct');
+    assert.equal(e?.architectureOf, 'meta-llama/Llama-3.1-70B');
+    const r = await cli('estimate', '--model', 'Qwen/Qwen2.5-7B-Instruct', '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    // Qwen2.5 7B: 28 x (3584^2 + 3584 + 2 x (3584 x 512 + 512) + 3584^2 + 3 x 3584 x 18944 + 2 x 3584)
+    // + 2 x 152064 x 3584 + 3584 = 7,615,616,512 (the base's published total).
+    assert.equal(
+      data.model.params,
+      28 * (3584 ** 2 + 3584 + 2 * (3584 * 512 + 512) + 3584 ** 2 + 3 * 3584 * 18944 + 2 * 3584) +
+        2 * 152064 * 3584 +
+        3584,
+    );
+    assert.match(data.model.source, /the architecture of Qwen\/Qwen2\.5-7B/);
   });
 });

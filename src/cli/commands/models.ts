@@ -1,7 +1,7 @@
 /** `fsdp-lens models` and `fsdp-lens gpus`: the built-in model catalog and the GPUs `--gpu` takes. */
 import { fmtCount, fmtParams } from '../../core/vocabulary/bytes';
 import { GPUS, LINKS } from '../../core/hardware/catalog';
-import { CATALOG } from '../../core/model/catalog';
+import { ALIASES, CATALOG } from '../../core/model/catalog';
 import { modelFromHfConfig } from '../../core/model/hf';
 import { countParams } from '../../core/model/tree';
 import { parseOptions } from '../args';
@@ -64,13 +64,16 @@ export function modelsCommand(argv: string[], io: Streams): number {
   const { values, positionals } = parseOptions(argv, modelsSpec);
   if (positionals.length) throw new UsageError('models takes no arguments');
   const rows = catalogRows();
-  if (values.json) io.out.write(JSON.stringify({ models: rows }, null, 2) + '\n');
+  const aliases = Object.entries(ALIASES).map(([id, of]) => ({ id, architectureOf: of }));
+  if (values.json) io.out.write(JSON.stringify({ models: rows, aliases }, null, 2) + '\n');
   else
     io.out.write(
       table([
         ['ID', 'MODEL_TYPE', 'PARAMETERS'],
         ...rows.map((r) => [r.id, r.modelType, `${fmtParams(r.params)} (${fmtCount(r.params)})`]),
-      ]),
+      ]) +
+        '\nAlso read, with the architecture their config.json shares with an entry above:\n' +
+        table([['ID', 'ARCHITECTURE OF'], ...aliases.map((a) => [a.id, a.architectureOf])]),
     );
   return EXIT.ok;
 }

@@ -12,13 +12,30 @@ export type HfConfig = Record<string, unknown> & { model_type?: string };
 export const CATALOG: Readonly<Record<string, HfConfig>> = (hfConfigs as { models: Record<string, HfConfig> })
   .models;
 
-/** The catalog entry for an id, matched case-insensitively (users type `meta-llama/llama-3.1-8b`). */
-export function catalogConfig(id: string): { id: string; config: HfConfig } | undefined {
+/**
+ * Releases whose published config has the same architecture fields as a catalog entry (an instruction-tuned
+ * `-Instruct` of its base, a renamed repository), by id: the entry each reads.
+ */
+export const ALIASES: Readonly<Record<string, string>> =
+  (hfConfigs as { aliases?: Record<string, string> }).aliases ?? {};
+
+/**
+ * The catalog entry for an id, matched case-insensitively (users type `meta-llama/llama-3.1-8b`); an alias gives
+ * its own id with the entry it reads as `architectureOf`.
+ */
+export function catalogConfig(
+  id: string,
+): { id: string; config: HfConfig; architectureOf?: string } | undefined {
   const exact = CATALOG[id];
   if (exact) return { id, config: exact };
   const lower = id.toLowerCase();
   const key = Object.keys(CATALOG).find((k) => k.toLowerCase() === lower);
-  return key ? { id: key, config: CATALOG[key]! } : undefined;
+  if (key) return { id: key, config: CATALOG[key]! };
+  const alias = Object.keys(ALIASES).find((k) => k.toLowerCase() === lower);
+  const base = alias ? ALIASES[alias] : undefined;
+  return alias && base && CATALOG[base]
+    ? { id: alias, config: CATALOG[base], architectureOf: base }
+    : undefined;
 }
 
 /**
@@ -32,7 +49,7 @@ export function closeCatalogIds(id: string, max = 3): string[] {
   const typedName = typed.includes('/') ? typed.slice(typed.lastIndexOf('/') + 1) : typed;
   const limit = Math.max(2, Math.floor(typedName.length / 3));
   const scored: { id: string; score: number }[] = [];
-  for (const key of Object.keys(CATALOG)) {
+  for (const key of [...Object.keys(CATALOG), ...Object.keys(ALIASES)]) {
     const k = key.toLowerCase();
     const name = k.slice(k.lastIndexOf('/') + 1);
     const distance = Math.min(editDistance(typed, k), editDistance(typedName, name));

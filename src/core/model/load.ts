@@ -98,7 +98,14 @@ export function loadHubModel(id: string, cache: string, fs: FileSystem): LoadedM
       };
     const entry = catalogConfig(id);
     if (entry)
-      return { ...modelFromHfConfig(entry.config), name: entry.id, id: entry.id, origin: 'built-in catalog' };
+      return {
+        ...modelFromHfConfig(entry.config),
+        name: entry.id,
+        id: entry.id,
+        origin: entry.architectureOf
+          ? `built-in catalog: the architecture of ${entry.architectureOf}, which its config.json shares`
+          : 'built-in catalog',
+      };
     return undefined;
   });
 }
