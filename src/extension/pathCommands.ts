@@ -83,7 +83,11 @@ export async function chooseWhatToEstimate(analyses: DocumentAnalyses, uri?: vsc
   });
   const pick = await vscode.window.showQuickPick(items, {
     title: 'FSDP: what to estimate in this file',
-    placeHolder: plans ? `Now: the plan of ${plans.chosen}` : 'The script takes the path its defaults decide',
+    placeHolder: plans
+      ? plans.chosen
+        ? `Now: the plan of ${plans.chosen}`
+        : 'Choose the plan to estimate'
+      : 'The script takes the path its defaults decide',
     matchOnDetail: true,
   });
   if (!pick) return;

@@ -123,6 +123,14 @@ describe('torchtitan config_registry.py', () => {
     assert.equal(data.units.length, 35);
   });
 
+  it('takes the config a "# fsdp: plan=" comment names, as the editor writes it', async () => {
+    const file = path.join(project(), 'torchtitan/models/llama3/config_registry.py');
+    fs.writeFileSync(file, '# fsdp: plan=llama3_8b_short\n' + fs.readFileSync(file, 'utf8'));
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    assert.equal(assumed(JSON.parse(r.out), 'seqLen').value, '4096');
+  });
+
   it('reads a config derived from another by assignments', async () => {
     const file = path.join(project(), 'torchtitan/models/llama3/config_registry.py');
     const r = await cli('estimate', file, '--plan', 'llama3_8b_short', '--json');

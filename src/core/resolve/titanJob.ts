@@ -12,6 +12,7 @@ import { torchtitanPlan } from '../frameworks/torchtitan';
 import { registryFunctions, titanJob } from '../frameworks/torchtitanPython';
 import type { Project, PyFile } from '../project/project';
 import { estimateFile, type AnalyzeOptions, type EstimateResult } from './analyze';
+import type { PlanChoices } from '../vocabulary/planChoices';
 
 /** How the estimate of a registry function was reached, for its first note. */
 interface Reached {
@@ -34,24 +35,43 @@ export function registryEstimate(
 ): EstimateResult | undefined {
   const fns = registryFunctions(file.source);
   if (!fns.length) return undefined;
+  // `--plan NAME`, else a `# fsdp: plan=NAME` comment (the editor's "Choose what to estimate" writes one).
+  plan ??= reached.via ? undefined : facts.annotations.find((a) => a.values.plan !== undefined)?.values.plan;
   const fn = plan ? fns.find((f) => f.name === plan) : fns.length === 1 ? fns[0] : undefined;
   const names = fns.map((f) => f.name);
+  // The job configs, for a surface that offers them (the editor's "Choose what to estimate in this file").
+  const plans: PlanChoices | undefined = reached.via
+    ? undefined
+    : {
+        chosen: fn?.name ?? '',
+        plans: fns.map((f) => ({
+          name: f.name,
+          kind: 'function',
+          line: f.line,
+          end: f.node.endPosition.row + 1,
+        })),
+      };
+  const withPlans = (r: EstimateResult): EstimateResult => (plans ? { ...r, plans } : r);
   if (!fn)
-    return {
+    return withPlans({
       ok: false,
       unknownModel: true,
       reason: plan
         ? `${path.basename(file.path)} defines no job config ${plan}() (it defines ${shortList(names)})`
         : `${path.basename(file.path)} defines ${fns.length} torchtitan job configs (${shortList(names)}): which one runs is chosen on the command line`,
-      hint: `estimate one with --plan NAME (for example --plan ${names.find((n) => /8b/i.test(n)) ?? names[0]})`,
-    };
+      hint: `estimate one with --plan NAME or a "# fsdp: plan=NAME" comment (for example --plan ${names.find((n) => /8b/i.test(n)) ?? names[0]})`,
+    });
   const ev = new Evaluator(file.source, file.imports, undefined, {
     ...(project ? projectReaders(project, file.path) : {}),
   });
   const job = titanJob(ev, file.source, fn, argv);
   const titan = torchtitanPlan(job.doc);
   if ('message' in titan)
-    return { ok: false, unknownModel: true, reason: `${fn.name}() at line ${fn.line}: ${titan.message}` };
+    return withPlans({
+      ok: false,
+      unknownModel: true,
+      reason: `${fn.name}() at line ${fn.line}: ${titan.message}`,
+    });
   titan.notes.unshift(
     reached.via
       ? `the job is ${fn.name}() of ${path.basename(path.dirname(file.path))}/${path.basename(file.path)}, which ${reached.via} selects`
@@ -59,7 +79,7 @@ export function registryEstimate(
     ...job.notes,
     ...(job.used.length ? [`read from the command line: ${job.used.join(' ')}`] : []),
   );
-  return estimateFile(facts, { ...opts, framework: titan });
+  return withPlans(estimateFile(facts, { ...opts, framework: titan }));
 }
 
 /**
