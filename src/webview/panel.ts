@@ -110,10 +110,16 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
       : 'all trainable';
   const minCard = card(
     'Smallest world size',
-    e.minGpus === null ? 'none' : `${e.minGpus} GPU${e.minGpus === 1 ? '' : 's'}`,
-    e.minGpus === null
-      ? 'more GPUs do not shrink activations: see What to change'
-      : `that fits ${shortGpu(e.gpu.name)}`,
+    e.minGpusUndecided
+      ? 'not decided'
+      : e.minGpus === null
+        ? 'none'
+        : `${e.minGpus} GPU${e.minGpus === 1 ? '' : 's'}`,
+    e.minGpusUndecided
+      ? 'the search varies FSDP alone'
+      : e.minGpus === null
+        ? 'more GPUs do not shrink activations: see What to change'
+        : `that fits ${shortGpu(e.gpu.name)}`,
   );
   if (e.minGpusReason) minCard.title = e.minGpusReason;
   cards.append(
@@ -456,14 +462,16 @@ function renderFit(data: PanelData, e: Estimate): HTMLElement {
         ? { text: '–', cls: 'muted', title: 'PyTorch cannot build this mesh' }
         : { text: MARK[f], cls: VERDICT_CELL[f], title: verdictWords(f) },
     ),
-    g.minGpus.worldSize === null
-      ? { text: 'none', title: g.minGpus.reason ?? '' }
-      : g.minGpus.wholeNodes
-        ? {
-            text: `${g.minGpus.worldSize} (${g.minGpus.wholeNodes.worldSize} on whole nodes)`,
-            title: `${g.minGpus.worldSize} GPUs${wholeNodesText(g.minGpus, '; ')}`,
-          }
-        : String(g.minGpus.worldSize),
+    g.minGpus.undecided
+      ? { text: '?', cls: 'muted', title: g.minGpus.reason ?? '' }
+      : g.minGpus.worldSize === null
+        ? { text: 'none', title: g.minGpus.reason ?? '' }
+        : g.minGpus.wholeNodes
+          ? {
+              text: `${g.minGpus.worldSize} (${g.minGpus.wholeNodes.worldSize} on whole nodes)`,
+              title: `${g.minGpus.worldSize} GPUs${wholeNodesText(g.minGpus, '; ')}`,
+            }
+          : String(g.minGpus.worldSize),
   ]);
   rows.push([
     { text: 'peak per GPU', cls: 'muted' },

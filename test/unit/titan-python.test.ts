@@ -152,6 +152,8 @@ describe('degrees the figures do not model', () => {
     assert.deepEqual(data.unmodelled, ['tensor parallelism (degree 2)']);
     assert.equal(data.targetFit.verdict, 'undecided');
     assert.ok(data.fit.every((f: { verdict: string }) => f.verdict === 'undecided'));
+    assert.equal(data.minGpus, null);
+    assert.equal(data.minGpusUndecided, true);
     const text = await cli('estimate', file, '--plan', 'llama3_8b_tp');
     assert.match(text.out, /Fit {7}undecided on .*: tensor parallelism \(degree 2\) is not modelled/);
     assert.match(text.out, /smallest world size: not decided/);

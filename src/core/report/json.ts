@@ -78,6 +78,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     minGpus: minGpus?.worldSize ?? null,
     ...(minGpus?.wholeNodes ? { minGpusOnWholeNodes: minGpus.wholeNodes } : {}),
     ...(minGpus?.reason ? { minGpusReason: minGpus.reason } : {}),
+    ...(minGpus?.undecided ? { minGpusUndecided: true } : {}),
     recomputeFraction: e.timeline?.recomputeFraction ?? 0,
     timeline: (e.timeline?.events ?? []).map((ev) => ({
       phase: ev.phase,

@@ -133,7 +133,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
           ? `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${undecidedWhy(e)}; they would need ${b(need)}`
           : `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, leaving ${b(mine.headroomBytes)} for the parts not counted`,
   );
-  if (opts.minGpus && e.unmodelled.length)
+  if (opts.minGpus?.undecided)
     L.push(`          smallest world size: not decided (the search varies FSDP's dimension alone)`);
   else if (opts.minGpus) {
     L.push(

@@ -9,6 +9,7 @@ import { MeshError } from '../estimator/mesh';
 import { isHybrid } from '../vocabulary/fsdp';
 import type { Estimate, EstimateInput, Plan, Unit } from '../estimator/types';
 import { fmtBytes } from '../vocabulary/bytes';
+import { listed } from '../vocabulary/words';
 import { requiredBytes } from '../estimator/fit';
 import type { TrainingSetup } from '../inputs/table';
 import { assignParameters, type Ownership } from '../estimator/units';
@@ -174,6 +175,15 @@ export class WhatIfModel {
   minGpus(gpuId: string, w: WhatIf = {}): MinGpus {
     const gpu = findGpu(gpuId);
     if (!gpu) return { gpu: gpuId, worldSize: null, reason: `unknown GPU ${gpuId}` };
+    // With parallelism the figures do not model, a search over FSDP's dimension alone decides nothing.
+    const unmodelled = this.input.unmodelled ?? [];
+    if (unmodelled.length)
+      return {
+        gpu: gpu.id,
+        worldSize: null,
+        undecided: true,
+        reason: `not decided: the search varies FSDP's dimension alone, and ${listed(unmodelled)} ${unmodelled.length === 1 ? 'is' : 'are'} not modelled`,
+      };
     const capacity = gpuBytes(gpu);
     const perNode = this.perNodeGroups(w);
     if (perNode !== null) {
@@ -299,4 +309,6 @@ export interface MinGpus {
    */
   wholeNodes?: { worldSize: number; nodes: number; gpusPerNode: number };
   reason?: string;
+  /** No search was made: the figures leave out parallelism the job applies (see EstimateInput.unmodelled). */
+  undecided?: true;
 }
