@@ -875,6 +875,40 @@ describe('configuration files that are not what they seem', () => {
   it('launch commands without FSDP are not plans', () => {
     assert.deepEqual(launchCommands('run.sh', 'torchrun --nproc_per_node 8 train.py --lr 1e-4\n'), []);
   });
+
+  it("a Transformers command line's flags as HfArgumentParser reads them, and torchrun's processes", () => {
+    const [c] = launchCommands(
+      'train.sh',
+      [
+        'torchrun --nproc_per_node=4 --nnodes 2 train.py \\',
+        '  --model_name_or_path meta-llama/Llama-2-7b-hf --bf16 True \\',
+        '  --per_device_train_batch_size 4 --gradient_accumulation_steps 8 \\',
+        '  --gradient_checkpointing --model_max_length 512 \\',
+        '  --fsdp "full_shard auto_wrap" --fsdp_transformer_layer_cls_to_wrap LlamaDecoderLayer',
+      ].join('\n'),
+    );
+    assert.ok(c);
+    const v = c.plan.values;
+    assert.equal(v.worldSize, 8);
+    assert.equal(v.gpusPerNode, 4);
+    assert.equal(v.microBatch, 4);
+    assert.equal(v.gradAccum, 8);
+    // The Trainer syncs on the last micro-batch only (accelerator.no_sync); a bare bool flag is True.
+    assert.equal(v.syncEveryMicroBatch, false);
+    assert.equal(v.checkpointing, 'full');
+    assert.equal(v.paramDtype, 'bfloat16');
+    assert.equal(v.seqLen, 512);
+    assert.match(
+      c.plan.details.seqLen ?? '',
+      /--model_max_length at train\.sh:1 \(the longest a sequence may be\)/,
+    );
+    // `--bf16 False` is no mixed precision.
+    const [off] = launchCommands(
+      'train.sh',
+      'python train.py --bf16 False --fsdp "full_shard auto_wrap" --fsdp_transformer_layer_cls_to_wrap X\n',
+    );
+    assert.equal(off?.plan.values.paramDtype, null);
+  });
 });
 
 describe('where a script finds its framework configuration', () => {

@@ -3,10 +3,12 @@
  * plans.
  */
 import * as path from 'node:path';
-import { flags, pythonScriptOf } from '../parsing/commandLine';
+import { flags, pythonScriptOf, tokens } from '../parsing/commandLine';
 import { launchFlagSettings, acceleratePlan } from './accelerate';
 import type { VersionPin } from '../vocabulary/versions';
 import { posInt } from './configDoc';
+import { trainingArgumentValues } from './transformers';
+import type { PlainValue } from '../python/plain';
 import type { FrameworkPlan } from './types';
 
 /** A launch command of a shell script that configures FSDP on its command line. */
@@ -94,15 +96,34 @@ export function launchCommands(
             ? 'Transformers 5 (not pinned in the workspace): FSDP2'
             : 'Transformers 4 (--fsdp_transformer_layer_cls_to_wrap, which 5 refuses): FSDP1',
       );
-      if (hf.has('--bf16') || /\s--bf16\b/.test(afterScript)) {
-        plan.values.paramDtype = plan.values.reduceDtype = 'bfloat16';
-        plan.values.masterDtype = 'float32';
-        plan.details.paramDtype = plan.details.reduceDtype = `--bf16 at ${name}:${start + 1}`;
+      // The script's TrainingArguments as HfArgumentParser reads them from its flags, through the one reading of
+      // TrainingArguments (precision, batch, accumulation, checkpointing, sequence, optimizer).
+      const t = trainingArgumentValues(
+        {
+          kind: 'TrainingArguments',
+          callee: 'transformers.TrainingArguments',
+          line: start + 1,
+          range,
+          kwargs: hfArguments(afterScript),
+          kwargLines: {},
+        },
+        file,
+        true,
+      );
+      for (const [key, v] of Object.entries(t.values)) {
+        (plan.values as Record<string, unknown>)[key] = v;
+        const d = t.details[key as keyof typeof t.details];
+        if (d)
+          (plan.details as Record<string, string>)[key] = d.replace(/^(\w+)=True at --\w+ at /, '--$1 at ');
       }
-      const batch = posInt(strip(hf.get('--per_device_train_batch_size')));
-      if (batch) {
-        plan.values.microBatch = batch;
-        plan.details.microBatch = `--per_device_train_batch_size at ${name}:${start + 1}`;
+      // torchrun's processes: the world size the Trainer runs on.
+      const launcher = flags(script ? cmd.slice(0, cmd.indexOf(script)) : cmd);
+      const nproc = posInt(strip(launcher.get('--nproc_per_node') ?? launcher.get('--nproc-per-node')));
+      const nnodes = posInt(strip(launcher.get('--nnodes'))) ?? 1;
+      if (nproc) {
+        plan.values.gpusPerNode = nproc;
+        plan.values.worldSize = nproc * nnodes;
+        plan.details.gpusPerNode = plan.details.worldSize = `--nproc_per_node at ${name}:${start + 1}`;
       }
     } else if (
       accelerate &&
@@ -126,5 +147,34 @@ export function launchCommands(
       ...(configFile ? { configFile } : {}),
     });
   });
+  return out;
+}
+
+/**
+ * A Transformers script's flags as HfArgumentParser reads them: `--key value`, and a bare `--flag` as True (bool
+ * fields take `nargs="?", const=True`); `True`/`False` (any case, `yes`/`no`) as booleans (`string_to_bool`),
+ * integers and decimals as numbers, anything else as the string.
+ */
+function hfArguments(args: string): Record<string, PlainValue> {
+  const out: Record<string, PlainValue> = {};
+  const toks = tokens(args).map((t) => t.replace(/^(["'])(.*)\1$/s, '$2'));
+  for (let i = 0; i < toks.length; i++) {
+    const t = toks[i]!;
+    if (!t.startsWith('--')) continue;
+    const eq = t.indexOf('=');
+    const key = (eq > 0 ? t.slice(2, eq) : t.slice(2)).replace(/-/g, '_');
+    const next = toks[i + 1];
+    const raw =
+      eq > 0 ? t.slice(eq + 1) : next !== undefined && !next.startsWith('--') ? (i++, next) : 'True';
+    out[key] = /^(true|yes)$/i.test(raw)
+      ? true
+      : /^(false|no)$/i.test(raw)
+        ? false
+        : /^-?\d+$/.test(raw)
+          ? Number(raw)
+          : /^-?\d*\.\d+(e-?\d+)?$|^-?\d+e-?\d+$/i.test(raw)
+            ? Number(raw)
+            : raw;
+  }
   return out;
 }

@@ -242,6 +242,8 @@ export function trainingArgumentsPlan(
 export function trainingArgumentValues(
   call: FrameworkCallFact,
   file: string,
+  /** Read from a command line (`--per_device_train_batch_size 4`): details name the flag. */
+  commandLine = false,
 ): { values: SetupValues; details: FrameworkPlan['details'] } {
   const k = call.kwargs;
   const name = file.split(/[\\/]/).pop() ?? file;
@@ -251,7 +253,7 @@ export function trainingArgumentValues(
   const trlDefaults = framework === 'TRL' && /SFTConfig$/.test(call.callee);
   const values: SetupValues = {};
   const details: FrameworkPlan['details'] = {};
-  const at = (key: string) => `${name}:${line(key)}`;
+  const at = (key: string) => (commandLine ? `--${key} at ${name}:${line(key)}` : `${name}:${line(key)}`);
   const bf16 = k.bf16 === true || (trlDefaults && k.bf16 === undefined && k.fp16 !== true);
   if (bf16 || k.fp16 === true) {
     const d = bf16 ? 'bfloat16' : 'float16';
@@ -278,6 +280,7 @@ export function trainingArgumentValues(
     details.gradAccum = at('gradient_accumulation_steps');
     // The Trainer skips the gradient sync of every micro-batch but the last (accelerator.no_sync).
     values.syncEveryMicroBatch = false;
+    details.syncEveryMicroBatch = `the Trainer's no_sync between the micro-batches of ${at('gradient_accumulation_steps')}`;
   }
   for (const key of ['max_length', 'max_seq_length']) {
     const s = posInt(k[key]);
@@ -285,6 +288,13 @@ export function trainingArgumentValues(
       values.seqLen = s;
       details.seqLen = at(key);
     }
+  }
+  // A script's own `model_max_length` (the tokenizer's truncation length, as Stanford Alpaca's train.py and its
+  // descendants pass it): batches padded to their longest sequence are at most that long.
+  const most = commandLine ? posInt(k.model_max_length) : undefined;
+  if (most && values.seqLen === undefined) {
+    values.seqLen = most;
+    details.seqLen = `${at('model_max_length')} (the longest a sequence may be)`;
   }
   if (k.gradient_checkpointing === true || (trlDefaults && k.gradient_checkpointing === undefined)) {
     values.checkpointing = 'full';
