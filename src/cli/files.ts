@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decodeSource, DEFAULT_MAX_BYTES } from '../core/analysis/input';
 import { MAX_CONFIG_BYTES } from '../core/frameworks/configDoc';
-import { SKIP_DIRS } from '../core/vocabulary/files';
+import { isConfigPath, SKIP_DIRS } from '../core/vocabulary/files';
 import { commandLineRoots, confine, huggingFaceRoots } from '../core/project/boundary';
 import { findProjectRoot } from '../core/project/project';
 import { sitePackages } from '../core/project/environments';
@@ -77,15 +77,35 @@ export function readConfigFile(file: string): { text: string } | { error: string
   return { text: decoded.text };
 }
 
+/** Words without which a YAML, JSON or TOML file configures no FSDP job (read only when one appears). */
+const FSDP_CONFIG_WORDS =
+  /fsdp|FSDP|data_parallel_shard|dp_shard|\[parallelism\]|zero_optimization|fully_shard/;
+
 /**
  * Python files under the given files and directories (directories searched recursively, in name order, for .py
- * files). Files named explicitly are returned whatever their name: reading them decides whether they are Python.
+ * files, and for YAML, JSON and TOML files that mention FSDP: `found` holds those, which are skipped quietly when
+ * they configure no framework fsdp-lens reads). Files named explicitly are returned whatever their name: reading
+ * them decides whether they are Python or a configuration.
  */
-export function collectPythonFiles(paths: string[]): { files: string[]; missing: string[]; empty: string[] } {
+export function collectPythonFiles(paths: string[]): {
+  files: string[];
+  missing: string[];
+  empty: string[];
+  found: Set<string>;
+} {
   const files: string[] = [];
   const missing: string[] = [];
+  const found = new Set<string>();
   /** Directories given that hold no .py file. */
   const empty: string[] = [];
+  const mentionsFsdp = (p: string) => {
+    try {
+      if (fs.statSync(p).size > MAX_CONFIG_BYTES) return false;
+      return FSDP_CONFIG_WORDS.test(fs.readFileSync(p, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
   const walk = (dir: string, depth: number) => {
     if (depth > 32) return;
     let entries: fs.Dirent[];
@@ -98,6 +118,10 @@ export function collectPythonFiles(paths: string[]): { files: string[]; missing:
       const p = path.join(dir, e.name);
       if (e.isDirectory() && !SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) walk(p, depth + 1);
       else if (e.isFile() && e.name.endsWith('.py')) files.push(p);
+      else if (e.isFile() && isConfigPath(e.name) && mentionsFsdp(p)) {
+        files.push(p);
+        found.add(p);
+      }
     }
   };
   for (const p of paths) {
@@ -114,7 +138,7 @@ export function collectPythonFiles(paths: string[]): { files: string[]; missing:
       if (files.length === before) empty.push(p);
     } else files.push(p);
   }
-  return { files, missing, empty };
+  return { files, missing, empty, found };
 }
 
 /**

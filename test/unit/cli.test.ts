@@ -415,7 +415,7 @@ describe('fsdp-lens scan and lint refuse what is not Python source', () => {
     }
   });
 
-  it('walks directories for .py files only, and says when a directory has none', async () => {
+  it('walks directories for .py files and FSDP configurations, and says when a directory has none', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lint-dir-'));
     fs.mkdirSync(path.join(dir, 'pkg'));
     fs.writeFileSync(path.join(dir, 'README.md'), '# fully_shard(model.layers)\n\0');
@@ -437,7 +437,7 @@ describe('fsdp-lens scan and lint refuse what is not Python source', () => {
     const e = await cli('lint', empty);
     assert.equal(e.code, 0);
     assert.equal(e.out, '');
-    assert.match(e.err, /no \.py files in this directory/);
+    assert.match(e.err, /no \.py files or FSDP configurations in this directory/);
   });
 });
 

@@ -109,6 +109,28 @@ describe('Accelerate', () => {
     assert.equal(ok(good).units.length, 17);
   });
 
+  it('reports the trap of a config that names no model, found by lint in a folder', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lint-configs-'));
+    fs.mkdirSync(path.join(dir, 'configs'));
+    // No model: the estimate cannot be made, but the setting is ignored whatever model the job trains.
+    fs.writeFileSync(
+      path.join(dir, 'configs', 'accelerate.yaml'),
+      [
+        'distributed_type: FSDP',
+        'fsdp_config:',
+        '  fsdp_version: 1',
+        '  fsdp_reshard_after_forward: SHARD_GRAD_OP',
+        '',
+      ].join('\n'),
+    );
+    // Found in the folder and read by no framework: passed over, not an error.
+    fs.writeFileSync(path.join(dir, 'configs', 'notes.yaml'), 'fsdp_notes: [1, 2]\n');
+    const r = await cli('lint', dir);
+    assert.equal(r.code, 1, r.err);
+    assert.match(r.out, /configs\/accelerate\.yaml:4:1: FSDP016 /);
+    assert.doesNotMatch(r.err, /notes\.yaml/);
+  });
+
   it('load and save keys: rank-0 loading and sharded checkpoints change the host memory per node', async () => {
     const host = (e: Estimate, name: string) => e.hostPerNode.terms.find((t) => t.name === name)?.bytes;
     // train_sft.py loads Llama 3.1 8B with from_pretrained's default fp32; the accelerate_fsdp2.yaml beside it

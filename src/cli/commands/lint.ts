@@ -28,7 +28,7 @@ export const lintSpec = {
   args: 'FILE|DIR...',
   summary: 'Wrapping mistakes (rules in docs/rules.md).',
   about:
-    'Reads Python files (a folder: every .py file under it, skipping virtual environments and build folders) and framework configurations (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed). A Python file that does not mention FSDP is not analysed. A syntax error in an analysed file is a finding (FSDP000): the code after it may be read wrongly.',
+    'Reads Python files and framework configurations (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed); a folder: every .py file under it and every YAML, JSON or TOML file that mentions FSDP, skipping virtual environments and build folders (a configuration no framework reads is passed over). A Python file that does not mention FSDP is not analysed. A syntax error in an analysed file is a finding (FSDP000): the code after it may be read wrongly.',
   options: {
     format: { type: 'string', default: 'text' },
     'min-torch': { type: 'string' },
@@ -86,13 +86,14 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
     options.rules[id.toUpperCase()] = level as SeveritySetting;
   }
 
-  const { files, missing, empty } = collectPythonFiles(positionals);
+  const { files, missing, empty, found } = collectPythonFiles(positionals);
   let bad = missing.length > 0;
   for (const m of missing) io.err.write(`fsdp-lens: ${m}: no such file or directory\n`);
-  for (const d of empty) io.err.write(`fsdp-lens: ${d}: no .py files in this directory\n`);
+  for (const d of empty)
+    io.err.write(`fsdp-lens: ${d}: no .py files or FSDP configurations in this directory\n`);
   // One thread: files that mention FSDP are few, and their analyses share one parsed project (threads would each
   // parse the files a search of callers reads).
-  const outcomes = await lintFiles(files, options);
+  const outcomes = await lintFiles(files, options, found);
   disposeProjects();
   const results: (FileFindings & { path: string })[] = [];
   let internal = false;
@@ -164,7 +165,12 @@ function disposeProjects(): void {
 }
 
 /** Lints files in order, through the same entry the editor calls. */
-export async function lintFiles(files: string[], options: LintOptions): Promise<LintOutcome[]> {
+export async function lintFiles(
+  files: string[],
+  options: LintOptions,
+  /** Configuration files found in a folder, not named: one no framework reads is passed over quietly. */
+  found: ReadonlySet<string> = new Set(),
+): Promise<LintOutcome[]> {
   const grammar = await loadPython();
   const out: LintOutcome[] = [];
   for (const file of files) {
@@ -201,6 +207,10 @@ export async function lintFiles(files: string[], options: LintOptions): Promise<
       file,
       a,
     );
+    if ((a.reading?.kind === 'none' || a.reading?.kind === 'problem') && found.has(file)) {
+      out.push({ messages: [], internal });
+      continue;
+    }
     if (a.reading?.kind === 'none') {
       messages.push(
         `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed)\n`,

@@ -99,7 +99,9 @@ export function analyzeFacts(
   const model = estimate?.ok
     ? { estimate: estimate.estimate, root: estimate.input.model.root, minGpus: () => estimate.minGpus }
     : undefined;
-  const framework = estimate?.ok && estimate.framework ? { framework: estimate.framework } : {};
+  // The framework's plan, estimated or not: its traps (FSDP016) are the configuration's, whatever model it trains.
+  const plan = (estimate?.ok ? estimate.framework : undefined) ?? opts.estimate.framework;
+  const framework = plan ? { framework: plan } : {};
   // A file of several plans: the rules that read the model see the plan that was estimated, the others the file.
   const planFacts =
     model && estimate?.plans
