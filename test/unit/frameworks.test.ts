@@ -191,14 +191,21 @@ describe('Accelerate', () => {
     assert.ok(ahead.kind === 'plan');
     assert.equal(ahead.plan.values.forwardPrefetch, true);
     assert.equal(set.plan.values.forwardPrefetch, undefined);
-    // FSDP2 defaults to sharded checkpoints; forward prefetch there is an error Accelerate raises.
+    // FSDP2 defaults to sharded checkpoints. FullyShardedDataParallelPlugin.__post_init__ reads
+    // FSDP_FORWARD_PREFETCH only under fsdp_version 1: from a config, forward prefetch is ignored (a trap), and
+    // nothing is gathered ahead.
     const v2 = readFrameworkConfig(
       'v2.yaml',
       yaml(['fsdp_forward_prefetch: true']).replace('fsdp_version: 1', 'fsdp_version: 2'),
     );
     assert.ok(v2.kind === 'plan');
     assert.equal(v2.plan.host?.stateDict?.kind, 'sharded');
-    assert.ok(notesOf(v2).some((n) => /Accelerate raises/.test(n)));
+    assert.equal(v2.plan.values.forwardPrefetch, undefined);
+    assert.deepEqual(
+      v2.plan.traps.map((t) => t.rule),
+      ['FSDP016'],
+    );
+    assert.match(v2.plan.traps[0]!.message, /read only under fsdp_version 1/);
   });
 
   it('NO_WRAP (the default) makes the whole model one unit under FSDP1', async () => {

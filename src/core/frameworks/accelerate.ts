@@ -63,6 +63,12 @@ interface AccelerateSettings {
   keys?(): string[];
   /** Launched with `accelerate launch`, which exports its flags' defaults for what the config omits. */
   launcher?: boolean;
+  /**
+   * Passed to `FullyShardedDataParallelPlugin(...)` in code: the plugin takes them as given. Otherwise they reach
+   * it through the environment (`accelerate launch`, Transformers' `fsdp_config`), and `__post_init__` reads each
+   * only where its version does.
+   */
+  inCode?: boolean;
   file: string;
   range: FrameworkPlan['range'];
   rangeOf(key: string): FrameworkPlan['range'];
@@ -193,7 +199,7 @@ export function acceleratePlan(
       details.gpusPerNode = `num_processes / num_machines at ${s.numProcesses!.where}`;
     }
   }
-  const host = loadSave(s, version, notes);
+  const host = loadSave(s, version, notes, traps);
   // FSDP1's `forward_prefetch` (Accelerate passes `fsdp_forward_prefetch` to it; it raises under FSDP2).
   const forwardPrefetch = s.get('fsdp_forward_prefetch');
   if (version === 1 && forwardPrefetch && bool(forwardPrefetch.v)) {
@@ -262,7 +268,7 @@ function enumName(v: unknown, names: string[]): string | undefined {
  * The keys that change what happens around the training step rather than in it, read as Accelerate's
  * `FullyShardedDataParallelPlugin.__post_init__` resolves them, each either modelled or noted:
  *  - `fsdp_backward_prefetch`: unset means None (NO_PREFETCH) under FSDP1; FSDP2 ignores it;
- *  - `fsdp_forward_prefetch`: FSDP1 only (Accelerate raises under FSDP2);
+ *  - `fsdp_forward_prefetch`: FSDP1 only (ignored under FSDP2 from the environment, refused in code);
  *  - `fsdp_use_orig_params`, `fsdp_sync_module_states`: no effect on memory (obsolete under FSDP2);
  *  - `fsdp_cpu_ram_efficient_loading` (`accelerate launch` defaults it to true): Transformers' `from_pretrained`
  *    loads the weights on local rank 0 only, the other processes on the meta device;
@@ -273,6 +279,7 @@ function loadSave(
   s: AccelerateSettings,
   version: 1 | 2,
   notes: string[],
+  traps: FrameworkTrap[],
 ): NonNullable<FrameworkPlan['host']> {
   const host: NonNullable<FrameworkPlan['host']> = {};
   const noEffect: string[] = [];
@@ -298,10 +305,21 @@ function loadSave(
     );
   const fp = s.get('fsdp_forward_prefetch');
   const forward = fp ? bool(fp.v) : undefined;
-  if (forward && version === 2)
+  // FullyShardedDataParallelPlugin.__post_init__ reads FSDP_FORWARD_PREFETCH only when fsdp_version is 1, and
+  // raises when the plugin is given forward_prefetch under fsdp_version 2.
+  if (forward && version === 2 && s.inCode)
     notes.push(
-      'fsdp_forward_prefetch true under fsdp_version 2: Accelerate raises (not implemented for FSDP2)',
+      'forward_prefetch=True under fsdp_version=2: FullyShardedDataParallelPlugin raises (not implemented for FSDP2)',
     );
+  else if (forward && version === 2)
+    traps.push({
+      rule: 'FSDP016',
+      range: s.rangeOf('fsdp_forward_prefetch'),
+      message:
+        'fsdp_forward_prefetch: true is read only under fsdp_version 1: FullyShardedDataParallelPlugin ignores it under ' +
+        "fsdp_version 2, so no unit is gathered ahead in forward. Remove it, or prefetch in code with FSDP2's " +
+        'set_modules_to_forward_prefetch.',
+    });
   else if (fp && !forward)
     noEffect.push(
       `fsdp_forward_prefetch ${String(fp.v)} (FSDP1's default: no unit gathered ahead in forward)`,
@@ -437,6 +455,7 @@ export function pluginSettings(
     fsdp_state_dict_type: 'state_dict_type',
   };
   return {
+    inCode: true,
     file,
     range,
     rangeOf: (key) => {

@@ -12,7 +12,9 @@ Accelerate's FSDP1 path: \`FullyShardedDataParallelPlugin\` always runs \`fsdp_s
 \`fsdp_reshard_after_forward\` (what \`accelerate config\` saves since Accelerate 1.6, and what Transformers 5 passes
 for \`fsdp="shard_grad_op"\` with \`fsdp_config={"version": 1}\`) is never applied: the run is FULL_SHARD, with
 another all-gather per unit in backward and less memory than planned. Under FSDP2 the same key must be true or
-false, and Accelerate raises on a strategy name.`,
+false, and Accelerate raises on a strategy name. Under FSDP2, \`fsdp_forward_prefetch: true\` in a config (or
+Transformers' \`fsdp_config\`) is ignored: the plugin reads it from the environment only under FSDP1, so no unit
+is gathered ahead in forward; FSDP2 prefetches with \`set_modules_to_forward_prefetch\` in code.`,
   example: {
     bad: `distributed_type: FSDP
 fsdp_config:
