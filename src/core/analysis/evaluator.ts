@@ -561,17 +561,9 @@ export class Evaluator extends Expressions<null> {
   private updated(name: string, v: Value & { k: 'call' }, b: Binding & { kind: 'assign' }, at: Node): Value {
     const from = b.statement.endIndex;
     if (at.startIndex <= from) return v;
-    const scope = b.scope?.id ?? null;
     let out = v;
-    for (const id of this.file.identifiers(name, from, at.startIndex)) {
-      if ((enclosingFunction(id)?.id ?? null) !== scope) continue;
-      let p = up(id);
-      if (p?.type === 'tuple' || p?.type === 'list') p = up(p);
-      const call = p?.type === 'argument_list' ? up(p) : null;
-      if (call?.type !== 'call') continue;
-      const splat = p!.namedChildren.find((a) => a.type === 'dictionary_splat');
-      const fn = call.childForFieldName('function');
-      if (!splat || !fn || !this.isUpdater(fn)) continue;
+    for (const { call, splat } of this.updaterCalls(name, b)) {
+      if (call.startIndex >= at.startIndex) break;
       const fields = this.fieldsOf(v.callee);
       if (!fields) continue;
       const given = this.evaluate(splat.namedChild(0)!, null);
@@ -591,6 +583,31 @@ export class Evaluator extends Expressions<null> {
       out = { ...out, kwargs };
     }
     return out;
+  }
+
+  /**
+   * The calls of updaters that pass the object `name` is bound to by `b` (`update_config(cfg, **kwargs)`), in its
+   * scope after the binding, in order; found once per binding (a file without `**` has none).
+   */
+  private updaterCalls(name: string, b: Binding & { kind: 'assign' }): { call: Node; splat: Node }[] {
+    if (!this.file.memo('has-dict-splat', () => /\*\*\s*[A-Za-z_]/.test(this.file.text))) return [];
+    return this.file.memo(`updater-calls:${name}:${b.statement.startIndex}`, () => {
+      const scope = b.scope?.id ?? null;
+      const end = b.scope ? b.scope.endIndex : this.file.text.length;
+      const out: { call: Node; splat: Node }[] = [];
+      for (const id of this.file.identifiers(name, b.statement.endIndex, end)) {
+        if (out.length >= 8) break;
+        let p = up(id);
+        if (p?.type === 'tuple' || p?.type === 'list') p = up(p);
+        const call = p?.type === 'argument_list' ? up(p) : null;
+        if (call?.type !== 'call') continue;
+        const splat = p!.namedChildren.find((a) => a.type === 'dictionary_splat');
+        const fn = call.childForFieldName('function');
+        if (!splat || !fn || (enclosingFunction(id)?.id ?? null) !== scope || !this.isUpdater(fn)) continue;
+        out.push({ call, splat });
+      }
+      return out;
+    });
   }
 
   /** Whether a callee is a function that sets attributes from its `**` parameter's items by `setattr`. */
@@ -626,6 +643,7 @@ export class Evaluator extends Expressions<null> {
   private fireTargets(): Map<string, Node> {
     return this.file.memo('fire-targets', () => {
       const out = new Map<string, Node>();
+      if (!this.file.text.includes('Fire')) return out;
       for (const id of this.file.identifiers('Fire')) {
         const p = up(id);
         const callee = p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id ? p : id;
@@ -641,6 +659,7 @@ export class Evaluator extends Expressions<null> {
 
   /** The command line as fire splits it for `fn`, or undefined when fire does not call `fn`. */
   private fireSplit(fn: Node): { args: FireArgs; params: string[]; call: Node } | undefined {
+    if (!this.fireTargets().size) return undefined;
     if (enclosingFunction(fn) || up(up(fn))?.type === 'class_definition') return undefined;
     const own = fn.childForFieldName('name')?.text;
     const call = own ? this.fireTargets().get(own) : undefined;
@@ -681,6 +700,7 @@ export class Evaluator extends Expressions<null> {
 
   /** `kwargs` of `def main(**kwargs)` that fire calls: the command line's keywords no named parameter takes. */
   private fireKeywords(name: string, at: Node): Value | undefined {
+    if (!this.fireTargets().size) return undefined;
     const fn = enclosingFunction(at);
     const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
     if (!fn || params.find((x) => x.type === 'dictionary_splat_pattern')?.namedChild(0)?.text !== name)
