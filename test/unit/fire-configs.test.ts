@@ -5,16 +5,13 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli, projectDir } from './helpers';
+import { assumed, cli, projectDir, writeFiles } from './helpers';
 import { fireArgs, fireValue } from '../../src/core/python/fireArgs';
 
 /** A package with two config dataclasses, an updater of them, and a fine-tuning script fire launches. */
 function project(): string {
   const dir = projectDir('fsdp-lens-fire-');
-  const write = (file: string, lines: string[]) => {
-    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    fs.writeFileSync(path.join(dir, file), lines.join('\n'));
-  };
+  const write = (file: string, lines: string[]) => writeFiles(dir, { [file]: lines });
   write('jobs/__init__.py', ['']);
   write('jobs/configs/__init__.py', [
     'from jobs.configs.run import run_config',
@@ -78,16 +75,6 @@ const MODEL = 'meta-llama/Llama-3.1-8B';
 // Llama 3.1 8B, the published total: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096)
 // + 2 x 128256 x 4096 + 4096 = 8,030,261,248.
 const PARAMS = 8_030_261_248;
-
-/** What the estimate took for an input, from its assumptions. */
-function assumed(
-  data: { assumptions: { key: string; value: string; source: { kind: string } }[] },
-  key: string,
-) {
-  const a = data.assumptions.find((x) => x.key === key);
-  assert.ok(a, `no assumption ${key}`);
-  return a;
-}
 
 async function json(dir: string, ...argv: string[]) {
   const r = await cli(

@@ -34,6 +34,28 @@ export function projectDir(prefix: string): string {
   return dir;
 }
 
+/** Writes files (path relative to `dir`, its lines) into a project folder, making their folders. */
+export function writeFiles(dir: string, files: Record<string, string[]>): void {
+  for (const [file, lines] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), lines.join('\n'));
+  }
+}
+
+/** An input as an estimate's JSON reports it: its value and where it came from. */
+export interface Assumed {
+  key: string;
+  value: string;
+  source: { kind: string; detail?: string };
+}
+
+/** What the estimate (JSON) took for an input, from its assumptions; fails when it lists none. */
+export function assumed(data: { assumptions: Assumed[] }, key: string): Assumed {
+  const a = data.assumptions.find((x) => x.key === key);
+  if (!a) throw new Error(`no assumption ${key}`);
+  return a;
+}
+
 /** The wrap call on a 1-based line. */
 export function callAt(f: FileFacts, line: number): WrapCall {
   const c = f.calls.find((x) => x.line === line);

@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli, projectDir } from './helpers';
+import { assumed, cli, projectDir } from './helpers';
 
 describe('inputs fed to the wrapped model', () => {
   it('are read through the name fully_shard returns', async () => {
@@ -27,11 +27,11 @@ describe('inputs fed to the wrapped model', () => {
     const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
     assert.equal(r.code, 0, r.err);
     const data = JSON.parse(r.out);
-    const get = (k: string) => data.assumptions.find((a: { key: string }) => a.key === k);
+    const get = (k: string) => assumed(data, k);
     // torch.randint(high, size): a batch of 4 sequences of 1024 tokens.
     assert.equal(get('microBatch').value, '4');
     assert.equal(get('seqLen').value, '1024');
-    assert.match(get('seqLen').source.detail, /train\.py:9 \(the input \(4, 1024\) fed to sharded\)/);
+    assert.match(get('seqLen').source.detail ?? '', /train\.py:9 \(the input \(4, 1024\) fed to sharded\)/);
   });
 
   it("take DataLoader's own default batch size when nothing may pass another, and say when one is not read", async () => {
@@ -51,13 +51,12 @@ describe('inputs fed to the wrapped model', () => {
       ].join('\n');
     fs.writeFileSync(path.join(dir, 'plain.py'), script('DataLoader(dataset, shuffle=True)'));
     fs.writeFileSync(path.join(dir, 'splat.py'), script('DataLoader(dataset, **kwargs)'));
-    const get = (out: string, k: string) =>
-      JSON.parse(out).assumptions.find((a: { key: string }) => a.key === k);
+    const get = (out: string, k: string) => assumed(JSON.parse(out), k);
     // torch.utils.data.DataLoader(dataset, batch_size=1, ...): the default batch is one sample.
     const plain = await cli('estimate', path.join(dir, 'plain.py'), '--json');
     assert.equal(plain.code, 0, plain.err);
     assert.equal(get(plain.out, 'microBatch').value, '1');
-    assert.match(get(plain.out, 'microBatch').source.detail, /DataLoader's default batch_size=1/);
+    assert.match(get(plain.out, 'microBatch').source.detail ?? '', /DataLoader's default batch_size=1/);
     const splat = await cli('estimate', path.join(dir, 'splat.py'), '--json');
     assert.equal(splat.code, 0, splat.err);
     assert.equal(get(splat.out, 'microBatch').source.kind, 'default');
@@ -103,7 +102,7 @@ describe('inputs fed to the wrapped model', () => {
     const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
     assert.equal(r.code, 0, r.err);
     const data = JSON.parse(r.out);
-    const get = (k: string) => data.assumptions.find((a: { key: string }) => a.key === k);
+    const get = (k: string) => assumed(data, k);
     // A hint, not a result: the loader's batch is not seen, so the defaults stand and the note names the reads.
     assert.equal(get('microBatch').source.kind, 'default');
     assert.equal(get('seqLen').source.kind, 'default');

@@ -5,16 +5,13 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli, projectDir } from './helpers';
+import { assumed, cli, projectDir, writeFiles } from './helpers';
 import { launchLayer, readLaunchFile } from '../../src/core/project/settings';
 
 /** A torchtitan-shaped project: its config manager, trainer, a Llama 3 registry and the entry. */
 function project(): string {
   const dir = projectDir('fsdp-lens-titan-py-');
-  const write = (file: string, lines: string[]) => {
-    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    fs.writeFileSync(path.join(dir, file), lines.join('\n'));
-  };
+  const write = (file: string, lines: string[]) => writeFiles(dir, { [file]: lines });
   write('torchtitan/__init__.py', ['']);
   write('torchtitan/config/__init__.py', [
     'from torchtitan.config.manager import ConfigManager',
@@ -87,18 +84,6 @@ function project(): string {
 // untied: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096) + 2 x 128256 x 4096 + 4096.
 const PARAMS =
   32 * (2 * 4096 ** 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 2 * 128256 * 4096 + 4096;
-
-interface Assumption {
-  key: string;
-  value: string;
-  source: { kind: string; detail?: string };
-}
-
-function assumed(data: { assumptions: Assumption[] }, key: string): Assumption {
-  const a = data.assumptions.find((x) => x.key === key);
-  assert.ok(a, `no assumption ${key}`);
-  return a;
-}
 
 describe('torchtitan config_registry.py', () => {
   it('names its job configs and asks which one runs', async () => {

@@ -39,6 +39,7 @@ import {
 } from '../modules/perModuleTest';
 import { readArgs, readOptions } from '../analysis/arguments';
 import { projectReaders } from '../frameworks/scriptConfigs';
+import { MAX_REEXPORTS } from '../project/definitions';
 import { walk as walkModules, type ModuleNode } from '../model/tree';
 import { interpretOption } from '../analysis/options';
 import { argumentFor, meshOption } from '../analysis/arguments';
@@ -453,9 +454,6 @@ function methodSites(source: SourceFile, construct: Node, module: string, cls: s
     receiver: left.text,
   }));
 }
-
-/** The most re-exports followed to a function's definition (`pkg/training/__init__.py` importing it from `_dist.py`). */
-const MAX_REEXPORTS = 3;
 
 /**
  * The file that defines `fn` of `module` (a function, or `Class.method`) and its facts, following re-exports
