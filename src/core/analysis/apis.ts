@@ -19,6 +19,7 @@ export type ApiKind =
   | 'transformer_auto_wrap_policy'
   | 'size_based_auto_wrap_policy'
   | 'lambda_auto_wrap_policy'
+  | '_or_policy'
   | 'ModuleWrapPolicy'
   | 'CustomPolicy'
   | 'always_wrap_policy'
@@ -72,6 +73,7 @@ const FSDP_NAMES: Partial<Record<string, ApiKind>> = {
   transformer_auto_wrap_policy: 'transformer_auto_wrap_policy',
   size_based_auto_wrap_policy: 'size_based_auto_wrap_policy',
   lambda_auto_wrap_policy: 'lambda_auto_wrap_policy',
+  _or_policy: '_or_policy',
   ModuleWrapPolicy: 'ModuleWrapPolicy',
   CustomPolicy: 'CustomPolicy',
   always_wrap_policy: 'always_wrap_policy',

@@ -7,6 +7,7 @@ import { type ApiKind, POSITIONAL_PARAMS, classifyApi } from './apis';
 import { type Evaluator } from './evaluator';
 import type { OptionFact } from './facts';
 import { describe, interpretOption, type MeshValue } from './options';
+import { wrapPolicy } from './wrapPolicy';
 
 export interface Args {
   positional: Node[];
@@ -50,7 +51,9 @@ export function readOptions(
     const value =
       name === 'mesh' || name === 'device_mesh'
         ? meshOption(ev, node)
-        : interpretOption(name, val ?? ev.eval(node));
+        : name === 'auto_wrap_policy'
+          ? wrapPolicy(val ?? ev.eval(node), ev)
+          : interpretOption(name, val ?? ev.eval(node));
     options[name] = { text: node.text, value, range: rangeOf(node), ...extra };
   };
   args.positional.forEach((node, i) => {
@@ -73,7 +76,7 @@ export function readOptions(
       else if (!skip.includes(e.key.v))
         options[e.key.v] = {
           text: describe(e.value),
-          value: interpretOption(e.key.v, e.value),
+          value: e.key.v === 'auto_wrap_policy' ? wrapPolicy(e.value, ev) : interpretOption(e.key.v, e.value),
           range: rangeOf(splat),
           ...extra,
         };

@@ -5,7 +5,8 @@
 import { shortDtype } from '../vocabulary/dtypes';
 import { oneLine } from '../vocabulary/words';
 import type { WrapCall } from './facts';
-import type { MixedPrecisionValue, OffloadValue, WrapPolicyValue } from './options';
+import type { MixedPrecisionValue, OffloadValue } from './options';
+import type { ModulePredicate, WrapPolicyValue } from './wrapPolicy';
 
 /** What a loop iterates over, without the iteration method: `model.layers.items()` → `model.layers`. */
 export function iterableBase(iterable: string): string {
@@ -109,13 +110,41 @@ export function describePolicy(p: WrapPolicyValue): string {
         ? 'wraps by size'
         : `wraps modules ≥ ${formatCount(p.minNumParams)} params`;
     case 'lambda':
-      return 'wraps where a lambda says';
     case 'custom':
-      return 'custom wrap policy';
+      return p.predicate
+        ? `wraps each module that ${predicateWords(p.predicate)}`
+        : p.policy === 'lambda'
+          ? 'wraps where a lambda says'
+          : 'custom wrap policy';
+    case 'or':
+      return p.policies.map(describePolicy).join('; or ');
     case 'always':
       return 'wraps every module';
     case 'unknown':
       return `auto_wrap_policy=${p.text}`;
+  }
+}
+
+/** A policy's test of a module, in words (`has no child modules and its weight requires grad`). */
+export function predicateWords(p: ModulePredicate): string {
+  switch (p.is) {
+    case 'const':
+      return p.value ? 'is any module' : 'is no module';
+    case 'leaf':
+      return 'has no child modules';
+    case 'has':
+      return `has a ${p.attr}`;
+    case 'trainable':
+      return `has a ${p.attr} that requires grad`;
+    case 'class':
+      return `is a ${p.names.join(' or ')}`;
+    case 'not':
+      return `not (${predicateWords(p.of)})`;
+    case 'and':
+    case 'or':
+      return p.of.map(predicateWords).join(` ${p.is} `);
+    case 'if':
+      return `(if it ${predicateWords(p.test)}: ${predicateWords(p.then)}; else ${predicateWords(p.else)})`;
   }
 }
 

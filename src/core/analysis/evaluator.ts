@@ -27,6 +27,7 @@ import {
 } from '../python/scope';
 import { fireArgs, fireValue, type FireArgs } from '../python/fireArgs';
 import { lastSegment } from './options';
+import { returnedValue } from './returns';
 import { composeHydra } from './hydra';
 import { fromDotlist } from '../python/dotlist';
 import { optionDeclarations } from './scriptOptions';
@@ -80,6 +81,9 @@ export class Evaluator extends Expressions<null> {
     private readonly given: ScriptContext = {},
   ) {
     super();
+    // The first of each file that can read the project's other files.
+    const known = OWNERS.get(file.root.tree);
+    if (!known || (!known.given.readDefinition && given.readDefinition)) OWNERS.set(file.root.tree, this);
   }
 
   /** The script's own command line, when given: argparse options take their values from it. */
@@ -326,19 +330,8 @@ export class Evaluator extends Expressions<null> {
     this.active.add(key);
     try {
       switch (b.kind) {
-        case 'assign': {
-          const right = b.value ?? unpackedFrom(b.statement, b.name);
-          if (!right) return UNKNOWN(name, 'unpacked from a sequence');
-          let v = this.evaluate(right, null);
-          // `update_config(cfg, **kwargs)` between the binding and the read sets the fields the keywords name.
-          if (v.k === 'call') v = this.updated(name, v, b, at);
-          // A list, set or dict changed in place in another function (`NAMES.update(...)` in a setup function)
-          // holds, when this code runs, whatever those calls put in it: not the value it was bound to.
-          // (A dict's own scope is read by grownDict; a list or set changed anywhere is not followed.)
-          if ((v.k === 'seq' || v.k === 'dict') && this.mutatedElsewhere(name, b, v.k === 'seq'))
-            return UNKNOWN(name, `changed in place elsewhere (${name} is a mutable container)`);
-          return v.k === 'dict' ? this.grownDict(name, v, b, at) : v;
-        }
+        case 'assign':
+          return this.assigned(name, b, at);
         case 'param':
           return (
             this.passedParam(name, b) ??
@@ -477,6 +470,84 @@ export class Evaluator extends Expressions<null> {
     if (!read || (this.given.hops ?? 0) >= MAX_HOPS || !callee.includes('.')) return undefined;
     const found = read(callee, 'class');
     return found ? { ev: this.foreign(found), def: found.node } : undefined;
+  }
+
+  /**
+   * The definition of the project function a call's callee names, with an evaluator of its file that reads its
+   * parameters as `values` (the call's arguments, in the caller's terms): a function of this file, or of another
+   * file of the project. Undefined for library calls and past the hop limit.
+   */
+  functionFor(
+    call: Value & { k: 'call' },
+    bind: (def: Node, defaults: Evaluator) => ReadonlyMap<string, Value> | undefined,
+  ): { def: Node; ev: Evaluator } | undefined {
+    // The call's own file: a value returned by a helper of another file is read there.
+    const owner = call.node.tree === this.file.root.tree ? this : OWNERS.get(call.node.tree);
+    if (owner !== this) return owner?.functionFor(call, bind);
+    if ((this.given.inlined ?? 0) >= MAX_INLINED) return undefined;
+    const fn = call.node.childForFieldName('function');
+    if (!fn) return undefined;
+    const local = fn.type === 'identifier' ? findBinding(this.file, fn.text, fn) : undefined;
+    let target: { def: Node; home: Evaluator } | undefined;
+    if (local?.kind === 'def' && local.definition.type === 'function_definition')
+      target = { def: local.definition, home: this };
+    else if (!local && (this.given.hops ?? 0) < MAX_HOPS) {
+      // A name of no binding or import may come from a star import (`from pkg.policies import *`): the last one.
+      const names = call.callee.includes('.')
+        ? [call.callee]
+        : this.imports.wildcards.map((w) => `${w.module}.${call.callee}`).reverse();
+      for (const q of names) {
+        const found = this.given.readDefinition?.(q, 'def');
+        if (found?.node.type !== 'function_definition') continue;
+        target = { def: found.node, home: this.foreign(found) };
+        break;
+      }
+    }
+    if (!target) return undefined;
+    const { def, home } = target;
+    const values = bind(def, home);
+    if (!values) return undefined;
+    return {
+      def,
+      ev: new Evaluator(home.file, home.imports, home.limits, {
+        ...home.given,
+        passed: { function: def, values },
+        inlined: (this.given.inlined ?? 0) + 1,
+      }),
+    };
+  }
+
+  /** The value an assignment binds: its right side, read through updaters and changes made in place. */
+  private assigned(name: string, b: Binding & { kind: 'assign' }, at: Node): Value {
+    const right = b.value ?? unpackedFrom(b.statement, b.name);
+    if (!right) return this.unpackedReturn(b) ?? UNKNOWN(name, 'unpacked from a sequence');
+    let v = this.evaluate(right, null);
+    // `update_config(cfg, **kwargs)` between the binding and the read sets the fields the keywords name.
+    if (v.k === 'call') v = this.updated(name, v, b, at);
+    // A list, set or dict changed in place in another function (`NAMES.update(...)` in a setup function)
+    // holds, when this code runs, whatever those calls put in it: not the value it was bound to.
+    // (A dict's own scope is read by grownDict; a list or set changed anywhere is not followed.)
+    if ((v.k === 'seq' || v.k === 'dict') && this.mutatedElsewhere(name, b, v.k === 'seq'))
+      return UNKNOWN(name, `changed in place elsewhere (${name} is a mutable container)`);
+    return v.k === 'dict' ? this.grownDict(name, v, b, at) : v;
+  }
+
+  /**
+   * `a, b = helper(...)` of a project function that returns a tuple of that length (`return mixed, wrapping`): the
+   * item at the name's place, as the function's body returns it.
+   */
+  private unpackedReturn(b: Binding & { kind: 'assign' }): Value | undefined {
+    const st = b.statement;
+    const left = st.type === 'assignment' ? st.childForFieldName('left') : null;
+    const right = st.childForFieldName('right');
+    if (right?.type !== 'call' || (left?.type !== 'pattern_list' && left?.type !== 'tuple_pattern'))
+      return undefined;
+    const names = left.namedChildren.filter((c) => c.type !== 'comment');
+    const i = names.findIndex((c) => c.id === b.name.id);
+    if (i < 0 || names.some((c) => c.type !== 'identifier')) return undefined;
+    const v = this.evaluate(right, null);
+    const r = v.k === 'call' ? returnedValue(this, v) : undefined;
+    return r?.value.k === 'seq' && r.value.items.length === names.length ? r.value.items[i] : undefined;
   }
 
   private readonly foreigners = new Map<string, Evaluator>();
@@ -1010,7 +1081,15 @@ export interface ScriptContext {
   readDefinition?: (qualified: string, kind: 'class' | 'def') => ForeignDefinition | undefined;
   /** How many files away from the script this evaluator reads (a default of a class of an imported module). */
   hops?: number;
+  /** How many helper calls deep this evaluator reads a function's body (`returnedValue`). */
+  inlined?: number;
 }
+
+/** The most helper bodies one read goes through (a helper returning another helper's result). */
+const MAX_INLINED = 4;
+
+/** An evaluator of each parsed file, to read a value's call where its node was written. */
+const OWNERS = new WeakMap<object, Evaluator>();
 
 /** A definition in another file, with what is needed to evaluate there. */
 export interface ForeignDefinition {

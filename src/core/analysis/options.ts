@@ -20,15 +20,6 @@ export interface MixedPrecisionValue {
   unresolved?: Record<string, string>;
 }
 
-export type WrapPolicyValue =
-  | { policy: 'transformer'; classes: string[]; unresolved?: string[] }
-  | { policy: 'size'; minNumParams: number | null }
-  | { policy: 'lambda'; text: string; classes?: string[] }
-  | { policy: 'module'; classes: string[]; unresolved?: string[] }
-  | { policy: 'custom'; text: string; classes?: string[] }
-  | { policy: 'always' }
-  | { policy: 'unknown'; text: string };
-
 export interface OffloadValue {
   offloadParams: boolean;
   pinMemory?: boolean | null;
@@ -44,8 +35,6 @@ export function interpretOption(name: string, v: Value): unknown {
     case 'mp_policy':
     case 'mixed_precision':
       return mixedPrecision(v) ?? toJson(v);
-    case 'auto_wrap_policy':
-      return wrapPolicy(v);
     case 'sharding_strategy':
       // None means the default, FULL_SHARD.
       return v.k === 'none' ? 'FULL_SHARD' : enumMember(v, 'ShardingStrategy', SHARDING_STRATEGIES);
@@ -100,54 +89,6 @@ export function mixedPrecision(v: Value): MixedPrecisionValue | null {
   });
 }
 
-export function wrapPolicy(v: Value): WrapPolicyValue {
-  if (v.k === 'none') return { policy: 'unknown', text: 'None' };
-  if (v.k === 'ref') {
-    const kind = classifyApi(v.name)?.kind ?? lastSegment(v.name);
-    if (kind === 'always_wrap_policy') return { policy: 'always' };
-    if (kind === 'size_based_auto_wrap_policy') return { policy: 'size', minNumParams: 100_000_000 };
-    return { policy: 'unknown', text: v.name };
-  }
-  if (v.k === 'lambda') return withClasses({ policy: 'lambda', text: v.text }, v);
-  if (v.k !== 'call') return { policy: 'unknown', text: describe(v) };
-  const kind = classifyApi(v.callee)?.kind ?? lastSegment(v.callee);
-  if (kind === 'partial') {
-    const fn = v.args[0];
-    const fnKind = fn?.k === 'ref' ? (classifyApi(fn.name)?.kind ?? lastSegment(fn.name)) : undefined;
-    if (fnKind === 'transformer_auto_wrap_policy') {
-      return { policy: 'transformer', ...classNames(v.kwargs.transformer_layer_cls ?? v.args[4]) };
-    }
-    if (fnKind === 'size_based_auto_wrap_policy') {
-      const n = v.kwargs.min_num_params ?? v.args[4];
-      return { policy: 'size', minNumParams: n === undefined ? 100_000_000 : n.k === 'num' ? n.v : null };
-    }
-    if (fnKind === 'lambda_auto_wrap_policy') {
-      const fnv = v.kwargs.lambda_fn ?? v.args[4];
-      return withClasses({ policy: 'lambda', text: fnv ? describe(fnv) : v.node.text }, fnv);
-    }
-    return { policy: 'unknown', text: v.node.text };
-  }
-  if (kind === 'ModuleWrapPolicy') {
-    return { policy: 'module', ...classNames(v.kwargs.module_classes ?? v.args[0]) };
-  }
-  if (kind === 'CustomPolicy')
-    return withClasses({ policy: 'custom', text: v.node.text }, v.kwargs.lambda_fn ?? v.args[0]);
-  return { policy: 'unknown', text: v.node.text };
-}
-
-function classNames(v: Value | undefined): { classes: string[]; unresolved?: string[] } {
-  if (!v) return { classes: [] };
-  const items = v.k === 'seq' ? v.items : [v];
-  const classes: string[] = [];
-  const unresolved: string[] = [];
-  for (const it of items) {
-    if (it.k === 'ref') classes.push(lastSegment(it.name));
-    else if (it.k === 'str') classes.push(it.v);
-    else unresolved.push(describe(it));
-  }
-  return unresolved.length ? { classes, unresolved } : { classes };
-}
-
 function offload(v: Value, option: string): OffloadValue | null {
   if (v.k === 'none') return { offloadParams: false };
   if (v.k === 'bool') return { offloadParams: v.v };
@@ -198,28 +139,6 @@ export function describe(v: Value): string {
     default:
       return JSON.stringify(toJson(v));
   }
-}
-
-/** The classes a lambda tests with `isinstance(m, Cls)` / `isinstance(m, (A, B))`, read from its tree. */
-function withClasses<T extends { policy: 'lambda' | 'custom'; text: string }>(
-  p: T,
-  fn: Value | undefined,
-): T & { classes?: string[] } {
-  if (fn?.k !== 'lambda') return p;
-  const classes: string[] = [];
-  for (const call of fn.node.descendantsOfType('call')) {
-    if (call.childForFieldName('function')?.text !== 'isinstance') continue;
-    const second = call.childForFieldName('arguments')?.namedChildren[1];
-    const items =
-      second?.type === 'tuple' || second?.type === 'parenthesized_expression'
-        ? second.namedChildren
-        : second
-          ? [second]
-          : [];
-    for (const it of items)
-      if (it.type === 'identifier' || it.type === 'attribute') classes.push(lastSegment(it.text));
-  }
-  return classes.length ? { ...p, classes } : p;
 }
 
 /** What a `mesh=` argument denotes: a mesh from `init_device_mesh`, or some of its named dimensions. */

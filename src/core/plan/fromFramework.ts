@@ -4,6 +4,7 @@
  */
 import type { Plan, UnitPlan } from '../estimator/types';
 import { unitsFromPolicy } from './policies';
+import { TRAINABLE_LEAF, type WrapPolicyValue } from '../analysis/wrapPolicy';
 import type { ArchShape } from '../model/hf';
 import { classNamesOf, moduleAt, outermostOfClass, type ModuleNode } from '../model/tree';
 import type { FrameworkPlan } from '../frameworks/types';
@@ -54,18 +55,25 @@ export function planForFramework(fp: FrameworkPlan, root: ModuleNode, shape: Arc
     const present = classNamesOf(root);
     const missing = (w.classes ?? []).filter((c) => !present.has(c));
     if (missing.length) notes.push(`${missing.join(', ')} not found in the model: wraps nothing`);
-    const r = unitsFromPolicy(
-      root,
+    const base: WrapPolicyValue =
       w.minParams !== undefined
         ? { policy: 'size', minNumParams: w.minParams }
-        : { policy: 'transformer', classes },
+        : { policy: 'transformer', classes };
+    const r = unitsFromPolicy(
+      root,
+      w.trainableLeaves
+        ? {
+            policy: 'or',
+            text: "PEFT's fsdp_auto_wrap_policy",
+            policies: [{ policy: 'lambda', text: 'lambda_policy_fn', predicate: TRAINABLE_LEAF }, base],
+          }
+        : base,
       {
         fallbackClasses: classes,
         origin,
         site,
         offload: fp.offload,
         reshardAfterForward: fp.reshardAfterForward ?? true,
-        ...(w.trainableLeaves ? { trainableLeaves: true } : {}),
       },
     );
     units = r.units.map((u) => (u.isRoot ? { ...u, reshardAfterForward: null } : u));

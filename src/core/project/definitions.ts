@@ -23,19 +23,35 @@ export function definitionFile(
   name: string,
   kind: 'class' | 'def',
 ): { where: string; name: string } | undefined {
-  let file = project.resolveModule(from, module);
-  for (let hop = 0; file && hop <= MAX_REEXPORTS; hop++) {
+  const find = (
+    file: string | undefined,
+    name: string,
+    hop: number,
+  ): { where: string; name: string } | undefined => {
+    if (!file || hop > MAX_REEXPORTS || name.startsWith('_')) return undefined;
     const text = project.fs.readFile(file);
     if (text === undefined) return undefined;
     if (new RegExp(`^(?:async[ \\t]+)?${kind}[ \\t]+${name.replace(/\W/g, '')}\\b`, 'm').test(text))
       return { where: file, name };
-    const reexport = project.file(file)?.imports.bindings.find((b) => b.local === name && !b.isModule);
+    const imports = project.file(file)?.imports;
+    const reexport = imports?.bindings.find((b) => b.local === name && !b.isModule);
     const dot = reexport?.qualified.lastIndexOf('.') ?? -1;
-    if (!reexport || dot <= 0) return undefined;
-    name = reexport.qualified.slice(dot + 1);
-    file = project.resolveModule(file, reexport.qualified.slice(0, dot));
-  }
-  return undefined;
+    if (reexport && dot > 0)
+      return find(
+        project.resolveModule(file, reexport.qualified.slice(0, dot)),
+        reexport.qualified.slice(dot + 1),
+        hop + 1,
+      );
+    // `from .wrapping import *` (a package's `__init__`): the last star import that defines it, as Python binds
+    // public names in import order.
+    const stars = imports?.wildcards ?? [];
+    for (let i = stars.length - 1; i >= 0; i--) {
+      const hit = find(project.resolveModule(file, stars[i]!.module), name, hop + 1);
+      if (hit) return hit;
+    }
+    return undefined;
+  };
+  return find(project.resolveModule(from, module), name, 0);
 }
 
 /**

@@ -1,6 +1,6 @@
 /** Rule FSDP010: The auto-wrap policy wraps no module of the model. */
 import { fmtCount } from '../../vocabulary/bytes';
-import type { WrapPolicyValue } from '../../analysis/options';
+import type { WrapPolicyValue } from '../../analysis/wrapPolicy';
 import { walk } from '../../model/tree';
 import type { Draft, Rule } from '../types';
 
