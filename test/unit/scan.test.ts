@@ -214,6 +214,41 @@ describe('scan: FSDP1', () => {
     assert.equal(callAt(f, 50).isRoot, true);
   });
 
+  it('reads a name bound in the arms of an if by the tests the arms are under', async () => {
+    const f = await scanSource(
+      [
+        'import sys',
+        'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy',
+        'mode = "hsdp"',
+        'if mode == "fsdp":',
+        '    known = ShardingStrategy.FULL_SHARD',
+        'elif mode == "hsdp":',
+        '    known = ShardingStrategy.HYBRID_SHARD',
+        'if sys.argv[1] == "a":',
+        '    open_ = ShardingStrategy.FULL_SHARD',
+        'elif sys.argv[1] == "b":',
+        '    open_ = ShardingStrategy.NO_SHARD',
+        'else:',
+        '    raise ValueError("unknown")',
+        'same = ShardingStrategy.SHARD_GRAD_OP',
+        'if sys.argv[1] == "c":',
+        '    same = ShardingStrategy.SHARD_GRAD_OP',
+        'if sys.argv[1] == "d":',
+        '    only = ShardingStrategy.NO_SHARD',
+        '    a = FSDP(model, sharding_strategy=only)',
+        'b = FSDP(model, sharding_strategy=known)',
+        'c = FSDP(model, sharding_strategy=open_)',
+        'd = FSDP(model, sharding_strategy=same)',
+      ].join('\n'),
+    );
+    // The arm whose tests hold binds the name; arms under an undecided test are a choice (FULL_SHARD or
+    // NO_SHARD), not the last one written; arms that agree are no choice; a read inside the arm is under its test.
+    assert.equal(callAt(f, 19).options.sharding_strategy?.value, 'NO_SHARD');
+    assert.equal(callAt(f, 20).options.sharding_strategy?.value, 'HYBRID_SHARD');
+    assert.equal(callAt(f, 21).options.sharding_strategy?.value, null);
+    assert.equal(callAt(f, 22).options.sharding_strategy?.value, 'SHARD_GRAD_OP');
+  });
+
   it('finds the APIs through names assigned to them', async () => {
     const f = await scanSource(
       [

@@ -24,7 +24,9 @@ import {
   findBinding,
   parameterNames,
   type Binding,
+  type ConditionPart,
 } from '../python/scope';
+import { oneLine } from '../vocabulary/words';
 import { fireArgs, fireValue, type FireArgs } from '../python/fireArgs';
 import { lastSegment } from './options';
 import { returnedValue } from './returns';
@@ -331,7 +333,7 @@ export class Evaluator extends Expressions<null> {
     try {
       switch (b.kind) {
         case 'assign':
-          return this.assigned(name, b, at);
+          return this.armOf(name, b, at) ?? this.assigned(name, b, at);
         case 'param':
           return (
             this.passedParam(name, b) ??
@@ -530,6 +532,39 @@ export class Evaluator extends Expressions<null> {
     if ((v.k === 'seq' || v.k === 'dict') && this.mutatedElsewhere(name, b, v.k === 'seq'))
       return UNKNOWN(name, `changed in place elsewhere (${name} is a mutable container)`);
     return v.k === 'dict' ? this.grownDict(name, v, b, at) : v;
+  }
+
+  /**
+   * A name bound in an arm of an `if` the read is not in (`if s == "full": strategy = FULL_SHARD elif ...`): the
+   * binding runs only when the arm's tests hold. Known to hold: undefined (the binding's own value stands). Known
+   * not to: the binding before it. Not known: the value when every binding it may be agrees, else unknown, with the
+   * test that decides it. Arms whose alternatives all raise are no choice.
+   */
+  private armOf(name: string, b: Binding & { kind: 'assign' }, at: Node): Value | undefined {
+    const readUnder = new Set(conditionParts(at, null).map((c) => `${c.node.id}:${c.negated}`));
+    const tests = conditionParts(b.statement, null).filter(
+      (c) => !c.othersRaise && !readUnder.has(`${c.node.id}:${c.negated}`),
+    );
+    if (!tests.length) return undefined;
+    let open: ConditionPart | undefined;
+    for (const c of tests) {
+      const t = truthy(this.evaluate(c.node, null));
+      if (t === undefined) open ??= c;
+      else if (t === c.negated) return this.before(name, b, at);
+    }
+    if (!open) return undefined;
+    const mine = this.assigned(name, b, at);
+    const other = this.before(name, b, at);
+    if (mine.k !== 'unknown' && JSON.stringify(toPlain(mine)) === JSON.stringify(toPlain(other))) return mine;
+    const test = open.negated ? `not (${open.node.text})` : open.node.text;
+    return UNKNOWN(name, `set where ${oneLine(test, 60)}, which is not known statically`);
+  }
+
+  /** The value a name has where `b` is reached without running it: the binding before it, or unknown. */
+  private before(name: string, b: Binding & { kind: 'assign' }, at: Node): Value {
+    const prev = findBinding(this.file, name, b.statement);
+    if (!prev || prev.name.startIndex >= b.name.startIndex) return UNKNOWN(name, 'not bound on every path');
+    return this.fromBinding(name, prev, at);
   }
 
   /**

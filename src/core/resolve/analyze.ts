@@ -811,6 +811,17 @@ function detectedLayer(
         values.reduceDtype = asDType(mp.reduce_dtype);
         details.reduceDtype = atCall(mpCall);
       }
+      // A dtype the policy is given but the analysis cannot read: the default stands, and is said to.
+      for (const [key, flag] of [
+        ['param_dtype', 'param-dtype'],
+        ['reduce_dtype', 'reduce-dtype'],
+      ] as const) {
+        const text = mp.unresolved?.[key];
+        if (text)
+          notes.push(
+            `${atCall(mpCall)}: ${mp.kind}'s ${key}=${oneLine(text, 50)} is not known statically; the default stands (--${flag} D sets it)`,
+          );
+      }
     }
   } else if (calls.length && !calls.some((c) => c.unresolvedSplats.length)) {
     // Wrap calls without any mixed-precision policy gather and reduce in the parameters' own dtype.
