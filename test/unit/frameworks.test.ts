@@ -76,6 +76,28 @@ describe('Accelerate', () => {
     assert.equal(r.estimate.estimate.units.length, 35);
   });
 
+  it('a config without mixed_precision runs without it, as accelerate launch fills it; a legacy fp16: true is fp16', async () => {
+    const yaml = (extra: string[]) =>
+      [
+        'distributed_type: FSDP',
+        ...extra,
+        'num_processes: 8',
+        'fsdp_config:',
+        '  fsdp_version: 2',
+        '  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+        '# fsdp: model=meta-llama/Llama-3.2-1B',
+        '',
+      ].join('\n');
+    // accelerate/commands/config/config_args.py `from_yaml_file` leaves it None (fp16 for `fp16: true`), and
+    // commands/launch.py `_validate_launch_command` turns None into "no": gathers in the parameters' dtype.
+    const none = ok(await configAnalysis('accelerate/no-precision.yaml', yaml([])));
+    assert.equal(none.comms.gatherDtype, 'float32');
+    const detail = none.assumptions.find((x) => x.key === 'paramDtype')?.source;
+    assert.match(JSON.stringify(detail), /accelerate launch's default/);
+    const fp16 = ok(await configAnalysis('accelerate/legacy-fp16.yaml', yaml(['fp16: true'])));
+    assert.equal(fp16.comms.gatherDtype, 'float16');
+  });
+
   it('the FSDP1 trap: a strategy under fsdp_reshard_after_forward runs as FULL_SHARD', async () => {
     const yaml = [
       'distributed_type: FSDP',

@@ -368,6 +368,18 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
       'not used',
       { max: 1 << 16 },
     );
+  // A launch config without `mixed_precision`: `ClusterConfig.from_yaml_file` takes a legacy `fp16: true` as fp16,
+  // else None, which `accelerate launch` (`_validate_launch_command`) turns into "no".
+  const precision =
+    top('mixed_precision') ??
+    (doc.data.distributed_type === undefined
+      ? undefined
+      : doc.data.fp16 === true
+        ? { v: 'fp16', where: doc.where(['fp16']) }
+        : {
+            v: 'no',
+            where: `accelerate launch's default for a config without it (${doc.where(['distributed_type'])})`,
+          });
   const replicate = pc ? pget('dp_replicate_size') : undefined;
   const shard = pc ? pget('dp_shard_size') : undefined;
   const tp = pc ? pget('tp_size') : undefined;
@@ -382,7 +394,7 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
       return v === undefined ? undefined : { v, where: doc.where(['fsdp_config', key]) };
     },
     keys: () => Object.keys(fsdp),
-    ...(top('mixed_precision') ? { mixedPrecision: top('mixed_precision')! } : {}),
+    ...(precision ? { mixedPrecision: precision } : {}),
     ...(top('num_processes') ? { numProcesses: top('num_processes')! } : {}),
     ...(top('num_machines') ? { numMachines: top('num_machines')! } : {}),
     ...(pc
