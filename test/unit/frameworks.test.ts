@@ -473,6 +473,60 @@ describe('Transformers and TRL', () => {
     }
   });
 
+  it('a command line with --fsdp_config FILE reads the file, from the script folder or the project root', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hfcfg-'));
+    fs.mkdirSync(path.join(dir, 'scripts'));
+    fs.mkdirSync(path.join(dir, 'configs'));
+    fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==4.46.0\n');
+    // Transformers 4's fsdp_config keys, some with the fsdp_ prefix (TrainingArguments strips it).
+    fs.writeFileSync(
+      path.join(dir, 'configs', 'fsdp.json'),
+      JSON.stringify({
+        fsdp_transformer_layer_cls_to_wrap: ['LlamaDecoderLayer'],
+        activation_checkpointing: true,
+      }),
+    );
+    const sh = [
+      'torchrun --nproc_per_node 4 train.py \\',
+      '  --model_name_or_path meta-llama/Llama-3.2-1B \\',
+      '  --fsdp "full_shard auto_wrap" \\',
+      '  --fsdp_config configs/fsdp.json \\',
+      '  --per_device_train_batch_size 2',
+      '',
+    ].join('\n');
+    fs.writeFileSync(path.join(dir, 'scripts', 'run.sh'), sh);
+    const project = new Project([dir], await grammar(), diskFS);
+    const opts = { lint: DEFAULT_LINT_OPTIONS, estimate: { project } };
+    const e = ok(analyzeConfigText(path.join(dir, 'scripts', 'run.sh'), sh, opts));
+    // FSDP1 (4.46 pinned) with the file's layer class: 16 LlamaDecoderLayer units of Llama 3.2 1B and the root;
+    // the file's activation_checkpointing on; 4 GPUs from torchrun.
+    assert.equal(e.plan.api, 'fsdp1');
+    assert.equal(e.units.length, 17);
+    assert.equal(e.setup.checkpointing, 'full');
+    assert.equal(e.mesh.worldSize, 4);
+    const ac = e.assumptions.find((x) => x.key === 'checkpointing');
+    assert.match(JSON.stringify(ac?.source), /fsdp\.json/);
+    // A file that is not there: said, and Transformers' defaults kept (FSDP1 without a layer class wraps the
+    // model's _no_split_modules under auto_wrap).
+    const missing = sh.replace('configs/fsdp.json', 'configs/none.json');
+    const m = ok(analyzeConfigText(path.join(dir, 'scripts', 'run.sh'), missing, opts));
+    assert.match(m.plan.notes.join('\n'), /--fsdp_config configs\/none\.json .* is not found or not read/);
+    assert.equal(m.setup.checkpointing, 'none');
+  });
+
+  it("Transformers 4's deprecated --fsdp_transformer_layer_cls_to_wrap joins the fsdp_config's classes", async () => {
+    const [c] = launchCommands(
+      'run.sh',
+      'python train.py --fsdp "full_shard auto_wrap" --fsdp_transformer_layer_cls_to_wrap LlamaDecoderLayer --fsdp_min_num_params 0\n',
+    );
+    // TrainingArguments.__post_init__ appends it to transformer_layer_cls_to_wrap; 5's parser refuses the flag.
+    assert.match(
+      c!.plan.notes[0]!,
+      /Transformers 4 \(fsdp_transformer_layer_cls_to_wrap, which 5 refuses\): FSDP1/,
+    );
+    assert.deepEqual(c!.plan.wrap, { kind: 'policy', classes: ['LlamaDecoderLayer'] });
+  });
+
   it('the command-line form of Transformers 4 in a shell script', async () => {
     const a = await configAnalysis('accelerate/hf_cli.sh');
     const e = ok(a);

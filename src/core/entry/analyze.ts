@@ -192,7 +192,12 @@ export function analyzeConfigText(
       const root = project?.roots[0];
       const versions =
         project && root ? project.memo(`versions:${root}`, () => pinnedVersions(project.fs, root)) : {};
-      const cmd = launchCommands(file, text, versions)[0];
+      const cmd = launchCommands(
+        file,
+        text,
+        versions,
+        project ? { readFile: (abs) => project.fs.readFile(abs), roots: project.roots } : undefined,
+      )[0];
       reading = cmd ? { kind: 'plan', plan: cmd.plan } : { kind: 'none' };
       if (cmd?.model)
         scriptModel = {

@@ -6,8 +6,9 @@ import * as path from 'node:path';
 import { flags, pythonScriptOf, tokens } from '../parsing/commandLine';
 import { launchFlagSettings, acceleratePlan } from './accelerate';
 import type { VersionPin } from '../vocabulary/versions';
-import { posInt } from './configDoc';
-import { trainingArgumentValues } from './transformers';
+import { posInt, readConfigText } from './configDoc';
+import { trainingArgumentsPlan } from './transformers';
+import type { FrameworkCallFact } from '../analysis/facts';
 import type { PlainValue } from '../python/plain';
 import type { FrameworkPlan } from './types';
 
@@ -35,6 +36,8 @@ export function launchCommands(
   file: string,
   text: string,
   versions: { accelerate?: VersionPin; transformers?: VersionPin } = {},
+  /** The project's files, for the configuration files a command names (`--fsdp_config fsdp.json`). */
+  reader?: { readFile(abs: string): string | undefined; roots: readonly string[] },
 ): LaunchCommand[] {
   const out: LaunchCommand[] = [];
   const lines = text.split('\n');
@@ -59,68 +62,43 @@ export function launchCommands(
     const fsdpWords = strip(hf.get('--fsdp'));
     let plan: FrameworkPlan | undefined;
     if (fsdpWords !== undefined) {
-      const words = fsdpWords.split(/\s+/);
-      const strategy = words.find((w) => /shard/.test(w));
-      // --fsdp_transformer_layer_cls_to_wrap is refused by Transformers 5's argument parser: the command is 4.x's.
-      const clsFlag = hf.has('--fsdp_transformer_layer_cls_to_wrap');
-      const v5 = versions.transformers ? !/^4\./.test(versions.transformers.version) : !clsFlag;
-      const settings: Record<string, { v: unknown; where: string }> = {};
-      const where = `--fsdp at ${name}:${start + 1}`;
-      settings.fsdp_version = { v: v5 ? 2 : 1, where };
-      if (strategy && !v5) settings.fsdp_sharding_strategy = { v: strategy.toUpperCase(), where };
-      if (strategy && v5) settings.fsdp_reshard_after_forward = { v: strategy !== 'shard_grad_op', where };
-      settings.fsdp_auto_wrap_policy = {
-        v: v5 || words.includes('auto_wrap') ? 'TRANSFORMER_BASED_WRAP' : 'NO_WRAP',
-        where,
-      };
-      if (words.includes('offload')) settings.fsdp_offload_params = { v: true, where };
-      const cls = strip(hf.get('--fsdp_transformer_layer_cls_to_wrap'));
-      if (cls)
-        settings.fsdp_transformer_layer_cls_to_wrap = {
-          v: cls,
-          where: `--fsdp_transformer_layer_cls_to_wrap at ${name}:${start + 1}`,
-        };
+      // The script's TrainingArguments as HfArgumentParser reads them from its flags, through the one reading of
+      // TrainingArguments (FSDP and its fsdp_config file, precision, batch, accumulation, checkpointing, sequence,
+      // optimizer).
       const range = {
         start: { line: start, character: 0 },
         end: { line: start, character: lines[start]!.length },
       };
-      plan = acceleratePlan(
-        { file, range, rangeOf: () => range, get: (k) => settings[k] },
-        'Transformers',
-        versions.accelerate,
-      );
-      plan.notes.unshift(
-        versions.transformers
-          ? `Transformers ${versions.transformers.version} (${versions.transformers.where})`
-          : v5
-            ? 'Transformers 5 (not pinned in the workspace): FSDP2'
-            : 'Transformers 4 (--fsdp_transformer_layer_cls_to_wrap, which 5 refuses): FSDP1',
-      );
-      // The script's TrainingArguments as HfArgumentParser reads them from its flags, through the one reading of
-      // TrainingArguments (precision, batch, accumulation, checkpointing, sequence, optimizer).
-      const t = trainingArgumentValues(
-        {
-          kind: 'TrainingArguments',
-          callee: 'transformers.TrainingArguments',
-          line: start + 1,
-          range,
-          kwargs: hfArguments(afterScript),
-          kwargLines: {},
-        },
-        file,
-        true,
-      );
-      for (const [key, v] of Object.entries(t.values)) {
-        (plan.values as Record<string, unknown>)[key] = v;
-        const d = t.details[key as keyof typeof t.details];
-        if (d)
-          (plan.details as Record<string, string>)[key] = d.replace(/^(\w+)=True at --\w+ at /, '--$1 at ');
-      }
+      const call: FrameworkCallFact = {
+        kind: 'TrainingArguments',
+        callee: 'transformers.TrainingArguments',
+        line: start + 1,
+        range,
+        kwargs: hfArguments(afterScript),
+        kwargLines: {},
+      };
+      // A relative `--fsdp_config` path: from the launch script's folder, else from a project root (where
+      // launch scripts are usually run).
+      const readJson = (rel: string) => {
+        for (const dir of [path.dirname(file), ...(reader?.roots ?? [])]) {
+          const abs = path.resolve(dir, rel);
+          const text = reader?.readFile(abs);
+          if (text === undefined) continue;
+          const doc = readConfigText(abs, text);
+          return 'error' in doc ? undefined : { data: doc.data, doc };
+        }
+        return undefined;
+      };
+      plan = trainingArgumentsPlan(call, file, versions, readJson, true) ?? undefined;
+      if (plan && typeof call.kwargs.fsdp_config === 'string' && !readJson(call.kwargs.fsdp_config))
+        plan.notes.push(
+          `--fsdp_config ${call.kwargs.fsdp_config} at ${name}:${start + 1} is not found or not read: its settings are left at Transformers' defaults`,
+        );
       // torchrun's processes: the world size the Trainer runs on.
       const launcher = flags(script ? cmd.slice(0, cmd.indexOf(script)) : cmd);
       const nproc = posInt(strip(launcher.get('--nproc_per_node') ?? launcher.get('--nproc-per-node')));
       const nnodes = posInt(strip(launcher.get('--nnodes'))) ?? 1;
-      if (nproc) {
+      if (plan && nproc) {
         plan.values.gpusPerNode = nproc;
         plan.values.worldSize = nproc * nnodes;
         plan.details.gpusPerNode = plan.details.worldSize = `--nproc_per_node at ${name}:${start + 1}`;

@@ -51,6 +51,8 @@ interface TrainerArgs {
   fsdpConfig: Record<string, unknown>;
   configWhere: (key: string) => string;
   configRange: (key: string) => Range;
+  /** Where `fsdp` is given (`fsdp= at train.py:12`, `--fsdp at run.sh:3`). */
+  fsdpWhere?: string;
 }
 
 /**
@@ -90,7 +92,7 @@ function trainerArgsPlan(
     if (v !== undefined) settings[key] = { v, where };
   };
   put('fsdp_version', version, a.configWhere('version'));
-  const fsdpWhere = `fsdp= at ${file.split(/[\\/]/).pop()}:${range.start.line + 1}`;
+  const fsdpWhere = a.fsdpWhere ?? `fsdp= at ${file.split(/[\\/]/).pop()}:${range.start.line + 1}`;
   if (version === 1) {
     // Transformers 4 exports the strategy word as FSDP_SHARDING_STRATEGY; 5 passes it as reshard_after_forward,
     // which Accelerate's FSDP1 path does not use for the strategy.
@@ -156,7 +158,7 @@ function trainerArgsPlan(
     versions.accelerate,
   );
   plan.notes.unshift(
-    `${framework === 'TRL' ? 'TRL on ' : ''}Transformers ${versions.transformers ? versions.transformers.version : '5 (not pinned in the workspace)'}: ` +
+    `${framework === 'TRL' ? 'TRL on ' : ''}Transformers ${versions.transformers ? `${versions.transformers.version} (${versions.transformers.where})` : '5 (not pinned in the workspace)'}: ` +
       `FSDP${version === 2 ? '2' : '1'}${version === 1 && !autoWrap ? ' without auto_wrap: the whole model is one unit' : ''}`,
   );
   const limit = bool(cfg.limit_all_gathers);
@@ -191,6 +193,8 @@ export function trainingArgumentsPlan(
   file: string,
   versions: { transformers?: VersionPin; accelerate?: VersionPin },
   readJson?: (relPath: string) => { data: Record<string, unknown>; doc?: ConfigDoc } | undefined,
+  /** Read from the script's command line (`--fsdp "full_shard auto_wrap" --fsdp_config fsdp.json`). */
+  commandLine = false,
 ): FrameworkPlan | null {
   const k = call.kwargs;
   const fsdp = k.fsdp;
@@ -205,7 +209,10 @@ export function trainingArgumentsPlan(
   const name = file.split(/[\\/]/).pop() ?? file;
   const line = (key: string) => call.kwargLines[key] ?? call.line;
   let fsdpConfig: Record<string, unknown> = plainRecord(k.fsdp_config);
-  let configWhere = (_key: string) => `fsdp_config= at ${name}:${line('fsdp_config')}`;
+  let configWhere = (_key: string) =>
+    commandLine
+      ? `--fsdp_config at ${name}:${line('fsdp_config')}`
+      : `fsdp_config= at ${name}:${line('fsdp_config')}`;
   let configRange = (_key: string): Range => ({
     start: { line: line('fsdp_config') - 1, character: 0 },
     end: { line: line('fsdp_config') - 1, character: 0 },
@@ -221,15 +228,48 @@ export function trainingArgumentsPlan(
       }
     }
   }
+  const at = (key: string) =>
+    commandLine ? `--${key} at ${name}:${line(key)}` : `${key}= at ${name}:${line(key)}`;
+  // Transformers 4's deprecated arguments join fsdp_config (`TrainingArguments.__post_init__`): the layer class is
+  // appended to `transformer_layer_cls_to_wrap`, `min_num_params` is the larger of the two. Transformers 5's
+  // parser refuses them, so a job that passes one runs 4.
+  const flagClass = str(k.fsdp_transformer_layer_cls_to_wrap);
+  const flagMin = num(k.fsdp_min_num_params);
+  if (!versions.transformers && (flagClass || flagMin !== undefined))
+    versions = {
+      ...versions,
+      transformers: {
+        version: '4',
+        where: `${flagClass ? 'fsdp_transformer_layer_cls_to_wrap' : 'fsdp_min_num_params'}, which 5 refuses`,
+      },
+    };
+  const merged = { ...fsdpConfig };
+  const own = (key: string) => (merged[key] !== undefined ? key : `fsdp_${key}`);
+  const given = new Set<string>();
+  if (flagClass) {
+    const listed = strList(merged[own('transformer_layer_cls_to_wrap')]) ?? [];
+    merged[own('transformer_layer_cls_to_wrap')] = [...listed, flagClass];
+    given.add('transformer_layer_cls_to_wrap');
+  }
+  if (flagMin !== undefined && flagMin > (num(merged[own('min_num_params')]) ?? 0)) {
+    merged[own('min_num_params')] = flagMin;
+    given.add('min_num_params');
+  }
   const framework = /^trl\b/.test(call.callee) || /Config$/.test(call.callee) ? 'TRL' : 'Transformers';
   const plan = trainerArgsPlan(
-    { fsdp, fsdpConfig, configWhere, configRange },
+    {
+      fsdp,
+      fsdpConfig: merged,
+      configWhere: (key) => (given.has(key) ? at(`fsdp_${key}`) : configWhere(key)),
+      configRange,
+      fsdpWhere: commandLine ? at('fsdp') : `fsdp= at ${name}:${line('fsdp')}`,
+    },
     framework,
     file,
     call.range,
     versions,
   );
-  const t = trainingArgumentValues(call, file);
+  const t = trainingArgumentValues(call, file, commandLine);
   Object.assign(plan.values, t.values);
   Object.assign(plan.details, t.details);
   return plan;
@@ -264,7 +304,9 @@ export function trainingArgumentValues(
       details.masterDtype =
         k.bf16 === undefined && bf16
           ? `SFTConfig's default bf16=True (${name}:${call.line})`
-          : `${bf16 ? 'bf16' : 'fp16'}=True at ${at(bf16 ? 'bf16' : 'fp16')}`;
+          : commandLine
+            ? at(bf16 ? 'bf16' : 'fp16')
+            : `${bf16 ? 'bf16' : 'fp16'}=True at ${at(bf16 ? 'bf16' : 'fp16')}`;
   } else if (k.bf16 === false || k.fp16 === false || (k.bf16 === undefined && k.fp16 === undefined)) {
     values.paramDtype = values.reduceDtype = null;
     details.paramDtype = details.reduceDtype = `no bf16/fp16 at ${name}:${call.line}`;
