@@ -514,6 +514,22 @@ describe('Transformers and TRL', () => {
     assert.equal(m.setup.checkpointing, 'none');
   });
 
+  it('accelerate launch with --multi_gpu beside --use_fsdp: refused by the launcher (FSDP016)', () => {
+    // accelerate/commands/launch.py _validate_launch_command raises for more than one of these flags.
+    const [bad] = launchCommands(
+      'run.sh',
+      'accelerate launch --multi_gpu --use_fsdp --num_processes 8 train.py\n',
+    );
+    assert.equal(bad!.plan.traps.length, 1);
+    assert.match(bad!.plan.traps[0]!.message, /raises ValueError before the job starts/);
+    const [good] = launchCommands(
+      'run.sh',
+      'accelerate launch --use_fsdp --num_processes 8 train.py --multi_gpu\n',
+    );
+    // A --multi_gpu after the script is the script's own argument.
+    assert.equal(good!.plan.traps.length, 0);
+  });
+
   it("Transformers 4's deprecated --fsdp_transformer_layer_cls_to_wrap joins the fsdp_config's classes", async () => {
     const [c] = launchCommands(
       'run.sh',

@@ -114,6 +114,19 @@ export function launchCommands(
       for (const [k, v] of flags(before))
         launchFlags[k.replace(/^--/, '')] = { v: strip(v) ?? v, line: start };
       plan = acceleratePlan(launchFlagSettings(launchFlags, file), 'Accelerate', versions.accelerate);
+      // accelerate/commands/launch.py `_validate_launch_command`: one of --cpu, --multi_gpu, --tpu,
+      // --use_deepspeed, --use_fsdp at a time, or it raises before the job starts.
+      const words = new Set(tokens(before).map((t) => t.replace(/=.*$/, '')));
+      const others = ['--multi_gpu', '--cpu', '--tpu', '--use_deepspeed'].filter((w) => words.has(w));
+      if (words.has('--use_fsdp') && others.length)
+        plan.traps.push({
+          rule: 'FSDP016',
+          range: {
+            start: { line: start, character: 0 },
+            end: { line: start, character: lines[start]!.length },
+          },
+          message: `accelerate launch takes one of --cpu, --multi_gpu, --tpu, --use_deepspeed and --use_fsdp: with ${others.join(' and ')} beside --use_fsdp it raises ValueError before the job starts. Drop ${others.join(' and ')}: --use_fsdp already runs one process per GPU.`,
+        });
     }
     if (!plan) return;
     const configFile = strip(opts.get('--config_file'));

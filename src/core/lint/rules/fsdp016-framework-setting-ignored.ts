@@ -14,7 +14,9 @@ for \`fsdp="shard_grad_op"\` with \`fsdp_config={"version": 1}\`) is never appli
 another all-gather per unit in backward and less memory than planned. Under FSDP2 the same key must be true or
 false, and Accelerate raises on a strategy name. Under FSDP2, \`fsdp_forward_prefetch: true\` in a config (or
 Transformers' \`fsdp_config\`) is ignored: the plugin reads it from the environment only under FSDP1, so no unit
-is gathered ahead in forward; FSDP2 prefetches with \`set_modules_to_forward_prefetch\` in code.`,
+is gathered ahead in forward; FSDP2 prefetches with \`set_modules_to_forward_prefetch\` in code. On a launch line,
+\`accelerate launch --multi_gpu --use_fsdp\` is refused: the launcher takes one of \`--multi_gpu\`, \`--use_fsdp\`,
+\`--use_deepspeed\`, \`--cpu\` and \`--tpu\`, and raises before the job starts.`,
   example: {
     bad: `distributed_type: FSDP
 fsdp_config:
