@@ -763,6 +763,34 @@ describe('torchtune', () => {
     }
   });
 
+  it("the config's own launch comment: its --nproc_per_node, and single-device recipes said to use no FSDP", async () => {
+    const body = read('torchtune/8B_full.yaml')
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .join('\n');
+    const distributed = [
+      '# To launch on 2 devices, run the following command from root:',
+      '#   tune run --nproc_per_node 2 full_finetune_distributed --config llama3_1/8B_full',
+      body,
+    ].join('\n');
+    const e = ok(await configAnalysis('torchtune/8B_full.yaml', distributed));
+    // Below a launch file (the test above): here nothing else says, so the comment's 2 GPUs stand, and are named.
+    assert.equal(e.mesh.worldSize, 2);
+    assert.match(
+      JSON.stringify(e.assumptions.find((x) => x.key === 'worldSize')?.source),
+      /launch comment \(8B_full\.yaml:2\)/,
+    );
+    // full_finetune_single_device trains on one GPU with no FSDP (torchtune's recipes/full_finetune_single_device.py).
+    const single = [
+      '#   tune run full_finetune_single_device --config llama3_1/8B_full_single_device',
+      body,
+    ].join('\n');
+    const a = await configAnalysis('torchtune/8B_full_single_device.yaml', single);
+    assert.equal(a.estimate, undefined);
+    assert.equal(a.reading?.kind, 'problem');
+    assert.match(JSON.stringify(a.reading), /trains on one GPU without FSDP/);
+  });
+
   it('a LoRA recipe: rank-8 adapters on q_proj and v_proj of every layer', async () => {
     const yaml = read('torchtune/8B_full.yaml')
       .replace(

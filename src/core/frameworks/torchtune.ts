@@ -30,6 +30,14 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   const component = str(at(d, ['model', '_component_']))!;
   const file = doc.file;
   const range = doc.rangeOf(['model']);
+  const launch = launchComment(doc);
+  if (launch && /_single_device$/.test(launch.recipe))
+    return {
+      framework: 'torchtune',
+      file,
+      range: launch.range,
+      message: `this config is launched with ${launch.recipe} (${launch.where}), which trains on one GPU without FSDP; fsdp-lens estimates FSDP jobs, which torchtune runs with its *_distributed recipes and their configs`,
+    };
   const builder = component.split('.').pop()!;
   const lora = /^(q)?lora_/.exec(builder);
   const base = builder.replace(/^q?lora_/, '');
@@ -66,6 +74,16 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   const shardDim = at(d, ['data_parallel_shard_dim']) === -1 ? undefined : count(['data_parallel_shard_dim']);
   const replicateDim = count(['data_parallel_replicate_dim'], 'the default 1 used') ?? 1;
   if (shardDim) set('worldSize', shardDim * replicateDim, ['data_parallel_shard_dim']);
+  // The config's own launch line (`tune run --nproc_per_node 8 lora_finetune_distributed --config ...`): one node
+  // of that many processes, unless the job is launched otherwise (a launch file, a flag, a setting).
+  const hint = launch ? `--nproc_per_node in the config's launch comment (${launch.where})` : '';
+  const suggested: FrameworkPlan['suggested'] =
+    launch?.nproc && !shardDim
+      ? {
+          values: { worldSize: launch.nproc, gpusPerNode: launch.nproc },
+          details: { worldSize: hint, gpusPerNode: hint },
+        }
+      : undefined;
   if (replicateDim > 1) set('replicas', replicateDim, ['data_parallel_replicate_dim']);
   const tp = count(['tensor_parallel_dim'], 'the default 1 used') ?? 1;
   const unmodelled = tp > 1 ? [`tensor parallelism (degree ${tp})`] : [];
@@ -115,6 +133,46 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     ...(fineTune ? { fineTune } : {}),
     notes,
     ...(unmodelled.length ? { unmodelled } : {}),
+    ...(suggested ? { suggested } : {}),
     traps: [],
+  };
+}
+
+/**
+ * The `tune run [--nproc_per_node N] RECIPE --config NAME` line of a config's header comments that launches this
+ * config (its `--config` naming the file), else the first such line.
+ */
+function launchComment(
+  doc: ConfigDoc,
+): { recipe: string; nproc?: number; where: string; range: FrameworkPlan['range'] } | undefined {
+  const own = doc.file
+    .split(/[\\/]/)
+    .pop()!
+    .replace(/\.ya?ml$/, '');
+  const found: { recipe: string; nproc?: number; line: number; mine: boolean }[] = [];
+  const lines = doc.text.split('\n');
+  for (let i = 0; i < lines.length && i < 400 && found.length < 16; i++) {
+    const m =
+      /^\s*#.*?\btune\s+run\s+(?:--nproc_per_node[ =](\d+)\s+)?([A-Za-z_][\w]*)(?:\s+--config\s+(\S+))?/.exec(
+        lines[i]!,
+      );
+    if (!m) continue;
+    const config = m[3]
+      ?.split('/')
+      .pop()
+      ?.replace(/\.ya?ml$/, '');
+    found.push({ recipe: m[2]!, ...(m[1] ? { nproc: Number(m[1]) } : {}), line: i, mine: config === own });
+  }
+  const pick = found.find((f) => f.mine) ?? found[0];
+  if (!pick) return undefined;
+  const name = doc.file.split(/[\\/]/).pop();
+  return {
+    recipe: pick.recipe,
+    ...(pick.nproc && pick.nproc > 0 && pick.nproc <= 1024 ? { nproc: pick.nproc } : {}),
+    where: `${name}:${pick.line + 1}`,
+    range: {
+      start: { line: pick.line, character: 0 },
+      end: { line: pick.line, character: lines[pick.line]!.length },
+    },
   };
 }

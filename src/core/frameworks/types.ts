@@ -83,6 +83,11 @@ export interface FrameworkPlan {
   unmodelled?: string[];
   /** Mistakes the configuration makes (lint findings of the config file). */
   traps: FrameworkTrap[];
+  /**
+   * Values the configuration suggests without setting them (the launch line in its comments), below every other
+   * source but the defaults.
+   */
+  suggested?: { values: SetupValues; details: Partial<Record<keyof SetupValues, string>> };
 }
 
 export interface FrameworkTrap {

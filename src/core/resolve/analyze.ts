@@ -304,6 +304,7 @@ function estimateFacts(
   if (pyproject) layers.push(pyproject.layer);
   if (launch) layers.push(launch.layer);
   if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
+  if (fw?.suggested) layers.push({ source: { kind: 'config' }, ...fw.suggested });
   const fineTuneNotes: string[] = [];
   const ft = opts.flags?.fineTune
     ? { ft: opts.flags.fineTune, source: { kind: 'flag' } as Source }
