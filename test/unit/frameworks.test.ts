@@ -553,6 +553,37 @@ describe('Transformers and TRL', () => {
   });
 });
 
+describe('axolotl', () => {
+  it('a QLoRA config: FSDP1 through the Trainer, PEFT policy units, its batch, sequence and checkpointing', async () => {
+    const a = await configAnalysis('axolotl/qlora-fsdp1.yaml');
+    const e = ok(a);
+    // axolotl passes fsdp and fsdp_config to TrainingArguments (its trainer builder) and pins FSDP1 when
+    // fsdp_version is unset (check_fsdp_version_in_fsdp_config); the Trainer puts a LoRA model under PEFT's
+    // policy: each LoRA matrix a unit (16 layers x 7 linear x 2 matrices), the 16 decoder layers, the root.
+    assert.equal(e.plan.api, 'fsdp1');
+    assert.equal(e.units.length, 16 * 7 * 2 + 16 + 1);
+    assert.equal(e.model.params > P1B, true);
+    assert.equal(e.setup.microBatch, 2);
+    assert.equal(e.setup.gradAccum, 4);
+    assert.equal(e.setup.seqLen, 2048);
+    assert.equal(e.setup.checkpointing, 'full');
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    assert.match(e.plan.notes.join('\n'), /axolotl's default, fsdp_version 1/);
+    // NousResearch's copy of Llama 3.2 1B is read with Meta's architecture.
+    assert.match(e.model.name, /NousResearch\/Llama-3\.2-1B/);
+  });
+
+  it('an FSDP2 config with unprefixed keys: offload and checkpointing read, tensor parallelism leaves the fit undecided', async () => {
+    const e = ok(await configAnalysis('axolotl/full-fsdp2.yaml'));
+    assert.equal(e.plan.api, 'fsdp2');
+    assert.equal(e.units.length, 33);
+    assert.equal(e.setup.checkpointing, 'full');
+    assert.ok(e.units.every((u) => u.offload));
+    assert.match(JSON.stringify(e.unmodelled), /tensor parallelism \(tensor_parallel_size: 2/);
+    assert.equal(e.targetFit.verdict, 'undecided');
+  });
+});
+
 describe('Lightning', () => {
   it('FSDPStrategy with a block policy, bf16-mixed, 2 nodes of 8 and 4 accumulated batches', async () => {
     const text = read('lightning/train_lightning.py');

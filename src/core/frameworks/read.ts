@@ -5,6 +5,7 @@
 import { fault } from '../vocabulary/faults';
 import type { FrameworkName } from './types';
 import { accelerateConfigPlan, isAccelerate } from './accelerate';
+import { axolotlPlan, isAxolotl } from './axolotl';
 import type { VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
 import { deepspeedPlan, isDeepSpeed } from './deepspeed';
@@ -57,6 +58,7 @@ export function readFrameworkConfig(
     (d: ConfigDoc) => boolean,
     (d: ConfigDoc) => FrameworkPlan | FrameworkProblem | null,
   ][] = [
+    ['axolotl', isAxolotl, (d) => axolotlPlan(d, versions)],
     ['Accelerate', isAccelerate, (d) => accelerateConfigPlan(d, versions.accelerate)],
     ['torchtune', isTorchtune, torchtunePlan],
     ['torchtitan', isTorchtitan, torchtitanPlan],

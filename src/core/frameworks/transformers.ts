@@ -195,6 +195,8 @@ export function trainingArgumentsPlan(
   readJson?: (relPath: string) => { data: Record<string, unknown>; doc?: ConfigDoc } | undefined,
   /** Read from the script's command line (`--fsdp "full_shard auto_wrap" --fsdp_config fsdp.json`). */
   commandLine = false,
+  /** Where each `fsdp_config` key is written, when the config is a section of a file (axolotl's YAML). */
+  configAt?: { where: (key: string) => string; range: (key: string) => Range },
 ): FrameworkPlan | null {
   const k = call.kwargs;
   const fsdp = k.fsdp;
@@ -217,6 +219,10 @@ export function trainingArgumentsPlan(
     start: { line: line('fsdp_config') - 1, character: 0 },
     end: { line: line('fsdp_config') - 1, character: 0 },
   });
+  if (configAt) {
+    configWhere = configAt.where;
+    configRange = configAt.range;
+  }
   if (typeof k.fsdp_config === 'string' && readJson) {
     const read = readJson(k.fsdp_config);
     if (read) {

@@ -18,7 +18,8 @@ export type FrameworkName =
   | 'Lightning Fabric'
   | 'torchtune'
   | 'torchtitan'
-  | 'DeepSpeed';
+  | 'DeepSpeed'
+  | 'axolotl';
 
 /**
  * Which modules a framework makes FSDP units of, in the order it wraps them (the root last, always).
@@ -83,6 +84,8 @@ export interface FrameworkPlan {
   unmodelled?: string[];
   /** Mistakes the configuration makes (lint findings of the config file). */
   traps: FrameworkTrap[];
+  /** Trained through Transformers' Trainer (axolotl), which puts a LoRA model under PEFT's wrap policy. */
+  throughTrainer?: boolean;
   /**
    * Values the configuration suggests without setting them (the launch line in its comments), below every other
    * source but the defaults.

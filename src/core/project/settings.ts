@@ -123,6 +123,7 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
   // node runs 8), taken only without a GPU count.
   let gpus: number | undefined;
   let tasks: number | undefined;
+  let perTask: number | undefined;
   // Whether the file runs a program at all (`srun ...`, `python ...`, `$CMD`): an environment-setup batch job
   // (`conda create`, `pip install`) launches no training.
   let runs = false;
@@ -150,8 +151,8 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
       const nodes = num(opts.get('--nodes') ?? opts.get('-N'));
       gpus = num(opts.get('--gpus-per-node') ?? gres(opts.get('--gres'))) ?? gpus;
       tasks = num(opts.get('--ntasks-per-node')) ?? tasks;
+      perTask = num(opts.get('--gpus-per-task')) ?? perTask;
       if (nodes) sbatch.nnodes = nodes;
-      if (gpus ?? tasks) sbatch.gpusPerNode = (gpus ?? tasks)!;
       return;
     }
     if (
@@ -181,7 +182,14 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     });
     joined = '';
     const tune = /\btune\s+run\b/.test(cmd);
-    if (!tune && !/\btorchrun\b|torch\.distributed\.(run|launch)\b|\baccelerate\s+launch\b/.test(cmd)) return;
+    // `axolotl train CONFIG [--launcher torchrun -- TORCHRUN_OPTIONS]`: axolotl launches CONFIG's job.
+    const axolotl = /\baxolotl\s+train\s+(["']?)([^\s"']+\.ya?ml)\1/.exec(cmd)?.[2];
+    if (
+      !tune &&
+      !axolotl &&
+      !/\btorchrun\b|torch\.distributed\.(run|launch)\b|\baccelerate\s+launch\b/.test(cmd)
+    )
+      return;
     const opts = flags(cmd);
     const nnodes = num(opts.get('--nnodes') ?? opts.get('--num_machines'));
     // `accelerate launch --num_processes` counts every process of every machine; torchrun's is per node.
@@ -195,12 +203,14 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     const program = cmd.replace(/^.*?(torchrun|launch|torch\.distributed\.run)\b/, '');
     // `torchrun -m pkg.train`: the module's file, `train.py`.
     const module = /(?:^|\s)-m\s+([\w.]+)/.exec(program)?.[1];
-    const pyScript = tune ? null : pythonScriptOf(program);
-    const script = tune
-      ? tuneConfig
-        ? `${tuneConfig}${/\.ya?ml$/.test(tuneConfig) ? '' : '.yaml'}`
-        : null
-      : (pyScript ?? (module ? `${module.slice(module.lastIndexOf('.') + 1)}.py` : null));
+    const pyScript = tune || axolotl ? null : pythonScriptOf(program);
+    const script = axolotl
+      ? axolotl
+      : tune
+        ? tuneConfig
+          ? `${tuneConfig}${/\.ya?ml$/.test(tuneConfig) ? '' : '.yaml'}`
+          : null
+        : (pyScript ?? (module ? `${module.slice(module.lastIndexOf('.') + 1)}.py` : null));
     const args = pyScript || module ? programArgs(program, (pyScript ?? module)!) : null;
     const shellDefaults = [
       ...[opts.get('--nproc_per_node') ?? opts.get('--nproc-per-node'), opts.get('--nnodes')]
@@ -212,7 +222,9 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
       file,
       line: start + 1,
       script: script ? path.basename(script) : null,
-      ...(!tune && (pyScript || module) ? { program: pyScript ?? `${module!.replace(/\./g, '/')}.py` } : {}),
+      ...(!tune && !axolotl && (pyScript || module)
+        ? { program: pyScript ?? `${module!.replace(/\./g, '/')}.py` }
+        : {}),
       ...(shellDefaults.length ? { shellDefaults } : {}),
       ...(nproc ? { nprocPerNode: nproc } : {}),
       ...(nnodes ? { nnodes } : {}),
@@ -221,6 +233,11 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
     });
     argDefaults.length = 0;
   });
+  // The GPUs of a node: `--gpus-per-node` / `--gres`, else `--gpus-per-task` x tasks. Tasks alone count processes:
+  // the GPUs of a lone `srun python train.py`, not of a torchrun-style launcher, which starts its own processes.
+  const perNode = gpus ?? (perTask ? perTask * (tasks ?? 1) : undefined);
+  if (perNode) sbatch.gpusPerNode = perNode;
+  else if (tasks && !out.length) sbatch.gpusPerNode = tasks;
   if (sbatch.nnodes || sbatch.gpusPerNode) {
     if (out.length)
       out.forEach((o) =>

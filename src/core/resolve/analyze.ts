@@ -506,7 +506,9 @@ function peftUnderTrainer(
   facts: FileFacts,
   ft: FineTune | undefined,
 ): FrameworkPlan | undefined {
-  const trainer = facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer');
+  const trainer =
+    fw.throughTrainer ||
+    facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer');
   if (
     !ft?.lora ||
     !trainer ||

@@ -100,6 +100,10 @@ export function listed(items: readonly string[]): string {
  */
 export function undecidedWhy(e: { unmodelled?: readonly string[]; gaps: readonly string[] }): string {
   return e.unmodelled?.length
-    ? `${listed(e.unmodelled)} ${e.unmodelled.length === 1 ? 'is' : 'are'} not modelled: the figures are FSDP's alone, with whole layers on each GPU`
+    ? `${listed(e.unmodelled)} ${e.unmodelled.length === 1 ? 'is' : 'are'} not modelled: ${
+        e.unmodelled.every((u) => /parallel/i.test(u))
+          ? "the figures are FSDP's alone, with whole layers on each GPU"
+          : 'the figures leave out what it changes'
+      }`
     : `${count(e.gaps.length, 'part')} of the model not counted`;
 }

@@ -1,0 +1,154 @@
+/**
+ * axolotl's YAML config as the FSDP job it runs: axolotl hands `fsdp` and `fsdp_config` to Transformers'
+ * `TrainingArguments` (`TrainerBuilderBase._set_base_training_args`) and pins the FSDP version itself, so the plan
+ * is the Trainer's, read through the one reading of TrainingArguments; the model, the adapter and the batch are
+ * axolotl's own keys.
+ */
+import type { FrameworkCallFact } from '../analysis/facts';
+import type { PlainValue } from '../python/plain';
+import type { VersionPin } from '../vocabulary/versions';
+import { bool, isRecord, posInt, str, strList, type ConfigDoc } from './configDoc';
+import { trainingArgumentsPlan } from './transformers';
+import type { FrameworkPlan, FrameworkProblem } from './types';
+
+/** An axolotl config: a `base_model` to fine-tune with FSDP settings, and none of another framework's keys. */
+export function isAxolotl(doc: ConfigDoc): boolean {
+  const d = doc.data;
+  return (
+    doc.format === 'yaml' &&
+    typeof d.base_model === 'string' &&
+    (d.fsdp !== undefined || d.fsdp_config !== undefined || d.fsdp_version !== undefined) &&
+    d.distributed_type === undefined &&
+    !isRecord(d.model)
+  );
+}
+
+/** axolotl's config keys and the TrainingArguments fields its trainer builder fills from them. */
+const ARGUMENTS: [string, string][] = [
+  ['micro_batch_size', 'per_device_train_batch_size'],
+  ['gradient_accumulation_steps', 'gradient_accumulation_steps'],
+  ['sequence_len', 'max_seq_length'],
+  ['gradient_checkpointing', 'gradient_checkpointing'],
+  ['optimizer', 'optim'],
+  ['fp16', 'fp16'],
+];
+
+export function axolotlPlan(
+  doc: ConfigDoc,
+  versions: { transformers?: VersionPin; accelerate?: VersionPin } = {},
+): FrameworkPlan | FrameworkProblem | null {
+  const d = doc.data;
+  const name = doc.file.split(/[\\/]/).pop() ?? doc.file;
+  const lineOf = (key: string) => doc.rangeOf([key]).start.line + 1;
+  // `fsdp_` prefixes dropped (`check_fsdp_config_kwargs_prefix`), the version pinned at the top level, 1 when
+  // unset (`check_fsdp_version_in_fsdp_config`, axolotl/utils/schemas/validation.py).
+  const raw = isRecord(d.fsdp_config) ? d.fsdp_config : {};
+  const config: Record<string, PlainValue> = {};
+  for (const [k, v] of Object.entries(raw))
+    config[k === 'fsdp_version' ? k : k.replace(/^fsdp_/, '')] = v as PlainValue;
+  const pinned = posInt(d.fsdp_version) ?? posInt(config.fsdp_version) ?? posInt(config.version);
+  const version = pinned ?? 1;
+  delete config.fsdp_version;
+  config.version = version;
+  // `setup_fsdp_envs` exports `offload_params` as FSDP_OFFLOAD_PARAMS, which Accelerate's plugin reads: the
+  // Trainer's own name for it is `cpu_offload`.
+  if (config.offload_params !== undefined) {
+    config.cpu_offload = config.offload_params;
+    delete config.offload_params;
+  }
+  const kwargs: Record<string, PlainValue> = {
+    // `training_args_kwargs["fsdp"] = cfg.fsdp if cfg.fsdp else True`.
+    fsdp: d.fsdp === undefined || d.fsdp === null || d.fsdp === false ? true : (d.fsdp as PlainValue),
+    fsdp_config: { dict: config },
+  };
+  const kwargLines: Record<string, number> = { fsdp: lineOf(d.fsdp !== undefined ? 'fsdp' : 'fsdp_config') };
+  kwargLines.fsdp_config = lineOf('fsdp_config');
+  for (const [key, arg] of ARGUMENTS)
+    if (d[key] !== undefined && d[key] !== null) {
+      kwargs[arg] = d[key] as PlainValue;
+      kwargLines[arg] = lineOf(key);
+    }
+  // `bf16: auto` is bf16 where the GPU supports it (axolotl's `normalize_config`); fsdp-lens's GPUs all do but
+  // the V100 and T4, which are not in its catalog.
+  const bf16 = d.bf16 === 'auto' || d.bf16 === true || bool(d.bf16) === true;
+  if (bf16) {
+    kwargs.bf16 = true;
+    kwargLines.bf16 = lineOf('bf16');
+  } else if (d.bf16 === false) kwargs.bf16 = false;
+  const call: FrameworkCallFact = {
+    kind: 'TrainingArguments',
+    callee: 'transformers.TrainingArguments',
+    line: lineOf('fsdp_config'),
+    range: doc.rangeOf([d.fsdp_config !== undefined ? 'fsdp_config' : 'fsdp']),
+    kwargs,
+    kwargLines,
+  };
+  // axolotl sets FSDP_VERSION itself (`setup_fsdp_envs`); the rest of the mapping is Transformers 5's, the
+  // release axolotl pins, unless the project pins another.
+  // axolotl pins Transformers 5.14.1 and Accelerate 1.13.0 (its pyproject.toml, July 2026).
+  const transformers = versions.transformers ?? { version: '5.14.1', where: 'the release axolotl pins' };
+  const accelerate = versions.accelerate ?? { version: '1.13.0', where: 'the release axolotl pins' };
+  // The section's own keys, with or without the `fsdp_` prefix as written.
+  const written = (key: string) => {
+    const k = key === 'cpu_offload' ? 'offload_params' : key;
+    return raw[k] !== undefined ? k : raw[`fsdp_${k}`] !== undefined ? `fsdp_${k}` : k;
+  };
+  const plan = trainingArgumentsPlan(call, doc.file, { transformers, accelerate }, undefined, false, {
+    where: (key) => doc.where(['fsdp_config', written(key)]),
+    range: (key) => doc.rangeOf(['fsdp_config', written(key)]),
+  });
+  if (!plan) return null;
+  plan.framework = 'axolotl';
+  plan.throughTrainer = true;
+  plan.notes[0] = `axolotl: FSDP${version} (${pinned ? 'its fsdp_version' : "axolotl's default, fsdp_version 1"}), through Transformers' Trainer`;
+  if (d.bf16 === 'auto') {
+    const where = `bf16: auto at ${name}:${lineOf('bf16')} (bf16 where the GPU supports it, as the catalog's do)`;
+    for (const key of ['paramDtype', 'reduceDtype', 'masterDtype'] as const)
+      if (plan.details[key]) plan.details[key] = where;
+  }
+  plan.model = {
+    id: d.base_model as string,
+    source: { kind: 'config', detail: `base_model at ${doc.where(['base_model'])}` },
+  };
+  // The adapter (`adapter: lora | qlora`, `lora_r`, `lora_target_modules` or `lora_target_linear`).
+  const adapter = str(d.adapter)?.toLowerCase();
+  if (adapter === 'lora' || adapter === 'qlora') {
+    const targets = bool(d.lora_target_linear) ? ['all-linear'] : (strList(d.lora_target_modules) ?? []);
+    const rank = posInt(d.lora_r) ?? 8;
+    if (!targets.length)
+      plan.notes.push(
+        `the adapter at ${doc.where(['adapter'])} names no lora_target_modules (and lora_target_linear is not set): PEFT's defaults for the architecture apply, which are not read; estimated without LoRA (--lora-rank R --lora-targets M estimates with it)`,
+      );
+    else {
+      plan.fineTune = {
+        lora: { rank, targets },
+        ...(adapter === 'qlora' || d.load_in_4bit === true
+          ? { baseDtype: 'nf4' as const, quantizer: 'bitsandbytes' as const }
+          : {}),
+      };
+      if (posInt(d.lora_r) === undefined) plan.notes.push("lora_r not set: rank 8, PEFT's default");
+    }
+  }
+  if (d.load_in_8bit === true)
+    plan.notes.push(
+      `load_in_8bit at ${doc.where(['load_in_8bit'])}: 8-bit base weights are not modelled; estimated in the load dtype`,
+    );
+  // A loss that never materialises the logits (Liger's fused linear cross-entropy, Apple's cut cross-entropy)
+  // needs far less than the b x s x V logits the estimate counts: no verdict rests on that count.
+  const unmodelled: string[] = [];
+  for (const [key, what] of [
+    ['liger_fused_linear_cross_entropy', "Liger's fused linear cross-entropy"],
+    ['cut_cross_entropy', 'cut cross-entropy'],
+  ] as const)
+    if (d[key] === true) unmodelled.push(`${what} (${key} at ${doc.where([key])})`);
+  for (const [key, what] of [
+    ['tensor_parallel_size', 'tensor parallelism'],
+    ['context_parallel_size', 'context parallelism'],
+    ['expert_parallel_size', 'expert parallelism'],
+  ] as const) {
+    const n = posInt(d[key]);
+    if (n && n > 1) unmodelled.push(`${what} (${key}: ${n} at ${doc.where([key])})`);
+  }
+  if (unmodelled.length) plan.unmodelled = [...(plan.unmodelled ?? []), ...unmodelled];
+  return plan;
+}
