@@ -179,23 +179,17 @@ export function holds(p: ModulePredicate, m: ModuleNode): boolean | null {
       const v = holds(p.of, m);
       return v === null ? null : !v;
     }
-    case 'and': {
-      let open = false;
-      for (const q of p.of) {
-        const v = holds(q, m);
-        if (v === false) return false;
-        if (v === null) open = true;
-      }
-      return open ? null : true;
-    }
+    case 'and':
     case 'or': {
+      // Kleene's logic: one operand equal to the deciding value decides; else an open one leaves it open.
+      const decides = p.is === 'or';
       let open = false;
       for (const q of p.of) {
         const v = holds(q, m);
-        if (v === true) return true;
+        if (v === decides) return decides;
         if (v === null) open = true;
       }
-      return open ? null : false;
+      return open ? null : !decides;
     }
     case 'if': {
       const t = holds(p.test, m);
