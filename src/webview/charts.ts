@@ -63,7 +63,7 @@ export const MEMORY_CATEGORIES: {
   { label: 'gathered parameters', fields: ['gathered', 'gatherBuffers'], color: 'purple' },
   { label: 'activations', fields: ['activations', 'working'], color: 'green' },
   { label: 'gradient buffers', fields: ['gradients'], color: 'orange' },
-  { label: 'logits', fields: ['logits'], color: 'yellow' },
+  { label: 'logits', fields: ['logits', 'heldOutput'], color: 'yellow' },
   { label: 'optimizer step', fields: ['optimizer'], color: 'red' },
 ];
 

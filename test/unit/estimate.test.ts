@@ -1138,6 +1138,108 @@ describe('the PyTorch version from the project', () => {
   });
 });
 
+describe("the loss from the project's Transformers release", () => {
+  // What a Transformers release keeps of the logits when the model computes its loss from `labels`
+  // (transformersLoss.ts): before 4.46 `LlamaForCausalLM.forward` upcasts and copies the shifted logits; 4.46 to
+  // 4.48 `ForCausalLMLoss` copies the shifted fp32 logits; from 4.49 the labels are padded instead.
+  async function lossFor(requirements: string, lossLine: string) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hfloss-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'requirements.txt'), requirements);
+      const text = [
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer)',
+        'fully_shard(model)',
+        'for batch in loader:',
+        `    ${lossLine}`,
+        '    loss.backward()',
+        '',
+      ].join('\n');
+      const file = path.join(dir, 'train.py');
+      fs.writeFileSync(file, text);
+      const project = new Project([dir], await grammar(), diskFS);
+      const r = estimateFile(await scanSource(text, file), { project });
+      project.dispose();
+      assert.ok(r.ok, r.ok ? '' : r.reason);
+      return { a: r.estimate.assumptions.find((x) => x.key === 'loss')!, notes: r.estimate.notes };
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const READS = 'loss = model(**batch).loss';
+
+  it('transformers 4.40 pinned and outputs.loss read: fp32 logits, with where it is pinned', async () => {
+    const { a } = await lossFor('transformers==4.40.2\n', READS);
+    assert.equal(a.value, 'fp32 logits from the model and a shifted copy (Transformers before 4.46)');
+    assert.equal(a.source.kind, 'detected');
+    assert.match(a.source.detail ?? '', /transformers 4\.40\.2 pinned at requirements\.txt:1/);
+  });
+
+  it('4.47: the shifted copy; 4.49: the default', async () => {
+    assert.match((await lossFor('transformers==4.47.1\n', READS)).a.value, /4\.46-4\.48/);
+    const { a } = await lossFor('transformers==4.49.0\n', READS);
+    assert.equal(a.source.kind, 'default');
+  });
+
+  it('a lower bound keeps the default and says which releases keep more', async () => {
+    const { a, notes } = await lossFor('transformers>=4.40\n', READS);
+    assert.equal(a.source.kind, 'default');
+    assert.ok(notes.some((n) => /allows transformers 4\.40 and later/.test(n)));
+  });
+
+  it("a loss the script computes itself is not Transformers': the pin does not apply", async () => {
+    const { a } = await lossFor(
+      'transformers==4.40.2\n',
+      'loss = torch.nn.functional.cross_entropy(model(**batch).logits.flatten(0, 1), batch["labels"].flatten())',
+    );
+    assert.equal(a.source.kind, 'default');
+  });
+});
+
+describe("how long a script keeps the model's output", () => {
+  const loop = (...body: string[]) => ['for batch in loader:', ...body.map((l) => `    ${l}`), ''].join('\n');
+  const heldIn = async (text: string) =>
+    (await scanSource(text, 'train.py')).training.find((t) => t.kind === 'model_loss')?.held;
+
+  it('bound in the loop and never released: until the next forward rebinds it', async () => {
+    assert.equal(
+      await heldIn(
+        loop('outputs = model(**batch)', 'loss = outputs.loss', 'loss.backward()', 'optimizer.step()'),
+      ),
+      'step',
+    );
+  });
+
+  it('released after backward (`outputs = None`, `del outputs`): through backward only', async () => {
+    for (const release of ['outputs = None', 'del outputs', 'del loss, outputs'])
+      assert.equal(
+        await heldIn(loop('outputs = model(**batch)', 'loss = outputs.loss', 'loss.backward()', release)),
+        'backward',
+        release,
+      );
+  });
+
+  it('released before backward, never bound, or backpropagated elsewhere: not kept', async () => {
+    assert.equal(
+      await heldIn(loop('outputs = model(**batch)', 'loss = outputs.loss', 'del outputs', 'loss.backward()')),
+      undefined,
+    );
+    assert.equal(await heldIn(loop('loss = model(**batch).loss', 'loss.backward()')), undefined);
+    // A helper that returns the loss: its local is freed when it returns, before the caller's backward.
+    assert.equal(
+      await heldIn(
+        ['def compute(model, batch):', '    outputs = model(**batch)', '    return outputs.loss', ''].join(
+          '\n',
+        ) + loop('loss = compute(model, batch)', 'loss.backward()'),
+      ),
+      undefined,
+    );
+  });
+});
+
 describe('GPUs by the names users type', () => {
   it('a whole model name wins over a longer name it begins: L4 is the L4, not the L40S', () => {
     assert.equal(findGpu('L4')?.id, 'l4-24gb');

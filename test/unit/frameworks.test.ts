@@ -731,6 +731,35 @@ describe('torchtune', () => {
     assert.equal(e.setup.checkpointing, 'full');
   });
 
+  it('the loss component: CEWithChunkedOutputLoss chunks, LinearCrossEntropyLoss gathers the head again', async () => {
+    // n = 2 x 4,096 tokens x 128,256 vocabulary = 1,050,673,152 logits, bf16.
+    const n = 2 * 4096 * 128_256;
+    const lossEvents = (e: ReturnType<typeof ok>) => e.timeline!.events.filter((ev) => ev.phase === 'loss');
+    const chunked = ok(await configAnalysis('torchtune/8B_full.yaml'));
+    assert.equal(chunked.setup.loss, 'chunked');
+    // The bf16 chunks (2n), every chunk's fp32 log-softmax (4n), the last chunk's fp32 copy (4n / 8).
+    assert.equal(lossEvents(chunked)[0]!.live.logits, 6 * n + n / 2);
+    const linearAnalysis = await configAnalysis(
+      'torchtune/linear.yaml',
+      read('torchtune/8B_full.yaml')
+        .replace('CEWithChunkedOutputLoss', 'LinearCrossEntropyLoss')
+        .replace('compile: False', 'compile: True'),
+    );
+    const linear = ok(linearAnalysis);
+    assert.equal(linear.setup.loss, 'linear-chunked');
+    // 4n + (2 + 4)·n / 8, plus the selected hidden states (2 B x 8,192 tokens x 4,096).
+    assert.equal(lossEvents(linear)[0]!.live.logits, 4 * n + (6 * n) / 8 + 2 * 8192 * 4096);
+    // `output` is a unit of its own (custom_sharded_layers), resharded after forward: gathered again for the loss,
+    // 128,256 x 4,096 x 2 B, beside the root (the final norm, kept).
+    const gathered = (e: ReturnType<typeof ok>) => lossEvents(e)[0]!.live.gathered;
+    assert.equal(gathered(linear) - gathered(chunked), 128_256 * 4096 * 2);
+    const notes = linearAnalysis.estimate?.ok ? linearAnalysis.estimate.framework!.notes : [];
+    assert.ok(
+      notes.some((x) => /compile: True .*torch\.compile is not modelled/.test(x)),
+      notes.join(' | '),
+    );
+  });
+
   it("torchtune's own llama3/8B_full builder and Qwen2.5: the shapes of their _model_builders.py", async () => {
     // llama3_8b: vocab 128,256, 32 layers, 32 heads, 8 KV heads, dim 4,096, FFN 14,336: Llama 3.1 8B's shapes
     // (only rope scaling and max_seq_len differ, which hold no parameters).

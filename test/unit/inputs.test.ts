@@ -122,6 +122,8 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     checkpointing: 'full',
     optimizer: 'sgd',
     optimizerImpl: 'fused',
+    loss: 'chunked',
+    keepsOutput: 'step',
     masterDtype: 'bf16',
     paramDtype: 'fp32',
     reduceDtype: 'fp32',

@@ -199,6 +199,7 @@ describe('timeline: a two-block model, by hand', () => {
         working: 0,
         gradients: 0,
         logits: 0,
+        heldOutput: 0,
         optimizer: 0,
         ...live,
       };
@@ -914,5 +915,92 @@ describe("the root's unsharded gradient grows as autograd produces it", () => {
       rootGrads('meta-llama/Llama-3.1-8B', 'backward final norm and head', fsdp1),
       2 * (2 * 128_256 * 4096 + 4096),
     );
+  });
+});
+
+describe('the loss implementation: what each keeps of the logits, by hand', () => {
+  // TINY at micro-batch 1 x 8 tokens: n = 8 x 100 = 800 logits, bf16 compute (e = 2 B), h = 64.
+  const n = 800;
+  const lossOf = (values: SetupValues, mutate?: (p: Plan) => Plan) =>
+    run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, ...values }, mutate).e.timeline!.events.filter(
+      (ev) => ev.phase === 'loss',
+    );
+  const logits = (values: SetupValues) => lossOf(values).map((ev) => ev.live.logits);
+  // Backward, unchunked: the fp32 log-softmax, its gradient and the gradient of its input (4 + 4 + 4 B).
+  const BACK = 12 * n;
+
+  it('Transformers 4.49 and later (the default): bf16 logits, their fp32 copy, the fp32 log-softmax', () => {
+    // `ForCausalLMLoss`: `logits.float()`, labels padded, `cross_entropy`: 2 + 4 + 4 B per logit.
+    assert.deepEqual(logits({}), [10 * n, BACK]);
+    assert.deepEqual(logits({ loss: 'upcast' }), [10 * n, BACK]);
+  });
+
+  it('Transformers 4.46 to 4.48: the shifted fp32 logits copied as well', () => {
+    // `shift_logits = logits[..., :-1, :].contiguous()` beside the fp32 `logits` it slices: 2 + 4 + 4 + 4 B.
+    assert.deepEqual(logits({ loss: 'upcast-shifted' }), [14 * n, BACK]);
+  });
+
+  it('Transformers before 4.46: the forward frees the bf16 logits for fp32 ones, then copies the shift', () => {
+    // `logits = logits.float()` rebinds the only reference: fp32 logits, shifted copy, log-softmax: 4 + 4 + 4 B.
+    assert.deepEqual(logits({ loss: 'fp32-logits' }), [12 * n, BACK]);
+  });
+
+  it("torchtune's CEWithChunkedOutputLoss: eight chunks, one fp32 copy at a time", () => {
+    // Forward at the last chunk: every bf16 chunk (2n), every chunk's fp32 log-softmax (4n), the last chunk's
+    // fp32 copy (4n / 8 = 400). Backward at the last chunk: the eight log-softmaxes (4n) and that chunk's two
+    // fp32 gradients (2 x 4n / 8 = 800).
+    assert.deepEqual(logits({ loss: 'chunked' }), [2 * n + 4 * n + 400, 4 * n + 800]);
+  });
+
+  it("torchtune's LinearCrossEntropyLoss: the head inside the loss, its weight gathered again", () => {
+    // Forward: seven chunks' log-softmax and the last chunk's bf16 logits, fp32 copy and log-softmax:
+    // 4n + (2 + 4)·n / 8 = 3,200 + 600, plus the selected hidden states the head keeps (2 B x 8 x 64 = 1,024).
+    // Backward: 4n + 2 x 4n / 8 = 4,000, plus the same 1,024.
+    assert.deepEqual(logits({ loss: 'linear-chunked' }), [3200 + 600 + 1024, 4000 + 1024]);
+    // The root is kept gathered by default: nothing more to gather. Told to reshard after forward, it is gathered
+    // again for the loss's calls of the head (FSDP2's pre-forward hook), ROOT x 2 B = 25,728.
+    const resharded = (p: Plan): Plan => ({
+      ...p,
+      units: p.units.map((u) => (u.isRoot ? { ...u, reshardAfterForward: true } : u)),
+    });
+    assert.deepEqual(
+      lossOf({ loss: 'linear-chunked' }, resharded).map((ev) => ev.live.gathered),
+      [12_864 * 2, 12_864 * 2],
+    );
+    assert.deepEqual(
+      lossOf({}, resharded).map((ev) => ev.live.gathered),
+      [0, 0],
+    );
+  });
+
+  it("a script that keeps the model's output holds its logits: through backward, or the whole step", () => {
+    // `outputs = model(**batch)` in the loop, never released: this step's logits (bf16, 2 B x 800) through backward
+    // and the optimizer step, the previous step's through this forward; fp32 (4 B) when the model's forward upcasts
+    // them.
+    const events = (values: SetupValues) =>
+      run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, ...values }).e.timeline!.events;
+    const held = (values: SetupValues) => new Set(events(values).map((ev) => ev.live.heldOutput));
+    assert.deepEqual([...held({ keepsOutput: 'step' })], [2 * n]);
+    assert.deepEqual([...held({ keepsOutput: 'step', loss: 'fp32-logits' })], [4 * n]);
+    // torchtune's recipes delete the chunks before backward.
+    assert.deepEqual([...held({ keepsOutput: 'step', loss: 'chunked' })], [0]);
+    // Released after the step (`outputs = None`): from the gradient of the loss to the optimizer step only.
+    const at = (label: string) =>
+      events({ keepsOutput: 'backward' }).find((ev) => ev.label === label)!.live.heldOutput;
+    assert.equal(at('forward block 0'), 0);
+    assert.equal(at('logits and loss'), 0);
+    assert.equal(at('gradient of the loss'), 2 * n);
+    assert.equal(at('backward block 0'), 2 * n);
+    assert.equal(at('optimizer step'), 2 * n);
+  });
+
+  it('plain cross-entropy on bf16 logits keeps everything in bf16', () => {
+    // Logits and log-softmax (2 + 2 B); backward the log-softmax and two gradients (3 x 2 B).
+    assert.deepEqual(logits({ loss: 'plain' }), [4 * n, 6 * n]);
+  });
+
+  it('fp32 logits (no mixed precision) are not copied by .float()', () => {
+    // `Tensor.float()` returns the tensor itself when it is fp32 already: logits and log-softmax, 4 + 4 B.
+    assert.deepEqual(logits({ paramDtype: 'float32' }), [8 * n, BACK]);
   });
 });

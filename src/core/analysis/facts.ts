@@ -350,7 +350,8 @@ export interface TrainingFact {
     | 'state_dict_options'
     | 'data_loader'
     | 'model_input'
-    | 'tensor_parallel';
+    | 'tensor_parallel'
+    | 'model_loss';
   line: number;
   range: Range;
   text: string;
@@ -366,6 +367,8 @@ export interface TrainingFact {
   /** Conditions not known to hold: undecided ones, or why the fact is off (false as written, or by a default). */
   /** Tests it runs under that are not decided, or why it is off; with the arguments that take its path. */
   runsWhen?: { undecided?: string[]; off?: string; runsWith?: string[] };
+  /** For a model's `loss` read: the output is kept by a name across steps (training.ts `modelLossReads`). */
+  held?: 'backward' | 'step';
   /** Defaults its options were read from (`the default of --batch-size at line 12`): a command line may change them. */
   defaults?: string;
   function: string | null;

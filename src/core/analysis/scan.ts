@@ -21,7 +21,7 @@ import { importFacts } from './importFacts';
 import { constructionAt, modelAssignments, modelFact, repeatedBlockClasses } from './models';
 import { lastSegment } from './options';
 import { checkpointFact, meshFact, mixedPrecisionFact, optimizerFact } from './setupCalls';
-import { castCalls, frozenAssignments, trainingFact } from './training';
+import { castCalls, frozenAssignments, modelLossReads, trainingFact } from './training';
 import { functionFacts, incompleteWrapCall, linkRoots, wrapCall } from './wrapCalls';
 
 /** Classes whose `from_pretrained` loads something beside the model: tokenizers, processors, configs. */
@@ -197,7 +197,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
       if (t) facts.training.push(t);
     }
   }
-  facts.training.push(...frozenAssignments(file), ...castCalls(file, ev));
+  facts.training.push(...frozenAssignments(file), ...castCalls(file, ev), ...modelLossReads(file));
 
   const byPosition = (a: WrapCall, b: WrapCall) =>
     a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character;

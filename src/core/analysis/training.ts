@@ -186,6 +186,78 @@ export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
   return out;
 }
 
+/**
+ * `outputs.loss` (or `model(**batch).loss`) read: the loss is the one the model computes from `labels`, as
+ * Transformers' causal LMs do (`LlamaForCausalLM.forward` → `self.loss_function`). The first read only; `self.loss`
+ * (a module's own attribute) and assignments to `.loss` are not reads of a model's output.
+ * `held`: how long a name keeps the output (its logits) when it is read in a loop of the function that calls
+ * `backward()` there: through backward and the optimizer step when the loop deletes it (`del outputs`,
+ * `outputs = None`) after the backward call, else until the next step's `outputs = model(...)` rebinds it.
+ */
+export function modelLossReads(file: SourceFile): TrainingFact[] {
+  for (const id of file.identifiers('loss')) {
+    const attr = up(id);
+    if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
+    const obj = attr.childForFieldName('object');
+    if (!obj || obj.text === 'self') continue;
+    const parent = up(attr);
+    if (parent?.type === 'assignment' && parent.childForFieldName('left')?.id === attr.id) continue;
+    const scope = enclosingFunction(attr);
+    const held = obj.type === 'identifier' ? heldFor(file, attr, obj.text, scope) : undefined;
+    return [
+      {
+        kind: 'model_loss',
+        line: file.line(attr),
+        range: rangeOf(attr),
+        text: attr.text.length > 200 ? attr.text.slice(0, 200) + '…' : attr.text,
+        options: {},
+        positional: [],
+        qualified: 'loss',
+        target: obj.text.length > 80 ? null : obj.text,
+        function: scope ? qualifiedName(scope) : null,
+        branch: branchPath(attr, scope),
+        ...(held ? { held } : {}),
+      },
+    ];
+  }
+  return [];
+}
+
+/**
+ * How long `name`, read at `node` in a loop of `scope` that calls `backward()`, keeps what it holds: released
+ * before the backward call (undefined), after it (`backward`), or not in the loop (`step`).
+ */
+function heldFor(
+  file: SourceFile,
+  node: Node,
+  name: string,
+  scope: Node | null,
+): 'backward' | 'step' | undefined {
+  let loop: Node | null = null;
+  for (let p = up(node); p && p.id !== scope?.id; p = up(p))
+    if (p.type === 'for_statement' || p.type === 'while_statement') loop = p;
+  if (!loop) return undefined;
+  const inLoop = (n: Node) => n.startIndex >= loop!.startIndex && n.endIndex <= loop!.endIndex;
+  const backward = file.identifiers('backward').find((b) => {
+    const a = up(b);
+    return a?.type === 'attribute' && up(a)?.type === 'call' && inLoop(b) && b.startIndex > node.startIndex;
+  });
+  if (!backward) return undefined;
+  // `del outputs` (alone or in a list) or `outputs = None` in the loop, after the read.
+  const release = file.identifiers(name).find((n) => {
+    if (!inLoop(n) || n.startIndex < node.startIndex) return false;
+    const p = up(n);
+    if (p?.type === 'delete_statement' || up(p)?.type === 'delete_statement') return true;
+    return (
+      p?.type === 'assignment' &&
+      p.childForFieldName('left')?.id === n.id &&
+      p.childForFieldName('right')?.type === 'none'
+    );
+  });
+  if (!release) return 'step';
+  return release.startIndex < backward.startIndex ? undefined : 'backward';
+}
+
 /** `p.requires_grad = False` in a loop over `X.parameters()`: X is frozen. */
 export function frozenAssignments(file: SourceFile): TrainingFact[] {
   const out: TrainingFact[] = [];

@@ -3,7 +3,7 @@
  * tensors of the tail and the loss.
  */
 import type { ArchShape } from '../model/hf';
-import type { CheckpointMode } from '../inputs/parse';
+import type { CheckpointMode, LossImpl } from '../inputs/parse';
 
 /**
  * Activation memory per micro-batch, written as the list of tensors each block kind keeps for backward. Every
@@ -270,17 +270,72 @@ export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
   return (4 + (shape.normScalesInFp32 ? 4 : 0) + x.bytes) * sb * shape.hidden;
 }
 
+/** The chunks torchtune's `CEWithChunkedOutputLoss` splits the head's output into (`num_output_chunks=8`). */
+export const TORCHTUNE_LOSS_CHUNKS = 8;
+
 /**
- * The logits and loss at the turn from forward to backward, as Transformers' and torchtitan's losses compute it:
- * forward holds the head's logits (b·s·V in the compute dtype), their fp32 copy for the loss, and the fp32
- * log-softmax the loss keeps; backward starts with that log-softmax, the gradient of the loss with respect to it
- * and the gradient with respect to the logits (both fp32), before casting back to the compute dtype.
+ * The logits and loss at the turn from forward to backward, n = b·s·V elements of logits, e bytes each in the
+ * compute dtype. What the loss keeps depends on how it is written (`impl`, the loss input):
+ * - `upcast` (Transformers 4.49 and later, `ForCausalLMLoss`: `logits.float()`, labels padded instead of the
+ *   logits shifted; torchtitan's `cross_entropy_loss` the same): forward holds the logits (e·n), their fp32 copy
+ *   (4n) and the fp32 log-softmax `cross_entropy` keeps for backward (4n);
+ * - `upcast-shifted` (Transformers 4.46 to 4.48, `ForCausalLMLoss` before `logits[..., :-1, :].contiguous()` was
+ *   dropped): the same and the contiguous copy of the shifted fp32 logits (4n more);
+ * - `fp32-logits` (Transformers before 4.46, `LlamaForCausalLM.forward`: `logits = logits.float()` frees the
+ *   compute-dtype logits, then the shifted copy): fp32 logits, shifted copy and log-softmax (12n);
+ * - `chunked` (torchtune's `CEWithChunkedOutputLoss.forward`: k = 8 chunks of the head's output, each passed
+ *   through `F.cross_entropy(chunk.float())`): the chunks (e·n), every chunk's log-softmax by the last (4n) and
+ *   the last chunk's fp32 copy (4n/k);
+ * - `linear-chunked` (torchtune's `LinearCrossEntropyLoss.compute_cross_entropy`: for each of k = 8 chunks of the
+ *   final hidden states, the tokens with a label selected, projected by the head, upcast, cross-entropy): every
+ *   chunk's log-softmax by the last (4n), the last chunk's logits and fp32 copy ((e + 4)·n/k), and the selected
+ *   hidden states the head's linear keeps for backward (e·b·s·h, every token counted as labelled: an upper bound).
+ *   The head's weight is gathered for it (timeline.ts counts that);
+ * - `plain` (`F.cross_entropy(logits, labels)` on compute-dtype logits, outside autocast): the logits and the
+ *   log-softmax, both in the compute dtype (2e·n).
+ * With fp32 logits (no mixed precision) `.float()` returns them: there is no copy.
+ * Backward starts with the log-softmax, the gradient with respect to it and the gradient with respect to its
+ * input (12n; the caller has dropped the model's output by then: Transformers' `Trainer.compute_loss` returns the
+ * loss alone, torchtitan and torchtune `del` the logits before `backward()`); chunked, one chunk's two gradients
+ * beside every chunk's log-softmax (4n + 8n/k); linear-chunked the same and the selected hidden states; plain, the three in the compute dtype (3e·n). Casting the gradient back and the shift's backward hold less.
+ * `output`: the logits the model returns, which a script that keeps its output in a variable (`outputs =
+ * model(**batch)` in the training loop, never deleted) holds through backward and the next step's forward.
  * Gemma 2's final soft-capping (`logits = tanh(logits / cap) * cap` in `Gemma2ForCausalLM.forward`, in the compute
  * dtype, before the loss upcasts) keeps tanh's output (b·s·V in the compute dtype) for tanh's backward, from the
  * head's forward until the gradient reaches it: one more compute-dtype tensor in both.
  */
-export function lossTransient(shape: ArchShape, x: ActivationInputs): { forward: number; backward: number } {
+export function lossTransient(
+  shape: ArchShape,
+  x: ActivationInputs,
+  impl: LossImpl = 'upcast',
+): { forward: number; backward: number; output: number } {
   const n = x.microBatch * x.seqLen * shape.vocab;
   const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
-  return { forward: n * (x.bytes + 4 + 4) + softcap, backward: n * (4 + 4 + 4) + softcap };
+  const k = TORCHTUNE_LOSS_CHUNKS;
+  // `.float()` of fp32 logits returns them: no copy (`Tensor.to` returns self when nothing changes).
+  const copy = x.bytes === 4 ? 0 : 4;
+  const selected = x.bytes * x.microBatch * x.seqLen * shape.hidden;
+  const forward =
+    impl === 'upcast'
+      ? n * (x.bytes + copy + 4)
+      : impl === 'upcast-shifted'
+        ? n * (x.bytes + copy + 4 + 4)
+        : impl === 'fp32-logits'
+          ? n * (4 + 4 + 4)
+          : impl === 'plain'
+            ? 2 * n * x.bytes
+            : impl === 'linear-chunked'
+              ? 4 * n + Math.ceil(((x.bytes + copy) * n) / k) + selected
+              : n * (x.bytes + 4) + Math.ceil((copy * n) / k);
+  const backward =
+    impl === 'chunked' || impl === 'linear-chunked'
+      ? 4 * n + Math.ceil((8 * n) / k) + (impl === 'linear-chunked' ? selected : 0)
+      : impl === 'plain'
+        ? 3 * n * x.bytes
+        : n * (4 + 4 + 4);
+  // The logits the model returns: fp32 when its forward upcasts them, else in the compute dtype; chunked losses
+  // have their chunks deleted by the recipe before backward.
+  const output =
+    impl === 'fp32-logits' ? 4 * n : impl === 'chunked' || impl === 'linear-chunked' ? 0 : x.bytes * n;
+  return { forward: forward + softcap, backward: backward + softcap, output };
 }

@@ -25,6 +25,7 @@ const CATEGORIES: (keyof LiveSet)[] = [
   'working',
   'gradients',
   'logits',
+  'heldOutput',
   'optimizer',
 ];
 
@@ -153,7 +154,16 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   const unownedBefore = setup.gradAccum > 1 ? unownedGrads : 0;
   const gradsKept = setup.gradAccum > 1 && setup.syncEveryMicroBatch;
   let shardGrads = gradsKept ? allShardGrads : 0;
-  const loss = lossTransient(shape, x);
+  const loss = lossTransient(shape, x, setup.loss);
+  // A script that keeps the model's output in a variable of its loop holds the logits from the loss on, through
+  // backward and the optimizer step; left bound after the step, the previous step's through the next forward too,
+  // until the assignment rebinds it.
+  const heldFrom = (phase: Phase, label: string) =>
+    setup.keepsOutput === 'step' ||
+    (setup.keepsOutput === 'backward' &&
+      (phase === 'backward' || phase === 'optimizer' || label === 'gradient of the loss'))
+      ? loss.output
+      : 0;
   // Gradient accumulation without sync keeps every unit's unsharded gradient between micro-batches. FSDP2 keeps
   // it in the reduce dtype (`FSDPParam.to_accumulated_grad_if_needed` casts when it differs from the parameter
   // dtype); FSDP1 in the compute dtype (`_post_backward_hook` returns before `_prepare_gradient_for_reduce`
@@ -173,9 +183,10 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     segment: number,
     unit: UnitEstimate | undefined,
     label: string,
-    live: LiveSet,
+    partial: Omit<LiveSet, 'heldOutput'>,
   ) => {
     const name = phase === 'optimizer' ? OPTIMIZER_STEP : (unit?.name ?? '');
+    const live: LiveSet = { ...partial, heldOutput: heldFrom(phase, label) };
     events.push({ phase, segment, unit: name, label, live, total: liveTotal(live) });
   };
   const gatheredOf = (u: UnitEstimate) => u.gatheredBytes;
@@ -231,10 +242,16 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     );
   const last = segs.length - 1;
   const tailUnit = inner(last);
+  // A loss that applies the head itself (torchtune's `LinearCrossEntropyLoss` calls `model.output` chunk by chunk)
+  // runs the head unit's pre-forward again: FSDP2 all-gathers it unless it is kept gathered.
+  const headAgain =
+    setup.loss === 'linear-chunked' && tailUnit && tailUnit.residency.kind !== 'keep'
+      ? gatheredOf(tailUnit) - sliceOf(tailUnit)
+      : 0;
   push('loss', last, tailUnit, 'logits and loss', {
     state,
     shardGrads,
-    gathered: keptNow(),
+    gathered: keptNow() + headAgain,
     gatherBuffers: 0,
     activations: saved,
     working: 0,
@@ -245,7 +262,7 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   push('loss', last, tailUnit, 'gradient of the loss', {
     state,
     shardGrads,
-    gathered: keptNow(),
+    gathered: keptNow() + headAgain,
     gatherBuffers: 0,
     activations: saved,
     working: 0,

@@ -290,6 +290,8 @@ export interface LiveSet {
   gradients: number;
   /** Logits and loss at the turn from forward to backward. */
   logits: number;
+  /** The model's output (its logits) a variable of the script keeps across the step (the `keepsOutput` input). */
+  heldOutput: number;
   /** Optimizer step temporaries. */
   optimizer: number;
 }

@@ -37,7 +37,14 @@ export function peakFigure(live: LiveSet, setup: TrainingSetup): Figure {
       "the running block's tensors, rebuilt when checkpointed, and the gradients of its activations",
     ],
     gradients: ['gradient buffers', 'unsharded gradients and reduce-scatter inputs in flight'],
-    logits: ['logits and loss', 'b·s·V logits, their fp32 copy and log-softmax, and their gradients'],
+    logits: [
+      'logits and loss',
+      'b·s·V logits, what the loss keeps of them (fp32 copies, log-softmax) and their gradients',
+    ],
+    heldOutput: [
+      'model output kept',
+      `the logits of the model's output a variable of the script keeps ${setup.keepsOutput === 'step' ? "through backward and the next step's forward" : 'through backward and the optimizer step'}`,
+    ],
     optimizer: ['optimizer step', 'temporaries of the optimizer step'],
   };
   const terms: Term[] = (Object.keys(words) as (keyof LiveSet)[])

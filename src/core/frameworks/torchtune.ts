@@ -86,8 +86,24 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
       : undefined;
   if (replicateDim > 1) set('replicas', replicateDim, ['data_parallel_replicate_dim']);
   const tp = count(['tensor_parallel_dim'], 'the default 1 used') ?? 1;
-  const unmodelled = tp > 1 ? [`tensor parallelism (degree ${tp})`] : [];
+  const unmodelled: string[] = tp > 1 ? [`tensor parallelism (degree ${tp})`] : [];
 
+  // The loss component: what it keeps of the logits. `CEWithChunkedOutputLoss` upcasts the head's chunks one by one
+  // (the model returns them in the compute dtype: `TransformerDecoder.chunked_output`); `LinearCrossEntropyLoss`
+  // applies the head itself, chunk by chunk, inside the loss. Others are left to the default, with a note.
+  const lossComponent = str(at(d, ['loss', '_component_']));
+  const lossName = lossComponent?.split('.').pop();
+  if (lossName === 'CEWithChunkedOutputLoss') set('loss', 'chunked', ['loss', '_component_']);
+  else if (lossName === 'LinearCrossEntropyLoss') set('loss', 'linear-chunked', ['loss', '_component_']);
+  else if (lossComponent)
+    notes.push(
+      `loss ${lossComponent} (${doc.where(['loss', '_component_'])}) is not one fsdp-lens reads: the logits are counted as the default loss keeps them (set "# fsdp: loss=..." to say otherwise)`,
+    );
+  // `compile: True` compiles each block and the loss (`training.compile_model`, `training.compile_loss`).
+  if (bool(at(d, ['compile'])) === true)
+    notes.push(
+      `compile: True (${doc.where(['compile'])}): torch.compile is not modelled; the figures are eager PyTorch's`,
+    );
   const custom = strList(at(d, ['custom_sharded_layers'])) ?? [];
   const offload = bool(at(d, ['fsdp_cpu_offload'])) ?? false;
   const reshard = bool(at(d, ['fsdp_reshard_after_forward'])) ?? true;

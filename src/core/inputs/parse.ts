@@ -12,6 +12,27 @@ export type CheckpointMode = 'none' | 'full' | 'selective' | { everyN: number };
 /** Optimizer families, by the state each keeps per trainable parameter (docs/estimator.md). */
 export type OptimizerFamily = 'adamw' | 'adam' | 'sgd' | 'sgd-momentum' | 'adam8bit' | 'adafactor';
 
+/**
+ * How the loss turns the head's output into a scalar, by what it keeps of the b·s·V logits (activations.ts
+ * `lossTransient` sizes each):
+ * - `upcast`: an fp32 copy inside the loss, the logits left in the compute dtype (Transformers 4.49 and later,
+ *   `ForCausalLMLoss`; torchtitan's `cross_entropy_loss`);
+ * - `upcast-shifted`: as `upcast`, plus a contiguous copy of the shifted fp32 logits (Transformers 4.46 to 4.48);
+ * - `fp32-logits`: the model's forward upcasts the logits and copies the shifted ones (Transformers before 4.46);
+ * - `chunked`: the head's output in chunks, each upcast in turn (torchtune's `CEWithChunkedOutputLoss`);
+ * - `linear-chunked`: the head applied inside the loss, chunk by chunk (torchtune's `LinearCrossEntropyLoss`);
+ * - `plain`: `cross_entropy` on the logits as they are, in the compute dtype, with no upcast and no autocast.
+ */
+export type LossImpl = 'upcast' | 'upcast-shifted' | 'fp32-logits' | 'chunked' | 'linear-chunked' | 'plain';
+export const LOSS_IMPLS: readonly LossImpl[] = [
+  'upcast',
+  'upcast-shifted',
+  'fp32-logits',
+  'chunked',
+  'linear-chunked',
+  'plain',
+];
+
 /** Dtypes mixed precision gathers (`param_dtype`) and reduces (`reduce_dtype`) in. */
 export const TRAINING_DTYPES: readonly DType[] = ['float32', 'bfloat16', 'float16'];
 /** Dtypes of the sharded parameters the optimizer updates: fp32 master weights, or pure-bf16 training. */

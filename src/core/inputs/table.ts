@@ -9,7 +9,7 @@
 import { DEFAULT_GPU, findGpu, gpuLabel, GPUS } from '../hardware/catalog';
 import type { DType } from '../vocabulary/dtypes';
 import * as parse from './parse';
-import type { CheckpointMode, OptimizerFamily } from './parse';
+import type { CheckpointMode, LossImpl, OptimizerFamily } from './parse';
 
 /** A VS Code setting (`fsdpLens.<name>`): the JSON schema package.json declares, less the common parts. */
 export interface SettingSpec {
@@ -74,6 +74,16 @@ const CHECKPOINTING_CHOICES = [
   { value: 'every-2', label: 'every 2nd block', doc: 'Every second block checkpointed' },
   { value: 'every-4', label: 'every 4th block', doc: 'Every fourth block checkpointed' },
 ];
+
+/** Each loss implementation in a few words (the assumption list, the panel's choices). */
+const LOSS_CHOICES: Record<LossImpl, string> = {
+  upcast: 'fp32 copy inside the loss (Transformers 4.49+, torchtitan)',
+  'upcast-shifted': 'fp32 copy and a shifted copy (Transformers 4.46-4.48)',
+  'fp32-logits': 'fp32 logits from the model and a shifted copy (Transformers before 4.46)',
+  chunked: "8 chunks, each upcast in turn (torchtune's CEWithChunkedOutputLoss)",
+  'linear-chunked': "the head applied in 8 chunks inside the loss (torchtune's LinearCrossEntropyLoss)",
+  plain: 'cross-entropy in the compute dtype, no upcast',
+};
 
 const OPTIMIZER_CHOICES: OptimizerFamily[] = [
   'adamw',
@@ -240,6 +250,36 @@ export const INPUTS = {
       kind: 'select',
       options: () => CHECKPOINTING_CHOICES.map(({ value, label }) => ({ value, label })),
     },
+  }),
+  loss: input<LossImpl>({
+    label: 'loss',
+    summary:
+      "What the loss keeps of the logits: upcast, upcast-shifted, fp32-logits (Transformers' releases), chunked, linear-chunked (torchtune) or plain",
+    default: 'upcast',
+    parse: (v, name) => parse.choice(name, String(v), parse.LOSS_IMPLS),
+    show: (v) => LOSS_CHOICES[v],
+    flag: { name: 'loss', value: parse.LOSS_IMPLS.join('|') },
+    keys: ['loss'],
+    control: {
+      label: 'Loss',
+      kind: 'select',
+      options: () => parse.LOSS_IMPLS.map((value) => ({ value, label: LOSS_CHOICES[value] })),
+    },
+  }),
+  keepsOutput: input<'none' | 'backward' | 'step'>({
+    label: 'model output kept',
+    summary:
+      "How long the script keeps the model's output (its logits) in a variable: none, through backward, or the whole step",
+    default: 'none',
+    parse: (v, name) => parse.choice(name, String(v), ['none', 'backward', 'step'] as const),
+    show: (v) =>
+      v === 'none'
+        ? 'dropped before backward (as Trainer and torchtune do)'
+        : v === 'backward'
+          ? 'kept through backward and the optimizer step'
+          : "kept through backward and the next step's forward",
+    flag: { name: 'keeps-output', value: 'none|backward|step' },
+    keys: ['keeps_output'],
   }),
   optimizer: input<OptimizerFamily>({
     label: 'optimizer',

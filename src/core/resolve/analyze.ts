@@ -24,6 +24,7 @@ import { oneModelPerName, planOfCalledFunction, type PlanChoices } from './entry
 import { reshardPerIteration } from '../modules/perIteration';
 import { testPerModule } from '../modules/perModuleTest';
 import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
+import { transformersLoss } from './transformersLoss';
 import { pinnedVersions } from '../project/versions';
 import { trainingArgumentValues } from '../frameworks/transformers';
 import { nearbyFrameworkConfig } from './configFile';
@@ -301,6 +302,26 @@ function estimateFacts(
       // A pin that is not a release (a URL, a local build) says nothing about semantics.
     }
   }
+  // The loss: Transformers' own when the model computes it from `labels` (a Trainer, or `outputs.loss` read), and
+  // what it keeps of the logits changed between releases.
+  const hfLoss =
+    (fw && ['Transformers', 'TRL', 'axolotl'].includes(fw.framework)) ||
+    facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer') ||
+    facts.training.some((t) => t.kind === 'model_loss')
+      ? transformersLoss(
+          project && root0
+            ? project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)).transformers
+            : undefined,
+          model.loaded.root.className,
+        )
+      : undefined;
+  if (hfLoss && 'note' in hfLoss) torchNotes.push(hfLoss.note);
+  else if (hfLoss)
+    layers.push({
+      source: { kind: 'detected' },
+      values: { loss: hfLoss.loss },
+      details: { loss: hfLoss.detail },
+    });
   if (pyproject) layers.push(pyproject.layer);
   if (launch) layers.push(launch.layer);
   if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
@@ -754,6 +775,17 @@ function detectedLayer(
         unmodelled.push(...other.map((d) => `the mesh's ${d.n} dimension (${d.size ?? '?'})`));
       }
     }
+  }
+
+  // `outputs = model(**batch)` in the training loop and `outputs.loss` backpropagated: the name keeps the output's
+  // logits alive through backward, and through the next step's forward unless the loop releases it.
+  const held = facts.training.find((t) => t.kind === 'model_loss' && t.held && !t.runsWhen);
+  if (held?.held) {
+    values.keepsOutput = held.held;
+    details.keepsOutput =
+      held.held === 'step'
+        ? `${held.target} at ${at(held.line)} keeps the model's output until the next step rebinds it ("del ${held.target}" after backward frees it sooner)`
+        : `${held.target} at ${at(held.line)} keeps the model's output through backward; the loop releases it after`;
   }
 
   // `parallelize_module(model, tp_mesh, plan)` where it runs: tensor parallelism, not modelled.
