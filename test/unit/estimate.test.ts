@@ -1213,6 +1213,29 @@ describe("how long a script keeps the model's output", () => {
     );
   });
 
+  it("Accelerate's loop: `accelerator.backward(loss)` inside `accelerator.accumulate`, after an evaluation loop", async () => {
+    const text = [
+      'def evaluate(model, loader):',
+      '    for batch in loader:',
+      '        outputs = model(**batch)',
+      '        losses.append(outputs.loss)',
+      '',
+      'for step, batch in enumerate(train_dataloader):',
+      '    with accelerator.accumulate(model):',
+      '        outputs = model(**batch)',
+      '        loss = outputs.loss',
+      '        accelerator.backward(loss)',
+      '        optimizer.step()',
+      '        optimizer.zero_grad()',
+      '    if args.loss == "mean":',
+      '        pass',
+      '',
+    ].join('\n');
+    const fact = (await scanSource(text, 'train.py')).training.find((t) => t.kind === 'model_loss')!;
+    assert.equal(fact.held, 'step');
+    assert.equal(fact.line, 9);
+  });
+
   it('released after backward (`outputs = None`, `del outputs`): through backward only', async () => {
     for (const release of ['outputs = None', 'del outputs', 'del loss, outputs'])
       assert.equal(

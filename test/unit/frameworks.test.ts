@@ -798,6 +798,37 @@ describe('torchtune', () => {
     assert.match(unknown.problem.message, /gemma_2b is not one fsdp-lens knows/);
   });
 
+  it("Llama 2, Mistral and Qwen3 builders: the shapes of torchtune's _model_builders.py, counted by hand", async () => {
+    const params = async (component: string) =>
+      ok(
+        await configAnalysis(
+          'torchtune/other.yaml',
+          read('torchtune/8B_full.yaml')
+            .replace('torchtune.models.llama3_1.llama3_1_8b', component)
+            .replace("custom_sharded_layers: ['tok_embeddings', 'output']", ''),
+        ),
+      );
+    // Llama 2 7B: per layer 4 x 4096² + 3 x 4096 x 11,008 + 2 x 4096 = 202,383,360; x 32, plus the embedding and
+    // output (32,000 x 4,096 each) and the final norm: 6,738,415,616, Meta's published count.
+    assert.equal(32 * (4 * 4096 ** 2 + 3 * 4096 * 11008 + 2 * 4096) + 2 * 32000 * 4096 + 4096, 6_738_415_616);
+    assert.equal((await params('torchtune.models.llama2.llama2_7b')).model.params, 6_738_415_616);
+    // Mistral 7B: 8 KV heads, FFN 14,336: 7,241,732,096.
+    const mistral =
+      32 * (2 * 4096 ** 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 2 * 32000 * 4096 + 4096;
+    assert.equal(mistral, 7_241_732_096);
+    assert.equal((await params('torchtune.models.mistral.mistral_7b')).model.params, mistral);
+    // Qwen3 8B: head_dim 128 (q 32 x 128, k and v 8 x 128), q_norm and k_norm of 128, FFN 12,288, vocabulary
+    // 151,936, output untied: 36 x 192,946,432 + 2 x 151,936 x 4,096 + 4,096 = 8,190,735,360.
+    const layer = 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 4096 + 2 * 128 + 3 * 4096 * 12288 + 2 * 4096;
+    assert.equal(layer, 192_946_432);
+    const qwen3 = await params('torchtune.models.qwen3.qwen3_8b_instruct');
+    assert.equal(qwen3.model.params, 36 * layer + 2 * 151936 * 4096 + 4096);
+    // Qwen3 0.6B ties its output to the embedding: one 151,936 x 1,024 matrix.
+    const small = await params('torchtune.models.qwen3.qwen3_0_6b_instruct');
+    const smallLayer = 1024 * 2048 + 2 * 1024 * 1024 + 2048 * 1024 + 2 * 128 + 3 * 1024 * 3072 + 2 * 1024;
+    assert.equal(small.model.params, 28 * smallLayer + 151936 * 1024 + 1024);
+  });
+
   it('tune run --nproc_per_node in a launch script sets the world size of the config it passes', async () => {
     assert.deepEqual(
       readLaunchFile(

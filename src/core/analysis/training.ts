@@ -189,38 +189,42 @@ export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
 /**
  * `outputs.loss` (or `model(**batch).loss`) read: the loss is the one the model computes from `labels`, as
  * Transformers' causal LMs do (`LlamaForCausalLM.forward` → `self.loss_function`). The first read only; `self.loss`
- * (a module's own attribute) and assignments to `.loss` are not reads of a model's output.
+ * (a module's own attribute), a config's or argument namespace's, and assignments to `.loss` are not reads of a
+ * model's output.
  * `held`: how long a name keeps the output (its logits) when it is read in a loop of the function that calls
  * `backward()` there: through backward and the optimizer step when the loop deletes it (`del outputs`,
  * `outputs = None`) after the backward call, else until the next step's `outputs = model(...)` rebinds it.
  */
 export function modelLossReads(file: SourceFile): TrainingFact[] {
+  let first: TrainingFact | undefined;
   for (const id of file.identifiers('loss')) {
     const attr = up(id);
     if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
     const obj = attr.childForFieldName('object');
-    if (!obj || obj.text === 'self') continue;
+    // A module's own attribute, or a setting of a config or argument namespace, is not a model's output.
+    if (!obj || /^(self|args|opts?|cfg|hparams)$|config$|args$/i.test(obj.text)) continue;
     const parent = up(attr);
     if (parent?.type === 'assignment' && parent.childForFieldName('left')?.id === attr.id) continue;
     const scope = enclosingFunction(attr);
     const held = obj.type === 'identifier' ? heldFor(file, attr, obj.text, scope) : undefined;
-    return [
-      {
-        kind: 'model_loss',
-        line: file.line(attr),
-        range: rangeOf(attr),
-        text: attr.text.length > 200 ? attr.text.slice(0, 200) + '…' : attr.text,
-        options: {},
-        positional: [],
-        qualified: 'loss',
-        target: obj.text.length > 80 ? null : obj.text,
-        function: scope ? qualifiedName(scope) : null,
-        branch: branchPath(attr, scope),
-        ...(held ? { held } : {}),
-      },
-    ];
+    const fact: TrainingFact = {
+      kind: 'model_loss',
+      line: file.line(attr),
+      range: rangeOf(attr),
+      text: attr.text.length > 200 ? attr.text.slice(0, 200) + '…' : attr.text,
+      options: {},
+      positional: [],
+      qualified: 'loss',
+      target: obj.text.length > 80 ? null : obj.text,
+      function: scope ? qualifiedName(scope) : null,
+      branch: branchPath(attr, scope),
+      ...(held ? { held } : {}),
+    };
+    // The training loop's read, where one keeps the output; else the first (an evaluation loop's keeps nothing).
+    if (held) return [fact];
+    first ??= fact;
   }
-  return [];
+  return first ? [first] : [];
 }
 
 /**

@@ -15,6 +15,10 @@ export interface LlamaDims {
   tied: boolean;
   /** Biases on q_proj, k_proj and v_proj (Qwen2 and Qwen2.5: torchtune's `qwen2` builder). */
   qkvBias?: boolean;
+  /** The attention head width when it is not dim / heads (Qwen3: 128). */
+  headDim?: number;
+  /** RMSNorms of each head's queries and keys (Qwen3: torchtune's `qwen3` builder, `q_norm` and `k_norm`). */
+  qkNorm?: boolean;
 }
 
 /**
@@ -84,11 +88,58 @@ const QWEN2_5_7B: LlamaDims = {
   qkvBias: true,
 };
 const QWEN2_5_72B: LlamaDims = { ...QWEN2_5_7B, dim: 8192, layers: 80, heads: 64, kvHeads: 8, ffn: 29568 };
+// torchtune/models/qwen2 and qwen2_5 `_model_builders.py`: the small sizes tie the output to the embedding.
+const QWEN2_0_5B: LlamaDims = {
+  ...QWEN2_5_7B,
+  dim: 896,
+  layers: 24,
+  heads: 14,
+  kvHeads: 2,
+  ffn: 4864,
+  vocab: 151936,
+  tied: true,
+};
+const QWEN2_1_5B: LlamaDims = { ...QWEN2_0_5B, dim: 1536, layers: 28, heads: 12, ffn: 8960 };
+const QWEN2_5_3B: LlamaDims = { ...QWEN2_0_5B, dim: 2048, layers: 36, heads: 16, ffn: 11008 };
+const QWEN2_5_14B: LlamaDims = { ...QWEN2_5_7B, dim: 5120, layers: 48, heads: 40, kvHeads: 8, ffn: 13824 };
+const QWEN2_5_32B: LlamaDims = { ...QWEN2_5_14B, layers: 64, ffn: 27648 };
+// torchtune/models/llama2/_model_builders.py: the 7B builder leaves intermediate_dim to
+// `scale_hidden_dim_for_mlp(4096)` = 256 x ceil(int(8 x 4096 / 3) / 256) = 11,008.
+const LLAMA2_7B: LlamaDims = {
+  dim: 4096,
+  layers: 32,
+  heads: 32,
+  kvHeads: 32,
+  ffn: 11008,
+  vocab: 32000,
+  tied: false,
+};
+// torchtune/models/mistral/_model_builders.py: mistral_7b.
+const MISTRAL_7B: LlamaDims = { ...LLAMA2_7B, kvHeads: 8, ffn: 14336 };
+// torchtune/models/qwen3/_model_builders.py: head_dim 128, no q/k/v biases, q_norm and k_norm; up to 4B the
+// output is tied to the embedding.
+const QWEN3_0_6B: LlamaDims = {
+  dim: 1024,
+  layers: 28,
+  heads: 16,
+  kvHeads: 8,
+  ffn: 3072,
+  vocab: 151936,
+  tied: true,
+  headDim: 128,
+  qkNorm: true,
+};
+const QWEN3_1_7B: LlamaDims = { ...QWEN3_0_6B, dim: 2048, ffn: 6144 };
+const QWEN3_4B: LlamaDims = { ...QWEN3_0_6B, dim: 2560, layers: 36, heads: 32, ffn: 9728 };
+const QWEN3_8B: LlamaDims = { ...QWEN3_4B, dim: 4096, ffn: 12288, tied: false };
+const QWEN3_14B: LlamaDims = { ...QWEN3_8B, dim: 5120, layers: 40, heads: 40, ffn: 17408 };
+const QWEN3_32B: LlamaDims = { ...QWEN3_8B, dim: 5120, layers: 64, heads: 64, ffn: 25600 };
 
 /**
  * torchtune's model builders fsdp-lens knows, by name, with the Hugging Face model of the same shapes: Llama 3
  * (torchtune/models/llama3: llama3_8b and llama3_70b have Llama 3.1's shapes; only RoPE scaling and the maximum
- * length differ, neither of which has parameters), Llama 3.1, 3.2 and 3.3, and Qwen2.5 7B and 72B.
+ * length differ, neither of which has parameters), Llama 3.1, 3.2 and 3.3, Llama 2, Mistral 7B, Qwen2, Qwen2.5 and
+ * Qwen3 (dense), each from torchtune's `_model_builders.py`.
  */
 export const TUNE_MODELS: Record<string, LlamaDims & { hf: string }> = {
   llama3_8b: { ...LLAMA3_8B, hf: 'meta-llama/Llama-3.1-8B' },
@@ -97,6 +148,48 @@ export const TUNE_MODELS: Record<string, LlamaDims & { hf: string }> = {
   qwen2_5_7b_instruct: { ...QWEN2_5_7B, hf: 'Qwen/Qwen2.5-7B-Instruct' },
   qwen2_5_72b_base: { ...QWEN2_5_72B, hf: 'Qwen/Qwen2.5-72B' },
   qwen2_5_72b_instruct: { ...QWEN2_5_72B, hf: 'Qwen/Qwen2.5-72B-Instruct' },
+  qwen2_5_0_5b: { ...QWEN2_0_5B, hf: 'Qwen/Qwen2.5-0.5B' },
+  qwen2_5_1_5b_base: { ...QWEN2_1_5B, hf: 'Qwen/Qwen2.5-1.5B' },
+  qwen2_5_1_5b_instruct: { ...QWEN2_1_5B, hf: 'Qwen/Qwen2.5-1.5B-Instruct' },
+  qwen2_5_3b: { ...QWEN2_5_3B, hf: 'Qwen/Qwen2.5-3B' },
+  qwen2_5_14b_base: { ...QWEN2_5_14B, hf: 'Qwen/Qwen2.5-14B' },
+  qwen2_5_14b_instruct: { ...QWEN2_5_14B, hf: 'Qwen/Qwen2.5-14B-Instruct' },
+  qwen2_5_32b_base: { ...QWEN2_5_32B, hf: 'Qwen/Qwen2.5-32B' },
+  qwen2_5_32b_instruct: { ...QWEN2_5_32B, hf: 'Qwen/Qwen2.5-32B-Instruct' },
+  qwen2_0_5b: { ...QWEN2_0_5B, hf: 'Qwen/Qwen2-0.5B' },
+  qwen2_1_5b: { ...QWEN2_1_5B, hf: 'Qwen/Qwen2-1.5B' },
+  qwen2_7b: { ...QWEN2_5_7B, hf: 'Qwen/Qwen2-7B' },
+  llama2_7b: { ...LLAMA2_7B, hf: 'meta-llama/Llama-2-7b-hf' },
+  llama2_13b: {
+    ...LLAMA2_7B,
+    dim: 5120,
+    layers: 40,
+    heads: 40,
+    kvHeads: 40,
+    ffn: 13824,
+    hf: 'meta-llama/Llama-2-13b-hf',
+  },
+  llama2_70b: {
+    ...LLAMA2_7B,
+    dim: 8192,
+    layers: 80,
+    heads: 64,
+    kvHeads: 8,
+    ffn: 28672,
+    hf: 'meta-llama/Llama-2-70b-hf',
+  },
+  mistral_7b: { ...MISTRAL_7B, hf: 'mistralai/Mistral-7B-v0.1' },
+  qwen3_0_6b_base: { ...QWEN3_0_6B, hf: 'Qwen/Qwen3-0.6B-Base' },
+  qwen3_0_6b_instruct: { ...QWEN3_0_6B, hf: 'Qwen/Qwen3-0.6B' },
+  qwen3_1_7b_base: { ...QWEN3_1_7B, hf: 'Qwen/Qwen3-1.7B-Base' },
+  qwen3_1_7b_instruct: { ...QWEN3_1_7B, hf: 'Qwen/Qwen3-1.7B' },
+  qwen3_4b_base: { ...QWEN3_4B, hf: 'Qwen/Qwen3-4B-Base' },
+  qwen3_4b_instruct: { ...QWEN3_4B, hf: 'Qwen/Qwen3-4B' },
+  qwen3_8b_base: { ...QWEN3_8B, hf: 'Qwen/Qwen3-8B-Base' },
+  qwen3_8b_instruct: { ...QWEN3_8B, hf: 'Qwen/Qwen3-8B' },
+  qwen3_14b_base: { ...QWEN3_14B, hf: 'Qwen/Qwen3-14B-Base' },
+  qwen3_14b_instruct: { ...QWEN3_14B, hf: 'Qwen/Qwen3-14B' },
+  qwen3_32b: { ...QWEN3_32B, hf: 'Qwen/Qwen3-32B' },
   llama3_1_8b: {
     dim: 4096,
     layers: 32,
@@ -170,7 +263,7 @@ export function llamaNative(
   name: string,
   seqLen = 4096,
 ): LoadedModel {
-  const hd = Math.floor(d.dim / d.heads);
+  const hd = d.headDim ?? Math.floor(d.dim / d.heads);
   const titan = naming === 'torchtitan';
   const block = titan ? 'TransformerBlock' : 'TransformerSelfAttentionLayer';
   const root = ModuleBuilder.root(titan ? 'Transformer' : 'TransformerDecoder');
@@ -182,6 +275,10 @@ export function llamaNative(
       a.linear(titan ? 'wk' : 'k_proj', d.dim, d.kvHeads * hd, bias);
       a.linear(titan ? 'wv' : 'v_proj', d.dim, d.kvHeads * hd, bias);
       a.linear(titan ? 'wo' : 'output_proj', d.heads * hd, d.dim);
+      if (d.qkNorm) {
+        a.norm('q_norm', hd, 'RMSNorm');
+        a.norm('k_norm', hd, 'RMSNorm');
+      }
     });
     b.child(titan ? 'feed_forward' : 'mlp', 'FeedForward', (f) => {
       f.linear('w1', d.dim, d.ffn);
@@ -196,7 +293,7 @@ export function llamaNative(
   // Rotary tables: torchtitan's `freqs_cis` (complex64, seq_len x head_dim / 2, non-persistent).
   if (titan) root.buffer('freqs_cis', [seqLen, Math.floor(hd / 2), 2], 'float32', false);
   const shape: ArchShape = {
-    modelType: d.qkvBias ? 'qwen2' : 'llama',
+    modelType: d.qkNorm ? 'qwen3' : d.qkvBias ? 'qwen2' : 'llama',
     hidden: d.dim,
     layers: d.layers,
     heads: d.heads,
@@ -214,11 +311,12 @@ export function llamaNative(
     normsPerBlock: 2,
     blockClass: block,
     tiedEmbeddings: d.tied,
+    ...(d.qkNorm ? { qkNorm: true } : {}),
   };
   return {
     root: root.node,
     shape,
     name,
-    origin: `${naming} ${d.qkvBias ? 'Qwen2' : 'Llama 3'} definition`,
+    origin: `${naming} ${d.qkNorm ? 'Qwen3' : d.qkvBias ? 'Qwen2' : 'Llama'} definition`,
   };
 }
