@@ -41,6 +41,29 @@ describe('model trees from Hugging Face configs', () => {
     });
   }
 
+  it('small Qwen releases tie the head to the embedding; Qwen3 adds per-head q and k norms (hand counts)', () => {
+    // Qwen2.5-0.5B: q 896² + 896, k and v 896 x 128 + 128 each, o 896², MLP 3 x 896 x 4,864, two norms: 14,912,384
+    // per layer; 24 of them, one 151,936 x 896 embedding (tied), the final norm: 494,032,768 (the card's 0.49B,
+    // 0.36B without the embedding).
+    const q25 = 896 * 896 + 896 + 2 * (896 * 128 + 128) + 896 * 896 + 3 * 896 * 4864 + 2 * 896;
+    assert.equal(
+      countParams(modelFromHfConfig(CATALOG['Qwen/Qwen2.5-0.5B']!).root),
+      24 * q25 + 151936 * 896 + 896,
+    );
+    assert.equal(24 * q25 + 151936 * 896 + 896, 494_032_768);
+    // Qwen3-0.6B: head_dim 128 (q 16 x 128 = 2,048 wide, k and v 8 x 128), q_norm and k_norm of 128: the card's
+    // 0.44B without the embedding.
+    const q3 = 1024 * 2048 + 2 * 1024 * 1024 + 2048 * 1024 + 2 * 128 + 3 * 1024 * 3072 + 2 * 1024;
+    const q3total = countParams(modelFromHfConfig(CATALOG['Qwen/Qwen3-0.6B']!).root);
+    assert.equal(q3total, 28 * q3 + 151936 * 1024 + 1024);
+    assert.equal(Math.round((q3total - 151936 * 1024) / 1e7) / 100, 0.44);
+    // Mistral 7B v0.3 is v0.1 with 768 more vocabulary entries, in the embedding and the head.
+    assert.equal(
+      countParams(modelFromHfConfig(CATALOG['mistralai/Mistral-7B-v0.3']!).root),
+      7_241_732_096 + 2 * 768 * 4096,
+    );
+  });
+
   it('DeepSeek-V3: 671B in the model class (the 14B multi-token-prediction layer is not part of it)', () => {
     const { root, shape } = modelFromHfConfig(CATALOG['deepseek-ai/DeepSeek-V3']!);
     // By hand from config.json: MLA attention 187,107,328 per layer; 3 dense layers with a 3·7168·18432 MLP;
@@ -150,7 +173,8 @@ describe('close catalog ids', () => {
   });
 
   it('suggests ids containing the typed name first, then ids a few typos away, never far ones', () => {
-    assert.equal(closeCatalogIds('Qwen3')[0], 'Qwen/Qwen3-8B');
+    const qwen3 = closeCatalogIds('Qwen3');
+    assert.ok(qwen3.length > 0 && qwen3.every((id) => id.startsWith('Qwen/Qwen3-')), qwen3.join(', '));
     // "gpt2-mediun" is one substitution from "gpt2-medium"; "gpt2" is inside it but 7 characters short.
     assert.deepEqual(closeCatalogIds('gpt2-mediun'), [
       'openai-community/gpt2-medium',
