@@ -584,6 +584,43 @@ describe('axolotl', () => {
   });
 });
 
+describe("Liger's fused linear cross-entropy from configs", () => {
+  it("axolotl's liger_fused_linear_cross_entropy; its other kernels said to keep less; cut cross-entropy undecided", async () => {
+    const base = read('axolotl/qlora-fsdp1.yaml');
+    const liger = await configAnalysis(
+      'axolotl/liger.yaml',
+      `${base}\nplugins:\n  - axolotl.integrations.liger.LigerPlugin\nliger_fused_linear_cross_entropy: true\nliger_rms_norm: true\n`,
+    );
+    const e = ok(liger);
+    assert.equal(e.setup.loss, 'fused');
+    assert.match(
+      e.assumptions.find((a) => a.key === 'loss')!.source.detail ?? '',
+      /liger_fused_linear_cross_entropy at/,
+    );
+    assert.ok(
+      e.plan.notes.some((n) => /liger_rms_norm at .*keep less/.test(n)),
+      e.plan.notes.join(' | '),
+    );
+    assert.notEqual(e.targetFit.verdict, 'undecided');
+    const cut = ok(await configAnalysis('axolotl/cut.yaml', `${base}\ncut_cross_entropy: true\n`));
+    assert.match(JSON.stringify(cut.unmodelled), /cut cross-entropy/);
+  });
+
+  it("TrainingArguments(use_liger_kernel=True): the Trainer's Liger patch, fused loss", async () => {
+    const text = [
+      'from transformers import AutoModelForCausalLM, Trainer, TrainingArguments',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'args = TrainingArguments("out", fsdp="full_shard auto_wrap", bf16=True, use_liger_kernel=True)',
+      'Trainer(model=model, args=args).train()',
+      '',
+    ].join('\n');
+    const facts = await scanSource(text, 'sft.py');
+    const r = analyzeFacts(facts, text, { lint: DEFAULT_LINT_OPTIONS, estimate: {} });
+    assert.ok(r.estimate?.ok, JSON.stringify(r.estimate));
+    assert.equal(r.estimate.estimate.setup.loss, 'fused');
+  });
+});
+
 describe('Lightning', () => {
   it('FSDPStrategy with a block policy, bf16-mixed, 2 nodes of 8 and 4 accumulated batches', async () => {
     const text = read('lightning/train_lightning.py');

@@ -994,6 +994,33 @@ describe('the loss implementation: what each keeps of the logits, by hand', () =
     assert.equal(at('optimizer step'), 2 * n);
   });
 
+  it("Liger's fused linear cross-entropy: chunks of the logits, the gradients made in forward", () => {
+    // `fused_linear_cross_entropy_forward`: b·s = 8 tokens, h = 64, V = 100; chunk = nextPow2(ceil(8 / ceil(100 /
+    // 64))) = nextPow2(4) = 4 tokens. Frozen head (LoRA): the input's gradient 2 B x 8 x 64 = 1,024 (kept), one
+    // chunk's logits and product 2 B x 4 x (100 + 64) = 1,312, the fp32 per-token loss 4 x 8 = 32.
+    const lora = fineTuned(TINY, { lora: { rank: 2, targets: ['q_proj', 'v_proj'] } }, 'fsdp2', {
+      worldSize: 2,
+      microBatch: 1,
+      seqLen: 8,
+      loss: 'fused',
+    });
+    const loraLoss = lora.e.timeline!.events.filter((ev) => ev.phase === 'loss').map((ev) => ev.live.logits);
+    assert.deepEqual(loraLoss, [1024 + 1312 + 32, 1024]);
+    // A trainable head adds its gradient (2 B x 100 x 64 = 12,800, kept) and each chunk's
+    // `torch.mm(...).float()`: 2 B and 4 B x 100 x 64 = 38,400.
+    assert.deepEqual(logits({ loss: 'fused' }), [1024 + 12_800 + 1312 + 32 + 38_400, 1024 + 12_800]);
+    // Liger has no kernels for GPT-2: the model's own loss, said so.
+    const gpt2 = run(
+      { ...CATALOG['openai-community/gpt2']!, n_layer: 1 },
+      { worldSize: 2, microBatch: 1, seqLen: 8, loss: 'fused' },
+    ).e;
+    assert.deepEqual(
+      gpt2.timeline!.events.filter((ev) => ev.phase === 'loss').map((ev) => ev.live.logits),
+      [8 * 50257 * (2 + 4 + 4), 8 * 50257 * 12],
+    );
+    assert.ok(gpt2.notes.some((x) => /Liger has no kernels for model type gpt2/.test(x)));
+  });
+
   it('plain cross-entropy on bf16 logits keeps everything in bf16', () => {
     // Logits and log-softmax (2 + 2 B); backward the log-softmax and two gradients (3 x 2 B).
     assert.deepEqual(logits({ loss: 'plain' }), [4 * n, 6 * n]);

@@ -270,6 +270,32 @@ export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
   return (4 + (shape.normScalesInFp32 ? 4 : 0) + x.bytes) * sb * shape.hidden;
 }
 
+/**
+ * Model types Liger patches (`MODEL_TYPE_TO_APPLY_LIGER_FN` in liger_kernel/transformers/monkey_patch.py, the text
+ * models); for others `_apply_liger_kernel_to_instance` warns and leaves the model's own loss.
+ */
+export const LIGER_MODEL_TYPES: ReadonlySet<string> = new Set([
+  'llama',
+  'llama4_text',
+  'mistral',
+  'ministral',
+  'mixtral',
+  'qwen2',
+  'qwen3',
+  'qwen3_moe',
+  'gemma',
+  'gemma2',
+  'gemma3_text',
+  'phi3',
+  'granite',
+  'olmo2',
+  'olmo3',
+  'glm4',
+  'smollm3',
+  'nemotron',
+  'gpt_oss',
+]);
+
 /** The chunks torchtune's `CEWithChunkedOutputLoss` splits the head's output into (`num_output_chunks=8`). */
 export const TORCHTUNE_LOSS_CHUNKS = 8;
 
@@ -291,13 +317,19 @@ export const TORCHTUNE_LOSS_CHUNKS = 8;
  *   chunk's log-softmax by the last (4n), the last chunk's logits and fp32 copy ((e + 4)·n/k), and the selected
  *   hidden states the head's linear keeps for backward (e·b·s·h, every token counted as labelled: an upper bound).
  *   The head's weight is gathered for it (timeline.ts counts that);
+ * - `fused` (Liger's `fused_linear_cross_entropy_forward`, which `LigerFusedLinearCrossEntropyFunction` runs in the
+ *   model's forward): the head and the loss over chunks of C = nextPow2(ceil(b·s / ceil(V / h))) tokens, each
+ *   chunk's logits (e·C·V) turned into their gradient in place and multiplied back: the input's gradient
+ *   (e·b·s·h, kept for backward), one chunk's product (e·C·h), the fp32 per-token loss (4·b·s); a trainable head
+ *   adds its gradient (e·V·h, kept) and each chunk's `torch.mm(...).float()` (e·V·h and 4·V·h);
  * - `plain` (`F.cross_entropy(logits, labels)` on compute-dtype logits, outside autocast): the logits and the
  *   log-softmax, both in the compute dtype (2e·n).
  * With fp32 logits (no mixed precision) `.float()` returns them: there is no copy.
  * Backward starts with the log-softmax, the gradient with respect to it and the gradient with respect to its
  * input (12n; the caller has dropped the model's output by then: Transformers' `Trainer.compute_loss` returns the
  * loss alone, torchtitan and torchtune `del` the logits before `backward()`); chunked, one chunk's two gradients
- * beside every chunk's log-softmax (4n + 8n/k); linear-chunked the same and the selected hidden states; plain, the three in the compute dtype (3e·n). Casting the gradient back and the shift's backward hold less.
+ * beside every chunk's log-softmax (4n + 8n/k); linear-chunked the same and the selected hidden states; fused, the input's gradient (and a trainable head's)
+ * it made in forward, which its backward only scales; plain, the three in the compute dtype (3e·n). Casting the gradient back and the shift's backward hold less.
  * `output`: the logits the model returns, which a script that keeps its output in a variable (`outputs =
  * model(**batch)` in the training loop, never deleted) holds through backward and the next step's forward.
  * Gemma 2's final soft-capping (`logits = tanh(logits / cap) * cap` in `Gemma2ForCausalLM.forward`, in the compute
@@ -308,6 +340,7 @@ export function lossTransient(
   shape: ArchShape,
   x: ActivationInputs,
   impl: LossImpl = 'upcast',
+  headTrainable = false,
 ): { forward: number; backward: number; output: number } {
   const n = x.microBatch * x.seqLen * shape.vocab;
   const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
@@ -315,6 +348,18 @@ export function lossTransient(
   // `.float()` of fp32 logits returns them: no copy (`Tensor.to` returns self when nothing changes).
   const copy = x.bytes === 4 ? 0 : 4;
   const selected = x.bytes * x.microBatch * x.seqLen * shape.hidden;
+  if (impl === 'fused') {
+    const bt = x.microBatch * x.seqLen;
+    const h = shape.hidden;
+    const chunk = Math.min(bt, 2 ** Math.ceil(Math.log2(Math.ceil(bt / Math.ceil(shape.vocab / h)))));
+    const grads = x.bytes * bt * h + (headTrainable ? x.bytes * shape.vocab * h : 0);
+    const forward =
+      grads +
+      x.bytes * chunk * (shape.vocab + h) +
+      4 * bt +
+      (headTrainable ? (x.bytes + 4) * shape.vocab * h : 0);
+    return { forward, backward: grads, output: 0 };
+  }
   const forward =
     impl === 'upcast'
       ? n * (x.bytes + copy + 4)

@@ -5,7 +5,13 @@
 import type { ArchShape } from '../model/hf';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
 import { outermostOfClass, type ModuleNode } from '../model/tree';
-import { blockActivations, lossTransient, tailActivations, type ActivationInputs } from './activations';
+import {
+  blockActivations,
+  LIGER_MODEL_TYPES,
+  lossTransient,
+  tailActivations,
+  type ActivationInputs,
+} from './activations';
 import {
   OPTIMIZER_STEP,
   type Estimate,
@@ -154,7 +160,21 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   const unownedBefore = setup.gradAccum > 1 ? unownedGrads : 0;
   const gradsKept = setup.gradAccum > 1 && setup.syncEveryMicroBatch;
   let shardGrads = gradsKept ? allShardGrads : 0;
-  const loss = lossTransient(shape, x, setup.loss);
+  // Liger's kernels replace the loss only of the model types it patches.
+  const ligerless = setup.loss === 'fused' && !LIGER_MODEL_TYPES.has(shape.modelType);
+  if (ligerless)
+    notes.push(
+      `Liger has no kernels for model type ${shape.modelType}: the loss is counted as the model computes it (an fp32 copy in the loss)`,
+    );
+  // A trainable head (not LoRA's frozen base) gets its gradient from a fused loss in forward.
+  let headTrainable = false;
+  const look = (m: ModuleNode, depth: number) => {
+    for (const p of m.params)
+      if (p.trainable && p.shape[0] === shape.vocab && p.shape[1] === shape.hidden) headTrainable = true;
+    if (depth < 3) for (const c of m.children) look(c, depth + 1);
+  };
+  if (setup.loss === 'fused') look(root, 0);
+  const loss = lossTransient(shape, x, ligerless ? 'upcast' : setup.loss, headTrainable);
   // A script that keeps the model's output in a variable of its loop holds the logits from the loss on, through
   // backward and the optimizer step; left bound after the step, the previous step's through the next forward too,
   // until the assignment rebinds it.

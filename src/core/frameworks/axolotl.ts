@@ -133,14 +133,21 @@ export function axolotlPlan(
     plan.notes.push(
       `load_in_8bit at ${doc.where(['load_in_8bit'])}: 8-bit base weights are not modelled; estimated in the load dtype`,
     );
-  // A loss that never materialises the logits (Liger's fused linear cross-entropy, Apple's cut cross-entropy)
-  // needs far less than the b x s x V logits the estimate counts: no verdict rests on that count.
+  // Liger's fused linear cross-entropy (axolotl's Liger plugin patches the model with
+  // `fused_linear_cross_entropy=True`): the logits a chunk at a time. Apple's cut cross-entropy is not modelled: no
+  // verdict rests on the b x s x V logits the estimate would count.
   const unmodelled: string[] = [];
-  for (const [key, what] of [
-    ['liger_fused_linear_cross_entropy', "Liger's fused linear cross-entropy"],
-    ['cut_cross_entropy', 'cut cross-entropy'],
-  ] as const)
-    if (d[key] === true) unmodelled.push(`${what} (${key} at ${doc.where([key])})`);
+  if (d.liger_fused_linear_cross_entropy === true) {
+    plan.values.loss = 'fused';
+    plan.details.loss = `liger_fused_linear_cross_entropy at ${doc.where(['liger_fused_linear_cross_entropy'])}`;
+  }
+  const kernels = ['liger_rms_norm', 'liger_glu_activation'].filter((k) => d[k] === true);
+  if (kernels.length)
+    plan.notes.push(
+      `${kernels.map((k) => `${k} at ${doc.where([k])}`).join(', ')}: Liger's kernels keep less for backward than the eager modules the activations are counted as (an upper bound)`,
+    );
+  if (d.cut_cross_entropy === true)
+    unmodelled.push(`cut cross-entropy (cut_cross_entropy at ${doc.where(['cut_cross_entropy'])})`);
   for (const [key, what] of [
     ['tensor_parallel_size', 'tensor parallelism'],
     ['context_parallel_size', 'context parallelism'],

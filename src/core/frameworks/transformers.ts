@@ -351,6 +351,12 @@ export function trainingArgumentValues(
         ? at('gradient_checkpointing')
         : `SFTConfig's default gradient_checkpointing=True (${name}:${call.line})`;
   }
+  // `use_liger_kernel=True`: the Trainer patches the model with Liger's defaults (`_apply_liger_kernel_to_instance`,
+  // `fused_linear_cross_entropy=True` among them); its RMSNorm and SwiGLU kernels keep less than the eager modules.
+  if (k.use_liger_kernel === true) {
+    values.loss = 'fused';
+    details.loss = `${at('use_liger_kernel')} (Liger's RMSNorm and SwiGLU kernels, also applied, keep less for backward than the activations count)`;
+  }
   const optim = str(k.optim);
   const family = optim && OPTIM.find(([re]) => re.test(optim.toLowerCase()))?.[1];
   if (family) {

@@ -21,15 +21,18 @@ export type OptimizerFamily = 'adamw' | 'adam' | 'sgd' | 'sgd-momentum' | 'adam8
  * - `fp32-logits`: the model's forward upcasts the logits and copies the shifted ones (Transformers before 4.46);
  * - `chunked`: the head's output in chunks, each upcast in turn (torchtune's `CEWithChunkedOutputLoss`);
  * - `linear-chunked`: the head applied inside the loss, chunk by chunk (torchtune's `LinearCrossEntropyLoss`);
+ * - `fused`: Liger's fused linear cross-entropy, head and loss chunk by chunk in forward, the gradients kept;
  * - `plain`: `cross_entropy` on the logits as they are, in the compute dtype, with no upcast and no autocast.
  */
-export type LossImpl = 'upcast' | 'upcast-shifted' | 'fp32-logits' | 'chunked' | 'linear-chunked' | 'plain';
+export type LossImpl =
+  'upcast' | 'upcast-shifted' | 'fp32-logits' | 'chunked' | 'linear-chunked' | 'fused' | 'plain';
 export const LOSS_IMPLS: readonly LossImpl[] = [
   'upcast',
   'upcast-shifted',
   'fp32-logits',
   'chunked',
   'linear-chunked',
+  'fused',
   'plain',
 ];
 

@@ -82,6 +82,7 @@ const LOSS_CHOICES: Record<LossImpl, string> = {
   'fp32-logits': 'fp32 logits from the model and a shifted copy (Transformers before 4.46)',
   chunked: "8 chunks, each upcast in turn (torchtune's CEWithChunkedOutputLoss)",
   'linear-chunked': "the head applied in 8 chunks inside the loss (torchtune's LinearCrossEntropyLoss)",
+  fused: "Liger's fused linear cross-entropy (the logits a chunk at a time, gradients made in forward)",
   plain: 'cross-entropy in the compute dtype, no upcast',
 };
 
@@ -254,7 +255,7 @@ export const INPUTS = {
   loss: input<LossImpl>({
     label: 'loss',
     summary:
-      "What the loss keeps of the logits: upcast, upcast-shifted, fp32-logits (Transformers' releases), chunked, linear-chunked (torchtune) or plain",
+      "What the loss keeps of the logits: upcast, upcast-shifted, fp32-logits (Transformers' releases), chunked, linear-chunked (torchtune), fused (Liger) or plain",
     default: 'upcast',
     parse: (v, name) => parse.choice(name, String(v), parse.LOSS_IMPLS),
     show: (v) => LOSS_CHOICES[v],
