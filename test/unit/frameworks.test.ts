@@ -584,6 +584,42 @@ describe('axolotl', () => {
   });
 });
 
+describe('llm-foundry', () => {
+  it('an hf_causal_lm LoRA config: FSDP1 through Composer, blocks and LoRA matrices as units, variables read', async () => {
+    const e = ok(await configAnalysis('llm-foundry/llama3-8b-lora.yaml'));
+    // `prepare_hf_causal_lm_model_for_fsdp`: every decoder block (fsdp_wrap_fn) and, for a PEFT model, every LoRA
+    // matrix (`_fsdp_wrap`), then the root: 32 + 32 x 2 projections x 2 matrices + 1.
+    assert.equal(e.plan.api, 'fsdp1');
+    assert.equal(e.units.length, 32 + 32 * 2 * 2 + 1);
+    // `${variables.seq}` and `${variables.base}` are followed.
+    assert.equal(e.setup.seqLen, 4096);
+    assert.match(e.model.name, /Meta-Llama-3-8B/);
+    assert.equal(e.setup.microBatch, 4);
+    // mixed_precision DEFAULT with amp_bf16: gathered in bf16, reduced in fp32 (`get_mixed_precision`); weights
+    // loaded in fp32.
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    assert.equal(e.comms.reduceDtype, 'float32');
+    assert.equal(e.setup.masterDtype, 'float32');
+    assert.equal(e.setup.checkpointing, 'full');
+    assert.equal(e.setup.syncEveryMicroBatch, true);
+  });
+
+  it('other models and configs without fsdp_config are said, not misread', () => {
+    const mpt = readFrameworkConfig(
+      'mpt.yaml',
+      'model:\n  name: mpt_causal_lm\n  d_model: 4096\nmax_duration: 1ep\nfsdp_config:\n  sharding_strategy: FULL_SHARD\n',
+    );
+    assert.ok(mpt.kind === 'problem');
+    assert.match(mpt.problem.message, /llm-foundry's own MPT architecture/);
+    const ddp = readFrameworkConfig(
+      'ddp.yaml',
+      'model:\n  name: hf_causal_lm\n  pretrained_model_name_or_path: gpt2\nmax_duration: 1ep\n',
+    );
+    assert.ok(ddp.kind === 'problem');
+    assert.match(ddp.problem.message, /no fsdp_config: Composer trains this config with DDP/);
+  });
+});
+
 describe("Liger's fused linear cross-entropy from configs", () => {
   it("axolotl's liger_fused_linear_cross_entropy; its other kernels said to keep less; cut cross-entropy undecided", async () => {
     const base = read('axolotl/qlora-fsdp1.yaml');

@@ -194,7 +194,7 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
     );
     if (a.reading?.kind === 'none') {
       io.err.write(
-        `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed)\n`,
+        `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, axolotl, llm-foundry, torchtune, torchtitan, DeepSpeed)\n`,
       );
       return EXIT.usage;
     }

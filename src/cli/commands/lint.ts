@@ -28,7 +28,7 @@ export const lintSpec = {
   args: 'FILE|DIR...',
   summary: 'Wrapping mistakes (rules in docs/rules.md).',
   about:
-    'Reads Python files and framework configurations (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed); a folder: every .py file under it and every YAML, JSON or TOML file that mentions FSDP, skipping virtual environments and build folders (a configuration no framework reads is passed over). A Python file that does not mention FSDP is not analysed. A syntax error in an analysed file is a finding (FSDP000): the code after it may be read wrongly.',
+    'Reads Python files and framework configurations (Accelerate, Transformers fsdp_config, axolotl, llm-foundry, torchtune, torchtitan, DeepSpeed); a folder: every .py file under it and every YAML, JSON or TOML file that mentions FSDP, skipping virtual environments and build folders (a configuration no framework reads is passed over). A Python file that does not mention FSDP is not analysed. A syntax error in an analysed file is a finding (FSDP000): the code after it may be read wrongly.',
   options: {
     format: { type: 'string', default: 'text' },
     'min-torch': { type: 'string' },
@@ -213,7 +213,7 @@ export async function lintFiles(
     }
     if (a.reading?.kind === 'none') {
       messages.push(
-        `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, torchtune, torchtitan, DeepSpeed)\n`,
+        `fsdp-lens: ${file}: not a configuration fsdp-lens knows (Accelerate, Transformers fsdp_config, axolotl, llm-foundry, torchtune, torchtitan, DeepSpeed)\n`,
       );
       out.push({ messages, bad: true, internal });
       continue;

@@ -9,6 +9,7 @@ import { axolotlPlan, isAxolotl } from './axolotl';
 import type { VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
 import { deepspeedPlan, isDeepSpeed } from './deepspeed';
+import { isLlmFoundry, llmFoundryPlan } from './llmFoundry';
 import { isTorchtitan, torchtitanPlan } from './torchtitan';
 import { isTorchtune, torchtunePlan } from './torchtune';
 import { isTrainerArgsJson, trainerArgsJsonPlan } from './transformers';
@@ -25,7 +26,7 @@ const LOOKS_LIKE =
 
 /**
  * Recognises the training configurations fsdp-lens understands (Accelerate, a Transformers `fsdp_config` JSON,
- * torchtune, torchtitan, DeepSpeed) and reads each as an FSDP plan; anything else is `none`. Never throws.
+ * axolotl, llm-foundry, torchtune, torchtitan, DeepSpeed) and reads each as an FSDP plan; anything else is `none`. Never throws.
  */
 export function readFrameworkConfig(
   file: string,
@@ -59,6 +60,7 @@ export function readFrameworkConfig(
     (d: ConfigDoc) => FrameworkPlan | FrameworkProblem | null,
   ][] = [
     ['axolotl', isAxolotl, (d) => axolotlPlan(d, versions)],
+    ['llm-foundry', isLlmFoundry, llmFoundryPlan],
     ['Accelerate', isAccelerate, (d) => accelerateConfigPlan(d, versions.accelerate)],
     ['torchtune', isTorchtune, torchtunePlan],
     ['torchtitan', isTorchtitan, torchtitanPlan],

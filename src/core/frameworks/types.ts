@@ -19,7 +19,8 @@ export type FrameworkName =
   | 'torchtune'
   | 'torchtitan'
   | 'DeepSpeed'
-  | 'axolotl';
+  | 'axolotl'
+  | 'llm-foundry';
 
 /**
  * Which modules a framework makes FSDP units of, in the order it wraps them (the root last, always).
