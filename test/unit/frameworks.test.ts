@@ -8,6 +8,7 @@ import { readConfigText } from '../../src/core/frameworks/configDoc';
 import type { EstimateResult } from '../../src/core/resolve/analyze';
 import { lightningPrecision } from '../../src/core/frameworks/lightning';
 import { titanFfnHidden } from '../../src/core/frameworks/llamaNative';
+import { countParams } from '../../src/core/model/tree';
 import { readFrameworkConfig } from '../../src/core/frameworks/read';
 import { launchCommands } from '../../src/core/frameworks/shell';
 import { analyzeConfigText, analyzeFacts } from '../../src/core/entry/analyze';
@@ -970,6 +971,42 @@ describe('torchtune', () => {
 });
 
 describe('torchtitan', () => {
+  it("qwen3's dense flavors: the tied small ones keep [tok_embeddings, norm] as one unit", () => {
+    const plan = (flavor: string) => {
+      const r = readFrameworkConfig(
+        'qwen3.toml',
+        `[model]\nname = "qwen3"\nflavor = "${flavor}"\n[training]\nlocal_batch_size = 1\nseq_len = 4096\n[parallelism]\ndata_parallel_shard_degree = -1\n`,
+      );
+      assert.ok(r.kind === 'plan', JSON.stringify(r));
+      return r.plan;
+    };
+    // `apply_fsdp_to_decoder` with `enable_weight_tying`: tok_embeddings, norm and the head one unit, kept.
+    const small = plan('0.6B');
+    assert.deepEqual(small.wrap, {
+      kind: 'blocks',
+      before: [],
+      after: [['tok_embeddings', 'norm']],
+      afterReshard: false,
+    });
+    // 0.6B: 28 blocks of 1024 x 2048 (q) + 2 x 1024 x 1024 (k, v) + 2048 x 1024 (o) + 2 x 128 (q, k norms)
+    // + 3 x 1024 x 3072 + 2 x 1024, one tied 151,936 x 1,024 embedding, the final norm.
+    const block = 1024 * 2048 + 2 * 1024 * 1024 + 2048 * 1024 + 2 * 128 + 3 * 1024 * 3072 + 2 * 1024;
+    assert.equal(countParams(small.builtModel!.loaded.root), 28 * block + 151936 * 1024 + 1024);
+    const big = plan('14B');
+    assert.deepEqual(big.wrap, {
+      kind: 'blocks',
+      before: [['tok_embeddings']],
+      after: [['norm', 'output']],
+      afterReshard: false,
+    });
+    const moe = readFrameworkConfig(
+      'moe.toml',
+      '[model]\nname = "qwen3"\nflavor = "30B-A3B"\n[training]\nseq_len = 4096\n',
+    );
+    assert.ok(moe.kind === 'problem');
+    assert.match(moe.problem.message, /MoE flavors are not modelled/);
+  });
+
   it('FFN hidden sizes of the flavors from ffn_dim_multiplier and multiple_of', () => {
     // int(2·4·dim/3), times the multiplier, rounded up to multiple_of.
     assert.equal(titanFfnHidden(4096, 1.3, 1024), 14336); // 10922 -> 14198 -> 14336

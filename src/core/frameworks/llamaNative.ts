@@ -136,6 +136,30 @@ const QWEN3_14B: LlamaDims = { ...QWEN3_8B, dim: 5120, layers: 40, heads: 40, ff
 const QWEN3_32B: LlamaDims = { ...QWEN3_8B, dim: 5120, layers: 64, heads: 64, ffn: 25600 };
 
 /**
+ * torchtitan's dense Qwen3 flavors (`qwen3_configs` in torchtitan/models/qwen3/__init__.py: `_0_6b` to `_32b`, and
+ * `_debugmodel`): head_dim 128, q and k norms, the output tied to the embedding up to 4B.
+ */
+export const TITAN_QWEN3: Record<string, LlamaDims> = {
+  debugmodel: {
+    dim: 256,
+    layers: 8,
+    heads: 16,
+    kvHeads: 8,
+    ffn: 3072,
+    vocab: 2048,
+    tied: true,
+    headDim: 128,
+    qkNorm: true,
+  },
+  '0.6B': QWEN3_0_6B,
+  '1.7B': QWEN3_1_7B,
+  '4B': QWEN3_4B,
+  '8B': QWEN3_8B,
+  '14B': QWEN3_14B,
+  '32B': QWEN3_32B,
+};
+
+/**
  * torchtune's model builders fsdp-lens knows, by name, with the Hugging Face model of the same shapes: Llama 3
  * (torchtune/models/llama3: llama3_8b and llama3_70b have Llama 3.1's shapes; only RoPE scaling and the maximum
  * length differ, neither of which has parameters), Llama 3.1, 3.2 and 3.3, Llama 2, Mistral 7B, Qwen2, Qwen2.5 and

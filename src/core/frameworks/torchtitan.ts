@@ -2,7 +2,7 @@
 import type { DType } from '../vocabulary/dtypes';
 import type { SetupValues } from '../inputs/table';
 import { at, bool, countSetting, isRecord, setupFrom, str, type ConfigDoc } from './configDoc';
-import { llamaNative, titanDims } from './llamaNative';
+import { llamaNative, TITAN_QWEN3, titanDims } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
 const DTYPES: Record<string, DType> = { float32: 'float32', bfloat16: 'bfloat16', float16: 'float16' };
@@ -40,20 +40,23 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const legacy = !isRecord(d.parallelism) || at(d, ['training', 'batch_size']) !== undefined;
   const notes: string[] = [];
   const { values, details, set } = setupFrom(doc);
-  if (!/^llama3/.test(name))
+  const qwen3 = name === 'qwen3';
+  if (!/^llama3/.test(name) && !qwen3)
     return {
       framework: 'torchtitan',
       file,
       range,
-      message: `model "${name}" is not a Llama 3 model fsdp-lens knows`,
+      message: `model "${name}" is not a torchtitan model fsdp-lens knows (llama3, and qwen3's dense flavors)`,
     };
-  const dims = titanDims(flavor);
+  const dims = qwen3 ? TITAN_QWEN3[flavor] : titanDims(flavor);
   if (!dims)
     return {
       framework: 'torchtitan',
       file,
       range,
-      message: `flavor "${flavor}" is not one of torchtitan's Llama 3 flavors (debugmodel, 8B, 70B, 405B)`,
+      message: qwen3
+        ? `flavor "${flavor}" is not one of torchtitan's dense Qwen3 flavors (${Object.keys(TITAN_QWEN3).join(', ')}); its MoE flavors are not modelled`
+        : `flavor "${flavor}" is not one of torchtitan's Llama 3 flavors (debugmodel, 8B, 70B, 405B)`,
     };
 
   // torchtitan's config manager refuses these when they are not integers; fsdp-lens notes them and uses the
@@ -136,7 +139,9 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   notes.push(
     legacy
       ? 'torchtitan before July 2025: a unit per block (the last kept gathered after forward) and the root'
-      : 'torchtitan 0.2: units tok_embeddings, each block, [norm, output] together, and the root',
+      : dims.tied
+        ? 'torchtitan: units [tok_embeddings, norm] with the tied head, each block, and the root'
+        : 'torchtitan 0.2: units tok_embeddings, each block, [norm, output] together, and the root',
   );
   return {
     framework: 'torchtitan',
@@ -146,12 +151,21 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     strategy: replicate > 1 ? 'HYBRID_SHARD' : 'FULL_SHARD',
     wrap: legacy
       ? { kind: 'blocks', before: [], after: [], lastBlockReshard: policy === 'default' ? false : reshard }
-      : {
-          kind: 'blocks',
-          before: [['tok_embeddings']],
-          after: [['norm', 'output']],
-          afterReshard: policy === 'always',
-        },
+      : dims.tied
+        ? // Tied weights (`apply_fsdp_to_decoder` with `enable_weight_tying`): the embedding, the final norm and the
+          // head are one unit, kept gathered unless the policy is "always".
+          {
+            kind: 'blocks',
+            before: [],
+            after: [['tok_embeddings', 'norm']],
+            afterReshard: policy === 'always',
+          }
+        : {
+            kind: 'blocks',
+            before: [['tok_embeddings']],
+            after: [['norm', 'output']],
+            afterReshard: policy === 'always',
+          },
     reshardAfterForward: reshard,
     offload,
     values,
