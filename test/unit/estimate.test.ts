@@ -20,6 +20,9 @@ import { fromPyproject } from '../../src/core/project/settings';
 import { Project } from '../../src/core/project/project';
 import { diskFS } from '../../src/host/disk';
 import { cli, FIXTURES, grammar, scanSource } from './helpers';
+import { analyzeConfigText } from '../../src/core/entry/analyze';
+import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
+import { undecidedWhy } from '../../src/core/vocabulary/words';
 
 const LLAMA_8B = 8_030_261_248;
 const LLAMA_8B_LAYER = 218_112_000;
@@ -1260,6 +1263,40 @@ describe("how long a script keeps the model's output", () => {
       ),
       undefined,
     );
+  });
+});
+
+describe('figures that count more than the job keeps', () => {
+  it('a peak that fits still fits; one that does not is undecided, and says why', async () => {
+    // torchtune's activation offloading moves the saved activations to the CPU; the figures keep them on the GPU.
+    const yaml = (extra: string) =>
+      fs.readFileSync(path.join(FIXTURES, 'frameworks', 'torchtune', '8B_full.yaml'), 'utf8') + extra;
+    const analysis = async (text: string, gpu?: string, worldSize = 8) => {
+      const project = new Project([path.join(FIXTURES, 'frameworks', 'torchtune')], await grammar(), diskFS);
+      const a = analyzeConfigText(path.join(FIXTURES, 'frameworks', 'torchtune', 'x.yaml'), text, {
+        lint: DEFAULT_LINT_OPTIONS,
+        estimate: { project, ...(gpu ? { flags: { values: { gpu, worldSize } } } : {}) },
+      });
+      project.dispose();
+      assert.ok(a.estimate?.ok, JSON.stringify(a.estimate));
+      return a.estimate.estimate;
+    };
+    const off = yaml('\nenable_activation_offloading: True\n');
+    const fits = await analysis(off);
+    assert.match(fits.overcounted.join(' '), /activation offloading \(enable_activation_offloading at/);
+    assert.equal(fits.targetFit.verdict, 'fits');
+    // On two 24 GB cards the state alone (8 B per parameter / 2 = 32 GB) does not fit: offloading activations
+    // cannot change that, and the verdict stands.
+    assert.equal((await analysis(off, 'rtx3090-24gb', 2)).targetFit.verdict, 'short');
+    // Without checkpointing, on four: the state (16 GB) and what is not activations fit, the counted peak (48.6 GB
+    // of saved activations) does not: with offloading that is no verdict.
+    const noAc = (t: string) =>
+      t.replace('enable_activation_checkpointing: True', 'enable_activation_checkpointing: False');
+    const four = await analysis(noAc(off), 'rtx3090-24gb', 4);
+    assert.equal(four.targetFit.verdict, 'undecided', JSON.stringify(four.perGpu.peakBytes));
+    assert.match(undecidedWhy(four), /activation offloading .* keeps less than the figures count/);
+    // Without offloading, the verdict stands.
+    assert.equal((await analysis(noAc(yaml('')), 'rtx3090-24gb', 4)).targetFit.verdict, 'short');
   });
 });
 

@@ -418,6 +418,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   const result: Estimate = {
     gaps: input.model.gaps ?? [],
     unmodelled: input.unmodelled ?? [],
+    overcounted: input.overcounted ?? [],
     model: {
       name: input.model.name,
       params: totalParams,
@@ -510,10 +511,18 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       ],
     };
   }
-  // Parts not counted make a fit that holds undecided; parallelism not modelled, any verdict.
-  const partial = result.unmodelled.length ? 'any' : result.gaps.length > 0;
-  result.fit = fitAll(result.perGpu.peakBytes, partial);
-  result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial);
+  // Parts not counted make a fit that holds undecided; parts counted beyond what the job keeps, one that fails;
+  // parallelism not modelled (or both bounds at once), any verdict.
+  const lower = result.gaps.length > 0;
+  const upper = result.overcounted.length > 0;
+  const partial = result.unmodelled.length || (lower && upper) ? 'any' : upper ? 'upper' : lower;
+  // What is overcounted are activations (saved for backward, or the running block's): the rest of each event is
+  // held whatever they are, so the largest rest is a peak the step reaches for certain.
+  const floor = timeline
+    ? Math.max(...timeline.events.map((ev) => ev.total - ev.live.activations - ev.live.working))
+    : result.perGpu.persistentBytes;
+  result.fit = fitAll(result.perGpu.peakBytes, partial, floor);
+  result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial, floor);
   return result;
 }
 

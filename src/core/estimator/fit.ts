@@ -33,21 +33,41 @@ export function usableBytes(capacity: number): number {
 
 /**
  * Whether a peak fits one GPU, with the headroom left (negative when short). `partial`: the peak leaves parts of
- * the model out, so a peak that fits is not a verdict.
+ * the model out (true), so a peak that fits is not a verdict; it counts more than the job keeps (`upper`), so a
+ * peak that does not fit is not one, unless `floorBytes`, what the step holds whatever is overcounted, does not
+ * fit either; or neither holds (`any`).
  */
-export function fitOn(peakBytes: number, g: Gpu, partial: boolean | 'any' = false): FitResult {
+export function fitOn(
+  peakBytes: number,
+  g: Gpu,
+  partial: boolean | 'any' | 'upper' = false,
+  floorBytes = 0,
+): FitResult {
   const capacity = gpuBytes(g);
   const need = requiredBytes(peakBytes);
   return {
     gpu: g.id,
     name: g.name,
-    verdict: partial === 'any' ? 'undecided' : need > capacity ? 'short' : partial ? 'undecided' : 'fits',
+    verdict:
+      partial === 'any'
+        ? 'undecided'
+        : need > capacity
+          ? partial === 'upper' && requiredBytes(floorBytes) <= capacity
+            ? 'undecided'
+            : 'short'
+          : partial === true
+            ? 'undecided'
+            : 'fits',
     headroomBytes: capacity - need,
     memoryBytes: capacity,
   };
 }
 
 /** The fit of a peak on every GPU of the catalog. */
-export function fitAll(peakBytes: number, partial: boolean | 'any' = false): FitResult[] {
-  return GPUS.map((g) => fitOn(peakBytes, g, partial));
+export function fitAll(
+  peakBytes: number,
+  partial: boolean | 'any' | 'upper' = false,
+  floorBytes = 0,
+): FitResult[] {
+  return GPUS.map((g) => fitOn(peakBytes, g, partial, floorBytes));
 }

@@ -128,6 +128,11 @@ export interface EstimateInput {
    * of FSDP alone, with whole layers on each GPU, so no fit verdict rests on them.
    */
   unmodelled?: string[];
+  /**
+   * What the job does that keeps less than the figures count (activations offloaded to the CPU, Liger's RMSNorm
+   * and SwiGLU kernels): every figure is then an upper bound, and a peak that does not fit is no verdict.
+   */
+  overcounted?: string[];
   plan: Plan;
   setup: TrainingSetup;
   assumptions: Assumption[];
@@ -216,6 +221,8 @@ export interface Estimate {
   gaps: string[];
   /** Parallelism not modelled (see EstimateInput): when any, every fit is undecided. */
   unmodelled: string[];
+  /** What keeps less than counted (see EstimateInput): when any, a fit that fails is undecided. */
+  overcounted: string[];
   perGpu: {
     /** Everything that stays on the GPU through a step: sharded state, replicated leftovers, buffers. */
     persistentBytes: number;

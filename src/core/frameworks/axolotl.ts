@@ -141,11 +141,13 @@ export function axolotlPlan(
     plan.values.loss = 'fused';
     plan.details.loss = `liger_fused_linear_cross_entropy at ${doc.where(['liger_fused_linear_cross_entropy'])}`;
   }
+  // Liger's RMSNorm and SwiGLU keep less for backward than the eager modules the activations are counted as.
   const kernels = ['liger_rms_norm', 'liger_glu_activation'].filter((k) => d[k] === true);
   if (kernels.length)
-    plan.notes.push(
-      `${kernels.map((k) => `${k} at ${doc.where([k])}`).join(', ')}: Liger's kernels keep less for backward than the eager modules the activations are counted as (an upper bound)`,
-    );
+    plan.overcounted = [
+      ...(plan.overcounted ?? []),
+      `Liger's ${kernels.map((k) => (k === 'liger_rms_norm' ? 'RMSNorm' : 'SwiGLU')).join(' and ')} (${kernels.map((k) => `${k} at ${doc.where([k])}`).join(', ')})`,
+    ];
   if (d.cut_cross_entropy === true)
     unmodelled.push(`cut cross-entropy (cut_cross_entropy at ${doc.where(['cut_cross_entropy'])})`);
   for (const [key, what] of [

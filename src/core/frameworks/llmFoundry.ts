@@ -116,8 +116,11 @@ export function llmFoundryPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   if (ac !== undefined)
     set('checkpointing', ac ? 'full' : 'none', ['fsdp_config', 'activation_checkpointing']);
   if (bool(fsdp.forward_prefetch) === true) set('forwardPrefetch', true, ['fsdp_config', 'forward_prefetch']);
-  if (bool(fsdp.activation_cpu_offload) === true)
-    unmodelled.push(`activation CPU offload (${doc.where(['fsdp_config', 'activation_cpu_offload'])})`);
+  // Activations offloaded to the CPU leave the GPU; the figures keep them there.
+  const overcounted =
+    bool(fsdp.activation_cpu_offload) === true
+      ? [`activation CPU offload (${doc.where(['fsdp_config', 'activation_cpu_offload'])})`]
+      : [];
   if (bool(fsdp.cpu_offload) === true)
     notes.push(
       `cpu_offload at ${doc.where(['fsdp_config', 'cpu_offload'])}: Composer raises "FSDP CPU Offload not supported yet" (get_cpu_offload)`,
@@ -182,6 +185,7 @@ export function llmFoundryPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     ...(fineTune ? { fineTune } : {}),
     notes,
     ...(unmodelled.length ? { unmodelled } : {}),
+    ...(overcounted.length ? { overcounted } : {}),
     traps: [],
   };
 }

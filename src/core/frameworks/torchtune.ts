@@ -99,6 +99,14 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     notes.push(
       `loss ${lossComponent} (${doc.where(['loss', '_component_'])}) is not one fsdp-lens reads: the logits are counted as the default loss keeps them (set "# fsdp: loss=..." to say otherwise)`,
     );
+  // `enable_activation_offloading: True` moves saved activations to the CPU (`OffloadActivations`): the figures
+  // keep them on the GPU.
+  const overcounted =
+    bool(at(d, ['enable_activation_offloading'])) === true
+      ? [
+          `activation offloading (enable_activation_offloading at ${doc.where(['enable_activation_offloading'])})`,
+        ]
+      : [];
   // `compile: True` compiles each block and the loss (`training.compile_model`, `training.compile_loss`).
   if (bool(at(d, ['compile'])) === true)
     notes.push(
@@ -149,6 +157,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     ...(fineTune ? { fineTune } : {}),
     notes,
     ...(unmodelled.length ? { unmodelled } : {}),
+    ...(overcounted.length ? { overcounted } : {}),
     ...(suggested ? { suggested } : {}),
     traps: [],
   };

@@ -278,6 +278,11 @@ export function trainingArgumentsPlan(
   const t = trainingArgumentValues(call, file, commandLine);
   Object.assign(plan.values, t.values);
   Object.assign(plan.details, t.details);
+  if (t.values.loss === 'fused')
+    plan.overcounted = [
+      ...(plan.overcounted ?? []),
+      `Liger's RMSNorm and SwiGLU kernels (${commandLine ? '' : 'use_liger_kernel at '}${at('use_liger_kernel')})`,
+    ];
   return plan;
 }
 

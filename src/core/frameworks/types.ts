@@ -83,6 +83,8 @@ export interface FrameworkPlan {
   notes: string[];
   /** Parallelism the configuration sets that the figures do not model (see EstimateInput.unmodelled). */
   unmodelled?: string[];
+  /** What the configuration turns on that keeps less than the figures count (see EstimateInput.overcounted). */
+  overcounted?: string[];
   /** Mistakes the configuration makes (lint findings of the config file). */
   traps: FrameworkTrap[];
   /** Trained through Transformers' Trainer (axolotl), which puts a LoRA model under PEFT's wrap policy. */

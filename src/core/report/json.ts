@@ -24,6 +24,9 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     lowerBound: e.gaps.length > 0,
     /** Parallelism the figures do not model: when any, no fit verdict holds (every fit is undecided). */
     unmodelled: e.unmodelled,
+    /** What keeps less than the figures count: when any, activation figures are upper bounds and a fit that fails is undecided. */
+    overcounted: e.overcounted,
+    upperBound: e.overcounted.length > 0,
     plan: { ...e.plan, label: planLabel(e.plan.api, e.plan.strategy) },
     mesh: e.mesh,
     gpu: {

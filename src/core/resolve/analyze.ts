@@ -454,8 +454,10 @@ function estimateFacts(
       ...(model.loaded.unmodelled ?? []),
     ]),
   ];
+  const overcounted = fw?.overcounted ?? [];
   const input: EstimateInput = {
     ...(unmodelled.length ? { unmodelled } : {}),
+    ...(overcounted.length ? { overcounted } : {}),
     ...(loaded
       ? {
           loading: {

@@ -98,7 +98,13 @@ export function listed(items: readonly string[]): string {
  * Why a fit is undecided, in words: parallelism the figures do not model (then no verdict holds either way), or
  * parts of the model not counted (then a peak that fits is only a lower bound).
  */
-export function undecidedWhy(e: { unmodelled?: readonly string[]; gaps: readonly string[] }): string {
+export function undecidedWhy(e: {
+  unmodelled?: readonly string[];
+  gaps: readonly string[];
+  overcounted?: readonly string[];
+}): string {
+  if (!e.unmodelled?.length && e.overcounted?.length)
+    return `${listed(e.overcounted)} ${e.overcounted.length === 1 ? 'keeps' : 'keep'} less than the figures count: a peak this high may still fit${e.gaps.length ? `, and ${count(e.gaps.length, 'part')} of the model not counted` : ''}`;
   return e.unmodelled?.length
     ? `${listed(e.unmodelled)} ${e.unmodelled.length === 1 ? 'is' : 'are'} not modelled: ${
         e.unmodelled.every((u) => /parallel/i.test(u))

@@ -149,6 +149,8 @@ export class WhatIfModel {
     for (let n = R; n <= Math.max(8 * R, wanted) && worldSizes.length < 12; n *= 2) worldSizes.push(n);
     const peakBytes = worldSizes.map((n) => this.peakAt(n, w));
     const partial = (this.input.model.gaps ?? []).length > 0;
+    // Figures above what the job keeps: a peak that does not fit is no verdict.
+    const upper = (this.input.overcounted ?? []).length > 0;
     return {
       worldSizes,
       peakBytes,
@@ -162,7 +164,15 @@ export class WhatIfModel {
             name: gpu.name,
             memoryBytes: capacity,
             fits: peakBytes.map((p) =>
-              p === null ? null : requiredBytes(p) > capacity ? 'short' : partial ? 'undecided' : 'fits',
+              p === null
+                ? null
+                : requiredBytes(p) > capacity
+                  ? upper
+                    ? 'undecided'
+                    : 'short'
+                  : partial
+                    ? 'undecided'
+                    : 'fits',
             ),
             minGpus: minimums[i]!,
           },
@@ -183,6 +193,15 @@ export class WhatIfModel {
         worldSize: null,
         undecided: true,
         reason: `not decided: the search varies FSDP's dimension alone, and ${listed(unmodelled)} ${unmodelled.length === 1 ? 'is' : 'are'} not modelled`,
+      };
+    // Figures above what the job keeps: the search finds a world size that surely fits, not the smallest.
+    const overcounted = this.input.overcounted ?? [];
+    if (overcounted.length)
+      return {
+        gpu: gpu.id,
+        worldSize: null,
+        undecided: true,
+        reason: `not decided: ${listed(overcounted)} ${overcounted.length === 1 ? 'keeps' : 'keep'} less than the figures count`,
       };
     const capacity = gpuBytes(gpu);
     const perNode = this.perNodeGroups(w);
