@@ -642,6 +642,31 @@ describe("Liger's fused linear cross-entropy from configs", () => {
     assert.match(JSON.stringify(cut.unmodelled), /cut cross-entropy/);
   });
 
+  it('FSDP015 on a config that does not fit: the default world size and the kernels said, the verdict kept', async () => {
+    // A 72B full fine-tune: fp32 parameters, gradients and AdamW (16 B per parameter) over the default 8 GPUs are
+    // 145 GB each, more than an H100's 80 GB whatever Liger's kernels save of the activations.
+    const yaml = [
+      'base_model: Qwen/Qwen2.5-72B',
+      'sequence_len: 4096',
+      'micro_batch_size: 1',
+      'bf16: true',
+      'liger_rms_norm: true',
+      'liger_fused_linear_cross_entropy: true',
+      'fsdp_version: 2',
+      'fsdp_config:',
+      '  auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+      '  transformer_layer_cls_to_wrap: Qwen2DecoderLayer',
+      '  activation_checkpointing: true',
+      '',
+    ].join('\n');
+    const a = await configAnalysis('axolotl/big.yaml', yaml);
+    assert.equal(ok(a).targetFit.verdict, 'short');
+    const f = a.findings.filter((x) => x.rule === 'FSDP015');
+    assert.equal(f.length, 1);
+    assert.match(f[0]!.message, /8 GPUs, a default: nothing in the project says how many/);
+    assert.match(f[0]!.message, /counted above what the job keeps \(Liger's RMSNorm/);
+  });
+
   it("TrainingArguments(use_liger_kernel=True): the Trainer's Liger patch, fused loss", async () => {
     const text = [
       'from transformers import AutoModelForCausalLM, Trainer, TrainingArguments',

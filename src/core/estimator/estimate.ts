@@ -516,14 +516,20 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   const lower = result.gaps.length > 0;
   const upper = result.overcounted.length > 0;
   const partial = result.unmodelled.length || (lower && upper) ? 'any' : upper ? 'upper' : lower;
-  // What is overcounted are activations (saved for backward, or the running block's): the rest of each event is
-  // held whatever they are, so the largest rest is a peak the step reaches for certain.
-  const floor = timeline
-    ? Math.max(...timeline.events.map((ev) => ev.total - ev.live.activations - ev.live.working))
-    : result.perGpu.persistentBytes;
+  const floor = certainPeakBytes(result);
   result.fit = fitAll(result.perGpu.peakBytes, partial, floor);
   result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial, floor);
   return result;
+}
+
+/**
+ * The peak the step reaches whatever its activations are: what is overcounted (offloaded activations, Liger's
+ * kernels) are activations, saved for backward or the running block's; the rest of each event is held anyway.
+ */
+export function certainPeakBytes(e: Estimate): number {
+  return e.timeline
+    ? Math.max(...e.timeline.events.map((ev) => ev.total - ev.live.activations - ev.live.working))
+    : e.perGpu.persistentBytes;
 }
 
 /** Whether bitsandbytes' quantisation state sits among the buffers (model/finetune.ts adds it per NF4 weight). */

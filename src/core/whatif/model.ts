@@ -201,7 +201,7 @@ export class WhatIfModel {
         gpu: gpu.id,
         worldSize: null,
         undecided: true,
-        reason: `not decided: ${listed(overcounted)} ${overcounted.length === 1 ? 'keeps' : 'keep'} less than the figures count`,
+        reason: `not decided: the figures count more activations than the job keeps (${listed(overcounted)})`,
       };
     const capacity = gpuBytes(gpu);
     const perNode = this.perNodeGroups(w);

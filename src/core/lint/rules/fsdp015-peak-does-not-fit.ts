@@ -2,6 +2,7 @@
 import { article, atLeast, wholeNodesText } from '../../vocabulary/words';
 import { fmtBytes, fmtCount } from '../../vocabulary/bytes';
 import { requiredBytes } from '../../estimator/fit';
+import { certainPeakBytes } from '../../estimator/estimate';
 import type { Draft, Rule } from '../types';
 
 export const peakDoesNotFit: Rule = {
@@ -43,16 +44,27 @@ fully_shard(model)`,
     const smallest =
       min && min.worldSize !== null
         ? ` The smallest world size that fits is ${min.worldSize} GPUs${wholeNodesText(min, ' (')}${min.wholeNodes ? ')' : ''}.`
-        : min?.reason
-          ? ` No world size fits: ${min.reason}.`
-          : '';
+        : min?.undecided
+          ? e.overcounted.length
+            ? ''
+            : ` The smallest world size is ${min.reason}.`
+          : min?.reason
+            ? ` No world size fits: ${min.reason}.`
+            : '';
+    // A count of GPUs nothing in the project gives is the default's: said, so the finding is read as conditional.
+    const ws = e.assumptions.find((a) => a.key === 'worldSize');
+    const gpus = `${e.mesh.worldSize} GPUs${ws?.source.kind === 'default' ? ', a default: nothing in the project says how many;' : ','}`;
+    // Figures above what the job keeps: the finding stands on what is held besides the activations.
+    const certain = e.overcounted.length
+      ? ` The activations are counted above what the job keeps (${e.overcounted.join('; ')}), but the rest alone needs ${b(requiredBytes(certainPeakBytes(e)))}.`
+      : '';
     return [
       {
         range: at.range,
         message:
           `Estimated peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +
           `reserve and the CUDA context: ${b(-fit.headroomBytes)} more than the ${b(fit.memoryBytes)} (${fmtCount(e.gpu.memoryMiB)} MiB) of ${article(e.gpu.name)} ` +
-          `(${e.mesh.worldSize} GPUs, micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}).${smallest}`,
+          `(${gpus} micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}).${certain}${smallest}`,
         fixes: [],
       } satisfies Draft,
     ];
