@@ -76,6 +76,17 @@ const CHECKPOINTING_CHOICES = [
 ];
 
 /** Each loss implementation in a few words (the assumption list, the panel's choices). */
+/** The panel's shorter names of the same choices (its select is a third of the panel wide). */
+const LOSS_LABELS: Record<LossImpl, string> = {
+  upcast: 'Transformers 4.49+',
+  'upcast-shifted': 'Transformers 4.46-4.48',
+  'fp32-logits': 'Transformers < 4.46',
+  chunked: 'torchtune chunked',
+  'linear-chunked': 'torchtune linear',
+  fused: 'Liger fused',
+  plain: 'plain, no upcast',
+};
+
 const LOSS_CHOICES: Record<LossImpl, string> = {
   upcast: 'fp32 copy inside the loss (Transformers 4.49+, torchtitan)',
   'upcast-shifted': 'fp32 copy and a shifted copy (Transformers 4.46-4.48)',
@@ -264,7 +275,7 @@ export const INPUTS = {
     control: {
       label: 'Loss',
       kind: 'select',
-      options: () => parse.LOSS_IMPLS.map((value) => ({ value, label: LOSS_CHOICES[value] })),
+      options: () => parse.LOSS_IMPLS.map((value) => ({ value, label: LOSS_LABELS[value] })),
     },
   }),
   keepsOutput: input<'none' | 'backward' | 'step'>({
