@@ -1076,6 +1076,24 @@ describe('torchtitan', () => {
 });
 
 describe('DeepSpeed', () => {
+  it('"enabled": "auto" precision is the Trainer\'s to fill: not read as off', () => {
+    const r = readFrameworkConfig(
+      'ds.json',
+      '{"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}',
+    );
+    assert.ok(r.kind === 'plan');
+    // `HfTrainerDeepSpeedConfig.trainer_config_process` fills it from TrainingArguments' bf16.
+    assert.equal(r.plan.values.paramDtype, undefined);
+    assert.equal(r.plan.values.reduceDtype, undefined);
+    assert.ok(r.plan.notes.some((n) => /bf16\.enabled: "auto"/.test(n)));
+    const on = readFrameworkConfig(
+      'ds.json',
+      '{"bf16": {"enabled": true}, "zero_optimization": {"stage": 3}}',
+    );
+    assert.ok(on.kind === 'plan');
+    assert.equal(on.plan.values.paramDtype, 'bfloat16');
+  });
+
   it('ZeRO-3 shown as FULL_SHARD, ZeRO-2 as SHARD_GRAD_OP', async () => {
     const cfg = (stage: number) =>
       JSON.stringify({

@@ -36,11 +36,20 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   set('gradAccum', count('gradient_accumulation_steps'), ['gradient_accumulation_steps']);
   const bf16 = bool(at(d, ['bf16', 'enabled'])) === true;
   const fp16 = bool(at(d, ['fp16', 'enabled'])) === true;
-  // Low-precision working weights with fp32 master weights and optimizer state; gradients reduced in that dtype.
-  const low = bf16 ? 'bfloat16' : fp16 ? 'float16' : null;
-  set('masterDtype', 'float32', [bf16 ? 'bf16' : 'fp16']);
-  set('paramDtype', low, [bf16 ? 'bf16' : 'fp16']);
-  set('reduceDtype', low, [bf16 ? 'bf16' : 'fp16']);
+  // `"enabled": "auto"` is filled by Transformers' Trainer from its own bf16/fp16 (`HfTrainerDeepSpeedConfig
+  // .trainer_config_process`): not known from this file.
+  const auto = ['bf16', 'fp16'].filter((k) => at(d, [k, 'enabled']) === 'auto');
+  if (auto.length && !bf16 && !fp16)
+    notes.push(
+      `${auto.map((k) => `${k}.enabled: "auto" (${doc.where([k, 'enabled'])})`).join(', ')}: the Trainer's own bf16/fp16 decides, which this file does not say; the default precision is used`,
+    );
+  else {
+    // Low-precision working weights with fp32 master weights and optimizer state; gradients reduced in that dtype.
+    const low = bf16 ? 'bfloat16' : fp16 ? 'float16' : null;
+    set('masterDtype', 'float32', [bf16 ? 'bf16' : 'fp16']);
+    set('paramDtype', low, [bf16 ? 'bf16' : 'fp16']);
+    set('reduceDtype', low, [bf16 ? 'bf16' : 'fp16']);
+  }
   const offParam = str(at(d, ['zero_optimization', 'offload_param', 'device'])) ?? 'none';
   const offOpt = str(at(d, ['zero_optimization', 'offload_optimizer', 'device'])) ?? 'none';
   if (offOpt !== 'none' && offParam === 'none')
