@@ -188,27 +188,66 @@ describe('launch files', () => {
 });
 
 describe('torch_dtype="auto"', () => {
-  it("says the dtype is the checkpoint's, not known here, and that the default stands for it", async () => {
+  const script = (model: string, dtype: string) => [
+    'from torch.distributed.fsdp import fully_shard',
+    'from transformers import AutoModelForCausalLM',
+    `model = AutoModelForCausalLM.from_pretrained("${model}"${dtype})`,
+    'for block in model.model.layers:',
+    '    fully_shard(block)',
+    'fully_shard(model)',
+  ];
+  const run = async (lines: string[], requirements?: string) => {
     const dir = projectDir('fsdp-lens-auto-dtype-');
-    fs.writeFileSync(
-      path.join(dir, 'train.py'),
-      [
-        'from torch.distributed.fsdp import fully_shard',
-        'from transformers import AutoModelForCausalLM',
-        `model = AutoModelForCausalLM.from_pretrained("${MODEL}", torch_dtype="auto")`,
-        'for block in model.model.layers:',
-        '    fully_shard(block)',
-        'fully_shard(model)',
-      ].join('\n'),
-    );
+    fs.writeFileSync(path.join(dir, 'train.py'), lines.join('\n'));
+    if (requirements) fs.writeFileSync(path.join(dir, 'requirements.txt'), requirements);
     const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
     assert.equal(r.code, 0, r.err);
-    const data = JSON.parse(r.out);
+    return JSON.parse(r.out);
+  };
+
+  it("loads in the checkpoint's dtype, from config.json's torch_dtype", async () => {
+    // Llama 3.1 8B's config.json records torch_dtype bfloat16.
+    const data = await run(script(MODEL, ', torch_dtype="auto"'));
+    const a = assumed(data, 'masterDtype');
+    assert.equal(a.value, 'bfloat16');
+    assert.match(a.source.detail, /train\.py:3 \(dtype="auto": its checkpoint's bfloat16\)/);
+  });
+
+  it('says the dtype is not known where the checkpoint does not record it, and the default stands', async () => {
+    const data = await run(script('google/gemma-2-2b', ', torch_dtype="auto"'));
     assert.equal(assumed(data, 'masterDtype').source.kind, 'default');
     assert.ok(
       data.notes.some((n: string) => /train\.py:3 loads the model with torch_dtype="auto"/.test(n)),
       data.notes.join('\n'),
     );
+  });
+
+  it("a Trainer job, unpinned, is read with Transformers 5: a LoRA base stays in the checkpoint's bf16", async () => {
+    const data = await run([
+      'from transformers import AutoModelForCausalLM, Trainer, TrainingArguments',
+      'from peft import LoraConfig, get_peft_model',
+      `model = AutoModelForCausalLM.from_pretrained("${MODEL}")`,
+      'model = get_peft_model(model, LoraConfig(r=16, target_modules=["q_proj", "v_proj"]))',
+      'args = TrainingArguments("out", fsdp="full_shard auto_wrap", bf16=True, per_device_train_batch_size=1)',
+      'Trainer(model=model, args=args).train()',
+    ]);
+    // Frozen base: 8,030,261,248 x 2 B; LoRA (32 layers x (4096 x 16 + 16 x 4096 + 4096 x 16 + 16 x 1024) =
+    // 6,815,744) upcast to fp32 by Accelerate, with fp32 gradients and two AdamW states: 16 B each; over 8 GPUs.
+    const lora = 32 * (4096 * 16 + 16 * 4096 + 4096 * 16 + 16 * 1024);
+    assert.equal(lora, 6_815_744);
+    const hand = (8_030_261_248 * 2 + lora * 16) / 8;
+    const got = data.perGpu.persistentBytes as number;
+    assert.ok(Math.abs(got - hand) / hand < 1e-3, `${got} vs ${hand}`);
+  });
+
+  it("no dtype: Transformers 5's default is auto, 4's fp32; unpinned, the fp32 default stands and says so", async () => {
+    const pinned5 = await run(script(MODEL, ''), 'transformers==5.2.0\n');
+    assert.equal(assumed(pinned5, 'masterDtype').value, 'bfloat16');
+    const pinned4 = await run(script(MODEL, ''), 'transformers==4.57.1\n');
+    assert.equal(assumed(pinned4, 'masterDtype').source.kind, 'default');
+    const unpinned = await run(script(MODEL, ''));
+    assert.equal(assumed(unpinned, 'masterDtype').source.kind, 'default');
+    assert.ok(unpinned.notes.some((n: string) => /Transformers 5 loads its checkpoint's bfloat16/.test(n)));
   });
 });
 

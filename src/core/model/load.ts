@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import type { FileSystem, Host } from '../vocabulary/host';
 import { catalogConfig, type HfConfig } from './catalog';
 import { ConfigError, modelFromHfConfig, type HfModel } from './hf';
+import { dtypeFromText, type DType } from '../vocabulary/dtypes';
 
 /** A model and where it came from, in words a person recognises. */
 export interface LoadedModel {
@@ -20,6 +21,15 @@ export interface LoadedModel {
   gaps?: string[];
   /** Parallelism applied to the model in its code that the figures do not model (`parallelize_module`). */
   unmodelled?: string[];
+  /** The dtype its checkpoint was saved in (config.json's `torch_dtype`, or `dtype` from Transformers 5 on). */
+  checkpointDtype?: DType;
+}
+
+/** config.json's `torch_dtype` (or Transformers 5's `dtype`) as a floating dtype, when it names one. */
+function checkpointDtypeOf(config: HfConfig): { checkpointDtype?: DType } {
+  const v = config.torch_dtype ?? config.dtype;
+  const d = typeof v === 'string' ? dtypeFromText(v) : undefined;
+  return d && (d === 'float32' || d === 'bfloat16' || d === 'float16') ? { checkpointDtype: d } : {};
 }
 
 /** The Hugging Face home folder (`huggingface_hub.constants.HF_HOME`): $HF_HOME, else ~/.cache/huggingface. */
@@ -73,10 +83,15 @@ function jsonErrorPlace(text: string, e: unknown): string {
   return ` (line ${line}, column ${offset - before.lastIndexOf('\n')})`;
 }
 
+/** The model a config.json describes, with the dtype of its checkpoint. */
+function fromConfig(config: HfConfig): HfModel & { checkpointDtype?: DType } {
+  return { ...modelFromHfConfig(config), ...checkpointDtypeOf(config) };
+}
+
 /** Loads a model from a config.json path. */
 export function loadConfigPath(file: string, fs: FileSystem): LoadedModel {
   return memo(`${file}\u0000${fs.version(file) ?? ''}`, () => ({
-    ...modelFromHfConfig(readConfigFile(file, fs)),
+    ...fromConfig(readConfigFile(file, fs)),
     name: path.basename(path.dirname(path.resolve(file))) || file,
     origin: `config.json at ${file}`,
   }))!;
@@ -91,7 +106,7 @@ export function loadHubModel(id: string, cache: string, fs: FileSystem): LoadedM
   return memo(`${id}\u0000${cached ?? 'catalog'}\u0000${cached ? (fs.version(cached) ?? '') : ''}`, () => {
     if (cached)
       return {
-        ...modelFromHfConfig(readConfigFile(cached, fs)),
+        ...fromConfig(readConfigFile(cached, fs)),
         name: id,
         id,
         origin: `Hugging Face cache (${cached})`,
@@ -99,7 +114,7 @@ export function loadHubModel(id: string, cache: string, fs: FileSystem): LoadedM
     const entry = catalogConfig(id);
     if (entry)
       return {
-        ...modelFromHfConfig(entry.config),
+        ...fromConfig(entry.config),
         name: entry.id,
         id: entry.id,
         origin: entry.architectureOf

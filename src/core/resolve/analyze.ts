@@ -18,6 +18,7 @@ import { closeCatalogIds } from '../model/catalog';
 import { applyFineTune, frozenIn, type FineTune } from '../model/finetune';
 import { hfHubCache, loadConfigPath, loadHubModel, type LoadedModel } from '../model/load';
 import { isDType, type DType } from '../vocabulary/dtypes';
+import { versionAtLeast, type VersionPin } from '../vocabulary/versions';
 import { callsThatRun, planFromFacts } from '../plan/fromFacts';
 import { helperPlan, type HelperPlan } from './helpers';
 import { oneModelPerName, planOfCalledFunction, type PlanChoices } from './entryPlan';
@@ -277,7 +278,17 @@ function estimateFacts(
       values: fw.values,
       details: fw.details,
     });
-  const detected = detectedLayer(facts, file, model.loaded.root);
+  const loadRead = loadDtype(
+    facts,
+    model.loaded,
+    project && root0
+      ? project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)).transformers
+      : undefined,
+    !!fw && (fw.framework === 'Transformers' || fw.framework === 'TRL'),
+  );
+  const loadAs = loadRead && 'dtype' in loadRead ? loadRead : undefined;
+
+  const detected = detectedLayer(facts, file, model.loaded.root, loadAs);
   layers.push(detected);
   // The PyTorch the project pins (requirements, pyproject.toml, lock files) decides semantics that changed.
   const torchPin =
@@ -285,6 +296,7 @@ function estimateFacts(
       ? project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)).torch
       : undefined;
   const torchNotes: string[] = [];
+  if (loadRead && 'note' in loadRead) torchNotes.push(loadRead.note);
   if (torchPin?.floor)
     // A lower bound is the oldest release allowed, not the one the job runs: the default stands, and the note says
     // how to say which release runs.
@@ -343,7 +355,7 @@ function estimateFacts(
   // Accelerate upcasts only parameters that require grad to fp32 when mixed precision is on
   // (`Accelerator.prepare_model` for FSDP1, `fsdp2_prepare_model`), and nothing else casts them, short of a cast
   // the script writes.
-  const loadedIn = facts.models.find((m) => m.dtype)?.dtype;
+  const loadedIn = facts.models.find((m) => m.dtype)?.dtype ?? loadAs?.dtype;
   const root =
     loadedIn &&
     isDType(loadedIn) &&
@@ -729,10 +741,41 @@ function annotationLayer(
 }
 
 /** What the code itself says: its mesh, mixed precision, dtype, optimizer, checkpointing and gradient sync. */
+/**
+ * The dtype `from_pretrained` loads the model in when the call does not name one the scan reads: the checkpoint's
+ * (config.json's `torch_dtype`) for `dtype="auto"`, and for no dtype at all from Transformers 5 on, whose default
+ * became "auto" (PR 42805); before 5, fp32, which is the estimate's own default. Without a pin, Transformers 5 is
+ * what a Trainer job is read with (and said); a plain script keeps the fp32 default, with a note saying what
+ * decides it.
+ */
+function loadDtype(
+  facts: FileFacts,
+  loaded: LoadedModel,
+  transformers: VersionPin | undefined,
+  trainer: boolean,
+): { dtype: DType; detail: string } | { note: string } | undefined {
+  const call = facts.models.find((m) => m.pretrained);
+  if (!call || call.dtype || !loaded.checkpointDtype || loaded.checkpointDtype === 'float32')
+    return undefined;
+  const where = `${path.basename(facts.path)}:${call.line}`;
+  const saved = loaded.checkpointDtype;
+  if (call.dtypeAuto) return { dtype: saved, detail: `${where} (dtype="auto": its checkpoint's ${saved})` };
+  if (transformers?.floor || (transformers && !versionAtLeast(transformers.version, '5'))) return undefined;
+  if (!transformers && !trainer)
+    return {
+      note: `${where} loads the model without a dtype: Transformers 5 loads its checkpoint's ${saved}, Transformers 4 fp32; the estimate keeps fp32 (pin transformers, or pass dtype=, to decide it)`,
+    };
+  return {
+    dtype: saved,
+    detail: `${where} (no dtype: Transformers 5 loads the checkpoint's ${saved}; ${transformers ? `transformers ${transformers.version} at ${transformers.where}` : 'Transformers 5 assumed, not pinned in the workspace'})`,
+  };
+}
+
 function detectedLayer(
   facts: FileFacts,
   file: string,
   root?: ModuleNode,
+  loadAs?: { dtype: DType; detail: string },
 ): Layer & { notes?: string[]; unmodelled?: string[] } {
   const notes: string[] = [];
   const unmodelled: string[] = [];
@@ -888,6 +931,9 @@ function detectedLayer(
   if (loaded?.dtype && isDType(loaded.dtype)) {
     values.masterDtype = loaded.dtype;
     details.masterDtype = `${at(loaded.line)} (torch_dtype)`;
+  } else if (loadAs && !(cast?.dtype && isDType(cast.dtype))) {
+    values.masterDtype = loadAs.dtype;
+    details.masterDtype = loadAs.detail;
   } else if (cast?.dtype && isDType(cast.dtype)) {
     values.masterDtype = cast.dtype;
     details.masterDtype = `${at(cast.line)} (cast)`;
