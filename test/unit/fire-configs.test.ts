@@ -210,7 +210,7 @@ describe('torch_dtype="auto"', () => {
     const data = await run(script(MODEL, ', torch_dtype="auto"'));
     const a = assumed(data, 'masterDtype');
     assert.equal(a.value, 'bfloat16');
-    assert.match(a.source.detail, /train\.py:3 \(dtype="auto": its checkpoint's bfloat16\)/);
+    assert.match(a.source.detail ?? '', /train\.py:3 \(dtype="auto": its checkpoint's bfloat16\)/);
   });
 
   it('says the dtype is not known where the checkpoint does not record it, and the default stands', async () => {

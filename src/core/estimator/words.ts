@@ -5,6 +5,19 @@ import type { DType } from '../vocabulary/dtypes';
 import { bytesOf } from './shards';
 import type { Figure, LiveSet, Term, Unit } from './types';
 
+/** What the loss holds, by implementation (activations.ts `lossTransient` sizes each). */
+const LOSS_WORDS: Record<TrainingSetup['loss'], string> = {
+  upcast: 'b·s·V logits, their fp32 copy and log-softmax, and the gradients at the turn to backward',
+  'upcast-shifted':
+    'b·s·V logits, their fp32 copy, the shifted fp32 copy and log-softmax, and their gradients',
+  'fp32-logits': 'b·s·V fp32 logits from the model, the shifted copy and log-softmax, and their gradients',
+  chunked: "the head's 8 chunks, every chunk's fp32 log-softmax and one chunk's fp32 copy, or its gradients",
+  'linear-chunked':
+    "every chunk's fp32 log-softmax, one chunk's logits, the hidden states the head keeps, or one chunk's gradients",
+  fused: "Liger's chunk of logits, the input's (and a trainable head's) gradient it makes in forward",
+  plain: 'b·s·V logits and log-softmax in the compute dtype, and their gradients',
+};
+
 /** The peak's composition, by category, with what each means. */
 export function peakFigure(live: LiveSet, setup: TrainingSetup): Figure {
   const ac =
@@ -37,10 +50,7 @@ export function peakFigure(live: LiveSet, setup: TrainingSetup): Figure {
       "the running block's tensors, rebuilt when checkpointed, and the gradients of its activations",
     ],
     gradients: ['gradient buffers', 'unsharded gradients and reduce-scatter inputs in flight'],
-    logits: [
-      'logits and loss',
-      'b·s·V logits, what the loss keeps of them (fp32 copies, log-softmax) and their gradients',
-    ],
+    logits: ['logits and loss', LOSS_WORDS[setup.loss]],
     heldOutput: [
       'model output kept',
       `the logits of the model's output a variable of the script keeps ${setup.keepsOutput === 'step' ? "through backward and the next step's forward" : 'through backward and the optimizer step'}`,
