@@ -921,6 +921,13 @@ describe('torchtune', () => {
     assert.equal(layer, 192_946_432);
     const qwen3 = await params('torchtune.models.qwen3.qwen3_8b_instruct');
     assert.equal(qwen3.model.params, 36 * layer + 2 * 151936 * 4096 + 4096);
+    // Phi-3 mini: 32 layers of 4 x 3072² + 3 x 3072 x 8192 + 2 x 3072, embedding and output of 32,064 x 3,072:
+    // 3,821,079,552, the published count of microsoft/Phi-3-mini-4k-instruct.
+    assert.equal((await params('torchtune.models.phi3.phi3_mini')).model.params, 3_821_079_552);
+    // Phi-4: 40 layers, 10 KV heads of 128 (k and v 5120 x 1280), FFN 17,920, vocabulary 100,352.
+    const phi4 =
+      40 * (2 * 5120 ** 2 + 2 * 5120 * 1280 + 3 * 5120 * 17920 + 2 * 5120) + 2 * 100352 * 5120 + 5120;
+    assert.equal((await params('torchtune.models.phi4.phi4_14b')).model.params, phi4);
     // Qwen3 0.6B ties its output to the embedding: one 151,936 x 1,024 matrix.
     const small = await params('torchtune.models.qwen3.qwen3_0_6b_instruct');
     const smallLayer = 1024 * 2048 + 2 * 1024 * 1024 + 2048 * 1024 + 2 * 128 + 3 * 1024 * 3072 + 2 * 1024;

@@ -162,8 +162,8 @@ export const TITAN_QWEN3: Record<string, LlamaDims> = {
 /**
  * torchtune's model builders fsdp-lens knows, by name, with the Hugging Face model of the same shapes: Llama 3
  * (torchtune/models/llama3: llama3_8b and llama3_70b have Llama 3.1's shapes; only RoPE scaling and the maximum
- * length differ, neither of which has parameters), Llama 3.1, 3.2 and 3.3, Llama 2, Mistral 7B, Qwen2, Qwen2.5 and
- * Qwen3 (dense), each from torchtune's `_model_builders.py`.
+ * length differ, neither of which has parameters), Llama 3.1, 3.2 and 3.3, Llama 2, Mistral 7B, Qwen2, Qwen2.5,
+ * Qwen3 (dense), Phi-3 mini and Phi-4, each from torchtune's `_model_builders.py`.
  */
 export const TUNE_MODELS: Record<string, LlamaDims & { hf: string }> = {
   llama3_8b: { ...LLAMA3_8B, hf: 'meta-llama/Llama-3.1-8B' },
@@ -203,6 +203,28 @@ export const TUNE_MODELS: Record<string, LlamaDims & { hf: string }> = {
     hf: 'meta-llama/Llama-2-70b-hf',
   },
   mistral_7b: { ...MISTRAL_7B, hf: 'mistralai/Mistral-7B-v0.1' },
+  // torchtune/models/phi3 and phi4 `_model_builders.py`: the `phi3` component splits q, k and v and the gate and up
+  // projections (`w1`, `w3`), as torchtune's Llama does.
+  phi3_mini: {
+    dim: 3072,
+    layers: 32,
+    heads: 32,
+    kvHeads: 32,
+    ffn: 8192,
+    vocab: 32064,
+    tied: false,
+    hf: 'microsoft/Phi-3-mini-4k-instruct',
+  },
+  phi4_14b: {
+    dim: 5120,
+    layers: 40,
+    heads: 40,
+    kvHeads: 10,
+    ffn: 17920,
+    vocab: 100352,
+    tied: false,
+    hf: 'microsoft/phi-4',
+  },
   qwen3_0_6b_base: { ...QWEN3_0_6B, hf: 'Qwen/Qwen3-0.6B-Base' },
   qwen3_0_6b_instruct: { ...QWEN3_0_6B, hf: 'Qwen/Qwen3-0.6B' },
   qwen3_1_7b_base: { ...QWEN3_1_7B, hf: 'Qwen/Qwen3-1.7B-Base' },
