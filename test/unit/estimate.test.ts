@@ -1239,6 +1239,15 @@ describe("how long a script keeps the model's output", () => {
     assert.equal(fact.line, 9);
   });
 
+  it('`outputs["loss"]` is the same read as `outputs.loss`', async () => {
+    assert.equal(
+      await heldIn(loop('outputs = model(**batch)', 'loss = outputs["loss"]', 'loss.backward()')),
+      'step',
+    );
+    // A string elsewhere, or a dict of metrics, is not a read of the model's output.
+    assert.equal(await heldIn(loop('print("loss")', 'metrics = {"loss": 0}')), undefined);
+  });
+
   it('released after backward (`outputs = None`, `del outputs`): through backward only', async () => {
     for (const release of ['outputs = None', 'del outputs', 'del loss, outputs'])
       assert.equal(

@@ -187,7 +187,7 @@ export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
 }
 
 /**
- * `outputs.loss` (or `model(**batch).loss`) read: the loss is the one the model computes from `labels`, as
+ * `outputs.loss` or `outputs["loss"]` (or `model(**batch).loss`) read: the loss is the one the model computes from `labels`, as
  * Transformers' causal LMs do (`LlamaForCausalLM.forward` → `self.loss_function`). The first read only; `self.loss`
  * (a module's own attribute), a config's or argument namespace's, and assignments to `.loss` are not reads of a
  * model's output.
@@ -197,27 +197,24 @@ export function castCalls(file: SourceFile, ev: Evaluator): TrainingFact[] {
  */
 export function modelLossReads(file: SourceFile): TrainingFact[] {
   let first: TrainingFact | undefined;
-  for (const id of file.identifiers('loss')) {
-    const attr = up(id);
-    if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
-    const obj = attr.childForFieldName('object');
+  for (const { read, obj } of lossReads(file)) {
     // A module's own attribute, or a setting of a config or argument namespace, is not a model's output.
-    if (!obj || /^(self|args|opts?|cfg|hparams)$|config$|args$/i.test(obj.text)) continue;
-    const parent = up(attr);
-    if (parent?.type === 'assignment' && parent.childForFieldName('left')?.id === attr.id) continue;
-    const scope = enclosingFunction(attr);
-    const held = obj.type === 'identifier' ? heldFor(file, attr, obj.text, scope) : undefined;
+    if (/^(self|args|opts?|cfg|hparams)$|config$|args$/i.test(obj.text)) continue;
+    const parent = up(read);
+    if (parent?.type === 'assignment' && parent.childForFieldName('left')?.id === read.id) continue;
+    const scope = enclosingFunction(read);
+    const held = obj.type === 'identifier' ? heldFor(file, read, obj.text, scope) : undefined;
     const fact: TrainingFact = {
       kind: 'model_loss',
-      line: file.line(attr),
-      range: rangeOf(attr),
-      text: attr.text.length > 200 ? attr.text.slice(0, 200) + '…' : attr.text,
+      line: file.line(read),
+      range: rangeOf(read),
+      text: read.text.length > 200 ? read.text.slice(0, 200) + '…' : read.text,
       options: {},
       positional: [],
       qualified: 'loss',
       target: obj.text.length > 80 ? null : obj.text,
       function: scope ? qualifiedName(scope) : null,
-      branch: branchPath(attr, scope),
+      branch: branchPath(read, scope),
       ...(held ? { held } : {}),
     };
     // The training loop's read, where one keeps the output; else the first (an evaluation loop's keeps nothing).
@@ -225,6 +222,26 @@ export function modelLossReads(file: SourceFile): TrainingFact[] {
     first ??= fact;
   }
   return first ? [first] : [];
+}
+
+/** `X.loss` and `X["loss"]` reads, in the order they are written: the read and the object read from. */
+function lossReads(file: SourceFile): { read: Node; obj: Node }[] {
+  const out: { read: Node; obj: Node }[] = [];
+  for (const off of file.wordOffsets('loss')) {
+    const n = file.root.descendantForIndex(off, off + 4);
+    if (!n) continue;
+    if (n.type === 'identifier') {
+      const attr = up(n);
+      const obj = attr?.type === 'attribute' ? attr.childForFieldName('object') : null;
+      if (attr && obj && attr.childForFieldName('attribute')?.id === n.id) out.push({ read: attr, obj });
+    } else if (n.type === 'string_content' && n.text === 'loss') {
+      const str = up(n);
+      const sub = str?.type === 'string' ? up(str) : null;
+      const obj = sub?.type === 'subscript' ? sub.childForFieldName('value') : null;
+      if (sub && obj && sub.childForFieldName('subscript')?.id === str!.id) out.push({ read: sub, obj });
+    }
+  }
+  return out;
 }
 
 /**
