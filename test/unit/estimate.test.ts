@@ -1113,31 +1113,39 @@ describe('the PyTorch version decides the root of an FSDP2 plan', () => {
   });
 });
 
+/** The estimate of `text` as the `train.py` of a fresh project folder that holds `files` beside it. */
+async function estimateInProject(files: Record<string, string>, text: string) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-project-'));
+  try {
+    for (const [name, body] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), body);
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(file, text);
+    const project = new Project([dir], await grammar(), diskFS);
+    const r = estimateFile(await scanSource(text, file), { project });
+    project.dispose();
+    return r;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('the PyTorch version from the project', () => {
   it('a pinned torch in requirements.txt sets the version the estimate uses, with where it is pinned', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-torchpin-'));
-    try {
-      fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers>=4.50\ntorch==2.6.0\n');
-      const text = [
+    const r = await estimateInProject(
+      { 'requirements.txt': 'transformers>=4.50\ntorch==2.6.0\n' },
+      [
         'from torch.distributed.fsdp import fully_shard',
         'from transformers import AutoModelForCausalLM',
         'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
         'fully_shard(model, reshard_after_forward=True)',
         '',
-      ].join('\n');
-      const file = path.join(dir, 'train.py');
-      fs.writeFileSync(file, text);
-      const project = new Project([dir], await grammar(), diskFS);
-      const r = estimateFile(await scanSource(text, file), { project });
-      project.dispose();
-      assert.ok(r.ok, r.ok ? '' : r.reason);
-      const a = r.estimate.assumptions.find((x) => x.key === 'torchVersion')!;
-      assert.equal(a.value, '2.6.0');
-      assert.deepEqual(a.source, { kind: 'detected', detail: 'torch 2.6.0 pinned at requirements.txt:2' });
-      assert.equal(r.estimate.units.find((u) => u.isRoot)!.residency.kind, 'keep');
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+      ].join('\n'),
+    );
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const a = r.estimate.assumptions.find((x) => x.key === 'torchVersion')!;
+    assert.equal(a.value, '2.6.0');
+    assert.deepEqual(a.source, { kind: 'detected', detail: 'torch 2.6.0 pinned at requirements.txt:2' });
+    assert.equal(r.estimate.units.find((u) => u.isRoot)!.residency.kind, 'keep');
   });
 });
 
@@ -1146,10 +1154,9 @@ describe("the loss from the project's Transformers release", () => {
   // (transformersLoss.ts): before 4.46 `LlamaForCausalLM.forward` upcasts and copies the shifted logits; 4.46 to
   // 4.48 `ForCausalLMLoss` copies the shifted fp32 logits; from 4.49 the labels are padded instead.
   async function lossFor(requirements: string, lossLine: string) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hfloss-'));
-    try {
-      fs.writeFileSync(path.join(dir, 'requirements.txt'), requirements);
-      const text = [
+    const r = await estimateInProject(
+      { 'requirements.txt': requirements },
+      [
         'from torch.distributed.fsdp import fully_shard',
         'from transformers import AutoModelForCausalLM',
         'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
@@ -1160,17 +1167,10 @@ describe("the loss from the project's Transformers release", () => {
         `    ${lossLine}`,
         '    loss.backward()',
         '',
-      ].join('\n');
-      const file = path.join(dir, 'train.py');
-      fs.writeFileSync(file, text);
-      const project = new Project([dir], await grammar(), diskFS);
-      const r = estimateFile(await scanSource(text, file), { project });
-      project.dispose();
-      assert.ok(r.ok, r.ok ? '' : r.reason);
-      return { a: r.estimate.assumptions.find((x) => x.key === 'loss')!, notes: r.estimate.notes };
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+      ].join('\n'),
+    );
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    return { a: r.estimate.assumptions.find((x) => x.key === 'loss')!, notes: r.estimate.notes };
   }
   const READS = 'loss = model(**batch).loss';
 

@@ -211,14 +211,17 @@ function estimateFacts(
   const root0 = opts.project?.roots[0];
   const pyproject = opts.project && root0 ? pyprojectLayer(opts.project.fs, facts.path, root0) : undefined;
   const project = opts.project;
+  // The versions the project pins (requirements, pyproject.toml, lock files), read once per project root.
+  const pins =
+    project && root0 ? project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)) : undefined;
   const launch = project ? launchLayerOf(project, facts.path) : undefined;
   // A framework's configuration: a config file's, or a constructor call of the script when it wraps nothing itself.
   const fromScript = facts.calls.length
     ? undefined
     : frameworkFromFacts(facts, file, {
-        ...(project && root0
+        ...(project && pins
           ? {
-              versions: project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)),
+              versions: pins,
               readFile: (f: string) => project.fs.readFile(f),
             }
           : {}),
@@ -281,9 +284,7 @@ function estimateFacts(
   const loadRead = loadDtype(
     facts,
     model.loaded,
-    project && root0
-      ? project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)).transformers
-      : undefined,
+    pins?.transformers,
     !!fw && (fw.framework === 'Transformers' || fw.framework === 'TRL'),
   );
   const loadAs = loadRead && 'dtype' in loadRead ? loadRead : undefined;
@@ -291,10 +292,7 @@ function estimateFacts(
   const detected = detectedLayer(facts, file, model.loaded.root, loadAs);
   layers.push(detected);
   // The PyTorch the project pins (requirements, pyproject.toml, lock files) decides semantics that changed.
-  const torchPin =
-    project && root0
-      ? project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)).torch
-      : undefined;
+  const torchPin = pins?.torch;
   const torchNotes: string[] = [];
   if (loadRead && 'note' in loadRead) torchNotes.push(loadRead.note);
   if (torchPin?.floor)
@@ -320,12 +318,7 @@ function estimateFacts(
     (fw && ['Transformers', 'TRL', 'axolotl'].includes(fw.framework)) ||
     facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer') ||
     facts.training.some((t) => t.kind === 'model_loss')
-      ? transformersLoss(
-          project && root0
-            ? project.memo(`versions:${root0}`, () => pinnedVersions(project.fs, root0)).transformers
-            : undefined,
-          model.loaded.root.className,
-        )
+      ? transformersLoss(pins?.transformers, model.loaded.root.className)
       : undefined;
   if (hfLoss && 'note' in hfLoss) torchNotes.push(hfLoss.note);
   else if (hfLoss)
