@@ -122,6 +122,27 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
         : `that fits ${shortGpu(e.gpu.name)}`,
   );
   if (e.minGpusReason) minCard.title = e.minGpusReason;
+  const peakCard = card(
+    'Peak per GPU',
+    `${least}${b(e.perGpu.peakBytes)}`,
+    peakWhere(e.perGpu.peakAt) || 'no activation model',
+    mine.verdict === 'fits' ? 'ok' : mine.verdict === 'short' ? 'bad' : '',
+  );
+  // Allocated is what `max_memory_allocated` shows; reserved adds what the caching allocator keeps for FSDP's
+  // side streams where memory allows (docs/estimator.md, "Fit").
+  const pools = e.perGpu.reservedPools;
+  if (pools && pools.gather + pools.reduce > 0) {
+    const reserved = el(
+      'div',
+      `${least}${b(e.perGpu.reservedBytes)} reserved where memory allows`,
+      'card-detail',
+    );
+    reserved.title =
+      `The compute stream's ${b(pools.compute)} with a 10% allowance, and the blocks the caching allocator keeps ` +
+      `for FSDP's all-gather stream (${b(pools.gather)}) and reduce-scatter stream (${b(pools.reduce)}), which ` +
+      `it frees again before it runs out of memory.`;
+    peakCard.append(reserved);
+  }
   cards.append(
     card('Parameters', `${least}${fmtParams(e.model.params)}`, trainable),
     card(
@@ -129,12 +150,7 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
       `${least}${b(e.perGpu.persistentBytes)}`,
       `model state ${b(e.perGpu.modelStateBytes)} of ${b(e.modelStateTotalBytes)} unsharded`,
     ),
-    card(
-      'Peak per GPU',
-      `${least}${b(e.perGpu.peakBytes)}`,
-      peakWhere(e.perGpu.peakAt) || 'no activation model',
-      mine.verdict === 'fits' ? 'ok' : mine.verdict === 'short' ? 'bad' : '',
-    ),
+    peakCard,
     card(
       'Traffic per step',
       b(e.comms.perStepTotal.bytes),

@@ -610,13 +610,54 @@ describe('calibration against a published measurement (docs/calibration.md)', ()
 });
 
 describe('allocated and reserved', () => {
-  it('the JSON gives the allocated peak and what the caching allocator reserves for it', async () => {
-    const r = await cli('estimate', '--model', 'meta-llama/Llama-3.1-8B', '--json');
+  it('the JSON gives the allocated peak and what the caching allocator reserves, its side streams included', async () => {
+    const r = await cli('estimate', '--model', 'meta-llama/Llama-3.1-8B', '--world-size', '8', '--json');
     assert.equal(r.code, 0, r.err);
-    const j = JSON.parse(r.out) as { perGpu: { peakBytes: number; reservedBytes: number } };
-    // The default allowance: 10% of the allocated peak (docs/estimator.md, "Fit"); the fit adds 1 GiB of context.
-    assert.equal(j.perGpu.reservedBytes, Math.ceil(j.perGpu.peakBytes * 1.1));
-    assert.equal(requiredBytes(j.perGpu.peakBytes), j.perGpu.reservedBytes + 2 ** 30);
+    const j = JSON.parse(r.out) as {
+      perGpu: {
+        peakBytes: number;
+        reservedBytes: number;
+        reservedPools: { compute: number; gather: number; reduce: number };
+      };
+    };
+    const pools = j.perGpu.reservedPools;
+    // The all-gather stream's pool (FSDP2 `foreach_all_gather` allocates the output in the copy-in stream) grows to
+    // the largest unit's output: the root's embedding and head, 128,256 x 4,096 each, and the final norm's 4,096,
+    // in bf16 (every dim 0 divides by 8: no padding).
+    assert.equal(pools.gather, (2 * 128_256 * 4_096 + 4_096) * 2);
+    // The reduce-scatter stream's (`foreach_reduce` allocates its output there, and the gradient shard is a view of
+    // it, cast to the fp32 parameter in the same stream) to every gradient shard at the end of backward.
+    assert.equal(pools.reduce, (8_030_261_248 * 4) / 8);
+    // The compute stream's holds the rest; only it gets the 10% allowance (docs/estimator.md, "Fit"). The peak is
+    // at the loss, where neither side stream holds anything (no gradient shard exists yet, and the root's
+    // post-forward has freed the last all-gather output): the compute pool's largest set is the peak.
+    assert.equal(pools.compute, j.perGpu.peakBytes);
+    assert.equal(j.perGpu.reservedBytes, Math.ceil(pools.compute * 1.1) + pools.gather + pools.reduce);
+    // The fit counts the allocated peak with the allowance and 1 GiB of context, not the side pools: the allocator
+    // frees cached segments and retries before it raises out-of-memory.
+    assert.equal(requiredBytes(j.perGpu.peakBytes), Math.ceil(j.perGpu.peakBytes * 1.1) + 2 ** 30);
+  });
+
+  it('FSDP1 gathers into the unshard stream and reduces in the post-backward stream', () => {
+    const { e } = run(CATALOG['meta-llama/Llama-3.1-8B']!, { worldSize: 8, reduceDtype: 'float32' }, (p) => ({
+      ...p,
+      api: 'fsdp1',
+    }));
+    const tl = e.timeline!;
+    // `_unshard` runs `handle.unshard()` in the unshard stream: each event's unsharded FlatParameters are that
+    // stream's; `_reduce_grad` allocates the gradient shard in the post-backward stream.
+    for (const ev of tl.events) {
+      assert.equal(ev.streams.gather, ev.live.gathered, ev.label);
+      assert.ok(ev.streams.reduce >= ev.live.shardGrads, ev.label);
+    }
+    assert.equal(tl.pools.gather, Math.max(...tl.events.map((ev) => ev.live.gathered)));
+    // With bf16 gradients reduced in fp32, `_post_backward_hook` casts a unit's FlatParameter gradient to fp32 in
+    // the post-backward stream before it reduce-scatters: at the reduce-scatter of the largest block unit, that
+    // stream holds the copy (218,112,000 x 4 B) beside the gradient shards made so far.
+    const rs = tl.events.find(
+      (ev) => ev.label.endsWith(': reduce-scatter') && ev.unit !== e.units.at(-1)!.name,
+    )!;
+    assert.equal(rs.streams.reduce - rs.live.shardGrads, 218_112_000 * 4);
   });
 });
 

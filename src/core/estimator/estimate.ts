@@ -11,7 +11,7 @@ import { isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
 import { countBufferBytes, type ModuleNode } from '../model/tree';
 import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collectives';
 import { activeParams, attentionFlops, recomputedShares } from './compute';
-import { fitAll, fitOn } from './fit';
+import { fitAll, fitOn, reservedBytes } from './fit';
 import { hostPerNode } from './host';
 import { fsdpMesh, type Mesh } from './mesh';
 import { badReshardNotes, residencyOf, rootClampNotes } from './residency';
@@ -451,6 +451,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       peakAt: null,
       peak: state.persistent,
       peakForwardBackwardBytes: state.persistent.bytes,
+      reservedBytes: 0,
     },
     modelStateTotalBytes: [...own.units.map((u) => u.groups), own.unowned.groups].reduce(
       (s, g) => s + fullStateBytes(g, setup),
@@ -516,6 +517,7 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   const lower = result.gaps.length > 0;
   const upper = result.overcounted.length > 0;
   const partial = result.unmodelled.length || (lower && upper) ? 'any' : upper ? 'upper' : lower;
+  result.perGpu.reservedBytes = reservedBytes(result.perGpu.peakBytes, timeline?.pools);
   const floor = certainPeakBytes(result);
   result.fit = fitAll(result.perGpu.peakBytes, partial, floor);
   result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial, floor);

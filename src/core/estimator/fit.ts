@@ -13,17 +13,33 @@ export const FIT_RESERVE = {
   fragmentation: 0.1,
 };
 
-/**
- * What the caching allocator reserves for an allocated peak (what `memory_stats()["reserved_bytes.all.peak"]`
- * shows): the peak and its fragmentation allowance, a default fraction rather than a model of the allocator.
- */
-export function reservedBytes(peak: number): number {
+/** What the allocator must reserve for an allocated peak: the peak and its fragmentation allowance (a default). */
+function withFragmentation(peak: number): number {
   return Math.ceil(peak * (1 + FIT_RESERVE.fragmentation));
 }
 
-/** What a peak needs of a GPU: the memory the allocator reserves for it, and the CUDA context. */
+/**
+ * What the caching allocator holds reserved over a step on a GPU with room (what
+ * `memory_stats()["reserved_bytes.all.peak"]` shows): each stream's pool grows to the most it ever holds live,
+ * since a freed block is reused only by the stream that allocated it (`get_free_block` searches by stream), so
+ * the pools of FSDP's side streams add up with the compute stream's rather than overlap; the compute stream's
+ * pool gets the fragmentation allowance. Without the pools (no timeline), the peak and its allowance.
+ */
+export function reservedBytes(
+  peak: number,
+  pools?: { compute: number; gather: number; reduce: number },
+): number {
+  return pools ? withFragmentation(pools.compute) + pools.gather + pools.reduce : withFragmentation(peak);
+}
+
+/**
+ * What a peak needs of a GPU: the allocated peak with the allowance, and the CUDA context. Not the side streams'
+ * caches: before it raises out-of-memory the allocator frees every cached segment and retries
+ * (`release_cached_blocks` in `DeviceCachingAllocator::malloc`), so a block cached for another stream costs a
+ * retry, not the run.
+ */
 export function requiredBytes(peak: number): number {
-  return reservedBytes(peak) + FIT_RESERVE.contextBytes;
+  return withFragmentation(peak) + FIT_RESERVE.contextBytes;
 }
 
 /** The largest peak a GPU of `capacity` bytes holds: the inverse of `requiredBytes`. */

@@ -198,16 +198,28 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
     notes.push('gradients accumulate unsharded between micro-batches (no gradient sync until the last)');
 
   const events: TimelineEvent[] = [];
+  // The caching allocator keeps a freed block for the stream that allocated it (`get_free_block` searches the
+  // pool by stream and size), so what FSDP allocates in its side streams is reused only there. FSDP2 allocates its
+  // all-gather outputs in the copy-in stream (`foreach_all_gather`) and the reduce-scatter output, which becomes the
+  // gradient shard, in the reduce-scatter stream (`foreach_reduce`); its unsharded parameters (copy-out) and the
+  // reduce-scatter input are the compute stream's. FSDP1 gathers into the FlatParameter's padded storage in the
+  // unshard stream (`_unshard`) and reduces in the post-backward stream (`_post_backward_hook` → `_reduce_grad`:
+  // the reduce-dtype copy and the new gradient shard).
   const push = (
     phase: Phase,
     segment: number,
     unit: UnitEstimate | undefined,
     label: string,
     partial: Omit<LiveSet, 'heldOutput'>,
+    reduceCopy = 0,
   ) => {
     const name = phase === 'optimizer' ? OPTIMIZER_STEP : (unit?.name ?? '');
     const live: LiveSet = { ...partial, heldOutput: heldFrom(phase, label) };
-    events.push({ phase, segment, unit: name, label, live, total: liveTotal(live) });
+    const streams = {
+      gather: fsdp1 ? live.gathered : live.gatherBuffers,
+      reduce: live.shardGrads + reduceCopy,
+    };
+    events.push({ phase, segment, unit: name, label, live, total: liveTotal(live), streams });
   };
   const gatheredOf = (u: UnitEstimate) => u.gatheredBytes;
   const sliceOf = (u: UnitEstimate) =>
@@ -391,19 +403,26 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
       // The reduce-scatter output becomes this GPU's gradient shard (added into the kept one when accumulating:
       // FSDP2's `sharded_param.grad += ...`, FSDP1's `_accumulate_sharded_grad`).
       if (!gradsKept) shardGrads += shardGradsOf(u);
-      push('backward', s, u, `${u.name}: reduce-scatter`, {
-        state,
-        shardGrads,
-        gathered,
-        gatherBuffers: 0,
-        activations: saved,
-        working: 0,
-        // Still alive: every unit's unsharded gradients in backward and this unit's reduce-scatter input; the
-        // previous unit's reduce-scatter input is released first.
-        gradients: grads + rsInput,
-        logits: 0,
-        optimizer: 0,
-      });
+      push(
+        'backward',
+        s,
+        u,
+        `${u.name}: reduce-scatter`,
+        {
+          state,
+          shardGrads,
+          gathered,
+          gatherBuffers: 0,
+          activations: saved,
+          working: 0,
+          // Still alive: every unit's unsharded gradients in backward and this unit's reduce-scatter input; the
+          // previous unit's reduce-scatter input is released first.
+          gradients: grads + rsInput,
+          logits: 0,
+          optimizer: 0,
+        },
+        fsdp1 ? rsInput : 0,
+      );
       rsBuffer = fsdp1 ? 0 : rsInput;
     });
   }
@@ -443,8 +462,15 @@ export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undef
   const recomputeFraction = blocks.length
     ? blocks.reduce((s, a) => s + a.recompute, 0) / blocks.length / 3
     : 0;
+  const pools = { compute: 0, gather: 0, reduce: 0 };
+  for (const ev of events) {
+    pools.compute = Math.max(pools.compute, ev.total - ev.streams.gather - ev.streams.reduce);
+    pools.gather = Math.max(pools.gather, ev.streams.gather);
+    pools.reduce = Math.max(pools.reduce, ev.streams.reduce);
+  }
   return {
     events,
+    pools,
     peak: {
       bytes: p.total,
       at: { unit: p.unit, phase: p.phase },

@@ -237,6 +237,8 @@ export interface Estimate {
     peak: Figure;
     /** The largest live set of forward and backward alone (without the optimizer step). */
     peakForwardBackwardBytes: number;
+    /** What the caching allocator holds reserved over the step on a GPU with room (`fit.ts` `reservedBytes`). */
+    reservedBytes: number;
   };
   /** The live set over the step, event by event (null when activations cannot be modelled). */
   timeline: Timeline | null;
@@ -320,6 +322,19 @@ export interface TimelineEvent {
   label: string;
   live: LiveSet;
   total: number;
+  /**
+   * Of `total`, the bytes allocated from the side streams' pools of the caching allocator (blocks belong to the
+   * stream that allocated them): FSDP's all-gather stream and its reduce-scatter stream.
+   */
+  streams: StreamBytes;
+}
+
+/** Bytes allocated from the pools of FSDP's side streams. */
+export interface StreamBytes {
+  /** FSDP2's all-gather outputs (`foreach_all_gather` allocates them in the copy-in stream); FSDP1's unsharded FlatParameters (`_unshard` runs `handle.unshard()` in the unshard stream). */
+  gather: number;
+  /** This GPU's gradient shards (FSDP2 `foreach_reduce`'s output, FSDP1 `_reduce_grad`'s), and FSDP1's reduce-dtype copy of a gradient. */
+  reduce: number;
 }
 
 export interface Timeline {
@@ -331,5 +346,7 @@ export interface Timeline {
   activationBytes: number;
   /** Extra compute from recomputation, as a fraction of the step without it. */
   recomputeFraction: number;
+  /** The largest bytes each pool of the caching allocator holds live over the step: the compute stream's and the side streams'. */
+  pools: StreamBytes & { compute: number };
   notes: string[];
 }

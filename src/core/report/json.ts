@@ -2,7 +2,7 @@
 import { collectiveCount, trafficBytes } from '../estimator/collectives';
 import { planLabel } from '../vocabulary/fsdp';
 import type { Estimate } from '../estimator/types';
-import { FIT_RESERVE, reservedBytes, usableBytes } from '../estimator/fit';
+import { FIT_RESERVE, usableBytes } from '../estimator/fit';
 import { gpuBytes } from '../hardware/catalog';
 import type { MinGpus } from '../whatif/model';
 import type { LoadedModel } from '../model/load';
@@ -63,8 +63,10 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       hostBytes: e.perGpu.hostBytes,
       host: e.perGpu.host,
       peakBytes: e.perGpu.peakBytes,
-      // The allocated peak (`max_memory_allocated`) and what the caching allocator reserves for it.
-      reservedBytes: reservedBytes(e.perGpu.peakBytes),
+      // The allocated peak (`max_memory_allocated`) and what the caching allocator holds reserved on a GPU with
+      // room (`reserved_bytes.all.peak`), its side streams' pools included.
+      reservedBytes: e.perGpu.reservedBytes,
+      reservedPools: e.timeline?.pools ?? null,
       peakAt: e.perGpu.peakAt,
       peak: e.perGpu.peak,
       peakForwardBackwardBytes: e.perGpu.peakForwardBackwardBytes,
@@ -76,7 +78,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     fitReserve: {
       contextBytes: FIT_RESERVE.contextBytes,
       fragmentation: FIT_RESERVE.fragmentation,
-      rule: 'fits when peak x (1 + fragmentation) + context <= the memory the driver reports; peak x (1 + fragmentation) is reservedBytes',
+      rule: "fits when peak x (1 + fragmentation) + context <= the memory the driver reports; the side streams' cached blocks in reservedBytes are freed and retried before out-of-memory",
     },
     minGpus: minGpus?.worldSize ?? null,
     ...(minGpus?.wholeNodes ? { minGpusOnWholeNodes: minGpus.wholeNodes } : {}),

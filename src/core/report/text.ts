@@ -13,7 +13,7 @@ import { type MinGpus } from '../whatif/model';
 import { type Estimate, type UnitEstimate, type Verdict } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import type { Source } from '../vocabulary/source';
-import { FIT_RESERVE, requiredBytes, reservedBytes } from '../estimator/fit';
+import { FIT_RESERVE, requiredBytes } from '../estimator/fit';
 import type { Advice } from '../whatif/advice';
 import { planLabel } from '../vocabulary/fsdp';
 
@@ -123,7 +123,12 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push(...terms(e.perGpu.peak.terms));
   const need = requiredBytes(e.perGpu.peakBytes);
   const mine = e.targetFit;
-  const needs = `needs ${least}${b(need)} (${b(reservedBytes(e.perGpu.peakBytes))} reserved by the caching allocator, the peak x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)} as a default allowance, and ${b(FIT_RESERVE.contextBytes)} of CUDA context)`;
+  const needs = `needs ${least}${b(need)} (the peak x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, a default allowance for the caching allocator, and ${b(FIT_RESERVE.contextBytes)} of CUDA context)`;
+  const pools = e.timeline?.pools;
+  if (pools && pools.gather + pools.reduce > 0)
+    L.push(
+      `Reserved  ${least}${b(e.perGpu.reservedBytes)} per GPU where memory allows: the compute stream's ${b(pools.compute)} x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, and what the allocator keeps for FSDP's all-gather stream (${b(pools.gather)}) and reduce-scatter stream (${b(pools.reduce)}), freed again before it runs out`,
+    );
   L.push(
     mine.verdict === 'fits'
       ? `Fit       fits ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(mine.headroomBytes)} to spare`
