@@ -430,7 +430,11 @@ function renderComms(data: PanelData, e: Estimate): HTMLElement {
       ['Link', 'Carries', 'Collectives / step', 'Bytes / GPU', 'Time on link', 'Against compute'],
       e.comms.links.map((l) => [
         `${l.link.name} (${l.link.perDirectionGBs} GB/s each way)`,
-        l.role === 'shard group' ? 'all-gathers, reduce-scatters' : 'all-reduces across replicas',
+        l.role === 'shard group'
+          ? 'all-gathers, reduce-scatters'
+          : l.role === 'tensor parallel'
+            ? "tensor parallel's activation all-gathers, reduce-scatters"
+            : 'all-reduces across replicas',
         l.collectives,
         b(l.bytes),
         fmtSeconds(l.seconds),

@@ -114,6 +114,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     worldSize: '16',
     gpusPerNode: '4',
     replicas: '2',
+    tensorParallel: '2',
     microBatch: '2',
     seqLen: '2048',
     gradAccum: '4',

@@ -128,20 +128,31 @@ describe('torchtitan config_registry.py', () => {
   });
 });
 
-describe('degrees the figures do not model', () => {
-  it('leave every fit undecided, and the smallest world size too', async () => {
+describe('tensor parallelism in a registry job', () => {
+  it('is modelled as torchtitan shards the decoder: each GPU holds half of every projection, FSDP shards that', async () => {
     const file = path.join(project(), 'torchtitan/models/llama3/config_registry.py');
     const r = await cli('estimate', file, '--plan', 'llama3_8b_tp', '--json');
     assert.equal(r.code, 0, r.err);
     const data = JSON.parse(r.out);
-    assert.deepEqual(data.unmodelled, ['tensor parallelism (degree 2)']);
-    assert.equal(data.targetFit.verdict, 'undecided');
-    assert.ok(data.fit.every((f: { verdict: string }) => f.verdict === 'undecided'));
-    assert.equal(data.minGpus, null);
-    assert.equal(data.minGpusUndecided, true);
-    const text = await cli('estimate', file, '--plan', 'llama3_8b_tp');
-    assert.match(text.out, /Fit {7}undecided on .*: tensor parallelism \(degree 2\) is not modelled/);
-    assert.match(text.out, /smallest world size: not decided/);
+    assert.deepEqual(data.unmodelled, []);
+    // dp_shard 8 x tp 2: 16 GPUs (`ParallelDims`), FSDP over the 8 data-parallel ranks.
+    assert.deepEqual([data.mesh.worldSize, data.mesh.shardGroup, data.mesh.tp], [16, 8, 2]);
+    assert.equal(data.model.params, PARAMS);
+    // Column-wise q, k, v, gate, up and row-wise o, down split 2 ways, the embedding and head by vocabulary; the
+    // norms (32 x 2 x 4,096 + 4,096 = 266,240 weights) stay whole: (8,030,261,248 - 266,240) / 2 + 266,240.
+    const local = (PARAMS - 266_240) / 2 + 266_240;
+    assert.equal(local, 4_015_263_744);
+    const term = (name: string) =>
+      data.perGpu.persistent.terms.find((t: { name: string }) => t.name === name).bytes as number;
+    // Every dim 0 divides by 8: no padding; fp32 parameters.
+    assert.equal(term('sharded parameters'), (local * 4) / 8);
+    // TP's collectives per step: 8 per block, 4 more per recomputed block (full checkpointing), 4 for the
+    // embedding and the head: 32 x 12 + 4.
+    const tp = data.comms.links.find((l: { role: string }) => l.role === 'tensor parallel');
+    assert.equal(tp.collectives, 32 * 12 + 4);
+    // Each moves (T-1)/T of b·s·h bf16 elements: 2 sequences of 8,192 tokens, 4,096 wide.
+    assert.equal(tp.bytes, 388 * (1 / 2) * 2 * 8192 * 4096 * 2);
+    assert.notEqual(data.targetFit.verdict, 'undecided');
   });
 });
 

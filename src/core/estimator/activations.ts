@@ -61,6 +61,12 @@ export interface ActivationInputs {
   attention: 'fused' | 'eager';
   /** Bytes per element of activations (the compute dtype). */
   bytes: number;
+  /**
+   * Tensor-parallel degree T under torchtitan's plan with sequence parallelism: every tensor of a block is split
+   * T ways (the residual stream and norms by sequence, attention and the MLP by heads and features), but the
+   * inputs of the column-wise projections are all-gathered whole and kept by their matmuls.
+   */
+  tp?: number;
 }
 
 /** All tensors of one block kept for backward without checkpointing, by name. */
@@ -229,16 +235,30 @@ export function blockActivations(
   moe: boolean,
   index: number,
 ): BlockActivations {
-  const tensors = blockTensors(shape, x, moe);
-  const full = tensors.reduce((s, t) => s + t.bytes, 0);
+  const T = x.tp ?? 1;
   const sb = x.microBatch * x.seqLen;
+  // Sequence parallelism (torchtitan's `enable_sp`, the default with TP): the norms work on 1/T of the sequence;
+  // the attention input and the MLP input are all-gathered (`PrepareModuleInput` to `Replicate`) and each kept
+  // whole by the projections that read it (q, k, v; gate, up); what those projections produce is 1/T of the heads
+  // or features, and the row-wise outputs are reduce-scattered back to 1/T of the sequence.
+  const tensors =
+    T > 1
+      ? [
+          ...blockTensors(shape, x, moe).map((t) => ({ name: `${t.name} (1/${T})`, bytes: t.bytes / T })),
+          { name: 'attention input, all-gathered for q, k and v', bytes: x.bytes * sb * shape.hidden },
+          { name: 'MLP input, all-gathered for gate and up', bytes: x.bytes * sb * shape.hidden },
+        ]
+      : blockTensors(shape, x, moe);
+  const full = tensors.reduce((s, t) => s + t.bytes, 0);
   const widest = Math.max(
     shape.hidden,
     moe ? shape.moeIntermediate * shape.expertsPerToken : shape.intermediate,
   );
-  // Gradients of activations: the incoming gradient and the one being produced, at the widest tensor.
-  const transient = 2 * x.bytes * sb * widest;
-  const input = x.bytes * sb * shape.hidden;
+  // Gradients of activations: the incoming gradient and the one being produced, at the widest tensor (1/T of it
+  // under tensor parallelism, whose widest tensors are split by features).
+  const transient = (2 * x.bytes * sb * widest) / T;
+  // A checkpointed block keeps its input: 1/T of the sequence under sequence parallelism.
+  const input = (x.bytes * sb * shape.hidden) / T;
   if (mode === 'none') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
   if (mode === 'full' || (typeof mode === 'object' && index % mode.everyN === 0))
     return {
@@ -250,7 +270,9 @@ export function blockActivations(
       tensors: [{ name: 'block input (checkpoint)', bytes: input }],
     };
   if (typeof mode === 'object') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
-  const saved = selectiveSaved(shape, x, moe);
+  // Under tensor parallelism, 1/T of what it keeps (an approximation the estimate declares: torchtitan's policy
+  // also keeps the reduce-scatter outputs, and what it recomputes includes collectives).
+  const saved = selectiveSaved(shape, x, moe) / T;
   // Every other matmul is recomputed: about half of the block's forward compute again.
   return {
     kind: 'selective',
@@ -265,6 +287,11 @@ export function blockActivations(
 /** The final norm and the head's input, kept from the end of forward to the start of backward. */
 export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
   const sb = x.microBatch * x.seqLen;
+  const T = x.tp ?? 1;
+  // Under tensor parallelism the final norm is sequence-parallel (1/T) and the head's input is all-gathered
+  // whole for the vocabulary-sharded head (torchtitan's `lm_head` input `Replicate`).
+  if (T > 1)
+    return ((4 + (shape.normScalesInFp32 ? 4 : 0)) * sb * shape.hidden) / T + x.bytes * sb * shape.hidden;
   if (shape.norm !== 'rmsnorm') return 2 * x.bytes * sb * shape.hidden;
   // An fp32-scaling norm (Gemma 2) also keeps its fp32 normalized tensor.
   return (4 + (shape.normScalesInFp32 ? 4 : 0) + x.bytes) * sb * shape.hidden;
@@ -342,7 +369,8 @@ export function lossTransient(
   impl: LossImpl = 'upcast',
   headTrainable = false,
 ): { forward: number; backward: number; output: number } {
-  const n = x.microBatch * x.seqLen * shape.vocab;
+  // Loss parallel (torchtitan's default with TP) keeps the head's logits sharded by vocabulary: 1/T of them.
+  const n = (x.microBatch * x.seqLen * shape.vocab) / (x.tp ?? 1);
   const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
   const k = TORCHTUNE_LOSS_CHUNKS;
   // `.float()` of fp32 logits returns them: no copy (`Tensor.to` returns self when nothing changes).
@@ -360,6 +388,12 @@ export function lossTransient(
       (headTrainable ? (x.bytes + 4) * shape.vocab * h : 0);
     return { forward, backward: grads, output: 0 };
   }
+  // Loss parallel (vocabulary-sharded logits, `torch.distributed.tensor.parallel.loss`): `_log_softmax` keeps
+  // the fp32 input, `shifted = x - max` and `exp(shifted)` at once before `result = shifted - logsumexp`, and
+  // `_nll_loss_and_log_softmax_backward` builds `zeros_like(x)`, `exp(x)` and their sum beside the saved
+  // log-softmax: 4 fp32 tensors of the local logits.
+  if ((x.tp ?? 1) > 1 && (impl === 'upcast' || impl === 'plain'))
+    return { forward: n * (x.bytes + copy + 8) + softcap, backward: 16 * n + softcap, output: x.bytes * n };
   const forward =
     impl === 'upcast'
       ? n * (x.bytes + copy + 4)

@@ -8,9 +8,12 @@ import { count } from '../vocabulary/words';
 import { findGpu, findLink, type Link, type Gpu } from '../hardware/catalog';
 import { fmtCount } from '../vocabulary/bytes';
 import { isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
-import { countBufferBytes, type ModuleNode } from '../model/tree';
+import { countBufferBytes, countParams, type ModuleNode } from '../model/tree';
+import { tensorParallelTree } from '../model/tensorParallel';
+import type { ArchShape } from '../model/hf';
 import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collectives';
 import { activeParams, attentionFlops, recomputedShares } from './compute';
+import { recomputeOf } from './activations';
 import { fitAll, fitOn, reservedBytes } from './fit';
 import { hostPerNode } from './host';
 import { fsdpMesh, type Mesh } from './mesh';
@@ -142,8 +145,10 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
       allReduce: arBytes > 0 ? 1 : 0,
     },
   };
+  // Under tensor parallelism each GPU computes its share of the heads' scores (its parameters are already 1/T).
   const fwdFlops =
-    2 * activeParams(u, input.model.shape) * ctx.tokens + attentionFlops(u, input.model.shape, setup);
+    2 * activeParams(u, input.model.shape) * ctx.tokens +
+    attentionFlops(u, input.model.shape, setup) / ctx.mesh.tp;
   const { bw, shardLink } = ctx;
   return {
     index: u.index,
@@ -336,6 +341,42 @@ function stepTraffic(
   return { perMicroBatch, perStep, figure };
 }
 
+/**
+ * Tensor parallelism's own collectives per optimizer step, under torchtitan's plan with sequence parallelism: in
+ * each block's forward two all-gathers (the attention and MLP inputs, to `Replicate`) and two reduce-scatters (the
+ * o and down projections' outputs, to the sequence shards), and their transposes in backward; recomputation runs
+ * a checkpointed block's forward ones again. The embedding reduce-scatters its output and the head all-gathers
+ * its input (and the transposes in backward); loss parallel's all-reduces of b·s values are left out. Each moves
+ * (T-1)/T of b·s·h elements in the compute dtype per GPU, on the compute stream: nothing hides them (torchtitan's
+ * async TP is off by default).
+ */
+function tensorParallelTraffic(
+  ctx: StepContext,
+  shape: ArchShape | undefined,
+): { bytes: number; collectives: number; seconds: number; link: Link; figure: Term } | null {
+  const T = ctx.mesh.tp;
+  if (T <= 1 || !shape) return null;
+  const { setup } = ctx;
+  const e = bytesOf(ctx.gatherDtype);
+  const each = ((T - 1) / T) * setup.microBatch * setup.seqLen * shape.hidden * e;
+  let perMicroBatch = 4; // embedding and head, forward and backward
+  for (let i = 0; i < shape.layers; i++) perMicroBatch += 8 + 4 * recomputeOf(setup.checkpointing, i);
+  const collectives = perMicroBatch * setup.gradAccum;
+  const link = findLink(T <= setup.gpusPerNode ? ctx.gpu.intraNode : ctx.gpu.interNode)!;
+  const bytes = collectives * each;
+  return {
+    bytes,
+    collectives,
+    seconds: bytes / ctx.bw(link),
+    link,
+    figure: {
+      name: 'tensor-parallel all-gathers and reduce-scatters',
+      bytes,
+      formula: `${collectives} per step (8 per block${setup.checkpointing === 'none' ? '' : ', 4 more per recomputed block'}, 4 for the embedding and head${setup.gradAccum > 1 ? `, x ${setup.gradAccum} micro-batches` : ''}) x ${T - 1}/${T} x b·s·h x ${e} B`,
+    },
+  };
+}
+
 /** Seconds per step on the links and of compute, and the transfer time that cannot hide behind compute. */
 function stepTimes(units: UnitEstimate[], setup: TrainingSetup) {
   const K = setup.gradAccum;
@@ -370,9 +411,18 @@ function stepTimes(units: UnitEstimate[], setup: TrainingSetup) {
  * Computes persistent memory per GPU, communication per step, the step's timeline and the fit for a plan.
  * Throws MeshError for a mesh PyTorch refuses to build.
  */
-export function estimate(input: EstimateInput, ownership?: Ownership): Estimate {
-  const { setup, plan } = input;
+export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate {
+  const { setup, plan } = whole;
   const notes = [...plan.notes];
+  // Tensor parallelism first: each GPU holds its TP shard of the tree, which FSDP then shards (a plan that does
+  // not apply leaves the figures FSDP's alone, and no verdict rests on them).
+  const tp = tensorParallelTree(whole.model.root, whole.model.shape, setup.tensorParallel);
+  const tpProblem = 'problem' in tp ? tp.problem : null;
+  const input: EstimateInput =
+    setup.tensorParallel > 1 && !tpProblem
+      ? { ...whole, model: { ...whole.model, root: (tp as { root: ModuleNode }).root } }
+      : whole;
+  if (input !== whole) ownership = undefined;
   const gpu = findGpu(setup.gpu) ?? findGpu('h100-sxm-80gb')!;
   const mesh = fsdpMesh(setup, plan.strategy);
   const own = ownership ?? assignParameters(input.model.root, plan, setup.masterDtype);
@@ -390,7 +440,8 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
     keepAll,
     gatherDtype,
     reduceDtype: setup.reduceDtype ?? gatherDtype,
-    shardLink: findLink(W <= setup.gpusPerNode ? gpu.intraNode : gpu.interNode)!,
+    // FSDP's ranks are T apart (tensor parallelism innermost): a shard group stays in a node while W x T GPUs do.
+    shardLink: findLink(W * mesh.tp <= setup.gpusPerNode ? gpu.intraNode : gpu.interNode)!,
     replicaLink: R > 1 ? findLink(N <= setup.gpusPerNode ? gpu.intraNode : gpu.interNode)! : null,
     bw: (l) => l.perDirectionGBs * 1e9 * setup.linkEfficiency,
     flops: gpu.bf16Tflops * 1e12 * setup.mfu,
@@ -409,6 +460,11 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
   const state = stateFigures(units, own, ctx, bufferBytes, hasQuantState(input.model.root));
   const traffic = stepTraffic(units, ctx);
   const times = stepTimes(units, setup);
+  const tpTraffic = input === whole ? null : tensorParallelTraffic(ctx, input.model.shape);
+  if (tpTraffic) {
+    traffic.figure.terms.push(tpTraffic.figure);
+    traffic.figure.bytes += tpTraffic.bytes;
+  }
   const totalParams = sum(units, (u) => u.params) + own.unowned.params;
   const trainableParams = sum(units, (u) => u.trainableParams) + state.unownedTrainable;
   const ag = bytesOf(ctx.gatherDtype);
@@ -417,12 +473,19 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
 
   const result: Estimate = {
     gaps: input.model.gaps ?? [],
-    unmodelled: input.unmodelled ?? [],
+    unmodelled: [
+      ...(input.unmodelled ?? []),
+      ...(tpProblem ? [`tensor parallelism (degree ${setup.tensorParallel}): ${tpProblem}`] : []),
+      ...(input !== whole && setup.checkpointing === 'selective'
+        ? ['selective checkpointing under tensor parallelism (what the op policy keeps of split tensors)']
+        : []),
+    ],
     overcounted: input.overcounted ?? [],
     model: {
       name: input.model.name,
-      params: totalParams,
-      trainableParams,
+      // With tensor parallelism the units hold one GPU's share: the model's own counts come from the whole tree.
+      params: input === whole ? totalParams : countParams(whole.model.root),
+      trainableParams: input === whole ? trainableParams : countParams(whole.model.root, (p) => p.trainable),
       bufferBytes,
       source: input.model.source,
     },
@@ -470,7 +533,23 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
       reduceDtype: ctx.reduceDtype,
       shardLink: ctx.shardLink,
       replicaLink: ctx.replicaLink,
-      links: linkLoads(traffic.perStep, ctx.shardLink, ctx.replicaLink, ctx.bw),
+      links: [
+        ...linkLoads(traffic.perStep, ctx.shardLink, ctx.replicaLink, ctx.bw),
+        ...(tpTraffic
+          ? [
+              {
+                link: tpTraffic.link,
+                role: 'tensor parallel' as const,
+                collectives: tpTraffic.collectives,
+                bytes: tpTraffic.bytes,
+                seconds: tpTraffic.seconds,
+              },
+            ]
+          : []),
+      ],
+      tensorParallelBytes: tpTraffic?.bytes ?? 0,
+      tensorParallelCollectives: tpTraffic?.collectives ?? 0,
+      tensorParallelSeconds: tpTraffic?.seconds ?? 0,
       ...times,
       transfersHide: transfersHide(times),
     },
@@ -484,7 +563,12 @@ export function estimate(input: EstimateInput, ownership?: Ownership): Estimate 
     hostPerNode: { bytes: 0, terms: [] },
   };
   result.hostPerNode = hostPerNode(result, input.loading, input.stateDict);
-  const timeline = simulate(result, input.model.root, input.model.shape);
+  const timeline = simulate(
+    result,
+    input.model.root,
+    input.model.shape,
+    input === whole ? 1 : setup.tensorParallel,
+  );
   result.timeline = timeline;
   if (timeline) {
     result.perGpu.peakBytes = timeline.peak.bytes;

@@ -11,6 +11,8 @@ export interface Mesh {
   replicas: number;
   nodes: number;
   gpusPerNode: number;
+  /** Tensor-parallel degree T: each FSDP rank is a group of T GPUs holding 1/T of every sharded layer. */
+  tp: number;
   /** Sharded within groups and replicated across them (HSDP). */
   hsdp: boolean;
   /** How the replicas were found, when the plan derived them (`HYBRID_SHARD: one shard group per node`). */
@@ -28,13 +30,16 @@ export class MeshError extends Error {}
  * or not whole nodes (`new_subgroups` in distributed_c10d.py). Throws MeshError for those.
  */
 export function fsdpMesh(
-  setup: { worldSize: number; gpusPerNode: number; replicas: number },
+  setup: { worldSize: number; gpusPerNode: number; replicas: number; tensorParallel?: number },
   strategy: ShardingStrategyName,
 ): Mesh {
-  const N = setup.worldSize;
+  const T = setup.tensorParallel ?? 1;
+  // FSDP's dimensions span what tensor parallelism leaves: torchtitan's mesh puts `tp` innermost
+  // (`ParallelDims.build_mesh`), so each TP group is T consecutive ranks and FSDP's ranks are T apart.
+  const N = setup.worldSize / T;
   const G = setup.gpusPerNode;
-  const nodes = Math.ceil(N / G);
-  const base = { worldSize: N, nodes, gpusPerNode: G };
+  const nodes = Math.ceil(setup.worldSize / G);
+  const base = { worldSize: setup.worldSize, nodes, gpusPerNode: G, tp: T };
   if (strategy === 'NO_SHARD') return { ...base, shardGroup: 1, replicas: 1, hsdp: false };
   if (setup.replicas > 1) {
     const R = setup.replicas;

@@ -91,16 +91,23 @@ function segmentsOf(root: ModuleNode, shape: ArchShape): Segment[] {
  * optimizer step. Units are gathered over the segments their modules span, prefetched one ahead, freed after
  * forward unless kept (root, reshard_after_forward=False, SHARD_GRAD_OP) or kept as a 1/k slice.
  */
-export function simulate(e: Estimate, root: ModuleNode, shape: ArchShape | undefined): Timeline | null {
+export function simulate(
+  e: Estimate,
+  root: ModuleNode,
+  shape: ArchShape | undefined,
+  tp = 1,
+): Timeline | null {
   if (!shape) return null;
   const setup = e.setup;
   const computeBytes = DTYPE_BYTES[setup.paramDtype ?? setup.masterDtype];
   const reduceBytes = DTYPE_BYTES[e.comms.reduceDtype];
+  // `tp`: the tensor-parallel degree the tree is already split by (1 when none applies).
   const x: ActivationInputs = {
     microBatch: setup.microBatch,
     seqLen: setup.seqLen,
     attention: setup.attention,
     bytes: computeBytes,
+    tp,
   };
   const segs = segmentsOf(root, shape);
   const ranges = rangesOf(root);

@@ -196,8 +196,11 @@ export interface UnitEstimate {
 /** What one link carries in a step. */
 export interface LinkLoad {
   link: Link;
-  /** Who talks over it: the shard group (all-gathers, reduce-scatters) or the replicas (all-reduces). */
-  role: 'shard group' | 'replicas';
+  /**
+   * Who talks over it: the shard group (all-gathers, reduce-scatters), the replicas (all-reduces), or a
+   * tensor-parallel group (its activations' all-gathers and reduce-scatters).
+   */
+  role: 'shard group' | 'replicas' | 'tensor parallel';
   collectives: number;
   bytes: number;
   seconds: number;
@@ -267,6 +270,14 @@ export interface Estimate {
     replicaLink: Link | null;
     /** Per optimizer step, each link's collectives, bytes per GPU and seconds at the assumed efficiency. */
     links: LinkLoad[];
+    /**
+     * Tensor parallelism's collectives per optimizer step, their bytes per GPU and seconds on their link (0
+     * without it): on the compute stream, so none hides behind compute. `commSeconds` and `exposedSeconds` are
+     * FSDP's alone.
+     */
+    tensorParallelBytes: number;
+    tensorParallelCollectives: number;
+    tensorParallelSeconds: number;
     /** Per optimizer step, seconds: time on the link if nothing overlapped, and compute. */
     commSeconds: number;
     computeSeconds: number;

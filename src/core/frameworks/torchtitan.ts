@@ -96,13 +96,27 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const tp = degree('tensor_parallel_degree', 1);
   const pp = degree('pipeline_parallel_degree', 1);
   const cp = degree('context_parallel_degree', 1);
+  // Tensor parallelism is modelled as torchtitan shards its dense decoders (model/tensorParallel.ts), with
+  // sequence parallelism (`enable_sequence_parallel`, on by default) and loss parallel
+  // (`disable_loss_parallel`, off by default); without either, the activations differ and it is not.
+  const sp = bool(par('enable_sequence_parallel').v) ?? true;
+  const lossParallel = !(bool(par('disable_loss_parallel').v) ?? false);
+  if (tp > 1 && sp && lossParallel) set('tensorParallel', tp, par('tensor_parallel_degree').path);
+  if (tp > 1 && (bool(par('enable_async_tensor_parallel').v) ?? false))
+    notes.push(
+      "async tensor parallelism overlaps TP's collectives with the projections (needs compile): the time counted as not hidden is an upper bound",
+    );
   const unmodelled = [
-    ...(tp > 1 ? [`tensor parallelism (degree ${tp})`] : []),
+    ...(tp > 1 && !(sp && lossParallel)
+      ? [`tensor parallelism (degree ${tp}) without ${sp ? 'loss parallel' : 'sequence parallelism'}`]
+      : []),
     ...(pp > 1 ? [`pipeline parallelism (degree ${pp})`] : []),
     ...(cp > 1 ? [`context parallelism (degree ${cp})`] : []),
   ];
+  // The world is every dimension's product (`ParallelDims`: pp x dp_replicate x dp_shard x cp x tp); FSDP shards
+  // over dp_shard x cp. Pipeline stages, not modelled, are left out: the figures are one stage's mesh.
   if (shard > 0) {
-    set('worldSize', shard * replicate, par('data_parallel_shard_degree').path);
+    set('worldSize', shard * replicate * tp * cp, par('data_parallel_shard_degree').path);
     if (replicate > 1) set('replicas', replicate, par('data_parallel_replicate_degree').path);
   } else if (replicate > 1) {
     // dp_shard = -1: the ranks left after the others; the world size comes from the launcher.

@@ -44,18 +44,24 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
     }
   }
   const setup = Object.fromEntries(INPUT_KEYS.map((k) => [k, chosen[k].value])) as TrainingSetup;
-  // The world is whole replicas of whole shard groups: replicas that do not divide it are not used.
+  // The world is whole tensor-parallel groups, then whole replicas of whole shard groups: a degree that does not
+  // divide it is not used (PyTorch's `init_device_mesh` refuses such a mesh).
+  const askedTp = setup.tensorParallel;
+  if (setup.worldSize % setup.tensorParallel !== 0) setup.tensorParallel = 1;
   const askedReplicas = setup.replicas;
-  if (!replicasDivide(setup.worldSize, setup.replicas)) setup.replicas = 1;
+  if (!replicasDivide(setup.worldSize / setup.tensorParallel, setup.replicas)) setup.replicas = 1;
+  const unused = (k: 'replicas' | 'tensorParallel') => setup[k] === 1 && chosen[k].source.kind === 'default';
   const assumptions: Assumption[] = INPUT_KEYS.filter(
-    (k) => !(k === 'replicas' && setup.replicas === 1 && chosen[k].source.kind === 'default'),
+    (k) => !((k === 'replicas' || k === 'tensorParallel') && unused(k)),
   ).map((k) => ({
     key: k,
     label: INPUTS[k].label,
     value:
       k === 'replicas' && setup.replicas !== askedReplicas
-        ? `1 (${askedReplicas} replicas do not divide ${setup.worldSize} GPUs: not used)`
-        : showInput(k, chosen[k].value as never, setup),
+        ? `1 (${askedReplicas} replicas do not divide ${setup.worldSize / setup.tensorParallel} data-parallel GPUs: not used)`
+        : k === 'tensorParallel' && setup.tensorParallel !== askedTp
+          ? `1 (a degree of ${askedTp} does not divide ${setup.worldSize} GPUs: not used)`
+          : showInput(k, chosen[k].value as never, setup),
     source: chosen[k].source,
   }));
   return { setup, assumptions };

@@ -150,6 +150,15 @@ export const INPUTS = {
     flag: { name: 'replicas', value: 'R' },
     keys: ['replicas'],
   }),
+  tensorParallel: input<number>({
+    label: 'tensor-parallel degree',
+    summary:
+      'Tensor-parallel degree T, as torchtitan shards a dense decoder (sequence parallel, loss parallel): FSDP shards over world size / (R x T)',
+    default: 1,
+    parse: count,
+    flag: { name: 'tp', value: 'T' },
+    keys: ['tp', 'tensor_parallel'],
+  }),
   gpu: input<string>({
     label: 'GPU',
     summary: 'The GPU to check the fit against and take memory, compute and link speeds from',

@@ -95,7 +95,10 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     comms: {
       perStep: e.comms.perStep,
       /** Bytes and collectives of a step, all kinds together. */
-      perStepTotal: { bytes: trafficBytes(e.comms.perStep), collectives: collectiveCount(e.comms.perStep) },
+      perStepTotal: {
+        bytes: trafficBytes(e.comms.perStep) + e.comms.tensorParallelBytes,
+        collectives: collectiveCount(e.comms.perStep) + e.comms.tensorParallelCollectives,
+      },
       traffic: e.comms.traffic,
       perMicroBatch: e.comms.perMicroBatch,
       zero3ReferenceBytes: e.comms.zero3ReferenceBytes,

@@ -91,9 +91,10 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
       (e.gaps.length ? ' counted' : ''),
   );
   L.push(`Plan      ${api} · ${count(e.units.length, 'unit')}: ${planSummary(e, U)}`);
+  const tp = e.mesh.tp > 1 ? ` x tensor parallel ${e.mesh.tp}` : '';
   const mesh = e.mesh.hsdp
-    ? `${count(e.mesh.worldSize, 'GPU')} as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)`
-    : `${count(e.mesh.worldSize, 'GPU')}, shard group ${e.mesh.shardGroup}`;
+    ? `${count(e.mesh.worldSize, 'GPU')} as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)${tp}`
+    : `${count(e.mesh.worldSize, 'GPU')}, shard group ${e.mesh.shardGroup}${tp}`;
   L.push(`Mesh      ${mesh} · ${count(e.mesh.nodes, 'node')} of ${e.mesh.gpusPerNode} · ${e.gpu.name}`);
   L.push('');
   L.push(
@@ -145,7 +146,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   else if (opts.minGpus) {
     L.push(
       opts.minGpus.worldSize !== null
-        ? `          smallest world size that fits ${article(e.gpu.name)}: ${least}${count(opts.minGpus.worldSize, 'GPU')}${wholeNodesText(opts.minGpus, '; ')}`
+        ? `          smallest world size that fits ${article(e.gpu.name)}: ${least}${count(opts.minGpus.worldSize, 'GPU')}${wholeNodesText(opts.minGpus, '; ')}${e.mesh.tp > 1 ? ` (FSDP's dimension searched, tensor parallel ${e.mesh.tp} fixed)` : ''}`
         : `          no world size fits ${article(e.gpu.name)}: ${opts.minGpus.reason}`,
     );
   }
@@ -162,7 +163,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push('');
   const s = e.comms.perStep;
   const k = e.setup.gradAccum > 1 ? ` (${e.setup.gradAccum} micro-batches)` : '';
-  L.push(`Traffic   ${b(trafficBytes(s))} per GPU per step${k}`);
+  L.push(`Traffic   ${b(trafficBytes(s) + e.comms.tensorParallelBytes)} per GPU per step${k}`);
   const traffic = [
     [
       'all-gather',
@@ -180,6 +181,15 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
             'all-reduce',
             b(s.allReduceBytes),
             `${count(s.collectives.allReduce, 'collective')} in ${e.comms.reduceDtype}`,
+          ],
+        ]
+      : []),
+    ...(e.comms.tensorParallelCollectives
+      ? [
+          [
+            'tensor parallel',
+            b(e.comms.tensorParallelBytes),
+            `${count(e.comms.tensorParallelCollectives, 'collective')} of activations in ${e.comms.gatherDtype}: ${fmtSeconds(e.comms.tensorParallelSeconds)} on ${e.comms.links.find((l) => l.role === 'tensor parallel')?.link.name ?? 'the node'}, in the compute stream (not hidden)`,
           ],
         ]
       : []),

@@ -65,7 +65,9 @@ export class WhatIfModel {
     const setup: TrainingSetup = { ...this.input.setup };
     for (const [k, v] of Object.entries(inputs))
       if (v !== undefined) (setup as Record<string, unknown>)[k] = v;
-    if (setup.replicas > 1 && setup.worldSize % setup.replicas !== 0) setup.replicas = 1;
+    if (setup.worldSize % setup.tensorParallel !== 0) setup.tensorParallel = 1;
+    if (setup.replicas > 1 && (setup.worldSize / setup.tensorParallel) % setup.replicas !== 0)
+      setup.replicas = 1;
     const k = Math.max(1, Math.floor(blocksPerUnit ?? 1));
     const regrouped = k === 1 ? { plan: this.input.plan, ownership: this.base } : this.regrouped(k);
     let plan = regrouped.plan;
@@ -220,7 +222,8 @@ export class WhatIfModel {
           '. Shard over more GPUs (FULL_SHARD, or a 2-D mesh with larger shard groups), or lower the peak',
       };
     }
-    const R = Math.max(1, this.input.setup.replicas);
+    // The other dimensions stay as they are: R replicas and T-way tensor parallelism around each shard group.
+    const R = Math.max(1, this.input.setup.replicas) * Math.max(1, this.input.setup.tensorParallel);
     const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w) ?? Infinity);
     const fits = (shard: number) => ({ ok: need(shard) <= capacity });
     // The peak falls with W (close to a + b/W: what sharding cannot shrink, plus what it divides) until FSDP2's

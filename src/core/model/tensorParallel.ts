@@ -1,0 +1,69 @@
+/**
+ * Tensor parallelism as torchtitan applies it to a dense decoder, on the module tree: the shapes each GPU holds
+ * before FSDP shards them over the data-parallel ranks.
+ */
+import type { ArchShape } from './hf';
+import { numelOf, walk, type ModuleNode, type ParamInfo } from './tree';
+
+/**
+ * torchtitan's plan for its Llama-style decoders (`set_llama3_sharding_config` →
+ * `set_gqa_attention_sharding`, `set_dense_ffn_sharding` and `set_decoder_sharding_config` in
+ * torchtitan/models/common/decoder_sharding.py; before 2026 `apply_tp` with `ColwiseParallel`, `RowwiseParallel`
+ * and `SequenceParallel`), under Hugging Face's names too:
+ * - column-wise (weight `Shard(0)`, output sharded on features): q, k, v, gate and up projections;
+ * - row-wise (weight `Shard(1)`, output reduce-scattered to the sequence-sharded residual stream): o and down;
+ * - the embedding's weight `Shard(0)` (vocabulary), its output reduce-scattered to the sequence shards;
+ * - the head's weight `Shard(0)` (vocabulary), its input all-gathered, its logits left sharded for the loss
+ *   (loss parallel);
+ * - the norms sequence-parallel: their weights whole on every GPU.
+ */
+const COLWISE = new Set(['wq', 'wk', 'wv', 'w1', 'w3', 'q_proj', 'k_proj', 'v_proj', 'gate_proj', 'up_proj']);
+const ROWWISE = new Set(['wo', 'w2', 'o_proj', 'down_proj']);
+const VOCAB = new Set(['tok_embeddings', 'embed_tokens', 'output', 'lm_head']);
+const NORMS = new Set(['RMSNorm', 'LlamaRMSNorm', 'Qwen2RMSNorm', 'MistralRMSNorm', 'Qwen3RMSNorm']);
+
+/** The tree as each GPU of a tensor-parallel group of `t` holds it, or why the plan does not apply. */
+export function tensorParallelTree(
+  root: ModuleNode,
+  shape: ArchShape | undefined,
+  t: number,
+): { root: ModuleNode } | { problem: string } {
+  if (t === 1) return { root };
+  if (!shape) return { problem: 'the model has no decoder shape to apply tensor parallelism to' };
+  if (shape.experts > 0 || shape.mla) return { problem: `${shape.modelType}'s experts or latent attention` };
+  if (shape.mlp === 'gelu')
+    return { problem: `${shape.modelType}'s blocks, which torchtitan has no plan for` };
+  // torchtitan's attention views its local q/k/v with n_heads / T and n_kv_heads / T heads.
+  const uneven = (
+    [
+      ['attention heads', shape.heads],
+      ['KV heads', shape.kvHeads],
+      ['MLP width', shape.intermediate],
+      ['vocabulary', shape.vocab],
+    ] as const
+  ).filter(([, n]) => n % t !== 0);
+  if (uneven.length)
+    return { problem: `${uneven.map(([w, n]) => `${n} ${w}`).join(', ')} not divisible by the degree ${t}` };
+  for (const m of walk(root))
+    if (m.params.length && !COLWISE.has(m.name) && !ROWWISE.has(m.name) && !VOCAB.has(m.name))
+      if (!NORMS.has(m.className) && !/norm/i.test(m.name))
+        return { problem: `${m.path || 'the root'} (${m.className}) has no place in torchtitan's plan` };
+  const split = (m: ModuleNode, p: ParamInfo): ParamInfo => {
+    const dim = ROWWISE.has(m.name)
+      ? p.name === 'weight'
+        ? 1
+        : -1
+      : COLWISE.has(m.name) || VOCAB.has(m.name)
+        ? 0
+        : -1;
+    if (dim < 0 || p.shape.length <= dim) return p;
+    const s = p.shape.map((n, i) => (i === dim ? Math.ceil(n / t) : n));
+    return { ...p, shape: s, numel: numelOf(s) };
+  };
+  const copy = (m: ModuleNode): ModuleNode => ({
+    ...m,
+    params: m.params.map((p) => split(m, p)),
+    children: m.children.map(copy),
+  });
+  return { root: copy(root) };
+}

@@ -1,0 +1,119 @@
+// Tensor parallelism as torchtitan shards a dense decoder: the shapes each GPU holds, its activations, its loss
+// parallel, its collectives, and fits that search FSDP's dimension with the degree fixed.
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import {
+  blockActivations,
+  blockTensors,
+  lossTransient,
+  type ActivationInputs,
+} from '../../src/core/estimator/activations';
+import { modelFromHfConfig } from '../../src/core/model/hf';
+import { tensorParallelTree } from '../../src/core/model/tensorParallel';
+import { countParams, walk } from '../../src/core/model/tree';
+import { FIXTURES, cli } from './helpers';
+
+// A small Llama: hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96, two blocks, untied head.
+const LLAMA = {
+  model_type: 'llama',
+  architectures: ['LlamaForCausalLM'],
+  hidden_size: 64,
+  intermediate_size: 128,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 96,
+  tie_word_embeddings: false,
+};
+
+describe('the tree each GPU holds', () => {
+  const m = modelFromHfConfig(LLAMA);
+  it('column-wise projections split their outputs, row-wise their inputs, the vocabulary its rows', () => {
+    const r = tensorParallelTree(m.root, m.shape, 2);
+    assert.ok('root' in r);
+    const shapes = new Map<string, number[]>();
+    for (const mod of walk(r.root)) for (const p of mod.params) shapes.set(`${mod.path}.${p.name}`, p.shape);
+    // nn.Linear(in, out).weight is [out, in]: Shard(0) halves out, Shard(1) halves in.
+    assert.deepEqual(shapes.get('model.layers.0.self_attn.q_proj.weight'), [32, 64]);
+    assert.deepEqual(shapes.get('model.layers.0.self_attn.k_proj.weight'), [16, 64]);
+    assert.deepEqual(shapes.get('model.layers.0.self_attn.o_proj.weight'), [64, 32]);
+    assert.deepEqual(shapes.get('model.layers.0.mlp.up_proj.weight'), [64, 64]);
+    assert.deepEqual(shapes.get('model.layers.0.mlp.down_proj.weight'), [64, 64]);
+    assert.deepEqual(shapes.get('model.embed_tokens.weight'), [48, 64]);
+    assert.deepEqual(shapes.get('lm_head.weight'), [48, 64]);
+    assert.deepEqual(shapes.get('model.layers.0.input_layernorm.weight'), [64]);
+    // Everything but the norms (2 x 2 x 64 + 64 = 320 weights) is halved.
+    const norms = 320;
+    assert.equal(countParams(r.root), (countParams(m.root) - norms) / 2 + norms);
+  });
+
+  it('refuses what its plan does not cover, saying why', () => {
+    const uneven = modelFromHfConfig({ ...LLAMA, num_key_value_heads: 1 });
+    const r = tensorParallelTree(uneven.root, uneven.shape, 2);
+    assert.ok('problem' in r && /1 KV heads/.test(r.problem), JSON.stringify(r));
+    const gpt2 = modelFromHfConfig({
+      model_type: 'gpt2',
+      architectures: ['GPT2LMHeadModel'],
+      n_embd: 64,
+      n_layer: 2,
+      n_head: 4,
+      vocab_size: 96,
+      n_positions: 128,
+    });
+    assert.ok('problem' in tensorParallelTree(gpt2.root, gpt2.shape, 2));
+  });
+});
+
+describe('activations under sequence parallelism', () => {
+  const m = modelFromHfConfig(LLAMA);
+  const x: ActivationInputs = { microBatch: 2, seqLen: 32, attention: 'fused', bytes: 2 };
+  const sbh = 2 * 32 * 64 * 2; // one b·s·h tensor in bf16
+  it('every tensor of a block 1/T, plus the all-gathered inputs of q/k/v and of gate/up kept whole', () => {
+    const whole = blockTensors(m.shape, x, false).reduce((s, t) => s + t.bytes, 0);
+    const split = blockActivations(m.shape, { ...x, tp: 2 }, 'none', false, 0);
+    assert.equal(split.saved, whole / 2 + 2 * sbh);
+  });
+  it('a checkpointed block keeps its input, sequence-sharded', () => {
+    assert.equal(blockActivations(m.shape, { ...x, tp: 2 }, 'full', false, 0).saved, sbh / 2);
+  });
+  it("loss parallel: the local logits' fp32 copy, shift and exp in forward; four fp32 tensors in backward", () => {
+    // n = b·s·V / T = 2 x 32 x 96 / 2 local logits. Forward: bf16 logits, the fp32 copy, `shifted` and
+    // `exp(shifted)` (`_log_softmax`); backward: the saved log-softmax, `zeros_like(x)`, `exp(x)` and their sum
+    // (`_nll_loss_and_log_softmax_backward`).
+    const n = (2 * 32 * 96) / 2;
+    const l = lossTransient(m.shape, { ...x, tp: 2 }, 'upcast');
+    assert.deepEqual(l, { forward: n * (2 + 4 + 4 + 4), backward: 16 * n, output: 2 * n });
+  });
+});
+
+describe("torchtitan's 70B job with eight-way tensor parallelism", () => {
+  const toml = path.join(FIXTURES, 'frameworks', 'torchtitan', 'llama3_70b_tp.toml');
+  const run = async (...args: string[]) => {
+    const r = await cli('estimate', toml, '--gpu', 'a100-80gb', '--json', ...args);
+    assert.equal(r.code, 0, r.err);
+    return JSON.parse(r.out);
+  };
+  it('fits 64 A100 80 GB, with its collectives shown, and the search keeps whole TP groups', async () => {
+    const j = await run('--world-size', '64');
+    assert.deepEqual(j.unmodelled, []);
+    assert.deepEqual([j.mesh.shardGroup, j.mesh.tp], [8, 8]);
+    assert.equal(j.targetFit.verdict, 'fits');
+    // Llama 3 70B: 80 blocks, full checkpointing: 80 x 12 + 4 collectives per step, each 7/8 of
+    // 8 x 8192 x 8192 bf16 elements.
+    const tp = j.comms.links.find((l: { role: string }) => l.role === 'tensor parallel');
+    assert.equal(tp.collectives, 80 * 12 + 4);
+    assert.equal(tp.bytes, 964 * (7 / 8) * 8 * 8192 * 8192 * 2);
+    assert.equal(j.minGpus % 8, 0);
+  });
+  it('does not fit 8: one TP group holds 1/8 of the model, unsharded', async () => {
+    const j = await run('--world-size', '8');
+    assert.equal(j.mesh.shardGroup, 1);
+    assert.equal(j.targetFit.verdict, 'short');
+    // 70,553,706,496 parameters; the norms (80 x 2 x 8,192 + 8,192) stay whole; AdamW with fp32 master weights
+    // and gradients: 16 B per local parameter, more than 80 GB before any activation.
+    const local = (70_553_706_496 - 1_318_912) / 8 + 1_318_912;
+    assert.ok(local * 16 > 80e9);
+    assert.ok(j.perGpu.persistentBytes >= local * 16);
+  });
+});
