@@ -12,7 +12,8 @@ import {
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { tensorParallelTree } from '../../src/core/model/tensorParallel';
 import { countParams, walk } from '../../src/core/model/tree';
-import { FIXTURES, cli } from './helpers';
+import * as fs from 'node:fs';
+import { FIXTURES, cli, projectDir } from './helpers';
 
 // A small Llama: hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96, two blocks, untied head.
 const LLAMA = {
@@ -115,5 +116,28 @@ describe("torchtitan's 70B job with eight-way tensor parallelism", () => {
     const local = (70_553_706_496 - 1_318_912) / 8 + 1_318_912;
     assert.ok(local * 16 > 80e9);
     assert.ok(j.perGpu.persistentBytes >= local * 16);
+  });
+});
+
+describe('what the figures leave out, said', () => {
+  it('torch.compile and async TP from the job', async () => {
+    const dir = projectDir('fsdp-lens-tp-compile-');
+    const src = fs.readFileSync(
+      path.join(FIXTURES, 'frameworks', 'torchtitan', 'llama3_70b_tp.toml'),
+      'utf8',
+    );
+    const file = path.join(dir, 'job.toml');
+    fs.writeFileSync(
+      file,
+      src.replace(
+        'tensor_parallel_degree = 8',
+        'tensor_parallel_degree = 8\nenable_async_tensor_parallel = true',
+      ) + '\n[compile]\nenable = true\ncomponents = ["model", "loss"]\n',
+    );
+    const r = await cli('estimate', file, '--world-size', '64', '--json');
+    assert.equal(r.code, 0, r.err);
+    const notes = (JSON.parse(r.out) as { notes: string[] }).notes.join('\n');
+    assert.match(notes, /torch\.compile \(job\.toml:\d+\) is not modelled/);
+    assert.match(notes, /async tensor parallelism .* upper bound/);
   });
 });

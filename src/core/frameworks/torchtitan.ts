@@ -102,7 +102,16 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const sp = bool(par('enable_sequence_parallel').v) ?? true;
   const lossParallel = !(bool(par('disable_loss_parallel').v) ?? false);
   if (tp > 1 && sp && lossParallel) set('tensorParallel', tp, par('tensor_parallel_degree').path);
-  if (tp > 1 && (bool(par('enable_async_tensor_parallel').v) ?? false))
+  const compiled = bool(at(d, ['compile', 'enable'])) ?? false;
+  if (compiled)
+    notes.push(
+      `torch.compile${/default/.test(doc.where(['compile', 'enable'])) ? '' : ` (${doc.where(['compile', 'enable'])})`} is not modelled: the figures are eager PyTorch's (torchtitan measured its compiled 8B job 5.4 GiB lower)`,
+    );
+  const asyncTp =
+    bool(par('enable_async_tensor_parallel').v) ??
+    bool(at(d, ['compile', 'enable_async_tensor_parallel'])) ??
+    false;
+  if (tp > 1 && asyncTp)
     notes.push(
       "async tensor parallelism overlaps TP's collectives with the projections (needs compile): the time counted as not hidden is an upper bound",
     );
