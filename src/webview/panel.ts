@@ -432,8 +432,8 @@ function renderComms(data: PanelData, e: Estimate): HTMLElement {
         `${l.link.name} (${l.link.perDirectionGBs} GB/s each way)`,
         l.role === 'shard group'
           ? 'all-gathers, reduce-scatters'
-          : l.role === 'tensor parallel'
-            ? "tensor parallel's activation all-gathers, reduce-scatters"
+          : l.role === 'tensor parallel' || l.role === 'context parallel'
+            ? `${l.role}: activations' all-gathers, reduce-scatters`
             : 'all-reduces across replicas',
         l.collectives,
         b(l.bytes),

@@ -115,6 +115,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     gpusPerNode: '4',
     replicas: '2',
     tensorParallel: '2',
+    contextParallel: '2',
     microBatch: '2',
     seqLen: '2048',
     gradAccum: '4',

@@ -141,3 +141,46 @@ describe('what the figures leave out, said', () => {
     assert.match(notes, /async tensor parallelism .* upper bound/);
   });
 });
+
+describe('context parallelism', () => {
+  const m = modelFromHfConfig(LLAMA);
+  it("each GPU keeps 1/C of the sequence, and holds the others' K and V while attention runs", () => {
+    // 4 x 32 tokens over C = 4: every tensor is that of 32 tokens; the running block also holds the 3 other
+    // ranks' K and V (2 x 2 KV heads x 16 wide, bf16) for each of its 2 x 32 local tokens.
+    const local: ActivationInputs = { microBatch: 2, seqLen: 32, attention: 'fused', bytes: 2 };
+    const plain = blockActivations(m.shape, local, 'none', false, 0);
+    const cp = blockActivations(m.shape, { ...local, cp: 4 }, 'none', false, 0);
+    assert.equal(cp.saved, plain.saved);
+    assert.equal(cp.transient - plain.transient, 2 * 2 * (2 * 32) * 3 * (2 * 16));
+  });
+  it("torchtitan's degree: the sequence split, FSDP over dp_shard x cp, K/V collectives per block", async () => {
+    const dir = projectDir('fsdp-lens-cp-');
+    const file = path.join(dir, 'job.toml');
+    fs.writeFileSync(
+      file,
+      [
+        '[model]',
+        'name = "llama3"',
+        'flavor = "8B"',
+        '[training]',
+        'local_batch_size = 1',
+        'seq_len = 65536',
+        '[parallelism]',
+        'data_parallel_shard_degree = 4',
+        'context_parallel_degree = 2',
+        '[activation_checkpoint]',
+        'mode = "full"',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out);
+    assert.deepEqual(j.unmodelled, []);
+    assert.deepEqual([j.mesh.worldSize, j.mesh.shardGroup], [8, 8]);
+    // 32 blocks, full checkpointing: 6 K/V collectives per block and 2 per recomputed one; each 1/2 of
+    // 65,536 tokens x 8 KV heads x 128 x 2 B.
+    const cp = j.comms.links.find((l: { role: string }) => l.role === 'context parallel');
+    assert.equal(cp.collectives, 32 * 8);
+    assert.equal(cp.bytes, 256 * (1 / 2) * 65_536 * 1_024 * 2);
+  });
+});

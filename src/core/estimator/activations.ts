@@ -67,6 +67,11 @@ export interface ActivationInputs {
    * inputs of the column-wise projections are all-gathered whole and kept by their matmuls.
    */
   tp?: number;
+  /**
+   * Context-parallel degree C: `seqLen` is then each GPU's 1/C of the sequence (PyTorch's `context_parallel`
+   * shards every sequence-dimension buffer), and the running block holds K and V all-gathered from the others.
+   */
+  cp?: number;
 }
 
 /** All tensors of one block kept for backward without checkpointing, by name. */
@@ -256,7 +261,12 @@ export function blockActivations(
   );
   // Gradients of activations: the incoming gradient and the one being produced, at the widest tensor (1/T of it
   // under tensor parallelism, whose widest tensors are split by features).
-  const transient = (2 * x.bytes * sb * widest) / T;
+  // Context parallel's ring attention with the all-gather rotation (`_AllGatherRotater`, torchtitan's default
+  // `context_parallel_rotate_method`) holds the other C - 1 ranks' K and V while the block's attention runs,
+  // forward and backward.
+  const C = x.cp ?? 1;
+  const gatheredKv = C > 1 ? (2 * x.bytes * sb * (C - 1) * shape.kvHeads * shape.headDim) / T : 0;
+  const transient = (2 * x.bytes * sb * widest) / T + gatheredKv;
   // A checkpointed block keeps its input: 1/T of the sequence under sequence parallelism.
   const input = (x.bytes * sb * shape.hidden) / T;
   if (mode === 'none') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };

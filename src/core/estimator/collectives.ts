@@ -88,3 +88,8 @@ export function scaleTraffic(t: Traffic, k: number): Traffic {
 export function trafficBytes(t: Traffic): number {
   return t.allGatherBytes + t.reduceScatterBytes + t.allReduceBytes;
 }
+
+/** The loads of the parallelisms around FSDP (tensor, context): their collectives, bytes and seconds per step. */
+export function modelParallelLinks(links: LinkLoad[]): LinkLoad[] {
+  return links.filter((l) => l.role === 'tensor parallel' || l.role === 'context parallel');
+}

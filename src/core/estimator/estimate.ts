@@ -24,6 +24,7 @@ import type {
   Estimate,
   EstimateInput,
   Figure,
+  LinkLoad,
   ParamGroup,
   Plan,
   Term,
@@ -148,7 +149,7 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   // Under tensor parallelism each GPU computes its share of the heads' scores (its parameters are already 1/T).
   const fwdFlops =
     2 * activeParams(u, input.model.shape) * ctx.tokens +
-    attentionFlops(u, input.model.shape, setup) / ctx.mesh.tp;
+    attentionFlops(u, input.model.shape, setup) / ctx.mesh.tp / setup.contextParallel;
   const { bw, shardLink } = ctx;
   return {
     index: u.index,
@@ -342,39 +343,66 @@ function stepTraffic(
 }
 
 /**
- * Tensor parallelism's own collectives per optimizer step, under torchtitan's plan with sequence parallelism: in
- * each block's forward two all-gathers (the attention and MLP inputs, to `Replicate`) and two reduce-scatters (the
- * o and down projections' outputs, to the sequence shards), and their transposes in backward; recomputation runs
- * a checkpointed block's forward ones again. The embedding reduce-scatters its output and the head all-gathers
- * its input (and the transposes in backward); loss parallel's all-reduces of b·s values are left out. Each moves
- * (T-1)/T of b·s·h elements in the compute dtype per GPU, on the compute stream: nothing hides them (torchtitan's
- * async TP is off by default).
+ * The collectives of the parallelisms around FSDP, per optimizer step, each on its group's link and in the compute
+ * stream (none hides behind compute).
+ *
+ * Tensor parallelism, under torchtitan's plan with sequence parallelism: in each block's forward two all-gathers
+ * (the attention and MLP inputs, to `Replicate`) and two reduce-scatters (the o and down projections' outputs, to
+ * the sequence shards), their transposes in backward, the forward ones again for a recomputed block; the
+ * embedding reduce-scatters its output and the head all-gathers its input, with their transposes (loss parallel's
+ * all-reduces of b·s values are left out). Each moves (T-1)/T of b·s·h elements per GPU. torchtitan's async TP,
+ * off by default, would overlap them.
+ *
+ * Context parallelism, as PyTorch's ring attention with the all-gather rotation runs it: per block, K and V
+ * all-gathered in forward, again in backward with their gradients reduce-scattered, and again for a recomputed
+ * block; each moves (C-1)/C of b·s x the K/V width (1/T of it under tensor parallelism) per GPU.
  */
-function tensorParallelTraffic(
+function modelParallelLoads(
   ctx: StepContext,
   shape: ArchShape | undefined,
-): { bytes: number; collectives: number; seconds: number; link: Link; figure: Term } | null {
-  const T = ctx.mesh.tp;
-  if (T <= 1 || !shape) return null;
+  tp: number,
+): (LinkLoad & { formula: string })[] {
   const { setup } = ctx;
+  const C = setup.contextParallel;
+  if (!shape || (tp <= 1 && C <= 1)) return [];
   const e = bytesOf(ctx.gatherDtype);
-  const each = ((T - 1) / T) * setup.microBatch * setup.seqLen * shape.hidden * e;
-  let perMicroBatch = 4; // embedding and head, forward and backward
-  for (let i = 0; i < shape.layers; i++) perMicroBatch += 8 + 4 * recomputeOf(setup.checkpointing, i);
-  const collectives = perMicroBatch * setup.gradAccum;
-  const link = findLink(T <= setup.gpusPerNode ? ctx.gpu.intraNode : ctx.gpu.interNode)!;
-  const bytes = collectives * each;
-  return {
-    bytes,
-    collectives,
-    seconds: bytes / ctx.bw(link),
-    link,
-    figure: {
-      name: 'tensor-parallel all-gathers and reduce-scatters',
-      bytes,
-      formula: `${collectives} per step (8 per block${setup.checkpointing === 'none' ? '' : ', 4 more per recomputed block'}, 4 for the embedding and head${setup.gradAccum > 1 ? `, x ${setup.gradAccum} micro-batches` : ''}) x ${T - 1}/${T} x b·s·h x ${e} B`,
-    },
+  const K = setup.gradAccum;
+  const tokens = setup.microBatch * setup.seqLen;
+  let recomputed = 0;
+  for (let i = 0; i < shape.layers; i++) recomputed += recomputeOf(setup.checkpointing, i);
+  const times = K > 1 ? `, x ${K} micro-batches` : '';
+  const load = (role: LinkLoad['role'], span: number, collectives: number, each: number, formula: string) => {
+    const link = findLink(span <= setup.gpusPerNode ? ctx.gpu.intraNode : ctx.gpu.interNode)!;
+    const bytes = collectives * each;
+    return { link, role, collectives, bytes, seconds: bytes / ctx.bw(link), formula };
   };
+  const out: (LinkLoad & { formula: string })[] = [];
+  if (tp > 1) {
+    const n = (4 + 8 * shape.layers + 4 * recomputed) * K;
+    out.push(
+      load(
+        'tensor parallel',
+        tp,
+        n,
+        ((tp - 1) / tp) * tokens * shape.hidden * e,
+        `${n} per step (8 per block${recomputed ? `, 4 per recomputed block` : ''}, 4 for the embedding and head${times}) x ${tp - 1}/${tp} x b·s·h x ${e} B`,
+      ),
+    );
+  }
+  if (C > 1) {
+    const kv = (shape.kvHeads * shape.headDim) / Math.max(1, tp);
+    const n = (6 * shape.layers + 2 * recomputed) * K;
+    out.push(
+      load(
+        'context parallel',
+        C * Math.max(1, tp),
+        n,
+        ((C - 1) / C) * tokens * kv * e,
+        `${n} per step (K and V: 2 all-gathers per block in forward, 2 and 2 reduce-scatters in backward${recomputed ? ', 2 per recomputed block' : ''}${times}) x ${C - 1}/${C} x b·s x ${kv} x ${e} B`,
+      ),
+    );
+  }
+  return out;
 }
 
 /** Seconds per step on the links and of compute, and the transfer time that cannot hide behind compute. */
@@ -445,7 +473,8 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
     replicaLink: R > 1 ? findLink(N <= setup.gpusPerNode ? gpu.intraNode : gpu.interNode)! : null,
     bw: (l) => l.perDirectionGBs * 1e9 * setup.linkEfficiency,
     flops: gpu.bf16Tflops * 1e12 * setup.mfu,
-    tokens: setup.microBatch * setup.seqLen,
+    // Each GPU computes its 1/C of the sequence under context parallelism.
+    tokens: (setup.microBatch * setup.seqLen) / setup.contextParallel,
   };
   // Backward recomputes the checkpointed blocks' forward: a share of each unit's forward FLOPs.
   const recompute = recomputedShares(own.units, input.model.root, input.model.shape, setup.checkpointing);
@@ -460,10 +489,14 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   const state = stateFigures(units, own, ctx, bufferBytes, hasQuantState(input.model.root));
   const traffic = stepTraffic(units, ctx);
   const times = stepTimes(units, setup);
-  const tpTraffic = input === whole ? null : tensorParallelTraffic(ctx, input.model.shape);
-  if (tpTraffic) {
-    traffic.figure.terms.push(tpTraffic.figure);
-    traffic.figure.bytes += tpTraffic.bytes;
+  const parallelLoads = modelParallelLoads(
+    ctx,
+    input.model.shape,
+    input === whole ? 1 : setup.tensorParallel,
+  );
+  for (const l of parallelLoads) {
+    traffic.figure.terms.push({ name: `${l.role} collectives`, bytes: l.bytes, formula: l.formula });
+    traffic.figure.bytes += l.bytes;
   }
   const totalParams = sum(units, (u) => u.params) + own.unowned.params;
   const trainableParams = sum(units, (u) => u.trainableParams) + state.unownedTrainable;
@@ -476,6 +509,10 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
     unmodelled: [
       ...(input.unmodelled ?? []),
       ...(tpProblem ? [`tensor parallelism (degree ${setup.tensorParallel}): ${tpProblem}`] : []),
+      // `context_parallel` replaces SDPA's kernels with ring attention; eager attention's scores are not split.
+      ...(setup.contextParallel > 1 && setup.attention === 'eager'
+        ? ['context parallelism with eager attention (ring attention runs SDPA kernels)']
+        : []),
       ...(input !== whole && setup.checkpointing === 'selective'
         ? ['selective checkpointing under tensor parallelism (what the op policy keeps of split tensors)']
         : []),
@@ -535,21 +572,8 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
       replicaLink: ctx.replicaLink,
       links: [
         ...linkLoads(traffic.perStep, ctx.shardLink, ctx.replicaLink, ctx.bw),
-        ...(tpTraffic
-          ? [
-              {
-                link: tpTraffic.link,
-                role: 'tensor parallel' as const,
-                collectives: tpTraffic.collectives,
-                bytes: tpTraffic.bytes,
-                seconds: tpTraffic.seconds,
-              },
-            ]
-          : []),
+        ...parallelLoads.map(({ formula: _, ...l }) => l),
       ],
-      tensorParallelBytes: tpTraffic?.bytes ?? 0,
-      tensorParallelCollectives: tpTraffic?.collectives ?? 0,
-      tensorParallelSeconds: tpTraffic?.seconds ?? 0,
       ...times,
       transfersHide: transfersHide(times),
     },

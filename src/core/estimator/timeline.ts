@@ -102,12 +102,15 @@ export function simulate(
   const computeBytes = DTYPE_BYTES[setup.paramDtype ?? setup.masterDtype];
   const reduceBytes = DTYPE_BYTES[e.comms.reduceDtype];
   // `tp`: the tensor-parallel degree the tree is already split by (1 when none applies).
+  // Context parallelism leaves each GPU 1/C of every sequence.
+  const C = setup.contextParallel;
   const x: ActivationInputs = {
     microBatch: setup.microBatch,
-    seqLen: setup.seqLen,
+    seqLen: Math.ceil(setup.seqLen / C),
     attention: setup.attention,
     bytes: computeBytes,
     tp,
+    cp: C,
   };
   const segs = segmentsOf(root, shape);
   const ranges = rangesOf(root);

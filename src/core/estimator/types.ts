@@ -197,10 +197,10 @@ export interface UnitEstimate {
 export interface LinkLoad {
   link: Link;
   /**
-   * Who talks over it: the shard group (all-gathers, reduce-scatters), the replicas (all-reduces), or a
-   * tensor-parallel group (its activations' all-gathers and reduce-scatters).
+   * Who talks over it: the shard group (all-gathers, reduce-scatters), the replicas (all-reduces), or a tensor- or
+   * context-parallel group (activations' all-gathers and reduce-scatters, in the compute stream: not hidden).
    */
-  role: 'shard group' | 'replicas' | 'tensor parallel';
+  role: 'shard group' | 'replicas' | 'tensor parallel' | 'context parallel';
   collectives: number;
   bytes: number;
   seconds: number;
@@ -270,14 +270,6 @@ export interface Estimate {
     replicaLink: Link | null;
     /** Per optimizer step, each link's collectives, bytes per GPU and seconds at the assumed efficiency. */
     links: LinkLoad[];
-    /**
-     * Tensor parallelism's collectives per optimizer step, their bytes per GPU and seconds on their link (0
-     * without it): on the compute stream, so none hides behind compute. `commSeconds` and `exposedSeconds` are
-     * FSDP's alone.
-     */
-    tensorParallelBytes: number;
-    tensorParallelCollectives: number;
-    tensorParallelSeconds: number;
     /** Per optimizer step, seconds: time on the link if nothing overlapped, and compute. */
     commSeconds: number;
     computeSeconds: number;

@@ -102,6 +102,10 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const sp = bool(par('enable_sequence_parallel').v) ?? true;
   const lossParallel = !(bool(par('disable_loss_parallel').v) ?? false);
   if (tp > 1 && sp && lossParallel) set('tensorParallel', tp, par('tensor_parallel_degree').path);
+  // Context parallelism splits each sequence C ways; ring attention's all-gather rotation is torchtitan's default
+  // (`context_parallel_rotate_method`), the one modelled.
+  const rotate = str(par('context_parallel_rotate_method').v) ?? 'allgather';
+  if (cp > 1 && rotate === 'allgather') set('contextParallel', cp, par('context_parallel_degree').path);
   const compiled = bool(at(d, ['compile', 'enable'])) ?? false;
   if (compiled)
     notes.push(
@@ -120,7 +124,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
       ? [`tensor parallelism (degree ${tp}) without ${sp ? 'loss parallel' : 'sequence parallelism'}`]
       : []),
     ...(pp > 1 ? [`pipeline parallelism (degree ${pp})`] : []),
-    ...(cp > 1 ? [`context parallelism (degree ${cp})`] : []),
+    ...(cp > 1 && rotate !== 'allgather' ? [`context parallelism with the ${rotate} rotation`] : []),
   ];
   // The world is every dimension's product (`ParallelDims`: pp x dp_replicate x dp_shard x cp x tp); FSDP shards
   // over dp_shard x cp. Pipeline stages, not modelled, are left out: the figures are one stage's mesh.

@@ -48,12 +48,16 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
   // divide it is not used (PyTorch's `init_device_mesh` refuses such a mesh).
   const askedTp = setup.tensorParallel;
   if (setup.worldSize % setup.tensorParallel !== 0) setup.tensorParallel = 1;
+  const askedCp = setup.contextParallel;
+  if ((setup.worldSize / setup.tensorParallel) % setup.contextParallel !== 0) setup.contextParallel = 1;
   const askedReplicas = setup.replicas;
   if (!replicasDivide(setup.worldSize / setup.tensorParallel, setup.replicas)) setup.replicas = 1;
-  const unused = (k: 'replicas' | 'tensorParallel') => setup[k] === 1 && chosen[k].source.kind === 'default';
-  const assumptions: Assumption[] = INPUT_KEYS.filter(
-    (k) => !((k === 'replicas' || k === 'tensorParallel') && unused(k)),
-  ).map((k) => ({
+  // Degrees left at their default of 1 are not listed.
+  const unused = (k: InputKey) =>
+    (k === 'replicas' || k === 'tensorParallel' || k === 'contextParallel') &&
+    setup[k] === 1 &&
+    chosen[k].source.kind === 'default';
+  const assumptions: Assumption[] = INPUT_KEYS.filter((k) => !unused(k)).map((k) => ({
     key: k,
     label: INPUTS[k].label,
     value:
@@ -61,7 +65,9 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
         ? `1 (${askedReplicas} replicas do not divide ${setup.worldSize / setup.tensorParallel} data-parallel GPUs: not used)`
         : k === 'tensorParallel' && setup.tensorParallel !== askedTp
           ? `1 (a degree of ${askedTp} does not divide ${setup.worldSize} GPUs: not used)`
-          : showInput(k, chosen[k].value as never, setup),
+          : k === 'contextParallel' && setup.contextParallel !== askedCp
+            ? `1 (a degree of ${askedCp} does not divide the ${setup.worldSize / setup.tensorParallel} GPUs outside tensor parallelism: not used)`
+            : showInput(k, chosen[k].value as never, setup),
     source: chosen[k].source,
   }));
   return { setup, assumptions };

@@ -159,6 +159,15 @@ export const INPUTS = {
     flag: { name: 'tp', value: 'T' },
     keys: ['tp', 'tensor_parallel'],
   }),
+  contextParallel: input<number>({
+    label: 'context-parallel degree',
+    summary:
+      "Context-parallel degree C, as PyTorch's context_parallel splits the sequence (torchtitan's): each GPU keeps 1/C of every token's activations, K and V all-gathered per block",
+    default: 1,
+    parse: count,
+    flag: { name: 'cp', value: 'C' },
+    keys: ['cp', 'context_parallel'],
+  }),
   gpu: input<string>({
     label: 'GPU',
     summary: 'The GPU to check the fit against and take memory, compute and link speeds from',

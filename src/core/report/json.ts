@@ -1,5 +1,5 @@
 /** The estimate as JSON: exact bytes and counts, the terms of each figure, and every assumption's source. */
-import { collectiveCount, trafficBytes } from '../estimator/collectives';
+import { collectiveCount, modelParallelLinks, trafficBytes } from '../estimator/collectives';
 import { planLabel } from '../vocabulary/fsdp';
 import type { Estimate } from '../estimator/types';
 import { FIT_RESERVE, usableBytes } from '../estimator/fit';
@@ -96,8 +96,11 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       perStep: e.comms.perStep,
       /** Bytes and collectives of a step, all kinds together. */
       perStepTotal: {
-        bytes: trafficBytes(e.comms.perStep) + e.comms.tensorParallelBytes,
-        collectives: collectiveCount(e.comms.perStep) + e.comms.tensorParallelCollectives,
+        bytes:
+          trafficBytes(e.comms.perStep) + modelParallelLinks(e.comms.links).reduce((t, l) => t + l.bytes, 0),
+        collectives:
+          collectiveCount(e.comms.perStep) +
+          modelParallelLinks(e.comms.links).reduce((t, l) => t + l.collectives, 0),
       },
       traffic: e.comms.traffic,
       perMicroBatch: e.comms.perMicroBatch,

@@ -11,7 +11,7 @@ import {
 } from '../vocabulary/words';
 import { type MinGpus } from '../whatif/model';
 import { type Estimate, type UnitEstimate, type Verdict } from '../estimator/types';
-import { trafficBytes } from '../estimator/collectives';
+import { modelParallelLinks, trafficBytes } from '../estimator/collectives';
 import type { Source } from '../vocabulary/source';
 import { FIT_RESERVE, requiredBytes } from '../estimator/fit';
 import type { Advice } from '../whatif/advice';
@@ -91,7 +91,9 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
       (e.gaps.length ? ' counted' : ''),
   );
   L.push(`Plan      ${api} · ${count(e.units.length, 'unit')}: ${planSummary(e, U)}`);
-  const tp = e.mesh.tp > 1 ? ` x tensor parallel ${e.mesh.tp}` : '';
+  const tp =
+    (e.mesh.tp > 1 ? ` x tensor parallel ${e.mesh.tp}` : '') +
+    (e.setup.contextParallel > 1 ? ` (context parallel ${e.setup.contextParallel} within it)` : '');
   const mesh = e.mesh.hsdp
     ? `${count(e.mesh.worldSize, 'GPU')} as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)${tp}`
     : `${count(e.mesh.worldSize, 'GPU')}, shard group ${e.mesh.shardGroup}${tp}`;
@@ -163,7 +165,8 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push('');
   const s = e.comms.perStep;
   const k = e.setup.gradAccum > 1 ? ` (${e.setup.gradAccum} micro-batches)` : '';
-  L.push(`Traffic   ${b(trafficBytes(s) + e.comms.tensorParallelBytes)} per GPU per step${k}`);
+  const around = modelParallelLinks(e.comms.links);
+  L.push(`Traffic   ${b(trafficBytes(s) + around.reduce((t, l) => t + l.bytes, 0))} per GPU per step${k}`);
   const traffic = [
     [
       'all-gather',
@@ -184,15 +187,11 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
           ],
         ]
       : []),
-    ...(e.comms.tensorParallelCollectives
-      ? [
-          [
-            'tensor parallel',
-            b(e.comms.tensorParallelBytes),
-            `${count(e.comms.tensorParallelCollectives, 'collective')} of activations in ${e.comms.gatherDtype}: ${fmtSeconds(e.comms.tensorParallelSeconds)} on ${e.comms.links.find((l) => l.role === 'tensor parallel')?.link.name ?? 'the node'}, in the compute stream (not hidden)`,
-          ],
-        ]
-      : []),
+    ...around.map((l) => [
+      l.role,
+      b(l.bytes),
+      `${count(l.collectives, 'collective')} of activations in ${e.comms.gatherDtype}: ${fmtSeconds(l.seconds)} on ${l.link.name}, in the compute stream (not hidden)`,
+    ]),
   ];
   L.push(...columns(traffic));
   // What the same model would move under the textbook schemes, to compare the plan with.
