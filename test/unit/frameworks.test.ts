@@ -1199,6 +1199,14 @@ describe('configuration files that are not what they seem', () => {
       pc.plan.notes.filter((n) => /^parallelism_config dp_replicate_size = 1e\+308 .*ignored/.test(n)).length,
       1,
     );
+    // Context parallelism in Accelerate's config splits the sequence only inside the script's
+    // `maybe_context_parallel`: no verdict rests on the full sequence.
+    const cp = readFrameworkConfig(
+      'cp.yaml',
+      'distributed_type: FSDP\nnum_processes: 8\nfsdp_config:\n  fsdp_version: 2\nparallelism_config:\n  parallelism_config_dp_shard_size: 4\n  parallelism_config_cp_size: 2\n',
+    );
+    assert.ok(cp.kind === 'plan');
+    assert.deepEqual(cp.plan.unmodelled, ['context parallelism (cp_size 2)']);
     const tune = readFrameworkConfig(
       'tune.yaml',
       'model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\nbatch_size: -2\ndata_parallel_shard_dim: -1\n',

@@ -75,7 +75,7 @@ interface AccelerateSettings {
   mixedPrecision?: { v: unknown; where: string };
   numProcesses?: { v: unknown; where: string };
   numMachines?: { v: unknown; where: string };
-  parallelism?: { replicate?: number; shard?: number; tp?: number; where: string };
+  parallelism?: { replicate?: number; shard?: number; tp?: number; cp?: number; where: string };
   /** What reading the settings found wrong (a size that is not a whole number), for the plan's notes. */
   readNotes?: string[];
 }
@@ -211,12 +211,17 @@ export function acceleratePlan(
     values.replicas = par.replicate;
     details.replicas = `parallelism_config at ${par.where}`;
     if (par.shard && par.shard > 0) {
-      values.worldSize = par.replicate * par.shard * (par.tp ?? 1);
+      values.worldSize = par.replicate * par.shard * (par.tp ?? 1) * (par.cp ?? 1);
       details.worldSize = details.replicas;
     }
     strategy = 'HYBRID_SHARD';
   }
-  const unmodelled = par?.tp && par.tp > 1 ? [`tensor parallelism (tp_size ${par.tp})`] : [];
+  // Accelerate's context parallelism splits the sequence only inside the script's
+  // `accelerator.maybe_context_parallel(...)` (the Trainer's training step enters it): not decided from the config.
+  const unmodelled = [
+    ...(par?.tp && par.tp > 1 ? [`tensor parallelism (tp_size ${par.tp})`] : []),
+    ...(par?.cp && par.cp > 1 ? [`context parallelism (cp_size ${par.cp})`] : []),
+  ];
   return {
     ...(unmodelled.length ? { unmodelled } : {}),
     framework,
@@ -383,6 +388,7 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
   const replicate = pc ? pget('dp_replicate_size') : undefined;
   const shard = pc ? pget('dp_shard_size') : undefined;
   const tp = pc ? pget('tp_size') : undefined;
+  const cp = pc ? pget('cp_size') : undefined;
   return {
     file: doc.file,
     launcher: true,
@@ -403,6 +409,7 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
             ...(replicate ? { replicate } : {}),
             ...(shard ? { shard } : {}),
             ...(tp ? { tp } : {}),
+            ...(cp ? { cp } : {}),
             where: doc.where(['parallelism_config']),
           },
         }
