@@ -66,7 +66,9 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
   const fit = e.targetFit;
   L.push(
     `${count(e.units.length, 'unit')} over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
-      (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : ''),
+      (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : '') +
+      (e.mesh.tp > 1 ? ` · FSDP ${W} x tensor parallel ${e.mesh.tp}` : '') +
+      (e.setup.contextParallel > 1 ? ` · context parallel ${e.setup.contextParallel}` : ''),
     '',
     '| per GPU | bytes | how |',
     '|---|--:|---|',
