@@ -106,6 +106,11 @@ const OPTIMIZER_CHOICES: OptimizerFamily[] = [
   'adafactor',
 ];
 
+/** A parallel degree around FSDP's shard group: a count, 1 (none) by default, set by a flag and annotation keys. */
+function degree(label: string, summary: string, flag: string, value: string, keys: string[]) {
+  return input<number>({ label, summary, default: 1, parse: count, flag: { name: flag, value }, keys });
+}
+
 /** Every estimate input, in the order the assumption list, the help and the settings show them. */
 export const INPUTS = {
   worldSize: input<number>({
@@ -142,32 +147,23 @@ export const INPUTS = {
     },
     control: { label: 'GPUs per node', kind: 'number' },
   }),
-  replicas: input<number>({
-    label: 'HSDP replicas',
-    summary: 'HSDP replicas R: the shard group is world size / R',
-    default: 1,
-    parse: count,
-    flag: { name: 'replicas', value: 'R' },
-    keys: ['replicas'],
-  }),
-  tensorParallel: input<number>({
-    label: 'tensor-parallel degree',
-    summary:
-      'Tensor-parallel degree T, as torchtitan shards a dense decoder (sequence parallel, loss parallel): FSDP shards over world size / (R x T)',
-    default: 1,
-    parse: count,
-    flag: { name: 'tp', value: 'T' },
-    keys: ['tp', 'tensor_parallel'],
-  }),
-  contextParallel: input<number>({
-    label: 'context-parallel degree',
-    summary:
-      "Context-parallel degree C, as PyTorch's context_parallel splits the sequence (torchtitan's): each GPU keeps 1/C of every token's activations, K and V all-gathered per block",
-    default: 1,
-    parse: count,
-    flag: { name: 'cp', value: 'C' },
-    keys: ['cp', 'context_parallel'],
-  }),
+  replicas: degree('HSDP replicas', 'HSDP replicas R: the shard group is world size / R', 'replicas', 'R', [
+    'replicas',
+  ]),
+  tensorParallel: degree(
+    'tensor-parallel degree',
+    'Tensor-parallel degree T, as torchtitan shards a dense decoder (sequence parallel, loss parallel): FSDP shards over world size / (R x T)',
+    'tp',
+    'T',
+    ['tp', 'tensor_parallel'],
+  ),
+  contextParallel: degree(
+    'context-parallel degree',
+    "Context-parallel degree C, as PyTorch's context_parallel splits the sequence (torchtitan's): each GPU keeps 1/C of every token's activations, K and V all-gathered per block",
+    'cp',
+    'C',
+    ['cp', 'context_parallel'],
+  ),
   gpu: input<string>({
     label: 'GPU',
     summary: 'The GPU to check the fit against and take memory, compute and link speeds from',
