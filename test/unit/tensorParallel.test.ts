@@ -14,6 +14,12 @@ import { tensorParallelTree } from '../../src/core/model/tensorParallel';
 import { countParams, walk } from '../../src/core/model/tree';
 import * as fs from 'node:fs';
 import { FIXTURES, cli, projectDir } from './helpers';
+import { MeshError } from '../../src/core/estimator/mesh';
+import type { Plan } from '../../src/core/estimator/types';
+import { resolveSetup } from '../../src/core/inputs/layers';
+import { CATALOG } from '../../src/core/model/catalog';
+import { defaultUnits } from '../../src/core/plan/policies';
+import { WhatIfModel } from '../../src/core/whatif/model';
 
 // A small Llama: hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96, two blocks, untied head.
 const LLAMA = {
@@ -182,5 +188,34 @@ describe('context parallelism', () => {
     const cp = j.comms.links.find((l: { role: string }) => l.role === 'context parallel');
     assert.equal(cp.collectives, 32 * 8);
     assert.equal(cp.bytes, 256 * (1 / 2) * 65_536 * 1_024 * 2);
+  });
+});
+
+describe('what-if with the degrees fixed', () => {
+  it('the fit matrix and the search step in whole tensor-parallel groups; a world they do not divide has no mesh', () => {
+    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-70B']!);
+    const { setup, assumptions } = resolveSetup([
+      { source: { kind: 'flag' }, values: { worldSize: 64, tensorParallel: 8, checkpointing: 'full' } },
+    ]);
+    const plan: Plan = {
+      api: 'fsdp2',
+      strategy: 'FULL_SHARD',
+      units: defaultUnits(m.root, m.shape.blockClass, 't'),
+      source: { kind: 'default' },
+      notes: [],
+    };
+    const w = new WhatIfModel({
+      model: { name: '70B', root: m.root, shape: m.shape, source: { kind: 'default' } },
+      plan,
+      setup,
+      assumptions,
+    });
+    const matrix = w.fitMatrix([{ id: 'a100-80gb' }]);
+    assert.ok(
+      matrix.worldSizes.every((n) => n % 8 === 0),
+      matrix.worldSizes.join(', '),
+    );
+    assert.equal(w.minGpus('a100-80gb').worldSize! % 8, 0);
+    assert.throws(() => w.run({ worldSize: 12 }), MeshError);
   });
 });

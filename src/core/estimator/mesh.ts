@@ -30,10 +30,21 @@ export class MeshError extends Error {}
  * or not whole nodes (`new_subgroups` in distributed_c10d.py). Throws MeshError for those.
  */
 export function fsdpMesh(
-  setup: { worldSize: number; gpusPerNode: number; replicas: number; tensorParallel?: number },
+  setup: {
+    worldSize: number;
+    gpusPerNode: number;
+    replicas: number;
+    tensorParallel?: number;
+    contextParallel?: number;
+  },
   strategy: ShardingStrategyName,
 ): Mesh {
   const T = setup.tensorParallel ?? 1;
+  const C = setup.contextParallel ?? 1;
+  if (setup.worldSize % (T * C) !== 0)
+    throw new MeshError(
+      `${setup.worldSize} GPUs are not whole groups of tensor parallel ${T} x context parallel ${C}: init_device_mesh cannot build the mesh`,
+    );
   // FSDP's dimensions span what tensor parallelism leaves: torchtitan's mesh puts `tp` innermost
   // (`ParallelDims.build_mesh`), so each TP group is T consecutive ranks and FSDP's ranks are T apart.
   const N = setup.worldSize / T;

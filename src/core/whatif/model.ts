@@ -65,7 +65,7 @@ export class WhatIfModel {
     const setup: TrainingSetup = { ...this.input.setup };
     for (const [k, v] of Object.entries(inputs))
       if (v !== undefined) (setup as Record<string, unknown>)[k] = v;
-    if (setup.worldSize % setup.tensorParallel !== 0) setup.tensorParallel = 1;
+    // A world size that tensor or context parallelism does not divide has no mesh (fsdpMesh throws MeshError).
     if (setup.replicas > 1 && (setup.worldSize / setup.tensorParallel) % setup.replicas !== 0)
       setup.replicas = 1;
     const k = Math.max(1, Math.floor(blocksPerUnit ?? 1));
@@ -143,7 +143,10 @@ export class WhatIfModel {
   /** Fit of the plan on every GPU of the catalog, at powers of two up to past the smallest that fits. */
   fitMatrix(gpus: readonly { id: string }[], w: WhatIf = {}): FitMatrix {
     // World sizes are whole replica sets (whole nodes where shard groups are nodes).
-    const R = this.perNodeGroups(w) ?? Math.max(1, this.input.setup.replicas);
+    const R =
+      (this.perNodeGroups(w) ?? Math.max(1, this.input.setup.replicas)) *
+      this.input.setup.tensorParallel *
+      this.input.setup.contextParallel;
     const minimums = gpus.map((g) => this.minGpus(g.id, w));
     const current = w.worldSize ?? this.input.setup.worldSize;
     const wanted = Math.max(current, ...minimums.map((m) => m.worldSize ?? 0));
@@ -223,7 +226,10 @@ export class WhatIfModel {
       };
     }
     // The other dimensions stay as they are: R replicas and T-way tensor parallelism around each shard group.
-    const R = Math.max(1, this.input.setup.replicas) * Math.max(1, this.input.setup.tensorParallel);
+    const R =
+      Math.max(1, this.input.setup.replicas) *
+      this.input.setup.tensorParallel *
+      this.input.setup.contextParallel;
     const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w) ?? Infinity);
     const fits = (shard: number) => ({ ok: need(shard) <= capacity });
     // The peak falls with W (close to a + b/W: what sharding cannot shrink, plus what it divides) until FSDP2's
