@@ -119,7 +119,7 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
       ? 'the search varies FSDP alone'
       : e.minGpus === null
         ? 'more GPUs do not shrink activations: see What to change'
-        : `that fits ${shortGpu(e.gpu.name)}`,
+        : `that fits ${shortGpu(e.gpu.name)}${e.mesh.tp > 1 || e.mesh.cp > 1 ? `, ${[e.mesh.tp > 1 ? `TP ${e.mesh.tp}` : '', e.mesh.cp > 1 ? `CP ${e.mesh.cp}` : ''].filter(Boolean).join(' x ')} fixed` : ''}`,
   );
   if (e.minGpusReason) minCard.title = e.minGpusReason;
   const peakCard = card(

@@ -13,6 +13,8 @@ export interface Mesh {
   gpusPerNode: number;
   /** Tensor-parallel degree T: each FSDP rank is a group of T GPUs holding 1/T of every sharded layer. */
   tp: number;
+  /** Context-parallel degree C: within the shard group, C GPUs each keep 1/C of every sequence. */
+  cp: number;
   /** Sharded within groups and replicated across them (HSDP). */
   hsdp: boolean;
   /** How the replicas were found, when the plan derived them (`HYBRID_SHARD: one shard group per node`). */
@@ -50,7 +52,7 @@ export function fsdpMesh(
   const N = setup.worldSize / T;
   const G = setup.gpusPerNode;
   const nodes = Math.ceil(setup.worldSize / G);
-  const base = { worldSize: setup.worldSize, nodes, gpusPerNode: G, tp: T };
+  const base = { worldSize: setup.worldSize, nodes, gpusPerNode: G, tp: T, cp: C };
   if (strategy === 'NO_SHARD') return { ...base, shardGroup: 1, replicas: 1, hsdp: false };
   if (setup.replicas > 1) {
     const R = setup.replicas;

@@ -68,7 +68,7 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
     `${count(e.units.length, 'unit')} over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
       (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : '') +
       (e.mesh.tp > 1 ? ` · FSDP ${W} x tensor parallel ${e.mesh.tp}` : '') +
-      (e.setup.contextParallel > 1 ? ` · context parallel ${e.setup.contextParallel}` : ''),
+      (e.mesh.cp > 1 ? ` · context parallel ${e.mesh.cp}` : ''),
     '',
     '| per GPU | bytes | how |',
     '|---|--:|---|',

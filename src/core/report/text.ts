@@ -93,7 +93,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push(`Plan      ${api} · ${count(e.units.length, 'unit')}: ${planSummary(e, U)}`);
   const tp =
     (e.mesh.tp > 1 ? ` x tensor parallel ${e.mesh.tp}` : '') +
-    (e.setup.contextParallel > 1 ? ` (context parallel ${e.setup.contextParallel} within it)` : '');
+    (e.mesh.cp > 1 ? ` (context parallel ${e.mesh.cp} within it)` : '');
   const mesh = e.mesh.hsdp
     ? `${count(e.mesh.worldSize, 'GPU')} as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)${tp}`
     : `${count(e.mesh.worldSize, 'GPU')}, shard group ${e.mesh.shardGroup}${tp}`;
