@@ -447,8 +447,8 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   const tp = tensorParallelTree(whole.model.root, whole.model.shape, setup.tensorParallel);
   const tpProblem = 'problem' in tp ? tp.problem : null;
   const input: EstimateInput =
-    setup.tensorParallel > 1 && !tpProblem
-      ? { ...whole, model: { ...whole.model, root: (tp as { root: ModuleNode }).root } }
+    'root' in tp && tp.root !== whole.model.root
+      ? { ...whole, model: { ...whole.model, root: tp.root } }
       : whole;
   if (input !== whole) ownership = undefined;
   const gpu = findGpu(setup.gpu) ?? findGpu('h100-sxm-80gb')!;

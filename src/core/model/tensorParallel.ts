@@ -22,13 +22,22 @@ const ROWWISE = new Set(['wo', 'w2', 'o_proj', 'down_proj']);
 const VOCAB = new Set(['tok_embeddings', 'embed_tokens', 'output', 'lm_head']);
 const NORMS = new Set(['RMSNorm', 'LlamaRMSNorm', 'Qwen2RMSNorm', 'MistralRMSNorm', 'Qwen3RMSNorm']);
 
+type Split = { root: ModuleNode } | { problem: string };
+
+/** Each tree's splits by degree: what-if runs estimate one model at many world sizes with the same degree. */
+const SPLITS = new WeakMap<ModuleNode, Map<number, Split>>();
+
 /** The tree as each GPU of a tensor-parallel group of `t` holds it, or why the plan does not apply. */
-export function tensorParallelTree(
-  root: ModuleNode,
-  shape: ArchShape | undefined,
-  t: number,
-): { root: ModuleNode } | { problem: string } {
+export function tensorParallelTree(root: ModuleNode, shape: ArchShape | undefined, t: number): Split {
   if (t === 1) return { root };
+  let byDegree = SPLITS.get(root);
+  if (!byDegree) SPLITS.set(root, (byDegree = new Map()));
+  let split = byDegree.get(t);
+  if (!split) byDegree.set(t, (split = splitTree(root, shape, t)));
+  return split;
+}
+
+function splitTree(root: ModuleNode, shape: ArchShape | undefined, t: number): Split {
   if (!shape) return { problem: 'the model has no decoder shape to apply tensor parallelism to' };
   if (shape.experts > 0 || shape.mla) return { problem: `${shape.modelType}'s experts or latent attention` };
   if (shape.mlp === 'gelu')
