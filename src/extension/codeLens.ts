@@ -4,6 +4,7 @@ import { describeCall } from '../core/analysis/describe';
 import { frameworkLensTitle, isOffPath, lensTitle, offPathTitle } from '../core/report/summary';
 import { planLabel } from '../core/vocabulary/fsdp';
 import { otherPlanOf, planName } from '../core/vocabulary/planChoices';
+import { EDITOR_CALLS } from '../worker/protocol';
 import type { DocumentAnalyses } from './analyses';
 import { COMMANDS } from './commands';
 import { toRange } from './convert';
@@ -38,7 +39,8 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
     const why = analysis.estimate && !analysis.estimate.ok ? analysis.estimate.reason : undefined;
     // A file that wraps through a helper of another file: the helper's wraps, placed at the calls of it.
     const calls = analysis.facts.calls.length ? analysis.facts.calls : (analysis.estimate?.helperCalls ?? []);
-    const noRoot = !calls.some((c) => c.isRoot);
+    const leftOut = analysis.callsLeftOut;
+    const noRoot = !calls.some((c) => c.isRoot) && !leftOut?.root;
     const fw = analysis.estimate?.ok ? analysis.estimate.framework : undefined;
     const config = analysis.config;
     if (config?.kind === 'problem')
@@ -69,7 +71,7 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
         }),
       ];
     const plans = analysis.estimate?.plans;
-    return calls.map((call, index) => {
+    const lenses = calls.map((call, index) => {
       // A call of another plan of the file: named, and one click away from being the one estimated.
       const other = otherPlanOf(call.line, plans);
       if (other)
@@ -98,5 +100,17 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
         arguments: [document.uri, index],
       });
     });
+    if (leftOut)
+      lenses.push(
+        new vscode.CodeLens(toRange(leftOut.range), {
+          title:
+            `no lens on this and the ${(leftOut.count - 1).toLocaleString('en-US')} wrap calls after it ` +
+            `(lenses stop at ${EDITOR_CALLS.toLocaleString('en-US')} a file) · the panel shows every unit`,
+          tooltip: 'Click to open the FSDP footprint panel',
+          command: COMMANDS.estimateFootprint,
+          arguments: [document.uri],
+        }),
+      );
+    return lenses;
   }
 }

@@ -13,6 +13,7 @@ import type { TextChange } from '../core/parsing/document';
 import type { PanelData, WhatIfValues } from '../core/report/panelProtocol';
 import type { ByteUnit } from '../core/vocabulary/bytes';
 import type { Fault } from '../core/vocabulary/faults';
+import type { Range } from '../core/vocabulary/range';
 import type { MinGpus } from '../core/whatif/model';
 
 /** The settings an analysis runs under, read by the editor for the document. */
@@ -101,10 +102,27 @@ export type PlainEstimate = (
 };
 
 /** The analysis of one document version, as every provider of the editor reads it. */
+/**
+ * The most wrap calls of one document the editor receives, with a lens each (VS Code likewise shows at most 1,000
+ * problems of a file): past it a lens costs the extension host more than it tells, and the panel and the command
+ * line still cover every unit.
+ */
+export const EDITOR_CALLS = 1000;
+
+/** What the editor was not sent of a document's wrap calls: how many, where the first of them is, and whether a root wrap is among them. */
+export interface CallsLeftOut {
+  count: number;
+  range: Range;
+  root: boolean;
+}
+
 export interface DocumentAnalysis {
   uri: string;
   version: number;
+  /** The file's facts, its wrap calls (or the helper's, `estimate.helperCalls`) cut at EDITOR_CALLS. */
   facts: FileFacts;
+  /** Set when the wrap calls were cut. */
+  callsLeftOut?: CallsLeftOut;
   /** Lint findings under the settings in force for the document. */
   findings: Finding[];
   /** The estimate, or why there is none (no model known, a bad config). */

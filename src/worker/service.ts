@@ -4,7 +4,7 @@
  * document (for the panel's what-if values). Every answer is plain data.
  */
 import { checkTextSize } from '../core/analysis/input';
-import { emptyFacts } from '../core/analysis/facts';
+import { emptyFacts, type WrapCall } from '../core/analysis/facts';
 import { analyzeDocument, type DocumentAnalysis as CoreAnalysis } from '../core/entry/analyze';
 import { exactForScript, type ExactModel } from '../core/exact/exact';
 import { settingModel, type ModelChoice } from '../core/inputs/model';
@@ -20,15 +20,17 @@ import type { EstimateResult } from '../core/resolve/analyze';
 import type { FileSystem, Host } from '../core/vocabulary/host';
 import { diskFS, nodeHost } from '../host/disk';
 import { runExactHelper } from '../host/exact';
-import type {
-  AnalyzeRequest,
-  DocumentAnalysis,
-  ExactReply,
-  ExactRequest,
-  ModelsReply,
-  PanelData,
-  PanelRequestMessage,
-  PlainEstimate,
+import {
+  EDITOR_CALLS,
+  type AnalyzeRequest,
+  type CallsLeftOut,
+  type DocumentAnalysis,
+  type ExactReply,
+  type ExactRequest,
+  type ModelsReply,
+  type PanelData,
+  type PanelRequestMessage,
+  type PlainEstimate,
 } from './protocol';
 
 interface OpenDocument {
@@ -61,6 +63,13 @@ export function plainEstimate(r: EstimateResult): PlainEstimate {
     ...(framework ? { framework } : {}),
     ...helpers,
   };
+}
+
+/** What cutting the wrap calls at EDITOR_CALLS leaves out, if anything. */
+function callsLeftOut(calls: readonly WrapCall[]): CallsLeftOut | undefined {
+  const rest = calls.slice(EDITOR_CALLS);
+  if (!rest.length) return undefined;
+  return { count: rest.length, range: rest[0]!.range, root: rest.some((c) => c.isRoot) };
 }
 
 export class AnalysisService {
@@ -184,12 +193,17 @@ export class AnalysisService {
         ? { kind: 'plan' as const, plan: a.reading.plan }
         : a.reading
       : undefined;
+    const estimate = a.estimate ? plainEstimate(a.estimate) : undefined;
+    const facts = { ...a.facts, calls: a.facts.calls.slice(0, EDITOR_CALLS) };
+    const leftOut = callsLeftOut(a.facts.calls.length ? a.facts.calls : (estimate?.helperCalls ?? []));
+    if (estimate?.helperCalls) estimate.helperCalls = estimate.helperCalls.slice(0, EDITOR_CALLS);
     return {
       ...base,
-      facts: a.facts,
+      facts,
+      ...(leftOut ? { callsLeftOut: leftOut } : {}),
       findings: a.findings,
       faults: a.faults,
-      ...(a.estimate ? { estimate: plainEstimate(a.estimate) } : {}),
+      ...(estimate ? { estimate } : {}),
       ...(a.incomplete ? { incomplete: a.incomplete } : {}),
       ...(reading
         ? { config: { ...reading, ...(reading.kind === 'plan' ? { plan: stripBuilt(reading.plan) } : {}) } }

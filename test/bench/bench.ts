@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import * as v8 from 'node:v8';
 import { scanFile } from '../../src/core/analysis/scan';
 import { exactForScript } from '../../src/core/exact/exact';
 import { CATALOG } from '../../src/core/model/catalog';
@@ -32,6 +33,8 @@ import { REPRODUCERS, runCli, writeTree } from '../unit/hostile-cases';
 import { diskFS } from '../../src/host/disk';
 import { runExactHelper } from '../../src/host/exact';
 import { missing, tools } from '../tools';
+import { AnalysisService } from '../../src/worker/service';
+import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const QUICK = process.argv.includes('--quick');
@@ -489,6 +492,58 @@ function hostile(): void {
   }
 }
 
+/**
+ * What the extension host pays for each analysis: the worker's reply arrives as a structured clone that the host
+ * reads on its own thread before any of our code runs. The largest reply over the hostile files, and the time to
+ * read it (v8.deserialize, what a worker message costs the receiving thread).
+ */
+function replies(grammar: PythonGrammar): void {
+  const service = new AnalysisService(grammar);
+  let worst = { id: '', bytes: 0, read: sample([0]) };
+  for (const r of REPRODUCERS) {
+    const opened = r.args[1];
+    if (!opened || !/\.(py|json|sh|toml|ya?ml)$/.test(opened)) continue;
+    const root = writeTree(r);
+    try {
+      const file = path.join(root, opened);
+      const reply = service.analyze({
+        kind: 'analyze',
+        uri: `file://${file}`,
+        file,
+        onDisk: true,
+        version: 1,
+        text: fs.readFileSync(file, 'utf8'),
+        config: !file.endsWith('.py'),
+        folder: root,
+        settings: {
+          lint: DEFAULT_LINT_OPTIONS,
+          estimate: {},
+          model: null,
+          usersPaths: [],
+          maxBytes: 4 << 20,
+          units: 'GB',
+        },
+      });
+      const bytes = v8.serialize(reply);
+      if (bytes.length > worst.bytes)
+        worst = { id: r.id, bytes: bytes.length, read: time(() => v8.deserialize(bytes), { min: 5 }) };
+    } finally {
+      service.close(`file://${path.join(root, opened)}`);
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }
+  targetRow(
+    'editor: the largest analysis reply the extension host reads (over the hostile files)',
+    `${(worst.bytes / 1024).toFixed(0)} KiB (${worst.id}), read in ${fmt(worst.read)}`,
+    '< 50 ms',
+    worst.read.median < 50,
+    () =>
+      `the reply of "${worst.id}" is ${(worst.bytes / 1024).toFixed(0)} KiB; the host reads it in one turn of its ` +
+      `event loop, so every lens, hover and keystroke of the window waits ${ms(worst.read.median)}; ${load()}.`,
+    worst.read.n,
+  );
+}
+
 async function exact(grammar: PythonGrammar): Promise<void> {
   const figure = 'exact mode against static analysis (framework-style Llama)';
   const torch = missing('torch');
@@ -810,6 +865,7 @@ async function main(): Promise<void> {
     cli();
     wholeTree(grammar);
     hostile();
+    replies(grammar);
     if (!QUICK) {
       await exact(grammar);
       await firstLens();

@@ -8,7 +8,12 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { changeFor } from '../../src/core/parsing/document';
 import { AnalysisWorker, WorkerStopped } from '../../src/extension/worker';
-import type { AnalyzeRequest, DocumentAnalysis, PanelData } from '../../src/worker/protocol';
+import {
+  EDITOR_CALLS,
+  type AnalyzeRequest,
+  type DocumentAnalysis,
+  type PanelData,
+} from '../../src/worker/protocol';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { FIXTURES, ROOT } from './helpers';
 
@@ -149,6 +154,34 @@ describe('the analysis worker', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it(
+    'sends the editor at most EDITOR_CALLS wrap calls, and says how many more there are and where',
+    { timeout: 60_000 },
+    async () => {
+      // 1,200 blocks wrapped one line each, then the root: 1,201 calls, 201 past the cut, the root among them.
+      const blocks = Array.from({ length: 1200 }, (_, i) => `fully_shard(model.layers[${i}])`);
+      const src = [
+        'from torch.distributed.fsdp import fully_shard',
+        ...blocks,
+        'fully_shard(model)',
+        '',
+      ].join('\n');
+      const wide = path.join(os.tmpdir(), 'fsdp-lens-wide.py');
+      const a = await worker.request<DocumentAnalysis>(
+        request(wide, src, 1, { uri: 'file:///wide.py', onDisk: false }),
+        30_000,
+      );
+      assert.equal(a.facts.calls.length, EDITOR_CALLS);
+      assert.equal(a.facts.calls[EDITOR_CALLS - 1]!.target, `model.layers[${EDITOR_CALLS - 1}]`);
+      // Block 1,000 is on line 1,002 (0-based 1,001): the import, then one block per line.
+      assert.deepEqual(a.callsLeftOut && { ...a.callsLeftOut, range: a.callsLeftOut.range.start.line }, {
+        count: 1201 - EDITOR_CALLS,
+        range: EDITOR_CALLS + 1,
+        root: true,
+      });
+    },
+  );
 
   it(
     'a worker that runs past its time is replaced, and the next request is answered',

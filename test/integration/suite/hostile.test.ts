@@ -32,7 +32,16 @@ describe('hostile inputs in the editor', () => {
     const docs: vscode.TextDocument[] = [];
     for (const f of files) docs.push(await vscode.workspace.openTextDocument(workspaceFile(f)));
     // Each document gets an answer (lenses or none) from the providers: nothing waits forever.
-    for (const d of docs) await codeLenses(d.uri);
+    const lenses = new Map<vscode.TextDocument, vscode.CodeLens[]>();
+    for (const d of docs) lenses.set(d, await codeLenses(d.uri));
+    // A file of 10,001 wrap calls gets lenses up to the cap, and one saying where they stop.
+    const wide = docs.find((d) => d.lineCount > 10_000 && /layers\[9999\]/.test(d.getText()));
+    assert.ok(wide, 'the file of 10,001 wrap calls is among the reproducers');
+    const cut = lenses.get(wide)!;
+    assert.equal(cut.length, 1001);
+    assert.match(cut[1000]!.command?.title ?? '', /no lens on this and the 9,000 wrap calls after it/);
+    // The import, the model comment, then one block per line: block 1,000 is on the file's line 1,003.
+    assert.equal(cut[1000]!.range.start.line, 1002);
     // An ordinary script analysed after all of them still gets its figures.
     const editor = await open('train_fsdp2.py');
     await eventually(
