@@ -37,6 +37,9 @@ export const LINKS: readonly Link[] = [
   // AMD Instinct MI300X platform: 7 Infinity Fabric links per GPU at 64 GB/s each way (896 GB/s "aggregate" counts
   // both directions): 448 GB/s each way to the other seven GPUs.
   { id: 'infinity-fabric', name: 'AMD Infinity Fabric (MI300X platform)', perDirectionGBs: 448 },
+  // AMD CDNA 4 white paper (MI350 series): 7 Infinity Fabric links per GPU at 76.8 GB/s in each direction
+  // (153.6 GB/s "per link" counts both): 537.6 GB/s each way to the other seven GPUs.
+  { id: 'infinity-fabric-4', name: 'AMD Infinity Fabric (MI350 platform)', perDirectionGBs: 537.6 },
   // InfiniBand HDR 200 Gb/s and NDR 400 Gb/s per GPU NIC: 25 and 50 GB/s each way.
   { id: 'ib-hdr', name: 'InfiniBand HDR 200 Gb/s per GPU', perDirectionGBs: 25 },
   { id: 'ib-ndr', name: 'InfiniBand NDR 400 Gb/s per GPU', perDirectionGBs: 50 },
@@ -208,6 +211,47 @@ export const GPUS: readonly Gpu[] = [
     bf16Tflops: 1307,
     intraNode: 'infinity-fabric',
     interNode: 'eth-400g',
+  },
+  // Instinct MI325X 256GB HBM3E: amd-smi reports 262128 MB (MiB: 256 GiB less 16 MiB, as the MI300X's 196592);
+  // the MI300X's compute, 1307 TFLOP/s dense bf16; the MI300X platform's Infinity Fabric.
+  {
+    id: 'mi325x-256gb',
+    name: 'AMD Instinct MI325X',
+    memoryMiB: 262128,
+    bf16Tflops: 1307,
+    intraNode: 'infinity-fabric',
+    interNode: 'eth-400g',
+  },
+  // Instinct MI355X 288GB HBM3E: rocm-smi reports 309,220,868,096 B (294896 MiB); 2.5 PFLOP/s dense bf16 as AMD
+  // publishes it (5 with structured sparsity); CDNA 4's Infinity Fabric.
+  {
+    id: 'mi355x-288gb',
+    name: 'AMD Instinct MI355X',
+    memoryMiB: 294896,
+    bf16Tflops: 2500,
+    intraNode: 'infinity-fabric-4',
+    interNode: 'eth-400g',
+  },
+  // L40 48GB (not the L40S): nvidia-smi reports 46068 MiB in public output; 181 TFLOP/s dense bf16 (NVIDIA's L40
+  // table: 362.1 with sparsity); PCIe Gen4 x16, no NVLink.
+  {
+    id: 'l40-48gb',
+    name: 'NVIDIA L40',
+    memoryMiB: 46068,
+    bf16Tflops: 181,
+    intraNode: 'pcie4-x16',
+    interNode: 'eth-100g',
+  },
+  // A10G 24GB (AWS G5): nvidia-smi reports 23028 MiB (NVIDIA/DCGM#232). NVIDIA publishes no A10G datasheet: the
+  // A10's 125 TFLOP/s dense bf16 is used (a measured bf16 GEMM on an A10G reached 69.5, so the compute times are
+  // optimistic); PCIe, no NVLink (AWS G5 instances).
+  {
+    id: 'a10g-24gb',
+    name: 'NVIDIA A10G',
+    memoryMiB: 23028,
+    bf16Tflops: 125,
+    intraNode: 'pcie4-x16',
+    interNode: 'eth-100g',
   },
 ];
 
