@@ -130,6 +130,8 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     paramDtype: 'fp32',
     reduceDtype: 'fp32',
     attention: 'eager',
+    float8: 'all-gather',
+    float8Skip: 'output',
     linkEfficiency: '0.5',
     mfu: '0.5',
     torchVersion: '2.7',

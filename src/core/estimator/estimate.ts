@@ -9,6 +9,7 @@ import { findGpu, findLink, type Link, type Gpu } from '../hardware/catalog';
 import { fmtCount } from '../vocabulary/bytes';
 import { isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
 import { countBufferBytes, countParams, type ModuleNode } from '../model/tree';
+import { float8Tree } from '../model/float8';
 import { tensorParallelTree } from '../model/tensorParallel';
 import type { ArchShape } from '../model/hf';
 import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collectives';
@@ -95,9 +96,14 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const gradShard = trainW * master;
   const optShard = optimizerBytes(setup.optimizer, u.groups, W, fsdp1, setup.masterDtype);
   const residency = residencyOf(u, ctx.plan, ctx.keepAll, W, setup.torchVersion);
-  // Mixed precision casts floating-point parameters to the all-gather dtype; quantised ones travel as stored.
+  // Mixed precision casts floating-point parameters to the all-gather dtype; quantised ones travel as stored, and
+  // a tensor subclass's (torchao's Float8 weights) in the dtype its `fsdp_pre_all_gather` returns.
   const gatherSize = (g: ParamGroup, numel: number) =>
-    isFloat(g.dtype) ? numel * ag : tensorBytes(numel, g.dtype);
+    g.gathersAs
+      ? tensorBytes(numel, g.gathersAs)
+      : isFloat(g.dtype)
+        ? numel * ag
+        : tensorBytes(numel, g.dtype);
   // What a gathered unit holds: FSDP2 all-gathers W padded shards and keeps them as the unsharded storage
   // (`FSDPParam._init_sharded_param` chunks dim 0 into pieces of ceil(dim0 / W) rows, `init_all_gather_outputs`
   // allocates W of them; the unsharded parameter is a view of its own size). FSDP1's FlatParameter is padded
@@ -290,6 +296,7 @@ function stateFigures(
 function stepTraffic(
   units: UnitEstimate[],
   ctx: StepContext,
+  owned: Unit[],
 ): { perMicroBatch: Traffic; perStep: Traffic; figure: Figure } {
   const { setup, noShard } = ctx;
   const { worldSize: N, shardGroup: W, replicas: R } = ctx.mesh;
@@ -312,12 +319,17 @@ function stepTraffic(
   const rd = bytesOf(ctx.reduceDtype);
   const kept = units.filter((u) => u.residency.kind === 'keep').length;
   const frac = `${W - 1}/${W}`;
+  // Weights all-gathered in float8 (their groups' own gather dtype).
+  const f8 = owned.reduce(
+    (n, u) => n + u.groups.reduce((m, g) => m + (g.gathersAs ? g.count * g.dim0 * g.rest : 0), 0),
+    0,
+  );
   const times = K > 1 ? ` x ${K} micro-batches` : '';
   const terms: Term[] = [
     {
       name: 'forward all-gathers',
       bytes: sum(units, (u) => u.traffic.forwardAllGatherBytes) * K,
-      formula: `${count(units.length, 'unit')}: ${frac} x ${fmtCount(sum(units, (u) => u.params))} params x ${ag} B (${ctx.gatherDtype})${times}`,
+      formula: `${count(units.length, 'unit')}: ${frac} x ${fmtCount(sum(units, (u) => u.params) - f8)} params x ${ag} B (${ctx.gatherDtype})${f8 ? ` + ${fmtCount(f8)} Float8 weights x 1 B` : ''}${times}`,
     },
     {
       name: 'backward all-gathers',
@@ -435,6 +447,20 @@ function stepTimes(units: UnitEstimate[], setup: TrainingSetup) {
   };
 }
 
+/** What Float8 training changes in the figures, and what it leaves out. */
+function float8Notes(mode: TrainingSetup['float8'], api: Plan['api'], converted: number): string[] {
+  if (mode === 'off') return [];
+  if (!converted)
+    return ['Float8 training: no Linear layer qualifies (both dims multiples of 16, not skipped)'];
+  const layers = `${converted} Linear layer${converted === 1 ? '' : 's'}`;
+  return [
+    mode === 'all-gather' && api === 'fsdp2'
+      ? `Float8 training of ${layers}: their weights are all-gathered and held gathered in float8 (1 B)`
+      : `Float8 training of ${layers}: their weights are all-gathered in the parameter dtype${mode === 'all-gather' ? ' (float8 all-gather is FSDP2 only)' : ''}`,
+    "Float8's casts while a matmul runs (float8 copies of its input, weight and output gradient) are not counted",
+  ];
+}
+
 /**
  * Computes persistent memory per GPU, communication per step, the step's timeline and the fit for a plan.
  * Throws MeshError for a mesh PyTorch refuses to build.
@@ -444,13 +470,20 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   const notes = [...plan.notes];
   // Tensor parallelism first: each GPU holds its TP shard of the tree, which FSDP then shards (a plan that does
   // not apply leaves the figures FSDP's alone, and no verdict rests on them).
-  const tp = tensorParallelTree(whole.model.root, whole.model.shape, setup.tensorParallel);
+  // Float8 converts Linear layers before any parallelism (torchtitan's model converters run on the whole model);
+  // its float8 all-gather is FSDP2's extension (`fsdp_pre_all_gather`), which FSDP1 never calls.
+  const float8 = setup.float8 === 'all-gather' && plan.api === 'fsdp1' ? ('linear' as const) : setup.float8;
+  const f8 = float8Tree(whole.model.root, float8, setup.float8Skip);
+  notes.push(...float8Notes(setup.float8, plan.api, f8.converted));
+  const tp = tensorParallelTree(f8.root, whole.model.shape, setup.tensorParallel);
   const tpProblem = 'problem' in tp ? tp.problem : null;
   const input: EstimateInput =
     'root' in tp && tp.root !== whole.model.root
       ? { ...whole, model: { ...whole.model, root: tp.root } }
       : whole;
   if (input !== whole) ownership = undefined;
+  // The tree each GPU holds is a tensor-parallel split of the model (not only Float8's re-typed copy).
+  const split = 'root' in tp && tp.root !== f8.root;
   const gpu = findGpu(setup.gpu) ?? findGpu('h100-sxm-80gb')!;
   const mesh = fsdpMesh(setup, plan.strategy);
   const own = ownership ?? assignParameters(input.model.root, plan, setup.masterDtype);
@@ -487,13 +520,9 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
     );
   const bufferBytes = countBufferBytes(input.model.root);
   const state = stateFigures(units, own, ctx, bufferBytes, hasQuantState(input.model.root));
-  const traffic = stepTraffic(units, ctx);
+  const traffic = stepTraffic(units, ctx, own.units);
   const times = stepTimes(units, setup);
-  const parallelLoads = modelParallelLoads(
-    ctx,
-    input.model.shape,
-    input === whole ? 1 : setup.tensorParallel,
-  );
+  const parallelLoads = modelParallelLoads(ctx, input.model.shape, split ? setup.tensorParallel : 1);
   for (const l of parallelLoads) {
     traffic.figure.terms.push({ name: `${l.role} collectives`, bytes: l.bytes, formula: l.formula });
     traffic.figure.bytes += l.bytes;
@@ -513,7 +542,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
       ...(setup.contextParallel > 1 && setup.attention === 'eager'
         ? ['context parallelism with eager attention (ring attention runs SDPA kernels)']
         : []),
-      ...(input !== whole && setup.checkpointing === 'selective'
+      ...(split && setup.checkpointing === 'selective'
         ? ['selective checkpointing under tensor parallelism (what the op policy keeps of split tensors)']
         : []),
     ],
@@ -521,8 +550,8 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
     model: {
       name: input.model.name,
       // With tensor parallelism the units hold one GPU's share: the model's own counts come from the whole tree.
-      params: input === whole ? totalParams : countParams(whole.model.root),
-      trainableParams: input === whole ? trainableParams : countParams(whole.model.root, (p) => p.trainable),
+      params: split ? countParams(whole.model.root) : totalParams,
+      trainableParams: split ? countParams(whole.model.root, (p) => p.trainable) : trainableParams,
       bufferBytes,
       source: input.model.source,
     },
@@ -587,12 +616,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
     hostPerNode: { bytes: 0, terms: [] },
   };
   result.hostPerNode = hostPerNode(result, input.loading, input.stateDict);
-  const timeline = simulate(
-    result,
-    input.model.root,
-    input.model.shape,
-    input === whole ? 1 : setup.tensorParallel,
-  );
+  const timeline = simulate(result, input.model.root, input.model.shape, split ? setup.tensorParallel : 1);
   result.timeline = timeline;
   if (timeline) {
     result.perGpu.peakBytes = timeline.peak.bytes;

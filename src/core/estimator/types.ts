@@ -57,6 +57,8 @@ export interface ParamGroup {
   count: number;
   dtype: DType;
   trainable: boolean;
+  /** The dtype FSDP2 all-gathers the group in, where a tensor subclass decides it (torchao's Float8 weights). */
+  gathersAs?: DType;
 }
 
 /** A unit with the parameters it owns. */

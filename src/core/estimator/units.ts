@@ -107,6 +107,7 @@ class Accumulator {
     trainable: boolean,
     param?: string,
     module?: string,
+    gathersAs?: DType,
   ): void {
     const at = param !== undefined && this.lastUser ? (this.lastUser.get(param) ?? module) : undefined;
     if (trainable && at !== undefined) {
@@ -116,10 +117,18 @@ class Accumulator {
     const dim0 = shape[0] ?? 1;
     const rest = shape.length > 1 ? numel / dim0 : 1;
     const dt = dtype ?? this.masterDtype;
-    const key = `${dim0}|${rest}|${dt}|${trainable}`;
+    const key = `${dim0}|${rest}|${dt}|${trainable}|${gathersAs ?? ''}`;
     const g = this.byKey.get(key);
     if (g) g.count++;
-    else this.byKey.set(key, { dim0, rest, count: 1, dtype: dt, trainable });
+    else
+      this.byKey.set(key, {
+        dim0,
+        rest,
+        count: 1,
+        dtype: dt,
+        trainable,
+        ...(gathersAs ? { gathersAs } : {}),
+      });
     this.params += numel;
     if (trainable) this.trainable += numel;
   }
@@ -159,7 +168,7 @@ function collect(
       owned.add(key);
       any = true;
       shapes.set(key, p.shape);
-      acc.add(p.shape, p.numel, p.dtype, p.trainable, key, m.path);
+      acc.add(p.shape, p.numel, p.dtype, p.trainable, key, m.path, p.gathersAs);
     }
     if (any) modules?.add(m.path);
     for (const b of m.buffers) acc.bufferBytes += Math.ceil(b.numel * DTYPE_BYTES[b.dtype]);

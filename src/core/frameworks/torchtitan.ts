@@ -1,7 +1,7 @@
 /** torchtitan's job TOML: model flavor, batch and sequence, mixed precision, parallelism degrees, checkpointing. */
 import type { DType } from '../vocabulary/dtypes';
 import type { SetupValues } from '../inputs/table';
-import { at, bool, countSetting, isRecord, setupFrom, str, type ConfigDoc } from './configDoc';
+import { at, bool, countSetting, isRecord, setupFrom, str, strList, type ConfigDoc } from './configDoc';
 import { llamaNative, TITAN_QWEN3, titanDims } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
@@ -25,6 +25,41 @@ export function isTorchtitan(doc: ConfigDoc): boolean {
  * Parameters are kept in `training.dtype` (fp32), gathered in `mixed_precision_param` (bf16) and reduced in
  * `mixed_precision_reduce` (fp32). Every micro-batch reduce-scatters.
  */
+/**
+ * Float8 training as torchtitan's model converters apply it: `model.converters` naming the float8 Linear
+ * converter (`quantize.linear.float8` in its registry, `float8` in older releases), with the float8 all-gather,
+ * the recipe and the skipped modules from `[quantize.linear.float8]` (`[float8]` before). A recipe (`rowwise`)
+ * excludes the float8 all-gather (`Float8LinearConverter.__init__` asserts it); MX and grouped-matmul converters
+ * are named, not modelled.
+ */
+function readFloat8(doc: ConfigDoc, set: ReturnType<typeof setupFrom>['set'], notes: string[]): void {
+  const converters = strList(at(doc.data, ['model', 'converters'])) ?? [];
+  const linear = converters.find((c) => c === 'float8' || c === 'quantize.linear.float8');
+  for (const c of converters.filter((c) => c !== linear))
+    notes.push(
+      `the model converter "${c}" (${doc.where(['model', 'converters'])}) is not modelled: the figures are those of unconverted layers`,
+    );
+  if (!linear) return;
+  const section = isRecord(at(doc.data, ['quantize', 'linear', 'float8']))
+    ? ['quantize', 'linear', 'float8']
+    : ['float8'];
+  const allGather =
+    bool(at(doc.data, [...section, 'enable_fsdp_float8_all_gather'])) === true &&
+    str(at(doc.data, [...section, 'recipe_name'])) === undefined;
+  set(
+    'float8',
+    allGather ? 'all-gather' : 'linear',
+    allGather ? [...section, 'enable_fsdp_float8_all_gather'] : ['model', 'converters'],
+  );
+  const skip = strList(at(doc.data, [...section, 'filter_fqns']));
+  if (skip?.includes('auto_filter_small_kn'))
+    notes.push(
+      `filter_fqns "auto_filter_small_kn" (${doc.where([...section, 'filter_fqns'])}): torchao's size filter for the recipe is not read; every qualifying Linear is taken as converted`,
+    );
+  const named = skip?.filter((f) => f !== 'auto_filter_small_kn');
+  if (named?.length) set('float8Skip', named.join(','), [...section, 'filter_fqns']);
+}
+
 export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem {
   const d = doc.data;
   const name = str(at(d, ['model', 'name'])) ?? 'llama3';
@@ -111,6 +146,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     notes.push(
       `torch.compile${/default/.test(doc.where(['compile', 'enable'])) ? '' : ` (${doc.where(['compile', 'enable'])})`} is not modelled: the figures are eager PyTorch's (torchtitan measured its compiled 8B job 5.4 GiB lower)`,
     );
+  readFloat8(doc, set, notes);
   const asyncTp =
     bool(par('enable_async_tensor_parallel').v) ??
     bool(at(d, ['compile', 'enable_async_tensor_parallel'])) ??

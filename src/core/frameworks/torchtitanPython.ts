@@ -120,6 +120,42 @@ function readTrainerConfig(ev: Evaluator, call: Node, s: Settings): void {
   }
 }
 
+/**
+ * `model_registry(..., converters=[...])` as the TOML's `model.converters` and `[quantize.linear.float8]`:
+ * `Float8LinearConverter.Config(recipe_name=..., filter_fqns=...)` is Float8 training with a recipe (rowwise by
+ * default, torchtitan/components/quantization/float8.py), which gathers in the parameter dtype; other converters
+ * (MX, NVFP4, grouped matmuls) are named, not modelled.
+ */
+function readConverters(list: Value, node: Node, s: Settings): void {
+  const line = node.startPosition.row + 1;
+  if (list.k !== 'seq') {
+    s.notes.push(
+      `model_registry(..., converters=...) at line ${line} is not read statically: the figures are those of unconverted layers`,
+    );
+    return;
+  }
+  const names: string[] = [];
+  for (const c of list.items) {
+    const callee = c.k === 'call' ? c.callee : '';
+    if (c.k === 'call' && /(^|\.)Float8LinearConverter\.Config$/.test(callee)) {
+      names.push('quantize.linear.float8');
+      const recipe = c.kwargs.recipe_name;
+      s.values.set('quantize.linear.float8.recipe_name', recipe?.k === 'str' ? recipe.v : 'rowwise');
+      // The head is `lm_head` in torchtitan's 2026 decoder (models/common/decoder.py), `output` in the tree the
+      // estimate builds (torchtitan's earlier name).
+      const skip = c.kwargs.filter_fqns ? plain(c.kwargs.filter_fqns) : undefined;
+      if (Array.isArray(skip))
+        s.values.set(
+          'quantize.linear.float8.filter_fqns',
+          skip.map((f) => (f === 'lm_head' ? 'output' : f)),
+        );
+      for (const key of ['recipe_name', 'filter_fqns']) s.nodes.set(`quantize.linear.float8.${key}`, node);
+    } else names.push(callee.replace(/\.Config$/, '') || 'a converter not read statically');
+  }
+  s.values.set('model.converters', names);
+  s.nodes.set('model.converters', node);
+}
+
 /** `model_spec=model_registry("8B", ...)` (or a name bound to it): the flavor. */
 function readModelSpec(ev: Evaluator, node: Node, s: Settings): void {
   const v = ev.eval(node);
@@ -127,10 +163,8 @@ function readModelSpec(ev: Evaluator, node: Node, s: Settings): void {
   if (flavor?.k === 'str') {
     s.values.set('model.flavor', flavor.v);
     s.nodes.set('model.flavor', node);
-    if (v.k === 'call' && v.kwargs.converters)
-      s.notes.push(
-        `model_registry(..., converters=...) at line ${node.startPosition.row + 1} converts the model's layers (Float8, MX, NVFP4), which is not modelled: the figures are those of bf16 layers`,
-      );
+    const converters = v.k === 'call' ? v.kwargs.converters : undefined;
+    if (converters) readConverters(converters, node, s);
   } else {
     s.values.delete('model.flavor');
     s.notes.push(`the model spec \`${node.text.slice(0, 60)}\` is not read statically`);
@@ -277,6 +311,16 @@ export function titanJob(
   if (flavor !== undefined) model.flavor = flavor;
   setFrom('model.flavor', ['model.flavor']);
   setFrom('model', ['model.flavor']);
+  const converters = get('model.converters');
+  if (converters !== undefined) model.converters = converters;
+  setFrom('model.converters', ['model.converters']);
+  const float8: Record<string, unknown> = {};
+  for (const key of ['recipe_name', 'filter_fqns']) {
+    const v = get(`quantize.linear.float8.${key}`);
+    if (v === undefined) continue;
+    float8[key] = v;
+    setFrom(`quantize.linear.float8.${key}`, [`quantize.linear.float8.${key}`]);
+  }
   const data: Record<string, unknown> = {
     model,
     training,
@@ -288,6 +332,7 @@ export function titanJob(
       selective_ac_option: 'op',
     },
     ...(Object.keys(compile).length ? { compile } : {}),
+    ...(Object.keys(float8).length ? { quantize: { linear: { float8 } } } : {}),
   };
   setFrom('activation_checkpoint.mode', ['activation_checkpoint.mode']);
   const name = path.basename(file.path);

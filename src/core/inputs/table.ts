@@ -9,6 +9,7 @@
 import { DEFAULT_GPU, findGpu, gpuLabel, GPUS } from '../hardware/catalog';
 import type { DType } from '../vocabulary/dtypes';
 import * as parse from './parse';
+import { FLOAT8_MODES, type Float8Mode } from '../model/float8';
 import type { CheckpointMode, LossImpl, OptimizerFamily } from './parse';
 
 /** A VS Code setting (`fsdpLens.<name>`): the JSON schema package.json declares, less the common parts. */
@@ -357,6 +358,36 @@ export const INPUTS = {
     show: (v, ctx) => (v === null ? `= param_dtype (${ctx.paramDtype ?? ctx.masterDtype})` : v),
     flag: { name: 'reduce-dtype', value: 'D' },
     keys: ['reduce_dtype'],
+  }),
+  float8: input<Float8Mode>({
+    label: 'Float8 training',
+    summary:
+      "Float8 training of the Linear layers (torchao, torchtitan's float8 converter): off, linear (their matmuls in float8), or all-gather (their weights also all-gathered by FSDP2 in float8, 1 byte each)",
+    default: 'off',
+    parse: (v, name) => parse.choice(name, String(v), FLOAT8_MODES),
+    show: (v) =>
+      v === 'off'
+        ? 'off'
+        : v === 'linear'
+          ? "Linear layers' matmuls in float8 (weights all-gathered in the parameter dtype)"
+          : 'Linear layers in float8, their weights all-gathered in float8',
+    flag: { name: 'float8', value: FLOAT8_MODES.join('|') },
+    keys: ['float8'],
+  }),
+  float8Skip: input<string>({
+    label: 'Float8 skipped modules',
+    summary:
+      "Module names left in high precision under Float8 training: a comma-separated list of name fragments, as torchtitan's filter_fqns (a Linear whose name contains one is not converted)",
+    default: '',
+    parse: (v) =>
+      String(v)
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean)
+        .join(','),
+    show: (v) => (v ? v.split(',').join(', ') : 'none'),
+    flag: { name: 'float8-skip', value: 'NAMES' },
+    keys: ['float8_skip'],
   }),
   attention: input<'fused' | 'eager'>({
     label: 'attention',

@@ -13,6 +13,8 @@ export interface ParamInfo {
   trainable: boolean;
   /** Full path of the parameter this one is tied to (the same tensor, counted once). */
   tiedTo?: string;
+  /** The dtype FSDP2 all-gathers it in and holds it gathered, where a tensor subclass decides (Float8). */
+  gathersAs?: DType;
 }
 
 export interface BufferInfo {

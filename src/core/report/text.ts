@@ -171,7 +171,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
     [
       'all-gather',
       b(s.allGatherBytes),
-      `${count(s.collectives.allGather, 'collective')} in ${e.comms.gatherDtype}`,
+      `${count(s.collectives.allGather, 'collective')} in ${e.comms.gatherDtype}${e.setup.float8 === 'all-gather' && e.plan.api === 'fsdp2' ? ', the Float8 weights in float8' : ''}`,
     ],
     [
       'reduce-scatter',
