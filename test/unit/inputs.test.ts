@@ -132,6 +132,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     attention: 'eager',
     float8: 'all-gather',
     float8Skip: 'output',
+    lossParallel: 'off',
     linkEfficiency: '0.5',
     mfu: '0.5',
     torchVersion: '2.7',

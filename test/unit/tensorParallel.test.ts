@@ -219,3 +219,143 @@ describe('what-if with the degrees fixed', () => {
     assert.throws(() => w.run({ worldSize: 12 }), MeshError);
   });
 });
+
+describe('tensor parallelism written in code (parallelize_module)', () => {
+  // A torchtitan-style decoder of the file's own: hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96,
+  // two blocks; split over the "tp" dimension of a 4 x 2 mesh with the plan of PyTorch's FSDP + TP example.
+  const script = (opts: { head?: string; tp?: string; norms?: boolean } = {}) =>
+    [
+      'import torch',
+      'import torch.nn as nn',
+      'from torch.distributed.device_mesh import init_device_mesh',
+      'from torch.distributed.fsdp import fully_shard',
+      'from torch.distributed.tensor import Replicate, Shard',
+      'from torch.distributed.tensor.parallel import (',
+      '    ColwiseParallel, PrepareModuleInput, RowwiseParallel, SequenceParallel, parallelize_module,',
+      ')',
+      'class Attention(nn.Module):',
+      '    def __init__(self, dim, n_heads, n_kv_heads):',
+      '        super().__init__()',
+      '        self.n_heads = n_heads',
+      '        self.n_kv_heads = n_kv_heads',
+      '        self.head_dim = dim // n_heads',
+      '        self.wq = nn.Linear(dim, n_heads * self.head_dim, bias=False)',
+      '        self.wk = nn.Linear(dim, n_kv_heads * self.head_dim, bias=False)',
+      '        self.wv = nn.Linear(dim, n_kv_heads * self.head_dim, bias=False)',
+      '        self.wo = nn.Linear(n_heads * self.head_dim, dim, bias=False)',
+      'class FeedForward(nn.Module):',
+      '    def __init__(self, dim, hidden):',
+      '        super().__init__()',
+      '        self.w1 = nn.Linear(dim, hidden, bias=False)',
+      '        self.w2 = nn.Linear(hidden, dim, bias=False)',
+      '        self.w3 = nn.Linear(dim, hidden, bias=False)',
+      'class TransformerBlock(nn.Module):',
+      '    def __init__(self, dim, n_heads, n_kv_heads, hidden):',
+      '        super().__init__()',
+      '        self.attention = Attention(dim, n_heads, n_kv_heads)',
+      '        self.feed_forward = FeedForward(dim, hidden)',
+      '        self.attention_norm = nn.RMSNorm(dim)',
+      '        self.ffn_norm = nn.RMSNorm(dim)',
+      'class Transformer(nn.Module):',
+      '    def __init__(self, vocab=96, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden=128):',
+      '        super().__init__()',
+      '        self.tok_embeddings = nn.Embedding(vocab, dim)',
+      '        self.layers = nn.ModuleList(',
+      '            [TransformerBlock(dim, n_heads, n_kv_heads, hidden) for _ in range(n_layers)]',
+      '        )',
+      '        self.norm = nn.RMSNorm(dim)',
+      '        self.output = nn.Linear(dim, vocab, bias=False)',
+      `tp_size = ${opts.tp ?? '2'}`,
+      'mesh = init_device_mesh("cuda", (4, tp_size), mesh_dim_names=("dp", "tp"))',
+      'tp_mesh = mesh["tp"]',
+      'model = Transformer()',
+      'parallelize_module(',
+      '    model,',
+      '    tp_mesh,',
+      '    {',
+      '        "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),',
+      ...(opts.norms === false ? [] : ['        "norm": SequenceParallel(),']),
+      `        "output": ${opts.head ?? 'ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate())'},`,
+      '    },',
+      ')',
+      'for block in model.layers:',
+      '    plan = {',
+      ...(opts.norms === false ? [] : ['        "attention_norm": SequenceParallel(),']),
+      '        "attention": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),',
+      '        "attention.wq": ColwiseParallel(),',
+      '        "attention.wk": ColwiseParallel(),',
+      '        "attention.wv": ColwiseParallel(),',
+      '        "attention.wo": RowwiseParallel(output_layouts=Shard(1)),',
+      ...(opts.norms === false ? [] : ['        "ffn_norm": SequenceParallel(),']),
+      '        "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),',
+      '        "feed_forward.w1": ColwiseParallel(),',
+      '        "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),',
+      '        "feed_forward.w3": ColwiseParallel(),',
+      '    }',
+      '    parallelize_module(block, tp_mesh, plan)',
+      '    fully_shard(block, mesh=mesh["dp"])',
+      'fully_shard(model, mesh=mesh["dp"])',
+      'x = torch.randint(0, 96, (2, 32))',
+      'model(x).sum().backward()',
+      '',
+    ].join('\n');
+  const estimateOf = async (text: string, ...args: string[]) => {
+    const dir = projectDir('fsdp-lens-tp-code-');
+    try {
+      fs.writeFileSync(path.join(dir, 'train.py'), text);
+      const r = await cli('estimate', path.join(dir, 'train.py'), '--json', ...args);
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const shown = (j: { assumptions: { key: string; value: string }[] }, key: string) =>
+    j.assumptions.find((a) => a.key === key)?.value;
+  // Embedding and head 96 x 64 each, per block q 64x64, k and v 32x64, o 64x64, w1 and w3 128x64, w2 64x128 and two
+  // norms of 64, the final norm 64.
+  const block = 64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64;
+  const norms = 2 * 2 * 64 + 64;
+  const total = 2 * 96 * 64 + 2 * block + norms;
+
+  it('reads the degree from the tp mesh, the world from the whole mesh, and splits all but the norms', async () => {
+    const j = await estimateOf(script());
+    assert.deepEqual(j.unmodelled, []);
+    assert.equal(j.model.params, total);
+    assert.deepEqual([j.mesh.worldSize, j.mesh.shardGroup, j.mesh.tp], [8, 4, 2]);
+    assert.match(shown(j, 'tensorParallel')!, /^2/);
+    // Each GPU's units hold (total - norms) / 2 + norms parameters.
+    const held = j.units.reduce((s: number, u: { params: number }) => s + u.params, 0);
+    assert.equal(held, (total - norms) / 2 + norms);
+  });
+
+  it('a head with output_layouts=Replicate() all-gathers the logits: no loss parallel, one more collective', async () => {
+    const off = await estimateOf(script());
+    const on = await estimateOf(
+      script({
+        head: 'ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1), use_local_output=False)',
+      }),
+    );
+    assert.match(shown(off, 'lossParallel')!, /^off/);
+    assert.match(shown(on, 'lossParallel')!, /^on/);
+    const tp = (j: { comms: { links: { role: string; collectives: number; bytes: number }[] } }) =>
+      j.comms.links.find((l) => l.role === 'tensor parallel')!;
+    // 8 per block and 4 for the embedding and head (no checkpointing): 20, each 1/2 of 2 x 32 x 64 fp32 elements;
+    // without loss parallel one all-gather of 1/2 of the 2 x 32 x 96 logits more.
+    assert.equal(tp(on).collectives, 20);
+    assert.equal(tp(on).bytes, 20 * (1 / 2) * 2 * 32 * 64 * 4);
+    assert.equal(tp(off).collectives, 21);
+    assert.equal(tp(off).bytes, 20 * (1 / 2) * 2 * 32 * 64 * 4 + (1 / 2) * 2 * 32 * 96 * 4);
+  });
+
+  it('says why a plan is not modelled, and a degree not known statically until an input gives it', async () => {
+    const noSp = await estimateOf(script({ norms: false }));
+    assert.equal(noSp.targetFit.verdict, 'undecided');
+    assert.match(noSp.unmodelled.join('\n'), /norm has no SequenceParallel entry/);
+    const unknown = await estimateOf(script({ tp: 'int(os.environ["TP"])' }));
+    assert.match(unknown.unmodelled.join('\n'), /of a degree not known statically \(set "# fsdp: tp=T"\)/);
+    const given = await estimateOf(script({ tp: 'int(os.environ["TP"])' }), '--tp', '2');
+    assert.deepEqual(given.unmodelled, []);
+    assert.equal(given.mesh.tp, 2);
+  });
+});

@@ -4,7 +4,7 @@ import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import type { Value } from '../python/values';
 import { type ApiKind, POSITIONAL_PARAMS, classifyApi } from './apis';
-import { type Evaluator } from './evaluator';
+import { MESH_SLICE, type Evaluator } from './evaluator';
 import type { OptionFact } from './facts';
 import { describe, interpretOption, type MeshValue } from './options';
 import { wrapPolicy } from './wrapPolicy';
@@ -97,20 +97,17 @@ export function callOf(id: Node): Node | null {
 }
 
 export function meshOption(ev: Evaluator, node: Node): MeshValue | null {
-  let base = node;
+  let v = ev.eval(node);
   let dims: string[] | null = null;
-  if (node.type === 'subscript') {
-    const v = node.childForFieldName('value');
-    const k = node.childForFieldName('subscript');
-    if (!v || !k) return null;
-    const key = ev.eval(k);
+  // A named slice, written in place or bound to a name (`tp_mesh = world_mesh["tp"]`).
+  if (v.k === 'call' && v.callee === MESH_SLICE) {
+    const key = v.args[1]!;
     if (key.k === 'str') dims = [key.v];
     else if (key.k === 'seq' && key.items.every((i) => i.k === 'str'))
       dims = key.items.map((i) => (i as { v: string }).v);
     else return null;
-    base = v;
+    v = v.args[0]!;
   }
-  const v = ev.eval(base);
   if (v.k !== 'call' || classifyApi(v.callee)?.kind !== 'init_device_mesh') return null;
   const shapeVal = v.kwargs.mesh_shape ?? v.args[1];
   const namesVal = v.kwargs.mesh_dim_names ?? v.args[2];

@@ -29,12 +29,15 @@ import {
 import { oneLine } from '../vocabulary/words';
 import { fireArgs, fireValue, type FireArgs } from '../python/fireArgs';
 import { lastSegment } from './options';
+import { classifyApi } from './apis';
 import { returnedValue } from './returns';
 import { composeHydra } from './hydra';
 import { fromDotlist } from '../python/dotlist';
 import { optionDeclarations } from './scriptOptions';
 import { sameKey, setEntry, UNKNOWN, type DictEntry, type DictV, type Value } from '../python/values';
 
+/** The callee of a value that is a named slice of a device mesh (`mesh["dp"]`, `mesh["dp", "cp"]`). */
+export const MESH_SLICE = 'DeviceMesh.__getitem__';
 export interface EvalLimits {
   /** Nodes visited per top-level evaluation. */
   maxSteps: number;
@@ -174,6 +177,9 @@ export class Evaluator extends Expressions<null> {
   }
 
   protected item(base: Value, key: Value, node: Node): Value {
+    // `world_mesh["tp"]` of a mesh from `init_device_mesh`: a slice of it, kept as such for the mesh readers.
+    if (base.k === 'call' && classifyApi(base.callee)?.kind === 'init_device_mesh')
+      return { k: 'call', callee: MESH_SLICE, args: [base, key], kwargs: {}, splats: [], node };
     if (base.k === 'call' && isConfigCall(base.callee) && key.k === 'str') {
       const v = this.configLookup(base, key.v, node);
       return v === 'absent' ? UNKNOWN(node.text, `no key ${key.v} in the merged config`) : v;

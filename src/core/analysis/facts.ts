@@ -1,6 +1,7 @@
 /** The facts the scan finds in one Python file, as plain data with source ranges: the input of every later stage. */
 import type { PlainValue } from '../python/plain';
 import type { Position, Range } from '../vocabulary/range';
+import type { MeshValue } from './options';
 
 /**
  * What the scan finds in one Python file, as plain data with source ranges: the input of resolution, the
@@ -380,6 +381,28 @@ export interface TrainingFact {
   shape?: number[];
   /** The callees the value is passed to (`model` of `model(x)`, `model(input_ids=x)`). */
   fedTo?: string[];
+  /** For `parallelize_module`: the module, its mesh and its plan as written. */
+  tensorParallel?: TensorParallelFact;
+}
+
+/** One `parallelize_module(module, mesh, plan)` call: what it parallelizes, over which mesh, with which styles. */
+export interface TensorParallelFact {
+  module: string | null;
+  mesh: MeshValue | null;
+  /** The plan's entries, or null with why it is not known statically. */
+  plan: TensorParallelEntry[] | null;
+  planWhy?: string;
+}
+
+/** A plan entry: the submodule's name relative to the module (`attention.wq`; '' for the module itself) and its style. */
+export interface TensorParallelEntry {
+  key: string;
+  /** `ColwiseParallel` and torchao's `Float8ColwiseParallel` are colwise, and so on; other styles are `other`. */
+  style: 'colwise' | 'rowwise' | 'sequence' | 'prepare' | 'other';
+  /** The style's class as written. */
+  callee: string;
+  /** `output_layouts=`: replicated (`Replicate()`), sharded (`Shard(d)`), or not given. */
+  outputs: 'replicate' | 'shard' | null;
 }
 
 export interface AnnotationFact {

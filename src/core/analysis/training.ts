@@ -5,10 +5,11 @@ import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import { dtypeOf } from '../python/plain';
 import { conditionParts, enclosingFunction, qualifiedName } from '../python/scope';
-import { readArgs, readOptions } from './arguments';
+import { meshOption, readArgs, readOptions } from './arguments';
 import { branchPath, typeTestsOf } from './branches';
 import { type Evaluator } from './evaluator';
-import type { TrainingFact } from './facts';
+import type { TensorParallelEntry, TensorParallelFact, TrainingFact } from './facts';
+import type { Value } from '../python/values';
 import { lastSegment } from './options';
 import { loopsOf } from './context';
 import { offPathArguments } from './otherPath';
@@ -62,7 +63,54 @@ export function trainingFact(
     ...(gate ? { runsWhen: takenWith ? { ...gate, runsWith: takenWith } : gate } : {}),
     ...(defaults.length ? { defaults: [...new Set(defaults)].join(', ') } : {}),
     ...(kind === 'model_input' ? inputShape(file, ev, call, args) : {}),
+    ...(kind === 'tensor_parallel' ? { tensorParallel: tensorParallelOf(ev, args) } : {}),
   };
+}
+
+/** The styles of `torch.distributed.tensor.parallel` (and torchao's Float8 variants) by class name. */
+const TP_STYLES: Record<string, TensorParallelEntry['style']> = {
+  ColwiseParallel: 'colwise',
+  Float8ColwiseParallel: 'colwise',
+  RowwiseParallel: 'rowwise',
+  Float8RowwiseParallel: 'rowwise',
+  SequenceParallel: 'sequence',
+  PrepareModuleInput: 'prepare',
+  PrepareFloat8ModuleInput: 'prepare',
+  PrepareModuleOutput: 'prepare',
+  PrepareModuleInputOutput: 'prepare',
+};
+
+/**
+ * `parallelize_module(module, device_mesh, parallelize_plan)` (torch/distributed/tensor/parallel/api.py): the
+ * plan is one style for the module itself or a dict of submodule names to styles.
+ */
+function tensorParallelOf(ev: Evaluator, args: ReturnType<typeof readArgs>): TensorParallelFact {
+  const module = args.keywords.get('module') ?? args.positional[0];
+  const meshNode = args.keywords.get('device_mesh') ?? args.positional[1];
+  const planNode = args.keywords.get('parallelize_plan') ?? args.positional[2];
+  const mesh = meshNode ? meshOption(ev, meshNode) : null;
+  const base = { module: module?.text ?? null, mesh };
+  if (!planNode) return { ...base, plan: null, planWhy: 'no plan given' };
+  const v = ev.eval(planNode);
+  const entry = (key: string, style: Value): TensorParallelEntry | string => {
+    if (style.k !== 'call') return `${key || 'the plan'} is not a style written in the file`;
+    const callee = lastSegment(style.callee);
+    const out = style.kwargs.output_layouts;
+    const outName = out?.k === 'call' ? lastSegment(out.callee) : null;
+    return {
+      key,
+      style: TP_STYLES[callee] ?? 'other',
+      callee,
+      outputs: outName === 'Replicate' ? 'replicate' : outName === 'Shard' ? 'shard' : null,
+    };
+  };
+  const entries: (TensorParallelEntry | string)[] =
+    v.k === 'dict'
+      ? v.entries.map((e) => (e.key.k === 'str' ? entry(e.key.v, e.value) : 'a key not known statically'))
+      : [entry('', v)];
+  const why = entries.find((e): e is string => typeof e === 'string');
+  if (why) return { ...base, plan: null, planWhy: `${planNode.text.slice(0, 40)}: ${why}` };
+  return { ...base, plan: entries as TensorParallelEntry[] };
 }
 
 /**

@@ -68,6 +68,11 @@ export interface ActivationInputs {
    */
   tp?: number;
   /**
+   * Under tensor parallelism, whether the head's logits stay sharded by vocabulary for the loss (loss parallel,
+   * torchtitan's default), or are all-gathered whole on every GPU (a head with `output_layouts=Replicate()`).
+   */
+  lossParallel?: boolean;
+  /**
    * Context-parallel degree C: `seqLen` is then each GPU's 1/C of the sequence (PyTorch's `context_parallel`
    * shards every sequence-dimension buffer), and the running block holds K and V all-gathered from the others.
    */
@@ -379,8 +384,11 @@ export function lossTransient(
   impl: LossImpl = 'upcast',
   headTrainable = false,
 ): { forward: number; backward: number; output: number } {
-  // Loss parallel (torchtitan's default with TP) keeps the head's logits sharded by vocabulary: 1/T of them.
-  const n = (x.microBatch * x.seqLen * shape.vocab) / (x.tp ?? 1);
+  // Loss parallel (torchtitan's default with TP) keeps the head's logits sharded by vocabulary: 1/T of them. A head
+  // whose output is `Replicate()` all-gathers them whole (`ColwiseParallel._prepare_output_fn` redistributes the
+  // vocabulary shards), and the loss runs on every GPU as without tensor parallelism.
+  const lossParallel = (x.tp ?? 1) > 1 && x.lossParallel !== false;
+  const n = (x.microBatch * x.seqLen * shape.vocab) / (lossParallel ? x.tp! : 1);
   const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
   const k = TORCHTUNE_LOSS_CHUNKS;
   // `.float()` of fp32 logits returns them: no copy (`Tensor.to` returns self when nothing changes).
@@ -402,7 +410,7 @@ export function lossTransient(
   // the fp32 input, `shifted = x - max` and `exp(shifted)` at once before `result = shifted - logsumexp`, and
   // `_nll_loss_and_log_softmax_backward` builds `zeros_like(x)`, `exp(x)` and their sum beside the saved
   // log-softmax: 4 fp32 tensors of the local logits.
-  if ((x.tp ?? 1) > 1 && (impl === 'upcast' || impl === 'plain'))
+  if (lossParallel && (impl === 'upcast' || impl === 'plain'))
     return { forward: n * (x.bytes + copy + 8) + softcap, backward: 16 * n + softcap, output: x.bytes * n };
   const forward =
     impl === 'upcast'

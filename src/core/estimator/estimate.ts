@@ -391,15 +391,23 @@ function modelParallelLoads(
   const out: (LinkLoad & { formula: string })[] = [];
   if (tp > 1) {
     const n = (4 + 8 * shape.layers + 4 * recomputed) * K;
-    out.push(
-      load(
-        'tensor parallel',
-        tp,
-        n,
-        ((tp - 1) / tp) * tokens * shape.hidden * e,
-        `${n} per step (8 per block${recomputed ? `, 4 per recomputed block` : ''}, 4 for the embedding and head${times}) x ${tp - 1}/${tp} x b·s·h x ${e} B`,
-      ),
+    const activations = load(
+      'tensor parallel',
+      tp,
+      n,
+      ((tp - 1) / tp) * tokens * shape.hidden * e,
+      `${n} per step (8 per block${recomputed ? `, 4 per recomputed block` : ''}, 4 for the embedding and head${times}) x ${tp - 1}/${tp} x b·s·h x ${e} B`,
     );
+    // Without loss parallel the head's vocabulary-sharded logits are all-gathered whole in forward (their gradient
+    // is sliced back locally: `Redistribute` from `Replicate` to `Shard` moves nothing).
+    if (!setup.lossParallel) {
+      const logits = ((tp - 1) / tp) * tokens * shape.vocab * e * K;
+      activations.collectives += K;
+      activations.bytes += logits;
+      activations.seconds = activations.bytes / ctx.bw(activations.link);
+      activations.formula += ` + ${K} all-gather${K > 1 ? 's' : ''} of the logits (no loss parallel) x ${tp - 1}/${tp} x b·s·V x ${e} B`;
+    }
+    out.push(activations);
   }
   if (C > 1) {
     const kv = (shape.kvHeads * shape.headDim) / Math.max(1, tp);

@@ -110,6 +110,7 @@ export function simulate(
     attention: setup.attention,
     bytes: computeBytes,
     tp,
+    lossParallel: setup.lossParallel,
     cp: C,
   };
   const segs = segmentsOf(root, shape);

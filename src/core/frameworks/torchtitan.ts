@@ -132,11 +132,15 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const pp = degree('pipeline_parallel_degree', 1);
   const cp = degree('context_parallel_degree', 1);
   // Tensor parallelism is modelled as torchtitan shards its dense decoders (model/tensorParallel.ts), with
-  // sequence parallelism (`enable_sequence_parallel`, on by default) and loss parallel
-  // (`disable_loss_parallel`, off by default); without either, the activations differ and it is not.
+  // sequence parallelism (`enable_sequence_parallel`, on by default; without it the activations differ and it is
+  // not), and with or without loss parallel (`disable_loss_parallel`, off by default: the head's output
+  // `Replicate()` when set: `apply_tp` in torchtitan/models/llama3/infra/parallelize.py).
   const sp = bool(par('enable_sequence_parallel').v) ?? true;
   const lossParallel = !(bool(par('disable_loss_parallel').v) ?? false);
-  if (tp > 1 && sp && lossParallel) set('tensorParallel', tp, par('tensor_parallel_degree').path);
+  if (tp > 1 && sp) {
+    set('tensorParallel', tp, par('tensor_parallel_degree').path);
+    if (!lossParallel) set('lossParallel', false, par('disable_loss_parallel').path);
+  }
   // Context parallelism splits each sequence C ways; ring attention's all-gather rotation is torchtitan's default
   // (`context_parallel_rotate_method`), the one modelled.
   const rotate = str(par('context_parallel_rotate_method').v) ?? 'allgather';
@@ -156,9 +160,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
       "async tensor parallelism overlaps TP's collectives with the projections (needs compile): the time counted as not hidden is an upper bound",
     );
   const unmodelled = [
-    ...(tp > 1 && !(sp && lossParallel)
-      ? [`tensor parallelism (degree ${tp}) without ${sp ? 'loss parallel' : 'sequence parallelism'}`]
-      : []),
+    ...(tp > 1 && !sp ? [`tensor parallelism (degree ${tp}) without sequence parallelism`] : []),
     ...(pp > 1 ? [`pipeline parallelism (degree ${pp})`] : []),
     ...(cp > 1 && rotate !== 'allgather' ? [`context parallelism with the ${rotate} rotation`] : []),
   ];

@@ -53,10 +53,14 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
   const askedReplicas = setup.replicas;
   if (!replicasDivide(setup.worldSize / setup.tensorParallel, setup.replicas)) setup.replicas = 1;
   // Degrees left at their default of 1 are not listed.
+  // Inputs that only qualify another one are not listed while it is off.
   const unused = (k: InputKey) =>
-    (k === 'replicas' || k === 'tensorParallel' || k === 'contextParallel') &&
-    setup[k] === 1 &&
-    chosen[k].source.kind === 'default';
+    ((k === 'replicas' || k === 'tensorParallel' || k === 'contextParallel') &&
+      setup[k] === 1 &&
+      chosen[k].source.kind === 'default') ||
+    (chosen[k].source.kind === 'default' &&
+      ((k === 'lossParallel' && setup.tensorParallel === 1) ||
+        (k === 'float8Skip' && setup.float8 === 'off')));
   const assumptions: Assumption[] = INPUT_KEYS.filter((k) => !unused(k)).map((k) => ({
     key: k,
     label: INPUTS[k].label,

@@ -158,6 +158,18 @@ export const INPUTS = {
     'T',
     ['tp', 'tensor_parallel'],
   ),
+  lossParallel: input<boolean>({
+    label: 'loss parallel',
+    summary:
+      "Under tensor parallelism: the head's logits kept sharded by vocabulary for the loss (loss_parallel, torchtitan's default), or all-gathered whole on every GPU (a head with output_layouts=Replicate())",
+    default: true,
+    parse: (v, name) =>
+      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    show: (v) =>
+      v ? "on: the head's logits sharded by vocabulary" : "off: the head's logits all-gathered whole",
+    flag: { name: 'loss-parallel', value: 'on|off' },
+    keys: ['loss_parallel'],
+  }),
   contextParallel: degree(
     'context-parallel degree',
     "Context-parallel degree C, as PyTorch's context_parallel splits the sequence (torchtitan's): each GPU keeps 1/C of every token's activations, K and V all-gathered per block",

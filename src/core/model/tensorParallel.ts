@@ -24,6 +24,44 @@ const NORMS = new Set(['RMSNorm', 'LlamaRMSNorm', 'Qwen2RMSNorm', 'MistralRMSNor
 
 type Split = { root: ModuleNode } | { problem: string };
 
+/** The style the split gives a module with parameters (an embedding is row-wise: its weight is split by rows). */
+export function splitStyleOf(m: ModuleNode): 'colwise' | 'rowwise' | 'sequence' | null {
+  if (COLWISE.has(m.name) || m.name === 'output' || m.name === 'lm_head') return 'colwise';
+  if (ROWWISE.has(m.name) || m.name === 'tok_embeddings' || m.name === 'embed_tokens') return 'rowwise';
+  if (NORMS.has(m.className) || /norm/i.test(m.name)) return 'sequence';
+  return null;
+}
+
+/**
+ * Whether a plan written in code (`parallelize_module` entries, keys relative to the module each call
+ * parallelizes) is the split this file models: every module with parameters named by an entry whose last name is
+ * its own, in the style the split gives it. Why not, if it is not.
+ */
+export function planMismatch(
+  root: ModuleNode,
+  entries: readonly { key: string; style: string }[],
+): string | null {
+  const styles = new Map<string, Set<string>>();
+  for (const e of entries) {
+    const name = e.key.split('.').pop()!;
+    if (!name) return `a style applied to a whole module (${e.style}) is not modelled`;
+    if (!styles.has(name)) styles.set(name, new Set());
+    styles.get(name)!.add(e.style);
+  }
+  for (const m of walk(root)) {
+    if (!m.params.length) continue;
+    const want = splitStyleOf(m);
+    const got = styles.get(m.name);
+    if (!got)
+      return want === 'sequence'
+        ? `${m.path} has no SequenceParallel entry: without sequence parallelism the activations differ`
+        : `the plan leaves ${m.path || 'the root'} (${m.className}) whole, which the split does not model`;
+    if (!want || got.size > 1 || !got.has(want))
+      return `${m.path} is ${[...got].join(' and ')}${want ? ` where the split is ${want}` : ', which the split has no place for'}`;
+  }
+  return null;
+}
+
 /** Each tree's splits by degree: what-if runs estimate one model at many world sizes with the same degree. */
 const SPLITS = new WeakMap<ModuleNode, Map<number, Split>>();
 

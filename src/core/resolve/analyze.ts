@@ -36,6 +36,7 @@ import type { Project } from '../project/project';
 import { launchFacts, launchLayer, launchOf, pyprojectLayer } from '../project/settings';
 import type { ExactModel } from '../exact/exact';
 import { countParams, walk as walkModules, type ModuleNode } from '../model/tree';
+import { planMismatch } from '../model/tensorParallel';
 import { checkFnClasses } from '../analysis/checkFn';
 import { attentionKind } from '../inputs/parse';
 import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
@@ -402,7 +403,9 @@ function estimateFacts(
     ...(helpers?.notes ?? []),
     ...torchNotes,
     ...fineTuneNotes,
-    ...model.notes,
+    // The script's own `parallelize_module` calls were read (modelled, or said why not): the model reader's
+    // general caution about them is not repeated.
+    ...model.notes.filter((n) => !(detected.tpRead && /^tensor parallelism \(parallelize_module\)/.test(n))),
     ...(pyproject?.problems ?? []),
     ...(launch?.problems ?? []),
     ...(detected.notes ?? []),
@@ -456,7 +459,11 @@ function estimateFacts(
     ...new Set([
       ...(fw?.unmodelled ?? []),
       ...(detected.unmodelled ?? []),
-      ...(model.loaded.unmodelled ?? []),
+      // A degree the code does not say and no input sets.
+      ...(detected.tpUnknown && setup.tensorParallel === 1 ? [detected.tpUnknown] : []),
+      ...(model.loaded.unmodelled ?? []).filter(
+        (u) => !(detected.tpRead && u === 'tensor parallelism (parallelize_module)'),
+      ),
     ]),
   ];
   const overcounted = fw?.overcounted ?? [];
@@ -769,7 +776,7 @@ function detectedLayer(
   file: string,
   root?: ModuleNode,
   loadAs?: { dtype: DType; detail: string },
-): Layer & { notes?: string[]; unmodelled?: string[] } {
+): Layer & { notes?: string[]; unmodelled?: string[]; tpUnknown?: string; tpRead?: boolean } {
   const notes: string[] = [];
   const unmodelled: string[] = [];
   const values: SetupValues = {};
@@ -810,7 +817,22 @@ function detectedLayer(
           `FSDP runs over the ${mesh.dimNames.join(' x ')} dimension${mesh.dimNames.length > 1 ? 's' : ''} of a ` +
             `${full.dimNames.join(' x ')} mesh${gpus ? ` of ${gpus} GPUs` : ''}`,
         );
-        unmodelled.push(...other.map((d) => `the mesh's ${d.n} dimension (${d.size ?? '?'})`));
+        // A tensor-parallel dimension the code's `parallelize_module` calls use is modelled (below); the world
+        // is then the whole mesh.
+        const tpDim = codeTensorParallel(facts, root, at)?.dim;
+        for (const d of other)
+          if (d.n !== tpDim) unmodelled.push(`the mesh's ${d.n} dimension (${d.size ?? '?'})`);
+        if (tpDim && gpus) {
+          values.worldSize = gpus;
+          details.worldSize = at(meshLine);
+        } else if (tpDim) {
+          // FSDP's dimensions alone are not the world: it is they times the tensor-parallel degree.
+          delete values.worldSize;
+          delete details.worldSize;
+          notes.push(
+            `the world is the mesh's ${mesh.dimNames.join(' x ')} times its ${tpDim} dimension, whose size is not known statically`,
+          );
+        }
       }
     }
   }
@@ -826,16 +848,21 @@ function detectedLayer(
         : `${held.target} at ${at(held.line)} keeps the model's output through backward; the loop releases it after`;
   }
 
-  // `parallelize_module(model, tp_mesh, plan)` where it runs: tensor parallelism, not modelled.
-  if (
-    facts.training.some(
-      (t) =>
-        t.kind === 'tensor_parallel' &&
-        /^torch\.distributed\.tensor\.parallel\b/.test(t.qualified) &&
-        !t.runsWhen,
-    )
-  )
-    unmodelled.push('tensor parallelism (parallelize_module)');
+  // `parallelize_module(model, tp_mesh, plan)` where it runs: tensor parallelism, modelled when its plan is the
+  // split model/tensorParallel.ts makes.
+  let tpUnknown: string | undefined;
+  const tp = codeTensorParallel(facts, root, at);
+  if (tp?.problem) unmodelled.push(`tensor parallelism (${tp.where}): ${tp.problem}`);
+  else if (tp) {
+    if (tp.degree) {
+      values.tensorParallel = tp.degree;
+      details.tensorParallel = `the tp mesh of ${tp.where}`;
+    } else
+      tpUnknown = `tensor parallelism (${tp.where}) of a degree not known statically (set "# fsdp: tp=T")`;
+    values.lossParallel = tp.lossParallel;
+    details.lossParallel = tp.lossWhere;
+    notes.push(`tensor parallelism read from ${tp.where}`);
+  }
 
   // Lightning's ModelParallelStrategy: the script's fully_shard calls shard over the mesh's data-parallel
   // dimension, (num_nodes or data_parallel_size) x (devices or tensor_parallel_size).
@@ -1082,6 +1109,59 @@ function detectedLayer(
     details,
     notes,
     ...(unmodelled.length ? { unmodelled } : {}),
+    ...(tpUnknown ? { tpUnknown } : {}),
+    ...(tp ? { tpRead: true } : {}),
+  };
+}
+
+/**
+ * The tensor parallelism of the file's `parallelize_module` calls that run: their mesh dimension and degree (the
+ * size of that dimension, when known), whether the head keeps its logits sharded (loss parallel: its
+ * `output_layouts` is not `Replicate()`, as torchtitan's `apply_tp` writes it), and why their plans are not the
+ * split the estimate models, if they are not.
+ */
+function codeTensorParallel(
+  facts: FileFacts,
+  root: ModuleNode | undefined,
+  at: (line: number) => string,
+):
+  | {
+      where: string;
+      dim?: string;
+      degree?: number;
+      lossParallel: boolean;
+      lossWhere: string;
+      problem?: string;
+    }
+  | undefined {
+  const calls = facts.training.filter(
+    (t) => t.kind === 'tensor_parallel' && /^torch\.distributed\.tensor\.parallel\b/.test(t.qualified),
+  );
+  const running = calls.filter((t) => !t.runsWhen);
+  if (!running.length) return undefined;
+  const where = `parallelize_module at ${running.map((t) => at(t.line)).join(', ')}`;
+  const fail = (problem: string) => ({ where, lossParallel: true, lossWhere: where, problem });
+  if (running.length < calls.length) return fail('some of its calls run only under conditions not decided');
+  const entries = running.flatMap((t) => t.tensorParallel?.plan ?? []);
+  const unread = running.find((t) => !t.tensorParallel?.plan);
+  if (unread)
+    return fail(`the plan at ${at(unread.line)} is not read: ${unread.tensorParallel?.planWhy ?? 'unknown'}`);
+  if (!root) return fail('the model is not known, so the plan cannot be checked against it');
+  const mismatch = planMismatch(root, entries);
+  if (mismatch) return fail(mismatch);
+  const meshes = running.map((t) => t.tensorParallel?.mesh);
+  const dims = new Set(meshes.map((m) => (m?.dimNames?.length === 1 ? m.dimNames[0] : undefined)));
+  const sizes = new Set(meshes.map((m) => (m?.shape?.length === 1 ? m.shape[0] : null)));
+  const dim = dims.size === 1 ? [...dims][0] : undefined;
+  const size = sizes.size === 1 ? [...sizes][0] : null;
+  const head = entries.find((e) => /(^|\.)(output|lm_head)$/.test(e.key));
+  const headAt = running.find((t) => t.tensorParallel?.plan?.includes(head!));
+  return {
+    where,
+    ...(dim ? { dim } : {}),
+    ...(size && size > 0 ? { degree: size } : {}),
+    lossParallel: head?.outputs !== 'replicate',
+    lossWhere: `the head's ${head?.callee ?? 'style'}${head?.outputs === 'replicate' ? '(output_layouts=Replicate())' : ''} at ${headAt ? at(headAt.line) : where}`,
   };
 }
 
