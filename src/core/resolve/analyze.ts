@@ -864,12 +864,12 @@ function detectedLayer(
     notes.push(`tensor parallelism read from ${tp.where}`);
   }
 
-  // Lightning's ModelParallelStrategy: the script's fully_shard calls shard over the mesh's data-parallel
-  // dimension, (num_nodes or data_parallel_size) x (devices or tensor_parallel_size).
+  // Lightning's ModelParallelStrategy: the fully_shard calls (the script's, or those of the parallelize function
+  // it hands the strategy) shard over the mesh's data-parallel dimension, (num_nodes or data_parallel_size) x
+  // (devices or tensor_parallel_size).
   const trainer = facts.frameworkCalls.find((c) => c.kind === 'LightningTrainer' || c.kind === 'Fabric');
   const mps = trainer?.kwargs.strategy;
   if (
-    calls.length &&
     trainer &&
     typeof mps === 'object' &&
     mps !== null &&
