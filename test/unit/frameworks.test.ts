@@ -622,7 +622,7 @@ describe('llm-foundry', () => {
 });
 
 describe("Liger's fused linear cross-entropy from configs", () => {
-  it("axolotl's liger_fused_linear_cross_entropy; its other kernels said to keep less; cut cross-entropy undecided", async () => {
+  it("axolotl's liger_fused_linear_cross_entropy; its other kernels said to keep less", async () => {
     const base = read('axolotl/qlora-fsdp1.yaml');
     const liger = await configAnalysis(
       'axolotl/liger.yaml',
@@ -638,8 +638,27 @@ describe("Liger's fused linear cross-entropy from configs", () => {
     // fails would be undecided.
     assert.match(JSON.stringify(e.overcounted), /Liger's RMSNorm \(liger_rms_norm at/);
     assert.equal(e.targetFit.verdict, 'fits');
-    const cut = ok(await configAnalysis('axolotl/cut.yaml', `${base}\ncut_cross_entropy: true\n`));
-    assert.match(JSON.stringify(cut.unmodelled), /cut cross-entropy/);
+    // cut_cross_entropy without the plugin that reads it is said not to apply.
+    const unread = ok(await configAnalysis('axolotl/cut.yaml', `${base}\ncut_cross_entropy: true\n`));
+    assert.equal(unread.setup.loss, 'upcast');
+    assert.match(unread.notes.join('\n'), /without axolotl's CutCrossEntropyPlugin in plugins: not applied/);
+  });
+
+  it("axolotl's CutCrossEntropyPlugin: the logits never formed, whether or not cut_cross_entropy is written", async () => {
+    const base = read('axolotl/qlora-fsdp1.yaml');
+    const plugin = `${base}\nplugins:\n  - axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin\n`;
+    const byDefault = ok(await configAnalysis('axolotl/cce.yaml', plugin));
+    const plain = ok(await configAnalysis('axolotl/plain.yaml', base));
+    assert.equal(byDefault.setup.loss, 'cut');
+    assert.match(
+      byDefault.assumptions.find((a) => a.key === 'loss')!.source.detail ?? '',
+      /CutCrossEntropyPlugin at .* \(cut_cross_entropy defaults to true\)/,
+    );
+    assert.equal(
+      ok(await configAnalysis('axolotl/off.yaml', `${plugin}cut_cross_entropy: false\n`)).setup.loss,
+      'upcast',
+    );
+    assert.ok(byDefault.perGpu.peakBytes < plain.perGpu.peakBytes);
   });
 
   it('FSDP015 on a config that does not fit: the default world size and the kernels said, the verdict kept', async () => {

@@ -1062,6 +1062,25 @@ describe('the loss implementation: what each keeps of the logits, by hand', () =
     assert.ok(gpt2.notes.some((x) => /Liger has no kernels for model type gpt2/.test(x)));
   });
 
+  it("Apple's cut cross-entropy: no logits, an fp32 log-sum-exp per token, the gradients made in backward", () => {
+    // b·s = 8 tokens, h = 64, V = 100. Forward: the log-sum-exp and the target dot products, fp32 per token
+    // (4 x 8 each), and the per-vocabulary average logit of gradient filtering (4 x 100); the log-sum-exp and the
+    // averages are kept (32 + 400). Backward: those, the input's gradient (2 B x 8 x 64 = 1,024) and a trainable
+    // head's (2 B x 100 x 64 = 12,800).
+    assert.deepEqual(logits({ loss: 'cut' }), [32 + 400 + 32, 32 + 400 + 1024 + 12_800]);
+    // A frozen head (LoRA) gets no gradient.
+    const lora = fineTuned(TINY, { lora: { rank: 2, targets: ['q_proj', 'v_proj'] } }, 'fsdp2', {
+      worldSize: 2,
+      microBatch: 1,
+      seqLen: 8,
+      loss: 'cut',
+    });
+    assert.deepEqual(
+      lora.e.timeline!.events.filter((ev) => ev.phase === 'loss').map((ev) => ev.live.logits),
+      [32 + 400 + 32, 32 + 400 + 1024],
+    );
+  });
+
   it('plain cross-entropy on bf16 logits keeps everything in bf16', () => {
     // Logits and log-softmax (2 + 2 B); backward the log-softmax and two gradients (3 x 2 B).
     assert.deepEqual(logits({ loss: 'plain' }), [4 * n, 6 * n]);

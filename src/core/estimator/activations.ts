@@ -406,6 +406,18 @@ export function lossTransient(
       (headTrainable ? (x.bytes + 4) * shape.vocab * h : 0);
     return { forward, backward: grads, output: 0 };
   }
+  // Apple's cut cross-entropy (axolotl's fork, cut_cross_entropy/cce.py `LinearCrossEntropyFunction`): forward
+  // computes an fp32 log-sum-exp per token (`cce_lse_forward_kernel`), the target logits' fp32 dot products
+  // (`indexed_neg_dot_forward_kernel`) and, with gradient filtering (its default `filter_eps="auto"`), an fp32
+  // average logit per vocabulary entry, and keeps the log-sum-exp and the averages; backward
+  // (`cce_backward_kernel`) makes the input's gradient and a trainable head's in their own dtypes (`accum_e_fp32`
+  // and `accum_c_fp32` default off), block by block: no b·s·V tensor exists.
+  if (impl === 'cut') {
+    const bt = x.microBatch * x.seqLen;
+    const kept = 4 * bt + 4 * shape.vocab;
+    const grads = x.bytes * bt * shape.hidden + (headTrainable ? x.bytes * shape.vocab * shape.hidden : 0);
+    return { forward: kept + 4 * bt, backward: kept + grads, output: 0 };
+  }
   // Loss parallel (vocabulary-sharded logits, `torch.distributed.tensor.parallel.loss`): `_log_softmax` keeps
   // the fp32 input, `shifted = x - max` and `exp(shifted)` at once before `result = shifted - logsumexp`, and
   // `_nll_loss_and_log_softmax_backward` builds `zeros_like(x)`, `exp(x)` and their sum beside the saved

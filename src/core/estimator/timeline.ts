@@ -177,14 +177,15 @@ export function simulate(
     notes.push(
       `Liger has no kernels for model type ${shape.modelType}: the loss is counted as the model computes it (an fp32 copy in the loss)`,
     );
-  // A trainable head (not LoRA's frozen base) gets its gradient from a fused loss in forward.
+  // A trainable head (not LoRA's frozen base) gets its gradient from a fused loss in forward, from cut
+  // cross-entropy in backward.
   let headTrainable = false;
   const look = (m: ModuleNode, depth: number) => {
     for (const p of m.params)
       if (p.trainable && p.shape[0] === shape.vocab && p.shape[1] === shape.hidden) headTrainable = true;
     if (depth < 3) for (const c of m.children) look(c, depth + 1);
   };
-  if (setup.loss === 'fused') look(root, 0);
+  if (setup.loss === 'fused' || setup.loss === 'cut') look(root, 0);
   const loss = lossTransient(shape, x, ligerless ? 'upcast' : setup.loss, headTrainable);
   // A script that keeps the model's output in a variable of its loop holds the logits from the loss on, through
   // backward and the optimizer step; left bound after the step, the previous step's through the next forward too,

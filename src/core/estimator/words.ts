@@ -15,6 +15,7 @@ const LOSS_WORDS: Record<TrainingSetup['loss'], string> = {
   'linear-chunked':
     "every chunk's fp32 log-softmax, one chunk's logits, the hidden states the head keeps, or one chunk's gradients",
   fused: "Liger's chunk of logits, the input's (and a trainable head's) gradient it makes in forward",
+  cut: "cut cross-entropy's fp32 log-sum-exp per token, and the input's (and a trainable head's) gradient",
   plain: 'b·s·V logits and log-softmax in the compute dtype, and their gradients',
 };
 

@@ -134,8 +134,7 @@ export function axolotlPlan(
       `load_in_8bit at ${doc.where(['load_in_8bit'])}: 8-bit base weights are not modelled; estimated in the load dtype`,
     );
   // Liger's fused linear cross-entropy (axolotl's Liger plugin patches the model with
-  // `fused_linear_cross_entropy=True`): the logits a chunk at a time. Apple's cut cross-entropy is not modelled: no
-  // verdict rests on the b x s x V logits the estimate would count.
+  // `fused_linear_cross_entropy=True`): the logits a chunk at a time.
   const unmodelled: string[] = [];
   if (d.liger_fused_linear_cross_entropy === true) {
     plan.values.loss = 'fused';
@@ -148,8 +147,21 @@ export function axolotlPlan(
       ...(plan.overcounted ?? []),
       `Liger's ${kernels.map((k) => (k === 'liger_rms_norm' ? 'RMSNorm' : 'SwiGLU')).join(' and ')} (${kernels.map((k) => `${k} at ${doc.where([k])}`).join(', ')})`,
     ];
-  if (d.cut_cross_entropy === true)
-    unmodelled.push(`cut cross-entropy (cut_cross_entropy at ${doc.where(['cut_cross_entropy'])})`);
+  // Apple's cut cross-entropy, through axolotl's CutCrossEntropyPlugin (axolotl/integrations/cut_cross_entropy:
+  // its `pre_model_load` patches the model's forward when `cut_cross_entropy` is set, which its
+  // `CutCrossEntropyArgs` default to true); without the plugin listed the key is not read by anything.
+  const plugins = Array.isArray(d.plugins) ? d.plugins.map(String) : [];
+  const cce = plugins.some((p) => /CutCrossEntropyPlugin$/.test(p));
+  if (cce && d.cut_cross_entropy !== false) {
+    plan.values.loss = 'cut';
+    plan.details.loss =
+      d.cut_cross_entropy === true
+        ? `cut_cross_entropy at ${doc.where(['cut_cross_entropy'])}`
+        : `CutCrossEntropyPlugin at ${doc.where(['plugins'])} (cut_cross_entropy defaults to true)`;
+  } else if (!cce && d.cut_cross_entropy === true)
+    plan.notes.push(
+      `cut_cross_entropy at ${doc.where(['cut_cross_entropy'])} without axolotl's CutCrossEntropyPlugin in plugins: not applied`,
+    );
   for (const [key, what] of [
     ['tensor_parallel_size', 'tensor parallelism'],
     ['context_parallel_size', 'context parallelism'],

@@ -22,10 +22,12 @@ export type OptimizerFamily = 'adamw' | 'adam' | 'sgd' | 'sgd-momentum' | 'adam8
  * - `chunked`: the head's output in chunks, each upcast in turn (torchtune's `CEWithChunkedOutputLoss`);
  * - `linear-chunked`: the head applied inside the loss, chunk by chunk (torchtune's `LinearCrossEntropyLoss`);
  * - `fused`: Liger's fused linear cross-entropy, head and loss chunk by chunk in forward, the gradients kept;
+ * - `cut`: Apple's cut cross-entropy (axolotl's `cut_cross_entropy`), the logits never formed: a log-sum-exp per
+ *   token in forward, the head's and its input's gradients made block by block in backward;
  * - `plain`: `cross_entropy` on the logits as they are, in the compute dtype, with no upcast and no autocast.
  */
 export type LossImpl =
-  'upcast' | 'upcast-shifted' | 'fp32-logits' | 'chunked' | 'linear-chunked' | 'fused' | 'plain';
+  'upcast' | 'upcast-shifted' | 'fp32-logits' | 'chunked' | 'linear-chunked' | 'fused' | 'cut' | 'plain';
 export const LOSS_IMPLS: readonly LossImpl[] = [
   'upcast',
   'upcast-shifted',
@@ -33,6 +35,7 @@ export const LOSS_IMPLS: readonly LossImpl[] = [
   'chunked',
   'linear-chunked',
   'fused',
+  'cut',
   'plain',
 ];
 

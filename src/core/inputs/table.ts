@@ -85,6 +85,7 @@ const LOSS_LABELS: Record<LossImpl, string> = {
   chunked: 'torchtune chunked',
   'linear-chunked': 'torchtune linear',
   fused: 'Liger fused',
+  cut: 'cut cross-entropy',
   plain: 'plain, no upcast',
 };
 
@@ -95,6 +96,7 @@ const LOSS_CHOICES: Record<LossImpl, string> = {
   chunked: "8 chunks, each upcast in turn (torchtune's CEWithChunkedOutputLoss)",
   'linear-chunked': "the head applied in 8 chunks inside the loss (torchtune's LinearCrossEntropyLoss)",
   fused: "Liger's fused linear cross-entropy (the logits a chunk at a time, gradients made in forward)",
+  cut: "Apple's cut cross-entropy (the logits never formed, gradients made in backward)",
   plain: 'cross-entropy in the compute dtype, no upcast',
 };
 
@@ -293,7 +295,7 @@ export const INPUTS = {
   loss: input<LossImpl>({
     label: 'loss',
     summary:
-      "What the loss keeps of the logits: upcast, upcast-shifted, fp32-logits (Transformers' releases), chunked, linear-chunked (torchtune), fused (Liger) or plain",
+      "What the loss keeps of the logits: upcast, upcast-shifted, fp32-logits (Transformers' releases), chunked, linear-chunked (torchtune), fused (Liger), cut (Apple's cut cross-entropy) or plain",
     default: 'upcast',
     parse: (v, name) => parse.choice(name, String(v), parse.LOSS_IMPLS),
     show: (v) => LOSS_CHOICES[v],
