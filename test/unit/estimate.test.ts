@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { emptyFacts } from '../../src/core/analysis/facts';
 import type { ShardingStrategyName } from '../../src/core/vocabulary/fsdp';
-import { estimate } from '../../src/core/estimator/estimate';
+import { certainPeakBytes, estimate } from '../../src/core/estimator/estimate';
 import { trafficBytes } from '../../src/core/estimator/collectives';
 import type { Estimate, Plan } from '../../src/core/estimator/types';
 import { fmtBytes, fmtCount } from '../../src/core/vocabulary/bytes';
@@ -1303,9 +1303,60 @@ describe('figures that count more than the job keeps', () => {
       t.replace('enable_activation_checkpointing: True', 'enable_activation_checkpointing: False');
     const four = await analysis(noAc(off), 'rtx3090-24gb', 4);
     assert.equal(four.targetFit.verdict, 'undecided', JSON.stringify(four.perGpu.peakBytes));
-    assert.match(undecidedWhy(four), /more activations than the job keeps \(activation offloading/);
+    assert.match(
+      undecidedWhy(four),
+      /more activations than the job keeps on the GPU \(activation offloading/,
+    );
     // Without offloading, the verdict stands.
     assert.equal((await analysis(noAc(yaml('')), 'rtx3090-24gb', 4)).targetFit.verdict, 'short');
+  });
+});
+
+describe("bitsandbytes' paged optimizer state", () => {
+  it('counted on the GPU, but a peak that fits only without it is no verdict', () => {
+    // Llama 3.1 8B on one GPU, fp32 masters: AdamW's 2 states x 4 B x 8,030,261,248 = 64,242,089,984 B, paged.
+    const values: SetupValues = { worldSize: 1, checkpointing: 'full', seqLen: 1024 };
+    const plain = run('meta-llama/Llama-3.1-8B', values);
+    const paged = run('meta-llama/Llama-3.1-8B', { ...values, pagedOptimizer: true });
+    assert.equal(paged.perGpu.pagedOptimizerBytes, 2 * 4 * LLAMA_8B);
+    // bitsandbytes steps a parameter at a time: none of foreach AdamW's temporary of the second moments' size
+    // (4 B x 8,030,261,248) at the optimizer step.
+    const step = (e: Estimate) => e.timeline!.events.find((ev) => ev.phase === 'optimizer')!.live.optimizer;
+    assert.equal(step(plain), 4 * LLAMA_8B);
+    assert.equal(step(paged), 0);
+    // With the state the step needs more than an H100's 85.5 GB; without it, the parameters and gradients (8 B
+    // each, 64 GB) and a checkpointed step fit.
+    assert.equal(plain.targetFit.verdict, 'short');
+    assert.equal(paged.targetFit.verdict, 'undecided');
+    assert.equal(certainPeakBytes(paged), paged.perGpu.peakBytes - 2 * 4 * LLAMA_8B);
+    assert.match(
+      undecidedWhy(paged),
+      /^the figures count more than the job keeps on the GPU \(bitsandbytes' paged/,
+    );
+    // On 8 GPUs it fits with the state on the GPU: the verdict stands.
+    assert.equal(
+      run('meta-llama/Llama-3.1-8B', { ...values, worldSize: 8, pagedOptimizer: true }).targetFit.verdict,
+      'fits',
+    );
+  });
+
+  it("read from Transformers' optim names and bitsandbytes' classes", async () => {
+    const facts = await scanSource(
+      [
+        'import bitsandbytes as bnb',
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'fully_shard(model)',
+        'opt = bnb.optim.PagedAdamW32bit(model.parameters())',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(facts.optimizers[0]?.name, 'PagedAdamW32bit');
+    const r = estimateFile(facts, {});
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.equal(r.estimate.setup.pagedOptimizer, true);
+    assert.equal(r.estimate.setup.optimizer, 'adamw');
   });
 });
 

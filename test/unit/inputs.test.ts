@@ -133,6 +133,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     float8: 'all-gather',
     float8Skip: 'output',
     lossParallel: 'off',
+    pagedOptimizer: 'on',
     linkEfficiency: '0.5',
     mfu: '0.5',
     torchVersion: '2.7',

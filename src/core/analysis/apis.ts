@@ -107,6 +107,9 @@ export const OPTIMIZERS: Record<string, { name: string; family: OptimizerFamily 
   'bitsandbytes.optim.Adam8bit': { name: 'Adam8bit', family: 'adam8bit' },
   'bitsandbytes.optim.PagedAdamW8bit': { name: 'PagedAdamW8bit', family: 'adam8bit' },
   'bitsandbytes.optim.PagedAdamW': { name: 'PagedAdamW', family: 'adamw' },
+  'bitsandbytes.optim.PagedAdamW32bit': { name: 'PagedAdamW32bit', family: 'adamw' },
+  'bitsandbytes.optim.PagedAdam': { name: 'PagedAdam', family: 'adam' },
+  'bitsandbytes.optim.PagedAdam8bit': { name: 'PagedAdam8bit', family: 'adam8bit' },
   'bitsandbytes.optim.AdamW': { name: 'AdamW', family: 'adamw' },
   'torchao.optim.AdamW8bit': { name: 'AdamW8bit', family: 'adam8bit' },
 };

@@ -6,7 +6,7 @@
  */
 import { count } from '../vocabulary/words';
 import { findGpu, findLink, type Link, type Gpu } from '../hardware/catalog';
-import { fmtCount } from '../vocabulary/bytes';
+import { fmtBytes, fmtCount } from '../vocabulary/bytes';
 import { isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
 import { countBufferBytes, countParams, type ModuleNode } from '../model/tree';
 import { float8Tree } from '../model/float8';
@@ -652,6 +652,17 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
       ],
     };
   }
+  // bitsandbytes' paged optimizers allocate their state with `cudaMallocManaged` (`get_paged` in
+  // bitsandbytes/functional.py, for every state of 100,000 elements or more: `Optimizer8bit.get_state_buffer`):
+  // outside PyTorch's allocator, resident while the GPU has room, moved to the CPU by the driver when it has not.
+  // The figures keep it on the GPU; a peak that fits only without it is no verdict.
+  const paged = setup.pagedOptimizer ? sum(units, (u) => (u.offload ? 0 : u.shard.optimizer)) : 0;
+  if (paged > 0) {
+    result.perGpu.pagedOptimizerBytes = paged;
+    result.overcounted.push(
+      `bitsandbytes' paged optimizer state (${fmtBytes(paged)} per GPU, in CUDA unified memory, which the driver moves to the CPU when the GPU runs short)`,
+    );
+  }
   // Parts not counted make a fit that holds undecided; parts counted beyond what the job keeps, one that fails;
   // parallelism not modelled (or both bounds at once), any verdict.
   const lower = result.gaps.length > 0;
@@ -665,13 +676,20 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
 }
 
 /**
- * The peak the step reaches whatever its activations are: what is overcounted (offloaded activations, Liger's
- * kernels) are activations, saved for backward or the running block's; the rest of each event is held anyway.
+ * The peak the step reaches whatever is overcounted: activations (offloaded ones, what Liger's kernels keep
+ * less of), saved for backward or the running block's, and a paged optimizer's state, which may leave the GPU;
+ * the rest of each event is held anyway.
  */
 export function certainPeakBytes(e: Estimate): number {
+  const paged = e.perGpu.pagedOptimizerBytes ?? 0;
+  const activations = e.overcounted.length > (paged > 0 ? 1 : 0);
   return e.timeline
-    ? Math.max(...e.timeline.events.map((ev) => ev.total - ev.live.activations - ev.live.working))
-    : e.perGpu.persistentBytes;
+    ? Math.max(
+        ...e.timeline.events.map(
+          (ev) => ev.total - (activations ? ev.live.activations + ev.live.working : 0) - paged,
+        ),
+      )
+    : e.perGpu.persistentBytes - paged;
 }
 
 /** Whether bitsandbytes' quantisation state sits among the buffers (model/finetune.ts adds it per NF4 weight). */

@@ -442,9 +442,12 @@ export function simulate(
   // Optimizer step: the foreach implementation (PyTorch's default on CUDA) computes the denominators of all
   // trainable parameters at once (`_multi_tensor_adam`: `_foreach_sqrt(exp_avg_sqs)`), a temporary of the
   // second moments' size and dtype. The for-loop one works a parameter at a
-  // time (a negligible temporary) and the fused kernel needs none.
+  // time (a negligible temporary) and the fused kernel needs none. bitsandbytes' optimizers (8-bit and paged) step
+  // a parameter at a time with their own kernels (`Optimizer8bit.step` calls `update_step` per parameter,
+  // `F.optimizer_update_8bit_blockwise` / `optimizer_update_32bit`): no foreach temporary.
+  const bitsandbytes = setup.optimizer === 'adam8bit' || setup.pagedOptimizer;
   const sqrtTemp =
-    setup.optimizerImpl === 'foreach'
+    setup.optimizerImpl === 'foreach' && !bitsandbytes
       ? e.units.reduce(
           (sum, u) => sum + (u.offload ? 0 : u.trainableShardNumel * DTYPE_BYTES[setup.masterDtype]),
           0,

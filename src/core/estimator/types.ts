@@ -244,6 +244,8 @@ export interface Estimate {
     peakForwardBackwardBytes: number;
     /** What the caching allocator holds reserved over the step on a GPU with room (`fit.ts` `reservedBytes`). */
     reservedBytes: number;
+    /** A paged optimizer's state, counted in the figures though it may leave the GPU (`--paged-optimizer`). */
+    pagedOptimizerBytes?: number;
   };
   /** The live set over the step, event by event (null when activations cannot be modelled). */
   timeline: Timeline | null;

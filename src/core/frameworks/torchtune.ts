@@ -70,6 +70,8 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   const optimizer = str(at(d, ['optimizer', '_component_']));
   const family = optimizer && OPTIMIZERS.find(([re]) => re.test(optimizer))?.[1];
   if (family) set('optimizer', family, ['optimizer', '_component_']);
+  if (optimizer && /(^|\.)Paged\w+$/.test(optimizer))
+    set('pagedOptimizer', true, ['optimizer', '_component_']);
   if (bool(at(d, ['optimizer', 'fused'])) === true) set('optimizerImpl', 'fused', ['optimizer', 'fused']);
   const shardDim = at(d, ['data_parallel_shard_dim']) === -1 ? undefined : count(['data_parallel_shard_dim']);
   const replicateDim = count(['data_parallel_replicate_dim'], 'the default 1 used') ?? 1;

@@ -40,6 +40,8 @@ export function isTrainerArgsJson(doc: ConfigDoc): boolean {
 
 const OPTIM: [RegExp, OptimizerFamily][] = [
   [/8bit/, 'adam8bit'],
+  [/^paged_adamw/, 'adamw'],
+  [/^paged_lion/, 'sgd-momentum'],
   [/^adafactor/, 'adafactor'],
   [/^sgd/, 'sgd'],
   [/^adamw/, 'adamw'],
@@ -367,6 +369,12 @@ export function trainingArgumentValues(
   if (family) {
     values.optimizer = family;
     details.optimizer = at('optim');
+  }
+  // `paged_adamw_32bit`, `paged_adamw_8bit`, `paged_lion_*`: bitsandbytes' paged optimizers
+  // (`OptimizerNames` in transformers/training_args.py, built in `Trainer.get_optimizer_cls_and_kwargs`).
+  if (optim && /^paged_/.test(optim.toLowerCase())) {
+    values.pagedOptimizer = true;
+    details.pagedOptimizer = at('optim');
   }
   return { values, details };
 }

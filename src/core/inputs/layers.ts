@@ -60,7 +60,8 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
       chosen[k].source.kind === 'default') ||
     (chosen[k].source.kind === 'default' &&
       ((k === 'lossParallel' && setup.tensorParallel === 1) ||
-        (k === 'float8Skip' && setup.float8 === 'off')));
+        (k === 'float8Skip' && setup.float8 === 'off') ||
+        (k === 'pagedOptimizer' && !setup.pagedOptimizer)));
   const assumptions: Assumption[] = INPUT_KEYS.filter((k) => !unused(k)).map((k) => ({
     key: k,
     label: INPUTS[k].label,

@@ -338,6 +338,17 @@ export const INPUTS = {
       }),
     },
   }),
+  pagedOptimizer: input<boolean>({
+    label: 'paged optimizer state',
+    summary:
+      "bitsandbytes' paged optimizers (PagedAdamW, Transformers' paged_adamw_*): the state in CUDA unified memory, which the driver moves to the CPU when the GPU runs short",
+    default: false,
+    parse: (v, name) =>
+      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    show: (v) => (v ? 'paged (CUDA unified memory)' : 'on the GPU'),
+    flag: { name: 'paged-optimizer', value: 'on|off' },
+    keys: ['paged_optimizer'],
+  }),
   optimizerImpl: input<'foreach' | 'fused' | 'for-loop'>({
     label: 'optimizer implementation',
     summary:

@@ -979,6 +979,10 @@ function detectedLayer(
   if (opt) {
     values.optimizer = opt.family as SetupValues['optimizer'];
     details.optimizer = `${at(opt.line)} (${opt.name})`;
+    if (/^Paged/.test(opt.name)) {
+      values.pagedOptimizer = true;
+      details.pagedOptimizer = details.optimizer;
+    }
     if (opt.options.fused?.value === true) values.optimizerImpl = 'fused';
     else if (opt.options.foreach?.value === false) values.optimizerImpl = 'for-loop';
     if (values.optimizerImpl) details.optimizerImpl = at(opt.line);

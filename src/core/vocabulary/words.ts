@@ -104,7 +104,7 @@ export function undecidedWhy(e: {
   overcounted?: readonly string[];
 }): string {
   if (!e.unmodelled?.length && e.overcounted?.length)
-    return `the figures count more activations than the job keeps (${listed(e.overcounted)}): a peak this high may still fit${e.gaps.length ? `, and ${count(e.gaps.length, 'part')} of the model not counted` : ''}`;
+    return `the figures count more ${e.overcounted.every((o) => /paged optimizer/.test(o)) ? '' : 'activations '}than the job keeps on the GPU (${listed(e.overcounted)}): a peak this high may still fit${e.gaps.length ? `, and ${count(e.gaps.length, 'part')} of the model not counted` : ''}`;
   return e.unmodelled?.length
     ? `${listed(e.unmodelled)} ${e.unmodelled.length === 1 ? 'is' : 'are'} not modelled: ${
         e.unmodelled.every((u) => /parallel/i.test(u))

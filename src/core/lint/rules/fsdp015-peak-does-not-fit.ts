@@ -54,9 +54,9 @@ fully_shard(model)`,
     // A count of GPUs nothing in the project gives is the default's: said, so the finding is read as conditional.
     const ws = e.assumptions.find((a) => a.key === 'worldSize');
     const gpus = `${e.mesh.worldSize} GPUs${ws?.source.kind === 'default' ? ', a default: nothing in the project says how many;' : ','}`;
-    // Figures above what the job keeps: the finding stands on what is held besides the activations.
+    // Figures above what the job keeps: the finding stands on what is held besides what is overcounted.
     const certain = e.overcounted.length
-      ? ` The activations are counted above what the job keeps (${e.overcounted.join('; ')}), but the rest alone needs ${b(requiredBytes(certainPeakBytes(e)))}.`
+      ? ` ${e.perGpu.pagedOptimizerBytes ? 'Parts are' : 'The activations are'} counted above what the job keeps (${e.overcounted.join('; ')}), but the rest alone needs ${b(requiredBytes(certainPeakBytes(e)))}.`
       : '';
     return [
       {
