@@ -574,14 +574,21 @@ describe('axolotl', () => {
     assert.match(e.model.name, /NousResearch\/Llama-3\.2-1B/);
   });
 
-  it('an FSDP2 config with unprefixed keys: offload and checkpointing read, tensor parallelism leaves the fit undecided', async () => {
+  it("an FSDP2 config with unprefixed keys: offload and checkpointing read, tensor parallelism as Transformers' plan", async () => {
     const e = ok(await configAnalysis('axolotl/full-fsdp2.yaml'));
     assert.equal(e.plan.api, 'fsdp2');
     assert.equal(e.units.length, 33);
     assert.equal(e.setup.checkpointing, 'full');
     assert.ok(e.units.every((u) => u.offload));
-    assert.match(JSON.stringify(e.unmodelled), /tensor parallelism \(tensor_parallel_size: 2/);
-    assert.equal(e.targetFit.verdict, 'undecided');
+    // tensor_parallel_size 2: the model loaded with tp_plan="auto", FSDP over the 4 ranks left of 8.
+    assert.deepEqual([e.setup.tensorParallel, e.setup.tpPlan, e.mesh.shardGroup], [2, 'transformers', 4]);
+    assert.deepEqual(e.unmodelled, []);
+    // A decoder layer of Llama 3.1 8B: (218,112,000 - 2 x 4,096 norm weights) / 2 + 8,192 per GPU.
+    assert.equal(e.units[0]!.params, (218_112_000 - 8192) / 2 + 8192);
+    // Full checkpointing: 4 all-reduces per layer, 2 more per recomputed layer, the head's, and the logits'
+    // all-gather.
+    const tp = e.comms.links.find((l) => l.role === 'tensor parallel')!;
+    assert.equal(tp.collectives, 4 * 32 + 2 * 32 + 1 + 1);
   });
 });
 

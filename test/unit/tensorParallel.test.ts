@@ -223,7 +223,7 @@ describe('what-if with the degrees fixed', () => {
 describe('tensor parallelism written in code (parallelize_module)', () => {
   // A torchtitan-style decoder of the file's own: hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96,
   // two blocks; split over the "tp" dimension of a 4 x 2 mesh with the plan of PyTorch's FSDP + TP example.
-  const script = (opts: { head?: string; tp?: string; norms?: boolean } = {}) =>
+  const script = (opts: { head?: string; tp?: string; norms?: boolean; embedding?: boolean } = {}) =>
     [
       'import torch',
       'import torch.nn as nn',
@@ -273,7 +273,9 @@ describe('tensor parallelism written in code (parallelize_module)', () => {
       '    model,',
       '    tp_mesh,',
       '    {',
-      '        "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),',
+      ...(opts.embedding === false
+        ? []
+        : ['        "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),']),
       ...(opts.norms === false ? [] : ['        "norm": SequenceParallel(),']),
       `        "output": ${opts.head ?? 'ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate())'},`,
       '    },',
@@ -349,6 +351,14 @@ describe('tensor parallelism written in code (parallelize_module)', () => {
   });
 
   it('says why a plan is not modelled, and a degree not known statically until an input gives it', async () => {
+    // Norms and embedding left whole, as Transformers' tp_plan leaves them: that plan, modelled.
+    const hf = await estimateOf(script({ norms: false, embedding: false }));
+    assert.deepEqual(hf.unmodelled, []);
+    assert.match(shown(hf, 'tpPlan')!, /^Transformers' tp_plan/);
+    assert.equal(
+      hf.units.reduce((s: number, u: { params: number }) => s + u.params, 0),
+      (total - norms - 96 * 64) / 2 + norms + 96 * 64,
+    );
     const noSp = await estimateOf(script({ norms: false }));
     assert.equal(noSp.targetFit.verdict, 'undecided');
     assert.match(noSp.unmodelled.join('\n'), /norm has no SequenceParallel entry/);
@@ -357,5 +367,111 @@ describe('tensor parallelism written in code (parallelize_module)', () => {
     const given = await estimateOf(script({ tp: 'int(os.environ["TP"])' }), '--tp', '2');
     assert.deepEqual(given.unmodelled, []);
     assert.equal(given.mesh.tp, 2);
+  });
+});
+
+describe("Transformers' tp_plan (no sequence parallelism)", () => {
+  const m = modelFromHfConfig(LLAMA);
+  it('splits the projections and the head, and leaves the embedding and the norms whole', () => {
+    const r = tensorParallelTree(m.root, m.shape, 2, 'transformers');
+    assert.ok('root' in r);
+    const shapes = new Map<string, number[]>();
+    for (const mod of walk(r.root)) for (const p of mod.params) shapes.set(`${mod.path}.${p.name}`, p.shape);
+    // LlamaConfig.base_model_tp_plan: q, k, v, gate, up colwise, o and down rowwise; the head colwise (its
+    // output gathered); no entry for embed_tokens or the norms.
+    assert.deepEqual(shapes.get('model.layers.0.self_attn.q_proj.weight'), [32, 64]);
+    assert.deepEqual(shapes.get('model.layers.0.mlp.down_proj.weight'), [64, 64]);
+    assert.deepEqual(shapes.get('lm_head.weight'), [48, 64]);
+    assert.deepEqual(shapes.get('model.embed_tokens.weight'), [96, 64]);
+    // Whole: the embedding 96 x 64 and the norms (2 x 2 x 64 + 64).
+    const whole = 96 * 64 + 320;
+    assert.equal(countParams(r.root), (countParams(m.root) - whole) / 2 + whole);
+    const tied = modelFromHfConfig({ ...LLAMA, tie_word_embeddings: true });
+    assert.ok('problem' in tensorParallelTree(tied.root, tied.shape, 2, 'transformers'));
+  });
+
+  it('a block keeps its norms whole and halves attention and the MLP; a checkpointed one its whole input', () => {
+    const x: ActivationInputs = { microBatch: 2, seqLen: 32, attention: 'fused', bytes: 2 };
+    const sb = 2 * 32;
+    const tensors = blockTensors(m.shape, x, false);
+    const norms = tensors.filter((t) => /^(input_layernorm|post_attention_layernorm) /.test(t.name));
+    // Two RMSNorms, each its fp32 input copy (4 B) and its bf16 output (2 B) per element of b·s·h.
+    assert.equal(
+      norms.reduce((s, t) => s + t.bytes, 0),
+      2 * (4 + 2) * sb * 64,
+    );
+    const all = tensors.reduce((s, t) => s + t.bytes, 0);
+    const normBytes = 2 * 6 * sb * 64;
+    const split = blockActivations(m.shape, { ...x, tp: 2, sequenceParallel: false }, 'none', false, 0);
+    assert.equal(split.saved, normBytes + (all - normBytes) / 2);
+    const full = blockActivations(m.shape, { ...x, tp: 2, sequenceParallel: false }, 'full', false, 0);
+    assert.equal(full.saved, 2 * sb * 64);
+  });
+
+  it('all-reduces per block, gathers the logits, and reads the plan from Accelerate and axolotl configs', async () => {
+    const dir = projectDir('fsdp-lens-hf-tp-');
+    try {
+      fs.writeFileSync(
+        path.join(dir, 'accelerate.yaml'),
+        [
+          'distributed_type: FSDP',
+          'num_processes: 8',
+          'fsdp_config:',
+          '  fsdp_version: 2',
+          '  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+          'parallelism_config:',
+          '  parallelism_config_dp_shard_size: 4',
+          '  parallelism_config_tp_size: 2',
+          '',
+        ].join('\n'),
+      );
+      const r = await cli(
+        'estimate',
+        path.join(dir, 'accelerate.yaml'),
+        '--model',
+        'meta-llama/Llama-3.1-8B',
+        '--seq',
+        '2048',
+        '--json',
+      );
+      assert.equal(r.code, 0, r.err);
+      const j = JSON.parse(r.out);
+      assert.deepEqual(j.unmodelled, []);
+      assert.deepEqual([j.mesh.worldSize, j.mesh.shardGroup, j.mesh.tp], [8, 4, 2]);
+      const plan = (x: { assumptions: { key: string; value: string }[] }) =>
+        x.assumptions.find((y) => y.key === 'tpPlan')?.value;
+      assert.match(plan(j)!, /^Transformers' tp_plan/);
+      // Llama 3.1 8B, no checkpointing, micro-batch 1 x 2048, fp32 (the config sets no mixed_precision: "no"):
+      // 4 all-reduces per block (32) and the head's, each 2 x 1/2 of 2048 x 4096 elements of 4 B, and one
+      // all-gather of 1/2 of the 2048 x 128,256 logits.
+      const tp = j.comms.links.find((l: { role: string }) => l.role === 'tensor parallel');
+      assert.equal(tp.collectives, 4 * 32 + 1 + 1);
+      assert.equal(tp.bytes, 129 * 2 * (1 / 2) * 2048 * 4096 * 4 + (1 / 2) * 2048 * 128_256 * 4);
+      // axolotl: dp_shard_size 4 x dp_replicate_size 2 x tensor_parallel_size 2 is a world of 16 in HSDP.
+      fs.writeFileSync(
+        path.join(dir, 'axolotl.yaml'),
+        [
+          'base_model: meta-llama/Llama-3.1-8B',
+          'dp_shard_size: 4',
+          'dp_replicate_size: 2',
+          'tensor_parallel_size: 2',
+          'fsdp_version: 2',
+          'fsdp_config:',
+          '  auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+          '  transformer_layer_cls_to_wrap: LlamaDecoderLayer',
+          'sequence_len: 2048',
+          'micro_batch_size: 1',
+          'bf16: true',
+          '',
+        ].join('\n'),
+      );
+      const a = await cli('estimate', path.join(dir, 'axolotl.yaml'), '--json');
+      assert.equal(a.code, 0, a.err);
+      const k = JSON.parse(a.out);
+      assert.deepEqual([k.mesh.worldSize, k.mesh.replicas, k.mesh.shardGroup, k.mesh.tp], [16, 2, 4, 2]);
+      assert.match(plan(k)!, /^Transformers' tp_plan/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -73,6 +73,12 @@ export interface ActivationInputs {
    */
   lossParallel?: boolean;
   /**
+   * Under tensor parallelism, whether the norms and the residual stream are split by sequence (sequence
+   * parallelism, torchtitan's plan), or whole on every GPU (Transformers' tp_plan): only attention and the MLP are
+   * split then.
+   */
+  sequenceParallel?: boolean;
+  /**
    * Context-parallel degree C: `seqLen` is then each GPU's 1/C of the sequence (PyTorch's `context_parallel`
    * shards every sequence-dimension buffer), and the running block holds K and V all-gathered from the others.
    */
@@ -247,6 +253,7 @@ export function blockActivations(
 ): BlockActivations {
   const T = x.tp ?? 1;
   const sb = x.microBatch * x.seqLen;
+  if (T > 1 && x.sequenceParallel === false) return withoutSequenceParallel(shape, x, mode, moe, index);
   // Sequence parallelism (torchtitan's `enable_sp`, the default with TP): the norms work on 1/T of the sequence;
   // the attention input and the MLP input are all-gathered (`PrepareModuleInput` to `Replicate`) and each kept
   // whole by the projections that read it (q, k, v; gate, up); what those projections produce is 1/T of the heads
@@ -299,13 +306,61 @@ export function blockActivations(
   };
 }
 
+/** A decoder norm's tensors (`input_layernorm`, `post_attention_layernorm`, ...): whole without sequence parallelism. */
+const BLOCK_NORM =
+  /^(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm) /;
+
+/**
+ * A block under tensor parallelism without sequence parallelism (Transformers' tp_plan): attention and the MLP
+ * are split by heads and features, 1/T each; the norms, their outputs (the projections' inputs) and the block's
+ * input stay whole on every GPU, as does the gradient of the residual stream.
+ */
+function withoutSequenceParallel(
+  shape: ArchShape,
+  x: ActivationInputs,
+  mode: CheckpointMode,
+  moe: boolean,
+  index: number,
+): BlockActivations {
+  const T = x.tp!;
+  const sb = x.microBatch * x.seqLen;
+  const tensors = blockTensors(shape, x, moe).map((t) =>
+    BLOCK_NORM.test(t.name) ? t : { name: `${t.name} (1/${T})`, bytes: t.bytes / T },
+  );
+  const full = tensors.reduce((s, t) => s + t.bytes, 0);
+  const inner = moe ? shape.moeIntermediate * shape.expertsPerToken : shape.intermediate;
+  const transient = 2 * x.bytes * sb * Math.max(shape.hidden, inner / T);
+  const input = x.bytes * sb * shape.hidden;
+  if (mode === 'none') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
+  if (mode === 'full' || (typeof mode === 'object' && index % mode.everyN === 0))
+    return {
+      kind: 'full',
+      saved: input,
+      full,
+      transient,
+      recompute: recomputeOf(mode, index),
+      tensors: [{ name: 'block input (checkpoint)', bytes: input }],
+    };
+  if (typeof mode === 'object') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
+  const saved = selectiveSaved(shape, x, moe) / T;
+  return {
+    kind: 'selective',
+    saved,
+    full,
+    transient,
+    recompute: recomputeOf(mode, index),
+    tensors: [{ name: 'kept by selective checkpointing', bytes: saved }],
+  };
+}
+
 /** The final norm and the head's input, kept from the end of forward to the start of backward. */
 export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
   const sb = x.microBatch * x.seqLen;
   const T = x.tp ?? 1;
   // Under tensor parallelism the final norm is sequence-parallel (1/T) and the head's input is all-gathered
-  // whole for the vocabulary-sharded head (torchtitan's `lm_head` input `Replicate`).
-  if (T > 1)
+  // whole for the vocabulary-sharded head (torchtitan's `lm_head` input `Replicate`); without sequence
+  // parallelism the final norm is whole, as without tensor parallelism.
+  if (T > 1 && x.sequenceParallel !== false)
     return ((4 + (shape.normScalesInFp32 ? 4 : 0)) * sb * shape.hidden) / T + x.bytes * sb * shape.hidden;
   if (shape.norm !== 'rmsnorm') return 2 * x.bytes * sb * shape.hidden;
   // An fp32-scaling norm (Gemma 2) also keeps its fp32 normalized tensor.

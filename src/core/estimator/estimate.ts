@@ -17,7 +17,7 @@ import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { recomputeOf } from './activations';
 import { fitAll, fitOn, reservedBytes } from './fit';
 import { hostPerNode } from './host';
-import { fsdpMesh, type Mesh } from './mesh';
+import { fsdpMesh, lossParallelOf, type Mesh } from './mesh';
 import { badReshardNotes, residencyOf, rootClampNotes } from './residency';
 import { bytesOf, flatShardNumel, fullStateBytes, optimizerBytes, shardNumel, shardRows } from './shards';
 import { simulate } from './timeline';
@@ -389,7 +389,23 @@ function modelParallelLoads(
     return { link, role, collectives, bytes, seconds: bytes / ctx.bw(link), formula };
   };
   const out: (LinkLoad & { formula: string })[] = [];
-  if (tp > 1) {
+  if (tp > 1 && setup.tpPlan === 'transformers') {
+    // Transformers' plan, without sequence parallelism: each row-wise projection (o, down) all-reduces its output
+    // in forward, each column-wise group's input gradient (q/k/v, gate/up) is all-reduced in backward, again in
+    // a recomputed block's forward; the head all-gathers its vocabulary-sharded logits (`colwise_gather_output`)
+    // and all-reduces its input's gradient. An all-reduce moves 2 (T-1)/T of b·s·h per GPU.
+    const n = (4 * shape.layers + 2 * recomputed + 1) * K;
+    const allReduce = ((2 * (tp - 1)) / tp) * tokens * shape.hidden * e;
+    const logits = ((tp - 1) / tp) * tokens * shape.vocab * e;
+    const l = load('tensor parallel', tp, n, allReduce, '');
+    l.collectives += K;
+    l.bytes += logits * K;
+    l.seconds = l.bytes / ctx.bw(l.link);
+    l.formula =
+      `${n} all-reduces per step (4 per block${recomputed ? ', 2 per recomputed block' : ''}, 1 for the head${times}) x 2 x ${tp - 1}/${tp} x b·s·h x ${e} B` +
+      ` + ${K} all-gather${K > 1 ? 's' : ''} of the logits x ${tp - 1}/${tp} x b·s·V x ${e} B`;
+    out.push(l);
+  } else if (tp > 1) {
     const n = (4 + 8 * shape.layers + 4 * recomputed) * K;
     const activations = load(
       'tensor parallel',
@@ -400,7 +416,7 @@ function modelParallelLoads(
     );
     // Without loss parallel the head's vocabulary-sharded logits are all-gathered whole in forward (their gradient
     // is sliced back locally: `Redistribute` from `Replicate` to `Shard` moves nothing).
-    if (!setup.lossParallel) {
+    if (!lossParallelOf(setup)) {
       const logits = ((tp - 1) / tp) * tokens * shape.vocab * e * K;
       activations.collectives += K;
       activations.bytes += logits;
@@ -483,7 +499,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   const float8 = setup.float8 === 'all-gather' && plan.api === 'fsdp1' ? ('linear' as const) : setup.float8;
   const f8 = float8Tree(whole.model.root, float8, setup.float8Skip);
   notes.push(...float8Notes(setup.float8, plan.api, f8.converted));
-  const tp = tensorParallelTree(f8.root, whole.model.shape, setup.tensorParallel);
+  const tp = tensorParallelTree(f8.root, whole.model.shape, setup.tensorParallel, setup.tpPlan);
   const tpProblem = 'problem' in tp ? tp.problem : null;
   const input: EstimateInput =
     'root' in tp && tp.root !== whole.model.root

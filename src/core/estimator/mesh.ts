@@ -4,6 +4,7 @@
  * shards nothing. Meshes PyTorch refuses are an error, with PyTorch's own message.
  */
 import { isHybrid, type ShardingStrategyName } from '../vocabulary/fsdp';
+import type { TrainingSetup } from '../inputs/table';
 
 export interface Mesh {
   worldSize: number;
@@ -76,4 +77,9 @@ export function fsdpMesh(
     };
   }
   return { ...base, shardGroup: N, replicas: 1, hsdp: false };
+}
+
+/** Loss parallel applies under torchtitan's plan only: Transformers' gathers the logits (`colwise_gather_output`). */
+export function lossParallelOf(setup: Pick<TrainingSetup, 'lossParallel' | 'tpPlan'>): boolean {
+  return setup.lossParallel && setup.tpPlan !== 'transformers';
 }

@@ -5,6 +5,7 @@
 import type { ArchShape } from '../model/hf';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
 import { outermostOfClass, type ModuleNode } from '../model/tree';
+import { lossParallelOf } from './mesh';
 import {
   blockActivations,
   LIGER_MODEL_TYPES,
@@ -110,7 +111,8 @@ export function simulate(
     attention: setup.attention,
     bytes: computeBytes,
     tp,
-    lossParallel: setup.lossParallel,
+    lossParallel: lossParallelOf(setup),
+    sequenceParallel: setup.tpPlan !== 'transformers',
     cp: C,
   };
   const segs = segmentsOf(root, shape);

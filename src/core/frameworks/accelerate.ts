@@ -210,18 +210,24 @@ export function acceleratePlan(
   if (par?.replicate && par.replicate > 1) {
     values.replicas = par.replicate;
     details.replicas = `parallelism_config at ${par.where}`;
-    if (par.shard && par.shard > 0) {
-      values.worldSize = par.replicate * par.shard * (par.tp ?? 1) * (par.cp ?? 1);
-      details.worldSize = details.replicas;
-    }
     strategy = 'HYBRID_SHARD';
+  }
+  if (par?.shard && par.shard > 0 && ((par.replicate ?? 1) > 1 || (par.tp ?? 1) > 1 || (par.cp ?? 1) > 1)) {
+    values.worldSize = (par.replicate ?? 1) * par.shard * (par.tp ?? 1) * (par.cp ?? 1);
+    details.worldSize = `parallelism_config at ${par.where}`;
+  }
+  // Tensor parallelism: Accelerate takes a model Transformers loaded with `tp_plan="auto"` and refuses any other
+  // (`Accelerator.prepare_model`: "You can use .from_pretrained(..., tp_plan='auto')"): the model's own plan,
+  // without sequence parallelism.
+  if (par?.tp && par.tp > 1) {
+    values.tensorParallel = par.tp;
+    details.tensorParallel = `parallelism_config at ${par.where}`;
+    values.tpPlan = 'transformers';
+    details.tpPlan = `parallelism_config at ${par.where} (the model loaded with tp_plan="auto")`;
   }
   // Accelerate's context parallelism splits the sequence only inside the script's
   // `accelerator.maybe_context_parallel(...)` (the Trainer's training step enters it): not decided from the config.
-  const unmodelled = [
-    ...(par?.tp && par.tp > 1 ? [`tensor parallelism (tp_size ${par.tp})`] : []),
-    ...(par?.cp && par.cp > 1 ? [`context parallelism (cp_size ${par.cp})`] : []),
-  ];
+  const unmodelled = [...(par?.cp && par.cp > 1 ? [`context parallelism (cp_size ${par.cp})`] : [])];
   return {
     ...(unmodelled.length ? { unmodelled } : {}),
     framework,

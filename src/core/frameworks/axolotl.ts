@@ -162,8 +162,29 @@ export function axolotlPlan(
     plan.notes.push(
       `cut_cross_entropy at ${doc.where(['cut_cross_entropy'])} without axolotl's CutCrossEntropyPlugin in plugins: not applied`,
     );
+  // Tensor parallelism: axolotl loads the model with `tp_plan="auto"` (`ModelLoader`, axolotl/loaders/model.py)
+  // and hands Accelerate a ParallelismConfig with that tp_size (`build_parallelism_config`, axolotl/utils/
+  // distributed.py): Transformers' plan, FSDP over the ranks left.
+  const tp = posInt(d.tensor_parallel_size);
+  if (tp && tp > 1) {
+    plan.values.tensorParallel = tp;
+    plan.details.tensorParallel = `tensor_parallel_size at ${doc.where(['tensor_parallel_size'])}`;
+    plan.values.tpPlan = 'transformers';
+    plan.details.tpPlan = `tensor_parallel_size at ${doc.where(['tensor_parallel_size'])} (the model loaded with tp_plan="auto")`;
+  }
+  // The mesh's data-parallel sizes (`_get_parallel_config_kwargs`): with dp_shard_size given, the world is their
+  // product with the other degrees; dp_replicate_size > 1 replicates the shard groups (HSDP).
+  const shard = posInt(d.dp_shard_size);
+  const replicate = posInt(d.dp_replicate_size) ?? 1;
+  if (shard) {
+    plan.values.worldSize = shard * replicate * (tp ?? 1) * (posInt(d.context_parallel_size) ?? 1);
+    plan.details.worldSize = `dp_shard_size at ${doc.where(['dp_shard_size'])}`;
+  }
+  if (replicate > 1) {
+    plan.values.replicas = replicate;
+    plan.details.replicas = `dp_replicate_size at ${doc.where(['dp_replicate_size'])}`;
+  }
   for (const [key, what] of [
-    ['tensor_parallel_size', 'tensor parallelism'],
     ['context_parallel_size', 'context parallelism'],
     ['expert_parallel_size', 'expert parallelism'],
   ] as const) {

@@ -59,7 +59,7 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
       setup[k] === 1 &&
       chosen[k].source.kind === 'default') ||
     (chosen[k].source.kind === 'default' &&
-      ((k === 'lossParallel' && setup.tensorParallel === 1) ||
+      (((k === 'lossParallel' || k === 'tpPlan') && setup.tensorParallel === 1) ||
         (k === 'float8Skip' && setup.float8 === 'off') ||
         (k === 'pagedOptimizer' && !setup.pagedOptimizer)));
   const assumptions: Assumption[] = INPUT_KEYS.filter((k) => !unused(k)).map((k) => ({

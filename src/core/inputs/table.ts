@@ -10,6 +10,7 @@ import { DEFAULT_GPU, findGpu, gpuLabel, GPUS } from '../hardware/catalog';
 import type { DType } from '../vocabulary/dtypes';
 import * as parse from './parse';
 import { FLOAT8_MODES, type Float8Mode } from '../model/float8';
+import type { TensorParallelPlan } from '../model/tensorParallel';
 import type { CheckpointMode, LossImpl, OptimizerFamily } from './parse';
 
 /** A VS Code setting (`fsdpLens.<name>`): the JSON schema package.json declares, less the common parts. */
@@ -160,6 +161,19 @@ export const INPUTS = {
     'T',
     ['tp', 'tensor_parallel'],
   ),
+  tpPlan: input<TensorParallelPlan>({
+    label: 'tensor-parallel plan',
+    summary:
+      "Whose plan tensor parallelism follows: torchtitan's (sequence-parallel norms, the embedding split by vocabulary) or Transformers' tp_plan (norms, residual stream and embedding whole on every GPU, the logits gathered)",
+    default: 'torchtitan',
+    parse: (v, name) => parse.choice(name, String(v), ['torchtitan', 'transformers'] as const),
+    show: (v) =>
+      v === 'torchtitan'
+        ? "torchtitan's (sequence parallelism, the embedding split)"
+        : "Transformers' tp_plan (norms and embedding whole, no sequence parallelism)",
+    flag: { name: 'tp-plan', value: 'torchtitan|transformers' },
+    keys: ['tp_plan'],
+  }),
   lossParallel: input<boolean>({
     label: 'loss parallel',
     summary:

@@ -40,6 +40,7 @@ export function splitStyleOf(m: ModuleNode): 'colwise' | 'rowwise' | 'sequence' 
 export function planMismatch(
   root: ModuleNode,
   entries: readonly { key: string; style: string }[],
+  plan: TensorParallelPlan = 'torchtitan',
 ): string | null {
   const styles = new Map<string, Set<string>>();
   for (const e of entries) {
@@ -51,6 +52,12 @@ export function planMismatch(
   for (const m of walk(root)) {
     if (!m.params.length) continue;
     const want = splitStyleOf(m);
+    // Transformers' plan leaves the norms and the embedding whole: no entry is what it writes for them.
+    const whole = want === 'sequence' || m.name === 'tok_embeddings' || m.name === 'embed_tokens';
+    if (plan === 'transformers' && whole) {
+      if (styles.has(m.name)) return `${m.path} has an entry, where Transformers' plan leaves it whole`;
+      continue;
+    }
     const got = styles.get(m.name);
     if (!got)
       return want === 'sequence'
@@ -62,20 +69,39 @@ export function planMismatch(
   return null;
 }
 
-/** Each tree's splits by degree: what-if runs estimate one model at many world sizes with the same degree. */
-const SPLITS = new WeakMap<ModuleNode, Map<number, Split>>();
+/**
+ * Whose plan splits the tree: torchtitan's (above), or Transformers' `tp_plan="auto"` (the model config's
+ * `base_model_tp_plan`, e.g. `LlamaConfig`: q, k, v, gate and up `colwise`, o and down `rowwise`; the causal-LM
+ * class's `_tp_plan`: the head `colwise_gather_output`), which leaves the embedding and the norms whole and has no
+ * sequence parallelism.
+ */
+export type TensorParallelPlan = 'torchtitan' | 'transformers';
+
+/** Each tree's splits by plan and degree: what-if runs estimate one model at many world sizes with one degree. */
+const SPLITS = new WeakMap<ModuleNode, Map<string, Split>>();
 
 /** The tree as each GPU of a tensor-parallel group of `t` holds it, or why the plan does not apply. */
-export function tensorParallelTree(root: ModuleNode, shape: ArchShape | undefined, t: number): Split {
+export function tensorParallelTree(
+  root: ModuleNode,
+  shape: ArchShape | undefined,
+  t: number,
+  plan: TensorParallelPlan = 'torchtitan',
+): Split {
   if (t === 1) return { root };
   let byDegree = SPLITS.get(root);
   if (!byDegree) SPLITS.set(root, (byDegree = new Map()));
-  let split = byDegree.get(t);
-  if (!split) byDegree.set(t, (split = splitTree(root, shape, t)));
+  const key = `${plan}|${t}`;
+  let split = byDegree.get(key);
+  if (!split) byDegree.set(key, (split = splitTree(root, shape, t, plan)));
   return split;
 }
 
-function splitTree(root: ModuleNode, shape: ArchShape | undefined, t: number): Split {
+function splitTree(
+  root: ModuleNode,
+  shape: ArchShape | undefined,
+  t: number,
+  plan: TensorParallelPlan,
+): Split {
   if (!shape) return { problem: 'the model has no decoder shape to apply tensor parallelism to' };
   if (shape.experts > 0 || shape.mla) return { problem: `${shape.modelType}'s experts or latent attention` };
   if (shape.mlp === 'gelu')
@@ -95,7 +121,13 @@ function splitTree(root: ModuleNode, shape: ArchShape | undefined, t: number): S
     if (m.params.length && !COLWISE.has(m.name) && !ROWWISE.has(m.name) && !VOCAB.has(m.name))
       if (!NORMS.has(m.className) && !/norm/i.test(m.name))
         return { problem: `${m.path || 'the root'} (${m.className}) has no place in torchtitan's plan` };
+  const embedding = (m: ModuleNode) => m.name === 'tok_embeddings' || m.name === 'embed_tokens';
+  if (plan === 'transformers')
+    for (const m of walk(root))
+      if (VOCAB.has(m.name) && !embedding(m) && m.params.some((p) => p.tiedTo))
+        return { problem: "a head tied to the embedding, which Transformers' plan splits with it" };
   const split = (m: ModuleNode, p: ParamInfo): ParamInfo => {
+    if (plan === 'transformers' && embedding(m)) return p;
     const dim = ROWWISE.has(m.name)
       ? p.name === 'weight'
         ? 1

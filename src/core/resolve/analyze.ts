@@ -36,7 +36,7 @@ import type { Project } from '../project/project';
 import { launchFacts, launchLayer, launchOf, pyprojectLayer } from '../project/settings';
 import type { ExactModel } from '../exact/exact';
 import { countParams, walk as walkModules, type ModuleNode } from '../model/tree';
-import { planMismatch } from '../model/tensorParallel';
+import { planMismatch, type TensorParallelPlan } from '../model/tensorParallel';
 import { checkFnClasses } from '../analysis/checkFn';
 import { attentionKind } from '../inputs/parse';
 import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
@@ -861,6 +861,10 @@ function detectedLayer(
       tpUnknown = `tensor parallelism (${tp.where}) of a degree not known statically (set "# fsdp: tp=T")`;
     values.lossParallel = tp.lossParallel;
     details.lossParallel = tp.lossWhere;
+    if (tp.plan === 'transformers') {
+      values.tpPlan = 'transformers';
+      details.tpPlan = `${tp.where}: the norms and the embedding left whole, no sequence parallelism`;
+    }
     notes.push(`tensor parallelism read from ${tp.where}`);
   }
 
@@ -1131,6 +1135,7 @@ function codeTensorParallel(
 ):
   | {
       where: string;
+      plan?: TensorParallelPlan;
       dim?: string;
       degree?: number;
       lossParallel: boolean;
@@ -1151,8 +1156,14 @@ function codeTensorParallel(
   if (unread)
     return fail(`the plan at ${at(unread.line)} is not read: ${unread.tensorParallel?.planWhy ?? 'unknown'}`);
   if (!root) return fail('the model is not known, so the plan cannot be checked against it');
-  const mismatch = planMismatch(root, entries);
-  if (mismatch) return fail(mismatch);
+  // torchtitan's split (sequence parallelism), else one that leaves the norms and the embedding whole as
+  // Transformers' tp_plan does.
+  const titan = planMismatch(root, entries);
+  const plan: TensorParallelPlan =
+    titan && !entries.some((e) => e.style === 'sequence') && !planMismatch(root, entries, 'transformers')
+      ? 'transformers'
+      : 'torchtitan';
+  if (plan === 'torchtitan' && titan) return fail(titan);
   const meshes = running.map((t) => t.tensorParallel?.mesh);
   const dims = new Set(meshes.map((m) => (m?.dimNames?.length === 1 ? m.dimNames[0] : undefined)));
   const sizes = new Set(meshes.map((m) => (m?.shape?.length === 1 ? m.shape[0] : null)));
@@ -1162,6 +1173,7 @@ function codeTensorParallel(
   const headAt = running.find((t) => t.tensorParallel?.plan?.includes(head!));
   return {
     where,
+    plan,
     ...(dim ? { dim } : {}),
     ...(size && size > 0 ? { degree: size } : {}),
     lossParallel: head?.outputs !== 'replicate',
