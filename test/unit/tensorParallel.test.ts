@@ -475,3 +475,62 @@ describe("Transformers' tp_plan (no sequence parallelism)", () => {
     }
   });
 });
+
+describe("Accelerate's context parallelism under Transformers' Trainer", () => {
+  // An Accelerate config with cp_size 2 beside a Trainer script: the Trainer's training step enters
+  // `maybe_context_parallel` (Transformers 4.56+), so each GPU keeps half of every sequence.
+  const files = (pin?: string) => {
+    const dir = projectDir('fsdp-lens-acc-cp-');
+    fs.writeFileSync(
+      path.join(dir, 'accelerate_cp.yaml'),
+      [
+        'distributed_type: FSDP',
+        'mixed_precision: bf16',
+        'num_processes: 8',
+        'fsdp_config:',
+        '  fsdp_version: 2',
+        '  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+        'parallelism_config:',
+        '  parallelism_config_dp_shard_size: 4',
+        '  parallelism_config_cp_size: 2',
+        '',
+      ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(dir, 'train.py'),
+      [
+        '# Launch: accelerate launch --config_file accelerate_cp.yaml train.py',
+        'from transformers import AutoModelForCausalLM, Trainer, TrainingArguments',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'args = TrainingArguments(output_dir="out", per_device_train_batch_size=1, bf16=True)',
+        'Trainer(model=model, args=args).train()',
+        '',
+      ].join('\n'),
+    );
+    if (pin) fs.writeFileSync(path.join(dir, 'requirements.txt'), `transformers==${pin}\n`);
+    return dir;
+  };
+  it('splits the sequence when the Trainer applies it, and says so when its release predates it', async () => {
+    const dir = files();
+    const old = files('4.55.4');
+    try {
+      const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
+      assert.equal(r.code, 0, r.err);
+      const j = JSON.parse(r.out);
+      assert.deepEqual(j.unmodelled, []);
+      assert.deepEqual([j.mesh.worldSize, j.mesh.shardGroup], [8, 8]);
+      const cpShown = j.assumptions.find((a: { key: string }) => a.key === 'contextParallel');
+      assert.equal(cpShown.value, '2');
+      assert.match(cpShown.source.detail, /which the Trainer's training step applies/);
+      // The config itself, estimated with its companion script, the same.
+      const c = JSON.parse((await cli('estimate', path.join(dir, 'accelerate_cp.yaml'), '--json')).out);
+      assert.deepEqual([c.unmodelled, c.mesh.worldSize], [[], 8]);
+      const o = JSON.parse((await cli('estimate', path.join(old, 'train.py'), '--json')).out);
+      assert.deepEqual(o.unmodelled, ['context parallelism (cp_size 2)']);
+      assert.match(o.notes.join('\n'), /transformers 4\.55\.4 .* predates the Trainer's context parallelism/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(old, { recursive: true, force: true });
+    }
+  });
+});

@@ -17,6 +17,7 @@ import {
   estimateFile,
   launchArguments,
   launchLayerOf,
+  trainsThroughTrainer,
   type AnalyzeOptions,
   type EstimateResult,
 } from '../resolve/analyze';
@@ -232,7 +233,12 @@ export function analyzeConfigText(
   if (c.model && !plan.model) plan = { ...plan, model: c.model };
   const a = analyzeFacts(facts, text, {
     lint: opts.lint,
-    estimate: { ...opts.estimate, framework: plan, ...(c.layer ? { extraLayers: [c.layer] } : {}) },
+    estimate: {
+      ...opts.estimate,
+      framework: plan,
+      ...(c.layer ? { extraLayers: [c.layer] } : {}),
+      ...(companion && trainsThroughTrainer(companion) ? { companionTrainer: true } : {}),
+    },
   });
   // JSON has no comments: no "# noqa" fix there.
   const findings =

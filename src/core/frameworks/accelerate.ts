@@ -226,10 +226,21 @@ export function acceleratePlan(
     details.tpPlan = `parallelism_config at ${par.where} (the model loaded with tp_plan="auto")`;
   }
   // Accelerate's context parallelism splits the sequence only inside the script's
-  // `accelerator.maybe_context_parallel(...)` (the Trainer's training step enters it): not decided from the config.
-  const unmodelled = [...(par?.cp && par.cp > 1 ? [`context parallelism (cp_size ${par.cp})`] : [])];
+  // `accelerator.maybe_context_parallel(...)`, which Transformers' Trainer enters in its training step: not decided
+  // from the config alone (the script's reading decides, `trainerContextParallel`).
+  const cpEntry = par?.cp && par.cp > 1 ? `context parallelism (cp_size ${par.cp})` : undefined;
+  const unmodelled = cpEntry ? [cpEntry] : [];
   return {
     ...(unmodelled.length ? { unmodelled } : {}),
+    ...(cpEntry && par?.cp
+      ? {
+          trainerContextParallel: {
+            degree: par.cp,
+            unmodelled: cpEntry,
+            where: `parallelism_config at ${par.where}`,
+          },
+        }
+      : {}),
     framework,
     file: s.file,
     range: s.range,

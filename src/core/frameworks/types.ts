@@ -83,6 +83,11 @@ export interface FrameworkPlan {
   notes: string[];
   /** Parallelism the configuration sets that the figures do not model (see EstimateInput.unmodelled). */
   unmodelled?: string[];
+  /**
+   * Accelerate's context parallelism, which splits the sequence only inside `maybe_context_parallel`: the entry of
+   * `unmodelled` it is, and the degree a script that trains through Transformers' Trainer applies.
+   */
+  trainerContextParallel?: { degree: number; unmodelled: string; where: string };
   /** What the configuration turns on that keeps less than the figures count (see EstimateInput.overcounted). */
   overcounted?: string[];
   /** Mistakes the configuration makes (lint findings of the config file). */

@@ -72,6 +72,8 @@ export interface AnalyzeOptions {
   framework?: FrameworkPlan;
   /** Inputs from elsewhere (a configuration's companion script), above the framework's own. */
   extraLayers?: Layer[];
+  /** The configuration's companion script trains through Transformers' Trainer (or TRL's trainers). */
+  companionTrainer?: boolean;
 }
 
 export type EstimateResult = (
@@ -249,6 +251,24 @@ function estimateFacts(
       details: accelerator.details,
     });
   }
+  // Accelerate's context parallelism under a script that trains through Transformers' Trainer (its
+  // TrainingArguments, or TRL's trainers): the Trainer's training step enters `maybe_context_parallel`
+  // (`Trainer._prepare_context_parallel_inputs`, Transformers 4.56+, PR 40205), so the sequence is split.
+  const cp = fw?.trainerContextParallel;
+  const viaTrainer = cp && (opts.companionTrainer || trainsThroughTrainer(facts));
+  const oldTrainer =
+    viaTrainer && pins?.transformers && !versionAtLeast(pins.transformers.version, '4.56')
+      ? pins.transformers
+      : undefined;
+  const trainerCp = viaTrainer && !oldTrainer ? cp : undefined;
+  if (trainerCp)
+    extraLayers.push({
+      source: { kind: 'config' },
+      values: { contextParallel: trainerCp.degree },
+      details: {
+        contextParallel: `${trainerCp.where}, which the Trainer's training step applies (maybe_context_parallel)`,
+      },
+    });
   const configModel: ModelChoice | undefined = fw?.builtModel
     ? { loaded: fw.builtModel.loaded, source: fw.builtModel.source }
     : fw?.model;
@@ -410,6 +430,11 @@ function estimateFacts(
     ...(launch?.problems ?? []),
     ...(detected.notes ?? []),
     ...(accelerator?.notes ?? []),
+    ...(oldTrainer
+      ? [
+          `transformers ${oldTrainer.version} (${oldTrainer.where}) predates the Trainer's context parallelism (4.56): the config's cp_size is not applied by it`,
+        ]
+      : []),
   );
   const { setup, assumptions } = resolveSetup(layers);
   const hinted = inputHint(facts, assumptions);
@@ -457,7 +482,7 @@ function estimateFacts(
   const loaded = facts.models.find((m) => m.pretrained);
   const unmodelled = [
     ...new Set([
-      ...(fw?.unmodelled ?? []),
+      ...(fw?.unmodelled ?? []).filter((u) => u !== trainerCp?.unmodelled),
       ...(detected.unmodelled ?? []),
       // A degree the code does not say and no input sets.
       ...(detected.tpUnknown && setup.tensorParallel === 1 ? [detected.tpUnknown] : []),
@@ -562,11 +587,13 @@ function peftUnderTrainer(
   };
 }
 
+/** Whether the script trains through Transformers' Trainer: its TrainingArguments, or one of TRL's trainers. */
+export function trainsThroughTrainer(facts: FileFacts): boolean {
+  return facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer');
+}
+
 function trainsThroughFramework(facts: FileFacts): boolean {
-  return (
-    facts.frameworkCalls.some((c) => c.kind === 'TrainingArguments' || c.kind === 'TrlTrainer') ||
-    facts.imports.some((i) => /^accelerate\b/.test(i.qualified))
-  );
+  return trainsThroughTrainer(facts) || facts.imports.some((i) => /^accelerate\b/.test(i.qualified));
 }
 
 function resolveModel(
