@@ -13,20 +13,10 @@ import { float8Tree } from '../../src/core/model/float8';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { walk } from '../../src/core/model/tree';
 import { defaultUnits } from '../../src/core/plan/policies';
-import { cli } from './helpers';
+import { cli, SMALL_LLAMA } from './helpers';
 
-// A small Llama: hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96, two blocks, untied head.
-const LLAMA = {
-  model_type: 'llama',
-  architectures: ['LlamaForCausalLM'],
-  hidden_size: 64,
-  intermediate_size: 128,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  vocab_size: 96,
-  tie_word_embeddings: false,
-};
+// Hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96, two blocks, untied head.
+const LLAMA = SMALL_LLAMA;
 const m = modelFromHfConfig(LLAMA);
 
 function run(values: SetupValues, api: Plan['api'] = 'fsdp2') {

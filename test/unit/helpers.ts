@@ -74,3 +74,16 @@ export async function cli(...args: string[]): Promise<{ code: number; out: strin
   });
   return { code, out, err };
 }
+
+/** A small Llama for tests that derive figures by hand: hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96, two blocks, untied head. */
+export const SMALL_LLAMA = {
+  model_type: 'llama',
+  architectures: ['LlamaForCausalLM'],
+  hidden_size: 64,
+  intermediate_size: 128,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 96,
+  tie_word_embeddings: false,
+};

@@ -11,9 +11,9 @@ import {
 } from '../../src/core/estimator/activations';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { tensorParallelTree } from '../../src/core/model/tensorParallel';
-import { countParams, walk } from '../../src/core/model/tree';
+import { countParams, walk, type ModuleNode } from '../../src/core/model/tree';
 import * as fs from 'node:fs';
-import { FIXTURES, cli, projectDir } from './helpers';
+import { FIXTURES, cli, projectDir, SMALL_LLAMA } from './helpers';
 import { MeshError } from '../../src/core/estimator/mesh';
 import type { Plan } from '../../src/core/estimator/types';
 import { resolveSetup } from '../../src/core/inputs/layers';
@@ -21,26 +21,22 @@ import { CATALOG } from '../../src/core/model/catalog';
 import { defaultUnits } from '../../src/core/plan/policies';
 import { WhatIfModel } from '../../src/core/whatif/model';
 
-// A small Llama: hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96, two blocks, untied head.
-const LLAMA = {
-  model_type: 'llama',
-  architectures: ['LlamaForCausalLM'],
-  hidden_size: 64,
-  intermediate_size: 128,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  vocab_size: 96,
-  tie_word_embeddings: false,
-};
+// Hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96, two blocks, untied head.
+const LLAMA = SMALL_LLAMA;
+
+/** Each parameter's shape by its full name. */
+function shapesOf(root: ModuleNode): Map<string, number[]> {
+  const shapes = new Map<string, number[]>();
+  for (const mod of walk(root)) for (const p of mod.params) shapes.set(`${mod.path}.${p.name}`, p.shape);
+  return shapes;
+}
 
 describe('the tree each GPU holds', () => {
   const m = modelFromHfConfig(LLAMA);
   it('column-wise projections split their outputs, row-wise their inputs, the vocabulary its rows', () => {
     const r = tensorParallelTree(m.root, m.shape, 2);
     assert.ok('root' in r);
-    const shapes = new Map<string, number[]>();
-    for (const mod of walk(r.root)) for (const p of mod.params) shapes.set(`${mod.path}.${p.name}`, p.shape);
+    const shapes = shapesOf(r.root);
     // nn.Linear(in, out).weight is [out, in]: Shard(0) halves out, Shard(1) halves in.
     assert.deepEqual(shapes.get('model.layers.0.self_attn.q_proj.weight'), [32, 64]);
     assert.deepEqual(shapes.get('model.layers.0.self_attn.k_proj.weight'), [16, 64]);
@@ -375,8 +371,7 @@ describe("Transformers' tp_plan (no sequence parallelism)", () => {
   it('splits the projections and the head, and leaves the embedding and the norms whole', () => {
     const r = tensorParallelTree(m.root, m.shape, 2, 'transformers');
     assert.ok('root' in r);
-    const shapes = new Map<string, number[]>();
-    for (const mod of walk(r.root)) for (const p of mod.params) shapes.set(`${mod.path}.${p.name}`, p.shape);
+    const shapes = shapesOf(r.root);
     // LlamaConfig.base_model_tp_plan: q, k, v, gate, up colwise, o and down rowwise; the head colwise (its
     // output gathered); no entry for embed_tokens or the norms.
     assert.deepEqual(shapes.get('model.layers.0.self_attn.q_proj.weight'), [32, 64]);

@@ -253,34 +253,42 @@ export function blockActivations(
 ): BlockActivations {
   const T = x.tp ?? 1;
   const sb = x.microBatch * x.seqLen;
-  if (T > 1 && x.sequenceParallel === false) return withoutSequenceParallel(shape, x, mode, moe, index);
+  const sequenceParallel = x.sequenceParallel !== false;
   // Sequence parallelism (torchtitan's `enable_sp`, the default with TP): the norms work on 1/T of the sequence;
   // the attention input and the MLP input are all-gathered (`PrepareModuleInput` to `Replicate`) and each kept
   // whole by the projections that read it (q, k, v; gate, up); what those projections produce is 1/T of the heads
-  // or features, and the row-wise outputs are reduce-scattered back to 1/T of the sequence.
+  // or features, and the row-wise outputs are reduce-scattered back to 1/T of the sequence. Without it
+  // (Transformers' tp_plan) only attention and the MLP are split: the norms, their outputs (the projections'
+  // inputs) and the block's input stay whole on every GPU.
+  const split = (t: { name: string; bytes: number }) => ({ name: `${t.name} (1/${T})`, bytes: t.bytes / T });
   const tensors =
-    T > 1
-      ? [
-          ...blockTensors(shape, x, moe).map((t) => ({ name: `${t.name} (1/${T})`, bytes: t.bytes / T })),
-          { name: 'attention input, all-gathered for q, k and v', bytes: x.bytes * sb * shape.hidden },
-          { name: 'MLP input, all-gathered for gate and up', bytes: x.bytes * sb * shape.hidden },
-        ]
-      : blockTensors(shape, x, moe);
+    T === 1
+      ? blockTensors(shape, x, moe)
+      : sequenceParallel
+        ? [
+            ...blockTensors(shape, x, moe).map(split),
+            { name: 'attention input, all-gathered for q, k and v', bytes: x.bytes * sb * shape.hidden },
+            { name: 'MLP input, all-gathered for gate and up', bytes: x.bytes * sb * shape.hidden },
+          ]
+        : blockTensors(shape, x, moe).map((t) => (BLOCK_NORM.test(t.name) ? t : split(t)));
   const full = tensors.reduce((s, t) => s + t.bytes, 0);
-  const widest = Math.max(
-    shape.hidden,
-    moe ? shape.moeIntermediate * shape.expertsPerToken : shape.intermediate,
-  );
+  const inner = moe ? shape.moeIntermediate * shape.expertsPerToken : shape.intermediate;
   // Gradients of activations: the incoming gradient and the one being produced, at the widest tensor (1/T of it
-  // under tensor parallelism, whose widest tensors are split by features).
+  // under tensor parallelism, whose widest tensors are split by features; the residual stream's whole without
+  // sequence parallelism).
   // Context parallel's ring attention with the all-gather rotation (`_AllGatherRotater`, torchtitan's default
   // `context_parallel_rotate_method`) holds the other C - 1 ranks' K and V while the block's attention runs,
   // forward and backward.
   const C = x.cp ?? 1;
   const gatheredKv = C > 1 ? (2 * x.bytes * sb * (C - 1) * shape.kvHeads * shape.headDim) / T : 0;
-  const transient = (2 * x.bytes * sb * widest) / T + gatheredKv;
+  const transient =
+    2 *
+      x.bytes *
+      sb *
+      (sequenceParallel ? Math.max(shape.hidden, inner) / T : Math.max(shape.hidden, inner / T)) +
+    gatheredKv;
   // A checkpointed block keeps its input: 1/T of the sequence under sequence parallelism.
-  const input = (x.bytes * sb * shape.hidden) / T;
+  const input = (x.bytes * sb * shape.hidden) / (sequenceParallel ? T : 1);
   if (mode === 'none') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
   if (mode === 'full' || (typeof mode === 'object' && index % mode.everyN === 0))
     return {
@@ -309,49 +317,6 @@ export function blockActivations(
 /** A decoder norm's tensors (`input_layernorm`, `post_attention_layernorm`, ...): whole without sequence parallelism. */
 const BLOCK_NORM =
   /^(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm) /;
-
-/**
- * A block under tensor parallelism without sequence parallelism (Transformers' tp_plan): attention and the MLP
- * are split by heads and features, 1/T each; the norms, their outputs (the projections' inputs) and the block's
- * input stay whole on every GPU, as does the gradient of the residual stream.
- */
-function withoutSequenceParallel(
-  shape: ArchShape,
-  x: ActivationInputs,
-  mode: CheckpointMode,
-  moe: boolean,
-  index: number,
-): BlockActivations {
-  const T = x.tp!;
-  const sb = x.microBatch * x.seqLen;
-  const tensors = blockTensors(shape, x, moe).map((t) =>
-    BLOCK_NORM.test(t.name) ? t : { name: `${t.name} (1/${T})`, bytes: t.bytes / T },
-  );
-  const full = tensors.reduce((s, t) => s + t.bytes, 0);
-  const inner = moe ? shape.moeIntermediate * shape.expertsPerToken : shape.intermediate;
-  const transient = 2 * x.bytes * sb * Math.max(shape.hidden, inner / T);
-  const input = x.bytes * sb * shape.hidden;
-  if (mode === 'none') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
-  if (mode === 'full' || (typeof mode === 'object' && index % mode.everyN === 0))
-    return {
-      kind: 'full',
-      saved: input,
-      full,
-      transient,
-      recompute: recomputeOf(mode, index),
-      tensors: [{ name: 'block input (checkpoint)', bytes: input }],
-    };
-  if (typeof mode === 'object') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
-  const saved = selectiveSaved(shape, x, moe) / T;
-  return {
-    kind: 'selective',
-    saved,
-    full,
-    transient,
-    recompute: recomputeOf(mode, index),
-    tensors: [{ name: 'kept by selective checkpointing', bytes: saved }],
-  };
-}
 
 /** The final norm and the head's input, kept from the end of forward to the start of backward. */
 export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
