@@ -11,7 +11,8 @@ import type { Estimate, Plan } from '../../src/core/estimator/types';
 import { fmtBytes, fmtCount } from '../../src/core/vocabulary/bytes';
 import { defaultUnits, unitsFromPolicy } from '../../src/core/plan/policies';
 import { CATALOG } from '../../src/core/model/catalog';
-import { findGpu } from '../../src/core/hardware/catalog';
+import { findGpu, gpuBytes } from '../../src/core/hardware/catalog';
+import { requiredBytes } from '../../src/core/estimator/fit';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { DEFAULTS, type SetupValues } from '../../src/core/inputs/table';
@@ -1357,6 +1358,120 @@ describe("bitsandbytes' paged optimizer state", () => {
     assert.ok(r.ok, JSON.stringify(r));
     assert.equal(r.estimate.setup.pagedOptimizer, true);
     assert.equal(r.estimate.setup.optimizer, 'adamw');
+  });
+});
+
+describe('torch.compile', () => {
+  // Inductor's default mode keeps at most what eager PyTorch keeps for backward (AOTAutograd's
+  // min_cut_rematerialization_partition recomputes fusible pointwise ops instead of saving them): the figures stay
+  // eager's, and only a peak that does not fit loses its verdict; CUDA graphs' private pool is not modelled.
+  const values: SetupValues = { worldSize: 8, microBatch: 4, seqLen: 8192, checkpointing: 'none' };
+
+  it("keeps eager PyTorch's figures, an upper bound: a peak that does not fit is no verdict", () => {
+    const eager = run('meta-llama/Llama-3.1-8B', values);
+    const compiled = run('meta-llama/Llama-3.1-8B', { ...values, compile: 'model' });
+    assert.equal(compiled.perGpu.peakBytes, eager.perGpu.peakBytes);
+    // 4 x 8192 tokens through 32 uncheckpointed blocks: far past an H100's 79.6 GiB eager; the state (12 B per
+    // parameter / 8 = 12 GB) and the gathered units fit whatever compile keeps of the activations.
+    assert.equal(eager.targetFit.verdict, 'short');
+    assert.equal(compiled.targetFit.verdict, 'undecided');
+    assert.match(
+      undecidedWhy(compiled),
+      /more activations than the job keeps on the GPU \(torch\.compile of the model/,
+    );
+    const h100 = findGpu('h100-sxm-80gb')!;
+    assert.ok(
+      requiredBytes(certainPeakBytes(compiled)) <= gpuBytes(h100),
+      String(certainPeakBytes(compiled)),
+    );
+    assert.ok(certainPeakBytes(compiled) >= (12 * LLAMA_8B) / 8);
+    // A compiled loss also keeps less of the logits than eager's loss: the floor leaves them out.
+    const both = run('meta-llama/Llama-3.1-8B', { ...values, compile: 'model+loss' });
+    assert.ok(certainPeakBytes(both) < certainPeakBytes(compiled));
+    // A peak that fits eager fits compiled.
+    const small = { ...values, microBatch: 1, seqLen: 2048 };
+    assert.equal(
+      run('meta-llama/Llama-3.1-8B', { ...small, compile: 'model+loss' }).targetFit.verdict,
+      'fits',
+    );
+  });
+
+  it('with CUDA graphs, no verdict: their memory pool is not modelled', () => {
+    const small = { ...values, microBatch: 1, seqLen: 2048 };
+    const e = run('meta-llama/Llama-3.1-8B', { ...small, compile: 'cudagraphs' });
+    assert.equal(e.targetFit.verdict, 'undecided');
+    assert.match(e.unmodelled.join(' '), /CUDA graphs/);
+  });
+
+  const script = (...lines: string[]) =>
+    [
+      'import re',
+      'import torch',
+      'from torch.distributed.fsdp import fully_shard',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+      'for block in model.model.layers:',
+      '    fully_shard(block)',
+      'fully_shard(model)',
+      ...lines,
+      '',
+    ].join('\n');
+  const compileOf = async (text: string) => {
+    const r = estimateFile(await scanSource(text), {});
+    assert.ok(r.ok, JSON.stringify(r));
+    return r.estimate;
+  };
+
+  it('read from torch.compile of the model, of its blocks, and of a loss function', async () => {
+    assert.equal((await compileOf(script('model = torch.compile(model)'))).setup.compile, 'model');
+    // A block a wrap call wraps, compiled by nn.Module.compile: torchtitan's per-block compile.
+    assert.equal(
+      (await compileOf(script('for block in model.model.layers:', '    block.compile()'))).setup.compile,
+      'model',
+    );
+    // The model computes its loss from labels (`outputs.loss` read): the loss is compiled with it.
+    const withLoss = await compileOf(
+      script('model = torch.compile(model)', 'out = model(input_ids=x, labels=x)', 'out.loss.backward()'),
+    );
+    assert.equal(withLoss.setup.compile, 'model+loss');
+    assert.equal(
+      (await compileOf(script('@torch.compile', 'def loss_fn(logits, labels):', '    return logits'))).setup
+        .compile,
+      'loss',
+    );
+    assert.equal(
+      (await compileOf(script('model = torch.compile(model, mode="reduce-overhead")'))).setup.compile,
+      'cudagraphs',
+    );
+  });
+
+  it("not read from Python's compile, re.compile, or a compile the path does not take", async () => {
+    const plain = await compileOf(
+      script(
+        'pattern = re.compile("x")',
+        'code = compile("1", "f", "eval")',
+        'helper = torch.compile(tokenize)',
+      ),
+    );
+    assert.equal(plain.setup.compile, 'off');
+    const gated = await compileOf(
+      [
+        'import argparse',
+        'import torch',
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'p = argparse.ArgumentParser()',
+        'p.add_argument("--compile", action="store_true")',
+        'args = p.parse_args()',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'fully_shard(model)',
+        'if args.compile:',
+        '    model = torch.compile(model)',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(gated.setup.compile, 'off');
+    assert.match(gated.plan.notes.join(' ') + JSON.stringify(gated), /torch\.compile of the model is off/);
   });
 });
 

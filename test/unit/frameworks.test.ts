@@ -877,11 +877,9 @@ describe('torchtune', () => {
     // 128,256 x 4,096 x 2 B, beside the root (the final norm, kept).
     const gathered = (e: ReturnType<typeof ok>) => lossEvents(e)[0]!.live.gathered;
     assert.equal(gathered(linear) - gathered(chunked), 128_256 * 4096 * 2);
-    const notes = linearAnalysis.estimate?.ok ? linearAnalysis.estimate.framework!.notes : [];
-    assert.ok(
-      notes.some((x) => /compile: True .*torch\.compile is not modelled/.test(x)),
-      notes.join(' | '),
-    );
+    // `compile: True` compiles each block and the loss (`training.compile_model`, `compile_loss`).
+    assert.equal(linear.setup.compile, 'model+loss');
+    assert.equal(chunked.setup.compile, 'off');
   });
 
   it("torchtune's own llama3/8B_full builder and Qwen2.5: the shapes of their _model_builders.py", async () => {
@@ -1530,5 +1528,71 @@ describe('where a script finds its framework configuration', () => {
     assert.equal(r.estimate.estimate.mesh.worldSize, 4);
     assert.deepEqual(r.estimate.estimate.unmodelled, ["ModelParallelStrategy's tensor parallelism (2 GPUs)"]);
     assert.equal(r.estimate.estimate.targetFit.verdict, 'undecided');
+  });
+});
+
+describe('torch.compile as the frameworks turn it on', () => {
+  const compileOf = async (rel: string, text: string) => ok(await configAnalysis(rel, text)).setup.compile;
+
+  it("torchtitan's [compile] components, and the older [training] compile", async () => {
+    const toml = read('torchtitan/llama3_8b.toml');
+    // `CompileConfig.components` defaults to ["model", "loss"].
+    assert.equal(await compileOf('torchtitan/c.toml', `${toml}\n[compile]\nenable = true\n`), 'model+loss');
+    assert.equal(
+      await compileOf('torchtitan/c.toml', `${toml}\n[compile]\nenable = true\ncomponents = ["loss"]\n`),
+      'loss',
+    );
+    assert.equal(await compileOf('torchtitan/c.toml', `${toml}\n[compile]\nenable = false\n`), 'off');
+    assert.equal(
+      await compileOf('torchtitan/c.toml', toml.replace('[training]', '[training]\ncompile = true')),
+      'model+loss',
+    );
+  });
+
+  it("Accelerate's dynamo_config, and a mode that records CUDA graphs", async () => {
+    const yaml = read('accelerate/accelerate_fsdp2.yaml');
+    assert.equal(
+      await compileOf('accelerate/d.yaml', `${yaml}dynamo_config:\n  dynamo_backend: INDUCTOR\n`),
+      'model+loss',
+    );
+    assert.equal(
+      await compileOf(
+        'accelerate/d.yaml',
+        `${yaml}dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_mode: reduce-overhead\n`,
+      ),
+      'cudagraphs',
+    );
+    assert.equal(
+      await compileOf('accelerate/d.yaml', `${yaml}dynamo_config:\n  dynamo_backend: 'NO'\n`),
+      'off',
+    );
+  });
+
+  it("Transformers' --torch_compile and a torch_compile_mode, which turns it on", async () => {
+    const sh = read('accelerate/hf_cli.sh');
+    assert.equal(
+      await compileOf('accelerate/c.sh', sh.replace('  --bf16 \\', '  --bf16 \\\n  --torch_compile True \\')),
+      'model+loss',
+    );
+    // `TrainingArguments.__post_init__`: a mode or a backend sets torch_compile.
+    assert.equal(
+      await compileOf(
+        'accelerate/c.sh',
+        sh.replace('  --bf16 \\', '  --bf16 \\\n  --torch_compile_mode max-autotune \\'),
+      ),
+      'cudagraphs',
+    );
+    assert.equal(await compileOf('accelerate/c.sh', sh), 'off');
+  });
+
+  it("axolotl's torch_compile, its mode passed on only with it", async () => {
+    const yaml = read('axolotl/full-fsdp2.yaml');
+    assert.equal(await compileOf('axolotl/c.yaml', `${yaml}torch_compile: true\n`), 'model+loss');
+    assert.equal(
+      await compileOf('axolotl/c.yaml', `${yaml}torch_compile: true\ntorch_compile_mode: reduce-overhead\n`),
+      'cudagraphs',
+    );
+    // Without torch_compile the trainer builder passes no mode: nothing is compiled.
+    assert.equal(await compileOf('axolotl/c.yaml', `${yaml}torch_compile_mode: reduce-overhead\n`), 'off');
   });
 });

@@ -134,6 +134,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     float8Skip: 'output',
     lossParallel: 'off',
     pagedOptimizer: 'on',
+    compile: 'model+loss',
     tpPlan: 'transformers',
     linkEfficiency: '0.5',
     mfu: '0.5',

@@ -138,9 +138,17 @@ describe('what the figures leave out, said', () => {
     );
     const r = await cli('estimate', file, '--world-size', '64', '--json');
     assert.equal(r.code, 0, r.err);
-    const notes = (JSON.parse(r.out) as { notes: string[] }).notes.join('\n');
-    assert.match(notes, /torch\.compile \(job\.toml:\d+\) is not modelled/);
-    assert.match(notes, /async tensor parallelism .* upper bound/);
+    const j = JSON.parse(r.out) as {
+      notes: string[];
+      overcounted: string[];
+      assumptions: { key: string; value: string; source: { detail?: string } }[];
+    };
+    // `[compile] components = ["model", "loss"]`: both compiled, the activations eager's, an upper bound.
+    const compile = j.assumptions.find((a) => a.key === 'compile')!;
+    assert.match(compile.value, /^the model and the loss/);
+    assert.match(compile.source.detail!, /job\.toml:\d+/);
+    assert.match(j.overcounted.join(' '), /torch\.compile of the model and the loss/);
+    assert.match(j.notes.join('\n'), /async tensor parallelism .* upper bound/);
   });
 });
 

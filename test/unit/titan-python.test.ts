@@ -266,3 +266,40 @@ describe('launch scripts with shell variables', () => {
     assert.equal(f?.program, 'torchtitan/train.py');
   });
 });
+
+describe('torch.compile in a registry job', () => {
+  it('a CompileConfig assigned to a derived config replaces the base one', async () => {
+    const file = path.join(project(), 'torchtitan/models/llama3/config_registry.py');
+    fs.appendFileSync(
+      file,
+      [
+        '',
+        'from torchtitan.config import CompileConfig',
+        '',
+        'def llama3_8b_compiled() -> Trainer.Config:',
+        '    config = llama3_8b()',
+        '    config.compile = CompileConfig(enable=True, components=["model"])',
+        '    return config',
+        '',
+        'def llama3_8b_both() -> Trainer.Config:',
+        '    config = llama3_8b_compiled()',
+        '    config.compile = CompileConfig(enable=True)',
+        '    return config',
+        '',
+      ].join('\n'),
+    );
+    const compiled = async (plan: string) => {
+      const r = await cli('estimate', file, '--plan', plan, '--json');
+      assert.equal(r.code, 0, r.err);
+      return assumed(JSON.parse(r.out), 'compile');
+    };
+    const model = await compiled('llama3_8b_compiled');
+    assert.match(model.value, /^the model \(/);
+    assert.match(model.source.detail ?? '', /config_registry\.py:\d+/);
+    // A new CompileConfig without components: torchtitan's default, the model and the loss.
+    assert.match((await compiled('llama3_8b_both')).value, /^the model and the loss/);
+    // Without one, nothing is compiled (and the default is not listed).
+    const r = await cli('estimate', file, '--plan', 'llama3_8b', '--json');
+    assert.ok(!JSON.parse(r.out).assumptions.some((a: { key: string }) => a.key === 'compile'));
+  });
+});

@@ -352,7 +352,8 @@ export interface TrainingFact {
     | 'data_loader'
     | 'model_input'
     | 'tensor_parallel'
-    | 'model_loss';
+    | 'model_loss'
+    | 'compile';
   line: number;
   range: Range;
   text: string;

@@ -21,7 +21,7 @@ import { importFacts } from './importFacts';
 import { constructionAt, modelAssignments, modelFact, repeatedBlockClasses } from './models';
 import { lastSegment } from './options';
 import { checkpointFact, meshFact, mixedPrecisionFact, optimizerFact } from './setupCalls';
-import { castCalls, frozenAssignments, modelLossReads, trainingFact } from './training';
+import { castCalls, compileDecorators, frozenAssignments, modelLossReads, trainingFact } from './training';
 import { functionFacts, incompleteWrapCall, linkRoots, wrapCall } from './wrapCalls';
 
 /** Classes whose `from_pretrained` loads something beside the model: tokenizers, processors, configs. */
@@ -53,6 +53,8 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
   gradient_checkpointing_enable: 'checkpointing',
   // Tensor parallelism applied to the model (torch.distributed.tensor.parallel.parallelize_module).
   parallelize_module: 'tensor_parallel',
+  // `torch.compile(model)`, `block.compile()`: what is compiled is decided where the model's names are known.
+  compile: 'compile',
 };
 
 /** Scans one parsed file for everything later stages need. Never throws on odd input: problems are reported. */
@@ -193,11 +195,19 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
       facts.models.push(m);
       if (m.variable) modelVars.add(m.variable);
     } else {
+      // `re.compile(...)` and other imported modules' `compile`: not a module's.
+      if (kind === 'compile' && qualified !== 'torch.compile' && imports.qualify(dottedText(fn)).bound)
+        continue;
       const t = trainingFact(file, ev, call, kind, fn, qualified);
       if (t) facts.training.push(t);
     }
   }
-  facts.training.push(...frozenAssignments(file), ...castCalls(file, ev), ...modelLossReads(file));
+  facts.training.push(
+    ...frozenAssignments(file),
+    ...castCalls(file, ev),
+    ...modelLossReads(file),
+    ...compileDecorators(file, imports),
+  );
 
   const byPosition = (a: WrapCall, b: WrapCall) =>
     a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character;

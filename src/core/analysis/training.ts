@@ -4,7 +4,8 @@ import { up } from '../parsing/python';
 import type { Node } from '../parsing/python';
 import { type SourceFile, rangeOf } from '../parsing/source';
 import { dtypeOf } from '../python/plain';
-import { conditionParts, enclosingFunction, qualifiedName } from '../python/scope';
+import { conditionParts, dottedText, enclosingFunction, qualifiedName } from '../python/scope';
+import type { ImportTable } from '../python/imports';
 import { meshOption, readArgs, readOptions } from './arguments';
 import { branchPath, typeTestsOf } from './branches';
 import { type Evaluator } from './evaluator';
@@ -41,6 +42,14 @@ export function trainingFact(
   else if (kind === 'clip_grad_norm')
     target = parametersOwner(args.keywords.get('parameters') ?? args.positional[0]);
   if (kind === 'model_input' && qualified !== 'torch.randint') return null;
+  // `torch.compile(m)` compiles its first argument; `m.compile()` (nn.Module.compile) its receiver. Python's own
+  // `compile(source, ...)` and other libraries' functions are neither.
+  if (kind === 'compile') {
+    if (qualified === 'torch.compile')
+      target = (args.positional[0] ?? args.keywords.get('model'))?.text ?? null;
+    else if (!obj || fn.type !== 'attribute') return null;
+    if (call.parent?.type === 'decorator') return null;
+  }
   const typeTests = typeTestsOf(ev, call, scope);
   const gate = runsWhen(ev, call, scope);
   const takenWith = gate?.off ? offPathArguments(file, ev, call, scope) : undefined;
@@ -360,4 +369,50 @@ export function frozenAssignments(file: SourceFile): TrainingFact[] {
     });
   }
   return out;
+}
+
+/**
+ * Functions decorated with `@torch.compile` (or `@torch.compile(mode=...)`): compiled where they are called, the
+ * function's name as the target (a loss function is told from the model by its name where the plan is resolved).
+ */
+export function compileDecorators(file: SourceFile, imports: ImportTable): TrainingFact[] {
+  const out: TrainingFact[] = [];
+  for (const off of file.wordOffsets('compile')) {
+    const n = file.root.descendantForIndex(off, off + 7);
+    let deco: Node | null = n;
+    for (let i = 0; deco && deco.type !== 'decorator' && i < 4; i++) deco = up(deco);
+    if (deco?.type !== 'decorator') continue;
+    const expr = deco.namedChildren[0];
+    const callee = expr?.type === 'call' ? expr.childForFieldName('function') : expr;
+    if (!callee || imports.qualify(dottedText(callee)).qualified !== 'torch.compile') continue;
+    const def = up(deco)?.childForFieldName('definition');
+    const name = def?.type === 'function_definition' ? def.childForFieldName('name')?.text : undefined;
+    if (!name) continue;
+    const mode = expr?.type === 'call' ? keywordString(expr, 'mode') : undefined;
+    const scope = enclosingFunction(deco);
+    out.push({
+      kind: 'compile',
+      line: file.line(deco),
+      range: rangeOf(deco),
+      text: oneLine(deco.text, 200),
+      options: mode ? { mode: { value: mode, text: JSON.stringify(mode), range: rangeOf(deco) } } : {},
+      positional: [],
+      qualified: 'torch.compile',
+      target: name,
+      function: scope ? qualifiedName(scope) : null,
+      branch: branchPath(deco, scope),
+    });
+  }
+  return out;
+}
+
+/** The value of a call's `name="..."` keyword written as a plain string literal. */
+function keywordString(call: Node, name: string): string | undefined {
+  for (const a of call.childForFieldName('arguments')?.namedChildren ?? []) {
+    if (a.type !== 'keyword_argument' || a.childForFieldName('name')?.text !== name) continue;
+    const v = a.childForFieldName('value');
+    const m = v?.type === 'string' ? /^(['"])([\w-]*)\1$/.exec(v.text) : null;
+    return m?.[2];
+  }
+  return undefined;
 }

@@ -16,6 +16,7 @@ import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collective
 import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { recomputeOf } from './activations';
 import { fitAll, fitOn, reservedBytes } from './fit';
+import { compileBounds } from './compile';
 import { hostPerNode } from './host';
 import { fsdpMesh, lossParallelOf, type Mesh } from './mesh';
 import { badReshardNotes, residencyOf, rootClampNotes } from './residency';
@@ -557,10 +558,12 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   const rd = bytesOf(ctx.reduceDtype);
   const K = setup.gradAccum;
 
+  const compiled = compileBounds(setup.compile);
   const result: Estimate = {
     gaps: input.model.gaps ?? [],
     unmodelled: [
       ...(input.unmodelled ?? []),
+      ...compiled.unmodelled,
       ...(tpProblem ? [`tensor parallelism (degree ${setup.tensorParallel}): ${tpProblem}`] : []),
       // `context_parallel` replaces SDPA's kernels with ring attention; eager attention's scores are not split.
       ...(setup.contextParallel > 1 && setup.attention === 'eager'
@@ -570,7 +573,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
         ? ['selective checkpointing under tensor parallelism (what the op policy keeps of split tensors)']
         : []),
     ],
-    overcounted: input.overcounted ?? [],
+    overcounted: [...(input.overcounted ?? []), ...compiled.overcounted],
     model: {
       name: input.model.name,
       // With tensor parallelism the units hold one GPU's share: the model's own counts come from the whole tree.
@@ -692,17 +695,26 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
 }
 
 /**
- * The peak the step reaches whatever is overcounted: activations (offloaded ones, what Liger's kernels keep
- * less of), saved for backward or the running block's, and a paged optimizer's state, which may leave the GPU;
- * the rest of each event is held anyway.
+ * The peak the step reaches whatever is overcounted: activations (offloaded ones, what Liger's kernels or a
+ * compiled model keep less of), saved for backward or the running block's, the logits and the loss's temporaries
+ * under a compiled loss, and a paged optimizer's state, which may leave the GPU; the rest of each event is held
+ * anyway.
  */
 export function certainPeakBytes(e: Estimate): number {
   const paged = e.perGpu.pagedOptimizerBytes ?? 0;
-  const activations = e.overcounted.length > (paged > 0 ? 1 : 0);
+  // A compiled loss keeps less of the logits than eager's loss; a compiled model, Liger's kernels or offloading,
+  // less of the activations.
+  const lossOnly = new Set(compileBounds('loss').overcounted);
+  const logits = e.setup.compile === 'loss' || e.setup.compile === 'model+loss';
+  const activations = e.overcounted.some((o) => !/paged optimizer/.test(o) && !lossOnly.has(o));
   return e.timeline
     ? Math.max(
         ...e.timeline.events.map(
-          (ev) => ev.total - (activations ? ev.live.activations + ev.live.working : 0) - paged,
+          (ev) =>
+            ev.total -
+            (activations ? ev.live.activations + ev.live.working : 0) -
+            (logits ? ev.live.logits : 0) -
+            paged,
         ),
       )
     : e.perGpu.persistentBytes - paged;

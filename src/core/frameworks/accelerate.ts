@@ -6,7 +6,7 @@ import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
 import { versionAtLeast, type VersionPin } from '../vocabulary/versions';
 import type { SetupValues } from '../inputs/table';
-import { bool, countSetting, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
+import { at, bool, countSetting, isRecord, num, posInt, str, strList, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan, FrameworkTrap, WrapSpec } from './types';
 
 /** Accelerate's sharding strategies by name and by number (`FSDP_SHARDING_STRATEGY`, 1-based). */
@@ -75,6 +75,8 @@ interface AccelerateSettings {
   mixedPrecision?: { v: unknown; where: string };
   numProcesses?: { v: unknown; where: string };
   numMachines?: { v: unknown; where: string };
+  /** The dynamo backend (`dynamo_config.dynamo_backend`, `--dynamo_backend`) and mode. */
+  dynamo?: { backend: string; mode?: string; where: string };
   parallelism?: { replicate?: number; shard?: number; tp?: number; cp?: number; where: string };
   /** What reading the settings found wrong (a size that is not a whole number), for the plan's notes. */
   readNotes?: string[];
@@ -187,6 +189,13 @@ export function acceleratePlan(
         details.masterDtype = details.paramDtype;
       }
     }
+  }
+  // A dynamo backend other than "no": `Accelerator.prepare_model` compiles the prepared model (`torch.compile`, or
+  // `compile_regions` for its repeated blocks), whose forward computes the loss when it is given `labels`.
+  if (s.dynamo && s.dynamo.backend.toUpperCase() !== 'NO') {
+    const m = s.dynamo.mode;
+    values.compile = m === 'reduce-overhead' || m === 'max-autotune' ? 'cudagraphs' : 'model+loss';
+    details.compile = `${s.dynamo.where} (the prepared model compiled, and its loss with it)`;
   }
   const procs = countSetting(s.numProcesses?.v, 'num_processes', notes, 'the world size is not read from it');
   const machines =
@@ -420,6 +429,7 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
     ...(precision ? { mixedPrecision: precision } : {}),
     ...(top('num_processes') ? { numProcesses: top('num_processes')! } : {}),
     ...(top('num_machines') ? { numMachines: top('num_machines')! } : {}),
+    ...(dynamoOf(doc) ? { dynamo: dynamoOf(doc)! } : {}),
     ...(pc
       ? {
           parallelism: {
@@ -462,7 +472,24 @@ export function launchFlagSettings(
     ...(top('mixed_precision') ? { mixedPrecision: top('mixed_precision')! } : {}),
     ...(top('num_processes') ? { numProcesses: top('num_processes')! } : {}),
     ...(top('num_machines') ? { numMachines: top('num_machines')! } : {}),
+    ...(flags.dynamo_backend
+      ? {
+          dynamo: {
+            backend: flags.dynamo_backend.v,
+            ...(flags.dynamo_mode ? { mode: flags.dynamo_mode.v } : {}),
+            where: `--dynamo_backend at ${name}:${flags.dynamo_backend.line + 1}`,
+          },
+        }
+      : {}),
   };
+}
+
+/** A config's `dynamo_config` (`accelerate config` writes `dynamo_backend` and `dynamo_mode` there). */
+function dynamoOf(doc: ConfigDoc): AccelerateSettings['dynamo'] {
+  const backend = str(at(doc.data, ['dynamo_config', 'dynamo_backend']));
+  if (!backend) return undefined;
+  const mode = str(at(doc.data, ['dynamo_config', 'dynamo_mode']));
+  return { backend, ...(mode ? { mode } : {}), where: doc.where(['dynamo_config', 'dynamo_backend']) };
 }
 
 /** Settings from `FullyShardedDataParallelPlugin(...)` keyword arguments in Python (names without `fsdp_`). */

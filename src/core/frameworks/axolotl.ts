@@ -31,6 +31,7 @@ const ARGUMENTS: [string, string][] = [
   ['gradient_checkpointing', 'gradient_checkpointing'],
   ['optimizer', 'optim'],
   ['fp16', 'fp16'],
+  ['torch_compile', 'torch_compile'],
 ];
 
 export function axolotlPlan(
@@ -68,6 +69,13 @@ export function axolotlPlan(
       kwargs[arg] = d[key] as PlainValue;
       kwargLines[arg] = lineOf(key);
     }
+  // The trainer builder passes `torch_compile_backend` and `torch_compile_mode` on only with `torch_compile` set.
+  if (d.torch_compile === true)
+    for (const key of ['torch_compile_backend', 'torch_compile_mode'])
+      if (typeof d[key] === 'string') {
+        kwargs[key] = d[key] as PlainValue;
+        kwargLines[key] = lineOf(key);
+      }
   // `bf16: auto` is bf16 where the GPU supports it (axolotl's `normalize_config`); fsdp-lens's GPUs all do but
   // the V100 and T4, which are not in its catalog.
   const bf16 = d.bf16 === 'auto' || d.bf16 === true || bool(d.bf16) === true;

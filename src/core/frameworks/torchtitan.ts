@@ -60,6 +60,30 @@ function readFloat8(doc: ConfigDoc, set: ReturnType<typeof setupFrom>['set'], no
   if (named?.length) set('float8Skip', named.join(','), [...section, 'filter_fqns']);
 }
 
+/**
+ * torch.compile: `[compile] enable` with its `components` (default ["model", "loss"]: `CompileConfig` in
+ * torchtitan/config/configs.py; the loss is compiled in `build_cross_entropy_loss`, each block in `apply_compile`),
+ * or before August 2025 `[training] compile`, which compiled both from February 2025 (`TrainSpec.loss_fn`) and the
+ * blocks alone before: read as both, whose floor (estimate.ts `certainPeakBytes`) is the lower.
+ */
+function readCompile(doc: ConfigDoc, set: ReturnType<typeof setupFrom>['set']): void {
+  const d = doc.data;
+  const enable = bool(at(d, ['compile', 'enable']));
+  if (enable === undefined) {
+    if (bool(at(d, ['training', 'compile'])) === true) set('compile', 'model+loss', ['training', 'compile']);
+    return;
+  }
+  if (!enable) return;
+  const parts = strList(at(d, ['compile', 'components'])) ?? ['model', 'loss'];
+  const model = parts.includes('model');
+  const loss = parts.includes('loss');
+  if (model || loss)
+    set('compile', model && loss ? 'model+loss' : model ? 'model' : 'loss', [
+      'compile',
+      at(d, ['compile', 'components']) !== undefined ? 'components' : 'enable',
+    ]);
+}
+
 export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem {
   const d = doc.data;
   const name = str(at(d, ['model', 'name'])) ?? 'llama3';
@@ -145,11 +169,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   // (`context_parallel_rotate_method`), the one modelled.
   const rotate = str(par('context_parallel_rotate_method').v) ?? 'allgather';
   if (cp > 1 && rotate === 'allgather') set('contextParallel', cp, par('context_parallel_degree').path);
-  const compiled = bool(at(d, ['compile', 'enable'])) ?? false;
-  if (compiled)
-    notes.push(
-      `torch.compile${/default/.test(doc.where(['compile', 'enable'])) ? '' : ` (${doc.where(['compile', 'enable'])})`} is not modelled: the figures are eager PyTorch's (torchtitan measured its compiled 8B job 5.4 GiB lower)`,
-    );
+  readCompile(doc, set);
   readFloat8(doc, set, notes);
   const asyncTp =
     bool(par('enable_async_tensor_parallel').v) ??

@@ -92,6 +92,24 @@ function settingsOf(ev: Evaluator, file: SourceFile, fn: Node, depth = 0): Setti
     else if (dotted.length === 3 && (SECTIONS as readonly string[]).includes(dotted[1]!)) {
       inherited.values.set(key, plain(ev.eval(right)));
       inherited.nodes.set(key, a!);
+    } else if (dotted.length === 2 && (SECTIONS as readonly string[]).includes(key)) {
+      // `config.compile = CompileConfig(enable=True, ...)`: a new section, the base's values of it replaced.
+      const v = ev.eval(right);
+      for (const k of [...inherited.values.keys()])
+        if (k.startsWith(`${key}.`)) {
+          inherited.values.delete(k);
+          inherited.nodes.delete(k);
+        }
+      if (v.k !== 'call') {
+        inherited.notes.push(
+          `${left.text} = ${right.text.slice(0, 60)} is not read statically: torchtitan's defaults used`,
+        );
+        continue;
+      }
+      for (const [k, x] of Object.entries(v.kwargs)) {
+        inherited.values.set(`${key}.${k}`, plain(x));
+        inherited.nodes.set(`${key}.${k}`, a!);
+      }
     }
   }
   return inherited;
@@ -306,6 +324,7 @@ export function titanJob(
     }
   }
   for (const k of Object.keys(parallelism)) setFrom(`parallelism.${k}`, [`parallelism.${k}`]);
+  for (const k of Object.keys(compile)) setFrom(`compile.${k}`, [`compile.${k}`]);
   const model: Record<string, unknown> = { name: path.basename(path.dirname(file.path)) };
   const flavor = get('model.flavor');
   if (flavor !== undefined) model.flavor = flavor;

@@ -110,10 +110,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
         ]
       : [];
   // `compile: True` compiles each block and the loss (`training.compile_model`, `training.compile_loss`).
-  if (bool(at(d, ['compile'])) === true)
-    notes.push(
-      `compile: True (${doc.where(['compile'])}): torch.compile is not modelled; the figures are eager PyTorch's`,
-    );
+  if (bool(at(d, ['compile'])) === true) set('compile', 'model+loss', ['compile']);
   const custom = strList(at(d, ['custom_sharded_layers'])) ?? [];
   const offload = bool(at(d, ['fsdp_cpu_offload'])) ?? false;
   const reshard = bool(at(d, ['fsdp_reshard_after_forward'])) ?? true;

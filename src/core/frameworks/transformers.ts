@@ -364,6 +364,18 @@ export function trainingArgumentValues(
     values.loss = 'fused';
     details.loss = `${at('use_liger_kernel')} (Liger's RMSNorm and SwiGLU kernels, also applied, keep less for backward than the activations count)`;
   }
+  // `torch_compile=True`, or a `torch_compile_mode` / `torch_compile_backend`, which turn it on
+  // (`TrainingArguments.__post_init__`): Accelerate compiles the prepared model (`Accelerator.prepare_model`), whose
+  // forward computes the loss from `labels`. Modes that record CUDA graphs are not modelled.
+  const compileMode = str(k.torch_compile_mode);
+  const compileKey = ['torch_compile', 'torch_compile_mode', 'torch_compile_backend'].find(
+    (key) => k[key] === true || (key !== 'torch_compile' && str(k[key])),
+  );
+  if (compileKey) {
+    values.compile =
+      compileMode === 'reduce-overhead' || compileMode === 'max-autotune' ? 'cudagraphs' : 'model+loss';
+    details.compile = `${at(compileKey)} (the Trainer compiles the model, whose forward computes the loss)`;
+  }
   const optim = str(k.optim);
   const family = optim && OPTIM.find(([re]) => re.test(optim.toLowerCase()))?.[1];
   if (family) {

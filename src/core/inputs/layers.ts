@@ -61,7 +61,8 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
     (chosen[k].source.kind === 'default' &&
       (((k === 'lossParallel' || k === 'tpPlan') && setup.tensorParallel === 1) ||
         (k === 'float8Skip' && setup.float8 === 'off') ||
-        (k === 'pagedOptimizer' && !setup.pagedOptimizer)));
+        (k === 'pagedOptimizer' && !setup.pagedOptimizer) ||
+        (k === 'compile' && setup.compile === 'off')));
   const assumptions: Assumption[] = INPUT_KEYS.filter((k) => !unused(k)).map((k) => ({
     key: k,
     label: INPUTS[k].label,

@@ -39,6 +39,16 @@ export const LOSS_IMPLS: readonly LossImpl[] = [
   'plain',
 ];
 
+/**
+ * What `torch.compile` covers, by what it changes of the figures (estimator/compile.ts):
+ * - `model` / `loss` / `model+loss`: compiled with Inductor's default mode, the activations (and the loss's
+ *   temporaries) counted as eager PyTorch keeps them, an upper bound;
+ * - `cudagraphs`: a mode that records CUDA graphs (`reduce-overhead`, `max-autotune`), whose private memory pool
+ *   the figures do not model.
+ */
+export type CompileMode = 'off' | 'model' | 'loss' | 'model+loss' | 'cudagraphs';
+export const COMPILE_MODES: readonly CompileMode[] = ['off', 'model', 'loss', 'model+loss', 'cudagraphs'];
+
 /** Dtypes mixed precision gathers (`param_dtype`) and reduces (`reduce_dtype`) in. */
 export const TRAINING_DTYPES: readonly DType[] = ['float32', 'bfloat16', 'float16'];
 /** Dtypes of the sharded parameters the optimizer updates: fp32 master weights, or pure-bf16 training. */

@@ -11,7 +11,7 @@ import type { DType } from '../vocabulary/dtypes';
 import * as parse from './parse';
 import { FLOAT8_MODES, type Float8Mode } from '../model/float8';
 import type { TensorParallelPlan } from '../model/tensorParallel';
-import type { CheckpointMode, LossImpl, OptimizerFamily } from './parse';
+import type { CheckpointMode, CompileMode, LossImpl, OptimizerFamily } from './parse';
 
 /** A VS Code setting (`fsdpLens.<name>`): the JSON schema package.json declares, less the common parts. */
 export interface SettingSpec {
@@ -99,6 +99,23 @@ const LOSS_CHOICES: Record<LossImpl, string> = {
   fused: "Liger's fused linear cross-entropy (the logits a chunk at a time, gradients made in forward)",
   cut: "Apple's cut cross-entropy (the logits never formed, gradients made in backward)",
   plain: 'cross-entropy in the compute dtype, no upcast',
+};
+
+/** Each torch.compile choice in a few words (the assumption list, the panel's choices). */
+const COMPILE_CHOICES: Record<CompileMode, string> = {
+  off: 'off (eager PyTorch)',
+  model: 'the model (activations counted as eager keeps them: an upper bound)',
+  loss: "the loss (its temporaries counted as eager's: an upper bound)",
+  'model+loss': 'the model and the loss (activations counted as eager keeps them: an upper bound)',
+  cudagraphs: 'with CUDA graphs (reduce-overhead / max-autotune: their memory pool is not modelled)',
+};
+
+const COMPILE_LABELS: Record<CompileMode, string> = {
+  off: 'off',
+  model: 'model',
+  loss: 'loss',
+  'model+loss': 'model and loss',
+  cudagraphs: 'CUDA graphs',
 };
 
 const OPTIMIZER_CHOICES: OptimizerFamily[] = [
@@ -427,6 +444,21 @@ export const INPUTS = {
     show: (v) => (v ? v.split(',').join(', ') : 'none'),
     flag: { name: 'float8-skip', value: 'NAMES' },
     keys: ['float8_skip'],
+  }),
+  compile: input<CompileMode>({
+    label: 'torch.compile',
+    summary:
+      "What torch.compile covers: off, model, loss, model+loss (the activations are eager PyTorch's, an upper bound), or cudagraphs (a mode recording CUDA graphs, not modelled)",
+    default: 'off',
+    parse: (v, name) => parse.choice(name, String(v), parse.COMPILE_MODES),
+    show: (v) => COMPILE_CHOICES[v],
+    flag: { name: 'compile', value: parse.COMPILE_MODES.join('|') },
+    keys: ['compile'],
+    control: {
+      label: 'torch.compile',
+      kind: 'select',
+      options: () => parse.COMPILE_MODES.map((value) => ({ value, label: COMPILE_LABELS[value] })),
+    },
   }),
   attention: input<'fused' | 'eager'>({
     label: 'attention',

@@ -37,6 +37,7 @@ import { launchFacts, launchLayer, launchOf, pyprojectLayer } from '../project/s
 import type { ExactModel } from '../exact/exact';
 import { countParams, walk as walkModules, type ModuleNode } from '../model/tree';
 import { planMismatch, type TensorParallelPlan } from '../model/tensorParallel';
+import type { CompileMode } from '../inputs/parse';
 import { checkFnClasses } from '../analysis/checkFn';
 import { attentionKind } from '../inputs/parse';
 import { INPUT_BY_KEY, parseInput, type SetupValues } from '../inputs/table';
@@ -1115,6 +1116,12 @@ function detectedLayer(
         ]
       : [],
   );
+  const compiled = compileOf(facts, modelNames, calls, at);
+  if (compiled.mode) {
+    values.compile = compiled.mode;
+    details.compile = compiled.where;
+  }
+  notes.push(...compiled.notes);
   const fed = facts.training.filter(
     (t) =>
       t.kind === 'model_input' &&
@@ -1146,6 +1153,70 @@ function detectedLayer(
     ...(unmodelled.length ? { unmodelled } : {}),
     ...(tpUnknown ? { tpUnknown } : {}),
     ...(tp ? { tpRead: true } : {}),
+  };
+}
+
+/**
+ * What the file's `torch.compile` calls compile where they run: the model (its name, the name a wrap binds, or a
+ * module a wrap call wraps: torchtitan's per-block `torch.compile(transformer_block)`), a loss function (by its
+ * name), or something else (left out, with a note when it is `torch.compile` itself). A model that computes its
+ * loss from `labels` compiles the loss with it. `mode="reduce-overhead"` and `"max-autotune"` record CUDA graphs
+ * (torch/_inductor/config.py `triton.cudagraphs` under those modes).
+ */
+function compileOf(
+  facts: FileFacts,
+  modelNames: ReadonlySet<string>,
+  calls: readonly WrapCall[],
+  at: (line: number) => string,
+): { mode?: CompileMode; where: string; notes: string[] } {
+  const notes: string[] = [];
+  let model: TrainingFact | undefined;
+  let loss: TrainingFact | undefined;
+  let graphs = false;
+  for (const t of facts.training) {
+    if (t.kind !== 'compile' || !t.target) continue;
+    const head = t.target.split(/[.[(]/)[0]!;
+    const what =
+      modelNames.has(head) || calls.some((c) => c.target === t.target)
+        ? 'model'
+        : /loss|cross_?entropy/i.test(t.target)
+          ? 'loss'
+          : undefined;
+    if (!what) {
+      if (t.qualified === 'torch.compile')
+        notes.push(
+          `${at(t.line)}: torch.compile(${oneLine(t.target, 40)}) compiles something not known to be the model or the loss: not counted (--compile sets it)`,
+        );
+      continue;
+    }
+    if (t.runsWhen) {
+      notes.push(
+        `${at(t.line)}: torch.compile of the ${what} ${t.runsWhen.off ? `is off (${t.runsWhen.off})` : `runs where ${t.runsWhen.undecided!.join(' and ')}, which is not known statically`}; estimated eager (--compile ${what} for the other path)`,
+      );
+      continue;
+    }
+    if (what === 'model') model ??= t;
+    else loss ??= t;
+    const mode = t.options.mode?.value;
+    if (mode === 'reduce-overhead' || mode === 'max-autotune') graphs = true;
+  }
+  if (!model && !loss) return { where: '', notes };
+  const inModel = !!model && facts.training.some((t) => t.kind === 'model_loss');
+  const where = [model, loss]
+    .filter((t): t is TrainingFact => !!t)
+    .map((t) => `torch.compile at ${at(t.line)}`)
+    .join(', ');
+  const mode: CompileMode = graphs
+    ? 'cudagraphs'
+    : model && (loss || inModel)
+      ? 'model+loss'
+      : model
+        ? 'model'
+        : 'loss';
+  return {
+    mode,
+    where: inModel && !loss ? `${where} (the model computes its loss from labels)` : where,
+    notes,
   };
 }
 

@@ -11,6 +11,7 @@ import type { Estimate, EstimateInput, Plan, Unit } from '../estimator/types';
 import { fmtBytes } from '../vocabulary/bytes';
 import { listed } from '../vocabulary/words';
 import { requiredBytes } from '../estimator/fit';
+import { compileBounds } from '../estimator/compile';
 import type { TrainingSetup } from '../inputs/table';
 import { assignParameters, type Ownership } from '../estimator/units';
 
@@ -140,6 +141,19 @@ export class WhatIfModel {
     return p;
   }
 
+  /**
+   * What the figures leave out of a what-if's verdicts: parallelism they do not model, and what they count above
+   * what the job keeps (the input's, torch.compile's, a paged optimizer's state).
+   */
+  private bounds(w: WhatIf): { unmodelled: string[]; overcounted: string[] } {
+    const compiled = compileBounds(w.compile ?? this.input.setup.compile);
+    const paged = (w.pagedOptimizer ?? this.input.setup.pagedOptimizer) ? ["a paged optimizer's state"] : [];
+    return {
+      unmodelled: [...(this.input.unmodelled ?? []), ...compiled.unmodelled],
+      overcounted: [...(this.input.overcounted ?? []), ...compiled.overcounted, ...paged],
+    };
+  }
+
   /** Fit of the plan on every GPU of the catalog, at powers of two up to past the smallest that fits. */
   fitMatrix(gpus: readonly { id: string }[], w: WhatIf = {}): FitMatrix {
     // World sizes are whole replica sets (whole nodes where shard groups are nodes).
@@ -155,7 +169,7 @@ export class WhatIfModel {
     const peakBytes = worldSizes.map((n) => this.peakAt(n, w));
     const partial = (this.input.model.gaps ?? []).length > 0;
     // Figures above what the job keeps: a peak that does not fit is no verdict.
-    const upper = (this.input.overcounted ?? []).length > 0;
+    const upper = this.bounds(w).overcounted.length > 0;
     return {
       worldSizes,
       peakBytes,
@@ -191,7 +205,7 @@ export class WhatIfModel {
     const gpu = findGpu(gpuId);
     if (!gpu) return { gpu: gpuId, worldSize: null, reason: `unknown GPU ${gpuId}` };
     // With parallelism the figures do not model, a search over FSDP's dimension alone decides nothing.
-    const unmodelled = this.input.unmodelled ?? [];
+    const { unmodelled, overcounted } = this.bounds(w);
     if (unmodelled.length)
       return {
         gpu: gpu.id,
@@ -200,13 +214,12 @@ export class WhatIfModel {
         reason: `not decided: the search varies FSDP's dimension alone, and ${listed(unmodelled)} ${unmodelled.length === 1 ? 'is' : 'are'} not modelled`,
       };
     // Figures above what the job keeps: the search finds a world size that surely fits, not the smallest.
-    const overcounted = this.input.overcounted ?? [];
     if (overcounted.length)
       return {
         gpu: gpu.id,
         worldSize: null,
         undecided: true,
-        reason: `not decided: the figures count more activations than the job keeps (${listed(overcounted)})`,
+        reason: `not decided: the figures count more than the job keeps (${listed(overcounted)})`,
       };
     const capacity = gpuBytes(gpu);
     const perNode = this.perNodeGroups(w);
