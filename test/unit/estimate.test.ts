@@ -1361,6 +1361,46 @@ describe("bitsandbytes' paged optimizer state", () => {
   });
 });
 
+describe('the optimizer in backward', () => {
+  // torchtune's register_optim_in_bwd_hooks: a post-accumulate-grad hook steps and zeroes each parameter, and
+  // FSDP2's foreach_reduce runs it right after it sets the gradient shard. Llama 3.1 8B on 8 GPUs, fp32 masters:
+  // every dim divides by 8, so each shard is exactly 1/8.
+  const values: SetupValues = { worldSize: 8, microBatch: 1, seqLen: 2048, checkpointing: 'full' };
+  const opt = (e: Estimate) => e.timeline!.events.find((ev) => ev.phase === 'optimizer')!;
+
+  it("keeps no gradient shards past their unit's post-backward, and leaves no step after backward", () => {
+    const after = run('meta-llama/Llama-3.1-8B', values);
+    const during = run('meta-llama/Llama-3.1-8B', { ...values, optimizerInBackward: true });
+    // After backward: every shard's gradient (4 B x 8,030,261,248 / 8) and foreach AdamW's sqrt temporary (the
+    // same size) at the step; in backward, neither.
+    assert.equal(opt(after).live.shardGrads, (4 * LLAMA_8B) / 8);
+    assert.equal(opt(after).live.optimizer, (4 * LLAMA_8B) / 8);
+    assert.equal(opt(during).live.shardGrads, 0);
+    assert.equal(opt(during).live.optimizer, 0);
+    // At most one unit's shards at once: the root's (embedding and head, 2 x 128,256 x 4,096 + 4,096, x 4 B / 8),
+    // the largest unit.
+    const most = Math.max(...during.timeline!.events.map((ev) => ev.live.shardGrads));
+    assert.equal(most, (4 * LLAMA_8B_ROOT) / 8);
+  });
+
+  it('read from torchtune: its config key and its hook registration', async () => {
+    const facts = await scanSource(
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'from torchtune import training',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'fully_shard(model)',
+        'training.register_optim_in_bwd_hooks(model=model, optim_dict={})',
+        '',
+      ].join('\n'),
+    );
+    const r = estimateFile(facts, {});
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.equal(r.estimate.setup.optimizerInBackward, true);
+  });
+});
+
 describe('torch.compile', () => {
   // Inductor's default mode keeps at most what eager PyTorch keeps for backward (AOTAutograd's
   // min_cut_rematerialization_partition recomputes fusible pointwise ops instead of saving them): the figures stay

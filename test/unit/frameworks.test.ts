@@ -1596,3 +1596,22 @@ describe('torch.compile as the frameworks turn it on', () => {
     assert.equal(await compileOf('axolotl/c.yaml', `${yaml}torch_compile_mode: reduce-overhead\n`), 'off');
   });
 });
+
+describe("torchtune's optimizer_in_bwd", () => {
+  it('steps each parameter in backward; with gradient accumulation torchtune refuses it, and a step is counted', async () => {
+    const yaml = read('torchtune/8B_full.yaml');
+    const on = ok(await configAnalysis('torchtune/o.yaml', `${yaml}\noptimizer_in_bwd: True\n`));
+    assert.equal(on.setup.optimizerInBackward, true);
+    const step = on.timeline!.events.find((ev) => ev.phase === 'optimizer')!;
+    assert.equal(step.live.shardGrads + step.live.optimizer, 0);
+    const accum = ok(
+      await configAnalysis(
+        'torchtune/o.yaml',
+        yaml.replace('gradient_accumulation_steps: 1', 'gradient_accumulation_steps: 4') +
+          '\noptimizer_in_bwd: True\n',
+      ),
+    );
+    assert.ok(accum.timeline!.notes.some((n) => /does not run with gradient accumulation/.test(n)));
+    assert.ok(accum.timeline!.events.find((ev) => ev.phase === 'optimizer')!.live.shardGrads > 0);
+  });
+});

@@ -135,6 +135,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     lossParallel: 'off',
     pagedOptimizer: 'on',
     compile: 'model+loss',
+    optimizerInBackward: 'on',
     tpPlan: 'transformers',
     linkEfficiency: '0.5',
     mfu: '0.5',

@@ -353,7 +353,8 @@ export interface TrainingFact {
     | 'model_input'
     | 'tensor_parallel'
     | 'model_loss'
-    | 'compile';
+    | 'compile'
+    | 'optimizer_in_backward';
   line: number;
   range: Range;
   text: string;

@@ -55,6 +55,8 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
   parallelize_module: 'tensor_parallel',
   // `torch.compile(model)`, `block.compile()`: what is compiled is decided where the model's names are known.
   compile: 'compile',
+  // torchtune's optimizer in backward: a post-accumulate-grad hook steps each parameter as FSDP2 makes its shard.
+  register_optim_in_bwd_hooks: 'optimizer_in_backward',
 };
 
 /** Scans one parsed file for everything later stages need. Never throws on odd input: problems are reported. */

@@ -244,7 +244,7 @@ function stateFigures(
         onGpu.some((u) => u.gradientNumel > u.trainableParams)
           ? '; an FSDP1 unit mixing frozen and trainable parameters has a gradient of its whole FlatParameter'
           : ''
-      }`,
+      }${setup.optimizerInBackward && !fsdp1 ? "; with the optimizer in backward, each unit's only during its own post-backward" : ''}`,
     },
     {
       name: 'optimizer state',

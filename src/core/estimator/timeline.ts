@@ -173,6 +173,19 @@ export function simulate(
   const unownedBefore = setup.gradAccum > 1 ? unownedGrads : 0;
   const gradsKept = setup.gradAccum > 1 && setup.syncEveryMicroBatch;
   let shardGrads = gradsKept ? allShardGrads : 0;
+  // The optimizer in backward (torchtune's `register_optim_in_bwd_hooks`: one optimizer per parameter, stepped and
+  // zeroed by a post-accumulate-grad hook): FSDP2's `foreach_reduce` runs the sharded parameter's
+  // `_post_accumulate_grad_hooks` right after it sets the gradient shard, so each unit's shards live only through
+  // its own post-backward, and nothing is left for a step after backward. Each step is of one parameter (no
+  // foreach temporary over all of them). FSDP1 runs no such hook on a FlatParameter's shard, and torchtune refuses
+  // it with gradient accumulation.
+  const inBackward = setup.optimizerInBackward && !fsdp1 && setup.gradAccum === 1;
+  if (setup.optimizerInBackward && !inBackward)
+    notes.push(
+      fsdp1
+        ? "the optimizer in backward is not modelled for FSDP1 (its hooks do not fire on a FlatParameter's shard): a step after backward is counted"
+        : 'the optimizer in backward does not run with gradient accumulation (torchtune raises): a step after backward is counted',
+    );
   // Liger's kernels replace the loss only of the model types it patches.
   const ligerless = setup.loss === 'fused' && !LIGER_MODEL_TYPES.has(shape.modelType);
   if (ligerless)
@@ -437,6 +450,7 @@ export function simulate(
         },
         fsdp1 ? rsInput : 0,
       );
+      if (inBackward) shardGrads -= shardGradsOf(u);
       rsBuffer = fsdp1 ? 0 : rsInput;
     });
   }
@@ -449,15 +463,15 @@ export function simulate(
   // `F.optimizer_update_8bit_blockwise` / `optimizer_update_32bit`): no foreach temporary.
   const bitsandbytes = setup.optimizer === 'adam8bit' || setup.pagedOptimizer;
   const sqrtTemp =
-    setup.optimizerImpl === 'foreach' && !bitsandbytes
+    setup.optimizerImpl === 'foreach' && !bitsandbytes && !inBackward
       ? e.units.reduce(
           (sum, u) => sum + (u.offload ? 0 : u.trainableShardNumel * DTYPE_BYTES[setup.masterDtype]),
           0,
         )
       : 0;
-  push('optimizer', -1, undefined, 'optimizer step', {
+  push('optimizer', -1, undefined, inBackward ? 'optimizer step (done in backward)' : 'optimizer step', {
     state,
-    shardGrads: allShardGrads,
+    shardGrads: inBackward ? 0 : allShardGrads,
     gathered: 0,
     gatherBuffers: 0,
     activations: 0,

@@ -111,6 +111,9 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
       : [];
   // `compile: True` compiles each block and the loss (`training.compile_model`, `training.compile_loss`).
   if (bool(at(d, ['compile'])) === true) set('compile', 'model+loss', ['compile']);
+  // `optimizer_in_bwd: True`: one optimizer per parameter, stepped by a post-accumulate-grad hook
+  // (`training.register_optim_in_bwd_hooks`).
+  if (bool(at(d, ['optimizer_in_bwd'])) === true) set('optimizerInBackward', true, ['optimizer_in_bwd']);
   const custom = strList(at(d, ['custom_sharded_layers'])) ?? [];
   const offload = bool(at(d, ['fsdp_cpu_offload'])) ?? false;
   const reshard = bool(at(d, ['fsdp_reshard_after_forward'])) ?? true;

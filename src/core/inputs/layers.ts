@@ -62,7 +62,8 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
       (((k === 'lossParallel' || k === 'tpPlan') && setup.tensorParallel === 1) ||
         (k === 'float8Skip' && setup.float8 === 'off') ||
         (k === 'pagedOptimizer' && !setup.pagedOptimizer) ||
-        (k === 'compile' && setup.compile === 'off')));
+        (k === 'compile' && setup.compile === 'off') ||
+        (k === 'optimizerInBackward' && !setup.optimizerInBackward)));
   const assumptions: Assumption[] = INPUT_KEYS.filter((k) => !unused(k)).map((k) => ({
     key: k,
     label: INPUTS[k].label,

@@ -389,6 +389,17 @@ export const INPUTS = {
     flag: { name: 'optimizer-impl', value: 'foreach|fused|for-loop' },
     keys: ['optimizer_impl'],
   }),
+  optimizerInBackward: input<boolean>({
+    label: 'optimizer in backward',
+    summary:
+      "The optimizer steps each parameter as its gradient shard is made (torchtune's optimizer_in_bwd): no gradient shards kept until a step",
+    default: false,
+    parse: (v, name) =>
+      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    show: (v) => (v ? 'each parameter stepped in backward, its gradient freed' : 'after backward'),
+    flag: { name: 'optimizer-in-backward', value: 'on|off' },
+    keys: ['optimizer_in_bwd'],
+  }),
   masterDtype: input<DType>({
     label: 'parameter dtype (sharded, master)',
     summary: 'Sharded parameters the optimizer updates: fp32, or bf16 for pure-bf16 training',

@@ -1116,6 +1116,13 @@ function detectedLayer(
         ]
       : [],
   );
+  const inBackward = facts.training.find(
+    (t) => t.kind === 'optimizer_in_backward' && !t.runsWhen && /^torchtune\b/.test(t.qualified),
+  );
+  if (inBackward) {
+    values.optimizerInBackward = true;
+    details.optimizerInBackward = `${at(inBackward.line)} (register_optim_in_bwd_hooks)`;
+  }
   const compiled = compileOf(facts, modelNames, calls, at);
   if (compiled.mode) {
     values.compile = compiled.mode;
