@@ -1293,7 +1293,11 @@ describe('figures that count more than the job keeps', () => {
     };
     const off = yaml('\nenable_activation_offloading: True\n');
     const fits = await analysis(off);
-    assert.match(fits.overcounted.join(' '), /activation offloading \(enable_activation_offloading at/);
+    assert.match(fits.overcounted.join(' '), /^activation offloading \(saved activations counted on the GPU/);
+    assert.match(
+      fits.assumptions.find((a) => a.key === 'activationOffload')!.source.detail!,
+      /^x\.yaml:\d+$/,
+    );
     assert.equal(fits.targetFit.verdict, 'fits');
     // On two 24 GB cards the state alone (8 B per parameter / 2 = 32 GB) does not fit: offloading activations
     // cannot change that, and the verdict stands.
@@ -1512,6 +1516,38 @@ describe('torch.compile', () => {
     );
     assert.equal(gated.setup.compile, 'off');
     assert.match(gated.plan.notes.join(' ') + JSON.stringify(gated), /torch\.compile of the model is off/);
+  });
+});
+
+describe('activation offloading in code', () => {
+  it("read from PyTorch's save_on_cpu and torchtune's OffloadActivations around the step", async () => {
+    const script = (ctx: string, imp: string) =>
+      [
+        imp,
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+        'fully_shard(model)',
+        `with ${ctx}:`,
+        '    loss = model(x).sum()',
+        '',
+      ].join('\n');
+    for (const [ctx, imp] of [
+      ['torch.autograd.graph.save_on_cpu(pin_memory=True)', 'import torch'],
+      ['OffloadActivations()', 'from torchtune.training import OffloadActivations'],
+    ] as const) {
+      const r = estimateFile(await scanSource(script(ctx, imp)), {});
+      assert.ok(r.ok, JSON.stringify(r));
+      assert.equal(r.estimate.setup.activationOffload, true, ctx);
+      assert.match(r.estimate.overcounted.join(' '), /^activation offloading/);
+    }
+    // A function of the same name from elsewhere is not PyTorch's.
+    const other = estimateFile(
+      await scanSource(script('save_on_cpu()', 'from mylib import save_on_cpu')),
+      {},
+    );
+    assert.ok(other.ok);
+    assert.equal(other.estimate.setup.activationOffload, false);
   });
 });
 

@@ -136,6 +136,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     pagedOptimizer: 'on',
     compile: 'model+loss',
     optimizerInBackward: 'on',
+    activationOffload: 'on',
     tpPlan: 'transformers',
     linkEfficiency: '0.5',
     mfu: '0.5',

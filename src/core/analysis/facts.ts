@@ -354,7 +354,8 @@ export interface TrainingFact {
     | 'tensor_parallel'
     | 'model_loss'
     | 'compile'
-    | 'optimizer_in_backward';
+    | 'optimizer_in_backward'
+    | 'activation_offload';
   line: number;
   range: Range;
   text: string;

@@ -57,6 +57,9 @@ const TRAINING_WORDS: Record<string, TrainingFact['kind'] | 'model' | 'checkpoin
   compile: 'compile',
   // torchtune's optimizer in backward: a post-accumulate-grad hook steps each parameter as FSDP2 makes its shard.
   register_optim_in_bwd_hooks: 'optimizer_in_backward',
+  // Saved activations packed to the CPU: PyTorch's saved-tensor hooks and torchtune's context manager.
+  save_on_cpu: 'activation_offload',
+  OffloadActivations: 'activation_offload',
 };
 
 /** Scans one parsed file for everything later stages need. Never throws on odd input: problems are reported. */

@@ -16,7 +16,7 @@ import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collective
 import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { recomputeOf } from './activations';
 import { fitAll, fitOn, reservedBytes } from './fit';
-import { compileBounds } from './compile';
+import { compileBounds, setupBounds } from './bounds';
 import { hostPerNode } from './host';
 import { fsdpMesh, lossParallelOf, type Mesh } from './mesh';
 import { badReshardNotes, residencyOf, rootClampNotes } from './residency';
@@ -558,7 +558,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   const rd = bytesOf(ctx.reduceDtype);
   const K = setup.gradAccum;
 
-  const compiled = compileBounds(setup.compile);
+  const compiled = setupBounds(setup);
   const result: Estimate = {
     gaps: input.model.gaps ?? [],
     unmodelled: [

@@ -141,6 +141,12 @@ export function axolotlPlan(
     plan.notes.push(
       `load_in_8bit at ${doc.where(['load_in_8bit'])}: 8-bit base weights are not modelled; estimated in the load dtype`,
     );
+  // `activation_offloading: true` (or `legacy`): the trainer's activation-checkpointing mixin moves the saved
+  // activations to the CPU.
+  if (d.activation_offloading === true || d.activation_offloading === 'legacy') {
+    plan.values.activationOffload = true;
+    plan.details.activationOffload = `activation_offloading at ${doc.where(['activation_offloading'])}`;
+  }
   // Liger's fused linear cross-entropy (axolotl's Liger plugin patches the model with
   // `fused_linear_cross_entropy=True`): the logits a chunk at a time.
   const unmodelled: string[] = [];

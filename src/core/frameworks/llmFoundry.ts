@@ -117,10 +117,8 @@ export function llmFoundryPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     set('checkpointing', ac ? 'full' : 'none', ['fsdp_config', 'activation_checkpointing']);
   if (bool(fsdp.forward_prefetch) === true) set('forwardPrefetch', true, ['fsdp_config', 'forward_prefetch']);
   // Activations offloaded to the CPU leave the GPU; the figures keep them there.
-  const overcounted =
-    bool(fsdp.activation_cpu_offload) === true
-      ? [`activation CPU offload (${doc.where(['fsdp_config', 'activation_cpu_offload'])})`]
-      : [];
+  if (bool(fsdp.activation_cpu_offload) === true)
+    set('activationOffload', true, ['fsdp_config', 'activation_cpu_offload']);
   if (bool(fsdp.cpu_offload) === true)
     notes.push(
       `cpu_offload at ${doc.where(['fsdp_config', 'cpu_offload'])}: Composer raises "FSDP CPU Offload not supported yet" (get_cpu_offload)`,
@@ -185,7 +183,6 @@ export function llmFoundryPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     ...(fineTune ? { fineTune } : {}),
     notes,
     ...(unmodelled.length ? { unmodelled } : {}),
-    ...(overcounted.length ? { overcounted } : {}),
     traps: [],
   };
 }

@@ -103,12 +103,8 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     );
   // `enable_activation_offloading: True` moves saved activations to the CPU (`OffloadActivations`): the figures
   // keep them on the GPU.
-  const overcounted =
-    bool(at(d, ['enable_activation_offloading'])) === true
-      ? [
-          `activation offloading (enable_activation_offloading at ${doc.where(['enable_activation_offloading'])})`,
-        ]
-      : [];
+  if (bool(at(d, ['enable_activation_offloading'])) === true)
+    set('activationOffload', true, ['enable_activation_offloading']);
   // `compile: True` compiles each block and the loss (`training.compile_model`, `training.compile_loss`).
   if (bool(at(d, ['compile'])) === true) set('compile', 'model+loss', ['compile']);
   // `optimizer_in_bwd: True`: one optimizer per parameter, stepped by a post-accumulate-grad hook
@@ -159,7 +155,6 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     ...(fineTune ? { fineTune } : {}),
     notes,
     ...(unmodelled.length ? { unmodelled } : {}),
-    ...(overcounted.length ? { overcounted } : {}),
     ...(suggested ? { suggested } : {}),
     traps: [],
   };

@@ -376,6 +376,12 @@ export function trainingArgumentValues(
       compileMode === 'reduce-overhead' || compileMode === 'max-autotune' ? 'cudagraphs' : 'model+loss';
     details.compile = `${at(compileKey)} (the Trainer compiles the model, whose forward computes the loss)`;
   }
+  // TRL's `activation_offloading=True` runs the training step inside its activation-offloading context
+  // (`get_act_offloading_ctx_manager`, torchtune's OffloadActivations).
+  if (framework === 'TRL' && k.activation_offloading === true) {
+    values.activationOffload = true;
+    details.activationOffload = at('activation_offloading');
+  }
   const optim = str(k.optim);
   const family = optim && OPTIM.find(([re]) => re.test(optim.toLowerCase()))?.[1];
   if (family) {

@@ -63,7 +63,8 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
         (k === 'float8Skip' && setup.float8 === 'off') ||
         (k === 'pagedOptimizer' && !setup.pagedOptimizer) ||
         (k === 'compile' && setup.compile === 'off') ||
-        (k === 'optimizerInBackward' && !setup.optimizerInBackward)));
+        (k === 'optimizerInBackward' && !setup.optimizerInBackward) ||
+        (k === 'activationOffload' && !setup.activationOffload)));
   const assumptions: Assumption[] = INPUT_KEYS.filter((k) => !unused(k)).map((k) => ({
     key: k,
     label: INPUTS[k].label,

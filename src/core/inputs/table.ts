@@ -471,6 +471,17 @@ export const INPUTS = {
       options: () => parse.COMPILE_MODES.map((value) => ({ value, label: COMPILE_LABELS[value] })),
     },
   }),
+  activationOffload: input<boolean>({
+    label: 'activation offloading',
+    summary:
+      "Saved activations moved to the CPU as they are saved (torch.autograd.graph.save_on_cpu, torchtune's enable_activation_offloading): the figures keep them on the GPU, an upper bound",
+    default: false,
+    parse: (v, name) =>
+      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    show: (v) => (v ? 'to the CPU (counted on the GPU: an upper bound)' : 'off'),
+    flag: { name: 'activation-offload', value: 'on|off' },
+    keys: ['activation_offload'],
+  }),
   attention: input<'fused' | 'eager'>({
     label: 'attention',
     summary: 'Attention kernel: fused (SDPA, FlashAttention) or eager (keeps the s x s scores)',

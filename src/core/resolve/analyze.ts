@@ -1123,6 +1123,17 @@ function detectedLayer(
     values.optimizerInBackward = true;
     details.optimizerInBackward = `${at(inBackward.line)} (register_optim_in_bwd_hooks)`;
   }
+  // `with torch.autograd.graph.save_on_cpu():` / torchtune's `OffloadActivations()` around the forward.
+  const offload = facts.training.find(
+    (t) =>
+      t.kind === 'activation_offload' &&
+      !t.runsWhen &&
+      /^(torch\.autograd\.graph\.save_on_cpu|torchtune\..*OffloadActivations)$/.test(t.qualified),
+  );
+  if (offload) {
+    values.activationOffload = true;
+    details.activationOffload = `${at(offload.line)} (${lastSegment(offload.qualified)})`;
+  }
   const compiled = compileOf(facts, modelNames, calls, at);
   if (compiled.mode) {
     values.compile = compiled.mode;

@@ -11,7 +11,7 @@ import type { Estimate, EstimateInput, Plan, Unit } from '../estimator/types';
 import { fmtBytes } from '../vocabulary/bytes';
 import { listed } from '../vocabulary/words';
 import { requiredBytes } from '../estimator/fit';
-import { compileBounds } from '../estimator/compile';
+import { setupBounds } from '../estimator/bounds';
 import type { TrainingSetup } from '../inputs/table';
 import { assignParameters, type Ownership } from '../estimator/units';
 
@@ -143,10 +143,13 @@ export class WhatIfModel {
 
   /**
    * What the figures leave out of a what-if's verdicts: parallelism they do not model, and what they count above
-   * what the job keeps (the input's, torch.compile's, a paged optimizer's state).
+   * what the job keeps (the input's, torch.compile's, offloaded activations, a paged optimizer's state).
    */
   private bounds(w: WhatIf): { unmodelled: string[]; overcounted: string[] } {
-    const compiled = compileBounds(w.compile ?? this.input.setup.compile);
+    const compiled = setupBounds({
+      compile: w.compile ?? this.input.setup.compile,
+      activationOffload: w.activationOffload ?? this.input.setup.activationOffload,
+    });
     const paged = (w.pagedOptimizer ?? this.input.setup.pagedOptimizer) ? ["a paged optimizer's state"] : [];
     return {
       unmodelled: [...(this.input.unmodelled ?? []), ...compiled.unmodelled],

@@ -1,8 +1,25 @@
 /**
- * What torch.compile changes about the figures: the terms it makes upper bounds, or the verdicts it leaves
- * undecided because what it allocates is not modelled.
+ * What inputs of the setup make the figures upper bounds (torch.compile, activation offloading) or leave the
+ * verdicts undecided because what they allocate is not modelled (CUDA graphs).
  */
 import type { CompileMode } from '../inputs/parse';
+import type { TrainingSetup } from '../inputs/table';
+
+/** The bounds the setup puts on an estimate, in words for `overcounted` and `unmodelled`. */
+export function setupBounds(setup: Pick<TrainingSetup, 'compile' | 'activationOffload'>): {
+  overcounted: string[];
+  unmodelled: string[];
+} {
+  const c = compileBounds(setup.compile);
+  // Saved activations moved to the CPU as they are saved (torch.autograd.graph.save_on_cpu's pack hook,
+  // torchtune's OffloadActivations, Composer's activation_cpu_offload), brought back for backward: the figures
+  // keep them on the GPU.
+  if (setup.activationOffload)
+    c.overcounted.push(
+      'activation offloading (saved activations counted on the GPU, where they do not stay)',
+    );
+  return c;
+}
 
 /**
  * The bounds a compile mode puts on an estimate, in words for `overcounted` and `unmodelled`.
