@@ -16,7 +16,7 @@ import { Project } from '../../src/core/project/project';
 import { isProjectInput } from '../../src/core/vocabulary/files';
 import { readLaunchFile } from '../../src/core/project/settings';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
-import { cli, FIXTURES, grammar, scanSource } from './helpers';
+import { cli, FIXTURES, grammar, projectDir, scanSource } from './helpers';
 import { diskFS, nodeHost } from '../../src/host/disk';
 
 const FW = path.join(FIXTURES, 'frameworks');
@@ -1613,5 +1613,50 @@ describe("torchtune's optimizer_in_bwd", () => {
     );
     assert.ok(accum.timeline!.notes.some((n) => /does not run with gradient accumulation/.test(n)));
     assert.ok(accum.timeline!.events.find((ev) => ev.phase === 'optimizer')!.live.shardGrads > 0);
+  });
+});
+
+describe('gradient accumulation from a global batch', () => {
+  const estimateJson = async (rel: string, ...args: string[]) => {
+    const r = await cli('estimate', path.join(FW, rel), ...args, '--json');
+    assert.equal(r.code, 0, r.err);
+    return JSON.parse(r.out) as {
+      assumptions: { key: string; value: string; source: { detail?: string } }[];
+    };
+  };
+  it("Composer's global_train_batch_size over the GPUs and the micro-batch", async () => {
+    // 64 sequences per step / 8 GPUs = 8 per GPU, in micro-batches of 4: 2 micro-batches, each reduce-scattered.
+    const j = await estimateJson('llm-foundry/llama3-8b-lora.yaml', '--world-size', '8');
+    const a = j.assumptions.find((x) => x.key === 'gradAccum')!;
+    assert.equal(a.value, '2');
+    assert.match(a.source.detail!, /global batch 64 \/ \(micro-batch 4 x 8 data-parallel GPUs\)/);
+    // On 16 GPUs, 4 per GPU: one micro-batch.
+    const one = await estimateJson('llm-foundry/llama3-8b-lora.yaml', '--world-size', '16');
+    assert.equal(one.assumptions.find((x) => x.key === 'gradAccum')!.value, '1');
+    // A gradient accumulation given wins.
+    const given = await estimateJson(
+      'llm-foundry/llama3-8b-lora.yaml',
+      '--world-size',
+      '8',
+      '--grad-accum',
+      '3',
+    );
+    assert.equal(given.assumptions.find((x) => x.key === 'gradAccum')!.value, '3');
+  });
+  it("torchtitan's global_batch_size with dp_shard = -1, once the launcher's world is known", async () => {
+    const dir = projectDir('fsdp-lens-global-');
+    const file = path.join(dir, 'job.toml');
+    fs.writeFileSync(
+      file,
+      read('torchtitan/llama3_8b.toml').replace(
+        'local_batch_size = 1',
+        'local_batch_size = 1\nglobal_batch_size = 32',
+      ),
+    );
+    const r = await cli('estimate', file, '--world-size', '8', '--json');
+    assert.equal(r.code, 0, r.err);
+    // 32 / (1 x 8 data-parallel ranks) = 4 micro-batches.
+    const j = JSON.parse(r.out) as { assumptions: { key: string; value: string }[] };
+    assert.equal(j.assumptions.find((x) => x.key === 'gradAccum')!.value, '4');
   });
 });

@@ -119,6 +119,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     microBatch: '2',
     seqLen: '2048',
     gradAccum: '4',
+    globalBatch: '512',
     syncEveryMicroBatch: 'last',
     forwardPrefetch: 'on',
     checkpointing: 'full',

@@ -34,6 +34,9 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   };
   set('microBatch', count('train_micro_batch_size_per_gpu'), ['train_micro_batch_size_per_gpu']);
   set('gradAccum', count('gradient_accumulation_steps'), ['gradient_accumulation_steps']);
+  // `train_batch_size` = micro-batch x accumulation x data-parallel GPUs (DeepSpeedConfig
+  // `_configure_train_batch_size`): the accumulation follows from it when it is not given.
+  set('globalBatch', count('train_batch_size'), ['train_batch_size']);
   const bf16 = bool(at(d, ['bf16', 'enabled'])) === true;
   const fp16 = bool(at(d, ['fp16', 'enabled'])) === true;
   // `"enabled": "auto"` is filled by Transformers' Trainer from its own bf16/fp16 (`HfTrainerDeepSpeedConfig

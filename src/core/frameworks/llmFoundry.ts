@@ -86,11 +86,9 @@ export function llmFoundryPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     );
   else set('microBatch', count(['device_train_microbatch_size']), ['device_train_microbatch_size']);
   set('seqLen', count(['max_seq_len']), ['max_seq_len']);
-  const global = count(['global_train_batch_size']);
-  if (global)
-    notes.push(
-      `global_train_batch_size ${global} (${doc.where(['global_train_batch_size'])}): ${global} / (micro-batch x GPUs) micro-batches per step, each reduce-scattered; the gradient accumulation steps are not derived from it (set "# fsdp: grad_accum=K")`,
-    );
+  // Composer's micro-batches per step: `device_train_batch_size` (global / world size) over the micro-batch,
+  // rounded up, once the world size is known.
+  set('globalBatch', count(['global_train_batch_size']), ['global_train_batch_size']);
   values.syncEveryMicroBatch = true;
   details.syncEveryMicroBatch = "Composer's FSDP micro-batches (no no_sync)";
 

@@ -193,11 +193,10 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     // dp_shard = -1: the ranks left after the others; the world size comes from the launcher.
     set('replicas', replicate, par('data_parallel_replicate_degree').path);
   }
+  // Gradient accumulation: global_batch_size // (local_batch_size x dp_replicate x dp_shard), once the world
+  // size (and so dp_shard = -1) is known.
   const globalBatch = count(['training', 'global_batch_size'], -1, [-1]);
-  if (globalBatch > 0 && shard > 0) {
-    const steps = Math.floor(globalBatch / (local * shard * replicate));
-    if (steps >= 1) set('gradAccum', steps, ['training', 'global_batch_size']);
-  }
+  if (globalBatch > 0) set('globalBatch', globalBatch, ['training', 'global_batch_size']);
 
   const mode = str(at(d, ['activation_checkpoint', 'mode'])) ?? 'selective';
   const option = str(at(d, ['activation_checkpoint', 'selective_ac_option'])) ?? '2';

@@ -52,6 +52,23 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
   if ((setup.worldSize / setup.tensorParallel) % setup.contextParallel !== 0) setup.contextParallel = 1;
   const askedReplicas = setup.replicas;
   if (!replicasDivide(setup.worldSize / setup.tensorParallel, setup.replicas)) setup.replicas = 1;
+  // A global batch without a gradient accumulation given: the micro-batches each data-parallel GPU runs per step
+  // (Composer's `device_train_batch_size / device_train_microbatch_size`, rounded up; torchtitan's
+  // `global_batch_size // (local_batch_size * dp_degree)`).
+  if (setup.globalBatch !== null && chosen.gradAccum.source.kind === 'default') {
+    const dp = setup.worldSize / (setup.tensorParallel * setup.contextParallel);
+    const k = Math.ceil(setup.globalBatch / (setup.microBatch * dp));
+    if (Number.isFinite(k) && k > 1) {
+      setup.gradAccum = k;
+      chosen.gradAccum = {
+        value: k,
+        source: {
+          kind: chosen.globalBatch.source.kind,
+          detail: `global batch ${setup.globalBatch} / (micro-batch ${setup.microBatch} x ${dp} data-parallel GPUs)${chosen.globalBatch.source.detail ? `, ${chosen.globalBatch.source.detail}` : ''}`,
+        },
+      };
+    }
+  }
   // Degrees left at their default of 1 are not listed.
   // Inputs that only qualify another one are not listed while it is off.
   const unused = (k: InputKey) =>
@@ -64,7 +81,8 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
         (k === 'pagedOptimizer' && !setup.pagedOptimizer) ||
         (k === 'compile' && setup.compile === 'off') ||
         (k === 'optimizerInBackward' && !setup.optimizerInBackward) ||
-        (k === 'activationOffload' && !setup.activationOffload)));
+        (k === 'activationOffload' && !setup.activationOffload) ||
+        (k === 'globalBatch' && setup.globalBatch === null)));
   const assumptions: Assumption[] = INPUT_KEYS.filter((k) => !unused(k)).map((k) => ({
     key: k,
     label: INPUTS[k].label,

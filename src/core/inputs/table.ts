@@ -276,6 +276,16 @@ export const INPUTS = {
     flag: { name: 'grad-accum', value: 'K' },
     keys: ['grad_accum'],
   }),
+  globalBatch: input<number | null>({
+    label: 'global batch',
+    summary:
+      "Sequences per optimizer step over all data-parallel GPUs: without a gradient accumulation given, it is global / (micro-batch x data-parallel GPUs), rounded up (Composer's global_train_batch_size, torchtitan's global_batch_size)",
+    default: null,
+    parse: count,
+    show: (v) => (v === null ? 'not given' : String(v)),
+    flag: { name: 'global-batch', value: 'G' },
+    keys: ['global_batch'],
+  }),
   syncEveryMicroBatch: input<boolean>({
     label: 'gradient sync',
     summary:
