@@ -1660,3 +1660,32 @@ describe('gradient accumulation from a global batch', () => {
     assert.equal(j.assumptions.find((x) => x.key === 'gradAccum')!.value, '4');
   });
 });
+
+describe('axolotl configs without FSDP', () => {
+  const body = [
+    'base_model: meta-llama/Llama-3.2-1B',
+    'datasets:',
+    '  - path: mhenrichsen/alpaca_2k_test',
+    '    type: alpaca',
+    'sequence_len: 2048',
+    'micro_batch_size: 2',
+    'adapter: lora',
+    'lora_r: 16',
+  ];
+  it('are said to be axolotl configs that do not shard, not read as another framework', async () => {
+    const a = await configAnalysis('axolotl/lora-1b.yaml', body.join('\n') + '\n');
+    assert.equal(a.estimate, undefined);
+    assert.equal(a.reading?.kind, 'problem');
+    assert.match(JSON.stringify(a.reading), /"framework":"axolotl".*an axolotl config without FSDP/);
+  });
+  it('with DeepSpeed: the JSON it names is what to estimate', async () => {
+    const a = await configAnalysis(
+      'axolotl/ds.yaml',
+      [...body, 'deepspeed: deepspeed_configs/zero3_bf16.json'].join('\n') + '\n',
+    );
+    assert.match(
+      JSON.stringify(a.reading),
+      /trains with DeepSpeed \(deepspeed: deepspeed_configs\/zero3_bf16\.json at ds\.yaml:9\)/,
+    );
+  });
+});

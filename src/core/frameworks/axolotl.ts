@@ -23,6 +23,37 @@ export function isAxolotl(doc: ConfigDoc): boolean {
   );
 }
 
+/**
+ * An axolotl config that does not use FSDP: a `base_model`, axolotl's own training keys (`datasets`,
+ * `micro_batch_size`, `sequence_len`), and no FSDP key.
+ */
+export function isAxolotlWithoutFsdp(doc: ConfigDoc): boolean {
+  const d = doc.data;
+  return (
+    doc.format === 'yaml' &&
+    typeof d.base_model === 'string' &&
+    d.fsdp === undefined &&
+    d.fsdp_config === undefined &&
+    d.fsdp_version === undefined &&
+    d.distributed_type === undefined &&
+    !isRecord(d.model) &&
+    (Array.isArray(d.datasets) || d.micro_batch_size !== undefined || d.sequence_len !== undefined)
+  );
+}
+
+/** What an axolotl config without FSDP runs, said instead of a plan. */
+export function axolotlWithoutFsdp(doc: ConfigDoc): FrameworkProblem {
+  const ds = str(doc.data.deepspeed);
+  return {
+    framework: 'axolotl',
+    file: doc.file,
+    range: doc.rangeOf(ds ? ['deepspeed'] : ['base_model']),
+    message: ds
+      ? `an axolotl config that trains with DeepSpeed (deepspeed: ${ds} at ${doc.where(['deepspeed'])}), not FSDP: estimate that JSON for the FSDP plan its ZeRO stage corresponds to`
+      : 'an axolotl config without FSDP (no fsdp, fsdp_config or fsdp_version): it trains on one GPU, or with DDP under a multi-GPU launch; fsdp-lens estimates FSDP jobs (fsdp_version: 2 with an fsdp_config shards it)',
+  };
+}
+
 /** axolotl's config keys and the TrainingArguments fields its trainer builder fills from them. */
 const ARGUMENTS: [string, string][] = [
   ['micro_batch_size', 'per_device_train_batch_size'],

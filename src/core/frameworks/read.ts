@@ -5,7 +5,7 @@
 import { fault } from '../vocabulary/faults';
 import type { FrameworkName } from './types';
 import { accelerateConfigPlan, isAccelerate } from './accelerate';
-import { axolotlPlan, isAxolotl } from './axolotl';
+import { axolotlPlan, axolotlWithoutFsdp, isAxolotl, isAxolotlWithoutFsdp } from './axolotl';
 import type { VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
 import { deepspeedPlan, isDeepSpeed } from './deepspeed';
@@ -60,6 +60,7 @@ export function readFrameworkConfig(
     (d: ConfigDoc) => FrameworkPlan | FrameworkProblem | null,
   ][] = [
     ['axolotl', isAxolotl, (d) => axolotlPlan(d, versions)],
+    ['axolotl', isAxolotlWithoutFsdp, axolotlWithoutFsdp],
     ['llm-foundry', isLlmFoundry, llmFoundryPlan],
     ['Accelerate', isAccelerate, (d) => accelerateConfigPlan(d, versions.accelerate)],
     ['torchtune', isTorchtune, torchtunePlan],
