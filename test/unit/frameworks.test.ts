@@ -1689,3 +1689,61 @@ describe('axolotl configs without FSDP', () => {
     );
   });
 });
+
+describe('Transformers and TRL argument files', () => {
+  const recipe = [
+    'model_name_or_path: meta-llama/Llama-3.2-1B',
+    'torch_dtype: bfloat16',
+    'dataset_name: trl-lib/Capybara',
+    'bf16: true',
+    'per_device_train_batch_size: 4',
+    'gradient_accumulation_steps: 2',
+    'gradient_checkpointing: true',
+    'max_length: 2048',
+    'learning_rate: 2.0e-05',
+    'output_dir: out',
+  ];
+  it('without fsdp: said to take FSDP from the Accelerate config, with the flags that carry what it sets', async () => {
+    const a = await configAnalysis(
+      'trl/sft.yaml',
+      [
+        ...recipe,
+        'use_peft: true',
+        'lora_r: 32',
+        'lora_target_modules: all-linear',
+        'load_in_4bit: true',
+      ].join('\n') + '\n',
+    );
+    assert.equal(a.estimate, undefined);
+    assert.equal(a.reading?.kind, 'problem');
+    const text = JSON.stringify(a.reading);
+    assert.match(
+      text,
+      /a TRL argument file \(model meta-llama\/Llama-3\.2-1B, loaded in bfloat16\) that sets no FSDP/,
+    );
+    assert.match(
+      text,
+      /--model meta-llama\/Llama-3\.2-1B --batch 4 --seq 2048 --grad-accum 2 --ac full --lora-rank 32 --lora-targets all-linear --base-dtype nf4/,
+    );
+  });
+  it("with fsdp: the Trainer's plan, the model from model_name_or_path", async () => {
+    const e = ok(
+      await configAnalysis(
+        'trl/sft_fsdp.yaml',
+        [
+          ...recipe,
+          'fsdp: full_shard auto_wrap',
+          'fsdp_config:',
+          '  transformer_layer_cls_to_wrap: LlamaDecoderLayer',
+          '  version: 2',
+        ].join('\n') + '\n',
+      ),
+    );
+    // Llama 3.2 1B: its 16 decoder layers, the final norm with the head (tied to the embedding, so one unit with
+    // it: Accelerate's FSDP2 carving), and the root.
+    assert.equal(e.units.length, 18);
+    assert.equal(e.units.at(-2)!.name, 'model.norm + model.embed_tokens');
+    assert.equal(e.setup.microBatch, 4);
+    assert.equal(e.setup.checkpointing, 'full');
+  });
+});

@@ -6,6 +6,7 @@ import { fault } from '../vocabulary/faults';
 import type { FrameworkName } from './types';
 import { accelerateConfigPlan, isAccelerate } from './accelerate';
 import { axolotlPlan, axolotlWithoutFsdp, isAxolotl, isAxolotlWithoutFsdp } from './axolotl';
+import { argumentsFilePlan, isArgumentsFile } from './argumentsFile';
 import type { VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
 import { deepspeedPlan, isDeepSpeed } from './deepspeed';
@@ -67,6 +68,7 @@ export function readFrameworkConfig(
     ['torchtitan', isTorchtitan, torchtitanPlan],
     ['DeepSpeed', isDeepSpeed, deepspeedPlan],
     ['Transformers', isTrainerArgsJson, (d) => trainerArgsJsonPlan(d, versions)],
+    ['Transformers', isArgumentsFile, (d) => argumentsFilePlan(d, versions)],
   ];
   for (const [framework, is, read] of readers) {
     if (!is(doc)) continue;

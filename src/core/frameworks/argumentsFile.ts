@@ -1,0 +1,102 @@
+/**
+ * A Transformers / TRL argument file: the YAML or JSON that `HfArgumentParser.parse_yaml_file` / `parse_json_file`
+ * and TRL's `TrlParser` (`--config recipe.yaml`) read into the model, script and training arguments. With `fsdp`
+ * set it is the Trainer's FSDP plan; without, FSDP comes from the Accelerate config the job is launched with, and
+ * the file says so with what it sets.
+ */
+import type { FrameworkCallFact } from '../analysis/facts';
+import type { PlainValue } from '../python/plain';
+import type { VersionPin } from '../vocabulary/versions';
+import { inputSpec } from '../inputs/table';
+import { isRecord, str, type ConfigDoc } from './configDoc';
+import { trainingArgumentsPlan, trainingArgumentValues } from './transformers';
+import type { FrameworkPlan, FrameworkProblem } from './types';
+
+/** TrainingArguments fields an argument file sets (any two of them, with the model, make one). */
+const TRAINING_KEYS = [
+  'output_dir',
+  'per_device_train_batch_size',
+  'learning_rate',
+  'num_train_epochs',
+  'gradient_checkpointing',
+  'gradient_accumulation_steps',
+  'bf16',
+  'max_steps',
+  'lr_scheduler_type',
+  'logging_steps',
+];
+
+/** An argument file: a model (`model_name_or_path`) and TrainingArguments fields, and no framework's own keys. */
+export function isArgumentsFile(doc: ConfigDoc): boolean {
+  const d = doc.data;
+  return (
+    (doc.format === 'yaml' || doc.format === 'json') &&
+    typeof d.model_name_or_path === 'string' &&
+    TRAINING_KEYS.filter((k) => d[k] !== undefined).length >= 2 &&
+    d.distributed_type === undefined &&
+    d.base_model === undefined &&
+    !isRecord(d.model)
+  );
+}
+
+/** TRL's argument files name the model's dtype and TRL's own sequence keys; Transformers' do not. */
+function isTrl(d: Record<string, unknown>): boolean {
+  return ['max_seq_length', 'max_length', 'packing', 'dataset_mixture', 'dataset_name', 'beta'].some(
+    (k) => d[k] !== undefined,
+  );
+}
+
+export function argumentsFilePlan(
+  doc: ConfigDoc,
+  versions: { transformers?: VersionPin; accelerate?: VersionPin } = {},
+): FrameworkPlan | FrameworkProblem {
+  const d = doc.data;
+  const kwargLines: Record<string, number> = {};
+  for (const k of Object.keys(d)) kwargLines[k] = (doc.line([k]) ?? 0) + 1;
+  const call: FrameworkCallFact = {
+    kind: 'TrainingArguments',
+    callee: isTrl(d) ? 'trl.SFTConfig' : 'transformers.TrainingArguments',
+    line: 1,
+    range: doc.rangeOf([]),
+    kwargs: d as Record<string, PlainValue>,
+    kwargLines,
+  };
+  const model = d.model_name_or_path as string;
+  const plan = trainingArgumentsPlan(call, doc.file, versions);
+  if (plan) {
+    plan.model = {
+      id: model,
+      source: { kind: 'config', detail: `model_name_or_path at ${doc.where(['model_name_or_path'])}` },
+    };
+    if (typeof d.fsdp_config === 'string')
+      plan.notes.push(
+        `fsdp_config: ${d.fsdp_config} (${doc.where(['fsdp_config'])}) names a file that is not read from here: its settings are left at Transformers' defaults`,
+      );
+    return plan;
+  }
+  // No FSDP of its own: what it sets, as the flags that give it to an estimate of the launch's Accelerate config.
+  const { values } = trainingArgumentValues(call, doc.file);
+  const flags = [`--model ${model}`];
+  for (const key of ['microBatch', 'seqLen', 'gradAccum', 'checkpointing'] as const) {
+    const v = values[key];
+    const flag = inputSpec(key).flag;
+    if (v !== undefined && flag) flags.push(`--${flag.name} ${String(v)}`);
+  }
+  // TRL's ModelConfig: `use_peft` with `lora_r` (16 by default) and `lora_target_modules`, a 4-bit base with
+  // `load_in_4bit`.
+  if (d.use_peft === true) {
+    flags.push(`--lora-rank ${typeof d.lora_r === 'number' ? d.lora_r : 16}`);
+    const targets = Array.isArray(d.lora_target_modules)
+      ? d.lora_target_modules.map(String).join(',')
+      : str(d.lora_target_modules);
+    if (targets) flags.push(`--lora-targets ${targets}`);
+  }
+  if (d.load_in_4bit === true) flags.push('--base-dtype nf4');
+  const dtype = str(d.torch_dtype) ?? str(d.dtype);
+  return {
+    framework: isTrl(d) ? 'TRL' : 'Transformers',
+    file: doc.file,
+    range: doc.rangeOf(['model_name_or_path']),
+    message: `a ${isTrl(d) ? 'TRL' : 'Transformers'} argument file (model ${model}${dtype ? `, loaded in ${dtype}` : ''}) that sets no FSDP (no fsdp key): FSDP comes from the Accelerate config the job is launched with (accelerate launch --config_file ...); estimate that config with ${flags.join(' ')}`,
+  };
+}
