@@ -41,6 +41,16 @@ describe('model trees from Hugging Face configs', () => {
     });
   }
 
+  it("Mixtral 8x22B: 56 layers of eight 6,144 x 16,384 experts (hand count), the card's 141B", () => {
+    // q and o 6,144², k and v 6,144 x 1,024 (8 KV heads of 128), eight experts of three 6,144 x 16,384
+    // projections, the router 6,144 x 8, two norms; untied 32,000 x 6,144 embedding and head, the final norm.
+    const layer = 2 * 6144 * 6144 + 2 * 6144 * 1024 + 8 * 3 * 6144 * 16384 + 6144 * 8 + 2 * 6144;
+    const total = 56 * layer + 2 * 32000 * 6144 + 6144;
+    assert.equal(countParams(modelFromHfConfig(CATALOG['mistral-community/Mixtral-8x22B-v0.1']!).root), total);
+    assert.equal(Math.round(total / 1e9), 141);
+    assert.equal(ALIASES['mistralai/Mixtral-8x22B-v0.1'], 'mistral-community/Mixtral-8x22B-v0.1');
+  });
+
   it('small Qwen releases tie the head to the embedding; Qwen3 adds per-head q and k norms (hand counts)', () => {
     // Qwen2.5-0.5B: q 896² + 896, k and v 896 x 128 + 128 each, o 896², MLP 3 x 896 x 4,864, two norms: 14,912,384
     // per layer; 24 of them, one 151,936 x 896 embedding (tied), the final norm: 494,032,768 (the card's 0.49B,
