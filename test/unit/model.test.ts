@@ -24,6 +24,8 @@ const PUBLISHED: Record<string, number> = {
   'Qwen/Qwen2.5-7B': 7_615_616_512,
   'Qwen/Qwen2.5-72B': 72_706_203_648,
   'Qwen/Qwen3-8B': 8_190_735_360,
+  'Qwen/Qwen3-30B-A3B': 30_532_122_624,
+  'Qwen/Qwen3-235B-A22B': 235_093_634_560,
   'google/gemma-2-2b': 2_614_341_888,
   'google/gemma-2-9b': 9_241_705_984,
   'microsoft/Phi-3-mini-4k-instruct': 3_821_079_552,
@@ -46,9 +48,28 @@ describe('model trees from Hugging Face configs', () => {
     // projections, the router 6,144 x 8, two norms; untied 32,000 x 6,144 embedding and head, the final norm.
     const layer = 2 * 6144 * 6144 + 2 * 6144 * 1024 + 8 * 3 * 6144 * 16384 + 6144 * 8 + 2 * 6144;
     const total = 56 * layer + 2 * 32000 * 6144 + 6144;
-    assert.equal(countParams(modelFromHfConfig(CATALOG['mistral-community/Mixtral-8x22B-v0.1']!).root), total);
+    assert.equal(
+      countParams(modelFromHfConfig(CATALOG['mistral-community/Mixtral-8x22B-v0.1']!).root),
+      total,
+    );
     assert.equal(Math.round(total / 1e9), 141);
     assert.equal(ALIASES['mistralai/Mixtral-8x22B-v0.1'], 'mistral-community/Mixtral-8x22B-v0.1');
+  });
+
+  it('Qwen3-MoE: Qwen3 attention and 128 experts of moe_intermediate_size in every layer (hand count)', () => {
+    // Qwen3-30B-A3B: q 2,048 x 32 x 128, k and v 2,048 x 4 x 128, o back, q/k norms of 128; 128 experts of three
+    // 2,048 x 768 projections, the router 2,048 x 128, two norms; untied 151,936 x 2,048 embedding and head.
+    const layer =
+      2048 * 4096 + 2 * 2048 * 512 + 4096 * 2048 + 2 * 128 + 128 * 3 * 2048 * 768 + 2048 * 128 + 2 * 2048;
+    assert.equal(48 * layer + 2 * 151936 * 2048 + 2048, PUBLISHED['Qwen/Qwen3-30B-A3B']);
+    const m = modelFromHfConfig(CATALOG['Qwen/Qwen3-30B-A3B']!);
+    assert.equal(m.shape.blockClass, 'Qwen3MoeDecoderLayer');
+    assert.deepEqual([m.shape.experts, m.shape.expertsPerToken, m.shape.moeIntermediate], [128, 8, 768]);
+    assert.equal(moduleAt(m.root, 'model.layers.0.mlp')?.className, 'Qwen3MoeSparseMoeBlock');
+    // A layer in mlp_only_layers keeps a dense MLP of intermediate_size.
+    const dense = modelFromHfConfig({ ...CATALOG['Qwen/Qwen3-30B-A3B']!, mlp_only_layers: [0] });
+    assert.equal(moduleAt(dense.root, 'model.layers.0.mlp')?.className, 'Qwen3MoeMLP');
+    assert.equal(dense.shape.denseLayers, 1);
   });
 
   it('small Qwen releases tie the head to the embedding; Qwen3 adds per-head q and k norms (hand counts)', () => {

@@ -92,6 +92,11 @@ export const ARCHITECTURES: Readonly<Record<string, { block: string; module: str
     module: 'transformers.models.qwen3.modeling_qwen3',
     causalLm: 'Qwen3ForCausalLM',
   },
+  qwen3_moe: {
+    block: 'Qwen3MoeDecoderLayer',
+    module: 'transformers.models.qwen3_moe.modeling_qwen3_moe',
+    causalLm: 'Qwen3MoeForCausalLM',
+  },
   gemma2: {
     block: 'Gemma2DecoderLayer',
     module: 'transformers.models.gemma2.modeling_gemma2',

@@ -17,6 +17,8 @@ const PLAUSIBLE_MAX: Record<string, number> = {
   num_hidden_layers: 2048,
   n_layer: 2048,
   num_local_experts: 4096,
+  num_experts: 4096,
+  decoder_sparse_step: 2048,
   n_routed_experts: 4096,
   n_shared_experts: 64,
   num_experts_per_tok: 256,
@@ -148,6 +150,7 @@ export function modelFromHfConfig(config: HfConfig): HfModel {
     case 'qwen3':
     case 'gemma2':
     case 'mixtral':
+    case 'qwen3_moe':
     case 'phi3':
       return llamaFamily(config, type);
     case 'gpt2':
@@ -168,13 +171,17 @@ const PREFIX: Record<string, string> = {
   qwen3: 'Qwen3',
   gemma2: 'Gemma2',
   mixtral: 'Mixtral',
+  qwen3_moe: 'Qwen3Moe',
   phi3: 'Phi3',
 };
 
 /**
  * Llama and its relatives (`model.embed_tokens`, `model.layers.N.{self_attn, mlp, *_layernorm}`, `model.norm`,
  * `lm_head`). Differences: Qwen2 has q/k/v biases; Qwen3 per-head q/k norms; Gemma 2 four norms per block;
- * Mixtral a router and experts (`block_sparse_moe`); Phi-3 fused `qkv_proj` and `gate_up_proj`.
+ * Mixtral a router and experts (`block_sparse_moe`); Qwen3-MoE Qwen3's attention and, in each layer
+ * `Qwen3MoeDecoderLayer.__init__` makes sparse (not in `mlp_only_layers`, `(i + 1) % decoder_sparse_step == 0`), a
+ * router and `num_experts` experts of `moe_intermediate_size` under `mlp`, no shared expert; Phi-3 fused `qkv_proj`
+ * and `gate_up_proj`.
  */
 function llamaFamily(config: HfConfig, type: string): HfModel {
   const P = PREFIX[type]!;
@@ -190,14 +197,29 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
   const tied = bool(config, 'tie_word_embeddings', TIE_DEFAULT[type] ?? false);
   const attnBias = type === 'qwen2' ? true : bool(config, 'attention_bias', false);
   const mlpBias = bool(config, 'mlp_bias', false);
-  const E = type === 'mixtral' ? int(config, 'num_local_experts', 8) : 0;
-  const topK = type === 'mixtral' ? int(config, 'num_experts_per_tok', 2) : 0;
+  const qwenMoe = type === 'qwen3_moe';
+  const E =
+    type === 'mixtral' ? int(config, 'num_local_experts', 8) : qwenMoe ? int(config, 'num_experts') : 0;
+  const topK =
+    type === 'mixtral'
+      ? int(config, 'num_experts_per_tok', 2)
+      : qwenMoe
+        ? int(config, 'num_experts_per_tok')
+        : 0;
+  const moeI = qwenMoe ? int(config, 'moe_intermediate_size') : I;
+  const sparseStep = qwenMoe ? int(config, 'decoder_sparse_step', 1) : 1;
+  const mlpOnly = new Set(
+    qwenMoe && Array.isArray(config.mlp_only_layers)
+      ? config.mlp_only_layers.filter((x): x is number => Number.isInteger(x))
+      : [],
+  );
+  const sparse = (i: number) => E > 0 && !mlpOnly.has(i) && (i + 1) % sparseStep === 0;
   const norm = `${P}RMSNorm`;
 
   const root = ModuleBuilder.root(`${P}ForCausalLM`);
   root.child('model', `${P}Model`, (m) => {
     m.embedding('embed_tokens', V, d);
-    m.list('layers', layers, `${P}DecoderLayer`, (layer) => {
+    m.list('layers', layers, `${P}DecoderLayer`, (layer, i) => {
       layer.child('self_attn', `${P}Attention`, (a) => {
         if (type === 'phi3') a.linear('qkv_proj', d, nh * hd + 2 * nkv * hd);
         else {
@@ -207,7 +229,7 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
           a.linear('v_proj', d, nkv * hd, attnBias);
         }
         a.linear('o_proj', nh * hd, d, type === 'qwen2' ? false : attnBias);
-        if (type === 'qwen3') {
+        if (type === 'qwen3' || qwenMoe) {
           a.norm('q_norm', hd, norm);
           a.norm('k_norm', hd, norm);
         }
@@ -219,6 +241,15 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
             e.linear('w1', d, I);
             e.linear('w2', I, d);
             e.linear('w3', d, I);
+          });
+        });
+      } else if (qwenMoe && sparse(i)) {
+        layer.child('mlp', 'Qwen3MoeSparseMoeBlock', (moe) => {
+          moe.linear('gate', d, E);
+          moe.list('experts', E, 'Qwen3MoeMLP', (e) => {
+            e.linear('gate_proj', d, moeI);
+            e.linear('up_proj', d, moeI);
+            e.linear('down_proj', moeI, d);
           });
         });
       } else if (type === 'phi3') {
@@ -262,8 +293,8 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
       vocab: V,
       expertsPerToken: topK,
       experts: E,
-      denseLayers: E ? 0 : layers,
-      moeIntermediate: E ? I : 0,
+      denseLayers: Array.from({ length: layers }, (_, i) => i).filter((i) => !sparse(i)).length,
+      moeIntermediate: E ? moeI : 0,
       sharedExperts: 0,
       mlp: 'swiglu',
       norm: 'rmsnorm',
@@ -276,7 +307,7 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
             attnLogitSoftcap: optPositive(config, 'attn_logit_softcapping', 50),
           }
         : {}),
-      ...(type === 'qwen3' ? { qkNorm: true } : {}),
+      ...(type === 'qwen3' || qwenMoe ? { qkNorm: true } : {}),
       blockClass: ARCHITECTURES[type]!.block,
       tiedEmbeddings: tied,
     },
