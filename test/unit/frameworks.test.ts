@@ -16,7 +16,7 @@ import { Project } from '../../src/core/project/project';
 import { isProjectInput } from '../../src/core/vocabulary/files';
 import { readLaunchFile } from '../../src/core/project/settings';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
-import { cli, FIXTURES, grammar, projectDir, scanSource } from './helpers';
+import { cli, FIXTURES, grammar, projectDir, scanSource, writeFiles } from './helpers';
 import { diskFS, nodeHost } from '../../src/host/disk';
 
 const FW = path.join(FIXTURES, 'frameworks');
@@ -1745,5 +1745,56 @@ describe('Transformers and TRL argument files', () => {
     assert.equal(e.units.at(-2)!.name, 'model.norm + model.embed_tokens');
     assert.equal(e.setup.microBatch, 4);
     assert.equal(e.setup.checkpointing, 'full');
+  });
+});
+
+describe('an Accelerate config paired with the argument file its launch passes', () => {
+  it('takes the model, batch, sequence, checkpointing and LoRA from the recipe the launch names', async () => {
+    const dir = projectDir('fsdp-lens-recipe-');
+    writeFiles(dir, {
+      'configs/fsdp.yaml': [
+        'distributed_type: FSDP',
+        'mixed_precision: bf16',
+        'num_machines: 1',
+        'num_processes: 4',
+        'fsdp_config:',
+        '  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+        '  fsdp_sharding_strategy: FULL_SHARD',
+      ],
+      'recipes/sft.yaml': [
+        'model_name_or_path: meta-llama/Llama-3.2-1B',
+        'per_device_train_batch_size: 8',
+        'gradient_accumulation_steps: 1',
+        'gradient_checkpointing: true',
+        'max_length: 1024',
+        'learning_rate: 1.0e-04',
+        'output_dir: out',
+        'use_peft: true',
+        'lora_r: 8',
+        'lora_target_modules: [q_proj, v_proj]',
+      ],
+      'train.sh': [
+        'accelerate launch --config_file configs/fsdp.yaml sft.py \\',
+        '  --config recipes/sft.yaml',
+      ],
+      'sft.py': ['from trl import SFTTrainer, TrlParser'],
+    });
+    const r = await cli('estimate', path.join(dir, 'configs/fsdp.yaml'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      model: { id?: string };
+      assumptions: { key: string; value: string; source: { detail?: string } }[];
+      plan: { notes: string[] };
+      units: unknown[];
+    };
+    assert.equal(j.model.id, 'meta-llama/Llama-3.2-1B');
+    const a = (k: string) => j.assumptions.find((x) => x.key === k)!;
+    assert.equal(a('microBatch').value, '8');
+    assert.equal(a('seqLen').value, '1024');
+    assert.equal(a('checkpointing').value, 'full');
+    assert.match(a('microBatch').source.detail!, /^sft\.yaml:2$/);
+    assert.ok(j.plan.notes.some((n) => /launched by train\.sh:1 with sft\.yaml/.test(n)));
+    // Through the Trainer a LoRA model takes PEFT's policy: 16 blocks, 2 x 16 x 2 LoRA matrices, the root.
+    assert.equal(j.units.length, 16 + 64 + 1);
   });
 });

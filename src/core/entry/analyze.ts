@@ -25,7 +25,13 @@ import { launchedJob, type LaunchedJob } from '../resolve/launcher';
 import { registryEstimate, titanEntryEstimate } from '../resolve/titanJob';
 import { helperPlan } from '../resolve/helpers';
 import type { ModelChoice } from '../inputs/model';
-import { companionScript, configFacts, fromCompanion, readConfigInProject } from '../resolve/configFile';
+import {
+  companionScript,
+  configFacts,
+  fromCompanion,
+  launchedConfig,
+  readConfigInProject,
+} from '../resolve/configFile';
 import * as path from 'node:path';
 import { scanFile, type ScanOptions } from '../analysis/scan';
 import { projectReaders } from '../frameworks/scriptConfigs';
@@ -225,6 +231,30 @@ export function analyzeConfigText(
   let plan = reading.plan;
   if (scriptModel && !plan.model) plan = { ...plan, model: scriptModel };
   const project = opts.estimate.project;
+  // An Accelerate config a launch file runs a script with, and the argument file that script is given.
+  const launched =
+    project && plan.framework === 'Accelerate' && !scriptFile ? launchedConfig(project, file) : undefined;
+  if (launched?.script) scriptFile = launched.script;
+  const recipe = launched?.recipe;
+  if (recipe) {
+    if (!plan.model && !facts.annotations.some((a) => a.values.model))
+      plan = { ...plan, model: recipe.model };
+    if (recipe.fineTune && !plan.fineTune)
+      plan = {
+        ...plan,
+        fineTune: recipe.fineTune,
+        fineTuneWhere: `use_peft in ${path.basename(recipe.file)}`,
+      };
+    // An argument file is TrainingArguments' (HfArgumentParser, TrlParser): the script trains through the Trainer.
+    plan = {
+      ...plan,
+      throughTrainer: true,
+      notes: [
+        ...plan.notes,
+        `launched by ${launched!.where} with ${path.basename(recipe.file)}, whose settings are read`,
+      ],
+    };
+  }
   const companion =
     project && !plan.builtModel && !facts.annotations.some((a) => a.values.model)
       ? companionScript(project, file, scriptFile)
@@ -236,7 +266,9 @@ export function analyzeConfigText(
     estimate: {
       ...opts.estimate,
       framework: plan,
-      ...(c.layer ? { extraLayers: [c.layer] } : {}),
+      ...(recipe || c.layer
+        ? { extraLayers: [...(recipe ? [recipe.layer] : []), ...(c.layer ? [c.layer] : [])] }
+        : {}),
       ...(companion && trainsThroughTrainer(companion) ? { companionTrainer: true } : {}),
     },
   });

@@ -7,6 +7,8 @@
 import type { FrameworkCallFact } from '../analysis/facts';
 import type { PlainValue } from '../python/plain';
 import type { VersionPin } from '../vocabulary/versions';
+import type { FineTune } from '../model/finetune';
+import type { SetupValues } from '../inputs/table';
 import { inputSpec } from '../inputs/table';
 import { isRecord, str, type ConfigDoc } from './configDoc';
 import { trainingArgumentsPlan, trainingArgumentValues } from './transformers';
@@ -46,14 +48,47 @@ function isTrl(d: Record<string, unknown>): boolean {
   );
 }
 
-export function argumentsFilePlan(
-  doc: ConfigDoc,
-  versions: { transformers?: VersionPin; accelerate?: VersionPin } = {},
-): FrameworkPlan | FrameworkProblem {
+/**
+ * What an argument file gives the job it configures: the model, the training inputs (batch, sequence,
+ * accumulation, checkpointing, precision) and TRL's adapter (`use_peft`, `lora_r`, `lora_target_modules`,
+ * `load_in_4bit`).
+ */
+export function argumentsFileInputs(doc: ConfigDoc): {
+  model: { id: string; where: string };
+  values: SetupValues;
+  details: FrameworkPlan['details'];
+  fineTune?: FineTune;
+} {
+  const d = doc.data;
+  const { values, details } = trainingArgumentValues(callOf(doc), doc.file);
+  const lora = d.use_peft === true;
+  const targets = Array.isArray(d.lora_target_modules)
+    ? d.lora_target_modules.map(String)
+    : str(d.lora_target_modules)
+      ? [str(d.lora_target_modules)!]
+      : undefined;
+  return {
+    model: { id: d.model_name_or_path as string, where: doc.where(['model_name_or_path']) },
+    values,
+    details,
+    ...(lora && targets
+      ? {
+          fineTune: {
+            lora: { rank: typeof d.lora_r === 'number' ? d.lora_r : 16, targets },
+            ...(d.load_in_4bit === true
+              ? { baseDtype: 'nf4' as const, quantizer: 'bitsandbytes' as const }
+              : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+function callOf(doc: ConfigDoc): FrameworkCallFact {
   const d = doc.data;
   const kwargLines: Record<string, number> = {};
   for (const k of Object.keys(d)) kwargLines[k] = (doc.line([k]) ?? 0) + 1;
-  const call: FrameworkCallFact = {
+  return {
     kind: 'TrainingArguments',
     callee: isTrl(d) ? 'trl.SFTConfig' : 'transformers.TrainingArguments',
     line: 1,
@@ -61,6 +96,14 @@ export function argumentsFilePlan(
     kwargs: d as Record<string, PlainValue>,
     kwargLines,
   };
+}
+
+export function argumentsFilePlan(
+  doc: ConfigDoc,
+  versions: { transformers?: VersionPin; accelerate?: VersionPin } = {},
+): FrameworkPlan | FrameworkProblem {
+  const d = doc.data;
+  const call = callOf(doc);
   const model = d.model_name_or_path as string;
   const plan = trainingArgumentsPlan(call, doc.file, versions);
   if (plan) {

@@ -73,6 +73,8 @@ export interface FrameworkPlan {
   /** Module naming of the framework's own model classes (torchtune, torchtitan), mapped from Hugging Face's. */
   naming?: 'torchtune' | 'torchtitan';
   fineTune?: FineTune;
+  /** Where the fine-tuning is written, when not at the plan's own range (an argument file the launch passes). */
+  fineTuneWhere?: string;
   /**
    * Host memory the configuration decides at load and save time: `rank0Loading` (where it is said) when only local
    * rank 0 materialises `from_pretrained`'s weights (Accelerate's cpu_ram_efficient_loading); `stateDict` the

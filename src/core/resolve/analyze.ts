@@ -361,7 +361,9 @@ function estimateFacts(
           ft: fw.fineTune,
           source: {
             kind: 'config',
-            detail: fw.range ? `${path.basename(fw.file)}:${fw.range.start.line + 1}` : fw.file,
+            detail:
+              fw.fineTuneWhere ??
+              (fw.range ? `${path.basename(fw.file)}:${fw.range.start.line + 1}` : fw.file),
           } as Source,
         }
       : detectFineTune(facts, file, fineTuneNotes);

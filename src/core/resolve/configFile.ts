@@ -2,7 +2,7 @@
  * Configuration files in a project: their annotations, the training script beside them, and the Accelerate config
  * a script is launched with.
  */
-import { commandLines, flags } from '../parsing/commandLine';
+import { commandLines, flags, programArgs, pythonScriptOf } from '../parsing/commandLine';
 import { hfHome } from '../model/load';
 import type { Host } from '../vocabulary/host';
 import * as path from 'node:path';
@@ -10,7 +10,9 @@ import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/fac
 import { noqaCodes } from '../analysis/comments';
 import { annotationValues } from '../vocabulary/annotations';
 import { scanFile } from '../analysis/scan';
-import { formatOf } from '../frameworks/configDoc';
+import { formatOf, readConfigText } from '../frameworks/configDoc';
+import { argumentsFileInputs, isArgumentsFile } from '../frameworks/argumentsFile';
+import type { FineTune } from '../model/finetune';
 import { readFrameworkConfig, type ConfigReading } from '../frameworks/read';
 import { acceleratorCall, acceleratorPrecision } from '../frameworks/python';
 import { trainingArgumentValues } from '../frameworks/transformers';
@@ -166,6 +168,93 @@ export function nearbyFrameworkConfig(
         if (r.kind === 'plan' && r.plan.framework === 'Accelerate') return r.plan;
       }
     }
+    return undefined;
+  });
+}
+
+const MAX_LAUNCH_FILES = 40;
+
+/**
+ * The launch command that runs `accelerate launch --config_file <configFile> SCRIPT ...` in a launch file of the
+ * config's folder, its parent or a project root: the script, and the argument file it passes (`--config
+ * recipe.yaml`, as TRL's scripts take it, or a YAML/JSON given first, as `HfArgumentParser.parse_yaml_file` reads
+ * `sys.argv[1]`) with what that file sets.
+ */
+export function launchedConfig(
+  project: Project,
+  configFile: string,
+):
+  | {
+      where: string;
+      script?: string;
+      recipe?: {
+        file: string;
+        model: ModelChoice;
+        layer: Layer;
+        fineTune?: FineTune;
+      };
+    }
+  | undefined {
+  return project.memo(`launched-config:${configFile}`, () => {
+    const dirs = [
+      ...new Set([path.dirname(configFile), path.dirname(path.dirname(configFile)), ...project.roots]),
+    ];
+    let seen = 0;
+    for (const dir of dirs)
+      for (const name of fileNames(project, dir)) {
+        if (!/\.(sh|bash|slurm|sbatch)$/.test(name) || ++seen > MAX_LAUNCH_FILES) continue;
+        const text = project.fs.readFile(path.join(dir, name));
+        if (!text || !text.includes('--config_file') || !text.includes(path.basename(configFile))) continue;
+        for (const c of commandLines(text)) {
+          if (!/\baccelerate\s+launch\b/.test(c.cmd) || /^\s*#/.test(c.cmd)) continue;
+          const given = flags(c.cmd)
+            .get('--config_file')
+            ?.replace(/^["']|["']$/g, '');
+          if (!given) continue;
+          const roots = [dir, ...project.roots];
+          if (!roots.some((r) => path.resolve(r, given) === configFile)) continue;
+          const where = `${name}:${c.line + 1}`;
+          const script = pythonScriptOf(c.cmd) ?? undefined;
+          const resolve = (rel: string) =>
+            roots.map((r) => path.resolve(r, rel)).find((f) => project.fs.readFile(f) !== undefined);
+          const out: NonNullable<ReturnType<typeof launchedConfig>> = { where };
+          const scriptFile = script ? resolve(script) : undefined;
+          if (scriptFile) out.script = scriptFile;
+          const args = script ? (programArgs(c.cmd, script) ?? []) : [];
+          const i = args.findIndex((a) => a === '--config' || a.startsWith('--config='));
+          const named =
+            i >= 0
+              ? args[i]!.includes('=')
+                ? args[i]!.slice(args[i]!.indexOf('=') + 1)
+                : args[i + 1]
+              : args[0] && /\.(ya?ml|json)$/i.test(args[0])
+                ? args[0]
+                : undefined;
+          const recipeFile = named ? resolve(named) : undefined;
+          const recipeText = recipeFile ? project.fs.readFile(recipeFile) : undefined;
+          const doc = recipeFile && recipeText ? readConfigText(recipeFile, recipeText) : undefined;
+          if (doc && !('error' in doc) && isArgumentsFile(doc)) {
+            const r = argumentsFileInputs(doc);
+            out.recipe = {
+              file: recipeFile!,
+              model: {
+                id: r.model.id,
+                source: {
+                  kind: 'config',
+                  detail: `model_name_or_path at ${r.model.where} (launched by ${where})`,
+                },
+              },
+              layer: {
+                source: { kind: 'config', detail: path.basename(recipeFile!) },
+                values: r.values,
+                details: r.details,
+              },
+              ...(r.fineTune ? { fineTune: r.fineTune } : {}),
+            };
+          }
+          return out;
+        }
+      }
     return undefined;
   });
 }
