@@ -25,6 +25,7 @@ import { launchedJob, type LaunchedJob } from '../resolve/launcher';
 import { registryEstimate, titanEntryEstimate } from '../resolve/titanJob';
 import { helperPlan } from '../resolve/helpers';
 import type { ModelChoice } from '../inputs/model';
+import { verlRun } from '../frameworks/verl';
 import {
   companionScript,
   configFacts,
@@ -205,7 +206,12 @@ export function analyzeConfigText(
         versions,
         project ? { readFile: (abs) => project.fs.readFile(abs), roots: project.roots } : undefined,
       )[0];
-      reading = cmd ? { kind: 'plan', plan: cmd.plan } : { kind: 'none' };
+      const verl = cmd ? undefined : verlRun(file, text);
+      reading = cmd
+        ? { kind: 'plan', plan: cmd.plan }
+        : verl
+          ? { kind: 'problem', problem: verl }
+          : { kind: 'none' };
       if (cmd?.model)
         scriptModel = {
           id: cmd.model,

@@ -20,7 +20,8 @@ export type FrameworkName =
   | 'torchtitan'
   | 'DeepSpeed'
   | 'axolotl'
-  | 'llm-foundry';
+  | 'llm-foundry'
+  | 'verl';
 
 /**
  * Which modules a framework makes FSDP units of, in the order it wraps them (the root last, always).
