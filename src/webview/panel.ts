@@ -11,6 +11,7 @@ import {
   peakWhere,
   shortGpu,
   undecidedWhy,
+  unitsWords,
   verdictWords,
   wholeNodesText,
 } from '../core/vocabulary/words';
@@ -57,7 +58,7 @@ function renderHeader(data: PanelData, e: Estimate | undefined): HTMLElement {
   h.append(
     el(
       'p',
-      `${e.model.name} · ${fmtCount(e.model.params)} parameters · ${api}, ${e.units.length} units · ${mesh} x ${e.gpu.name}`,
+      `${e.model.name} · ${fmtCount(e.model.params)} parameters · ${e.plan.api === 'none' ? api : `${api}, ${unitsWords(e.plan.api, e.units.length)}`} · ${mesh} x ${e.gpu.name}`,
       'lead',
     ),
   );

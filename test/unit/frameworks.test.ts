@@ -1005,10 +1005,18 @@ describe('torchtune', () => {
       '#   tune run full_finetune_single_device --config llama3_1/8B_full_single_device',
       body,
     ].join('\n');
-    const a = await configAnalysis('torchtune/8B_full_single_device.yaml', single);
-    assert.equal(a.estimate, undefined);
-    assert.equal(a.reading?.kind, 'problem');
-    assert.match(JSON.stringify(a.reading), /trains on one GPU without FSDP/);
+    const one = ok(await configAnalysis('torchtune/8B_full_single_device.yaml', single));
+    assert.equal(one.plan.api, 'none');
+    assert.equal(one.units.length, 0);
+    assert.equal(one.mesh.worldSize, 1);
+    // The whole model in bf16 (torchtune's `dtype`), its bf16 gradients and AdamW's two bf16 states (the
+    // optimizer keeps them in the parameters' dtype): 8 B x 8,030,261,248 parameters, nothing sharded.
+    assert.equal(one.perGpu.persistentBytes, 8 * 8_030_261_248);
+    // At the end of backward every gradient exists (2 B each), beside the parameters and the states (6 B each).
+    const names = one.perGpu.peak.terms.map((t) => [t.name, t.bytes]);
+    assert.deepEqual(names[0], ['parameters and optimizer state', 6 * 8_030_261_248]);
+    assert.deepEqual(names.at(-1), ['gradients', 2 * 8_030_261_248]);
+    assert.equal(one.comms.perStep.collectives.allGather + one.comms.perStep.collectives.reduceScatter, 0);
   });
 
   it('a LoRA recipe: rank-8 adapters on q_proj and v_proj of every layer', async () => {

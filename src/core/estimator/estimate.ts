@@ -252,12 +252,24 @@ function stateFigures(
       formula: `${optimizerWords(setup)} on each GPU's shard`,
     },
   ];
+  // Without units (no FSDP: a single-device job) every parameter is outside a unit: the model whole, with its gradients and
+  // optimizer state, and none of the sharded terms.
+  const plain = units.length === 0;
+  if (plain) terms.splice(0, terms.length);
   if (own.unowned.params > 0)
-    terms.push({
-      name: 'replicated parameters outside every unit',
-      bytes: unownedBytes,
-      formula: `${fmtCount(own.unowned.params)} params whole on every GPU: parameters, gradients and optimizer state`,
-    });
+    terms.push(
+      plain
+        ? {
+            name: 'parameters, gradients and optimizer state',
+            bytes: unownedBytes,
+            formula: `${fmtCount(own.unowned.params)} params whole on the GPU (no FSDP)`,
+          }
+        : {
+            name: 'replicated parameters outside every unit',
+            bytes: unownedBytes,
+            formula: `${fmtCount(own.unowned.params)} params whole on every GPU: parameters, gradients and optimizer state`,
+          },
+    );
   if (bufferBytes > 0)
     terms.push({
       name: 'buffers',
@@ -648,7 +660,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   if (timeline) {
     result.perGpu.peakBytes = timeline.peak.bytes;
     result.perGpu.peakAt = timeline.peak.at;
-    result.perGpu.peak = peakFigure(timeline.peak.live, setup);
+    result.perGpu.peak = peakFigure(timeline.peak.live, setup, plan.api === 'none');
     result.perGpu.peakForwardBackwardBytes = Math.max(
       ...timeline.events.filter((ev) => ev.phase !== 'optimizer').map((ev) => ev.total),
     );

@@ -7,7 +7,7 @@ import type { TrainingSetup } from '../inputs/table';
 import type { ArchShape } from '../model/hf';
 import type { ModuleNode } from '../model/tree';
 import type { Mesh } from './mesh';
-import type { Phase, ShardingStrategyName, ReshardAfterForward, Verdict } from '../vocabulary/fsdp';
+import type { FsdpApi, Phase, ShardingStrategyName, ReshardAfterForward, Verdict } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
 import type { Assumption, Source } from '../vocabulary/source';
 
@@ -35,7 +35,7 @@ export interface UnitPlan {
 }
 
 export interface Plan {
-  api: 'fsdp2' | 'fsdp1';
+  api: FsdpApi;
   /** FSDP1 sharding strategy (FSDP2 plans are FULL_SHARD, or HSDP with a 2-D mesh). */
   strategy: ShardingStrategyName;
   units: UnitPlan[];

@@ -20,14 +20,16 @@ const LOSS_WORDS: Record<TrainingSetup['loss'], string> = {
 };
 
 /** The peak's composition, by category, with what each means. */
-export function peakFigure(live: LiveSet, setup: TrainingSetup): Figure {
+export function peakFigure(live: LiveSet, setup: TrainingSetup, plain = false): Figure {
   const ac =
     typeof setup.checkpointing === 'object' ? `every-${setup.checkpointing.everyN}` : setup.checkpointing;
   const words: Record<keyof LiveSet, [string, string]> = {
-    state: [
-      'sharded state',
-      'parameters and optimizer state of this GPU (with buffers and replicated leftovers)',
-    ],
+    state: plain
+      ? ['parameters and optimizer state', 'the whole model and its optimizer state, with buffers (no FSDP)']
+      : [
+          'sharded state',
+          'parameters and optimizer state of this GPU (with buffers and replicated leftovers)',
+        ],
     shardGrads: [
       'sharded gradients',
       setup.gradAccum > 1 && setup.syncEveryMicroBatch
@@ -50,7 +52,9 @@ export function peakFigure(live: LiveSet, setup: TrainingSetup): Figure {
       'running block',
       "the running block's tensors, rebuilt when checkpointed, and the gradients of its activations",
     ],
-    gradients: ['gradient buffers', 'unsharded gradients and reduce-scatter inputs in flight'],
+    gradients: plain
+      ? ['gradients', "autograd's gradients of the parameters backward has reached"]
+      : ['gradient buffers', 'unsharded gradients and reduce-scatter inputs in flight'],
     logits: ['logits and loss', LOSS_WORDS[setup.loss]],
     heldOutput: [
       'model output kept',

@@ -31,13 +31,17 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   const file = doc.file;
   const range = doc.rangeOf(['model']);
   const launch = launchComment(doc);
-  if (launch && /_single_device$/.test(launch.recipe))
-    return {
-      framework: 'torchtune',
-      file,
-      range: launch.range,
-      message: `this config is launched with ${launch.recipe} (${launch.where}), which trains on one GPU without FSDP; fsdp-lens estimates FSDP jobs, which torchtune runs with its *_distributed recipes and their configs`,
-    };
+  // A single-device recipe (`full_finetune_single_device`, `lora_finetune_single_device`: the config's launch
+  // line, or the `_single_device` config torchtune names it by) trains on one GPU without FSDP.
+  const single =
+    (launch && /_single_device$/.test(launch.recipe)) || /_single_device\.ya?ml$/.test(file)
+      ? launch
+      : undefined;
+  const singleWhere = single
+    ? `${single.recipe} trains on one GPU without FSDP (${single.where})`
+    : /_single_device\.ya?ml$/.test(file)
+      ? 'a _single_device config: one GPU without FSDP'
+      : undefined;
   const builder = component.split('.').pop()!;
   const lora = /^(q)?lora_/.exec(builder);
   const base = builder.replace(/^q?lora_/, '');
@@ -79,8 +83,14 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   // The config's own launch line (`tune run --nproc_per_node 8 lora_finetune_distributed --config ...`): one node
   // of that many processes, unless the job is launched otherwise (a launch file, a flag, a setting).
   const hint = launch ? `--nproc_per_node in the config's launch comment (${launch.where})` : '';
+  if (singleWhere) {
+    values.worldSize = 1;
+    values.gpusPerNode = 1;
+    details.worldSize = details.gpusPerNode = singleWhere;
+    notes.push(`torchtune: ${singleWhere}`);
+  }
   const suggested: FrameworkPlan['suggested'] =
-    launch?.nproc && !shardDim
+    launch?.nproc && !shardDim && !singleWhere
       ? {
           values: { worldSize: launch.nproc, gpusPerNode: launch.nproc },
           details: { worldSize: hint, gpusPerNode: hint },
@@ -140,9 +150,9 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     framework: 'torchtune',
     file,
     range,
-    api: 'fsdp2',
+    api: singleWhere ? 'none' : 'fsdp2',
     strategy: replicateDim > 1 ? 'HYBRID_SHARD' : 'FULL_SHARD',
-    wrap: { kind: 'blocks', before, after },
+    wrap: singleWhere ? { kind: 'none' } : { kind: 'blocks', before, after },
     reshardAfterForward: reshard,
     offload,
     values,

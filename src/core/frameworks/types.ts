@@ -2,7 +2,7 @@
  * What a framework's FSDP configuration is, ready to plan: which modules become units, the strategy, the inputs it
  * sets, its traps.
  */
-import type { ShardingStrategyName } from '../vocabulary/fsdp';
+import type { FsdpApi, ShardingStrategyName } from '../vocabulary/fsdp';
 import type { Range } from '../vocabulary/range';
 import type { Source } from '../vocabulary/source';
 import type { FineTune } from '../model/finetune';
@@ -50,7 +50,9 @@ export type WrapSpec =
       /** reshard_after_forward of the last block (older torchtitan keeps it gathered). */
       lastBlockReshard?: boolean | null;
     }
-  | { kind: 'root' };
+  | { kind: 'root' }
+  /** No FSDP at all: the model whole on one GPU (a single-device recipe). */
+  | { kind: 'none' };
 
 /** A framework's FSDP configuration, read from its config file or constructor call, ready to plan. */
 export interface FrameworkPlan {
@@ -58,7 +60,7 @@ export interface FrameworkPlan {
   /** The file and the range the lens and findings go on (the start of a config file, a constructor call). */
   file: string;
   range: Range;
-  api: 'fsdp1' | 'fsdp2';
+  api: FsdpApi;
   strategy: ShardingStrategyName;
   wrap: WrapSpec;
   /** FSDP2 reshard_after_forward of the non-root units (null: the default). */

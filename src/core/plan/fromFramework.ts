@@ -49,7 +49,8 @@ export function planForFramework(fp: FrameworkPlan, root: ModuleNode, shape: Arc
   });
   let units: UnitPlan[];
   const w = fp.wrap;
-  if (w.kind === 'root') units = [unit([''], null, true)];
+  if (w.kind === 'none') units = [];
+  else if (w.kind === 'root') units = [unit([''], null, true)];
   else if (w.kind === 'policy') {
     const classes = w.classes ?? (shape ? [shape.blockClass] : []);
     const present = classNamesOf(root);

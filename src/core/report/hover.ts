@@ -10,7 +10,7 @@ import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import type { FrameworkPlan } from '../frameworks/types';
 import { isOffPath, unitsOfCall } from './summary';
-import { atLeast, clip, count, peakWhere, spaced, undecidedWhy } from '../vocabulary/words';
+import { atLeast, clip, peakWhere, spaced, undecidedWhy, unitsWords } from '../vocabulary/words';
 import { planLabel } from '../vocabulary/fsdp';
 import { sourceText } from './text';
 
@@ -65,7 +65,7 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
   const W = e.mesh.shardGroup;
   const fit = e.targetFit;
   L.push(
-    `${count(e.units.length, 'unit')} over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
+    `${unitsWords(e.plan.api, e.units.length)} over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
       (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : '') +
       (e.mesh.tp > 1 ? ` · FSDP ${W} x tensor parallel ${e.mesh.tp}` : '') +
       (e.mesh.cp > 1 ? ` · context parallel ${e.mesh.cp}` : ''),

@@ -6,7 +6,7 @@ import type { FrameworkPlan } from '../frameworks/types';
 import { type Estimate, type UnitEstimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtParams, type ByteUnit } from '../vocabulary/bytes';
-import { atLeast, count, listed, peakWhere, shortGpu, spaced } from '../vocabulary/words';
+import { atLeast, count, listed, peakWhere, shortGpu, spaced, unitsWords } from '../vocabulary/words';
 import { planLabel } from '../vocabulary/fsdp';
 
 /** The units a wrap call created. */
@@ -46,7 +46,7 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
         : `fit on ${on} undecided (${e.unmodelled.length ? `${listed(e.unmodelled)} not modelled` : `${count(e.gaps.length, 'part')} not counted`})`;
   const least = atLeast(e.gaps.length > 0);
   return (
-    `${count(e.units.length, 'unit')} · ${least}${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
+    `${unitsWords(e.plan.api, e.units.length)} · ${least}${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
     `peak ${least}${b(e.perGpu.peakBytes)}${spaced(peakWhere(e.perGpu.peakAt))} · ${verdict} · ` +
     `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp})`
   );

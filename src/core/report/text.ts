@@ -90,7 +90,11 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
     `${e.model.name}  ·  ${least}${fmtCount(e.model.params)} parameters (${fmtParams(e.model.params)})` +
       (e.gaps.length ? ' counted' : ''),
   );
-  L.push(`Plan      ${api} · ${count(e.units.length, 'unit')}: ${planSummary(e, U)}`);
+  L.push(
+    e.plan.api === 'none'
+      ? `Plan      ${api}: the whole model on one GPU, its gradients made by autograd in backward`
+      : `Plan      ${api} · ${count(e.units.length, 'unit')}: ${planSummary(e, U)}`,
+  );
   const tp =
     (e.mesh.tp > 1 ? ` x tensor parallel ${e.mesh.tp}` : '') +
     (e.mesh.cp > 1 ? ` (context parallel ${e.mesh.cp} within it)` : '');
@@ -100,8 +104,10 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push(`Mesh      ${mesh} · ${count(e.mesh.nodes, 'node')} of ${e.mesh.gpusPerNode} · ${e.gpu.name}`);
   L.push('');
   L.push(
-    `Per GPU   persistent ${least}${b(e.perGpu.persistentBytes)} (model state ${b(e.perGpu.modelStateBytes)} of ${b(e.modelStateTotalBytes)} in all; ` +
-      `plain data parallelism would hold all ${b(e.modelStateTotalBytes)} on every GPU)`,
+    e.plan.api === 'none'
+      ? `Per GPU   persistent ${least}${b(e.perGpu.persistentBytes)} (the whole model state, on one GPU)`
+      : `Per GPU   persistent ${least}${b(e.perGpu.persistentBytes)} (model state ${b(e.perGpu.modelStateBytes)} of ${b(e.modelStateTotalBytes)} in all; ` +
+          `plain data parallelism would hold all ${b(e.modelStateTotalBytes)} on every GPU)`,
   );
   // One set of columns for every term of the memory sections, so that their figures line up.
   const termRow = (t: { name: string; bytes: number; formula: string }) => [t.name, b(t.bytes), t.formula];
@@ -163,50 +169,53 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
     L.push('  to count them: --exact (measure with PyTorch), or name the model (# fsdp: model=ORG/NAME)');
   }
   L.push('');
-  const s = e.comms.perStep;
-  const k = e.setup.gradAccum > 1 ? ` (${e.setup.gradAccum} micro-batches)` : '';
-  const around = modelParallelLinks(e.comms.links);
-  L.push(`Traffic   ${b(trafficBytes(s) + around.reduce((t, l) => t + l.bytes, 0))} per GPU per step${k}`);
-  const traffic = [
-    [
-      'all-gather',
-      b(s.allGatherBytes),
-      `${count(s.collectives.allGather, 'collective')} in ${e.comms.gatherDtype}${e.setup.float8 === 'all-gather' && e.plan.api === 'fsdp2' ? ', the Float8 weights in float8' : ''}`,
-    ],
-    [
-      'reduce-scatter',
-      b(s.reduceScatterBytes),
-      `${count(s.collectives.reduceScatter, 'collective')} in ${e.comms.reduceDtype}`,
-    ],
-    ...(s.collectives.allReduce
-      ? [
-          [
-            'all-reduce',
-            b(s.allReduceBytes),
-            `${count(s.collectives.allReduce, 'collective')} in ${e.comms.reduceDtype}`,
-          ],
-        ]
-      : []),
-    ...around.map((l) => [
-      l.role,
-      b(l.bytes),
-      `${count(l.collectives, 'collective')} of activations in ${e.comms.gatherDtype}: ${fmtSeconds(l.seconds)} on ${l.link.name}, in the compute stream (not hidden)`,
-    ]),
-  ];
-  L.push(...columns(traffic));
-  // What the same model would move under the textbook schemes, to compare the plan with.
-  L.push(
-    `  for comparison: ZeRO-3 (every parameter gathered in forward and in backward, every gradient reduce-scattered) ` +
-      `${b(e.comms.zero3ReferenceBytes)} · DDP (every gradient all-reduced in ${e.comms.ddpDtype}) ${b(e.comms.ddpAllReduceBytes)}`,
-  );
-  const link = e.comms.shardLink;
-  L.push(
-    `  ${link.name}, ${link.perDirectionGBs} GB/s each way at ${Math.round(e.setup.linkEfficiency * 100)}%: ` +
-      `${fmtSeconds(e.comms.commSeconds)} on the link against ${fmtSeconds(e.comms.computeSeconds)} of compute per step; ` +
-      (!e.comms.transfersHide
-        ? `about ${fmtSeconds(e.comms.exposedSeconds)} cannot hide behind compute`
-        : 'transfers hide behind compute'),
-  );
+  if (e.plan.api === 'none') L.push('Traffic   none: one GPU without FSDP has no collectives');
+  else {
+    const s = e.comms.perStep;
+    const k = e.setup.gradAccum > 1 ? ` (${e.setup.gradAccum} micro-batches)` : '';
+    const around = modelParallelLinks(e.comms.links);
+    L.push(`Traffic   ${b(trafficBytes(s) + around.reduce((t, l) => t + l.bytes, 0))} per GPU per step${k}`);
+    const traffic = [
+      [
+        'all-gather',
+        b(s.allGatherBytes),
+        `${count(s.collectives.allGather, 'collective')} in ${e.comms.gatherDtype}${e.setup.float8 === 'all-gather' && e.plan.api === 'fsdp2' ? ', the Float8 weights in float8' : ''}`,
+      ],
+      [
+        'reduce-scatter',
+        b(s.reduceScatterBytes),
+        `${count(s.collectives.reduceScatter, 'collective')} in ${e.comms.reduceDtype}`,
+      ],
+      ...(s.collectives.allReduce
+        ? [
+            [
+              'all-reduce',
+              b(s.allReduceBytes),
+              `${count(s.collectives.allReduce, 'collective')} in ${e.comms.reduceDtype}`,
+            ],
+          ]
+        : []),
+      ...around.map((l) => [
+        l.role,
+        b(l.bytes),
+        `${count(l.collectives, 'collective')} of activations in ${e.comms.gatherDtype}: ${fmtSeconds(l.seconds)} on ${l.link.name}, in the compute stream (not hidden)`,
+      ]),
+    ];
+    L.push(...columns(traffic));
+    // What the same model would move under the textbook schemes, to compare the plan with.
+    L.push(
+      `  for comparison: ZeRO-3 (every parameter gathered in forward and in backward, every gradient reduce-scattered) ` +
+        `${b(e.comms.zero3ReferenceBytes)} · DDP (every gradient all-reduced in ${e.comms.ddpDtype}) ${b(e.comms.ddpAllReduceBytes)}`,
+    );
+    const link = e.comms.shardLink;
+    L.push(
+      `  ${link.name}, ${link.perDirectionGBs} GB/s each way at ${Math.round(e.setup.linkEfficiency * 100)}%: ` +
+        `${fmtSeconds(e.comms.commSeconds)} on the link against ${fmtSeconds(e.comms.computeSeconds)} of compute per step; ` +
+        (!e.comms.transfersHide
+          ? `about ${fmtSeconds(e.comms.exposedSeconds)} cannot hide behind compute`
+          : 'transfers hide behind compute'),
+    );
+  }
   L.push('');
   L.push('Assumptions');
   const rows = e.assumptions.map((a) => [a.label, a.value, sourceText(a.source)]);

@@ -4,7 +4,7 @@
  */
 
 /** FSDP2 (`fully_shard`) or FSDP1 (`FullyShardedDataParallel`). */
-export type FsdpApi = 'fsdp2' | 'fsdp1';
+export type FsdpApi = 'fsdp2' | 'fsdp1' | 'none';
 
 /** FSDP1 `ShardingStrategy` members. */
 export const SHARDING_STRATEGIES = [
@@ -26,7 +26,7 @@ export type ReshardAfterForward = boolean | number | null;
 
 /** `FSDP2`, or `FSDP1 FULL_SHARD`: how a plan is named everywhere. */
 export function planLabel(api: FsdpApi, strategy: ShardingStrategyName): string {
-  return api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${strategy}`;
+  return api === 'none' ? 'no FSDP' : api === 'fsdp2' ? 'FSDP2' : `FSDP1 ${strategy}`;
 }
 
 /** The phases of one training step, in order. */

@@ -63,6 +63,11 @@ export function count(n: number, noun: string, plural = `${noun}s`): string {
   return `${n.toLocaleString('en-US')} ${n === 1 ? noun : plural}`;
 }
 
+/** A plan's units in words: `33 units`, or `no FSDP` for a job that shards nothing (one GPU). */
+export function unitsWords(api: string, n: number): string {
+  return api === 'none' ? 'no FSDP' : count(n, 'unit');
+}
+
 /**
  * `a` or `an` before a name, by how it is said: `an NVIDIA H100`, `an AMD Instinct MI300X`, `an H200`,
  * `a GPU`, `a B200`. A leading letter said as a letter name starting with a vowel sound (F, H, L, M, N, R, S, X,

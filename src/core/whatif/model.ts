@@ -208,6 +208,17 @@ export class WhatIfModel {
     const gpu = findGpu(gpuId);
     if (!gpu) return { gpu: gpuId, worldSize: null, reason: `unknown GPU ${gpuId}` };
     // With parallelism the figures do not model, a search over FSDP's dimension alone decides nothing.
+    // Without FSDP the job is one GPU's, whatever the world: more GPUs need a recipe that shards.
+    if (this.input.plan.api === 'none') {
+      const p = this.peakAt(1, w);
+      return p !== null && requiredBytes(p) <= gpuBytes(gpu)
+        ? { gpu: gpu.id, worldSize: 1 }
+        : {
+            gpu: gpu.id,
+            worldSize: null,
+            reason: `the job runs on one GPU without FSDP, which the ${gpu.name} does not hold: more GPUs help only a job that shards the model (an FSDP recipe)`,
+          };
+    }
     const { unmodelled, overcounted } = this.bounds(w);
     if (unmodelled.length)
       return {
