@@ -1017,6 +1017,26 @@ describe('torchtune', () => {
     assert.deepEqual(names[0], ['parameters and optimizer state', 6 * 8_030_261_248]);
     assert.deepEqual(names.at(-1), ['gradients', 2 * 8_030_261_248]);
     assert.equal(one.comms.perStep.collectives.allGather + one.comms.perStep.collectives.reduceScatter, 0);
+    // With optimizer_in_bwd each parameter is stepped as AccumulateGrad makes its gradient (the same
+    // post-accumulate-grad hook): one gradient at a time, the largest the embedding's or the head's
+    // (128,256 x 4,096 x 2 B), and none left for a step after backward.
+    const inBwd = ok(
+      await configAnalysis('torchtune/8B_full_single_device.yaml', `${single}\noptimizer_in_bwd: True\n`),
+    );
+    const most = Math.max(...inBwd.timeline!.events.map((ev) => ev.live.gradients));
+    assert.equal(most, 128_256 * 4096 * 2);
+    assert.equal(inBwd.timeline!.events.find((ev) => ev.phase === 'optimizer')!.live.gradients, 0);
+    // A paged optimizer's state is the whole model's here (two 1-byte states per parameter for PagedAdamW8bit),
+    // in CUDA unified memory: counted as what may leave the GPU.
+    const paged = ok(
+      await configAnalysis(
+        'torchtune/8B_full_single_device.yaml',
+        single
+          .replace('torch.optim.AdamW', 'bitsandbytes.optim.PagedAdamW8bit')
+          .replace('  fused: True\n', ''),
+      ),
+    );
+    assert.equal(paged.perGpu.pagedOptimizerBytes, 2 * 8_030_261_248);
   });
 
   it('a LoRA recipe: rank-8 adapters on q_proj and v_proj of every layer', async () => {

@@ -204,6 +204,8 @@ function stateFigures(
   unownedBytes: number;
   unownedTrainable: number;
   unownedGradBytes: number;
+  unownedLargestGradBytes: number;
+  unownedOptimizerBytes: number;
 } {
   const { setup, fsdp1 } = ctx;
   const W = ctx.mesh.shardGroup;
@@ -217,10 +219,14 @@ function stateFigures(
     (s, g) => s + (g.trainable ? g.count * g.dim0 * g.rest : 0),
     0,
   );
-  const unownedBytes =
-    unownedParamBytes +
-    unownedTrainable * master +
-    optimizerBytes(setup.optimizer, own.unowned.groups, 1, false, setup.masterDtype);
+  const unownedOptimizerBytes = optimizerBytes(
+    setup.optimizer,
+    own.unowned.groups,
+    1,
+    false,
+    setup.masterDtype,
+  );
+  const unownedBytes = unownedParamBytes + unownedTrainable * master + unownedOptimizerBytes;
   const onGpu = units.filter((u) => !u.offload);
   const offloaded = units.filter((u) => u.offload);
   const shardWords = fsdp1
@@ -302,7 +308,16 @@ function stateFigures(
       ]
     : [];
   const host: Figure = { bytes: hostTerms.reduce((s, t) => s + t.bytes, 0), terms: hostTerms };
-  return { persistent, host, unownedBytes, unownedTrainable, unownedGradBytes: unownedTrainable * master };
+  const largest = own.unowned.groups.reduce((m, g) => (g.trainable ? Math.max(m, g.dim0 * g.rest) : m), 0);
+  return {
+    persistent,
+    host,
+    unownedBytes,
+    unownedTrainable,
+    unownedGradBytes: unownedTrainable * master,
+    unownedLargestGradBytes: largest * master,
+    unownedOptimizerBytes,
+  };
 }
 
 /** The traffic of one optimizer step: every micro-batch gathers; reductions run each one, or the last only. */
@@ -607,6 +622,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
       params: own.unowned.params,
       bytes: state.unownedBytes,
       gradBytes: state.unownedGradBytes,
+      largestGradBytes: state.unownedLargestGradBytes,
       modules: own.unowned.modules,
     },
     perGpu: {
@@ -687,7 +703,10 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   // bitsandbytes/functional.py, for every state of 100,000 elements or more: `Optimizer8bit.get_state_buffer`):
   // outside PyTorch's allocator, resident while the GPU has room, moved to the CPU by the driver when it has not.
   // The figures keep it on the GPU; a peak that fits only without it is no verdict.
-  const paged = setup.pagedOptimizer ? sum(units, (u) => (u.offload ? 0 : u.shard.optimizer)) : 0;
+  // (With the state of parameters outside every unit, all of it on a single-device job.)
+  const paged = setup.pagedOptimizer
+    ? sum(units, (u) => (u.offload ? 0 : u.shard.optimizer)) + state.unownedOptimizerBytes
+    : 0;
   if (paged > 0) {
     result.perGpu.pagedOptimizerBytes = paged;
     result.overcounted.push(

@@ -168,11 +168,6 @@ export function simulate(
   // The gradients of parameters in no unit are plain autograd gradients: created as backward reaches them (at the
   // latest by its last segment; counted from its first), kept across the micro-batches of an accumulating step,
   // freed by `zero_grad()`.
-  const unownedGrads = e.unowned.gradBytes;
-  const state = e.perGpu.persistentBytes - allShardGrads - unownedGrads;
-  const unownedBefore = setup.gradAccum > 1 ? unownedGrads : 0;
-  const gradsKept = setup.gradAccum > 1 && setup.syncEveryMicroBatch;
-  let shardGrads = gradsKept ? allShardGrads : 0;
   // The optimizer in backward (torchtune's `register_optim_in_bwd_hooks`: one optimizer per parameter, stepped and
   // zeroed by a post-accumulate-grad hook): FSDP2's `foreach_reduce` runs the sharded parameter's
   // `_post_accumulate_grad_hooks` right after it sets the gradient shard, so each unit's shards live only through
@@ -186,6 +181,15 @@ export function simulate(
         ? "the optimizer in backward is not modelled for FSDP1 (its hooks do not fire on a FlatParameter's shard): a step after backward is counted"
         : 'the optimizer in backward does not run with gradient accumulation (torchtune raises): a step after backward is counted',
     );
+  // Under it, a parameter outside every unit is stepped by the same hook as AccumulateGrad makes its gradient:
+  // one such gradient at a time, not all of them.
+  const unownedGrads = inBackward
+    ? Math.min(e.unowned.gradBytes, e.unowned.largestGradBytes ?? e.unowned.gradBytes)
+    : e.unowned.gradBytes;
+  const state = e.perGpu.persistentBytes - allShardGrads - e.unowned.gradBytes;
+  const unownedBefore = setup.gradAccum > 1 ? unownedGrads : 0;
+  const gradsKept = setup.gradAccum > 1 && setup.syncEveryMicroBatch;
+  let shardGrads = gradsKept ? allShardGrads : 0;
   // Liger's kernels replace the loss only of the model types it patches.
   const ligerless = setup.loss === 'fused' && !LIGER_MODEL_TYPES.has(shape.modelType);
   if (ligerless)
@@ -476,7 +480,7 @@ export function simulate(
     gatherBuffers: 0,
     activations: 0,
     working: 0,
-    gradients: unownedGrads,
+    gradients: inBackward ? 0 : unownedGrads,
     logits: 0,
     optimizer: setup.optimizer === 'sgd' || setup.optimizer === 'adafactor' ? 0 : sqrtTemp,
   });

@@ -220,6 +220,8 @@ export interface Estimate {
     bytes: number;
     /** Of which their gradients: autograd creates them in backward and `zero_grad()` frees them. */
     gradBytes: number;
+    /** The largest one parameter's gradient among them (what one step of the optimizer in backward holds). */
+    largestGradBytes?: number;
     modules: string[];
   };
   /** Parts of the model not known, so not counted: when any, every figure is a lower bound (at least). */
