@@ -72,6 +72,15 @@ describe('model trees from Hugging Face configs', () => {
     assert.equal(dense.shape.denseLayers, 1);
   });
 
+  it('Gemma 2 27B: head_dim 128 with 32 query and 16 KV heads, four norms per layer, tied (hand count)', () => {
+    // q 4,608 x 32 x 128, k and v 4,608 x 16 x 128, o back; a 36,864-wide GeGLU MLP; four norms; the tied
+    // 256,000 x 4,608 embedding and the final norm: the card's 27.2B.
+    const layer = 4608 * 4096 + 2 * 4608 * 2048 + 4096 * 4608 + 3 * 4608 * 36864 + 4 * 4608;
+    const total = 46 * layer + 256000 * 4608 + 4608;
+    assert.equal(countParams(modelFromHfConfig(CATALOG['google/gemma-2-27b']!).root), total);
+    assert.equal(total, 27_227_128_320);
+  });
+
   it('small Qwen releases tie the head to the embedding; Qwen3 adds per-head q and k norms (hand counts)', () => {
     // Qwen2.5-0.5B: q 896² + 896, k and v 896 x 128 + 128 each, o 896², MLP 3 x 896 x 4,864, two norms: 14,912,384
     // per layer; 24 of them, one 151,936 x 896 embedding (tied), the final norm: 494,032,768 (the card's 0.49B,
