@@ -1825,6 +1825,32 @@ describe('an Accelerate config paired with the argument file its launch passes',
     // Through the Trainer a LoRA model takes PEFT's policy: 16 blocks, 2 x 16 x 2 LoRA matrices, the root.
     assert.equal(j.units.length, 16 + 64 + 1);
   });
+
+  it("or the script's own flags on the launch line, as HfArgumentParser reads them", async () => {
+    const dir = projectDir('fsdp-lens-launch-flags-');
+    writeFiles(dir, {
+      'fsdp.yaml': ['distributed_type: FSDP', 'num_processes: 8', 'fsdp_config:', '  fsdp_version: 2'],
+      'run.sh': [
+        'accelerate launch --config_file fsdp.yaml train.py \\',
+        '  --model_name_or_path Qwen/Qwen2.5-7B --per_device_train_batch_size 2 \\',
+        '  --gradient_checkpointing --max_length 4096',
+      ],
+      'train.py': ['from trl import SFTTrainer'],
+    });
+    const r = await cli('estimate', path.join(dir, 'fsdp.yaml'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      model: { id?: string };
+      assumptions: { key: string; value: string; source: { detail?: string } }[];
+      plan: { notes: string[] };
+    };
+    assert.equal(j.model.id, 'Qwen/Qwen2.5-7B');
+    const a = (k: string) => j.assumptions.find((x) => x.key === k)!;
+    assert.equal(a('microBatch').value, '2');
+    assert.equal(a('seqLen').value, '4096');
+    assert.equal(a('checkpointing').value, 'full');
+    assert.ok(j.plan.notes.some((n) => /launched by run\.sh:1, whose flags to the script are read/.test(n)));
+  });
 });
 
 describe('verl runs', () => {

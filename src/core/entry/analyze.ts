@@ -257,7 +257,9 @@ export function analyzeConfigText(
       throughTrainer: true,
       notes: [
         ...plan.notes,
-        `launched by ${launched!.where} with ${path.basename(recipe.file)}, whose settings are read`,
+        recipe.flags
+          ? `launched by ${launched!.where}, whose flags to the script are read`
+          : `launched by ${launched!.where} with ${path.basename(recipe.file)}, whose settings are read`,
       ],
     };
   }

@@ -146,7 +146,7 @@ export function launchCommands(
  * fields take `nargs="?", const=True`); `True`/`False` (any case, `yes`/`no`) as booleans (`string_to_bool`),
  * integers and decimals as numbers, anything else as the string.
  */
-function hfArguments(args: string): Record<string, PlainValue> {
+export function hfArguments(args: string): Record<string, PlainValue> {
   const out: Record<string, PlainValue> = {};
   const toks = tokens(args).map((t) => t.replace(/^(["'])(.*)\1$/s, '$2'));
   for (let i = 0; i < toks.length; i++) {

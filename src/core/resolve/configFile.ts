@@ -6,7 +6,7 @@ import { commandLines, flags, programArgs, pythonScriptOf } from '../parsing/com
 import { hfHome } from '../model/load';
 import type { Host } from '../vocabulary/host';
 import * as path from 'node:path';
-import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/facts';
+import { emptyFacts, type AnnotationFact, type FileFacts, type FrameworkCallFact } from '../analysis/facts';
 import { noqaCodes } from '../analysis/comments';
 import { annotationValues } from '../vocabulary/annotations';
 import { scanFile } from '../analysis/scan';
@@ -16,6 +16,7 @@ import type { FineTune } from '../model/finetune';
 import { readFrameworkConfig, type ConfigReading } from '../frameworks/read';
 import { acceleratorCall, acceleratorPrecision } from '../frameworks/python';
 import { trainingArgumentValues } from '../frameworks/transformers';
+import { hfArguments } from '../frameworks/shell';
 import type { FrameworkPlan } from '../frameworks/types';
 import type { Project } from '../project/project';
 import { pinnedVersions } from '../project/versions';
@@ -192,6 +193,8 @@ export function launchedConfig(
         model: ModelChoice;
         layer: Layer;
         fineTune?: FineTune;
+        /** Read from the script's flags on the launch line rather than from an argument file. */
+        flags?: true;
       };
     }
   | undefined {
@@ -233,6 +236,30 @@ export function launchedConfig(
           const recipeFile = named ? resolve(named) : undefined;
           const recipeText = recipeFile ? project.fs.readFile(recipeFile) : undefined;
           const doc = recipeFile && recipeText ? readConfigText(recipeFile, recipeText) : undefined;
+          // Or the script's own flags (`--model_name_or_path X --per_device_train_batch_size 4 ...`), as
+          // HfArgumentParser reads them into TrainingArguments.
+          const hf = script && !named ? hfArguments(args.join(' ')) : {};
+          const model = typeof hf.model_name_or_path === 'string' ? hf.model_name_or_path : undefined;
+          if (model) {
+            const call: FrameworkCallFact = {
+              kind: 'TrainingArguments',
+              callee: 'transformers.TrainingArguments',
+              line: c.line + 1,
+              range: { start: { line: c.line, character: 0 }, end: { line: c.line, character: 0 } },
+              kwargs: hf,
+              kwargLines: {},
+            };
+            const t = trainingArgumentValues(call, path.join(dir, name), true);
+            out.recipe = {
+              file: path.join(dir, name),
+              model: {
+                id: model,
+                source: { kind: 'config', detail: `--model_name_or_path at ${where}` },
+              },
+              layer: { source: { kind: 'config', detail: where }, values: t.values, details: t.details },
+              flags: true,
+            };
+          }
           if (doc && !('error' in doc) && isArgumentsFile(doc)) {
             const r = argumentsFileInputs(doc);
             out.recipe = {
