@@ -49,6 +49,27 @@ function isTrl(d: Record<string, unknown>): boolean {
 }
 
 /**
+ * TRL's ModelConfig adapter keys: `use_peft` with `lora_r` (16 by default) and `lora_target_modules` (a list, or
+ * one name such as `all-linear`), a 4-bit base with `load_in_4bit`.
+ */
+function adapterOf(
+  d: Record<string, unknown>,
+): { rank: number; targets?: string[]; nf4: boolean } | undefined {
+  if (d.use_peft !== true) return undefined;
+  const one = str(d.lora_target_modules);
+  const targets = Array.isArray(d.lora_target_modules)
+    ? d.lora_target_modules.map(String)
+    : one
+      ? [one]
+      : undefined;
+  return {
+    rank: typeof d.lora_r === 'number' ? d.lora_r : 16,
+    ...(targets ? { targets } : {}),
+    nf4: d.load_in_4bit === true,
+  };
+}
+
+/**
  * What an argument file gives the job it configures: the model, the training inputs (batch, sequence,
  * accumulation, checkpointing, precision) and TRL's adapter (`use_peft`, `lora_r`, `lora_target_modules`,
  * `load_in_4bit`).
@@ -61,23 +82,16 @@ export function argumentsFileInputs(doc: ConfigDoc): {
 } {
   const d = doc.data;
   const { values, details } = trainingArgumentValues(callOf(doc), doc.file);
-  const lora = d.use_peft === true;
-  const targets = Array.isArray(d.lora_target_modules)
-    ? d.lora_target_modules.map(String)
-    : str(d.lora_target_modules)
-      ? [str(d.lora_target_modules)!]
-      : undefined;
+  const adapter = adapterOf(d);
   return {
     model: { id: d.model_name_or_path as string, where: doc.where(['model_name_or_path']) },
     values,
     details,
-    ...(lora && targets
+    ...(adapter?.targets
       ? {
           fineTune: {
-            lora: { rank: typeof d.lora_r === 'number' ? d.lora_r : 16, targets },
-            ...(d.load_in_4bit === true
-              ? { baseDtype: 'nf4' as const, quantizer: 'bitsandbytes' as const }
-              : {}),
+            lora: { rank: adapter.rank, targets: adapter.targets },
+            ...(adapter.nf4 ? { baseDtype: 'nf4' as const, quantizer: 'bitsandbytes' as const } : {}),
           },
         }
       : {}),
@@ -125,14 +139,10 @@ export function argumentsFilePlan(
     const flag = inputSpec(key).flag;
     if (v !== undefined && flag) flags.push(`--${flag.name} ${String(v)}`);
   }
-  // TRL's ModelConfig: `use_peft` with `lora_r` (16 by default) and `lora_target_modules`, a 4-bit base with
-  // `load_in_4bit`.
-  if (d.use_peft === true) {
-    flags.push(`--lora-rank ${typeof d.lora_r === 'number' ? d.lora_r : 16}`);
-    const targets = Array.isArray(d.lora_target_modules)
-      ? d.lora_target_modules.map(String).join(',')
-      : str(d.lora_target_modules);
-    if (targets) flags.push(`--lora-targets ${targets}`);
+  const adapter = adapterOf(d);
+  if (adapter) {
+    flags.push(`--lora-rank ${adapter.rank}`);
+    if (adapter.targets) flags.push(`--lora-targets ${adapter.targets.join(',')}`);
   }
   if (d.load_in_4bit === true) flags.push('--base-dtype nf4');
   const dtype = str(d.torch_dtype) ?? str(d.dtype);

@@ -11,6 +11,7 @@ import { trainingArgumentsPlan } from './transformers';
 import type { FrameworkCallFact } from '../analysis/facts';
 import type { PlainValue } from '../python/plain';
 import type { FrameworkPlan } from './types';
+import type { Range } from '../vocabulary/range';
 
 /** A launch command of a shell script that configures FSDP on its command line. */
 export interface LaunchCommand {
@@ -69,14 +70,7 @@ export function launchCommands(
         start: { line: start, character: 0 },
         end: { line: start, character: lines[start]!.length },
       };
-      const call: FrameworkCallFact = {
-        kind: 'TrainingArguments',
-        callee: 'transformers.TrainingArguments',
-        line: start + 1,
-        range,
-        kwargs: hfArguments(afterScript),
-        kwargLines: {},
-      };
+      const call = scriptFlagsCall(afterScript, start + 1, range);
       // A relative `--fsdp_config` path: from the launch script's folder, else from a project root (where
       // launch scripts are usually run).
       const readJson = (rel: string) => {
@@ -168,4 +162,16 @@ export function hfArguments(args: string): Record<string, PlainValue> {
             : raw;
   }
   return out;
+}
+
+/** The TrainingArguments a script's flags make (`hfArguments`), as a call at a launch file's line. */
+export function scriptFlagsCall(args: string, line: number, range: Range): FrameworkCallFact {
+  return {
+    kind: 'TrainingArguments',
+    callee: 'transformers.TrainingArguments',
+    line,
+    range,
+    kwargs: hfArguments(args),
+    kwargLines: {},
+  };
 }

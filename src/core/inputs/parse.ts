@@ -175,6 +175,11 @@ export function choice<T extends string>(name: string, v: string, options: reado
   return o;
 }
 
+/** A switch as flags and annotations write it: `on` / `true`, or `off` / `false`. */
+export function onOff(name: string, v: string | number): boolean {
+  return ['on', 'true'].includes(choice(name, String(v), ['on', 'off', 'true', 'false']));
+}
+
 /** A release like `2.8` or `2.8.0` (a local suffix such as `+cu126` dropped). */
 export function release(name: string, v: string | number): string {
   const t = String(v).trim().replace(/\+.*$/, '');

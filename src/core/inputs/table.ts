@@ -196,8 +196,7 @@ export const INPUTS = {
     summary:
       "Under tensor parallelism: the head's logits kept sharded by vocabulary for the loss (loss_parallel, torchtitan's default), or all-gathered whole on every GPU (a head with output_layouts=Replicate())",
     default: true,
-    parse: (v, name) =>
-      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    parse: (v, name) => parse.onOff(name, v),
     show: (v) =>
       v ? "on: the head's logits sharded by vocabulary" : "off: the head's logits all-gathered whole",
     flag: { name: 'loss-parallel', value: 'on|off' },
@@ -302,8 +301,7 @@ export const INPUTS = {
     summary:
       'The next unit all-gathered while one runs forward (FSDP1 forward_prefetch=True, FSDP2 set_modules_to_forward_prefetch)',
     default: false,
-    parse: (v, name) =>
-      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    parse: (v, name) => parse.onOff(name, v),
     show: (v) => (v ? 'next unit gathered ahead' : 'none (FSDP1 and FSDP2 defaults)'),
     flag: { name: 'forward-prefetch', value: 'on|off' },
     keys: ['forward_prefetch'],
@@ -384,8 +382,7 @@ export const INPUTS = {
     summary:
       "bitsandbytes' paged optimizers (PagedAdamW, Transformers' paged_adamw_*): the state in CUDA unified memory, which the driver moves to the CPU when the GPU runs short",
     default: false,
-    parse: (v, name) =>
-      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    parse: (v, name) => parse.onOff(name, v),
     show: (v) => (v ? 'paged (CUDA unified memory)' : 'on the GPU'),
     flag: { name: 'paged-optimizer', value: 'on|off' },
     keys: ['paged_optimizer'],
@@ -404,8 +401,7 @@ export const INPUTS = {
     summary:
       "The optimizer steps each parameter as its gradient shard is made (torchtune's optimizer_in_bwd): no gradient shards kept until a step",
     default: false,
-    parse: (v, name) =>
-      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    parse: (v, name) => parse.onOff(name, v),
     show: (v) => (v ? 'each parameter stepped in backward, its gradient freed' : 'after backward'),
     flag: { name: 'optimizer-in-backward', value: 'on|off' },
     keys: ['optimizer_in_bwd'],
@@ -486,8 +482,7 @@ export const INPUTS = {
     summary:
       "Saved activations moved to the CPU as they are saved (torch.autograd.graph.save_on_cpu, torchtune's enable_activation_offloading): the figures keep them on the GPU, an upper bound",
     default: false,
-    parse: (v, name) =>
-      ['on', 'true'].includes(parse.choice(name, String(v), ['on', 'off', 'true', 'false'])),
+    parse: (v, name) => parse.onOff(name, v),
     show: (v) => (v ? 'to the CPU (counted on the GPU: an upper bound)' : 'off'),
     flag: { name: 'activation-offload', value: 'on|off' },
     keys: ['activation_offload'],

@@ -175,6 +175,24 @@ const PREFIX: Record<string, string> = {
   phi3: 'Phi3',
 };
 
+/** A router over `experts` experts of three projections each, named and ordered as the model writes them. */
+function sparseMoe(
+  layer: ModuleBuilder,
+  name: string,
+  cls: string,
+  hidden: number,
+  experts: number,
+  expert: string,
+  projections: [string, number, number][],
+): void {
+  layer.child(name, cls, (moe) => {
+    moe.linear('gate', hidden, experts);
+    moe.list('experts', experts, expert, (e) => {
+      for (const [n, from, to] of projections) e.linear(n, from, to);
+    });
+  });
+}
+
 /**
  * Llama and its relatives (`model.embed_tokens`, `model.layers.N.{self_attn, mlp, *_layernorm}`, `model.norm`,
  * `lm_head`). Differences: Qwen2 has q/k/v biases; Qwen3 per-head q/k norms; Gemma 2 four norms per block;
@@ -234,25 +252,19 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
           a.norm('k_norm', hd, norm);
         }
       });
-      if (type === 'mixtral') {
-        layer.child('block_sparse_moe', 'MixtralSparseMoeBlock', (moe) => {
-          moe.linear('gate', d, E);
-          moe.list('experts', E, 'MixtralBlockSparseTop2MLP', (e) => {
-            e.linear('w1', d, I);
-            e.linear('w2', I, d);
-            e.linear('w3', d, I);
-          });
-        });
-      } else if (qwenMoe && sparse(i)) {
-        layer.child('mlp', 'Qwen3MoeSparseMoeBlock', (moe) => {
-          moe.linear('gate', d, E);
-          moe.list('experts', E, 'Qwen3MoeMLP', (e) => {
-            e.linear('gate_proj', d, moeI);
-            e.linear('up_proj', d, moeI);
-            e.linear('down_proj', moeI, d);
-          });
-        });
-      } else if (type === 'phi3') {
+      if (type === 'mixtral')
+        sparseMoe(layer, 'block_sparse_moe', 'MixtralSparseMoeBlock', d, E, 'MixtralBlockSparseTop2MLP', [
+          ['w1', d, I],
+          ['w2', I, d],
+          ['w3', d, I],
+        ]);
+      else if (qwenMoe && sparse(i))
+        sparseMoe(layer, 'mlp', 'Qwen3MoeSparseMoeBlock', d, E, 'Qwen3MoeMLP', [
+          ['gate_proj', d, moeI],
+          ['up_proj', d, moeI],
+          ['down_proj', moeI, d],
+        ]);
+      else if (type === 'phi3') {
         layer.child('mlp', 'Phi3MLP', (mlp) => {
           mlp.linear('gate_up_proj', d, 2 * I);
           mlp.linear('down_proj', I, d);

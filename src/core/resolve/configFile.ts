@@ -6,7 +6,7 @@ import { commandLines, flags, programArgs, pythonScriptOf } from '../parsing/com
 import { hfHome } from '../model/load';
 import type { Host } from '../vocabulary/host';
 import * as path from 'node:path';
-import { emptyFacts, type AnnotationFact, type FileFacts, type FrameworkCallFact } from '../analysis/facts';
+import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/facts';
 import { noqaCodes } from '../analysis/comments';
 import { annotationValues } from '../vocabulary/annotations';
 import { scanFile } from '../analysis/scan';
@@ -16,7 +16,7 @@ import type { FineTune } from '../model/finetune';
 import { readFrameworkConfig, type ConfigReading } from '../frameworks/read';
 import { acceleratorCall, acceleratorPrecision } from '../frameworks/python';
 import { trainingArgumentValues } from '../frameworks/transformers';
-import { hfArguments } from '../frameworks/shell';
+import { scriptFlagsCall } from '../frameworks/shell';
 import type { FrameworkPlan } from '../frameworks/types';
 import type { Project } from '../project/project';
 import { pinnedVersions } from '../project/versions';
@@ -238,17 +238,18 @@ export function launchedConfig(
           const doc = recipeFile && recipeText ? readConfigText(recipeFile, recipeText) : undefined;
           // Or the script's own flags (`--model_name_or_path X --per_device_train_batch_size 4 ...`), as
           // HfArgumentParser reads them into TrainingArguments.
-          const hf = script && !named ? hfArguments(args.join(' ')) : {};
-          const model = typeof hf.model_name_or_path === 'string' ? hf.model_name_or_path : undefined;
-          if (model) {
-            const call: FrameworkCallFact = {
-              kind: 'TrainingArguments',
-              callee: 'transformers.TrainingArguments',
-              line: c.line + 1,
-              range: { start: { line: c.line, character: 0 }, end: { line: c.line, character: 0 } },
-              kwargs: hf,
-              kwargLines: {},
-            };
+          const call =
+            script && !named
+              ? scriptFlagsCall(args.join(' '), c.line + 1, {
+                  start: { line: c.line, character: 0 },
+                  end: { line: c.line, character: 0 },
+                })
+              : undefined;
+          const model =
+            call && typeof call.kwargs.model_name_or_path === 'string'
+              ? call.kwargs.model_name_or_path
+              : undefined;
+          if (call && model) {
             const t = trainingArgumentValues(call, path.join(dir, name), true);
             out.recipe = {
               file: path.join(dir, name),
