@@ -61,7 +61,7 @@ export const MEMORY_CATEGORIES: {
 }[] = [
   { label: 'sharded state', fields: ['state', 'shardGrads'], color: 'blue' },
   { label: 'gathered parameters', fields: ['gathered', 'gatherBuffers'], color: 'purple' },
-  { label: 'activations', fields: ['activations', 'working'], color: 'green' },
+  { label: 'activations', fields: ['activations', 'working', 'pipeline'], color: 'green' },
   { label: 'gradient buffers', fields: ['gradients'], color: 'orange' },
   { label: 'logits', fields: ['logits', 'heldOutput'], color: 'yellow' },
   { label: 'optimizer step', fields: ['optimizer'], color: 'red' },

@@ -89,19 +89,27 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
           ? `Fit on ${shortGpu(e.gpu.name)} undecided: ${undecidedWhy(e)}`
           : `Fit on ${shortGpu(e.gpu.name)} undecided: ${peak} counted, ${b(mine.headroomBytes)} left for the parts not counted`;
   s.append(verdict);
-  if (e.gaps.length) {
+  if (e.gaps.length || e.uncounted.length) {
     const gaps = el('div', undefined, 'advice problem');
     gaps.id = 'gaps';
     const list = el('ul');
-    for (const g of e.gaps.slice(0, 12)) list.append(el('li', g));
+    for (const g of [...e.gaps, ...e.uncounted].slice(0, 12)) list.append(el('li', g));
     gaps.append(
-      el('h3', 'Not counted: every figure is a lower bound'),
-      list,
       el(
-        'p',
-        'Measure the model exactly with PyTorch, or name it with a "# fsdp: model=" comment, to count them.',
+        'h3',
+        e.gaps.length
+          ? 'Not counted: every figure is a lower bound'
+          : 'Not counted: the peak is a lower bound',
       ),
+      list,
     );
+    if (e.gaps.length)
+      gaps.append(
+        el(
+          'p',
+          'Measure the model exactly with PyTorch, or name it with a "# fsdp: model=" comment, to count them.',
+        ),
+      );
     s.append(gaps);
   }
   const cards = el('div', undefined, 'cards');
@@ -120,7 +128,7 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
       ? 'the search varies FSDP alone'
       : e.minGpus === null
         ? 'more GPUs do not shrink activations: see What to change'
-        : `that fits ${shortGpu(e.gpu.name)}${e.mesh.tp > 1 || e.mesh.cp > 1 ? `, ${[e.mesh.tp > 1 ? `TP ${e.mesh.tp}` : '', e.mesh.cp > 1 ? `CP ${e.mesh.cp}` : ''].filter(Boolean).join(' x ')} fixed` : ''}`,
+        : `that fits ${shortGpu(e.gpu.name)}${e.mesh.pp > 1 || e.mesh.tp > 1 || e.mesh.cp > 1 ? `, ${[e.mesh.pp > 1 ? `PP ${e.mesh.pp}` : '', e.mesh.tp > 1 ? `TP ${e.mesh.tp}` : '', e.mesh.cp > 1 ? `CP ${e.mesh.cp}` : ''].filter(Boolean).join(' x ')} fixed` : ''}`,
   );
   if (e.minGpusReason) minCard.title = e.minGpusReason;
   const peakCard = card(
@@ -435,7 +443,9 @@ function renderComms(data: PanelData, e: Estimate): HTMLElement {
           ? 'all-gathers, reduce-scatters'
           : l.role === 'tensor parallel' || l.role === 'context parallel'
             ? `${l.role}: activations' all-gathers, reduce-scatters`
-            : 'all-reduces across replicas',
+            : l.role === 'pipeline parallel'
+              ? 'pipeline: stage activations and their gradients, point to point'
+              : 'all-reduces across replicas',
         l.collectives,
         b(l.bytes),
         fmtSeconds(l.seconds),

@@ -249,7 +249,7 @@ describe('fsdp-lens estimate', () => {
       ['[1, 2]', /not a JSON object/],
       ['{"model_type": "llama", "hidden_size": NaN}', /not valid JSON/],
       ['{"model_type": "llama", "hidden_size": -5}', /must be a positive integer/],
-      ['{"model_type": "t5"}', /"t5" is not supported; supported: llama/],
+      ['{"model_type": "bert"}', /"bert" is not supported; supported: llama/],
     ] as const) {
       fs.writeFileSync(bad, content);
       const r = await cli('estimate', '--config', bad);

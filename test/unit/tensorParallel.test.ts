@@ -83,10 +83,16 @@ describe('activations under sequence parallelism', () => {
   it("loss parallel: the local logits' fp32 copy, shift and exp in forward; four fp32 tensors in backward", () => {
     // n = b·s·V / T = 2 x 32 x 96 / 2 local logits. Forward: bf16 logits, the fp32 copy, `shifted` and
     // `exp(shifted)` (`_log_softmax`); backward: the saved log-softmax, `zeros_like(x)`, `exp(x)` and their sum
-    // (`_nll_loss_and_log_softmax_backward`).
+    // (`_nll_loss_and_log_softmax_backward`). From forward to backward it keeps the bf16 logits and the saved
+    // fp32 log-softmax.
     const n = (2 * 32 * 96) / 2;
     const l = lossTransient(m.shape, { ...x, tp: 2 }, 'upcast');
-    assert.deepEqual(l, { forward: n * (2 + 4 + 4 + 4), backward: 16 * n, output: 2 * n });
+    assert.deepEqual(l, {
+      forward: n * (2 + 4 + 4 + 4),
+      backward: 16 * n,
+      output: 2 * n,
+      kept: n * (2 + 4),
+    });
   });
 });
 

@@ -201,6 +201,7 @@ describe('timeline: a two-block model, by hand', () => {
         logits: 0,
         heldOutput: 0,
         optimizer: 0,
+        pipeline: 0,
         ...live,
       };
       assert.deepEqual(ev.live, full);

@@ -87,4 +87,22 @@ describe("LoRA through Transformers' Trainer under FSDP1", () => {
     const fp32 = await estimate(project(''));
     assert.equal(term(fp32, 'sharded parameters'), ((BASE + LORA) * 4) / 2);
   });
+
+  it("keeps each frozen layer's input and its gradient to the end of backward under a reentrant checkpoint", async () => {
+    // FSDP1 reshards a frozen unit through a multi-grad hook on its input (`_register_post_backward_reshard_only_hook`),
+    // removed when backward ends (`_finalize_params`). Transformers' reentrant checkpoint around each layer's call
+    // makes that input the checkpoint's detached leaf, which the hook's AccumulateGrad node holds with its `.grad`.
+    // So when block 0 runs its backward, the 31 blocks done keep their inputs, and 30 of their gradients beyond the
+    // one flowing into block 0: each 1 x 1024 tokens x 4096 x 2 B (bf16, SFTConfig's default).
+    const E = 1024 * 4096 * 2;
+    type Timed = Json & { timeline: { label: string; live: { activations: number } }[] };
+    const at = (j: Timed) => j.timeline.find((ev) => ev.label === 'backward block 0')!.live.activations;
+    const reentrant = (await estimate(
+      project(', torch_dtype=torch.bfloat16', ', gradient_checkpointing_kwargs={"use_reentrant": True}'),
+    )) as Timed;
+    const plain = (await estimate(
+      project(', torch_dtype=torch.bfloat16', ', gradient_checkpointing_kwargs={"use_reentrant": False}'),
+    )) as Timed;
+    assert.equal(at(reentrant) - at(plain), 31 * E + 30 * E);
+  });
 });

@@ -37,6 +37,11 @@ import type { CheckpointMode, LossImpl } from '../inputs/parse';
  * DeepSeek multi-head latent attention: q_a output and its norm (2 + 4 + 2)·sb·q_lora, kv_a output and norm
  *   (2 + 4 + 2)·sb·kv_lora, q and k 2·sb·a·(d_nope + d_rope) each, v 2·sb·a·d_v, output 2·sb·a·d_v, log-sum-exp.
  *
+ * A model whose step this does not describe (`ArchShape.activationsNotModelled`: T5's encoder-decoder, Llama 4's
+ *   MoE that runs every expert on every token) keeps none of these here: no block tensors, tail, logits or loss
+ *   are counted for it, and the model lists what that leaves out among the parts not counted, so that every
+ *   figure is a lower bound said to be one rather than a decoder-only figure that does not hold.
+ *
  * Checkpointing: `full` keeps only each block's input (2·sbh) and rebuilds the block's tensors in its backward;
  * `selective` is torchtitan's per-op policy: it keeps the outputs of every other matmul and of the attention
  * kernel (plus the block input) and recomputes the rest; `every-N` checkpoints every N-th block fully.
@@ -91,6 +96,7 @@ export function blockTensors(
   x: ActivationInputs,
   moe: boolean,
 ): { name: string; bytes: number }[] {
+  if (shape.activationsNotModelled) return [];
   const sb = x.microBatch * x.seqLen;
   const e = x.bytes;
   const h = shape.hidden;
@@ -251,6 +257,12 @@ export function blockActivations(
   moe: boolean,
   index: number,
 ): BlockActivations {
+  if (shape.activationsNotModelled) {
+    // Nothing counted; the recomputation (compute, not memory) follows the mode as for any block.
+    const recompute = recomputeOf(mode, index);
+    const kind = mode === 'selective' ? 'selective' : recompute ? 'full' : 'none';
+    return { kind, saved: 0, full: 0, transient: 0, recompute, tensors: [] };
+  }
   const T = x.tp ?? 1;
   const sb = x.microBatch * x.seqLen;
   const sequenceParallel = x.sequenceParallel !== false;
@@ -320,6 +332,7 @@ const BLOCK_NORM =
 
 /** The final norm and the head's input, kept from the end of forward to the start of backward. */
 export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
+  if (shape.activationsNotModelled) return 0;
   const sb = x.microBatch * x.seqLen;
   const T = x.tp ?? 1;
   // Under tensor parallelism the final norm is sequence-parallel (1/T) and the head's input is all-gathered
@@ -403,7 +416,8 @@ export function lossTransient(
   x: ActivationInputs,
   impl: LossImpl = 'upcast',
   headTrainable = false,
-): { forward: number; backward: number; output: number } {
+): { forward: number; backward: number; output: number; kept: number } {
+  if (shape.activationsNotModelled) return { forward: 0, backward: 0, output: 0, kept: 0 };
   // Loss parallel (torchtitan's default with TP) keeps the head's logits sharded by vocabulary: 1/T of them. A head
   // whose output is `Replicate()` all-gathers them whole (`ColwiseParallel._prepare_output_fn` redistributes the
   // vocabulary shards), and the loss runs on every GPU as without tensor parallelism.
@@ -424,7 +438,7 @@ export function lossTransient(
       x.bytes * chunk * (shape.vocab + h) +
       4 * bt +
       (headTrainable ? (x.bytes + 4) * shape.vocab * h : 0);
-    return { forward, backward: grads, output: 0 };
+    return { forward, backward: grads, output: 0, kept: grads };
   }
   // Apple's cut cross-entropy (axolotl's fork, cut_cross_entropy/cce.py `LinearCrossEntropyFunction`): forward
   // computes an fp32 log-sum-exp per token (`cce_lse_forward_kernel`), the target logits' fp32 dot products
@@ -436,14 +450,19 @@ export function lossTransient(
     const bt = x.microBatch * x.seqLen;
     const kept = 4 * bt + 4 * shape.vocab;
     const grads = x.bytes * bt * shape.hidden + (headTrainable ? x.bytes * shape.vocab * shape.hidden : 0);
-    return { forward: kept + 4 * bt, backward: kept + grads, output: 0 };
+    return { forward: kept + 4 * bt, backward: kept + grads, output: 0, kept };
   }
   // Loss parallel (vocabulary-sharded logits, `torch.distributed.tensor.parallel.loss`): `_log_softmax` keeps
   // the fp32 input, `shifted = x - max` and `exp(shifted)` at once before `result = shifted - logsumexp`, and
   // `_nll_loss_and_log_softmax_backward` builds `zeros_like(x)`, `exp(x)` and their sum beside the saved
   // log-softmax: 4 fp32 tensors of the local logits.
   if (lossParallel && (impl === 'upcast' || impl === 'plain'))
-    return { forward: n * (x.bytes + copy + 8) + softcap, backward: 16 * n + softcap, output: x.bytes * n };
+    return {
+      forward: n * (x.bytes + copy + 8) + softcap,
+      backward: 16 * n + softcap,
+      output: x.bytes * n,
+      kept: n * (x.bytes + 4) + softcap,
+    };
   const forward =
     impl === 'upcast'
       ? n * (x.bytes + copy + 4)
@@ -466,5 +485,16 @@ export function lossTransient(
   // have their chunks deleted by the recipe before backward.
   const output =
     impl === 'fp32-logits' ? 4 * n : impl === 'chunked' || impl === 'linear-chunked' ? 0 : x.bytes * n;
-  return { forward: forward + softcap, backward: backward + softcap, output };
+  // What a micro-batch's loss keeps from its forward to its backward, with the logits its stage returns (a pipeline's
+  // last stage keeps them in `fwd_cache`): the log-softmax's fp32 output (`log_softmax` saves its result; the
+  // upcast copy it read is freed), beside the logits.
+  const kept =
+    impl === 'fp32-logits'
+      ? 8 * n
+      : impl === 'plain'
+        ? 2 * n * x.bytes
+        : impl === 'linear-chunked'
+          ? forward
+          : n * (x.bytes + 4);
+  return { forward: forward + softcap, backward: backward + softcap, output, kept: kept + softcap };
 }

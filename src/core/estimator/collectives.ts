@@ -89,7 +89,9 @@ export function trafficBytes(t: Traffic): number {
   return t.allGatherBytes + t.reduceScatterBytes + t.allReduceBytes;
 }
 
-/** The loads of the parallelisms around FSDP (tensor, context): their collectives, bytes and seconds per step. */
+/** The loads of the parallelisms around FSDP (tensor, context, pipeline): their bytes and seconds per step. */
 export function modelParallelLinks(links: LinkLoad[]): LinkLoad[] {
-  return links.filter((l) => l.role === 'tensor parallel' || l.role === 'context parallel');
+  return links.filter(
+    (l) => l.role === 'tensor parallel' || l.role === 'context parallel' || l.role === 'pipeline parallel',
+  );
 }

@@ -8,7 +8,7 @@ import { count } from '../vocabulary/words';
 import { findGpu, findLink, type Link, type Gpu } from '../hardware/catalog';
 import { fmtBytes, fmtCount } from '../vocabulary/bytes';
 import { isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
-import { countBufferBytes, countParams, type ModuleNode } from '../model/tree';
+import { countBufferBytes, countParams, outermostOfClass, type ModuleNode } from '../model/tree';
 import { float8Tree } from '../model/float8';
 import { tensorParallelTree } from '../model/tensorParallel';
 import type { ArchShape } from '../model/hf';
@@ -16,12 +16,13 @@ import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collective
 import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { recomputeOf } from './activations';
 import { fitAll, fitOn, reservedBytes } from './fit';
-import { compileBounds, setupBounds } from './bounds';
+import { compileBounds, setupBounds, uncountedOf } from './bounds';
 import { hostPerNode } from './host';
 import { fsdpMesh, lossParallelOf, type Mesh } from './mesh';
 import { badReshardNotes, residencyOf, rootClampNotes } from './residency';
-import { bytesOf, flatShardNumel, fullStateBytes, optimizerBytes, shardNumel, shardRows } from './shards';
+import { bytesOf, flatShardNumel, optimizerBytes, ownedStateBytes, shardNumel, shardRows } from './shards';
 import { simulate } from './timeline';
+import { pipelined } from './pipelined';
 import type {
   Estimate,
   EstimateInput,
@@ -29,6 +30,7 @@ import type {
   LinkLoad,
   ParamGroup,
   Plan,
+  StageRun,
   Term,
   Traffic,
   Unit,
@@ -401,15 +403,21 @@ function modelParallelLoads(
   ctx: StepContext,
   shape: ArchShape | undefined,
   tp: number,
+  stage?: { blocks: number[]; run: StageRun },
 ): (LinkLoad & { formula: string })[] {
   const { setup } = ctx;
   const C = setup.contextParallel;
   if (!shape || (tp <= 1 && C <= 1)) return [];
   const e = bytesOf(ctx.gatherDtype);
-  const K = setup.gradAccum;
+  // On a pipeline rank: its own blocks, the embedding and head only where it holds them, for each of the step's
+  // micro-batches.
+  const K = setup.gradAccum * (stage?.run.microbatches ?? 1);
+  const blocks = stage ? stage.blocks : Array.from({ length: shape.layers }, (_, i) => i);
+  const layers = blocks.length;
+  const ends = stage ? (stage.run.first ? 2 : 0) + (stage.run.last ? 2 : 0) : 4;
   const tokens = setup.microBatch * setup.seqLen;
   let recomputed = 0;
-  for (let i = 0; i < shape.layers; i++) recomputed += recomputeOf(setup.checkpointing, i);
+  for (const i of blocks) recomputed += recomputeOf(setup.checkpointing, i);
   const times = K > 1 ? `, x ${K} micro-batches` : '';
   const load = (role: LinkLoad['role'], span: number, collectives: number, each: number, formula: string) => {
     const link = findLink(span <= setup.gpusPerNode ? ctx.gpu.intraNode : ctx.gpu.interNode)!;
@@ -422,29 +430,30 @@ function modelParallelLoads(
     // in forward, each column-wise group's input gradient (q/k/v, gate/up) is all-reduced in backward, again in
     // a recomputed block's forward; the head all-gathers its vocabulary-sharded logits (`colwise_gather_output`)
     // and all-reduces its input's gradient. An all-reduce moves 2 (T-1)/T of b·s·h per GPU.
-    const n = (4 * shape.layers + 2 * recomputed + 1) * K;
+    const n = (4 * layers + 2 * recomputed + (stage && !stage.run.last ? 0 : 1)) * K;
     const allReduce = ((2 * (tp - 1)) / tp) * tokens * shape.hidden * e;
     const logits = ((tp - 1) / tp) * tokens * shape.vocab * e;
     const l = load('tensor parallel', tp, n, allReduce, '');
-    l.collectives += K;
-    l.bytes += logits * K;
+    const heads = stage && !stage.run.last ? 0 : K;
+    l.collectives += heads;
+    l.bytes += logits * heads;
     l.seconds = l.bytes / ctx.bw(l.link);
     l.formula =
       `${n} all-reduces per step (4 per block${recomputed ? ', 2 per recomputed block' : ''}, 1 for the head${times}) x 2 x ${tp - 1}/${tp} x b·s·h x ${e} B` +
       ` + ${K} all-gather${K > 1 ? 's' : ''} of the logits x ${tp - 1}/${tp} x b·s·V x ${e} B`;
     out.push(l);
   } else if (tp > 1) {
-    const n = (4 + 8 * shape.layers + 4 * recomputed) * K;
+    const n = (ends + 8 * layers + 4 * recomputed) * K;
     const activations = load(
       'tensor parallel',
       tp,
       n,
       ((tp - 1) / tp) * tokens * shape.hidden * e,
-      `${n} per step (8 per block${recomputed ? `, 4 per recomputed block` : ''}, 4 for the embedding and head${times}) x ${tp - 1}/${tp} x b·s·h x ${e} B`,
+      `${n} per step (8 per block${recomputed ? `, 4 per recomputed block` : ''}${ends ? `, ${ends} for the ${ends === 4 ? 'embedding and head' : stage?.run.first ? 'embedding' : 'head'}` : ''}${times}) x ${tp - 1}/${tp} x b·s·h x ${e} B`,
     );
     // Without loss parallel the head's vocabulary-sharded logits are all-gathered whole in forward (their gradient
     // is sliced back locally: `Redistribute` from `Replicate` to `Shard` moves nothing).
-    if (!lossParallelOf(setup)) {
+    if (!lossParallelOf(setup) && (!stage || stage.run.last)) {
       const logits = ((tp - 1) / tp) * tokens * shape.vocab * e * K;
       activations.collectives += K;
       activations.bytes += logits;
@@ -455,7 +464,7 @@ function modelParallelLoads(
   }
   if (C > 1) {
     const kv = (shape.kvHeads * shape.headDim) / Math.max(1, tp);
-    const n = (6 * shape.layers + 2 * recomputed) * K;
+    const n = (6 * layers + 2 * recomputed) * K;
     out.push(
       load(
         'context parallel',
@@ -514,10 +523,21 @@ function float8Notes(mode: TrainingSetup['float8'], api: Plan['api'], converted:
 }
 
 /**
- * Computes persistent memory per GPU, communication per step, the step's timeline and the fit for a plan.
+ * Computes persistent memory per GPU, communication per step, the step's timeline and the fit for a plan; under
+ * pipeline parallelism, those of the pipeline's rank with the highest peak (`pipelined.ts`).
  * Throws MeshError for a mesh PyTorch refuses to build.
  */
 export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate {
+  if (whole.setup.pipelineParallel > 1)
+    return pipelined(whole, (input, stage) => estimateMesh(input, undefined, stage));
+  return estimateMesh(whole, ownership);
+}
+
+/**
+ * The estimate of one FSDP mesh; on a pipeline rank (`stage`), of the rank's stages beside its micro-batches
+ * (`pipelined` calls it once per kind of rank).
+ */
+export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?: StageRun): Estimate {
   const { setup, plan } = whole;
   const notes = [...plan.notes];
   // Tensor parallelism first: each GPU holds its TP shard of the tree, which FSDP then shards (a plan that does
@@ -574,7 +594,17 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   const state = stateFigures(units, own, ctx, bufferBytes, hasQuantState(input.model.root));
   const traffic = stepTraffic(units, ctx, own.units);
   const times = stepTimes(units, setup);
-  const parallelLoads = modelParallelLoads(ctx, input.model.shape, split ? setup.tensorParallel : 1);
+  const parallelLoads = modelParallelLoads(
+    ctx,
+    input.model.shape,
+    split ? setup.tensorParallel : 1,
+    stage && input.model.shape
+      ? {
+          run: stage,
+          blocks: outermostOfClass(input.model.root, input.model.shape.blockClass).map((b) => Number(b.name)),
+        }
+      : undefined,
+  );
   for (const l of parallelLoads) {
     traffic.figure.terms.push({ name: `${l.role} collectives`, bytes: l.bytes, formula: l.formula });
     traffic.figure.bytes += l.bytes;
@@ -588,6 +618,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   const compiled = setupBounds(setup);
   const result: Estimate = {
     gaps: input.model.gaps ?? [],
+    uncounted: uncountedOf(input.model.shape, setup),
     unmodelled: [
       ...(input.unmodelled ?? []),
       ...compiled.unmodelled,
@@ -637,10 +668,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
       peakForwardBackwardBytes: state.persistent.bytes,
       reservedBytes: 0,
     },
-    modelStateTotalBytes: [...own.units.map((u) => u.groups), own.unowned.groups].reduce(
-      (s, g) => s + fullStateBytes(g, setup),
-      0,
-    ),
+    modelStateTotalBytes: ownedStateBytes(own, setup),
     comms: {
       perMicroBatch: traffic.perMicroBatch,
       perStep: traffic.perStep,
@@ -671,7 +699,13 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
     hostPerNode: { bytes: 0, terms: [] },
   };
   result.hostPerNode = hostPerNode(result, input.loading, input.stateDict);
-  const timeline = simulate(result, input.model.root, input.model.shape, split ? setup.tensorParallel : 1);
+  const timeline = simulate(
+    result,
+    input.model.root,
+    input.model.shape,
+    split ? setup.tensorParallel : 1,
+    stage,
+  );
   result.timeline = timeline;
   if (timeline) {
     result.perGpu.peakBytes = timeline.peak.bytes;
@@ -715,7 +749,7 @@ export function estimate(whole: EstimateInput, ownership?: Ownership): Estimate 
   }
   // Parts not counted make a fit that holds undecided; parts counted beyond what the job keeps, one that fails;
   // parallelism not modelled (or both bounds at once), any verdict.
-  const lower = result.gaps.length > 0;
+  const lower = result.gaps.length > 0 || result.uncounted.length > 0;
   const upper = result.overcounted.length > 0;
   const partial = result.unmodelled.length || (lower && upper) ? 'any' : upper ? 'upper' : lower;
   result.perGpu.reservedBytes = reservedBytes(result.perGpu.peakBytes, timeline?.pools);

@@ -16,6 +16,8 @@ export interface Mesh {
   tp: number;
   /** Context-parallel degree C: within the shard group, C GPUs each keep 1/C of every sequence. */
   cp: number;
+  /** Pipeline-parallel degree P: the world is P stages of this mesh, each holding its own blocks. */
+  pp: number;
   /** Sharded within groups and replicated across them (HSDP). */
   hsdp: boolean;
   /** How the replicas were found, when the plan derived them (`HYBRID_SHARD: one shard group per node`). */
@@ -39,21 +41,24 @@ export function fsdpMesh(
     replicas: number;
     tensorParallel?: number;
     contextParallel?: number;
+    pipelineParallel?: number;
   },
   strategy: ShardingStrategyName,
 ): Mesh {
   const T = setup.tensorParallel ?? 1;
   const C = setup.contextParallel ?? 1;
-  if (setup.worldSize % (T * C) !== 0)
+  const P = setup.pipelineParallel ?? 1;
+  if (setup.worldSize % (T * C * P) !== 0)
     throw new MeshError(
-      `${setup.worldSize} GPUs are not whole groups of tensor parallel ${T} x context parallel ${C}: init_device_mesh cannot build the mesh`,
+      `${setup.worldSize} GPUs are not whole groups of ${P > 1 ? `pipeline parallel ${P} x ` : ''}tensor parallel ${T} x context parallel ${C}: init_device_mesh cannot build the mesh`,
     );
-  // FSDP's dimensions span what tensor parallelism leaves: torchtitan's mesh puts `tp` innermost
-  // (`ParallelDims.build_mesh`), so each TP group is T consecutive ranks and FSDP's ranks are T apart.
-  const N = setup.worldSize / T;
+  // FSDP's dimensions span what tensor parallelism leaves within a pipeline stage: torchtitan's mesh puts `pp`
+  // outermost and `tp` innermost (`ParallelDims.build_mesh`), so each TP group is T consecutive ranks and FSDP's
+  // ranks are T apart.
+  const N = setup.worldSize / (T * P);
   const G = setup.gpusPerNode;
   const nodes = Math.ceil(setup.worldSize / G);
-  const base = { worldSize: setup.worldSize, nodes, gpusPerNode: G, tp: T, cp: C };
+  const base = { worldSize: setup.worldSize, nodes, gpusPerNode: G, tp: T, cp: C, pp: P };
   if (strategy === 'NO_SHARD') return { ...base, shardGroup: 1, replicas: 1, hsdp: false };
   if (setup.replicas > 1) {
     const R = setup.replicas;

@@ -88,3 +88,14 @@ export function fullStateBytes(groups: ParamGroup[], setup: TrainingSetup): numb
     bytesOf(setup.masterDtype);
   return params + grads + optimizerBytes(setup.optimizer, groups, 1, false, setup.masterDtype);
 }
+
+/** The model state of every parameter an ownership assigns, unsharded: what one GPU of plain data parallelism holds. */
+export function ownedStateBytes(
+  own: { units: { groups: ParamGroup[] }[]; unowned: { groups: ParamGroup[] } },
+  setup: TrainingSetup,
+): number {
+  return [...own.units.map((u) => u.groups), own.unowned.groups].reduce(
+    (s, g) => s + fullStateBytes(g, setup),
+    0,
+  );
+}

@@ -18,6 +18,7 @@ import {
   type Estimate,
   type LiveSet,
   type Phase,
+  type StageRun,
   type Timeline,
   type TimelineEvent,
   type UnitEstimate,
@@ -34,6 +35,7 @@ const CATEGORIES: (keyof LiveSet)[] = [
   'logits',
   'heldOutput',
   'optimizer',
+  'pipeline',
 ];
 
 export function liveTotal(l: LiveSet): number {
@@ -91,12 +93,18 @@ function segmentsOf(root: ModuleNode, shape: ArchShape): Segment[] {
  * Simulates the live set over one micro-batch: forward through the segments, the loss, backward in reverse, the
  * optimizer step. Units are gathered over the segments their modules span, prefetched one ahead, freed after
  * forward unless kept (root, reshard_after_forward=False, SHARD_GRAD_OP) or kept as a 1/k slice.
+ *
+ * On a rank of a pipeline (`stage`), the micro-batch simulated runs beside the others the schedule keeps in flight,
+ * with its stage's units gathered through the step and its gradients accumulated unsharded until the step's end,
+ * as `PipelineStage` runs FSDP2 (`backward_maybe_with_nosync`: `set_requires_gradient_sync(False)`,
+ * `set_reshard_after_backward(False)` for every micro-batch; `perform_reduce_grad` reduce-scatters once).
  */
 export function simulate(
   e: Estimate,
   root: ModuleNode,
   shape: ArchShape | undefined,
   tp = 1,
+  stage?: StageRun,
 ): Timeline | null {
   if (!shape) return null;
   const setup = e.setup;
@@ -152,7 +160,7 @@ export function simulate(
   const acts = segs.map((s) => {
     if (s.kind === 'block') return blockActivations(shape, x, setup.checkpointing, s.moe, s.blockIndex);
     if (s.kind === 'tail') {
-      const t = tailActivations(shape, x);
+      const t = stage && !stage.last ? 0 : tailActivations(shape, x);
       return { kind: 'none' as const, saved: t, full: t, transient: 0, recompute: 0, tensors: [] };
     }
     return { kind: 'none' as const, saved: 0, full: 0, transient: 0, recompute: 0, tensors: [] };
@@ -174,7 +182,7 @@ export function simulate(
   // its own post-backward, and nothing is left for a step after backward. Each step is of one parameter (no
   // foreach temporary over all of them). FSDP1 runs no such hook on a FlatParameter's shard, and torchtune refuses
   // it with gradient accumulation.
-  const inBackward = setup.optimizerInBackward && !fsdp1 && setup.gradAccum === 1;
+  const inBackward = setup.optimizerInBackward && !fsdp1 && setup.gradAccum === 1 && !stage;
   if (setup.optimizerInBackward && !inBackward)
     notes.push(
       fsdp1
@@ -221,13 +229,26 @@ export function simulate(
   // casts).
   const accumulatedBytes =
     !fsdp1 && setup.reduceDtype && setup.reduceDtype !== setup.paramDtype ? reduceBytes : computeBytes;
-  const accumulated =
-    !setup.syncEveryMicroBatch && setup.gradAccum > 1
+  // On a pipeline rank the unsharded gradients stay as accumulators between micro-batches (FSDP2's
+  // `to_accumulated_grad_if_needed`, in the reduce dtype, for every micro-batch: the stage runs each backward with
+  // gradient sync off) until the step's one reduce-scatter: full at the rank's peak once a backward ran before it,
+  // else made by its first backward.
+  const accumulatorOf = (u: UnitEstimate) => (u.params === 0 ? 0 : u.gradientNumel * accumulatedBytes);
+  const stageAccumulators = stage
+    ? e.units.reduce((sum, u, i) => sum + (spans[i] ? accumulatorOf(u) : 0), 0)
+    : 0;
+  const accumulated = stage
+    ? stage.steady
+      ? stageAccumulators
+      : 0
+    : !setup.syncEveryMicroBatch && setup.gradAccum > 1
       ? e.units.reduce((s, u) => s + u.gradientNumel * accumulatedBytes, 0)
       : 0;
-  if (accumulated)
+  if (accumulated && !stage)
     notes.push('gradients accumulate unsharded between micro-batches (no gradient sync until the last)');
-
+  // A pipeline rank's receive buffers, kept from the first step, and the outputs of its micro-batches in flight.
+  const pipelineOf = (phase: Phase) =>
+    stage ? stage.receiveBytes + (phase === 'optimizer' ? 0 : stage.outputBytes * stage.inFlight) : 0;
   const events: TimelineEvent[] = [];
   // The caching allocator keeps a freed block for the stream that allocated it (`get_free_block` searches the
   // pool by stream and size), so what FSDP allocates in its side streams is reused only there. FSDP2 allocates its
@@ -241,11 +262,11 @@ export function simulate(
     segment: number,
     unit: UnitEstimate | undefined,
     label: string,
-    partial: Omit<LiveSet, 'heldOutput'>,
+    partial: Omit<LiveSet, 'heldOutput' | 'pipeline'>,
     reduceCopy = 0,
   ) => {
     const name = phase === 'optimizer' ? OPTIMIZER_STEP : (unit?.name ?? '');
-    const live: LiveSet = { ...partial, heldOutput: heldFrom(phase, label) };
+    const live: LiveSet = { ...partial, heldOutput: heldFrom(phase, label), pipeline: pipelineOf(phase) };
     const streams = {
       gather: fsdp1 ? live.gathered : live.gatherBuffers,
       reduce: live.shardGrads + reduceCopy,
@@ -255,6 +276,17 @@ export function simulate(
   const gatheredOf = (u: UnitEstimate) => u.gatheredBytes;
   const sliceOf = (u: UnitEstimate) =>
     u.residency.kind === 'slice' ? Math.ceil(u.gatheredBytes / u.residency.ranks) : 0;
+
+  // A pipeline rank keeps its stages gathered from its first forward to the step's reduce-scatter
+  // (reshard_after_forward=False, torchtitan's default under pipeline parallelism, and no reshard after a
+  // micro-batch's backward): no all-gather runs at its peak.
+  const gatheredAll = stage ? e.units.reduce((sum, u, i) => sum + (spans[i] ? gatheredOf(u) : 0), 0) : 0;
+  // The other micro-batches in flight: their saved activations, and on the last stage (GPipe, LoopedBFS) their
+  // losses.
+  const savedPerMicroBatch = acts.reduce((sum, a) => sum + a.saved, 0);
+  const others = stage ? Math.max(0, stage.inFlight - 1) * savedPerMicroBatch : 0;
+  const hasLoss = !stage || stage.last;
+  const lossOthers = stage && stage.last ? Math.max(0, stage.lossInFlight - 1) * loss.kept : 0;
 
   // Forward. No unit is prefetched unless asked: FSDP1's `forward_prefetch` is False by default, and FSDP2
   // all-gathers a unit in its own pre-forward (`FSDPParamGroup.pre_forward` → `unshard`), after the previous one has resharded. In
@@ -283,12 +315,12 @@ export function simulate(
     push('forward', s, inner(s), segLabel(segs[s]!, 'forward'), {
       state,
       shardGrads,
-      gathered,
-      gatherBuffers: lastOutput + ahead,
-      activations: saved,
+      gathered: stage ? gatheredAll : gathered,
+      gatherBuffers: stage ? 0 : lastOutput + ahead,
+      activations: saved + others,
       working: a.saved + a.transient,
       gradients: accumulated + unownedBefore,
-      logits: 0,
+      logits: lossOthers,
       optimizer: 0,
     });
     saved += a.saved;
@@ -299,40 +331,44 @@ export function simulate(
   // resharded but those kept (the root by default, reshard_after_forward=False, and 1/k slices); the last
   // all-gather output is freed.
   const keptNow = () =>
-    e.units.reduce(
-      (sum, u, i) => (spans[i] ? sum + (u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u)) : sum),
-      0,
-    );
+    stage
+      ? gatheredAll
+      : e.units.reduce(
+          (sum, u, i) => (spans[i] ? sum + (u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u)) : sum),
+          0,
+        );
   const last = segs.length - 1;
   const tailUnit = inner(last);
   // A loss that applies the head itself (torchtune's `LinearCrossEntropyLoss` calls `model.output` chunk by chunk)
   // runs the head unit's pre-forward again: FSDP2 all-gathers it unless it is kept gathered.
   const headAgain =
-    setup.loss === 'linear-chunked' && tailUnit && tailUnit.residency.kind !== 'keep'
+    setup.loss === 'linear-chunked' && tailUnit && tailUnit.residency.kind !== 'keep' && !stage
       ? gatheredOf(tailUnit) - sliceOf(tailUnit)
       : 0;
-  push('loss', last, tailUnit, 'logits and loss', {
-    state,
-    shardGrads,
-    gathered: keptNow() + headAgain,
-    gatherBuffers: 0,
-    activations: saved,
-    working: 0,
-    gradients: accumulated + unownedBefore,
-    logits: loss.forward,
-    optimizer: 0,
-  });
-  push('loss', last, tailUnit, 'gradient of the loss', {
-    state,
-    shardGrads,
-    gathered: keptNow() + headAgain,
-    gatherBuffers: 0,
-    activations: saved,
-    working: 0,
-    gradients: accumulated + unownedBefore,
-    logits: loss.backward,
-    optimizer: 0,
-  });
+  if (hasLoss) {
+    push('loss', last, tailUnit, 'logits and loss', {
+      state,
+      shardGrads,
+      gathered: keptNow() + headAgain,
+      gatherBuffers: 0,
+      activations: saved + others,
+      working: 0,
+      gradients: accumulated + unownedBefore,
+      logits: loss.forward + lossOthers,
+      optimizer: 0,
+    });
+    push('loss', last, tailUnit, 'gradient of the loss', {
+      state,
+      shardGrads,
+      gathered: keptNow() + headAgain,
+      gatherBuffers: 0,
+      activations: saved + others,
+      working: 0,
+      gradients: accumulated + unownedBefore,
+      logits: loss.backward + lossOthers,
+      optimizer: 0,
+    });
+  }
 
   // Unsharded gradients appear as autograd produces each parameter's gradient (FSDP2 leaves them to autograd
   // until the unit's post-backward reduce-scatter): a unit spanning several segments, like the root with the
@@ -379,83 +415,170 @@ export function simulate(
   });
   const gradsSoFar = (i: number, s: number) => gradsFrom[i]![s]!;
 
-  // Backward.
-  let rsBuffer = 0; // the previous unit's reduce-scatter input, alive until the next post-backward
-  const done = new Set<number>();
-  for (let s = last; s >= 0; s--) {
-    if (segs[s]!.hi < segs[s]!.lo) continue;
-    let gathered = 0;
-    let buffers = 0;
-    let grads = accumulated + unownedGrads;
-    e.units.forEach((u, i) => {
-      const sp = spans[i];
-      if (!sp || done.has(i)) return;
-      if (sp[0] <= s && s <= sp[1]) {
-        gathered += gatheredOf(u);
-        grads += gradsSoFar(i, s) * computeBytes; // its unsharded gradients produced so far in its backward
-      } else if (sp[0] > s) return;
-      else gathered += u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u);
-      if (sp[1] === s - 1 && u.residency.kind !== 'keep') buffers += gatheredOf(u); // backward prefetch of one unit
+  // FSDP1 registers a unit whose FlatParameter is frozen for its reshard through a multi-grad hook on the unit's
+  // inputs (`_register_post_backward_reshard_only_hook` → `register_multi_grad_hook`, removed only by
+  // `_finalize_params` when backward ends). Under a reentrant checkpoint around the unit (Transformers' gradient
+  // checkpointing wraps each layer's call), that input is the checkpoint's detached leaf, registered as the
+  // recomputation runs: the hook's `AccumulateGrad` keeps it, and the `.grad` its backward accumulates, until
+  // backward ends. So each frozen unit whose backward has run keeps its input and its gradient.
+  const retains = fsdp1 && setup.reentrantCheckpoint;
+  const frozenBlock = segs.map((g) => {
+    if (!retains || g.kind !== 'block') return false;
+    let owner: UnitEstimate | undefined;
+    let width = Infinity;
+    e.units.forEach((u) => {
+      for (const p of u.modules) {
+        const r = ranges.get(p);
+        if (r && r[0] <= g.lo && g.hi <= r[1] && r[1] - r[0] < width) {
+          width = r[1] - r[0];
+          owner = u;
+        }
+      }
     });
-    const a = acts[s]!;
-    saved -= a.saved;
-    const unit = inner(s);
-    push('backward', s, unit, segLabel(segs[s]!, 'backward'), {
+    return !!owner && owner.params > 0 && owner.trainableParams === 0;
+  });
+
+  // Backward of one micro-batch beside `inFlight` other micro-batches' activations, with `accStart` bytes of
+  // pipeline accumulators (grown by each post-backward when `first`).
+  const backward = (inFlight: number, accStart: number, first: boolean, tag: string) => {
+    let left = activationBytes;
+    let acc = accStart;
+    let rsBuffer = 0; // the previous unit's reduce-scatter input, alive until the next post-backward
+    const done = new Set<number>();
+    // Inputs and input gradients kept by FSDP1's reshard-only hooks (the newest gradient is the one flowing into
+    // the running block, counted with its working tensors).
+    let retained = 0;
+    let retainedBlocks = 0;
+    for (let s = last; s >= 0; s--) {
+      if (segs[s]!.hi < segs[s]!.lo) continue;
+      let gathered = 0;
+      let buffers = 0;
+      let grads = (stage ? acc : accumulated) + unownedGrads;
+      e.units.forEach((u, i) => {
+        const sp = spans[i];
+        if (!sp || done.has(i)) return;
+        if (sp[0] <= s && s <= sp[1]) {
+          gathered += gatheredOf(u);
+          grads += gradsSoFar(i, s) * computeBytes; // its unsharded gradients produced so far in its backward
+        } else if (sp[0] > s) return;
+        else gathered += u.residency.kind === 'keep' ? gatheredOf(u) : sliceOf(u);
+        if (sp[1] === s - 1 && u.residency.kind !== 'keep') buffers += gatheredOf(u); // backward prefetch of one unit
+      });
+      if (stage) {
+        gathered = gatheredAll;
+        buffers = 0;
+      }
+      const a = acts[s]!;
+      left -= a.saved;
+      const unit = inner(s);
+      push('backward', s, unit, segLabel(segs[s]!, 'backward') + tag, {
+        state,
+        shardGrads,
+        gathered,
+        gatherBuffers: buffers,
+        activations: left + a.saved + inFlight + retained,
+        // Recomputation rebuilds what was not kept: the whole block under full checkpointing.
+        working: a.transient + (a.kind === 'full' ? a.full : a.kind === 'selective' ? a.full - a.saved : 0),
+        gradients: grads + rsBuffer,
+        logits: lossOthers,
+        optimizer: 0,
+      });
+      if (frozenBlock[s] && a.kind === 'full') {
+        retained += a.saved + (retainedBlocks > 0 ? a.saved : 0);
+        retainedBlocks++;
+      }
+      // Post-backward of the units that start here: reshard, free the previous reduce-scatter input, copy the
+      // unsharded gradients into this unit's reduce-scatter input (reduce dtype), then free them.
+      e.units.forEach((u, i) => {
+        const sp = spans[i];
+        if (!sp || sp[0] !== s || done.has(i)) return;
+        done.add(i);
+        // A unit that owns no parameters has no post-backward at all (no FlatParamHandle / FSDPParamGroup).
+        if (u.params === 0) return;
+        if (stage) {
+          // A pipeline micro-batch: no reshard and no reduce-scatter; the gradients go into the unit's
+          // accumulator (made by the first micro-batch's cast to the reduce dtype, added to by the next ones).
+          const made = first ? accumulatorOf(u) : 0;
+          push('backward', s, u, `${u.name}: gradients accumulated${tag}`, {
+            state,
+            shardGrads,
+            gathered,
+            gatherBuffers: 0,
+            activations: left + inFlight + retained,
+            working: 0,
+            gradients: grads + made,
+            logits: lossOthers,
+            optimizer: 0,
+          });
+          acc += made;
+          return;
+        }
+        // FSDP2's `foreach_reduce` copies the gradients into one reduce-dtype reduce-scatter input of W padded
+        // shards (`torch.empty((world_size * padded_shard_numel,))`), kept until the
+        // next unit's post-backward (`comm_ctx.reduce_scatter_state`). FSDP1's `_reduce_grad` reduce-scatters the
+        // FlatParameter's gradient itself, cast to the reduce dtype first when that differs, and frees it when
+        // the hook returns.
+        const rsInput = fsdp1
+          ? reduceBytes !== computeBytes
+            ? u.reduceScatterNumel * reduceBytes
+            : 0
+          : u.reduceScatterNumel * reduceBytes;
+        gathered -= gatheredOf(u);
+        // The reduce-scatter output becomes this GPU's gradient shard (added into the kept one when accumulating:
+        // FSDP2's `sharded_param.grad += ...`, FSDP1's `_accumulate_sharded_grad`).
+        if (!gradsKept) shardGrads += shardGradsOf(u);
+        push(
+          'backward',
+          s,
+          u,
+          `${u.name}: reduce-scatter`,
+          {
+            state,
+            shardGrads,
+            gathered,
+            gatherBuffers: 0,
+            activations: left + retained,
+            working: 0,
+            // Still alive: every unit's unsharded gradients in backward and this unit's reduce-scatter input; the
+            // previous unit's reduce-scatter input is released first.
+            gradients: grads + rsInput,
+            logits: 0,
+            optimizer: 0,
+          },
+          fsdp1 ? rsInput : 0,
+        );
+        if (inBackward) shardGrads -= shardGradsOf(u);
+        rsBuffer = fsdp1 ? 0 : rsInput;
+      });
+    }
+  };
+  backward(others, accumulated, !stage?.steady, '');
+  if (stage) {
+    // Without a steady phase the first backward makes the accumulators; the next micro-batch's backward runs
+    // with them full and one micro-batch fewer in flight.
+    if (!stage.steady && stage.microbatches > 1)
+      backward(
+        Math.max(0, stage.inFlight - 2) * savedPerMicroBatch,
+        stageAccumulators,
+        false,
+        ' (the next micro-batch)',
+      );
+    // The step's one reduce-scatter (`perform_reduce_grad`): each unit's accumulator copied into its
+    // reduce-scatter input while the others wait, then resharded.
+    const largestInput = e.units.reduce(
+      (m, u, i) => (spans[i] && u.params > 0 ? Math.max(m, u.reduceScatterNumel * reduceBytes) : m),
+      0,
+    );
+    push('backward', 0, undefined, 'reduce-scatter of the accumulated gradients', {
       state,
       shardGrads,
-      gathered,
-      gatherBuffers: buffers,
-      activations: saved + a.saved,
-      // Recomputation rebuilds what was not kept: the whole block under full checkpointing.
-      working: a.transient + (a.kind === 'full' ? a.full : a.kind === 'selective' ? a.full - a.saved : 0),
-      gradients: grads + rsBuffer,
+      gathered: gatheredAll,
+      gatherBuffers: 0,
+      activations: 0,
+      working: 0,
+      gradients: stageAccumulators + largestInput,
       logits: 0,
       optimizer: 0,
-    });
-    // Post-backward of the units that start here: reshard, free the previous reduce-scatter input, copy the
-    // unsharded gradients into this unit's reduce-scatter input (reduce dtype), then free them.
-    e.units.forEach((u, i) => {
-      const sp = spans[i];
-      if (!sp || sp[0] !== s || done.has(i)) return;
-      done.add(i);
-      // A unit that owns no parameters has no post-backward at all (no FlatParamHandle / FSDPParamGroup).
-      if (u.params === 0) return;
-      // FSDP2's `foreach_reduce` copies the gradients into one reduce-dtype reduce-scatter input of W padded
-      // shards (`torch.empty((world_size * padded_shard_numel,))`), kept until the
-      // next unit's post-backward (`comm_ctx.reduce_scatter_state`). FSDP1's `_reduce_grad` reduce-scatters the
-      // FlatParameter's gradient itself, cast to the reduce dtype first when that differs, and frees it when
-      // the hook returns.
-      const rsInput = fsdp1
-        ? reduceBytes !== computeBytes
-          ? u.reduceScatterNumel * reduceBytes
-          : 0
-        : u.reduceScatterNumel * reduceBytes;
-      gathered -= gatheredOf(u);
-      // The reduce-scatter output becomes this GPU's gradient shard (added into the kept one when accumulating:
-      // FSDP2's `sharded_param.grad += ...`, FSDP1's `_accumulate_sharded_grad`).
-      if (!gradsKept) shardGrads += shardGradsOf(u);
-      push(
-        'backward',
-        s,
-        u,
-        `${u.name}: reduce-scatter`,
-        {
-          state,
-          shardGrads,
-          gathered,
-          gatherBuffers: 0,
-          activations: saved,
-          working: 0,
-          // Still alive: every unit's unsharded gradients in backward and this unit's reduce-scatter input; the
-          // previous unit's reduce-scatter input is released first.
-          gradients: grads + rsInput,
-          logits: 0,
-          optimizer: 0,
-        },
-        fsdp1 ? rsInput : 0,
-      );
-      if (inBackward) shardGrads -= shardGradsOf(u);
-      rsBuffer = fsdp1 ? 0 : rsInput;
     });
   }
 

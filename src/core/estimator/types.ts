@@ -199,10 +199,11 @@ export interface UnitEstimate {
 export interface LinkLoad {
   link: Link;
   /**
-   * Who talks over it: the shard group (all-gathers, reduce-scatters), the replicas (all-reduces), or a tensor- or
-   * context-parallel group (activations' all-gathers and reduce-scatters, in the compute stream: not hidden).
+   * Who talks over it: the shard group (all-gathers, reduce-scatters), the replicas (all-reduces), a tensor- or
+   * context-parallel group (activations' all-gathers and reduce-scatters, in the compute stream: not hidden), or
+   * the pipeline's neighbouring stages (their activations and gradients, point to point).
    */
-  role: 'shard group' | 'replicas' | 'tensor parallel' | 'context parallel';
+  role: 'shard group' | 'replicas' | 'tensor parallel' | 'context parallel' | 'pipeline parallel';
   collectives: number;
   bytes: number;
   seconds: number;
@@ -228,6 +229,11 @@ export interface Estimate {
   gaps: string[];
   /** Parallelism not modelled (see EstimateInput): when any, every fit is undecided. */
   unmodelled: string[];
+  /**
+   * Memory the peak leaves out though the model is counted whole (activations of a part not modelled, what a
+   * schedule keeps beside them): when any, the peak is a lower bound and a fit that holds is undecided.
+   */
+  uncounted: string[];
   /** What keeps less than counted (see EstimateInput): when any, a fit that fails is undecided. */
   overcounted: string[];
   perGpu: {
@@ -251,6 +257,8 @@ export interface Estimate {
   };
   /** The live set over the step, event by event (null when activations cannot be modelled). */
   timeline: Timeline | null;
+  /** Under pipeline parallelism: the stages, what each rank holds and keeps in flight, and each rank's peak. */
+  pipeline?: PipelineSummary;
   /** Whether the peak fits each GPU of the catalog, with the allocator overhead and CUDA context added. */
   fit: FitResult[];
   /** The fit on the target GPU (the verdict every surface shows). */
@@ -312,6 +320,30 @@ export interface LiveSet {
   heldOutput: number;
   /** Optimizer step temporaries. */
   optimizer: number;
+  /**
+   * Pipeline parallelism's own tensors: the receive buffers of stage inputs and of their gradients (allocated for
+   * every micro-batch at the first step and kept), and the stage outputs kept until their backward.
+   */
+  pipeline: number;
+}
+
+/** What one rank of a pipeline runs, for its timeline (`estimator/pipeline.ts` says how many of each). */
+export interface StageRun {
+  /** It holds the first stage (the embedding) or the last (the head and the loss). */
+  first: boolean;
+  last: boolean;
+  /** Micro-batches of this rank's layers whose activations it keeps at once, the one simulated included. */
+  inFlight: number;
+  /** Micro-batches whose loss the last stage keeps at once. */
+  lossInFlight: number;
+  /** A backward has run before the rank keeps its most micro-batches: its gradient accumulators are full then. */
+  steady: boolean;
+  /** Micro-batches per step. */
+  microbatches: number;
+  /** Receive buffers of stage inputs and their gradients, kept from the first step on. */
+  receiveBytes: number;
+  /** The stage output one micro-batch keeps until its backward (a rank without the last stage). */
+  outputBytes: number;
 }
 
 export type { Phase };
@@ -358,4 +390,26 @@ export interface Timeline {
   /** The largest bytes each pool of the caching allocator holds live over the step: the compute stream's and the side streams'. */
   pools: StreamBytes & { compute: number };
   notes: string[];
+}
+
+/** A pipeline's ranks as estimated: the figures of an estimate with a pipeline are its worst rank's. */
+export interface PipelineSummary {
+  degree: number;
+  schedule: string;
+  microbatches: number;
+  /** Samples per pipeline micro-batch: the GPU's batch split `microbatches` ways. */
+  microBatchSize: number;
+  stagesPerRank: number;
+  /** The rank whose figures the estimate shows: the one with the highest peak. */
+  worstRank: number;
+  ranks: {
+    rank: number;
+    /** Its stages' blocks, `[from, to)` each, and whether it holds the embedding and the head. */
+    stages: { index: number; from: number; to: number }[];
+    first: boolean;
+    last: boolean;
+    inFlight: number;
+    peakBytes: number;
+    reservedBytes: number;
+  }[];
 }

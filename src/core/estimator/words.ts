@@ -46,7 +46,9 @@ export function peakFigure(live: LiveSet, setup: TrainingSetup, plain = false): 
     ],
     activations: [
       'saved activations',
-      `kept for backward (${ac} checkpointing, micro-batch ${setup.microBatch} x ${setup.seqLen} tokens); not reduced by sharding`,
+      setup.pipelineParallel > 1
+        ? `kept for backward by this GPU's micro-batches in flight (${ac} checkpointing, micro-batches of ${setup.microBatch} x ${setup.seqLen} tokens); not reduced by sharding`
+        : `kept for backward (${ac} checkpointing, micro-batch ${setup.microBatch} x ${setup.seqLen} tokens); not reduced by sharding`,
     ],
     working: [
       'running block',
@@ -61,6 +63,10 @@ export function peakFigure(live: LiveSet, setup: TrainingSetup, plain = false): 
       `the logits of the model's output a variable of the script keeps ${setup.keepsOutput === 'step' ? "through backward and the next step's forward" : 'through backward and the optimizer step'}`,
     ],
     optimizer: ['optimizer step', 'temporaries of the optimizer step'],
+    pipeline: [
+      'pipeline buffers',
+      'receive buffers of the stage inputs and their gradients (one per micro-batch, kept), and the stage outputs of the micro-batches in flight',
+    ],
   };
   const terms: Term[] = (Object.keys(words) as (keyof LiveSet)[])
     .filter((k) => live[k] > 0)

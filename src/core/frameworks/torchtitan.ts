@@ -1,6 +1,6 @@
 /** torchtitan's job TOML: model flavor, batch and sequence, mixed precision, parallelism degrees, checkpointing. */
 import type { DType } from '../vocabulary/dtypes';
-import type { SetupValues } from '../inputs/table';
+import { parseInput, type SetupValues } from '../inputs/table';
 import { at, bool, countSetting, isRecord, setupFrom, str, strList, type ConfigDoc } from './configDoc';
 import { llamaNative, TITAN_QWEN3, titanDims } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';
@@ -90,11 +90,14 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const flavor = str(at(d, ['model', 'flavor'])) ?? 'debugmodel';
   const file = doc.file;
   const range = doc.rangeOf(['model']);
-  // Before March 2025 the parallelism keys lived under [training]; before June 2025 the batch was `batch_size`.
+  // Before March 2025 the parallelism keys lived under [training], the pipeline's and context parallelism's under
+  // [experimental]; before June 2025 the batch was `batch_size`.
   const par = (key: string): { v: unknown; path: string[] } => {
-    const p = at(d, ['parallelism', key]);
-    if (p !== undefined) return { v: p, path: ['parallelism', key] };
-    return { v: at(d, ['training', key]), path: ['training', key] };
+    for (const section of ['parallelism', 'training', 'experimental']) {
+      const v = at(d, [section, key]);
+      if (v !== undefined) return { v, path: [section, key] };
+    }
+    return { v: undefined, path: ['parallelism', key] };
   };
   const legacy = !isRecord(d.parallelism) || at(d, ['training', 'batch_size']) !== undefined;
   const notes: string[] = [];
@@ -179,15 +182,16 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     notes.push(
       "async tensor parallelism overlaps TP's collectives with the projections (needs compile): the time counted as not hidden is an upper bound",
     );
+  const ppProblem = pp > 1 ? readPipeline(par, set, local) : null;
   const unmodelled = [
     ...(tp > 1 && !sp ? [`tensor parallelism (degree ${tp}) without sequence parallelism`] : []),
-    ...(pp > 1 ? [`pipeline parallelism (degree ${pp})`] : []),
+    ...(ppProblem ? [`pipeline parallelism (degree ${pp}): ${ppProblem}`] : []),
     ...(cp > 1 && rotate !== 'allgather' ? [`context parallelism with the ${rotate} rotation`] : []),
   ];
   // The world is every dimension's product (`ParallelDims`: pp x dp_replicate x dp_shard x cp x tp); FSDP shards
-  // over dp_shard x cp. Pipeline stages, not modelled, are left out: the figures are one stage's mesh.
+  // over dp_shard x cp within each pipeline stage.
   if (shard > 0) {
-    set('worldSize', shard * replicate * tp * cp, par('data_parallel_shard_degree').path);
+    set('worldSize', shard * replicate * tp * cp * pp, par('data_parallel_shard_degree').path);
     if (replicate > 1) set('replicas', replicate, par('data_parallel_replicate_degree').path);
   } else if (replicate > 1) {
     // dp_shard = -1: the ranks left after the others; the world size comes from the launcher.
@@ -263,4 +267,56 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     ...(unmodelled.length ? { unmodelled } : {}),
     traps: [],
   };
+}
+
+/**
+ * torchtitan's pipeline: the degree, the schedule (`pipeline_parallel_schedule`, "1F1B" by default) and the
+ * micro-batches each data-parallel rank's batch is split into: `num_pp_microbatches` (2026), else
+ * `local_batch_size // pipeline_parallel_microbatch_size` (`build_pipeline_schedule`, 2025, a micro-batch of 1 by
+ * default), else `pipeline_parallel_microbatches` or the degree (`experimental`, 2024). The stages are
+ * torchtitan's default split (`_generate_llm_fqn_per_model_part`, one or two per rank by schedule); a split or
+ * schedule given otherwise is a reason the pipeline is not modelled, returned.
+ */
+function readPipeline(
+  par: (key: string) => { v: unknown; path: string[] },
+  set: ReturnType<typeof setupFrom>['set'],
+  local: number,
+): string | null {
+  const degree = par('pipeline_parallel_degree');
+  set('pipelineParallel', Number(degree.v), degree.path);
+  const custom = [
+    'module_fqns_per_model_part',
+    'pipeline_parallel_split_points',
+    'pipeline_parallel_layers_per_stage',
+  ]
+    .map((k) => ({ k, ...par(k) }))
+    .find((c) => c.v !== undefined && c.v !== null && !(Array.isArray(c.v) && c.v.length === 0));
+  if (custom) return `its own stage split (${custom.k}) is not modelled`;
+  if (str(par('pipeline_parallel_schedule_csv').v)) return 'a schedule from a CSV file is not modelled';
+  for (const k of ['pipeline_parallel_first_stage_less_layers', 'pipeline_parallel_last_stage_less_layers']) {
+    const v = par(k).v;
+    if (v !== undefined && v !== 1) return `${k} = ${String(v)} is not modelled (1, its default, is)`;
+  }
+  const schedule = str(par('pipeline_parallel_schedule').v);
+  if (schedule) {
+    try {
+      set(
+        'ppSchedule',
+        parseInput('ppSchedule', schedule, 'pipeline_parallel_schedule'),
+        par('pipeline_parallel_schedule').path,
+      );
+    } catch {
+      return `the schedule "${schedule}" is not one fsdp-lens models`;
+    }
+  }
+  const n = par('num_pp_microbatches');
+  const size = par('pipeline_parallel_microbatch_size');
+  const older = par('pipeline_parallel_microbatches');
+  if (typeof n.v === 'number') set('ppMicrobatches', n.v, n.path);
+  else if (typeof size.v === 'number' && size.v >= 1)
+    set('ppMicrobatches', Math.max(1, Math.floor(local / size.v)), size.path);
+  else if (typeof older.v === 'number') set('ppMicrobatches', older.v, older.path);
+  // The 2024 releases (the degree under [experimental]) split into as many micro-batches as stages.
+  else if (degree.path[0] === 'experimental') set('ppMicrobatches', Number(degree.v), degree.path);
+  return null;
 }

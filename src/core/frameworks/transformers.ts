@@ -357,6 +357,22 @@ export function trainingArgumentValues(
       k.gradient_checkpointing === true
         ? at('gradient_checkpointing')
         : `SFTConfig's default gradient_checkpointing=True (${name}:${call.line})`;
+    // `gradient_checkpointing_kwargs={"use_reentrant": ...}`, passed to `torch.utils.checkpoint.checkpoint` around
+    // each layer's call (`PreTrainedModel.gradient_checkpointing_enable`); unset, the release decides
+    // (resolve/transformersCheckpoint.ts).
+    // A dict in code (`{"use_reentrant": True}`), or an object in an argument file or a command line's JSON.
+    const gck = k.gradient_checkpointing_kwargs;
+    const entries =
+      gck && typeof gck === 'object' && !Array.isArray(gck)
+        ? 'dict' in gck
+          ? (gck.dict as Record<string, unknown>)
+          : (gck as Record<string, unknown>)
+        : undefined;
+    const reentrant = entries?.use_reentrant;
+    if (typeof reentrant === 'boolean') {
+      values.reentrantCheckpoint = reentrant;
+      details.reentrantCheckpoint = at('gradient_checkpointing_kwargs');
+    }
   }
   // `use_liger_kernel=True`: the Trainer patches the model with Liger's defaults (`_apply_liger_kernel_to_instance`,
   // `fused_linear_cross_entropy=True` among them); its RMSNorm and SwiGLU kernels keep less than the eager modules.

@@ -46,17 +46,21 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
   const setup = Object.fromEntries(INPUT_KEYS.map((k) => [k, chosen[k].value])) as TrainingSetup;
   // The world is whole tensor-parallel groups, then whole replicas of whole shard groups: a degree that does not
   // divide it is not used (PyTorch's `init_device_mesh` refuses such a mesh).
+  // Pipeline stages are the outermost dimension (torchtitan's mesh: pp, dp_replicate, dp_shard, cp, tp).
+  const askedPp = setup.pipelineParallel;
+  if (setup.worldSize % setup.pipelineParallel !== 0) setup.pipelineParallel = 1;
+  const perStage = setup.worldSize / setup.pipelineParallel;
   const askedTp = setup.tensorParallel;
-  if (setup.worldSize % setup.tensorParallel !== 0) setup.tensorParallel = 1;
+  if (perStage % setup.tensorParallel !== 0) setup.tensorParallel = 1;
   const askedCp = setup.contextParallel;
-  if ((setup.worldSize / setup.tensorParallel) % setup.contextParallel !== 0) setup.contextParallel = 1;
+  if ((perStage / setup.tensorParallel) % setup.contextParallel !== 0) setup.contextParallel = 1;
   const askedReplicas = setup.replicas;
-  if (!replicasDivide(setup.worldSize / setup.tensorParallel, setup.replicas)) setup.replicas = 1;
+  if (!replicasDivide(perStage / setup.tensorParallel, setup.replicas)) setup.replicas = 1;
   // A global batch without a gradient accumulation given: the micro-batches each data-parallel GPU runs per step
   // (Composer's `device_train_batch_size / device_train_microbatch_size`, rounded up; torchtitan's
   // `global_batch_size // (local_batch_size * dp_degree)`).
   if (setup.globalBatch !== null && chosen.gradAccum.source.kind === 'default') {
-    const dp = setup.worldSize / (setup.tensorParallel * setup.contextParallel);
+    const dp = perStage / (setup.tensorParallel * setup.contextParallel);
     const k = Math.ceil(setup.globalBatch / (setup.microBatch * dp));
     if (Number.isFinite(k) && k > 1) {
       setup.gradAccum = k;
@@ -72,15 +76,17 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
   // Degrees left at their default of 1 are not listed.
   // Inputs that only qualify another one are not listed while it is off.
   const unused = (k: InputKey) =>
-    ((k === 'replicas' || k === 'tensorParallel' || k === 'contextParallel') &&
+    ((k === 'replicas' || k === 'tensorParallel' || k === 'contextParallel' || k === 'pipelineParallel') &&
       setup[k] === 1 &&
       chosen[k].source.kind === 'default') ||
     (chosen[k].source.kind === 'default' &&
       (((k === 'lossParallel' || k === 'tpPlan') && setup.tensorParallel === 1) ||
+        ((k === 'ppSchedule' || k === 'ppMicrobatches') && setup.pipelineParallel === 1) ||
         (k === 'float8Skip' && setup.float8 === 'off') ||
         (k === 'pagedOptimizer' && !setup.pagedOptimizer) ||
         (k === 'compile' && setup.compile === 'off') ||
         (k === 'optimizerInBackward' && !setup.optimizerInBackward) ||
+        (k === 'reentrantCheckpoint' && !setup.reentrantCheckpoint) ||
         (k === 'activationOffload' && !setup.activationOffload) ||
         (k === 'globalBatch' && setup.globalBatch === null)));
   const assumptions: Assumption[] = INPUT_KEYS.filter((k) => !unused(k)).map((k) => ({
@@ -88,12 +94,14 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
     label: INPUTS[k].label,
     value:
       k === 'replicas' && setup.replicas !== askedReplicas
-        ? `1 (${askedReplicas} replicas do not divide ${setup.worldSize / setup.tensorParallel} data-parallel GPUs: not used)`
-        : k === 'tensorParallel' && setup.tensorParallel !== askedTp
-          ? `1 (a degree of ${askedTp} does not divide ${setup.worldSize} GPUs: not used)`
-          : k === 'contextParallel' && setup.contextParallel !== askedCp
-            ? `1 (a degree of ${askedCp} does not divide the ${setup.worldSize / setup.tensorParallel} GPUs outside tensor parallelism: not used)`
-            : showInput(k, chosen[k].value as never, setup),
+        ? `1 (${askedReplicas} replicas do not divide ${perStage / setup.tensorParallel} data-parallel GPUs: not used)`
+        : k === 'pipelineParallel' && setup.pipelineParallel !== askedPp
+          ? `1 (a degree of ${askedPp} does not divide ${setup.worldSize} GPUs: not used)`
+          : k === 'tensorParallel' && setup.tensorParallel !== askedTp
+            ? `1 (a degree of ${askedTp} does not divide ${perStage} GPUs${setup.pipelineParallel > 1 ? ' of a pipeline stage' : ''}: not used)`
+            : k === 'contextParallel' && setup.contextParallel !== askedCp
+              ? `1 (a degree of ${askedCp} does not divide the ${perStage / setup.tensorParallel} GPUs outside tensor parallelism: not used)`
+              : showInput(k, chosen[k].value as never, setup),
     source: chosen[k].source,
   }));
   return { setup, assumptions };

@@ -11,6 +11,7 @@ import type { DType } from '../vocabulary/dtypes';
 import * as parse from './parse';
 import { FLOAT8_MODES, type Float8Mode } from '../model/float8';
 import type { TensorParallelPlan } from '../model/tensorParallel';
+import { PIPELINE_SCHEDULES, type PipelineSchedule } from '../model/pipelineStages';
 import type { CheckpointMode, CompileMode, LossImpl, OptimizerFamily } from './parse';
 
 /** A VS Code setting (`fsdpLens.<name>`): the JSON schema package.json declares, less the common parts. */
@@ -209,6 +210,38 @@ export const INPUTS = {
     'C',
     ['cp', 'context_parallel'],
   ),
+  pipelineParallel: degree(
+    'pipeline-parallel degree',
+    "Pipeline-parallel degree P, as torch.distributed.pipelining and torchtitan split a decoder into stages: each GPU holds its stages' blocks, FSDP shards them over world size / (P x R x T)",
+    'pp',
+    'P',
+    ['pp', 'pipeline_parallel'],
+  ),
+  ppSchedule: input<PipelineSchedule>({
+    label: 'pipeline schedule',
+    summary:
+      "The pipeline schedule (torch.distributed.pipelining's names): how many micro-batches each stage keeps in flight",
+    default: '1F1B',
+    parse: (v, name) => {
+      const t = String(v)
+        .trim()
+        .replace(/^Schedule/i, '');
+      const found = PIPELINE_SCHEDULES.find((s) => s.toLowerCase() === t.toLowerCase());
+      return found ?? parse.choice(name, t, PIPELINE_SCHEDULES);
+    },
+    flag: { name: 'pp-schedule', value: PIPELINE_SCHEDULES.join('|') },
+    keys: ['pp_schedule', 'pipeline_schedule'],
+  }),
+  ppMicrobatches: input<number | null>({
+    label: 'pipeline micro-batches',
+    summary:
+      "Micro-batches the pipeline splits each GPU's batch into (the schedule's n_microbatches); unset: one sample each, torchtitan's default pipeline_parallel_microbatch_size of 1",
+    default: null,
+    parse: count,
+    show: (v) => (v === null ? 'one per sample of the micro-batch' : String(v)),
+    flag: { name: 'pp-microbatches', value: 'M' },
+    keys: ['pp_microbatches', 'n_microbatches'],
+  }),
   gpu: input<string>({
     label: 'GPU',
     summary: 'The GPU to check the fit against and take memory, compute and link speeds from',
@@ -330,6 +363,17 @@ export const INPUTS = {
       kind: 'select',
       options: () => CHECKPOINTING_CHOICES.map(({ value, label }) => ({ value, label })),
     },
+  }),
+  reentrantCheckpoint: input<boolean>({
+    label: 'reentrant checkpoint around FSDP1 units',
+    summary:
+      "Transformers' gradient checkpointing with use_reentrant=True (its default before Transformers 5), a checkpoint around each decoder layer's call: under FSDP1 a frozen unit's input and its gradient are then kept until backward ends",
+    default: false,
+    parse: (v, name) => parse.onOff(name, v),
+    show: (v) =>
+      v ? 'on (each frozen FSDP1 unit keeps its input and its gradient until backward ends)' : 'off',
+    flag: { name: 'reentrant', value: 'on|off' },
+    keys: ['use_reentrant', 'reentrant'],
   }),
   loss: input<LossImpl>({
     label: 'loss',

@@ -65,7 +65,12 @@ export function closeCatalogIds(id: string, max = 3): string[] {
     .map((s) => s.id);
 }
 
-/** The Transformers classes of each supported `model_type`: the decoder block FSDP wraps, and where it lives. */
+/**
+ * The Transformers classes of each supported `model_type`: the block FSDP wraps (the decoder block; T5's
+ * `T5Block`, which both of its stacks repeat), the module it lives in, and the class `from_pretrained` builds
+ * (`causalLm`: the `*ForCausalLM` class, or the `*ForConditionalGeneration` class of a multimodal or
+ * encoder-decoder model).
+ */
 export const ARCHITECTURES: Readonly<Record<string, { block: string; module: string; causalLm: string }>> = {
   llama: {
     block: 'LlamaDecoderLayer',
@@ -112,6 +117,46 @@ export const ARCHITECTURES: Readonly<Record<string, { block: string; module: str
     block: 'DeepseekV3DecoderLayer',
     module: 'transformers.models.deepseek_v3.modeling_deepseek_v3',
     causalLm: 'DeepseekV3ForCausalLM',
+  },
+  deepseek_v2: {
+    block: 'DeepseekV2DecoderLayer',
+    module: 'transformers.models.deepseek_v2.modeling_deepseek_v2',
+    causalLm: 'DeepseekV2ForCausalLM',
+  },
+  olmo2: {
+    block: 'Olmo2DecoderLayer',
+    module: 'transformers.models.olmo2.modeling_olmo2',
+    causalLm: 'Olmo2ForCausalLM',
+  },
+  gpt_neox: {
+    block: 'GPTNeoXLayer',
+    module: 'transformers.models.gpt_neox.modeling_gpt_neox',
+    causalLm: 'GPTNeoXForCausalLM',
+  },
+  gemma3_text: {
+    block: 'Gemma3DecoderLayer',
+    module: 'transformers.models.gemma3.modeling_gemma3',
+    causalLm: 'Gemma3ForCausalLM',
+  },
+  gemma3: {
+    block: 'Gemma3DecoderLayer',
+    module: 'transformers.models.gemma3.modeling_gemma3',
+    causalLm: 'Gemma3ForConditionalGeneration',
+  },
+  llama4_text: {
+    block: 'Llama4TextDecoderLayer',
+    module: 'transformers.models.llama4.modeling_llama4',
+    causalLm: 'Llama4ForCausalLM',
+  },
+  llama4: {
+    block: 'Llama4TextDecoderLayer',
+    module: 'transformers.models.llama4.modeling_llama4',
+    causalLm: 'Llama4ForConditionalGeneration',
+  },
+  t5: {
+    block: 'T5Block',
+    module: 'transformers.models.t5.modeling_t5',
+    causalLm: 'T5ForConditionalGeneration',
   },
 };
 

@@ -3,44 +3,13 @@
  * architecture's dimensions.
  */
 import { ARCHITECTURES, SUPPORTED_MODEL_TYPES, type HfConfig } from './catalog';
-import { ModelError, ModuleBuilder, type ModuleNode } from './tree';
+import { ModuleBuilder, type ModuleNode } from './tree';
+import { bool, ConfigError, fraction, indexList, int, optInt, optPositive } from './hfFields';
+import { gemma3 } from './hfGemma3';
+import { llama4 } from './hfLlama4';
+import { t5 } from './hfT5';
 
-/** A config.json that cannot be read as a model: the message says which field and why. */
-export class ConfigError extends ModelError {}
-
-/**
- * The largest value a count may take, far past every published model (the largest have 126 layers, 384 experts,
- * a vocabulary of 256,000 and a hidden size of 18,432) and small enough that the tree is built at once. A larger
- * value is a mistake or a trap, refused with the field's name.
- */
-const PLAUSIBLE_MAX: Record<string, number> = {
-  num_hidden_layers: 2048,
-  n_layer: 2048,
-  num_local_experts: 4096,
-  num_experts: 4096,
-  decoder_sparse_step: 2048,
-  n_routed_experts: 4096,
-  n_shared_experts: 64,
-  num_experts_per_tok: 256,
-  num_attention_heads: 4096,
-  num_key_value_heads: 4096,
-  n_head: 4096,
-  head_dim: 8192,
-  qk_nope_head_dim: 8192,
-  qk_rope_head_dim: 8192,
-  v_head_dim: 8192,
-  kv_lora_rank: 65_536,
-  q_lora_rank: 65_536,
-  first_k_dense_replace: 2048,
-  moe_layer_freq: 2048,
-  hidden_size: 262_144,
-  n_embd: 262_144,
-  intermediate_size: 2_097_152,
-  moe_intermediate_size: 2_097_152,
-  n_inner: 2_097_152,
-  vocab_size: 16_777_216,
-  n_positions: 16_777_216,
-};
+export { ConfigError } from './hfFields';
 
 /** What the estimator needs to know about a transformer beyond its module tree (for activations and FLOPs). */
 export interface ArchShape {
@@ -76,7 +45,10 @@ export interface ArchShape {
    * compute dtype.
    */
   normScalesInFp32?: boolean;
-  /** Per-head RMSNorms on q and k before RoPE (Qwen3's `q_norm` / `k_norm` over head_dim). */
+  /**
+   * RMSNorms on q and k before RoPE: Qwen3's and Gemma 3's `q_norm` / `k_norm` over each head's head_dim, OLMo 2's
+   * over the whole projection (the same elements, a·head_dim and h_kv, one norm instead of one per head).
+   */
   qkNorm?: boolean;
   /** Gemma 2's tanh soft-capping: of the final logits (`final_logit_softcapping`), of the attention scores. */
   finalLogitSoftcap?: number | null;
@@ -84,59 +56,33 @@ export interface ArchShape {
   /** The decoder block's class name (what wrap policies name). */
   blockClass: string;
   tiedEmbeddings: boolean;
+  /**
+   * Why the activation model (a decoder-only stack of these blocks, activations.ts) does not describe this model's
+   * step: an encoder-decoder's two stacks and cross-attention, a forward that runs every expert on every token.
+   * The estimate then counts no activations, logits or loss for it, and says so among the parts not counted.
+   */
+  activationsNotModelled?: string;
+  /**
+   * Parts whose activations the activation model leaves out though it counts the rest (a multimodal model's
+   * vision tower): the peak is then a lower bound, the parameters exact.
+   */
+  activationsLeftOut?: string[];
 }
 
 export interface HfModel {
   root: ModuleNode;
   shape: ArchShape;
-}
-
-/** Reads a positive integer field; `dflt` applies when absent (or null). */
-function int(config: HfConfig, key: string, dflt?: number): number {
-  const v = config[key];
-  if (v === undefined || v === null) {
-    if (dflt === undefined) throw new ConfigError(`config.json has no "${key}"`);
-    return dflt;
-  }
-  if (typeof v !== 'number' || !Number.isFinite(v))
-    throw new ConfigError(`config.json "${key}" must be a number, not ${JSON.stringify(v)}`);
-  if (!Number.isInteger(v) || v < 1)
-    throw new ConfigError(`config.json "${key}" must be a positive integer, not ${v}`);
-  const max = PLAUSIBLE_MAX[key] ?? 2 ** 24;
-  if (v > max)
-    throw new ConfigError(
-      `config.json "${key}" is ${v}, implausibly large: more than any real model has (at most ${max.toLocaleString('en-US')} is read)`,
-    );
-  return v;
-}
-
-function optInt(config: HfConfig, key: string): number | null {
-  const v = config[key];
-  return v === undefined || v === null ? null : int(config, key);
-}
-
-/** A positive number field, `dflt` when absent; null when the config sets it to null (the feature is off). */
-function optPositive(config: HfConfig, key: string, dflt: number | null): number | null {
-  const v = config[key];
-  if (v === undefined) return dflt;
-  if (v === null) return null;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
-    throw new ConfigError(`config.json "${key}" must be a positive number or null, not ${JSON.stringify(v)}`);
-  return v;
-}
-
-function bool(config: HfConfig, key: string, dflt: boolean): boolean {
-  const v = config[key];
-  if (v === undefined || v === null) return dflt;
-  if (typeof v !== 'boolean')
-    throw new ConfigError(`config.json "${key}" must be true or false, not ${JSON.stringify(v)}`);
-  return v;
+  /** Parameters the tree leaves out, in words (the loaded model's `gaps`): every figure is then a lower bound. */
+  gaps?: string[];
 }
 
 /** `tie_word_embeddings` when a config omits it: each Transformers config class has its own default. */
 const TIE_DEFAULT: Record<string, boolean> = { gpt2: true, gemma2: true };
 
-/** Builds the module tree Transformers instantiates for a config (the `*ForCausalLM` class), with real names. */
+/**
+ * Builds the module tree Transformers instantiates for a config (the `*ForCausalLM` class, or the
+ * `*ForConditionalGeneration` class of a multimodal or encoder-decoder model), with real names.
+ */
 export function modelFromHfConfig(config: HfConfig): HfModel {
   if (typeof config !== 'object' || config === null || Array.isArray(config))
     throw new ConfigError('config.json is not a JSON object');
@@ -152,11 +98,23 @@ export function modelFromHfConfig(config: HfConfig): HfModel {
     case 'mixtral':
     case 'qwen3_moe':
     case 'phi3':
+    case 'olmo2':
       return llamaFamily(config, type);
     case 'gpt2':
       return gpt2(config);
+    case 'gpt_neox':
+      return gptNeox(config);
+    case 'deepseek_v2':
     case 'deepseek_v3':
-      return deepseekV3(config);
+      return deepseek(config, type);
+    case 'gemma3':
+    case 'gemma3_text':
+      return gemma3(config, type);
+    case 'llama4':
+    case 'llama4_text':
+      return llama4(config, type);
+    case 't5':
+      return t5(config);
     default:
       throw new ConfigError(
         `model_type "${type}" is not supported; supported: ${SUPPORTED_MODEL_TYPES.join(', ')}`,
@@ -173,6 +131,7 @@ const PREFIX: Record<string, string> = {
   mixtral: 'Mixtral',
   qwen3_moe: 'Qwen3Moe',
   phi3: 'Phi3',
+  olmo2: 'Olmo2',
 };
 
 /** A router over `experts` experts of three projections each, named and ordered as the model writes them. */
@@ -199,7 +158,10 @@ function sparseMoe(
  * Mixtral a router and experts (`block_sparse_moe`); Qwen3-MoE Qwen3's attention and, in each layer
  * `Qwen3MoeDecoderLayer.__init__` makes sparse (not in `mlp_only_layers`, `(i + 1) % decoder_sparse_step == 0`), a
  * router and `num_experts` experts of `moe_intermediate_size` under `mlp`, no shared expert; Phi-3 fused `qkv_proj`
- * and `gate_up_proj`.
+ * and `gate_up_proj`. OLMo 2 (`Olmo2DecoderLayer`, `Olmo2Attention` in modeling_olmo2.py) normalizes after each
+ * sublayer instead of before it (`post_attention_layernorm` on the attention output, `post_feedforward_layernorm`
+ * on the MLP output, no `input_layernorm`), and its `q_norm` / `k_norm` span the whole q and k projections
+ * (num_heads·head_dim and num_key_value_heads·head_dim), not one head.
  */
 function llamaFamily(config: HfConfig, type: string): HfModel {
   const P = PREFIX[type]!;
@@ -226,13 +188,10 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
         : 0;
   const moeI = qwenMoe ? int(config, 'moe_intermediate_size') : I;
   const sparseStep = qwenMoe ? int(config, 'decoder_sparse_step', 1) : 1;
-  const mlpOnly = new Set(
-    qwenMoe && Array.isArray(config.mlp_only_layers)
-      ? config.mlp_only_layers.filter((x): x is number => Number.isInteger(x))
-      : [],
-  );
+  const mlpOnly = new Set((qwenMoe ? indexList(config, 'mlp_only_layers') : null) ?? []);
   const sparse = (i: number) => E > 0 && !mlpOnly.has(i) && (i + 1) % sparseStep === 0;
   const norm = `${P}RMSNorm`;
+  const olmo2 = type === 'olmo2';
 
   const root = ModuleBuilder.root(`${P}ForCausalLM`);
   root.child('model', `${P}Model`, (m) => {
@@ -250,6 +209,9 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
         if (type === 'qwen3' || qwenMoe) {
           a.norm('q_norm', hd, norm);
           a.norm('k_norm', hd, norm);
+        } else if (olmo2) {
+          a.norm('q_norm', nh * hd, norm);
+          a.norm('k_norm', nkv * hd, norm);
         }
       });
       if (type === 'mixtral')
@@ -276,10 +238,10 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
           mlp.linear('down_proj', I, d, mlpBias);
         });
       }
-      layer.norm('input_layernorm', d, norm);
+      if (!olmo2) layer.norm('input_layernorm', d, norm);
       layer.norm('post_attention_layernorm', d, norm);
-      if (type === 'gemma2') {
-        layer.norm('pre_feedforward_layernorm', d, norm);
+      if (type === 'gemma2' || olmo2) {
+        if (!olmo2) layer.norm('pre_feedforward_layernorm', d, norm);
         layer.norm('post_feedforward_layernorm', d, norm);
       }
     });
@@ -320,6 +282,10 @@ function llamaFamily(config: HfConfig, type: string): HfModel {
           }
         : {}),
       ...(type === 'qwen3' || qwenMoe ? { qkNorm: true } : {}),
+      // Olmo2RMSNorm scales in fp32 (`(w * x).to(dtype)`). Its post-norms keep the same tensors as two pre-norms:
+      // the q/k/v and gate/up matmuls keep their whole inputs (2e·sbh) and each post-norm its fp32 input and
+      // normalized output (16·sbh), as much as two fp32-scaling pre-norms keep with their outputs (2·(8 + e)·sbh).
+      ...(olmo2 ? { normScalesInFp32: true, qkNorm: true } : {}),
       blockClass: ARCHITECTURES[type]!.block,
       tiedEmbeddings: tied,
     },
@@ -386,11 +352,97 @@ function gpt2(config: HfConfig): HfModel {
 }
 
 /**
+ * GPT-NeoX and Pythia (`GPTNeoXForCausalLM` in transformers' modeling_gpt_neox.py, 4.48 and later):
+ * `gpt_neox.embed_in`, `gpt_neox.layers.N` (`GPTNeoXLayer`: two LayerNorms with biases, `attention` with one fused
+ * `query_key_value` projection of 3·hidden and `dense`, both biased unless `attention_bias` is false, and `mlp`'s
+ * biased `dense_h_to_4h` / `dense_4h_to_h`), `gpt_neox.final_layer_norm`, one rotary embedding over the rotated
+ * `rotary_pct` of each head, and an output head `embed_out` of its own (`tie_word_embeddings` defaults to false).
+ * Releases before 4.48 also held a causal-mask buffer in every layer; the layout built is the later one.
+ *
+ * For the activation model the block is GPT-2's (GELU MLP, LayerNorm); no field says more, as activations.ts has
+ * no GPT-NeoX block. What GPT-NeoX's block keeps differs in its parts: its parallel residual
+ * (`use_parallel_residual`) has both LayerNorms read the one block input, kept once (GPT-2's model counts two
+ * inputs), its zero `hidden_dropout` keeps no dropout masks (GPT-2's model counts two, 2·sbh bytes), and its
+ * partial rotary makes q and k anew while v, a view, keeps the fused projection's whole output alive (2e·sbh more
+ * than GPT-2's three views of one output). Under SDPA in bf16 these cancel to the same 18·sbh + 4·sbI a block;
+ * in fp32 GPT-NeoX keeps 2·sbh more; under eager attention it keeps an fp32 softmax and its cast (6 bytes a
+ * score) where GPT-2's model counts 5.
+ */
+function gptNeox(config: HfConfig): HfModel {
+  const d = int(config, 'hidden_size', 6144);
+  const layers = int(config, 'num_hidden_layers', 44);
+  const nh = int(config, 'num_attention_heads', 64);
+  const I = int(config, 'intermediate_size', 24576);
+  const V = int(config, 'vocab_size', 50432);
+  if (d % nh !== 0) throw new ConfigError(`hidden_size ${d} is not a multiple of num_attention_heads ${nh}`);
+  const headDim = d / nh;
+  // `rotary_pct` (Transformers 5 configs: `partial_rotary_factor`), 0.25 by default.
+  const rotary = Math.floor(
+    headDim * fraction(config, 'rotary_pct', fraction(config, 'partial_rotary_factor', 0.25)),
+  );
+  const bias = bool(config, 'attention_bias', true);
+  const tied = bool(config, 'tie_word_embeddings', false);
+  const root = ModuleBuilder.root('GPTNeoXForCausalLM');
+  root.child('gpt_neox', 'GPTNeoXModel', (m) => {
+    m.embedding('embed_in', V, d);
+    m.list('layers', layers, 'GPTNeoXLayer', (layer) => {
+      layer.norm('input_layernorm', d, 'LayerNorm', true);
+      layer.norm('post_attention_layernorm', d, 'LayerNorm', true);
+      layer.child('attention', 'GPTNeoXAttention', (a) => {
+        a.linear('query_key_value', d, 3 * d, bias);
+        a.linear('dense', d, d, bias);
+      });
+      layer.child('mlp', 'GPTNeoXMLP', (mlp) => {
+        mlp.linear('dense_h_to_4h', d, I, true);
+        mlp.linear('dense_4h_to_h', I, d, true);
+      });
+    });
+    m.norm('final_layer_norm', d, 'LayerNorm', true);
+    // `inv_freq` over the rotated dims: arange(0, rotary, 2).
+    m.child('rotary_emb', 'GPTNeoXRotaryEmbedding', (r) =>
+      r.buffer('inv_freq', [Math.ceil(rotary / 2)], 'float32', false),
+    );
+  });
+  root.linear('embed_out', d, V);
+  if (tied) root.tie('embed_out', 'weight', 'gpt_neox.embed_in.weight');
+  return {
+    root: root.node,
+    shape: {
+      modelType: 'gpt_neox',
+      hidden: d,
+      layers,
+      heads: nh,
+      kvHeads: nh,
+      headDim,
+      intermediate: I,
+      vocab: V,
+      expertsPerToken: 0,
+      experts: 0,
+      denseLayers: layers,
+      moeIntermediate: 0,
+      sharedExperts: 0,
+      mlp: 'gelu',
+      norm: 'layernorm',
+      normsPerBlock: 2,
+      blockClass: 'GPTNeoXLayer',
+      tiedEmbeddings: tied,
+    },
+  };
+}
+
+/**
  * DeepSeek-V3 as Transformers instantiates it: multi-head latent attention, `first_k_dense_replace` dense layers,
  * then MoE layers of routed experts plus shared experts and a top-k router. The multi-token-prediction layer of
- * the released checkpoint is not part of the model class.
+ * the released checkpoint is not part of the model class. DeepSeek-V2 (`DeepseekV2DecoderLayer`, `DeepseekV2MoE`
+ * in transformers' modeling_deepseek_v2.py, added in 2025) has the same attention and experts; its router,
+ * `DeepseekV2MoEGate`, holds only its `[n_routed_experts, hidden]` weight (no `e_score_correction_bias`), every
+ * layer from `first_k_dense_replace` on is an MoE layer (`moe_layer_freq` is not read), and the shared experts
+ * are left out when `n_shared_experts` is null. Transformers 5 stores each layer's routed experts as two 3-D
+ * parameters (`gate_up_proj`, `down_proj`) of the same sizes; the 4.x layout is built here, one module per expert.
  */
-function deepseekV3(config: HfConfig): HfModel {
+function deepseek(config: HfConfig, type: 'deepseek_v2' | 'deepseek_v3'): HfModel {
+  const v2 = type === 'deepseek_v2';
+  const P = v2 ? 'DeepseekV2' : 'DeepseekV3';
   const d = int(config, 'hidden_size');
   const layers = int(config, 'num_hidden_layers');
   const nh = int(config, 'num_attention_heads');
@@ -404,50 +456,54 @@ function deepseekV3(config: HfConfig): HfModel {
   const rope = int(config, 'qk_rope_head_dim');
   const vHead = int(config, 'v_head_dim');
   const E = int(config, 'n_routed_experts');
-  const shared = int(config, 'n_shared_experts', 1);
+  // DeepseekV2Config's default is 2 shared experts, and null means none; DeepseekV3Config's default is 1.
+  const shared = v2 && config.n_shared_experts === null ? 0 : int(config, 'n_shared_experts', v2 ? 2 : 1);
   const topK = int(config, 'num_experts_per_tok');
   const firstDense = optInt(config, 'first_k_dense_replace') ?? 0;
-  const freq = int(config, 'moe_layer_freq', 1);
+  const freq = v2 ? 1 : int(config, 'moe_layer_freq', 1);
   const bias = bool(config, 'attention_bias', false);
   const tied = bool(config, 'tie_word_embeddings', false);
   const qkHead = nope + rope;
+  const norm = `${P}RMSNorm`;
   const mlp = (b: ModuleBuilder, inner: number) => {
     b.linear('gate_proj', d, inner);
     b.linear('up_proj', d, inner);
     b.linear('down_proj', inner, d);
   };
   const isMoe = (i: number) => i >= firstDense && i % freq === 0;
-  const root = ModuleBuilder.root('DeepseekV3ForCausalLM');
-  root.child('model', 'DeepseekV3Model', (m) => {
+  const root = ModuleBuilder.root(`${P}ForCausalLM`);
+  root.child('model', `${P}Model`, (m) => {
     m.embedding('embed_tokens', V, d);
-    m.list('layers', layers, 'DeepseekV3DecoderLayer', (layer, i) => {
-      layer.child('self_attn', 'DeepseekV3Attention', (a) => {
+    m.list('layers', layers, `${P}DecoderLayer`, (layer, i) => {
+      layer.child('self_attn', `${P}Attention`, (a) => {
         if (qLora === null) a.linear('q_proj', d, nh * qkHead);
         else {
           a.linear('q_a_proj', d, qLora, bias);
-          a.norm('q_a_layernorm', qLora, 'DeepseekV3RMSNorm');
+          a.norm('q_a_layernorm', qLora, norm);
           a.linear('q_b_proj', qLora, nh * qkHead);
         }
         a.linear('kv_a_proj_with_mqa', d, kvLora + rope, bias);
-        a.norm('kv_a_layernorm', kvLora, 'DeepseekV3RMSNorm');
+        a.norm('kv_a_layernorm', kvLora, norm);
         a.linear('kv_b_proj', kvLora, nh * (nope + vHead));
         a.linear('o_proj', nh * vHead, d, bias);
       });
       if (isMoe(i)) {
-        layer.child('mlp', 'DeepseekV3MoE', (moe) => {
-          moe.list('experts', E, 'DeepseekV3MLP', (e) => mlp(e, moeI));
-          moe.child('gate', 'DeepseekV3TopkRouter', (g) => {
-            g.param('weight', [E, d]);
-            g.buffer('e_score_correction_bias', [E], 'float32');
-          });
-          moe.child('shared_experts', 'DeepseekV3MLP', (s) => mlp(s, moeI * shared));
+        layer.child('mlp', `${P}MoE`, (moe) => {
+          moe.list('experts', E, `${P}MLP`, (e) => mlp(e, moeI));
+          if (v2) moe.child('gate', 'DeepseekV2MoEGate', (g) => g.param('weight', [E, d]));
+          else
+            moe.child('gate', 'DeepseekV3TopkRouter', (g) => {
+              g.param('weight', [E, d]);
+              g.buffer('e_score_correction_bias', [E], 'float32');
+            });
+          if (shared) moe.child('shared_experts', `${P}MLP`, (s) => mlp(s, moeI * shared));
         });
-      } else layer.child('mlp', 'DeepseekV3MLP', (b) => mlp(b, I));
-      layer.norm('input_layernorm', d, 'DeepseekV3RMSNorm');
-      layer.norm('post_attention_layernorm', d, 'DeepseekV3RMSNorm');
+      } else layer.child('mlp', `${P}MLP`, (b) => mlp(b, I));
+      layer.norm('input_layernorm', d, norm);
+      layer.norm('post_attention_layernorm', d, norm);
     });
-    m.norm('norm', d, 'DeepseekV3RMSNorm');
-    m.child('rotary_emb', 'DeepseekV3RotaryEmbedding', (r) =>
+    m.norm('norm', d, norm);
+    m.child('rotary_emb', `${P}RotaryEmbedding`, (r) =>
       r.buffer('inv_freq', [Math.floor(rope / 2)], 'float32', false),
     );
   });
@@ -457,7 +513,7 @@ function deepseekV3(config: HfConfig): HfModel {
   return {
     root: root.node,
     shape: {
-      modelType: 'deepseek_v3',
+      modelType: type,
       hidden: d,
       layers,
       heads: nh,
@@ -474,7 +530,7 @@ function deepseekV3(config: HfConfig): HfModel {
       mlp: 'swiglu',
       norm: 'rmsnorm',
       normsPerBlock: 2,
-      blockClass: 'DeepseekV3DecoderLayer',
+      blockClass: `${P}DecoderLayer`,
       tiedEmbeddings: tied,
     },
   };

@@ -106,6 +106,13 @@ function splitTree(
   if (shape.experts > 0 || shape.mla) return { problem: `${shape.modelType}'s experts or latent attention` };
   if (shape.mlp === 'gelu')
     return { problem: `${shape.modelType}'s blocks, which torchtitan has no plan for` };
+  // OLMo 2's q_norm / k_norm normalize over every head at once: Transformers' plan (`Olmo2Config`'s
+  // `base_model_tp_plan`) gathers q, k and v whole for them (`colwise_gather_output`), which this split does not
+  // model, and torchtitan has no plan for it.
+  if (shape.modelType === 'olmo2')
+    return {
+      problem: "olmo2's q and k norms over whole projections, which need q, k and v whole on every GPU",
+    };
   // torchtitan's attention views its local q/k/v with n_heads / T and n_kv_heads / T heads.
   const uneven = (
     [

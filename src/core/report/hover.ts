@@ -75,7 +75,7 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
     ...termRows(e.perGpu.persistent.terms, b),
     `| **persistent** | **${b(e.perGpu.persistentBytes)}** | |`,
     '',
-    `**Peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)}**${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))}` +
+    `**Peak ${atLeast(e.gaps.length > 0 || e.uncounted.length > 0)}${b(e.perGpu.peakBytes)}**${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))}` +
       (fit.verdict === 'fits'
         ? ` · fits ${mdEscape(e.gpu.name)} with ${b(fit.headroomBytes)} to spare`
         : fit.verdict === 'short'
@@ -100,10 +100,11 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
 
 /** The parts of the model not counted, for a hover: what would make them known. */
 function gapLines(e: Estimate): string[] {
-  if (!e.gaps.length) return [];
+  const all = [...e.gaps, ...e.uncounted];
+  if (!all.length) return [];
   return [
     '',
-    `**Not counted** (every figure is a lower bound): ${e.gaps.slice(0, 3).map(mdEscape).join('; ')}${e.gaps.length > 3 ? ` and ${e.gaps.length - 3} more` : ''}. Measure the model exactly with PyTorch, or name it with \`# fsdp: model=\`, to count them.`,
+    `**Not counted** (${e.gaps.length ? 'every figure is' : 'the peak is'} a lower bound): ${all.slice(0, 3).map(mdEscape).join('; ')}${all.length > 3 ? ` and ${all.length - 3} more` : ''}.${e.gaps.length ? ' Measure the model exactly with PyTorch, or name it with `# fsdp: model=`, to count them.' : ''}`,
   ];
 }
 

@@ -21,7 +21,9 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     },
     /** Parts of the model not counted: when any, every byte figure is a lower bound and a fit that holds is undecided. */
     gaps: e.gaps,
-    lowerBound: e.gaps.length > 0,
+    /** Memory the peak leaves out though the model is counted whole: the peak and the fit are lower bounds. */
+    uncounted: e.uncounted,
+    lowerBound: e.gaps.length > 0 || e.uncounted.length > 0,
     /** Parallelism the figures do not model: when any, no fit verdict holds (every fit is undecided). */
     unmodelled: e.unmodelled,
     /** What keeps less than the figures count: when any, activation figures are upper bounds and a fit that fails is undecided. */
@@ -85,6 +87,9 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     ...(minGpus?.reason ? { minGpusReason: minGpus.reason } : {}),
     ...(minGpus?.undecided ? { minGpusUndecided: true } : {}),
     recomputeFraction: e.timeline?.recomputeFraction ?? 0,
+    // Under pipeline parallelism: each rank's stages, micro-batches in flight and peak; the figures above are the
+    // worst rank's.
+    pipeline: e.pipeline ?? null,
     timeline: (e.timeline?.events ?? []).map((ev) => ({
       phase: ev.phase,
       unit: ev.unit,

@@ -17,11 +17,11 @@ const ICON: Record<Verdict, string> = { fits: '$(check)', short: '$(warning)', u
 export function statusSummary(e: Estimate, unit: ByteUnit): StatusSummary {
   const b = (n: number) => fmtBytes(n, unit);
   const fit = e.targetFit;
-  const least = atLeast(e.gaps.length > 0);
+  const least = atLeast(e.gaps.length > 0 || e.uncounted.length > 0);
   const where = `${e.mesh.worldSize} x ${e.gpu.name}`;
   return {
     verdict: fit.verdict,
-    text: `${ICON[fit.verdict]} FSDP ${e.gaps.length ? '≥' : ''}${b(e.perGpu.peakBytes)}/GPU`,
+    text: `${ICON[fit.verdict]} FSDP ${e.gaps.length || e.uncounted.length ? '≥' : ''}${b(e.perGpu.peakBytes)}/GPU`,
     tooltip: [
       `**FSDP peak per GPU: ${least}${b(e.perGpu.peakBytes)}**${spaced(peakWhere(e.perGpu.peakAt))}`,
       fit.verdict === 'fits'

@@ -43,11 +43,12 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
       ? `fits ${on} (${b(fit.headroomBytes)} spare)`
       : fit.verdict === 'short'
         ? `does not fit ${on} (${b(-fit.headroomBytes)} short)`
-        : `fit on ${on} undecided (${e.unmodelled.length ? `${listed(e.unmodelled)} not modelled` : `${count(e.gaps.length, 'part')} not counted`})`;
+        : `fit on ${on} undecided (${e.unmodelled.length ? `${listed(e.unmodelled)} not modelled` : `${count(e.gaps.length + e.uncounted.length, 'part')} not counted`})`;
   const least = atLeast(e.gaps.length > 0);
+  const peakLeast = atLeast(e.gaps.length > 0 || e.uncounted.length > 0);
   return (
     `${unitsWords(e.plan.api, e.units.length)} · ${least}${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
-    `peak ${least}${b(e.perGpu.peakBytes)}${spaced(peakWhere(e.perGpu.peakAt))} · ${verdict} · ` +
+    `peak ${peakLeast}${b(e.perGpu.peakBytes)}${spaced(peakWhere(e.perGpu.peakAt))} · ${verdict} · ` +
     `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp})`
   );
 }

@@ -86,6 +86,8 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   const L: string[] = [];
   const api = planLabel(e.plan.api, e.plan.strategy);
   const least = atLeast(e.gaps.length > 0);
+  // Memory left out though the model is counted whole: the peak and what follows from it are lower bounds.
+  const peakLeast = atLeast(e.gaps.length > 0 || e.uncounted.length > 0);
   L.push(
     `${e.model.name}  ·  ${least}${fmtCount(e.model.params)} parameters (${fmtParams(e.model.params)})` +
       (e.gaps.length ? ' counted' : ''),
@@ -93,15 +95,17 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push(
     e.plan.api === 'none'
       ? `Plan      ${api}: the whole model on one GPU, its gradients made by autograd in backward`
-      : `Plan      ${api} · ${count(e.units.length, 'unit')}: ${planSummary(e, U)}`,
+      : `Plan      ${api} · ${count(e.units.length, 'unit')}${e.pipeline ? ` on rank ${e.pipeline.worstRank}` : ''}: ${planSummary(e, U)}`,
   );
   const tp =
     (e.mesh.tp > 1 ? ` x tensor parallel ${e.mesh.tp}` : '') +
-    (e.mesh.cp > 1 ? ` (context parallel ${e.mesh.cp} within it)` : '');
+    (e.mesh.cp > 1 ? ` (context parallel ${e.mesh.cp} within it)` : '') +
+    (e.mesh.pp > 1 ? `, in each of ${e.mesh.pp} pipeline stages` : '');
   const mesh = e.mesh.hsdp
     ? `${count(e.mesh.worldSize, 'GPU')} as ${e.mesh.replicas} replicas x ${e.mesh.shardGroup} (HSDP)${tp}`
     : `${count(e.mesh.worldSize, 'GPU')}, shard group ${e.mesh.shardGroup}${tp}`;
   L.push(`Mesh      ${mesh} · ${count(e.mesh.nodes, 'node')} of ${e.mesh.gpusPerNode} · ${e.gpu.name}`);
+  if (e.pipeline) L.push(...pipelineLines(e.pipeline, b));
   L.push('');
   L.push(
     e.plan.api === 'none'
@@ -128,15 +132,15 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   }
   L.push('');
   const at = e.perGpu.peakAt;
-  L.push(`Peak      ${least}${b(e.perGpu.peakBytes)} per GPU${at ? `, ${peakWhereInFull(at)}` : ''}`);
+  L.push(`Peak      ${peakLeast}${b(e.perGpu.peakBytes)} per GPU${at ? `, ${peakWhereInFull(at)}` : ''}`);
   L.push(...terms(e.perGpu.peak.terms));
   const need = requiredBytes(e.perGpu.peakBytes);
   const mine = e.targetFit;
-  const needs = `needs ${least}${b(need)} (the peak x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, a default allowance for the caching allocator, and ${b(FIT_RESERVE.contextBytes)} of CUDA context)`;
+  const needs = `needs ${peakLeast}${b(need)} (the peak x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, a default allowance for the caching allocator, and ${b(FIT_RESERVE.contextBytes)} of CUDA context)`;
   const pools = e.timeline?.pools;
   if (pools && pools.gather + pools.reduce > 0)
     L.push(
-      `Reserved  ${least}${b(e.perGpu.reservedBytes)} per GPU where memory allows: the compute stream's ${b(pools.compute)} x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, and what the allocator keeps for FSDP's all-gather stream (${b(pools.gather)}) and reduce-scatter stream (${b(pools.reduce)}), freed again before it runs out`,
+      `Reserved  ${peakLeast}${b(e.perGpu.reservedBytes)} per GPU where memory allows: the compute stream's ${b(pools.compute)} x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, and what the allocator keeps for FSDP's all-gather stream (${b(pools.gather)}) and reduce-scatter stream (${b(pools.reduce)}), freed again before it runs out`,
     );
   L.push(
     mine.verdict === 'fits'
@@ -154,19 +158,25 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   else if (opts.minGpus) {
     L.push(
       opts.minGpus.worldSize !== null
-        ? `          smallest world size that fits ${article(e.gpu.name)}: ${least}${count(opts.minGpus.worldSize, 'GPU')}${wholeNodesText(opts.minGpus, '; ')}${e.mesh.tp > 1 ? ` (FSDP's dimension searched, tensor parallel ${e.mesh.tp} fixed)` : ''}`
+        ? `          smallest world size that fits ${article(e.gpu.name)}: ${peakLeast}${count(opts.minGpus.worldSize, 'GPU')}${wholeNodesText(opts.minGpus, '; ')}${fixedDegrees(e.mesh) ? ` (FSDP's dimension searched, ${fixedDegrees(e.mesh)} fixed)` : ''}`
         : `          no world size fits ${article(e.gpu.name)}: ${opts.minGpus.reason}`,
     );
   }
   const others = e.fit.filter((f) => f.gpu !== e.gpu.id);
   const yes: Record<Verdict, string> = { fits: 'yes', short: 'no', undecided: '?' };
   L.push(`          other GPUs: ${others.map((f) => `${shortGpu(f.name)} ${yes[f.verdict]}`).join(', ')}`);
-  if (e.gaps.length) {
+  if (e.gaps.length || e.uncounted.length) {
+    const all = [...e.gaps, ...e.uncounted];
     L.push('');
-    L.push('Not counted (the figures above are lower bounds)');
-    for (const g of e.gaps.slice(0, 12)) L.push(`  - ${g}`);
-    if (e.gaps.length > 12) L.push(`  - and ${e.gaps.length - 12} more`);
-    L.push('  to count them: --exact (measure with PyTorch), or name the model (# fsdp: model=ORG/NAME)');
+    L.push(
+      e.gaps.length
+        ? 'Not counted (the figures above are lower bounds)'
+        : 'Not counted (the peak and the fit above are lower bounds)',
+    );
+    for (const g of all.slice(0, 12)) L.push(`  - ${g}`);
+    if (all.length > 12) L.push(`  - and ${all.length - 12} more`);
+    if (e.gaps.length)
+      L.push('  to count them: --exact (measure with PyTorch), or name the model (# fsdp: model=ORG/NAME)');
   }
   L.push('');
   if (e.plan.api === 'none') L.push('Traffic   none: one GPU without FSDP has no collectives');
@@ -243,4 +253,45 @@ export function adviceText(advice: Advice[], units: ByteUnit = 'GB'): string {
       );
   }
   return L.join('\n') + '\n';
+}
+
+/** The degrees around FSDP that a world-size search keeps: `pipeline parallel 8 x tensor parallel 8`. */
+function fixedDegrees(mesh: Estimate['mesh']): string {
+  return [
+    mesh.pp > 1 ? `pipeline parallel ${mesh.pp}` : '',
+    mesh.tp > 1 ? `tensor parallel ${mesh.tp}` : '',
+    mesh.cp > 1 ? `context parallel ${mesh.cp}` : '',
+  ]
+    .filter(Boolean)
+    .join(' x ');
+}
+
+/**
+ * The pipeline's ranks, a line each kind: the blocks each holds, the micro-batches it keeps in flight and its peak;
+ * the rank whose figures follow first.
+ */
+function pipelineLines(p: NonNullable<Estimate['pipeline']>, b: (n: number) => string): string[] {
+  const out = [
+    `Pipeline  ${p.schedule}, ${count(p.microbatches, 'micro-batch', 'micro-batches')} of ${p.microBatchSize}, ${count(p.stagesPerRank, 'stage')} per rank; the figures below are rank ${p.worstRank}'s, the highest peak`,
+  ];
+  const shown =
+    p.ranks.length <= 8
+      ? p.ranks
+      : p.ranks.filter((r, i) => i < 3 || i >= p.ranks.length - 3 || r.rank === p.worstRank);
+  let last = -1;
+  for (const r of shown) {
+    if (last >= 0 && r.rank > last + 1) out.push('          …');
+    last = r.rank;
+    const blocks = r.stages
+      .map((s) => (s.to - s.from > 1 ? `${s.from}-${s.to - 1}` : `${s.from}`))
+      .join(', ');
+    const holds = [r.first ? 'embedding' : '', `blocks ${blocks}`, r.last ? 'head and loss' : '']
+      .filter(Boolean)
+      .join(' + ');
+    const inFlight = Number.isInteger(r.inFlight) ? String(r.inFlight) : r.inFlight.toFixed(1);
+    out.push(
+      `  rank ${r.rank}${r.rank === p.worstRank ? '*' : ' '}  ${holds} · ${inFlight} in flight · peak ${b(r.peakBytes)}`,
+    );
+  }
+  return out;
 }

@@ -26,6 +26,7 @@ import { reshardPerIteration } from '../modules/perIteration';
 import { testPerModule } from '../modules/perModuleTest';
 import { acceleratorCall, acceleratorPrecision, frameworkFromFacts } from '../frameworks/python';
 import { transformersLoss } from './transformersLoss';
+import { transformersReentrant } from './transformersCheckpoint';
 import { pinnedVersions } from '../project/versions';
 import { trainingArgumentValues } from '../frameworks/transformers';
 import { nearbyFrameworkConfig } from './configFile';
@@ -342,6 +343,26 @@ function estimateFacts(
     facts.training.some((t) => t.kind === 'model_loss')
       ? transformersLoss(pins?.transformers, model.loaded.root.className)
       : undefined;
+  // Transformers' gradient checkpointing under FSDP1, reentrant or not by the release (a flag or annotation says
+  // otherwise above these layers).
+  const trainerArgs = facts.frameworkCalls
+    .filter((c) => c.kind === 'TrainingArguments')
+    .map((c) => ({ trl: /Config$/.test(c.callee), v: trainingArgumentValues(c, facts.path).values }));
+  const hfGc =
+    fw && ['Transformers', 'TRL', 'axolotl'].includes(fw.framework)
+      ? fw.values?.checkpointing === 'full' && fw.values.reentrantCheckpoint === undefined
+        ? { trl: fw.framework === 'TRL' }
+        : undefined
+      : trainerArgs.find((a) => a.v.checkpointing === 'full' && a.v.reentrantCheckpoint === undefined);
+  const hfCheckpoint =
+    fw?.api === 'fsdp1' && hfGc ? transformersReentrant(pins?.transformers, hfGc.trl) : undefined;
+  if (hfCheckpoint && 'note' in hfCheckpoint) torchNotes.push(hfCheckpoint.note);
+  else if (hfCheckpoint)
+    layers.push({
+      source: { kind: 'detected' },
+      values: { reentrantCheckpoint: true },
+      details: { reentrantCheckpoint: hfCheckpoint.detail },
+    });
   if (hfLoss && 'note' in hfLoss) torchNotes.push(hfLoss.note);
   else if (hfLoss)
     layers.push({

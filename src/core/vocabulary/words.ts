@@ -106,15 +106,20 @@ export function listed(items: readonly string[]): string {
 export function undecidedWhy(e: {
   unmodelled?: readonly string[];
   gaps: readonly string[];
+  uncounted?: readonly string[];
   overcounted?: readonly string[];
 }): string {
+  const left = [
+    ...(e.gaps.length ? [`${count(e.gaps.length, 'part')} of the model not counted`] : []),
+    ...(e.uncounted?.length ? [`${count(e.uncounted.length, 'part')} of the step's memory not counted`] : []),
+  ];
   if (!e.unmodelled?.length && e.overcounted?.length)
-    return `the figures count more ${e.overcounted.every((o) => /paged optimizer/.test(o)) ? '' : 'activations '}than the job keeps on the GPU (${listed(e.overcounted)}): a peak this high may still fit${e.gaps.length ? `, and ${count(e.gaps.length, 'part')} of the model not counted` : ''}`;
+    return `the figures count more ${e.overcounted.every((o) => /paged optimizer/.test(o)) ? '' : 'activations '}than the job keeps on the GPU (${listed(e.overcounted)}): a peak this high may still fit${left.length ? `, and ${listed(left)}` : ''}`;
   return e.unmodelled?.length
     ? `${listed(e.unmodelled)} ${e.unmodelled.length === 1 ? 'is' : 'are'} not modelled: ${
         e.unmodelled.every((u) => /parallel/i.test(u))
           ? "the figures are FSDP's alone, with whole layers on each GPU"
           : 'the figures leave out what it changes'
       }`
-    : `${count(e.gaps.length, 'part')} of the model not counted`;
+    : listed(left);
 }

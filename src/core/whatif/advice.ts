@@ -6,7 +6,7 @@ import type { Verdict } from '../vocabulary/fsdp';
 import { type Estimate } from '../estimator/types';
 import { trafficBytes } from '../estimator/collectives';
 import { fmtBytes, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
-import { count, listed, wholeNodesText } from '../vocabulary/words';
+import { count, listed, undecidedWhy, wholeNodesText } from '../vocabulary/words';
 import { WhatIfModel, type WhatIf } from './model';
 import { requiredBytes } from '../estimator/fit';
 import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
@@ -282,11 +282,13 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     out.unshift({
       id: 'gaps',
       level: 'problem',
-      title: `Fit on ${e.gpu.name} undecided: ${e.gaps.length} part${e.gaps.length === 1 ? '' : 's'} of the model not counted`,
+      title: `Fit on ${e.gpu.name} undecided: ${undecidedWhy(e)}`,
       detail:
         `What was counted needs ${b(requiredBytes(e.perGpu.peakBytes))} of ${b(mine.memoryBytes)}, leaving ${b(mine.headroomBytes)} for the rest: ` +
-        `${e.gaps.slice(0, 3).join('; ')}${e.gaps.length > 3 ? '; …' : ''}. Measure the model exactly with PyTorch, ` +
-        'or name it (`# fsdp: model=ORG/NAME`), to decide.',
+        `${[...e.gaps, ...e.uncounted].slice(0, 3).join('; ')}${e.gaps.length + e.uncounted.length > 3 ? '; …' : ''}.` +
+        (e.gaps.length
+          ? ' Measure the model exactly with PyTorch, or name it (`# fsdp: model=ORG/NAME`), to decide.'
+          : ''),
       options: [],
     });
   if (!out.some((a) => a.level === 'problem') && mine.verdict === 'fits') {

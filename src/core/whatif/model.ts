@@ -11,7 +11,7 @@ import type { Estimate, EstimateInput, Plan, Unit } from '../estimator/types';
 import { fmtBytes } from '../vocabulary/bytes';
 import { listed } from '../vocabulary/words';
 import { requiredBytes } from '../estimator/fit';
-import { setupBounds } from '../estimator/bounds';
+import { setupBounds, uncountedOf } from '../estimator/bounds';
 import type { TrainingSetup } from '../inputs/table';
 import { assignParameters, type Ownership } from '../estimator/units';
 
@@ -67,7 +67,10 @@ export class WhatIfModel {
     for (const [k, v] of Object.entries(inputs))
       if (v !== undefined) (setup as Record<string, unknown>)[k] = v;
     // A world size that tensor or context parallelism does not divide has no mesh (fsdpMesh throws MeshError).
-    if (setup.replicas > 1 && (setup.worldSize / setup.tensorParallel) % setup.replicas !== 0)
+    if (
+      setup.replicas > 1 &&
+      (setup.worldSize / (setup.tensorParallel * setup.pipelineParallel)) % setup.replicas !== 0
+    )
       setup.replicas = 1;
     const k = Math.max(1, Math.floor(blocksPerUnit ?? 1));
     const regrouped = k === 1 ? { plan: this.input.plan, ownership: this.base } : this.regrouped(k);
@@ -163,14 +166,17 @@ export class WhatIfModel {
     const R =
       (this.perNodeGroups(w) ?? Math.max(1, this.input.setup.replicas)) *
       this.input.setup.tensorParallel *
-      this.input.setup.contextParallel;
+      this.input.setup.contextParallel *
+      this.input.setup.pipelineParallel;
     const minimums = gpus.map((g) => this.minGpus(g.id, w));
     const current = w.worldSize ?? this.input.setup.worldSize;
     const wanted = Math.max(current, ...minimums.map((m) => m.worldSize ?? 0));
     const worldSizes: number[] = [];
     for (let n = R; n <= Math.max(8 * R, wanted) && worldSizes.length < 12; n *= 2) worldSizes.push(n);
     const peakBytes = worldSizes.map((n) => this.peakAt(n, w));
-    const partial = (this.input.model.gaps ?? []).length > 0;
+    const partial =
+      (this.input.model.gaps ?? []).length > 0 ||
+      uncountedOf(this.input.model.shape, this.input.setup).length > 0;
     // Figures above what the job keeps: a peak that does not fit is no verdict.
     const upper = this.bounds(w).overcounted.length > 0;
     return {
@@ -256,7 +262,8 @@ export class WhatIfModel {
     const R =
       Math.max(1, this.input.setup.replicas) *
       this.input.setup.tensorParallel *
-      this.input.setup.contextParallel;
+      this.input.setup.contextParallel *
+      this.input.setup.pipelineParallel;
     const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w) ?? Infinity);
     const fits = (shard: number) => ({ ok: need(shard) <= capacity });
     // The peak falls with W (close to a + b/W: what sharding cannot shrink, plus what it divides) until FSDP2's

@@ -1,0 +1,323 @@
+// Pipeline parallelism: torchtitan's stage split, each schedule's micro-batches in flight, and a rank's figures,
+// derived by hand from torch.distributed.pipelining's schedules and stage.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { estimate, estimateMesh } from '../../src/core/estimator/estimate';
+import { pipelined } from '../../src/core/estimator/pipelined';
+import { chunksInFlight, pipelineLayout, scheduleProblem } from '../../src/core/estimator/pipeline';
+import type { Estimate, Plan, StageRun } from '../../src/core/estimator/types';
+import { resolveSetup } from '../../src/core/inputs/layers';
+import type { SetupValues } from '../../src/core/inputs/table';
+import { modelFromHfConfig } from '../../src/core/model/hf';
+import { splitStages } from '../../src/core/model/pipelineStages';
+import { defaultUnits } from '../../src/core/plan/policies';
+import { cli, projectDir } from './helpers';
+
+describe("pipeline stages as torchtitan's _generate_llm_fqn_per_model_part splits a decoder", () => {
+  const blocks = (s: ReturnType<typeof splitStages>) =>
+    'problem' in s ? s.problem : s.map((x) => [x.from, x.to, x.first, x.last]);
+
+  it('counts the embedding and the head as a layer each, the first stages taking the remainder', () => {
+    // 32 layers + 2 = 34 over 4 stages: 8 each, 2 left for stages 0 and 1 (9 each). Stage 0 gives one of its 9 to
+    // the embedding, stage 3 one of its 8 to the norm and head: 8, 9, 8 and 7 blocks.
+    assert.deepEqual(blocks(splitStages(32, 4)), [
+      [0, 8, true, false],
+      [8, 17, false, false],
+      [17, 25, false, false],
+      [25, 32, false, true],
+    ]);
+    // Llama 3.1 405B: 126 + 2 = 128 over 8 stages of 16: 15 blocks on the first and last, 16 on the others.
+    const s = splitStages(126, 8);
+    assert.ok(!('problem' in s));
+    assert.deepEqual(
+      s.map((x) => x.to - x.from),
+      [15, 16, 16, 16, 16, 16, 16, 15],
+    );
+  });
+
+  it('refuses more stages than layers, as torchtitan does', () => {
+    assert.match(String(blocks(splitStages(2, 5))), /more than the 4 layers/);
+  });
+});
+
+describe("micro-batches in flight, from each schedule's order of actions", () => {
+  it('1F1B: min(m, p - r) forwards before the first backward (Schedule1F1B warmup_chunks)', () => {
+    assert.deepEqual(
+      [0, 1, 2, 3].map((r) => chunksInFlight('1F1B', r, 4, 1, 8)),
+      [4, 3, 2, 1],
+    );
+    assert.equal(chunksInFlight('1F1B', 0, 4, 1, 3), 3);
+  });
+
+  it('GPipe and LoopedBFS: every forward before any backward', () => {
+    assert.equal(chunksInFlight('GPipe', 2, 4, 1, 8), 8);
+    assert.equal(chunksInFlight('LoopedBFS', 2, 4, 2, 8), 16);
+  });
+
+  it('Interleaved1F1B: the warm-up of _get_1f1b_rank_ops plus the forward before the first backward', () => {
+    // p = 8, v = 2, m = 32: rounds = 32 // 8 = 4, micro-batches per round 8; warm-up (v - 1) x 8 + 2 (p - 1 - r).
+    assert.equal(chunksInFlight('Interleaved1F1B', 0, 8, 2, 32), 8 + 14 + 1);
+    assert.equal(chunksInFlight('Interleaved1F1B', 7, 8, 2, 32), 8 + 0 + 1);
+    // Capped by the m x v chunks of a step.
+    assert.equal(chunksInFlight('Interleaved1F1B', 0, 4, 2, 2), 4);
+  });
+
+  it('the zero-bubble schedules: pending weight gradients count as in flight', () => {
+    // InterleavedZeroBubble: (v - 1) x mpr + p on every rank.
+    assert.equal(chunksInFlight('InterleavedZeroBubble', 3, 8, 2, 32), 8 + 8);
+    // ZBVZeroBubble: min(2p, 2m, m + r + 1); DualPipeV: 2p + 1.
+    assert.equal(chunksInFlight('ZBVZeroBubble', 0, 4, 2, 16), 8);
+    assert.equal(chunksInFlight('ZBVZeroBubble', 0, 4, 2, 2), 2 + 0 + 1);
+    assert.equal(chunksInFlight('DualPipeV', 1, 4, 2, 16), 9);
+  });
+
+  it("says why PyTorch refuses a schedule's micro-batches", () => {
+    assert.match(scheduleProblem('1F1B', 8, 4) ?? '', /at least as many micro-batches as stages/);
+    assert.match(scheduleProblem('DualPipeV', 4, 6) ?? '', /twice as many/);
+    assert.equal(scheduleProblem('GPipe', 8, 4), null);
+  });
+
+  it('places two stages per rank in a loop, or in a V for the V schedules', () => {
+    const loop = pipelineLayout(32, 4, 'Interleaved1F1B', 8);
+    const v = pipelineLayout(32, 4, 'ZBVZeroBubble', 8);
+    assert.ok(!('problem' in loop) && !('problem' in v));
+    assert.deepEqual(
+      loop.ranks[0]!.stages.map((s) => s.index),
+      [0, 4],
+    );
+    // The V: rank 0 holds the first and the last stage, rank 3 the two middle ones, which hand over locally.
+    assert.deepEqual(
+      v.ranks[0]!.stages.map((s) => s.index),
+      [0, 7],
+    );
+    assert.deepEqual(v.ranks[3]!.sends, { forward: 1, backward: 1 });
+    assert.equal(v.ranks[0]!.first && v.ranks[0]!.last, true);
+  });
+});
+
+/** Four Llama blocks small enough to follow by hand: hidden 64, 8 tokens. */
+const TINY = {
+  model_type: 'llama',
+  hidden_size: 64,
+  intermediate_size: 128,
+  num_hidden_layers: 4,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 100,
+  tie_word_embeddings: false,
+};
+
+/** Each rank's estimate of a pipeline of TINY, by rank kind. */
+function ranksOf(values: SetupValues): { rank: StageRun; e: Estimate }[] {
+  const m = modelFromHfConfig(TINY);
+  const { setup, assumptions } = resolveSetup([{ source: { kind: 'flag' }, values }]);
+  const plan: Plan = {
+    api: 'fsdp2',
+    strategy: 'FULL_SHARD',
+    units: defaultUnits(m.root, m.shape.blockClass, 't'),
+    source: { kind: 'default' },
+    notes: [],
+  };
+  const out: { rank: StageRun; e: Estimate }[] = [];
+  pipelined(
+    {
+      model: { name: 'tiny', root: m.root, shape: m.shape, source: { kind: 'default' } },
+      plan,
+      setup,
+      assumptions,
+    },
+    (input, stage) => {
+      const e = estimateMesh(input, undefined, stage);
+      out.push({ rank: stage!, e });
+      return e;
+    },
+  );
+  return out;
+}
+
+describe('a rank of a 1F1B pipeline, by hand', () => {
+  // 2 ranks, 2 GPUs (no data parallelism: FSDP over 1 GPU gathers nothing but holds its units whole), micro-batch
+  // 4 split into m = 4 pipeline micro-batches of 1 x 8 tokens, bf16 compute and reduce, full checkpointing.
+  const ranks = ranksOf({
+    worldSize: 2,
+    pipelineParallel: 2,
+    microBatch: 4,
+    seqLen: 8,
+    checkpointing: 'full',
+  });
+  const first = ranks.find((r) => r.rank.first)!;
+  const last = ranks.find((r) => r.rank.last)!;
+  // A block: q 64x64, k and v 64x32 (2 KV heads of 16), o 64x64, gate and up 64x128, down 128x64, two norms of 64.
+  const BLOCK = 4096 + 2 * 2048 + 4096 + 3 * 8192 + 2 * 64;
+  const EMBED = 100 * 64;
+  // What crosses a stage boundary, and what a checkpointed block keeps: 1 x 8 tokens x 64 x 2 B.
+  const E = 8 * 64 * 2;
+
+  it('splits 4 blocks + 2 as 3 and 3: blocks 0-1 with the embedding, 2-3 with the head', () => {
+    assert.equal(ranks.length, 2);
+    assert.equal(
+      first.e.units.reduce((s, u) => s + u.params, 0),
+      2 * BLOCK + EMBED,
+    );
+  });
+
+  it('keeps min(m, p - r) micro-batches in flight: 2 on the first rank, 1 on the last, after a steady start', () => {
+    assert.equal(first.rank.inFlight, 2);
+    assert.equal(last.rank.inFlight, 1);
+    assert.equal(first.rank.steady, true);
+  });
+
+  it("holds its stage gathered, its gradient accumulators full, and the other micro-batch's block inputs", () => {
+    // At the first rank's last forward event (block 1): the stage gathered in bf16 (units kept through the step),
+    // the unsharded gradients of every micro-batch so far accumulated in the reduce dtype (bf16 here), block 0's
+    // input of this micro-batch and both block inputs of the other micro-batch in flight.
+    const ev = first.e.timeline!.events.filter((x) => x.phase === 'forward').at(-1)!;
+    assert.equal(ev.live.gathered, (2 * BLOCK + EMBED) * 2);
+    assert.equal(ev.live.gradients, (2 * BLOCK + EMBED) * 2);
+    assert.equal(ev.live.activations, E + 1 * 2 * E);
+    // Pipeline buffers: m receive buffers of the gradient from the next stage, and the stage output each of the 2
+    // micro-batches in flight keeps until its backward (`fwd_cache`).
+    assert.equal(ev.live.pipeline, 4 * E + 2 * E);
+    // The last rank: m receive buffers of its input, less the one micro-batch in flight, whose input is its first
+    // block's saved input already counted.
+    const lastEv = last.e.timeline!.events.find((x) => x.phase === 'forward')!;
+    assert.equal(lastEv.live.pipeline, 4 * E - E);
+  });
+
+  it('runs the loss only on the last rank', () => {
+    assert.equal(first.e.timeline!.events.filter((x) => x.phase === 'loss').length, 0);
+    assert.ok(last.e.timeline!.events.some((x) => x.phase === 'loss'));
+  });
+});
+
+describe('an estimate with pipeline parallelism', () => {
+  it("is its worst rank's, with the whole model's counts and the pipeline's ranks", () => {
+    const m = modelFromHfConfig(TINY);
+    const { setup, assumptions } = resolveSetup([
+      {
+        source: { kind: 'flag' },
+        values: { worldSize: 4, pipelineParallel: 2, microBatch: 4, seqLen: 8, checkpointing: 'full' },
+      },
+    ]);
+    const e = estimate({
+      model: { name: 'tiny', root: m.root, shape: m.shape, source: { kind: 'default' } },
+      plan: {
+        api: 'fsdp2',
+        strategy: 'FULL_SHARD',
+        units: defaultUnits(m.root, m.shape.blockClass, 't'),
+        source: { kind: 'default' },
+        notes: [],
+      },
+      setup,
+      assumptions,
+    });
+    // 4 GPUs over 2 stages: FSDP shards over 2.
+    assert.equal(e.mesh.shardGroup, 2);
+    assert.equal(e.mesh.pp, 2);
+    assert.equal(e.model.params, 4 * (4096 + 2 * 2048 + 4096 + 3 * 8192 + 2 * 64) + 2 * 100 * 64 + 64);
+    assert.equal(e.pipeline!.ranks.length, 2);
+    const worst = e.pipeline!.ranks.find((r) => r.rank === e.pipeline!.worstRank)!;
+    assert.equal(worst.peakBytes, e.perGpu.peakBytes);
+    assert.ok(e.pipeline!.ranks.every((r) => r.peakBytes <= e.perGpu.peakBytes));
+    assert.ok(e.comms.links.some((l) => l.role === 'pipeline parallel'));
+    assert.deepEqual(e.unmodelled, []);
+  });
+
+  it('says the pipeline is not modelled when PyTorch would refuse its schedule, so no verdict rests on it', () => {
+    const m = modelFromHfConfig(TINY);
+    const { setup, assumptions } = resolveSetup([
+      { source: { kind: 'flag' }, values: { worldSize: 4, pipelineParallel: 4, microBatch: 2 } },
+    ]);
+    const e = estimate({
+      model: { name: 'tiny', root: m.root, shape: m.shape, source: { kind: 'default' } },
+      plan: {
+        api: 'fsdp2',
+        strategy: 'FULL_SHARD',
+        units: defaultUnits(m.root, m.shape.blockClass, 't'),
+        source: { kind: 'default' },
+        notes: [],
+      },
+      setup,
+      assumptions,
+    });
+    assert.match(e.unmodelled.join('\n'), /pipeline parallelism \(degree 4\): Schedule1F1B needs/);
+    assert.equal(e.targetFit.verdict, 'undecided');
+  });
+});
+
+describe("torchtitan's pipeline settings", () => {
+  function toml(lines: string[]): string {
+    const dir = projectDir('fsdp-lens-pp-');
+    const file = path.join(dir, 'job.toml');
+    fs.writeFileSync(file, lines.join('\n'));
+    return file;
+  }
+
+  it('reads the degree, the schedule and the micro-batches, and counts the stages in the world', async () => {
+    const file = toml([
+      '[model]',
+      'name = "llama3"',
+      'flavor = "8B"',
+      '[training]',
+      'local_batch_size = 8',
+      'seq_len = 8192',
+      '[parallelism]',
+      'data_parallel_shard_degree = 4',
+      'pipeline_parallel_degree = 2',
+      'pipeline_parallel_schedule = "Interleaved1F1B"',
+      'pipeline_parallel_microbatch_size = 2',
+      '[activation_checkpoint]',
+      'mode = "full"',
+    ]);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as {
+      mesh: { worldSize: number; shardGroup: number; pp: number };
+      pipeline: { schedule: string; microbatches: number; microBatchSize: number; stagesPerRank: number };
+      unmodelled: string[];
+    };
+    // The world is dp_shard x pp; local batch 8 in micro-batches of 2: 4 of them.
+    assert.deepEqual([j.mesh.worldSize, j.mesh.shardGroup, j.mesh.pp], [8, 4, 2]);
+    assert.deepEqual(
+      [j.pipeline.schedule, j.pipeline.microbatches, j.pipeline.microBatchSize, j.pipeline.stagesPerRank],
+      ['Interleaved1F1B', 4, 2, 2],
+    );
+    assert.deepEqual(j.unmodelled, []);
+  });
+
+  it("reads a 2024 config's [experimental] degrees, as many micro-batches as stages", async () => {
+    const file = toml([
+      '[model]',
+      'name = "llama3"',
+      'flavor = "8B"',
+      '[training]',
+      'batch_size = 8',
+      'seq_len = 2048',
+      'data_parallel_shard_degree = 2',
+      '[experimental]',
+      'pipeline_parallel_degree = 4',
+    ]);
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { mesh: { worldSize: number }; pipeline: { microbatches: number } };
+    assert.equal(j.mesh.worldSize, 8);
+    assert.equal(j.pipeline.microbatches, 4);
+  });
+
+  it('says a stage split of its own is not modelled', async () => {
+    const file = toml([
+      '[model]',
+      'name = "llama3"',
+      'flavor = "8B"',
+      '[parallelism]',
+      'data_parallel_shard_degree = 2',
+      'pipeline_parallel_degree = 2',
+      'pipeline_parallel_layers_per_stage = 4',
+    ]);
+    const r = await cli('estimate', file, '--json');
+    const j = JSON.parse(r.out) as { unmodelled: string[] };
+    assert.match(j.unmodelled.join('\n'), /its own stage split \(pipeline_parallel_layers_per_stage\)/);
+  });
+});
