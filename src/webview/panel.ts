@@ -430,6 +430,44 @@ function renderUnits(data: PanelData, e: Estimate): HTMLElement {
   return s;
 }
 
+/** Under pipeline parallelism: each rank's stages, micro-batches in flight and peak; the figures are the worst's. */
+function renderPipeline(data: PanelData, e: Estimate): HTMLElement | undefined {
+  const p = e.pipeline;
+  if (!p) return undefined;
+  const s = section('Pipeline stages', 'pipeline');
+  const b = (n: number) => fmtBytes(n, data.units);
+  s.append(
+    el(
+      'p',
+      `${p.schedule}: ${fmtCount(p.microbatches)} micro-batches of ${fmtCount(p.microBatchSize)}, ${p.stagesPerRank} stage${p.stagesPerRank === 1 ? '' : 's'} per rank. The figures above are rank ${p.worstRank}'s, the highest peak.`,
+      'muted',
+    ),
+  );
+  const blocks = (r: (typeof p.ranks)[number]) =>
+    [
+      r.first ? 'embedding' : '',
+      r.stages.map((x) => (x.to - x.from > 1 ? `${x.from}-${x.to - 1}` : `${x.from}`)).join(', '),
+      r.last ? 'head, loss' : '',
+    ]
+      .filter(Boolean)
+      .join(' + ');
+  const t = table(
+    ['Rank', 'Holds (blocks)', 'In flight', 'Peak', 'Reserved'],
+    p.ranks.map((r) => [
+      { text: String(r.rank), cls: r.rank === p.worstRank ? 'bad' : '' },
+      blocks(r),
+      Number.isInteger(r.inFlight) ? String(r.inFlight) : r.inFlight.toFixed(1),
+      b(r.peakBytes),
+      b(r.reservedBytes),
+    ]),
+    { numeric: [0, 2, 3, 4] },
+  );
+  const wrap = el('div', undefined, 'scroll');
+  wrap.append(t);
+  s.append(wrap);
+  return s;
+}
+
 function renderComms(data: PanelData, e: Estimate): HTMLElement {
   const s = section('Collectives and time', 'comms');
   const b = (n: number) => fmtBytes(n, data.units);
@@ -605,13 +643,10 @@ function render(data: PanelData): void {
   if (e) {
     parts.push(renderSummary(data, e));
     renderControls(data, controlsHost);
-    parts.push(
-      controlsHost,
-      renderChart(data, e),
-      renderAdvice(data),
-      renderUnits(data, e),
-      renderComms(data, e),
-    );
+    parts.push(controlsHost, renderChart(data, e), renderAdvice(data), renderUnits(data, e));
+    const pipeline = renderPipeline(data, e);
+    if (pipeline) parts.push(pipeline);
+    parts.push(renderComms(data, e));
     parts.push(renderFit(data, e));
     const g = renderGranularity(data);
     if (g) parts.push(g);

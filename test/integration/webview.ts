@@ -92,6 +92,20 @@ interface Check {
 
 const CHECKS: Check[] = [
   {
+    name: "lists a pipeline's ranks, the one whose figures it shows marked",
+    async run(page, theme) {
+      const d = await data(`# fsdp: pp=4 world_size=16 batch=8 ac=full\n${LLAMA}`, 'train_pp.py');
+      await show(page, d);
+      // 4 pipeline ranks of Llama 3.1 70B's 80 blocks (1F1B, 8 micro-batches of 1).
+      const rows = await page.$$('#pipeline tbody tr');
+      assert.equal(rows.length, 4);
+      const text = (await page.textContent('#pipeline')) ?? '';
+      assert.match(text, /1F1B: 8 micro-batches of 1, 1 stage per rank/);
+      assert.match(text, /embedding \+ 0-19/);
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-pipeline-${theme}.png`), fullPage: true });
+    },
+  },
+  {
     name: 'draws the summary, the memory chart, the tables and the advice',
     async run(page, theme) {
       const d = await data(LLAMA, 'train_70b.py');
