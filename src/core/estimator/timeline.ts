@@ -345,30 +345,22 @@ export function simulate(
     setup.loss === 'linear-chunked' && tailUnit && tailUnit.residency.kind !== 'keep' && !stage
       ? gatheredOf(tailUnit) - sliceOf(tailUnit)
       : 0;
-  if (hasLoss) {
-    push('loss', last, tailUnit, 'logits and loss', {
-      state,
-      shardGrads,
-      gathered: keptNow() + headAgain,
-      gatherBuffers: 0,
-      activations: saved + others,
-      working: 0,
-      gradients: accumulated + unownedBefore,
-      logits: loss.forward + lossOthers,
-      optimizer: 0,
-    });
-    push('loss', last, tailUnit, 'gradient of the loss', {
-      state,
-      shardGrads,
-      gathered: keptNow() + headAgain,
-      gatherBuffers: 0,
-      activations: saved + others,
-      working: 0,
-      gradients: accumulated + unownedBefore,
-      logits: loss.backward + lossOthers,
-      optimizer: 0,
-    });
-  }
+  if (hasLoss)
+    for (const [label, logits] of [
+      ['logits and loss', loss.forward],
+      ['gradient of the loss', loss.backward],
+    ] as const)
+      push('loss', last, tailUnit, label, {
+        state,
+        shardGrads,
+        gathered: keptNow() + headAgain,
+        gatherBuffers: 0,
+        activations: saved + others,
+        working: 0,
+        gradients: accumulated + unownedBefore,
+        logits: logits + lossOthers,
+        optimizer: 0,
+      });
 
   // Unsharded gradients appear as autograd produces each parameter's gradient (FSDP2 leaves them to autograd
   // until the unit's post-backward reduce-scatter): a unit spanning several segments, like the root with the

@@ -4,7 +4,7 @@
  */
 import { ARCHITECTURES, SUPPORTED_MODEL_TYPES, type HfConfig } from './catalog';
 import { ModuleBuilder, type ModuleNode } from './tree';
-import { bool, ConfigError, fraction, indexList, int, optInt, optPositive } from './hfFields';
+import { bool, ConfigError, DENSE, fraction, indexList, int, optInt, optPositive } from './hfFields';
 import { gemma3 } from './hfGemma3';
 import { llama4 } from './hfLlama4';
 import { t5 } from './hfT5';
@@ -337,11 +337,8 @@ function gpt2(config: HfConfig): HfModel {
       headDim: Math.floor(d / nh),
       intermediate: inner,
       vocab: V,
-      expertsPerToken: 0,
-      experts: 0,
+      ...DENSE,
       denseLayers: layers,
-      moeIntermediate: 0,
-      sharedExperts: 0,
       mlp: 'gelu',
       norm: 'layernorm',
       normsPerBlock: 2,
@@ -416,11 +413,8 @@ function gptNeox(config: HfConfig): HfModel {
       headDim,
       intermediate: I,
       vocab: V,
-      expertsPerToken: 0,
-      experts: 0,
+      ...DENSE,
       denseLayers: layers,
-      moeIntermediate: 0,
-      sharedExperts: 0,
       mlp: 'gelu',
       norm: 'layernorm',
       normsPerBlock: 2,

@@ -138,3 +138,6 @@ export function indexList(config: HfConfig, key: string): number[] | null {
   if (!Array.isArray(v)) return null;
   return v.filter((x): x is number => Number.isInteger(x));
 }
+
+/** The expert fields of a dense model's shape (`ArchShape`): no experts, every layer's MLP its own. */
+export const DENSE = { expertsPerToken: 0, experts: 0, moeIntermediate: 0, sharedExperts: 0 } as const;

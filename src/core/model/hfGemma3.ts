@@ -1,7 +1,7 @@
 /** Gemma 3 as Transformers builds it: the text model (`gemma3_text`) and the SigLIP-and-text model (`gemma3`). */
 import type { HfConfig } from './catalog';
 import type { ArchShape, HfModel } from './hf';
-import { bool, int, optPositive, subConfig } from './hfFields';
+import { bool, DENSE, int, optPositive, subConfig } from './hfFields';
 import { ModuleBuilder } from './tree';
 
 /** The text model's dimensions, with `Gemma3TextConfig`'s defaults for the fields a config leaves out. */
@@ -160,11 +160,8 @@ export function gemma3(config: HfConfig, type: 'gemma3' | 'gemma3_text'): HfMode
     headDim: hd,
     intermediate: I,
     vocab: V,
-    expertsPerToken: 0,
-    experts: 0,
+    ...DENSE,
     denseLayers: layers,
-    moeIntermediate: 0,
-    sharedExperts: 0,
     mlp: 'swiglu',
     norm: 'rmsnorm',
     // Gemma 2's sandwich of four norms, scaling in fp32 (`Gemma3RMSNorm`: `(x * (1 + w)).type_as(x)`), and

@@ -1,7 +1,7 @@
 /** T5 as Transformers builds it (`T5ForConditionalGeneration`): an encoder and a decoder stack of `T5Block`. */
 import type { HfConfig } from './catalog';
 import type { HfModel } from './hf';
-import { bool, ConfigError, int, str } from './hfFields';
+import { bool, ConfigError, DENSE, int, str } from './hfFields';
 import { ModuleBuilder } from './tree';
 
 /**
@@ -94,11 +94,8 @@ export function t5(config: HfConfig): HfModel {
       headDim: dKv,
       intermediate: dFf,
       vocab: V,
-      expertsPerToken: 0,
-      experts: 0,
+      ...DENSE,
       denseLayers: encLayers + decLayers,
-      moeIntermediate: 0,
-      sharedExperts: 0,
       // Two matrices (wi, wo) or three (wi_0, wi_1, wo); the activation model does not read them for T5.
       mlp: gated ? 'swiglu' : 'gelu',
       norm: 'rmsnorm',
