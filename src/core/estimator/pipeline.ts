@@ -104,14 +104,14 @@ export function chunksInFlight(
 /** Why PyTorch refuses a schedule with these degrees, or null: the checks of each schedule's `__init__`. */
 export function scheduleProblem(schedule: PipelineSchedule, p: number, m: number): string | null {
   if (schedule === '1F1B' && m < p)
-    return `Schedule1F1B needs at least as many micro-batches as stages (${m} < ${p})`;
+    return `Schedule1F1B refuses fewer micro-batches than stages, ${m} < ${p}`;
   if (schedule === 'Interleaved1F1B' || schedule === 'InterleavedZeroBubble') {
     const rounds = Math.max(1, Math.floor(m / p));
     if (m % rounds !== 0)
-      return `${schedule} needs the micro-batches to be a multiple of the rounds (${m} is not a multiple of ${rounds})`;
+      return `${schedule} refuses micro-batches that are not whole rounds, ${m} not a multiple of ${rounds}`;
   }
   if (schedule === 'DualPipeV' && m < 2 * p)
-    return `DualPipeV needs at least twice as many micro-batches as ranks (${m} < ${2 * p})`;
+    return `DualPipeV refuses fewer micro-batches than twice the ranks, ${m} < ${2 * p}`;
   return null;
 }
 

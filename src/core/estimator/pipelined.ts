@@ -42,7 +42,7 @@ export function pipelined(whole: EstimateInput, mesh: MeshEstimate): Estimate {
   const unmodelled = (why: string): Estimate =>
     mesh({
       ...whole,
-      unmodelled: [...(whole.unmodelled ?? []), `pipeline parallelism (degree ${P}): ${why}`],
+      unmodelled: [...(whole.unmodelled ?? []), `pipeline parallelism (degree ${P}; ${why})`],
     });
   const blockNodes = shape ? outermostOfClass(whole.model.root, shape.blockClass) : [];
   const blocks = blockNodes.length;
@@ -53,9 +53,7 @@ export function pipelined(whole: EstimateInput, mesh: MeshEstimate): Estimate {
   // unless said.
   const m = setup.ppMicrobatches ?? setup.microBatch;
   if (m > setup.microBatch)
-    return unmodelled(
-      `a batch of ${setup.microBatch} cannot be split into ${m} micro-batches (fewer samples than micro-batches)`,
-    );
+    return unmodelled(`a batch of ${setup.microBatch} cannot be split into ${m} micro-batches`);
   const layout = pipelineLayout(blocks, P, setup.ppSchedule, m);
   if ('problem' in layout) return unmodelled(layout.problem);
   const mbs = Math.ceil(setup.microBatch / m);

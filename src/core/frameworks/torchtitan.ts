@@ -185,7 +185,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const ppProblem = pp > 1 ? readPipeline(par, set, local) : null;
   const unmodelled = [
     ...(tp > 1 && !sp ? [`tensor parallelism (degree ${tp}) without sequence parallelism`] : []),
-    ...(ppProblem ? [`pipeline parallelism (degree ${pp}): ${ppProblem}`] : []),
+    ...(ppProblem ? [`pipeline parallelism (degree ${pp}; ${ppProblem})`] : []),
     ...(cp > 1 && rotate !== 'allgather' ? [`context parallelism with the ${rotate} rotation`] : []),
   ];
   // The world is every dimension's product (`ParallelDims`: pp x dp_replicate x dp_shard x cp x tp); FSDP shards
@@ -291,11 +291,11 @@ function readPipeline(
   ]
     .map((k) => ({ k, ...par(k) }))
     .find((c) => c.v !== undefined && c.v !== null && !(Array.isArray(c.v) && c.v.length === 0));
-  if (custom) return `its own stage split (${custom.k}) is not modelled`;
-  if (str(par('pipeline_parallel_schedule_csv').v)) return 'a schedule from a CSV file is not modelled';
+  if (custom) return `its own stage split, ${custom.k}`;
+  if (str(par('pipeline_parallel_schedule_csv').v)) return 'a schedule from a CSV file';
   for (const k of ['pipeline_parallel_first_stage_less_layers', 'pipeline_parallel_last_stage_less_layers']) {
     const v = par(k).v;
-    if (v !== undefined && v !== 1) return `${k} = ${String(v)} is not modelled (1, its default, is)`;
+    if (v !== undefined && v !== 1) return `${k} = ${String(v)}, where only its default of 1 is modelled`;
   }
   const schedule = str(par('pipeline_parallel_schedule').v);
   if (schedule) {
@@ -306,7 +306,7 @@ function readPipeline(
         par('pipeline_parallel_schedule').path,
       );
     } catch {
-      return `the schedule "${schedule}" is not one fsdp-lens models`;
+      return `the schedule "${schedule}"`;
     }
   }
   const n = par('num_pp_microbatches');
