@@ -13,7 +13,11 @@ import type { SetupValues } from '../../src/core/inputs/table';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { splitStages } from '../../src/core/model/pipelineStages';
 import { defaultUnits } from '../../src/core/plan/policies';
-import { cli, projectDir } from './helpers';
+import { cli, projectDir, scanSource } from './helpers';
+import { estimateFile } from '../../src/core/resolve/analyze';
+import { planTotals } from '../../src/core/report/summary';
+import { hoverMarkdown } from '../../src/core/report/hover';
+import { estimateText } from '../../src/core/report/text';
 
 describe("pipeline stages as torchtitan's _generate_llm_fqn_per_model_part splits a decoder", () => {
   const blocks = (s: ReturnType<typeof splitStages>) =>
@@ -319,5 +323,44 @@ describe("torchtitan's pipeline settings", () => {
     const r = await cli('estimate', file, '--json');
     const j = JSON.parse(r.out) as { unmodelled: string[] };
     assert.match(j.unmodelled.join('\n'), /its own stage split, pipeline_parallel_layers_per_stage/);
+  });
+});
+
+describe('a pipeline on every surface', () => {
+  it('names the rank whose figures the lens, the hover and the text show', async () => {
+    const facts = await scanSource(
+      [
+        '# fsdp: pp=4 world_size=16 batch=8 ac=full',
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-70B")',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer)',
+        'fully_shard(model)',
+        '',
+      ].join('\n'),
+      'train_pp.py',
+    );
+    const r = estimateFile(facts);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    const e = r.estimate;
+    // Llama 3.1 70B's 80 blocks over 4 ranks (82 / 4: 21, 21, 20, 20 with the embedding and head): 8
+    // micro-batches of 1 under 1F1B.
+    assert.deepEqual(
+      e.pipeline!.ranks.map((x) => x.stages.map((s) => s.to - s.from)),
+      [[20], [21], [20], [19]],
+    );
+    const worst = `rank ${e.pipeline!.worstRank}`;
+    assert.match(planTotals(e), new RegExp(`on pipeline ${worst} of 4`));
+    const call = facts.calls.at(-1)!;
+    const hover = hoverMarkdown(call, e, 'GB', {});
+    assert.match(
+      hover,
+      new RegExp(`pipeline parallel 4 \\(1F1B, 8 micro-batches\\): the figures are ${worst}'s`),
+    );
+    assert.match(
+      estimateText(e),
+      new RegExp(`Pipeline  1F1B, 8 micro-batches of 1, 1 stage per rank; the figures below are ${worst}'s`),
+    );
   });
 });

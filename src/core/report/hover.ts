@@ -68,7 +68,10 @@ function planSection(e: Estimate, b: (n: number) => string): string[] {
     `${unitsWords(e.plan.api, e.units.length)} over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
       (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : '') +
       (e.mesh.tp > 1 ? ` · FSDP ${W} x tensor parallel ${e.mesh.tp}` : '') +
-      (e.mesh.cp > 1 ? ` · context parallel ${e.mesh.cp}` : ''),
+      (e.mesh.cp > 1 ? ` · context parallel ${e.mesh.cp}` : '') +
+      (e.pipeline
+        ? ` · pipeline parallel ${e.pipeline.degree} (${mdEscape(e.pipeline.schedule)}, ${e.pipeline.microbatches} micro-batches): the figures are rank ${e.pipeline.worstRank}'s, the highest peak`
+        : ''),
     '',
     '| per GPU | bytes | how |',
     '|---|--:|---|',

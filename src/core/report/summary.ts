@@ -48,7 +48,7 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
   const peakLeast = atLeast(e.gaps.length > 0 || e.uncounted.length > 0);
   return (
     `${unitsWords(e.plan.api, e.units.length)} · ${least}${b(e.perGpu.persistentBytes)}/GPU persistent · ` +
-    `peak ${peakLeast}${b(e.perGpu.peakBytes)}${spaced(peakWhere(e.perGpu.peakAt))} · ${verdict} · ` +
+    `peak ${peakLeast}${b(e.perGpu.peakBytes)}${e.pipeline ? ` on pipeline rank ${e.pipeline.worstRank} of ${e.pipeline.degree}` : spaced(peakWhere(e.perGpu.peakAt))} · ${verdict} · ` +
     `${b(traffic)}/step in ${c.allGather + c.reduceScatter + c.allReduce} collectives (${mp})`
   );
 }
