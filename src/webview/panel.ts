@@ -483,7 +483,9 @@ function renderComms(data: PanelData, e: Estimate): HTMLElement {
             ? `${l.role}: activations' all-gathers, reduce-scatters`
             : l.role === 'pipeline parallel'
               ? 'pipeline: stage activations and their gradients, point to point'
-              : 'all-reduces across replicas',
+              : l.role === 'expert parallel'
+                ? "experts: the routed tokens' all-to-alls"
+                : 'all-reduces across replicas',
         l.collectives,
         b(l.bytes),
         fmtSeconds(l.seconds),

@@ -117,6 +117,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     tensorParallel: '2',
     contextParallel: '2',
     pipelineParallel: '2',
+    expertParallel: '2',
     ppSchedule: 'Interleaved1F1B',
     ppMicrobatches: '2',
     reentrantCheckpoint: 'on',

@@ -92,6 +92,10 @@ export function trafficBytes(t: Traffic): number {
 /** The loads of the parallelisms around FSDP (tensor, context, pipeline): their bytes and seconds per step. */
 export function modelParallelLinks(links: LinkLoad[]): LinkLoad[] {
   return links.filter(
-    (l) => l.role === 'tensor parallel' || l.role === 'context parallel' || l.role === 'pipeline parallel',
+    (l) =>
+      l.role === 'tensor parallel' ||
+      l.role === 'context parallel' ||
+      l.role === 'pipeline parallel' ||
+      l.role === 'expert parallel',
   );
 }

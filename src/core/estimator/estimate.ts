@@ -8,9 +8,10 @@ import { count } from '../vocabulary/words';
 import { findGpu, findLink, type Link, type Gpu } from '../hardware/catalog';
 import { fmtBytes, fmtCount } from '../vocabulary/bytes';
 import { isFloat, tensorBytes, type DType } from '../vocabulary/dtypes';
-import { countBufferBytes, countParams, outermostOfClass, type ModuleNode } from '../model/tree';
+import { countBufferBytes, countParams, outermostOfClass, walk, type ModuleNode } from '../model/tree';
 import { float8Tree } from '../model/float8';
 import { tensorParallelTree } from '../model/tensorParallel';
+import { expertParallelTree } from '../model/expertParallel';
 import type { ArchShape } from '../model/hf';
 import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collectives';
 import { activeParams, attentionFlops, recomputedShares } from './compute';
@@ -20,7 +21,16 @@ import { compileBounds, setupBounds, uncountedOf } from './bounds';
 import { hostPerNode } from './host';
 import { fsdpMesh, lossParallelOf, type Mesh } from './mesh';
 import { badReshardNotes, residencyOf, rootClampNotes } from './residency';
-import { bytesOf, flatShardNumel, optimizerBytes, ownedStateBytes, shardNumel, shardRows } from './shards';
+import {
+  bytesOf,
+  flatShardNumel,
+  groupRanks,
+  groupSums,
+  optimizerBytes,
+  ownedStateBytes,
+  shardNumel,
+  shardRows,
+} from './shards';
 import { simulate } from './timeline';
 import { pipelined } from './pipelined';
 import type {
@@ -39,6 +49,17 @@ import type {
 import { assignParameters, type Ownership } from './units';
 import { dtypeWords, optimizerWords, peakFigure } from './words';
 import type { TrainingSetup } from '../inputs/table';
+
+/** Each tree's expert-parallel share by degree: what-if runs estimate one model at many world sizes. */
+const EXPERT_TREES = new WeakMap<ModuleNode, Map<number, ReturnType<typeof expertParallelTree>>>();
+
+function expertParallelOf(root: ModuleNode, ep: number): ReturnType<typeof expertParallelTree> {
+  let byDegree = EXPERT_TREES.get(root);
+  if (!byDegree) EXPERT_TREES.set(root, (byDegree = new Map()));
+  let t = byDegree.get(ep);
+  if (!t) byDegree.set(ep, (t = expertParallelTree(root, ep)));
+  return t;
+}
 
 /** What every unit's figures are computed from. */
 interface StepContext {
@@ -86,7 +107,10 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   const numelW = fsdp1 ? flatShardNumel(u.groups, W, all, flatDtype) : shardNumel(u.groups, W, all);
   const paramShard = fsdp1
     ? numelW * master
-    : u.groups.reduce((s, g) => s + g.count * tensorBytes(shardRows(g.dim0, W) * g.rest, g.dtype), 0);
+    : u.groups.reduce(
+        (s, g) => s + g.count * tensorBytes(shardRows(g.dim0, groupRanks(g, W)) * g.rest, g.dtype),
+        0,
+      );
   const trainableW = fsdp1 ? flatShardNumel(u.groups, W, trainable) : shardNumel(u.groups, W, trainable);
   // An FSDP1 FlatParameter holding frozen and trainable parameters (`use_orig_params=True`; without it FSDP1
   // refuses the mix) has one gradient the size of the whole FlatParameter, zeros where frozen: its unsharded
@@ -113,25 +137,25 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
   // at its end to a multiple of W (`FlatParamHandle.flatten_tensors_into_flat_param`).
   const unpadded = u.groups.reduce((s, g) => s + g.count * gatherSize(g, g.dim0 * g.rest), 0);
   // FSDP1 casts its whole FlatParameter to param_dtype and gathers it (`_use_low_precision_shard`).
-  const gathered = !sharded
-    ? unpadded
-    : fsdp1
-      ? numelW * W * ag
-      : u.groups.reduce((s, g) => s + g.count * gatherSize(g, shardRows(g.dim0, W) * W * g.rest), 0);
-  const shardGather = (ranks: number) =>
-    fsdp1
-      ? flatShardNumel(u.groups, ranks, all, flatDtype) * ag
-      : u.groups.reduce((s, g) => s + g.count * gatherSize(g, shardRows(g.dim0, ranks) * g.rest), 0);
+  const gathered = !sharded ? unpadded : fsdp1 ? numelW * W * ag : groupSums(u.groups, W, gatherSize).padded;
   // Ring accounting: each rank receives the other W-1 (padded) shards of an all-gather and sends as much in a
-  // reduce-scatter; an all-reduce moves twice that.
-  const agBytes = noShard ? 0 : (W - 1) * shardGather(W);
+  // reduce-scatter; an all-reduce moves twice that. (Experts under expert parallelism: over their own W / E_p.)
+  const ringGather = (ranks: number) =>
+    fsdp1
+      ? (ranks - 1) * flatShardNumel(u.groups, ranks, all, flatDtype) * ag
+      : groupSums(u.groups, ranks, gatherSize).ring;
+  const agBytes = noShard ? 0 : ringGather(W);
   const bwdAg =
     noShard || residency.kind === 'keep'
       ? 0
       : residency.kind === 'slice'
-        ? (residency.ranks - 1) * shardGather(residency.ranks)
+        ? ringGather(residency.ranks)
         : agBytes;
-  const rsBytes = noShard ? 0 : (W - 1) * trainW * rd;
+  const rsBytes = noShard
+    ? 0
+    : fsdp1
+      ? (W - 1) * trainW * rd
+      : groupSums(u.groups, W, (_, n) => n * rd, trainable).ring;
   const arBytes = noShard
     ? N > 1
       ? 2 * ((N - 1) / N) * (mixedFlat ? flatNumel : u.trainableParams) * rd
@@ -170,7 +194,13 @@ function unitEstimate(u: Unit, ctx: StepContext, recompute: number, input: Estim
     trainableParams: u.trainableParams,
     gatheredBytes: gathered,
     shard: { params: paramShard, grads: gradShard, optimizer: optShard },
-    reduceScatterNumel: sharded ? trainW * W : mixedFlat ? flatNumel : u.trainableParams,
+    reduceScatterNumel: sharded
+      ? fsdp1
+        ? trainW * W
+        : groupSums(u.groups, W, (_, n) => n, trainable).padded
+      : mixedFlat
+        ? flatNumel
+        : u.trainableParams,
     gradientNumel: mixedFlat ? flatNumel : u.trainableParams,
     trainableShardNumel: trainableW,
     residency,
@@ -231,11 +261,13 @@ function stateFigures(
   const unownedBytes = unownedParamBytes + unownedTrainable * master + unownedOptimizerBytes;
   const onGpu = units.filter((u) => !u.offload);
   const offloaded = units.filter((u) => u.offload);
+  // Under expert parallelism each GPU holds 1/E_p of the experts, which FSDP2 shards over W / E_p.
+  const ep = own.units.reduce((m, u) => Math.max(m, ...u.groups.map((g) => g.expertParallel ?? 1)), 1);
   const shardWords = fsdp1
     ? `FlatParameter per unit padded to a multiple of ${W}`
     : W === 1
       ? 'one GPU: nothing is split'
-      : `each parameter's dim 0 split ${W} ways, padded`;
+      : `each parameter's dim 0 split ${W} ways, padded${ep > 1 ? `; the experts are this GPU's 1/${ep} of them, split ${Math.max(1, Math.floor(W / ep))} ways` : ''}`;
   const terms: Term[] = [
     {
       name: 'sharded parameters',
@@ -404,10 +436,12 @@ function modelParallelLoads(
   shape: ArchShape | undefined,
   tp: number,
   stage?: { blocks: number[]; run: StageRun },
+  experts?: { degree: number; layers: number[] },
 ): (LinkLoad & { formula: string })[] {
   const { setup } = ctx;
   const C = setup.contextParallel;
-  if (!shape || (tp <= 1 && C <= 1)) return [];
+  const ep = experts?.degree ?? 1;
+  if (!shape || (tp <= 1 && C <= 1 && ep <= 1)) return [];
   const e = bytesOf(ctx.gatherDtype);
   // On a pipeline rank: its own blocks, the embedding and head only where it holds them, for each of the step's
   // micro-batches.
@@ -472,6 +506,25 @@ function modelParallelLoads(
         n,
         ((C - 1) / C) * tokens * kv * e,
         `${n} per step (K and V: 2 all-gathers per block in forward, 2 and 2 reduce-scatters in backward${recomputed ? ', 2 per recomputed block' : ''}${times}) x ${C - 1}/${C} x b·s x ${kv} x ${e} B`,
+      ),
+    );
+  }
+  if (ep > 1 && experts) {
+    // Expert parallelism, as torchtitan's token dispatcher runs it (`AllToAllTokenDispatcher`: `dispatch` and
+    // `combine` each an `all_to_all_single` of the routed tokens, their autograd reverses in backward, again in a
+    // recomputed block): per MoE layer 4 all-to-alls of b·s·k token rows of h, (E_p - 1)/E_p of which leave the
+    // GPU when routing is balanced, on the E_p consecutive GPUs of the group (`ep` innermost in the mesh).
+    let recomputedMoe = 0;
+    for (const i of experts.layers) recomputedMoe += recomputeOf(setup.checkpointing, i);
+    const n = (4 * experts.layers.length + 2 * recomputedMoe) * K;
+    const rows = (tokens / C) * shape.expertsPerToken;
+    out.push(
+      load(
+        'expert parallel',
+        ep,
+        n,
+        ((ep - 1) / ep) * rows * shape.hidden * e,
+        `${n} all-to-alls per step (dispatch and combine in forward and backward per MoE layer${recomputedMoe ? ', again per recomputed one' : ''}${times}) x ${ep - 1}/${ep} x b·s·k x h x ${e} B, routing taken as balanced`,
       ),
     );
   }
@@ -549,15 +602,30 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
   notes.push(...float8Notes(setup.float8, plan.api, f8.converted));
   const tp = tensorParallelTree(f8.root, whole.model.shape, setup.tensorParallel, setup.tpPlan);
   const tpProblem = 'problem' in tp ? tp.problem : null;
+  // Expert parallelism places 1/E_p of each layer's experts on each GPU (FSDP2 only: FSDP1 has no placement of
+  // its own for them).
+  const afterTp = 'root' in tp ? tp.root : f8.root;
+  const mesh = fsdpMesh(setup, plan.strategy);
+  // torchtitan's `ParallelDims._validate`: `ep` divides dp_shard x cp x tp.
+  const epGroup = mesh.shardGroup * mesh.tp;
+  const ep =
+    setup.expertParallel > 1
+      ? plan.api === 'fsdp1'
+        ? { problem: 'FSDP1 places no experts' }
+        : epGroup % setup.expertParallel !== 0
+          ? { problem: `it does not divide the ${epGroup} GPUs of a shard group` }
+          : expertParallelOf(afterTp, setup.expertParallel)
+      : { root: afterTp };
+  const epProblem = 'problem' in ep ? ep.problem : null;
+  const held = 'root' in ep ? ep.root : afterTp;
   const input: EstimateInput =
-    'root' in tp && tp.root !== whole.model.root
-      ? { ...whole, model: { ...whole.model, root: tp.root } }
-      : whole;
+    held !== whole.model.root ? { ...whole, model: { ...whole.model, root: held } } : whole;
   if (input !== whole) ownership = undefined;
   // The tree each GPU holds is a tensor-parallel split of the model (not only Float8's re-typed copy).
   const split = 'root' in tp && tp.root !== f8.root;
+  // Or its experts' share of it.
+  const experts = held !== afterTp;
   const gpu = findGpu(setup.gpu) ?? findGpu('h100-sxm-80gb')!;
-  const mesh = fsdpMesh(setup, plan.strategy);
   const own = ownership ?? assignParameters(input.model.root, plan, setup.masterDtype);
   const { worldSize: N, shardGroup: W, replicas: R } = mesh;
   const noShard = plan.strategy === 'NO_SHARD';
@@ -604,6 +672,15 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
           blocks: outermostOfClass(input.model.root, input.model.shape.blockClass).map((b) => Number(b.name)),
         }
       : undefined,
+    experts && input.model.shape
+      ? {
+          degree: setup.expertParallel,
+          // The blocks this GPU holds whose MLP is a layer of experts.
+          layers: outermostOfClass(input.model.root, input.model.shape.blockClass)
+            .filter((b) => [...walk(b)].some((m) => m.name === 'experts'))
+            .map((b) => Number(b.name)),
+        }
+      : undefined,
   );
   for (const l of parallelLoads) {
     traffic.figure.terms.push({ name: `${l.role} collectives`, bytes: l.bytes, formula: l.formula });
@@ -623,6 +700,7 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
       ...(input.unmodelled ?? []),
       ...compiled.unmodelled,
       ...(tpProblem ? [`tensor parallelism (degree ${setup.tensorParallel}): ${tpProblem}`] : []),
+      ...(epProblem ? [`expert parallelism (degree ${setup.expertParallel}; ${epProblem})`] : []),
       // `context_parallel` replaces SDPA's kernels with ring attention; eager attention's scores are not split.
       ...(setup.contextParallel > 1 && setup.attention === 'eager'
         ? ['context parallelism with eager attention (ring attention runs SDPA kernels)']
@@ -635,8 +713,8 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
     model: {
       name: input.model.name,
       // With tensor parallelism the units hold one GPU's share: the model's own counts come from the whole tree.
-      params: split ? countParams(whole.model.root) : totalParams,
-      trainableParams: split ? countParams(whole.model.root, (p) => p.trainable) : trainableParams,
+      params: split || experts ? countParams(whole.model.root) : totalParams,
+      trainableParams: split || experts ? countParams(whole.model.root, (p) => p.trainable) : trainableParams,
       bufferBytes,
       source: input.model.source,
     },

@@ -14,6 +14,14 @@ export function shardRows(dim0: number, ranks: number): number {
   return Math.ceil(dim0 / ranks);
 }
 
+/**
+ * The ranks FSDP2 shards a group over when the unit's shard group is `ranks`: an expert's parameters under expert
+ * parallelism E_p over `ranks` / E_p (torchtitan's `efsdp` mesh), every other parameter over all of them.
+ */
+export function groupRanks(g: ParamGroup, ranks: number): number {
+  return g.expertParallel ? Math.max(1, Math.floor(ranks / g.expertParallel)) : ranks;
+}
+
 /** Elements per rank of a group of parameters sharded `ranks` ways: FSDP2 pads each parameter on dim 0. */
 export function shardNumel(
   groups: ParamGroup[],
@@ -21,8 +29,31 @@ export function shardNumel(
   filter: (g: ParamGroup) => boolean = () => true,
 ): number {
   let n = 0;
-  for (const g of groups) if (filter(g)) n += g.count * shardRows(g.dim0, ranks) * g.rest;
+  for (const g of groups) if (filter(g)) n += g.count * shardRows(g.dim0, groupRanks(g, ranks)) * g.rest;
   return n;
+}
+
+/**
+ * What FSDP2 gathers or reduce-scatters of a unit's groups over a shard group of `ranks`: each group's padded
+ * shards over its own ranks (`padded`: the all-gather output, the reduce-scatter input), and what one rank
+ * receives of them in a ring, r - 1 shards (`ring`), in the bytes `bytes` gives one tensor of that many elements.
+ */
+export function groupSums(
+  groups: ParamGroup[],
+  ranks: number,
+  bytes: (g: ParamGroup, numel: number) => number,
+  filter: (g: ParamGroup) => boolean = () => true,
+): { padded: number; ring: number } {
+  let padded = 0;
+  let ring = 0;
+  for (const g of groups) {
+    if (!filter(g)) continue;
+    const r = groupRanks(g, ranks);
+    const shard = shardRows(g.dim0, r) * g.rest;
+    padded += g.count * bytes(g, shard * r);
+    ring += (r - 1) * g.count * bytes(g, shard);
+  }
+  return { padded, ring };
 }
 
 /**
@@ -72,7 +103,7 @@ export function optimizerBytes(
       let n = 0;
       for (const g of groups) {
         if (!g.trainable) continue;
-        const rows = shardRows(g.dim0, ranks);
+        const rows = shardRows(g.dim0, groupRanks(g, ranks));
         n += g.rest > 1 ? g.count * (rows + g.rest) : g.count * rows;
       }
       return n * 4;

@@ -59,6 +59,8 @@ export interface ParamGroup {
   trainable: boolean;
   /** The dtype FSDP2 all-gathers the group in, where a tensor subclass decides it (torchao's Float8 weights). */
   gathersAs?: DType;
+  /** Experts under expert parallelism of this degree: FSDP2 shards them over the shard group / degree. */
+  expertParallel?: number;
 }
 
 /** A unit with the parameters it owns. */
@@ -203,7 +205,13 @@ export interface LinkLoad {
    * context-parallel group (activations' all-gathers and reduce-scatters, in the compute stream: not hidden), or
    * the pipeline's neighbouring stages (their activations and gradients, point to point).
    */
-  role: 'shard group' | 'replicas' | 'tensor parallel' | 'context parallel' | 'pipeline parallel';
+  role:
+    | 'shard group'
+    | 'replicas'
+    | 'tensor parallel'
+    | 'context parallel'
+    | 'pipeline parallel'
+    | 'expert parallel';
   collectives: number;
   bytes: number;
   seconds: number;

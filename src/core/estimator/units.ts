@@ -108,6 +108,7 @@ class Accumulator {
     param?: string,
     module?: string,
     gathersAs?: DType,
+    expertParallel?: number,
   ): void {
     const at = param !== undefined && this.lastUser ? (this.lastUser.get(param) ?? module) : undefined;
     if (trainable && at !== undefined) {
@@ -117,7 +118,7 @@ class Accumulator {
     const dim0 = shape[0] ?? 1;
     const rest = shape.length > 1 ? numel / dim0 : 1;
     const dt = dtype ?? this.masterDtype;
-    const key = `${dim0}|${rest}|${dt}|${trainable}|${gathersAs ?? ''}`;
+    const key = `${dim0}|${rest}|${dt}|${trainable}|${gathersAs ?? ''}|${expertParallel ?? ''}`;
     const g = this.byKey.get(key);
     if (g) g.count++;
     else
@@ -128,6 +129,7 @@ class Accumulator {
         dtype: dt,
         trainable,
         ...(gathersAs ? { gathersAs } : {}),
+        ...(expertParallel ? { expertParallel } : {}),
       });
     this.params += numel;
     if (trainable) this.trainable += numel;
@@ -168,7 +170,7 @@ function collect(
       owned.add(key);
       any = true;
       shapes.set(key, p.shape);
-      acc.add(p.shape, p.numel, p.dtype, p.trainable, key, m.path, p.gathersAs);
+      acc.add(p.shape, p.numel, p.dtype, p.trainable, key, m.path, p.gathersAs, p.expertParallel);
     }
     if (any) modules?.add(m.path);
     for (const b of m.buffers) acc.bufferBytes += Math.ceil(b.numel * DTYPE_BYTES[b.dtype]);

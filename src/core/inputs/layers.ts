@@ -56,6 +56,11 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
   if ((perStage / setup.tensorParallel) % setup.contextParallel !== 0) setup.contextParallel = 1;
   const askedReplicas = setup.replicas;
   if (!replicasDivide(perStage / setup.tensorParallel, setup.replicas)) setup.replicas = 1;
+  // Expert parallelism borrows its ranks from the shard group (torchtitan's `ParallelDims._validate`: `ep` must
+  // divide dp_shard x cp x tp), innermost.
+  const askedEp = setup.expertParallel;
+  const shardGroup = perStage / setup.replicas;
+  if (shardGroup % setup.expertParallel !== 0) setup.expertParallel = 1;
   // A global batch without a gradient accumulation given: the micro-batches each data-parallel GPU runs per step
   // (Composer's `device_train_batch_size / device_train_microbatch_size`, rounded up; torchtitan's
   // `global_batch_size // (local_batch_size * dp_degree)`).
@@ -76,7 +81,11 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
   // Degrees left at their default of 1 are not listed.
   // Inputs that only qualify another one are not listed while it is off.
   const unused = (k: InputKey) =>
-    ((k === 'replicas' || k === 'tensorParallel' || k === 'contextParallel' || k === 'pipelineParallel') &&
+    ((k === 'replicas' ||
+      k === 'tensorParallel' ||
+      k === 'contextParallel' ||
+      k === 'pipelineParallel' ||
+      k === 'expertParallel') &&
       setup[k] === 1 &&
       chosen[k].source.kind === 'default') ||
     (chosen[k].source.kind === 'default' &&
@@ -95,13 +104,15 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
     value:
       k === 'replicas' && setup.replicas !== askedReplicas
         ? `1 (${askedReplicas} replicas do not divide ${perStage / setup.tensorParallel} data-parallel GPUs: not used)`
-        : k === 'pipelineParallel' && setup.pipelineParallel !== askedPp
-          ? `1 (a degree of ${askedPp} does not divide ${setup.worldSize} GPUs: not used)`
-          : k === 'tensorParallel' && setup.tensorParallel !== askedTp
-            ? `1 (a degree of ${askedTp} does not divide ${perStage} GPUs${setup.pipelineParallel > 1 ? ' of a pipeline stage' : ''}: not used)`
-            : k === 'contextParallel' && setup.contextParallel !== askedCp
-              ? `1 (a degree of ${askedCp} does not divide the ${perStage / setup.tensorParallel} GPUs outside tensor parallelism: not used)`
-              : showInput(k, chosen[k].value as never, setup),
+        : k === 'expertParallel' && setup.expertParallel !== askedEp
+          ? `1 (a degree of ${askedEp} does not divide the ${shardGroup} GPUs of a shard group: not used)`
+          : k === 'pipelineParallel' && setup.pipelineParallel !== askedPp
+            ? `1 (a degree of ${askedPp} does not divide ${setup.worldSize} GPUs: not used)`
+            : k === 'tensorParallel' && setup.tensorParallel !== askedTp
+              ? `1 (a degree of ${askedTp} does not divide ${perStage} GPUs${setup.pipelineParallel > 1 ? ' of a pipeline stage' : ''}: not used)`
+              : k === 'contextParallel' && setup.contextParallel !== askedCp
+                ? `1 (a degree of ${askedCp} does not divide the ${perStage / setup.tensorParallel} GPUs outside tensor parallelism: not used)`
+                : showInput(k, chosen[k].value as never, setup),
     source: chosen[k].source,
   }));
   return { setup, assumptions };

@@ -210,6 +210,13 @@ export const INPUTS = {
     'C',
     ['cp', 'context_parallel'],
   ),
+  expertParallel: degree(
+    'expert-parallel degree',
+    "Expert-parallel degree E_p, as torchtitan places a MoE model's experts: each GPU of an E_p group holds 1/E_p of every layer's experts, FSDP2 shards them over the shard group / E_p, and tokens reach their experts by all-to-all",
+    'ep',
+    'E_p',
+    ['ep', 'expert_parallel'],
+  ),
   pipelineParallel: degree(
     'pipeline-parallel degree',
     "Pipeline-parallel degree P, as torch.distributed.pipelining and torchtitan split a decoder into stages: each GPU holds its stages' blocks, FSDP shards them over world size / (P x R x T)",

@@ -15,6 +15,11 @@ export interface ParamInfo {
   tiedTo?: string;
   /** The dtype FSDP2 all-gathers it in and holds it gathered, where a tensor subclass decides (Float8). */
   gathersAs?: DType;
+  /**
+   * An expert's parameter under expert parallelism of this degree: the GPU holds it as one of its local experts,
+   * and FSDP2 shards it over the shard group / degree (torchtitan's `efsdp` mesh), not the whole shard group.
+   */
+  expertParallel?: number;
 }
 
 export interface BufferInfo {

@@ -160,14 +160,26 @@ export class WhatIfModel {
     };
   }
 
+  /**
+   * The GPUs the fixed degrees put around one rank of FSDP's dimension: pipeline stages, tensor and context
+   * parallel groups, and as many more as expert parallelism needs for its degree to divide dp_shard x cp x tp
+   * (torchtitan's `ParallelDims._validate`).
+   */
+  private around(): number {
+    const {
+      tensorParallel: T,
+      contextParallel: C,
+      pipelineParallel: P,
+      expertParallel: ep,
+    } = this.input.setup;
+    const gcd = (a: number, b: number): number => (b ? gcd(b, a % b) : a);
+    return P * T * C * (ep / gcd(ep, T * C));
+  }
+
   /** Fit of the plan on every GPU of the catalog, at powers of two up to past the smallest that fits. */
   fitMatrix(gpus: readonly { id: string }[], w: WhatIf = {}): FitMatrix {
     // World sizes are whole replica sets (whole nodes where shard groups are nodes).
-    const R =
-      (this.perNodeGroups(w) ?? Math.max(1, this.input.setup.replicas)) *
-      this.input.setup.tensorParallel *
-      this.input.setup.contextParallel *
-      this.input.setup.pipelineParallel;
+    const R = (this.perNodeGroups(w) ?? Math.max(1, this.input.setup.replicas)) * this.around();
     const minimums = gpus.map((g) => this.minGpus(g.id, w));
     const current = w.worldSize ?? this.input.setup.worldSize;
     const wanted = Math.max(current, ...minimums.map((m) => m.worldSize ?? 0));
@@ -259,11 +271,7 @@ export class WhatIfModel {
       };
     }
     // The other dimensions stay as they are: R replicas and T-way tensor parallelism around each shard group.
-    const R =
-      Math.max(1, this.input.setup.replicas) *
-      this.input.setup.tensorParallel *
-      this.input.setup.contextParallel *
-      this.input.setup.pipelineParallel;
+    const R = Math.max(1, this.input.setup.replicas) * this.around();
     const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w) ?? Infinity);
     const fits = (shard: number) => ({ ok: need(shard) <= capacity });
     // The peak falls with W (close to a + b/W: what sharding cannot shrink, plus what it divides) until FSDP2's

@@ -1,0 +1,104 @@
+// Expert parallelism as torchtitan places a MoE model's experts, derived by hand: each GPU holds 1/E_p of every
+// layer's experts, FSDP2 shards them over the shard group / E_p, tokens reach them by all-to-all.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { estimate } from '../../src/core/estimator/estimate';
+import type { Estimate, Plan } from '../../src/core/estimator/types';
+import { resolveSetup } from '../../src/core/inputs/layers';
+import type { SetupValues } from '../../src/core/inputs/table';
+import { modelFromHfConfig } from '../../src/core/model/hf';
+import { defaultUnits } from '../../src/core/plan/policies';
+
+/** Two Qwen3-MoE layers of 8 experts (2 chosen per token), small enough to count by hand. */
+const TINY_MOE = {
+  model_type: 'qwen3_moe',
+  hidden_size: 64,
+  intermediate_size: 128,
+  moe_intermediate_size: 32,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  head_dim: 16,
+  vocab_size: 100,
+  tie_word_embeddings: false,
+  num_experts: 8,
+  num_experts_per_tok: 2,
+  decoder_sparse_step: 1,
+  mlp_only_layers: [],
+};
+
+function run(
+  values: SetupValues,
+  api: Plan['api'] = 'fsdp2',
+  config: Record<string, unknown> = TINY_MOE,
+): Estimate {
+  const m = modelFromHfConfig(config);
+  const { setup, assumptions } = resolveSetup([{ source: { kind: 'flag' }, values }]);
+  return estimate({
+    model: { name: 'tiny-moe', root: m.root, shape: m.shape, source: { kind: 'default' } },
+    plan: {
+      api,
+      strategy: 'FULL_SHARD',
+      units: defaultUnits(m.root, m.shape.blockClass, 't'),
+      source: { kind: 'default' },
+      notes: [],
+    },
+    setup,
+    assumptions,
+  });
+}
+
+// One expert: gate and up 64 -> 32, down 32 -> 64. The rest of a layer: q 64x64 (4 heads of 16), k and v 64x32
+// (2 KV heads), o 64x64, the per-head q and k norms (16 each), two norms of 64, the router 64 -> 8.
+const EXPERT = 3 * 64 * 32;
+const REST = 4096 + 2 * 2048 + 4096 + 2 * 16 + 2 * 64 + 8 * 64;
+
+describe('expert parallelism over a shard group of 4', () => {
+  const plain = run({ worldSize: 4, microBatch: 1, seqLen: 16 });
+  const ep = run({ worldSize: 4, microBatch: 1, seqLen: 16, expertParallel: 2 });
+  const block = (e: Estimate) => e.units.find((u) => u.classNames.includes('Qwen3MoeDecoderLayer'))!;
+
+  it('gathers the 4 local experts of a layer, not all 8, in bf16', () => {
+    assert.equal(block(plain).gatheredBytes, (REST + 8 * EXPERT) * 2);
+    assert.equal(block(ep).gatheredBytes, (REST + 4 * EXPERT) * 2);
+  });
+
+  it('keeps the same shard per GPU: the experts split 2 ways over the 2 GPUs holding them', () => {
+    // Non-expert parameters over 4 GPUs, each GPU's 4 experts over 4 / 2 = 2: (REST / 4 + 4 x EXPERT / 2) fp32
+    // elements, what 8 experts over 4 give. (Every dim 0 here divides evenly, so no padding.)
+    assert.equal(block(ep).shard.params, (REST / 4 + (4 * EXPERT) / 2) * 4);
+    assert.equal(block(ep).shard.params, block(plain).shard.params);
+    // The model's own count is the whole model's.
+    assert.equal(ep.model.params, plain.model.params);
+  });
+
+  it('moves the routed tokens by all-to-all: 4 per MoE layer, (E_p - 1)/E_p of b·s·k x h each', () => {
+    const a2a = ep.comms.links.find((l) => l.role === 'expert parallel')!;
+    assert.equal(a2a.collectives, 4 * 2);
+    assert.equal(a2a.bytes, 8 * (1 / 2) * (16 * 2) * 64 * 2);
+    assert.equal(
+      plain.comms.links.find((l) => l.role === 'expert parallel'),
+      undefined,
+    );
+  });
+
+  it('all-gathers and reduce-scatters the experts over their own 2 GPUs', () => {
+    // Forward and backward all-gathers of a block: the rest's 3 other shards and the experts' 1 other shard, in
+    // bf16; the reduce-scatter likewise.
+    const ag = (3 * (REST / 4) + 1 * ((4 * EXPERT) / 2)) * 2;
+    assert.equal(block(ep).traffic.forwardAllGatherBytes, ag);
+    assert.equal(block(ep).traffic.reduceScatterBytes, ag);
+  });
+
+  it('is not modelled under FSDP1, nor for a model without experts, so no verdict rests on it', () => {
+    assert.match(
+      run({ worldSize: 4, expertParallel: 2 }, 'fsdp1').unmodelled.join(),
+      /FSDP1 places no experts/,
+    );
+    const dense = { ...TINY_MOE, model_type: 'qwen3', num_experts: undefined };
+    assert.match(
+      run({ worldSize: 4, expertParallel: 2 }, 'fsdp2', dense).unmodelled.join(),
+      /expert parallelism \(degree 2; the model has no experts to place\)/,
+    );
+  });
+});
