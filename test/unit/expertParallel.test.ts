@@ -1,6 +1,8 @@
 // Expert parallelism as torchtitan places a MoE model's experts, derived by hand: each GPU holds 1/E_p of every
 // layer's experts, FSDP2 shards them over the shard group / E_p, tokens reach them by all-to-all.
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { estimate } from '../../src/core/estimator/estimate';
 import type { Estimate, Plan } from '../../src/core/estimator/types';
@@ -8,6 +10,7 @@ import { resolveSetup } from '../../src/core/inputs/layers';
 import type { SetupValues } from '../../src/core/inputs/table';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { defaultUnits } from '../../src/core/plan/policies';
+import { cli, projectDir } from './helpers';
 
 /** Two Qwen3-MoE layers of 8 experts (2 chosen per token), small enough to count by hand. */
 const TINY_MOE = {
@@ -100,5 +103,55 @@ describe('expert parallelism over a shard group of 4', () => {
       run({ worldSize: 4, expertParallel: 2 }, 'fsdp2', dense).unmodelled.join(),
       /expert parallelism \(degree 2; the model has no experts to place\)/,
     );
+  });
+});
+
+describe("torchtitan's Qwen3 MoE flavors", () => {
+  const toml = (flavor: string, extra: string[] = []) => {
+    const dir = projectDir('fsdp-lens-moe-');
+    const file = path.join(dir, 'job.toml');
+    fs.writeFileSync(
+      file,
+      [
+        '[model]',
+        'name = "qwen3"',
+        `flavor = "${flavor}"`,
+        '[training]',
+        'local_batch_size = 2',
+        'seq_len = 4096',
+        '[parallelism]',
+        'data_parallel_shard_degree = 8',
+        ...extra,
+      ].join('\n'),
+    );
+    return file;
+  };
+  const run = async (file: string) => {
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    return JSON.parse(r.out) as {
+      model: { params: number };
+      units: { classNames: string[]; gatheredBytes: number }[];
+      unmodelled: string[];
+      assumptions: { key: string; value: string }[];
+    };
+  };
+
+  it("build torchtitan's MoE blocks to Qwen's published totals", async () => {
+    // Qwen3-30B-A3B: 30,532,122,624 parameters; Qwen3-235B-A22B: 235,093,634,560 (their model cards' safetensors
+    // totals), the same architecture as torchtitan's flavors, with its experts fused per projection.
+    assert.equal((await run(toml('30B-A3B'))).model.params, 30_532_122_624);
+    assert.equal((await run(toml('235B-A22B'))).model.params, 235_093_634_560);
+  });
+
+  it('reads expert_parallel_degree: each GPU gathers 16 of the 128 experts of a block', async () => {
+    const j = await run(toml('30B-A3B', ['expert_parallel_degree = 8']));
+    assert.deepEqual(j.unmodelled, []);
+    assert.equal(j.assumptions.find((a) => a.key === 'expertParallel')?.value, '8');
+    // A block: q 2048 -> 32 x 128, k and v 2048 -> 4 x 128, o back, q and k norms of 128, two norms of 2048, the
+    // router 2048 -> 128, and 16 experts of gate, up 2048 -> 768 and down 768 -> 2048, all gathered in bf16.
+    const rest = 2048 * 4096 * 2 + 2048 * 512 * 2 + 2 * 128 + 2 * 2048 + 2048 * 128;
+    const block = j.units.find((u) => u.classNames.includes('TransformerBlock'))!;
+    assert.equal(block.gatheredBytes, (rest + 16 * 3 * 2048 * 768) * 2);
   });
 });

@@ -267,12 +267,12 @@ function stateFigures(
     ? `FlatParameter per unit padded to a multiple of ${W}`
     : W === 1
       ? 'one GPU: nothing is split'
-      : `each parameter's dim 0 split ${W} ways, padded${ep > 1 ? `; the experts are this GPU's 1/${ep} of them, split ${Math.max(1, Math.floor(W / ep))} ways` : ''}`;
+      : `each parameter's dim 0 split ${W} ways, padded${ep > 1 ? (W / ep > 1 ? `; the experts over ${Math.floor(W / ep)}` : '; the experts whole') : ''}`;
   const terms: Term[] = [
     {
       name: 'sharded parameters',
       bytes: sum(onGpu, (u) => u.shard.params),
-      formula: `${fmtCount(sum(onGpu, (u) => u.params))} params / ${count(W, 'GPU')} x ${dtypeWords(
+      formula: `${fmtCount(sum(onGpu, (u) => u.params))} params${ep > 1 ? ` (with this GPU's 1/${ep} of the experts)` : ''} / ${count(W, 'GPU')} x ${dtypeWords(
         own.units.filter((u) => !u.offload),
         setup.masterDtype,
       )} (${shardWords})`,

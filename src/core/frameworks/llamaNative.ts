@@ -19,6 +19,8 @@ export interface LlamaDims {
   headDim?: number;
   /** RMSNorms of each head's queries and keys (Qwen3: torchtune's `qwen3` builder, `q_norm` and `k_norm`). */
   qkNorm?: boolean;
+  /** Every block's MLP a layer of routed experts (torchtitan's Qwen3 MoE flavors: `moe_enabled`, no shared expert). */
+  moe?: { experts: number; topK: number; inter: number };
 }
 
 /**
@@ -157,6 +159,35 @@ export const TITAN_QWEN3: Record<string, LlamaDims> = {
   '8B': QWEN3_8B,
   '14B': QWEN3_14B,
   '32B': QWEN3_32B,
+  // The MoE flavors (`qwen3_args` in torchtitan v0.2's models/qwen3/__init__.py): every block a router and
+  // experts of `moe_inter_dim`, top-k softmax routing, no shared expert.
+  debugmodel_moe: {
+    dim: 256,
+    layers: 8,
+    heads: 16,
+    kvHeads: 8,
+    ffn: 3072,
+    vocab: 2048,
+    tied: false,
+    headDim: 128,
+    qkNorm: true,
+    moe: { experts: 64, topK: 8, inter: 768 },
+  },
+  '30B-A3B': {
+    ...QWEN3_1_7B,
+    layers: 48,
+    heads: 32,
+    kvHeads: 4,
+    tied: false,
+    moe: { experts: 128, topK: 8, inter: 768 },
+  },
+  '235B-A22B': {
+    ...QWEN3_8B,
+    layers: 94,
+    heads: 64,
+    kvHeads: 4,
+    moe: { experts: 128, topK: 8, inter: 1536 },
+  },
 };
 
 /**
@@ -326,11 +357,29 @@ export function llamaNative(
         a.norm('k_norm', hd, 'RMSNorm');
       }
     });
-    b.child(titan ? 'feed_forward' : 'mlp', 'FeedForward', (f) => {
-      f.linear('w1', d.dim, d.ffn);
-      f.linear('w2', d.ffn, d.dim);
-      f.linear('w3', d.dim, d.ffn);
-    });
+    const moe = d.moe;
+    if (moe)
+      // torchtitan's `MoE` (models/moe/moe.py, v0.2): `GroupedExperts` holding every expert's w1, w2 and w3 as one
+      // parameter each with the expert as dim 0, a `TokenChoiceTopKRouter` whose `gate` scores the experts, and
+      // the load-balancing buffers (`expert_bias`, with `load_balance_coeff`'s default 1e-3, and
+      // `tokens_per_expert`, fp32 per expert).
+      b.child('moe', 'MoE', (m) => {
+        m.child('experts', 'GroupedExperts', (x) =>
+          x
+            .param('w1', [moe.experts, moe.inter, d.dim])
+            .param('w2', [moe.experts, d.dim, moe.inter])
+            .param('w3', [moe.experts, moe.inter, d.dim]),
+        );
+        m.child('router', 'TokenChoiceTopKRouter', (r) => r.linear('gate', d.dim, moe.experts));
+        m.buffer('expert_bias', [moe.experts], 'float32');
+        m.buffer('tokens_per_expert', [moe.experts], 'float32', false);
+      });
+    else
+      b.child(titan ? 'feed_forward' : 'mlp', 'FeedForward', (f) => {
+        f.linear('w1', d.dim, d.ffn);
+        f.linear('w2', d.ffn, d.dim);
+        f.linear('w3', d.dim, d.ffn);
+      });
     b.norm(titan ? 'attention_norm' : 'sa_norm', d.dim, 'RMSNorm');
     b.norm(titan ? 'ffn_norm' : 'mlp_norm', d.dim, 'RMSNorm');
   });
@@ -339,7 +388,7 @@ export function llamaNative(
   // Rotary tables: torchtitan's `freqs_cis` (complex64, seq_len x head_dim / 2, non-persistent).
   if (titan) root.buffer('freqs_cis', [seqLen, Math.floor(hd / 2), 2], 'float32', false);
   const shape: ArchShape = {
-    modelType: d.qkNorm ? 'qwen3' : d.qkvBias ? 'qwen2' : 'llama',
+    modelType: d.moe ? 'qwen3_moe' : d.qkNorm ? 'qwen3' : d.qkvBias ? 'qwen2' : 'llama',
     hidden: d.dim,
     layers: d.layers,
     heads: d.heads,
@@ -347,10 +396,10 @@ export function llamaNative(
     headDim: hd,
     intermediate: d.ffn,
     vocab: d.vocab,
-    expertsPerToken: 0,
-    experts: 0,
-    denseLayers: d.layers,
-    moeIntermediate: 0,
+    expertsPerToken: d.moe?.topK ?? 0,
+    experts: d.moe?.experts ?? 0,
+    denseLayers: d.moe ? 0 : d.layers,
+    moeIntermediate: d.moe?.inter ?? 0,
     sharedExperts: 0,
     mlp: 'swiglu',
     norm: 'rmsnorm',
@@ -363,6 +412,6 @@ export function llamaNative(
     root: root.node,
     shape,
     name,
-    origin: `${naming} ${d.qkNorm ? 'Qwen3' : d.qkvBias ? 'Qwen2' : 'Llama'} definition`,
+    origin: `${naming} ${d.moe ? 'Qwen3 MoE' : d.qkNorm ? 'Qwen3' : d.qkvBias ? 'Qwen2' : 'Llama'} definition`,
   };
 }

@@ -108,7 +108,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
       framework: 'torchtitan',
       file,
       range,
-      message: `model "${name}" is not a torchtitan model fsdp-lens knows (llama3, and qwen3's dense flavors)`,
+      message: `model "${name}" is not a torchtitan model fsdp-lens knows (llama3, qwen3)`,
     };
   const dims = qwen3 ? TITAN_QWEN3[flavor] : titanDims(flavor);
   if (!dims)
@@ -117,7 +117,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
       file,
       range,
       message: qwen3
-        ? `flavor "${flavor}" is not one of torchtitan's dense Qwen3 flavors (${Object.keys(TITAN_QWEN3).join(', ')}); its MoE flavors are not modelled`
+        ? `flavor "${flavor}" is not one of torchtitan's Qwen3 flavors (${Object.keys(TITAN_QWEN3).join(', ')})`
         : `flavor "${flavor}" is not one of torchtitan's Llama 3 flavors (debugmodel, 8B, 70B, 405B)`,
     };
 
@@ -158,6 +158,9 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const tp = degree('tensor_parallel_degree', 1);
   const pp = degree('pipeline_parallel_degree', 1);
   const cp = degree('context_parallel_degree', 1);
+  // Expert parallelism borrows its ranks from dp_shard x cp x tp (`ParallelDims`); the world is unchanged.
+  const ep = degree('expert_parallel_degree', 1);
+  if (ep > 1) set('expertParallel', ep, par('expert_parallel_degree').path);
   // Tensor parallelism is modelled as torchtitan shards its dense decoders (model/tensorParallel.ts), with
   // sequence parallelism (`enable_sequence_parallel`, on by default; without it the activations differ and it is
   // not), and with or without loss parallel (`disable_loss_parallel`, off by default: the head's output
