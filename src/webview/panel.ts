@@ -8,6 +8,8 @@ import type { Chart } from 'chart.js';
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds } from '../core/vocabulary/bytes';
 import {
   atLeast,
+  blockRanges,
+  fmtInFlight,
   peakWhere,
   shortGpu,
   undecidedWhy,
@@ -444,11 +446,7 @@ function renderPipeline(data: PanelData, e: Estimate): HTMLElement | undefined {
     ),
   );
   const blocks = (r: (typeof p.ranks)[number]) =>
-    [
-      r.first ? 'embedding' : '',
-      r.stages.map((x) => (x.to - x.from > 1 ? `${x.from}-${x.to - 1}` : `${x.from}`)).join(', '),
-      r.last ? 'head, loss' : '',
-    ]
+    [r.first ? 'embedding' : '', blockRanges(r.stages), r.last ? 'head, loss' : '']
       .filter(Boolean)
       .join(' + ');
   const t = table(
@@ -456,7 +454,7 @@ function renderPipeline(data: PanelData, e: Estimate): HTMLElement | undefined {
     p.ranks.map((r) => [
       { text: String(r.rank), cls: r.rank === p.worstRank ? 'bad' : '' },
       blocks(r),
-      Number.isInteger(r.inFlight) ? String(r.inFlight) : r.inFlight.toFixed(1),
+      fmtInFlight(r.inFlight),
       b(r.peakBytes),
       b(r.reservedBytes),
     ]),

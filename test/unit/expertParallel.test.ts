@@ -6,11 +6,8 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { estimate } from '../../src/core/estimator/estimate';
 import type { Estimate, Plan } from '../../src/core/estimator/types';
-import { resolveSetup } from '../../src/core/inputs/layers';
 import type { SetupValues } from '../../src/core/inputs/table';
-import { modelFromHfConfig } from '../../src/core/model/hf';
-import { defaultUnits } from '../../src/core/plan/policies';
-import { cli, projectDir } from './helpers';
+import { cli, defaultInput, projectDir } from './helpers';
 
 /** Two Qwen3-MoE layers of 8 experts (2 chosen per token), small enough to count by hand. */
 const TINY_MOE = {
@@ -35,20 +32,7 @@ function run(
   api: Plan['api'] = 'fsdp2',
   config: Record<string, unknown> = TINY_MOE,
 ): Estimate {
-  const m = modelFromHfConfig(config);
-  const { setup, assumptions } = resolveSetup([{ source: { kind: 'flag' }, values }]);
-  return estimate({
-    model: { name: 'tiny-moe', root: m.root, shape: m.shape, source: { kind: 'default' } },
-    plan: {
-      api,
-      strategy: 'FULL_SHARD',
-      units: defaultUnits(m.root, m.shape.blockClass, 't'),
-      source: { kind: 'default' },
-      notes: [],
-    },
-    setup,
-    assumptions,
-  });
+  return estimate(defaultInput(config, values, api));
 }
 
 // One expert: gate and up 64 -> 32, down 32 -> 64. The rest of a layer: q 64x64 (4 heads of 16), k and v 64x32

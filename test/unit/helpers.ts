@@ -6,6 +6,11 @@ import { scanText } from '../../src/core/analysis/input';
 import { runCli } from '../../src/cli/cli';
 import { loadPython } from '../../src/host/grammar';
 import { type PythonGrammar } from '../../src/core/parsing/python';
+import type { EstimateInput, Plan } from '../../src/core/estimator/types';
+import { resolveSetup } from '../../src/core/inputs/layers';
+import type { SetupValues } from '../../src/core/inputs/table';
+import { modelFromHfConfig } from '../../src/core/model/hf';
+import { defaultUnits } from '../../src/core/plan/policies';
 
 /** The repository root (tests run from out/test/unit). */
 export const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -87,3 +92,28 @@ export const SMALL_LLAMA = {
   vocab_size: 96,
   tie_word_embeddings: false,
 };
+
+/**
+ * The estimate input of a model built from a config.json's fields, with the default plan (a unit per block, then
+ * the root) and the setup the given values make over the defaults.
+ */
+export function defaultInput(
+  config: Record<string, unknown>,
+  values: SetupValues = {},
+  api: Plan['api'] = 'fsdp2',
+): EstimateInput {
+  const m = modelFromHfConfig(config);
+  const { setup, assumptions } = resolveSetup([{ source: { kind: 'flag' }, values }]);
+  return {
+    model: { name: 'tiny', root: m.root, shape: m.shape, source: { kind: 'default' } },
+    plan: {
+      api,
+      strategy: 'FULL_SHARD',
+      units: defaultUnits(m.root, m.shape.blockClass, 't'),
+      source: { kind: 'default' },
+      notes: [],
+    },
+    setup,
+    assumptions,
+  };
+}

@@ -7,13 +7,10 @@ import { describe, it } from 'node:test';
 import { estimate, estimateMesh } from '../../src/core/estimator/estimate';
 import { pipelined } from '../../src/core/estimator/pipelined';
 import { chunksInFlight, pipelineLayout, scheduleProblem } from '../../src/core/estimator/pipeline';
-import type { Estimate, Plan, StageRun } from '../../src/core/estimator/types';
-import { resolveSetup } from '../../src/core/inputs/layers';
+import type { Estimate, StageRun } from '../../src/core/estimator/types';
 import type { SetupValues } from '../../src/core/inputs/table';
-import { modelFromHfConfig } from '../../src/core/model/hf';
 import { splitStages } from '../../src/core/model/pipelineStages';
-import { defaultUnits } from '../../src/core/plan/policies';
-import { cli, projectDir, scanSource } from './helpers';
+import { cli, defaultInput, projectDir, scanSource } from './helpers';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { planTotals } from '../../src/core/report/summary';
 import { hoverMarkdown } from '../../src/core/report/hover';
@@ -115,29 +112,12 @@ const TINY = {
 
 /** Each rank's estimate of a pipeline of TINY, by rank kind. */
 function ranksOf(values: SetupValues): { rank: StageRun; e: Estimate }[] {
-  const m = modelFromHfConfig(TINY);
-  const { setup, assumptions } = resolveSetup([{ source: { kind: 'flag' }, values }]);
-  const plan: Plan = {
-    api: 'fsdp2',
-    strategy: 'FULL_SHARD',
-    units: defaultUnits(m.root, m.shape.blockClass, 't'),
-    source: { kind: 'default' },
-    notes: [],
-  };
   const out: { rank: StageRun; e: Estimate }[] = [];
-  pipelined(
-    {
-      model: { name: 'tiny', root: m.root, shape: m.shape, source: { kind: 'default' } },
-      plan,
-      setup,
-      assumptions,
-    },
-    (input, stage) => {
-      const e = estimateMesh(input, undefined, stage);
-      out.push({ rank: stage!, e });
-      return e;
-    },
-  );
+  pipelined(defaultInput(TINY, values), (input, stage) => {
+    const e = estimateMesh(input, undefined, stage);
+    out.push({ rank: stage!, e });
+    return e;
+  });
   return out;
 }
 
@@ -198,25 +178,15 @@ describe('a rank of a 1F1B pipeline, by hand', () => {
 
 describe('an estimate with pipeline parallelism', () => {
   it("is its worst rank's, with the whole model's counts and the pipeline's ranks", () => {
-    const m = modelFromHfConfig(TINY);
-    const { setup, assumptions } = resolveSetup([
-      {
-        source: { kind: 'flag' },
-        values: { worldSize: 4, pipelineParallel: 2, microBatch: 4, seqLen: 8, checkpointing: 'full' },
-      },
-    ]);
-    const e = estimate({
-      model: { name: 'tiny', root: m.root, shape: m.shape, source: { kind: 'default' } },
-      plan: {
-        api: 'fsdp2',
-        strategy: 'FULL_SHARD',
-        units: defaultUnits(m.root, m.shape.blockClass, 't'),
-        source: { kind: 'default' },
-        notes: [],
-      },
-      setup,
-      assumptions,
-    });
+    const e = estimate(
+      defaultInput(TINY, {
+        worldSize: 4,
+        pipelineParallel: 2,
+        microBatch: 4,
+        seqLen: 8,
+        checkpointing: 'full',
+      }),
+    );
     // 4 GPUs over 2 stages: FSDP shards over 2.
     assert.equal(e.mesh.shardGroup, 2);
     assert.equal(e.mesh.pp, 2);
@@ -230,22 +200,7 @@ describe('an estimate with pipeline parallelism', () => {
   });
 
   it('says the pipeline is not modelled when PyTorch would refuse its schedule, so no verdict rests on it', () => {
-    const m = modelFromHfConfig(TINY);
-    const { setup, assumptions } = resolveSetup([
-      { source: { kind: 'flag' }, values: { worldSize: 4, pipelineParallel: 4, microBatch: 2 } },
-    ]);
-    const e = estimate({
-      model: { name: 'tiny', root: m.root, shape: m.shape, source: { kind: 'default' } },
-      plan: {
-        api: 'fsdp2',
-        strategy: 'FULL_SHARD',
-        units: defaultUnits(m.root, m.shape.blockClass, 't'),
-        source: { kind: 'default' },
-        notes: [],
-      },
-      setup,
-      assumptions,
-    });
+    const e = estimate(defaultInput(TINY, { worldSize: 4, pipelineParallel: 4, microBatch: 2 }));
     assert.match(e.unmodelled.join('\n'), /pipeline parallelism \(degree 4; Schedule1F1B refuses/);
     assert.equal(e.targetFit.verdict, 'undecided');
   });

@@ -10,7 +10,7 @@ import { countParams, moduleAt, outermostOfClass, type ModuleNode } from '../mod
 import { stageTree } from '../model/pipelineStages';
 import { fmtBytes } from '../vocabulary/bytes';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
-import { count } from '../vocabulary/words';
+import { blockRanges, count, fmtInFlight } from '../vocabulary/words';
 import { pipelineLayout, rankKind, type PipelineRank } from './pipeline';
 import type { Estimate, EstimateInput, StageRun } from './types';
 
@@ -154,7 +154,7 @@ export function pipelined(whole: EstimateInput, mesh: MeshEstimate): Estimate {
     result.comms.traffic.bytes += bytes;
   }
   const v = layout.stagesPerRank;
-  const held = worst.stages.map((s) => `${s.from}-${s.to - 1}`).join(' and ');
+  const held = blockRanges(worst.stages);
   result.notes.unshift(
     `pipeline parallelism: ${P} ranks of ${count(layout.stages.length, 'stage')} (${setup.ppSchedule}, ${count(v, 'stage')} per rank), ${count(m, 'micro-batch', 'micro-batches')} of ${mbs}; the figures are rank ${worst.rank}'s (blocks ${held}${worst.first ? ', the embedding' : ''}${worst.last ? ', the head and the loss' : ''}), which keeps ${fmtInFlight(worst.inFlight)} micro-batches in flight and has the highest peak`,
     `the pipeline's bubble: each rank idles for about ${P - 1} of ${m * v + P - 1} micro-batch slots of its stages (not in the time above)`,
@@ -165,8 +165,4 @@ export function pipelined(whole: EstimateInput, mesh: MeshEstimate): Estimate {
       `reshard_after_forward=True under pipeline parallelism: the peak holds the stages gathered all the same (a micro-batch's backward leaves them gathered: set_reshard_after_backward(False)), but each micro-batch gathers them again: about ${m} times the all-gathers counted per step`,
     );
   return result;
-}
-
-function fmtInFlight(n: number): string {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
 }

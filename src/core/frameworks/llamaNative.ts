@@ -137,22 +137,25 @@ const QWEN3_8B: LlamaDims = { ...QWEN3_4B, dim: 4096, ffn: 12288, tied: false };
 const QWEN3_14B: LlamaDims = { ...QWEN3_8B, dim: 5120, layers: 40, heads: 40, ffn: 17408 };
 const QWEN3_32B: LlamaDims = { ...QWEN3_8B, dim: 5120, layers: 64, heads: 64, ffn: 25600 };
 
+// torchtitan's Qwen3 debug flavor: its output tied to the embedding (`enable_weight_tying=True`).
+const QWEN3_DEBUG: LlamaDims = {
+  dim: 256,
+  layers: 8,
+  heads: 16,
+  kvHeads: 8,
+  ffn: 3072,
+  vocab: 2048,
+  tied: true,
+  headDim: 128,
+  qkNorm: true,
+};
+
 /**
  * torchtitan's dense Qwen3 flavors (`qwen3_configs` in torchtitan/models/qwen3/__init__.py: `_0_6b` to `_32b`, and
  * `_debugmodel`): head_dim 128, q and k norms, the output tied to the embedding up to 4B.
  */
 export const TITAN_QWEN3: Record<string, LlamaDims> = {
-  debugmodel: {
-    dim: 256,
-    layers: 8,
-    heads: 16,
-    kvHeads: 8,
-    ffn: 3072,
-    vocab: 2048,
-    tied: true,
-    headDim: 128,
-    qkNorm: true,
-  },
+  debugmodel: QWEN3_DEBUG,
   '0.6B': QWEN3_0_6B,
   '1.7B': QWEN3_1_7B,
   '4B': QWEN3_4B,
@@ -161,18 +164,7 @@ export const TITAN_QWEN3: Record<string, LlamaDims> = {
   '32B': QWEN3_32B,
   // The MoE flavors (`qwen3_args` in torchtitan v0.2's models/qwen3/__init__.py): every block a router and
   // experts of `moe_inter_dim`, top-k softmax routing, no shared expert.
-  debugmodel_moe: {
-    dim: 256,
-    layers: 8,
-    heads: 16,
-    kvHeads: 8,
-    ffn: 3072,
-    vocab: 2048,
-    tied: false,
-    headDim: 128,
-    qkNorm: true,
-    moe: { experts: 64, topK: 8, inter: 768 },
-  },
+  debugmodel_moe: { ...QWEN3_DEBUG, tied: false, moe: { experts: 64, topK: 8, inter: 768 } },
   '30B-A3B': {
     ...QWEN3_1_7B,
     layers: 48,

@@ -1,6 +1,8 @@
 /** The estimate and its advice as a person reads them in a terminal. */
 import { fmtBytes, fmtCount, fmtParams, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import {
+  blockRanges,
+  fmtInFlight,
   article,
   atLeast,
   count,
@@ -282,15 +284,15 @@ function pipelineLines(p: NonNullable<Estimate['pipeline']>, b: (n: number) => s
   for (const r of shown) {
     if (last >= 0 && r.rank > last + 1) out.push('          …');
     last = r.rank;
-    const blocks = r.stages
-      .map((s) => (s.to - s.from > 1 ? `${s.from}-${s.to - 1}` : `${s.from}`))
-      .join(', ');
-    const holds = [r.first ? 'embedding' : '', `blocks ${blocks}`, r.last ? 'head and loss' : '']
+    const holds = [
+      r.first ? 'embedding' : '',
+      `blocks ${blockRanges(r.stages)}`,
+      r.last ? 'head and loss' : '',
+    ]
       .filter(Boolean)
       .join(' + ');
-    const inFlight = Number.isInteger(r.inFlight) ? String(r.inFlight) : r.inFlight.toFixed(1);
     out.push(
-      `  rank ${r.rank}${r.rank === p.worstRank ? '*' : ' '}  ${holds} · ${inFlight} in flight · peak ${b(r.peakBytes)}`,
+      `  rank ${r.rank}${r.rank === p.worstRank ? '*' : ' '}  ${holds} · ${fmtInFlight(r.inFlight)} in flight · peak ${b(r.peakBytes)}`,
     );
   }
   return out;

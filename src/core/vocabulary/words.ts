@@ -123,3 +123,13 @@ export function undecidedWhy(e: {
       }`
     : listed(left);
 }
+
+/** Micro-batches in flight, whole or to a tenth (an interleaved rank's share of its stages: `5.5`). */
+export function fmtInFlight(n: number): string {
+  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+}
+
+/** Pipeline stages' blocks `[from, to)` as a person reads them: `0-14, 63-70`, or `7` for one block. */
+export function blockRanges(stages: readonly { from: number; to: number }[]): string {
+  return stages.map((s) => (s.to - s.from > 1 ? `${s.from}-${s.to - 1}` : `${s.from}`)).join(', ');
+}
