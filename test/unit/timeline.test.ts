@@ -785,6 +785,64 @@ describe('mixture-of-experts activations, by hand', () => {
   });
 });
 
+describe("torchtitan's selective checkpointing of a MoE block, by hand", () => {
+  // DeepSeek-V2-Lite (torchtitan's DeepSeek-V3 16B flavor has the same shape): hidden 2048, 16 heads, no q LoRA
+  // (q_proj 2048 -> 16 x (128 + 64)), kv_lora_rank 512 + rope 64, kv_b_proj 512 -> 16 x (128 + 128), v_head 128,
+  // 64 routed experts of 1408, 6 per token, 2 shared experts (one SwiGLU of 2 x 1408).
+  const h = 2048;
+  const x = { microBatch: 4, seqLen: 4096, attention: 'fused' as const, bytes: 2 };
+  const tokens = 4 * 4096;
+  const shape = () => modelFromHfConfig(CATALOG['deepseek-ai/DeepSeek-V2-Lite']!).shape;
+  // torchtitan's policy (SelectiveAC._wrap_block): the block's input, every other mm/linear output by a count
+  // per block (1st, 3rd, ...), the attention kernel's output and fp32 log-sum-exp, the all-to-all outputs; the
+  // router's gate recomputed uncounted ("moe.router.gate"), `_grouped_mm` (the routed experts) not in the save
+  // list. Matmuls in order: q_proj (1, kept), kv_a_proj (2), kv_b_proj (3, kept), o_proj (4), shared gate (5,
+  // kept), shared up (6), shared down (7, kept). Per token, 2 B each:
+  const perToken =
+    2 * h + // block input
+    2 * 16 * 192 + // q_proj output
+    2 * 16 * 256 + // kv_b_proj output
+    2 * 2816 + // shared experts' gate output
+    2 * h + // shared experts' down output
+    2 * 16 * 128 + // attention output
+    4 * 16; // log-sum-exp
+  it('without expert parallelism the routed experts keep nothing', () => {
+    assert.equal(perToken, 32_320);
+    const b = blockActivations(shape(), x, 'selective', true, 1);
+    assert.equal(b.saved, perToken * tokens);
+    assert.equal(b.saved, 529_530_880);
+  });
+  it("expert parallelism adds the dispatch and combine all-to-alls' outputs, 6 x 2048 x 2 B each", () => {
+    const b = blockActivations(shape(), { ...x, ep: 8 }, 'selective', true, 1);
+    assert.equal(b.saved, (perToken + 2 * 6 * h * 2) * tokens);
+  });
+  it('the dense first layer keeps q_proj, kv_b_proj, gate_proj and down_proj outputs', () => {
+    // Same attention, then gate (5, kept, 10,944), up (6), down (7, kept).
+    const dense = 2 * h + 2 * 16 * 192 + 2 * 16 * 256 + 2 * 10_944 + 2 * h + 2 * 16 * 128 + 4 * 16;
+    assert.equal(blockActivations(shape(), x, 'selective', false, 0).saved, dense * tokens);
+  });
+});
+
+describe('a compiled cross-entropy, by hand', () => {
+  // TINY at micro-batch 1 x 8 tokens: n = 8 x 100 = 800 logits, bf16 (2 B). The partitioner recomputes the upcast
+  // and the exponential in backward: forward keeps the logits (2n) and an fp32 max and log-sum-exp per token
+  // (8 x 8 = 64); backward the logits and their gradient in bf16 (2n + 2n) and the same 64.
+  const n = 800;
+  const logits = (values: SetupValues) =>
+    run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, ...values })
+      .e.timeline!.events.filter((ev) => ev.phase === 'loss')
+      .map((ev) => ev.live.logits);
+  it('the loss compiled, and the model and loss compiled', () => {
+    assert.deepEqual(logits({ compile: 'loss' }), [2 * n + 64, 4 * n + 64]);
+    assert.deepEqual(logits({ compile: 'model+loss' }), [2 * n + 64, 4 * n + 64]);
+    // A chunked loss compiled keeps its eager figures (an upper bound, said so).
+    const chunked = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, compile: 'loss', loss: 'chunked' }).e;
+    assert.match(chunked.overcounted.join(' '), /torch.compile of the loss/);
+    const upcast = run(TINY, { worldSize: 2, microBatch: 1, seqLen: 8, compile: 'loss' }).e;
+    assert.deepEqual(upcast.overcounted, []);
+  });
+});
+
 describe('activations of Gemma 2 and Qwen3 blocks, tensor by tensor', () => {
   // Default inputs: micro-batch 1 x 4096 tokens, bf16 compute (2 B), fused attention.
   const x = { microBatch: 1, seqLen: 4096, attention: 'fused' as const, bytes: 2 };

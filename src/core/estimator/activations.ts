@@ -43,8 +43,9 @@ import type { CheckpointMode, LossImpl } from '../inputs/parse';
  *   figure is a lower bound said to be one rather than a decoder-only figure that does not hold.
  *
  * Checkpointing: `full` keeps only each block's input (2·sbh) and rebuilds the block's tensors in its backward;
- * `selective` is torchtitan's per-op policy: it keeps the outputs of every other matmul and of the attention
- * kernel (plus the block input) and recomputes the rest; `every-N` checkpoints every N-th block fully.
+ * `selective` is torchtitan's per-op policy: it keeps the outputs of every other matmul, of the attention
+ * kernel and of expert parallelism's all-to-alls (plus the block input) and recomputes the rest, a MoE layer's
+ * routed experts included (`selectiveKept`); `every-N` checkpoints every N-th block fully.
  */
 export interface BlockActivations {
   /** How this block is checkpointed. */
@@ -88,6 +89,11 @@ export interface ActivationInputs {
    * shards every sequence-dimension buffer), and the running block holds K and V all-gathered from the others.
    */
   cp?: number;
+  /**
+   * Expert-parallel degree E_p: above 1, a MoE layer's tokens reach their experts by all-to-all (torchtitan's
+   * `ExpertParallel`), whose outputs selective checkpointing keeps.
+   */
+  ep?: number;
 }
 
 /** All tensors of one block kept for backward without checkpointing, by name. */
@@ -213,28 +219,89 @@ export function blockTensors(
   return [...norm('input_layernorm'), ...attn, lse, ...scores, ...norm('post_attention_layernorm'), ...mlp];
 }
 
-/** What torchtitan's selective (per-op) policy keeps of a block: block input, odd matmul outputs, attention. */
-function selectiveSaved(shape: ArchShape, x: ActivationInputs, moe: boolean): number {
+/**
+ * What torchtitan's selective (per-op) policy keeps of a block (`SelectiveAC._wrap_block`'s policy in
+ * torchtitan/distributed/activation_checkpoint.py, `_apply_op_sac` before 2026): the block's input (what the
+ * checkpoint holds), the outputs of the ops in its save list, except every second matmul (a per-block count of
+ * `aten.mm` / `aten.linear` calls: the 1st, 3rd, 5th... are kept), and everything else recomputed. The save list
+ * holds the attention kernels (output and fp32 log-sum-exp) and the all-to-alls (`_c10d_functional.
+ * all_to_all_single`), not `aten._grouped_mm`, PyTorch's compute-intensive op list (`get_default_op_list`) and
+ * torchtitan's own both leave it out: a MoE layer's routed experts keep nothing and are rebuilt in backward.
+ * The router's gate is recomputed without being counted (`force_recompute_mm_shapes_by_fqns`, default
+ * `["moe.router.gate"]`). Under expert parallelism (torchtitan's `ExpertParallel._token_dispatch` and
+ * `_token_combine`) the dispatch and the combine all-to-all outputs are kept: each k·h per token with routing
+ * balanced over the experts.
+ */
+function selectiveKept(
+  shape: ArchShape,
+  x: ActivationInputs,
+  moe: boolean,
+): { name: string; bytes: number }[] {
   const sb = x.microBatch * x.seqLen;
   const e = x.bytes;
   const h = shape.hidden;
   const a = shape.heads;
-  const lse = 4 * a * sb;
-  if (shape.mlp === 'gelu') {
-    // matmuls c_attn (1, kept), attn c_proj (2), c_fc (3, kept), mlp c_proj (4); plus attention output.
-    return e * sb * h + 3 * e * sb * h + e * sb * h + lse + e * sb * shape.intermediate;
-  }
+  const lse = { name: 'attention log-sum-exp (fp32)', bytes: 4 * a * sb };
+  const input = { name: 'block input (checkpoint)', bytes: e * sb * h };
+  // Each matmul of the block in the order its forward calls it, by output width.
   const hkv = shape.kvHeads * shape.headDim;
-  // matmuls in order q(1, kept) k(2) v(3, kept) o(4) gate(5, kept) up(6) down(7, kept), attention output kept.
-  const attn = shape.mla
-    ? e * sb * (shape.mla.qLoraRank ?? 0) +
-      e * sb * a * (shape.mla.qkNope + shape.mla.vHead) +
-      e * sb * a * shape.mla.vHead
-    : e * sb * a * shape.headDim + e * sb * hkv + e * sb * a * shape.headDim;
-  const mlp = moe
-    ? e * sb * shape.expertsPerToken * shape.moeIntermediate * 2 + e * sb * h * (shape.expertsPerToken + 1)
-    : e * sb * shape.intermediate + e * sb * h;
-  return e * sb * h + attn + lse + mlp;
+  const attention: [string, number][] =
+    shape.mlp === 'gelu'
+      ? [
+          ['c_attn (q, k, v)', 3 * h],
+          ['attention c_proj', h],
+        ]
+      : shape.mla
+        ? [
+            ...(shape.mla.qLoraRank
+              ? ([
+                  ['q_a_proj', shape.mla.qLoraRank],
+                  ['q_b_proj', a * (shape.mla.qkNope + shape.mla.qkRope)],
+                ] as [string, number][])
+              : ([['q_proj', a * (shape.mla.qkNope + shape.mla.qkRope)]] as [string, number][])),
+            ['kv_a_proj', shape.mla.kvLoraRank + shape.mla.qkRope],
+            ['kv_b_proj', a * (shape.mla.qkNope + shape.mla.vHead)],
+            ['o_proj', h],
+          ]
+        : [
+            ['q_proj', a * shape.headDim],
+            ['k_proj', hkv],
+            ['v_proj', hkv],
+            ['o_proj', h],
+          ];
+  const shared = shape.moeIntermediate * shape.sharedExperts;
+  const mlp: [string, number][] =
+    shape.mlp === 'gelu'
+      ? [
+          ['c_fc', shape.intermediate],
+          ['mlp c_proj', h],
+        ]
+      : !moe
+        ? [
+            ['gate_proj', shape.intermediate],
+            ['up_proj', shape.intermediate],
+            ['down_proj', h],
+          ]
+        : shared
+          ? [
+              ['shared experts gate_proj', shared],
+              ['shared experts up_proj', shared],
+              ['shared experts down_proj', h],
+            ]
+          : [];
+  const matmuls = [...attention, ...mlp]
+    .filter((_, i) => i % 2 === 0)
+    .map(([name, width]) => ({ name: `${name} output`, bytes: e * sb * width }));
+  const attnOut = {
+    name: 'attention output',
+    bytes: e * sb * (shape.mlp === 'gelu' ? h : shape.mla ? a * shape.mla.vHead : a * shape.headDim),
+  };
+  const k = shape.expertsPerToken;
+  const a2a =
+    moe && (x.ep ?? 1) > 1
+      ? [{ name: 'expert-parallel dispatch and combine all-to-all outputs', bytes: 2 * e * sb * k * h }]
+      : [];
+  return [input, ...matmuls, attnOut, lse, ...a2a];
 }
 
 /**
@@ -314,16 +381,10 @@ export function blockActivations(
   if (typeof mode === 'object') return { kind: 'none', saved: full, full, transient, recompute: 0, tensors };
   // Under tensor parallelism, 1/T of what it keeps (an approximation the estimate declares: torchtitan's policy
   // also keeps the reduce-scatter outputs, and what it recomputes includes collectives).
-  const saved = selectiveSaved(shape, x, moe) / T;
+  const kept = selectiveKept(shape, x, moe).map((t) => (T === 1 ? t : split(t)));
+  const saved = kept.reduce((s, t) => s + t.bytes, 0);
   // Every other matmul is recomputed: about half of the block's forward compute again.
-  return {
-    kind: 'selective',
-    saved,
-    full,
-    transient,
-    recompute: recomputeOf(mode, index),
-    tensors: [{ name: 'kept by selective checkpointing', bytes: saved }],
-  };
+  return { kind: 'selective', saved, full, transient, recompute: recomputeOf(mode, index), tensors: kept };
 }
 
 /** A decoder norm's tensors (`input_layernorm`, `post_attention_layernorm`, ...): whole without sequence parallelism. */
@@ -410,14 +471,17 @@ export const TORCHTUNE_LOSS_CHUNKS = 8;
  * Gemma 2's final soft-capping (`logits = tanh(logits / cap) * cap` in `Gemma2ForCausalLM.forward`, in the compute
  * dtype, before the loss upcasts) keeps tanh's output (b·s·V in the compute dtype) for tanh's backward, from the
  * head's forward until the gradient reaches it: one more compute-dtype tensor in both.
+ * `fused`: the loss compiled (`bounds.ts` `lossFused`), counted by `compiledLoss`.
  */
 export function lossTransient(
   shape: ArchShape,
   x: ActivationInputs,
   impl: LossImpl = 'upcast',
   headTrainable = false,
+  fused = false,
 ): { forward: number; backward: number; output: number; kept: number } {
   if (shape.activationsNotModelled) return { forward: 0, backward: 0, output: 0, kept: 0 };
+  if (fused) return compiledLoss(shape, x);
   // Loss parallel (torchtitan's default with TP) keeps the head's logits sharded by vocabulary: 1/T of them. A head
   // whose output is `Replicate()` all-gathers them whole (`ColwiseParallel._prepare_output_fn` redistributes the
   // vocabulary shards), and the loss runs on every GPU as without tensor parallelism.
@@ -497,4 +561,25 @@ export function lossTransient(
           ? forward
           : n * (x.bytes + 4);
   return { forward: forward + softcap, backward: backward + softcap, output, kept: kept + softcap };
+}
+
+/**
+ * A cross-entropy of the logits (`F.cross_entropy(logits.float(), labels)`, torchtitan's `cross_entropy_loss`)
+ * under torch.compile: AOTAutograd's `min_cut_rematerialization_partition` (torch/_functorch/partitioners.py)
+ * recomputes the upcast, the subtraction and the exponential (pointwise, `default_recomputable_ops`) rather than
+ * save an fp32 b·s·V tensor, so what forward saves is the cheapest cut: the logits, which are the graph's input,
+ * and the per-token max and log-sum-exp (fp32). Inductor fuses the upcast and the log-softmax into the reductions
+ * and the whole backward into one kernel that writes the logits' gradient in their dtype (the upcast's backward
+ * casts it back). So: forward the logits (e·n) and 8 B per token, backward the logits and their gradient (2e·n).
+ * Measured: DeepSeek-V3 16B on torchtitan with the loss compiled (docs/calibration.md).
+ */
+function compiledLoss(
+  shape: ArchShape,
+  x: ActivationInputs,
+): { forward: number; backward: number; output: number; kept: number } {
+  const tokens = x.microBatch * x.seqLen;
+  const n = tokens * shape.vocab;
+  const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
+  const kept = x.bytes * n + 8 * tokens + softcap;
+  return { forward: kept, backward: 2 * x.bytes * n + 8 * tokens + softcap, output: x.bytes * n, kept };
 }

@@ -6,6 +6,7 @@
 import type { CompileMode } from '../inputs/parse';
 import type { TrainingSetup } from '../inputs/table';
 import type { ArchShape } from '../model/hf';
+import { lossParallelOf } from './mesh';
 import { ZERO_BUBBLE } from './pipeline';
 
 /**
@@ -29,12 +30,32 @@ export function uncountedOf(
   ];
 }
 
+/**
+ * Whether the loss runs compiled as `lossTransient` counts it fused: torch.compile of the loss (torchtitan's
+ * `compile.components` with "loss") over a cross-entropy of the logits as they come, upcast in the loss or not;
+ * a loss-parallel one (DTensor logits) or one written another way keeps eager's figures, an upper bound.
+ */
+export function lossFused(
+  setup: Pick<TrainingSetup, 'compile' | 'loss' | 'tensorParallel' | 'lossParallel' | 'tpPlan'>,
+): boolean {
+  return (
+    (setup.compile === 'loss' || setup.compile === 'model+loss') &&
+    (setup.loss === 'upcast' || setup.loss === 'plain') &&
+    !(setup.tensorParallel > 1 && lossParallelOf(setup))
+  );
+}
+
 /** The bounds the setup puts on an estimate, in words for `overcounted` and `unmodelled`. */
-export function setupBounds(setup: Pick<TrainingSetup, 'compile' | 'activationOffload'>): {
+export function setupBounds(
+  setup: Pick<
+    TrainingSetup,
+    'compile' | 'activationOffload' | 'loss' | 'tensorParallel' | 'lossParallel' | 'tpPlan'
+  >,
+): {
   overcounted: string[];
   unmodelled: string[];
 } {
-  const c = compileBounds(setup.compile);
+  const c = compileBounds(setup.compile, lossFused(setup));
   // Saved activations moved to the CPU as they are saved (torch.autograd.graph.save_on_cpu's pack hook,
   // torchtune's OffloadActivations, Composer's activation_cpu_offload), brought back for backward: the figures
   // keep them on the GPU.
@@ -55,9 +76,13 @@ export function setupBounds(setup: Pick<TrainingSetup, 'compile' | 'activationOf
  * op. The figures keep what eager keeps: an upper bound (torchtitan measured its 8B job at 82.4 GiB eager, 77.0
  * GiB compiled, benchmarks/llama3_h100_202412_torchtitan.md Table 1). Modes that record CUDA graphs
  * (`reduce-overhead`, `max-autotune`: torch/_inductor/cudagraph_trees.py) allocate from a private pool the
- * graphs keep between runs, which the figures do not model.
+ * graphs keep between runs, which the figures do not model. A compiled loss that `lossFused` describes is counted
+ * as it runs (`lossTransient`), not bounded.
  */
-export function compileBounds(mode: CompileMode): { overcounted: string[]; unmodelled: string[] } {
+export function compileBounds(
+  mode: CompileMode,
+  fused = false,
+): { overcounted: string[]; unmodelled: string[] } {
   switch (mode) {
     case 'off':
       return { overcounted: [], unmodelled: [] };
@@ -67,21 +92,18 @@ export function compileBounds(mode: CompileMode): { overcounted: string[]; unmod
         unmodelled: ['torch.compile with CUDA graphs (their private memory pool)'],
       };
     case 'loss':
-      return {
-        overcounted: ["torch.compile of the loss (its temporaries counted as eager PyTorch's)"],
-        unmodelled: [],
-      };
+      return { overcounted: fused ? [] : [COMPILED_LOSS], unmodelled: [] };
     case 'model':
-      return {
-        overcounted: ['torch.compile of the model (its activations counted as eager PyTorch keeps them)'],
-        unmodelled: [],
-      };
+      return { overcounted: [COMPILED_MODEL], unmodelled: [] };
     case 'model+loss':
-      return {
-        overcounted: [
-          'torch.compile of the model and the loss (activations counted as eager PyTorch keeps them)',
-        ],
-        unmodelled: [],
-      };
+      return { overcounted: [fused ? COMPILED_MODEL : COMPILED_MODEL_AND_LOSS], unmodelled: [] };
   }
 }
+
+/** The words for a compiled loss counted as eager's. */
+export const COMPILED_LOSS = "torch.compile of the loss (its temporaries counted as eager PyTorch's)";
+/** The words for a compiled model. */
+const COMPILED_MODEL = 'torch.compile of the model (its activations counted as eager PyTorch keeps them)';
+/** The words for a compiled model and a compiled loss counted as eager's. */
+export const COMPILED_MODEL_AND_LOSS =
+  'torch.compile of the model and the loss (activations counted as eager PyTorch keeps them)';

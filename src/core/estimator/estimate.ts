@@ -17,7 +17,7 @@ import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collective
 import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { recomputeOf } from './activations';
 import { fitAll, fitOn, reservedBytes } from './fit';
-import { compileBounds, setupBounds, uncountedOf } from './bounds';
+import { COMPILED_LOSS, COMPILED_MODEL_AND_LOSS, setupBounds, uncountedOf } from './bounds';
 import { hostPerNode } from './host';
 import { fsdpMesh, lossParallelOf, type Mesh } from './mesh';
 import { badReshardNotes, residencyOf, rootClampNotes } from './residency';
@@ -847,9 +847,8 @@ export function certainPeakBytes(e: Estimate): number {
   const paged = e.perGpu.pagedOptimizerBytes ?? 0;
   // A compiled loss keeps less of the logits than eager's loss; a compiled model, Liger's kernels or offloading,
   // less of the activations.
-  const lossOnly = new Set(compileBounds('loss').overcounted);
-  const logits = e.setup.compile === 'loss' || e.setup.compile === 'model+loss';
-  const activations = e.overcounted.some((o) => !/paged optimizer/.test(o) && !lossOnly.has(o));
+  const logits = e.overcounted.includes(COMPILED_LOSS) || e.overcounted.includes(COMPILED_MODEL_AND_LOSS);
+  const activations = e.overcounted.some((o) => !/paged optimizer/.test(o) && o !== COMPILED_LOSS);
   return e.timeline
     ? Math.max(
         ...e.timeline.events.map(

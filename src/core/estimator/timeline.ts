@@ -6,6 +6,7 @@ import type { ArchShape } from '../model/hf';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
 import { outermostOfClass, type ModuleNode } from '../model/tree';
 import { lossParallelOf } from './mesh';
+import { lossFused } from './bounds';
 import {
   blockActivations,
   LIGER_MODEL_TYPES,
@@ -122,6 +123,7 @@ export function simulate(
     lossParallel: lossParallelOf(setup),
     sequenceParallel: setup.tpPlan !== 'transformers',
     cp: C,
+    ep: setup.expertParallel,
   };
   const segs = segmentsOf(root, shape);
   const ranges = rangesOf(root);
@@ -213,7 +215,7 @@ export function simulate(
     if (depth < 3) for (const c of m.children) look(c, depth + 1);
   };
   if (setup.loss === 'fused' || setup.loss === 'cut') look(root, 0);
-  const loss = lossTransient(shape, x, ligerless ? 'upcast' : setup.loss, headTrainable);
+  const loss = lossTransient(shape, x, ligerless ? 'upcast' : setup.loss, headTrainable, lossFused(setup));
   // A script that keeps the model's output in a variable of its loop holds the logits from the loss on, through
   // backward and the optimizer step; left bound after the step, the previous step's through the next forward too,
   // until the assignment rebinds it.

@@ -2,6 +2,7 @@
 import type { TrainingSetup } from '../inputs/table';
 import { fmtParams } from '../vocabulary/bytes';
 import type { DType } from '../vocabulary/dtypes';
+import { lossFused } from './bounds';
 import { bytesOf } from './shards';
 import type { Figure, LiveSet, Term, Unit } from './types';
 
@@ -57,7 +58,12 @@ export function peakFigure(live: LiveSet, setup: TrainingSetup, plain = false): 
     gradients: plain
       ? ['gradients', "autograd's gradients of the parameters backward has reached"]
       : ['gradient buffers', 'unsharded gradients and reduce-scatter inputs in flight'],
-    logits: ['logits and loss', LOSS_WORDS[setup.loss]],
+    logits: [
+      'logits and loss',
+      lossFused(setup)
+        ? "b·s·V logits, fp32 max and log-sum-exp per token, and the logits' gradient (the loss compiled)"
+        : LOSS_WORDS[setup.loss],
+    ],
     heldOutput: [
       'model output kept',
       `the logits of the model's output a variable of the script keeps ${setup.keepsOutput === 'step' ? "through backward and the next step's forward" : 'through backward and the optimizer step'}`,

@@ -106,8 +106,9 @@ const LOSS_CHOICES: Record<LossImpl, string> = {
 const COMPILE_CHOICES: Record<CompileMode, string> = {
   off: 'off (eager PyTorch)',
   model: 'the model (activations counted as eager keeps them: an upper bound)',
-  loss: "the loss (its temporaries counted as eager's: an upper bound)",
-  'model+loss': 'the model and the loss (activations counted as eager keeps them: an upper bound)',
+  loss: 'the loss (a cross-entropy fused: the logits and their gradient; other losses as eager keeps them)',
+  'model+loss':
+    'the model and the loss (activations counted as eager keeps them: an upper bound; the loss fused)',
   cudagraphs: 'with CUDA graphs (reduce-overhead / max-autotune: their memory pool is not modelled)',
 };
 

@@ -149,10 +149,7 @@ export class WhatIfModel {
    * what the job keeps (the input's, torch.compile's, offloaded activations, a paged optimizer's state).
    */
   private bounds(w: WhatIf): { unmodelled: string[]; overcounted: string[] } {
-    const compiled = setupBounds({
-      compile: w.compile ?? this.input.setup.compile,
-      activationOffload: w.activationOffload ?? this.input.setup.activationOffload,
-    });
+    const compiled = setupBounds({ ...this.input.setup, ...w });
     const paged = (w.pagedOptimizer ?? this.input.setup.pagedOptimizer) ? ["a paged optimizer's state"] : [];
     return {
       unmodelled: [...(this.input.unmodelled ?? []), ...compiled.unmodelled],
