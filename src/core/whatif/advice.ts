@@ -9,6 +9,7 @@ import { fmtBytes, fmtSeconds, type ByteUnit } from '../vocabulary/bytes';
 import { count, listed, undecidedWhy, wholeNodesText } from '../vocabulary/words';
 import { WhatIfModel, type WhatIf } from './model';
 import { requiredBytes } from '../estimator/fit';
+import { certainPeakBytes } from '../estimator/estimate';
 import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
 import { applyFineTune } from '../model/finetune';
 import { MeshError } from '../estimator/mesh';
@@ -284,11 +285,16 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       level: 'problem',
       title: `Fit on ${e.gpu.name} undecided: ${undecidedWhy(e)}`,
       detail:
-        `What was counted needs ${b(requiredBytes(e.perGpu.peakBytes))} of ${b(mine.memoryBytes)}, leaving ${b(mine.headroomBytes)} for the rest: ` +
-        `${[...e.gaps, ...e.uncounted].slice(0, 3).join('; ')}${e.gaps.length + e.uncounted.length > 3 ? '; …' : ''}.` +
-        (e.gaps.length
-          ? ' Measure the model exactly with PyTorch, or name it (`# fsdp: model=ORG/NAME`), to decide.'
-          : ''),
+        e.gaps.length + e.uncounted.length === 0
+          ? // Only overcounted: the figures are an upper bound, and what they hold anyway is a lower one.
+            `The figures need ${b(requiredBytes(e.perGpu.peakBytes))} of ${b(mine.memoryBytes)}; without ` +
+            `what they count above the job (${listed(e.overcounted)}) they need ` +
+            `${b(requiredBytes(certainPeakBytes(e)))}. The peak lies between: measuring a step decides it.`
+          : `What was counted needs ${b(requiredBytes(e.perGpu.peakBytes))} of ${b(mine.memoryBytes)}, leaving ${b(mine.headroomBytes)} for the rest: ` +
+            `${[...e.gaps, ...e.uncounted].slice(0, 3).join('; ')}${e.gaps.length + e.uncounted.length > 3 ? '; …' : ''}.` +
+            (e.gaps.length
+              ? ' Measure the model exactly with PyTorch, or name it (`# fsdp: model=ORG/NAME`), to decide.'
+              : ''),
       options: [],
     });
   if (!out.some((a) => a.level === 'problem') && mine.verdict === 'fits') {
