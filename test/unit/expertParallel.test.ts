@@ -139,3 +139,58 @@ describe("torchtitan's Qwen3 MoE flavors", () => {
     assert.equal(block.gatheredBytes, (rest + 16 * 3 * 2048 * 768) * 2);
   });
 });
+
+describe("torchtitan's DeepSeek-V3 flavors", () => {
+  const job = (flavor: string, extra: string[] = []) => {
+    const dir = projectDir('fsdp-lens-dsv3-');
+    const file = path.join(dir, 'job.toml');
+    fs.writeFileSync(
+      file,
+      [
+        '[model]',
+        'name = "deepseek_v3"',
+        `flavor = "${flavor}"`,
+        '[training]',
+        'local_batch_size = 4',
+        'seq_len = 4096',
+        '[parallelism]',
+        'data_parallel_shard_degree = 8',
+        ...extra,
+      ].join('\n'),
+    );
+    return file;
+  };
+  const run = async (file: string) => {
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    return JSON.parse(r.out) as {
+      model: { params: number };
+      units: { classNames: string[]; gatheredBytes: number; modules: string[] }[];
+      unmodelled: string[];
+    };
+  };
+
+  it('16B has DeepSeek-V2-Lite’s total; 671B DeepSeek-V3’s main model', async () => {
+    // 16B, by hand: the dense layer and 26 MoE layers share the attention (wq 2048 -> 16 x 192, wkv_a 2048 -> 576,
+    // kv_norm 512, wkv_b 512 -> 16 x 256, wo 2048 -> 2048) and two norms of 2048; the dense layer adds a SwiGLU of
+    // 10,944; a MoE layer 64 experts of 3 x 2048 x 1408, the gate 2048 -> 64 and the shared SwiGLU of 2 x 1408.
+    const attention = 2048 * 3072 + 2048 * 576 + 512 + 512 * 4096 + 2048 * 2048 + 2 * 2048;
+    const dense = attention + 3 * 2048 * 10_944;
+    const moe = attention + 64 * 3 * 2048 * 1408 + 2048 * 64 + 3 * 2048 * 2816;
+    const total = dense + 26 * moe + 2 * 102_400 * 2048 + 2048;
+    // The Hub's safetensors total of deepseek-ai/DeepSeek-V2-Lite.
+    assert.equal(total, 15_706_484_224);
+    assert.equal((await run(job('16B'))).model.params, total);
+    // DeepSeek-V3's README: 671B main model weights (and 14B of multi-token prediction, not in torchtitan's
+    // model): the Hugging Face config without its MTP layer, 671,026,404,352.
+    assert.equal((await run(job('671B'))).model.params, 671_026_404_352);
+  });
+
+  it('reads expert_parallel_degree: each GPU gathers 8 of the 64 experts of a MoE block', async () => {
+    const j = await run(job('16B', ['expert_parallel_degree = 8']));
+    assert.deepEqual(j.unmodelled, []);
+    const attention = 2048 * 3072 + 2048 * 576 + 512 + 512 * 4096 + 2048 * 2048 + 2 * 2048;
+    const block = j.units.find((u) => u.modules.includes('layers.5'))!;
+    assert.equal(block.gatheredBytes, (attention + 8 * 3 * 2048 * 1408 + 2048 * 64 + 3 * 2048 * 2816) * 2);
+  });
+});

@@ -1073,6 +1073,22 @@ describe('the loss implementation: what each keeps of the logits, by hand', () =
     );
   });
 
+  it("torchtitan's ChunkedLossWrapper: one chunk's loss at a time, its backward at once", () => {
+    // T = 8 tokens of h = 64, k = 8 chunks of 1 token: 100 logits each. Held through the loop: the chunk copies
+    // (2 B x 8 x 64 = 1,024), the fp32 accumulator of their gradients (4 x 8 x 64 = 2,048) and the head's unsharded
+    // gradient, accumulated with sync off (bf16 here, the reduce dtype being the compute dtype: 2 x 100 x 64 =
+    // 12,800). One chunk's eager cross-entropy: forward its logits, fp32 copy and log-softmax ((2 + 4 + 4) x 100),
+    // backward 12 x 100, with the chunk's gradient (2 x 64) and the head's (12,800) just made.
+    const held = 1024 + 2048 + 12_800;
+    assert.deepEqual(logits({ loss: 'head-chunked' }), [held + 1000, held + 1200 + 128 + 12_800]);
+    // The inner loss compiled: 2 B per logit and an fp32 max and log-sum-exp per token of the chunk (8 B) forward,
+    // the logits and their gradient (4 B per logit) backward.
+    assert.deepEqual(logits({ loss: 'head-chunked', compile: 'loss' }), [
+      held + 200 + 8,
+      held + 400 + 8 + 128 + 12_800,
+    ]);
+  });
+
   it("a script that keeps the model's output holds its logits: through backward, or the whole step", () => {
     // `outputs = model(**batch)` in the loop, never released: this step's logits (bf16, 2 B x 800) through backward
     // and the optimizer step, the previous step's through this forward; fp32 (4 B) when the model's forward upcasts

@@ -303,3 +303,54 @@ describe('torch.compile in a registry job', () => {
     assert.ok(!JSON.parse(r.out).assumptions.some((a: { key: string }) => a.key === 'compile'));
   });
 });
+
+describe('the loss of a registry job', () => {
+  it("ChunkedLossWrapper is read, a derived MTPLoss replaces it, and DeepSeek-V3's extras are named", async () => {
+    const dir = project();
+    writeFiles(dir, {
+      'torchtitan/models/deepseek_v3/__init__.py': ['def model_registry(flavor, **kw):', '    ...'],
+      'torchtitan/models/deepseek_v3/config_registry.py': [
+        'from torchtitan.components.loss import ChunkedLossWrapper, CrossEntropyLoss',
+        'from torchtitan.config import ParallelismConfig, TrainingConfig',
+        'from torchtitan.trainer import Trainer',
+        'from . import model_registry',
+        '',
+        'def dsv3_16b() -> Trainer.Config:',
+        '    return Trainer.Config(',
+        '        loss=ChunkedLossWrapper.Config(loss_fn=CrossEntropyLoss.Config()),',
+        '        model_spec=model_registry("16B"),',
+        '        training=TrainingConfig(num_tokens_per_microbatch_per_dp_rank=4 * 4096, max_context_length=4096),',
+        '        parallelism=ParallelismConfig(expert_parallel_degree=8),',
+        '    )',
+        '',
+        'def dsv3_16b_mtp() -> Trainer.Config:',
+        '    config = dsv3_16b()',
+        '    config.model_spec = model_registry("16B", num_mtp_layers=1)',
+        '    config.loss = MTPLoss.Config()',
+        '    return config',
+        '',
+        'def dsv3_16b_deepep() -> Trainer.Config:',
+        '    config = dsv3_16b()',
+        '    config.model_spec = model_registry("16B", moe_comm_backend="deepep")',
+        '    return config',
+      ],
+    });
+    const file = path.join(dir, 'torchtitan/models/deepseek_v3/config_registry.py');
+    const run = async (plan: string) => {
+      const r = await cli('estimate', file, '--plan', plan, '--json');
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out) as Parameters<typeof assumed>[0] & {
+        model: { params: number };
+        unmodelled: string[];
+      };
+    };
+    const chunked = await run('dsv3_16b');
+    assert.match(assumed(chunked, 'loss').value, /ChunkedLossWrapper/);
+    assert.equal(chunked.model.params, 15_706_484_224);
+    assert.deepEqual(chunked.unmodelled, []);
+    const mtp = await run('dsv3_16b_mtp');
+    assert.doesNotMatch(assumed(mtp, 'loss').value, /ChunkedLossWrapper/);
+    assert.match(mtp.unmodelled.join(' '), /multi-token prediction \(1 layer, config_registry\.py:16\)/);
+    assert.match((await run('dsv3_16b_deepep')).unmodelled.join(' '), /the deepep all-to-all backend/);
+  });
+});

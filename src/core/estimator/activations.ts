@@ -3,7 +3,7 @@
  * tensors of the tail and the loss.
  */
 import type { ArchShape } from '../model/hf';
-import type { CheckpointMode, LossImpl } from '../inputs/parse';
+import { TITAN_LOSS_CHUNKS, type CheckpointMode, type LossImpl } from '../inputs/parse';
 
 /**
  * Activation memory per micro-batch, written as the list of tensors each block kind keeps for backward. Every
@@ -471,7 +471,9 @@ export const TORCHTUNE_LOSS_CHUNKS = 8;
  * Gemma 2's final soft-capping (`logits = tanh(logits / cap) * cap` in `Gemma2ForCausalLM.forward`, in the compute
  * dtype, before the loss upcasts) keeps tanh's output (b·s·V in the compute dtype) for tanh's backward, from the
  * head's forward until the gradient reaches it: one more compute-dtype tensor in both.
- * `fused`: the loss compiled (`bounds.ts` `lossFused`), counted by `compiledLoss`.
+ * `fused`: the loss compiled (`bounds.ts` `lossFused`), counted by `compiledLoss`. `head-chunked`: torchtitan's
+ * `ChunkedLossWrapper`, counted by `headChunkedLoss` (`headGradBytes`: bytes per element of the head's unsharded
+ * gradient as FSDP2 accumulates it, the reduce dtype's when it differs from the compute dtype).
  */
 export function lossTransient(
   shape: ArchShape,
@@ -479,8 +481,10 @@ export function lossTransient(
   impl: LossImpl = 'upcast',
   headTrainable = false,
   fused = false,
+  headGradBytes = 4,
 ): { forward: number; backward: number; output: number; kept: number } {
   if (shape.activationsNotModelled) return { forward: 0, backward: 0, output: 0, kept: 0 };
+  if (impl === 'head-chunked') return headChunkedLoss(shape, x, headTrainable, fused, headGradBytes);
   if (fused) return compiledLoss(shape, x);
   // Loss parallel (torchtitan's default with TP) keeps the head's logits sharded by vocabulary: 1/T of them. A head
   // whose output is `Replicate()` all-gathers them whole (`ColwiseParallel._prepare_output_fn` redistributes the
@@ -582,4 +586,39 @@ function compiledLoss(
   const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
   const kept = x.bytes * n + 8 * tokens + softcap;
   return { forward: kept, backward: 2 * x.bytes * n + 8 * tokens + softcap, output: x.bytes * n, kept };
+}
+
+/**
+ * torchtitan's `ChunkedLossWrapper.__call__` (torchtitan/components/loss.py): the model returns the final hidden
+ * states (T = b·s tokens of h); they are split into k = 8 chunks, each copied (`c.contiguous()`) and detached as a
+ * leaf; a `GradAccumulator` of T x h in fp32 gathers their gradients; for each chunk in turn the head (kept
+ * gathered, `set_reshard_after_forward(False)`) makes its logits, the inner cross-entropy runs (compiled when the
+ * loss is: `compiledLoss`'s fused form, else eager's upcast, 4 + 4 B per logit more in forward, 12 B in
+ * backward), and the chunk's backward runs at once, making the chunk's gradient and a trainable head's. With
+ * gradient sync off until the last chunk (`set_requires_gradient_sync(False)`), FSDP2 accumulates the head's
+ * unsharded gradient across chunks (`to_accumulated_grad_if_needed`) in the reduce dtype. So at one chunk's
+ * forward: the chunk copies, the accumulator, the head's accumulated gradient and that chunk's loss; at its
+ * backward, the same with the chunk's gradients.
+ */
+function headChunkedLoss(
+  shape: ArchShape,
+  x: ActivationInputs,
+  headTrainable: boolean,
+  fused: boolean,
+  headGradBytes: number,
+): { forward: number; backward: number; output: number; kept: number } {
+  const k = TITAN_LOSS_CHUNKS;
+  const T = x.microBatch * x.seqLen;
+  const h = shape.hidden;
+  // Loss parallel keeps the head and its logits split by vocabulary.
+  const vocab = (x.tp ?? 1) > 1 && x.lossParallel !== false ? shape.vocab / x.tp! : shape.vocab;
+  const perChunk = (T * vocab) / k;
+  const copy = x.bytes === 4 ? 0 : 4;
+  const base = x.bytes * T * h + 4 * T * h + (headTrainable ? headGradBytes * vocab * h : 0);
+  const ceForward = fused ? x.bytes * perChunk + (8 * T) / k : (x.bytes + copy + 4) * perChunk;
+  const ceBackward = fused ? 2 * x.bytes * perChunk + (8 * T) / k : 12 * perChunk;
+  const grads = (x.bytes * T * h) / k + (headTrainable ? x.bytes * vocab * h : 0);
+  const softcap = shape.finalLogitSoftcap ? x.bytes * perChunk : 0;
+  const forward = Math.ceil(base + ceForward + softcap);
+  return { forward, backward: Math.ceil(base + ceBackward + grads + softcap), output: 0, kept: forward };
 }

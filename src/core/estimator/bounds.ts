@@ -32,7 +32,8 @@ export function uncountedOf(
 
 /**
  * Whether the loss runs compiled as `lossTransient` counts it fused: torch.compile of the loss (torchtitan's
- * `compile.components` with "loss") over a cross-entropy of the logits as they come, upcast in the loss or not;
+ * `compile.components` with "loss") over a cross-entropy of the logits as they come, upcast in the loss or not,
+ * whole or a chunk at a time inside torchtitan's `ChunkedLossWrapper`;
  * a loss-parallel one (DTensor logits) or one written another way keeps eager's figures, an upper bound.
  */
 export function lossFused(
@@ -40,7 +41,7 @@ export function lossFused(
 ): boolean {
   return (
     (setup.compile === 'loss' || setup.compile === 'model+loss') &&
-    (setup.loss === 'upcast' || setup.loss === 'plain') &&
+    (setup.loss === 'upcast' || setup.loss === 'plain' || setup.loss === 'head-chunked') &&
     !(setup.tensorParallel > 1 && lossParallelOf(setup))
   );
 }

@@ -214,8 +214,18 @@ export function simulate(
       if (p.trainable && p.shape[0] === shape.vocab && p.shape[1] === shape.hidden) headTrainable = true;
     if (depth < 3) for (const c of m.children) look(c, depth + 1);
   };
-  if (setup.loss === 'fused' || setup.loss === 'cut') look(root, 0);
-  const loss = lossTransient(shape, x, ligerless ? 'upcast' : setup.loss, headTrainable, lossFused(setup));
+  if (setup.loss === 'fused' || setup.loss === 'cut' || setup.loss === 'head-chunked') look(root, 0);
+  // The head's unsharded gradient as FSDP2 accumulates it with sync off: in the reduce dtype when it differs.
+  const headGradBytes =
+    setup.reduceDtype && setup.reduceDtype !== setup.paramDtype ? reduceBytes : computeBytes;
+  const loss = lossTransient(
+    shape,
+    x,
+    ligerless ? 'upcast' : setup.loss,
+    headTrainable,
+    lossFused(setup),
+    headGradBytes,
+  );
   // A script that keeps the model's output in a variable of its loop holds the logits from the loss on, through
   // backward and the optimizer step; left bound after the step, the previous step's through the next forward too,
   // until the assignment rebinds it.

@@ -15,6 +15,8 @@ const LOSS_WORDS: Record<TrainingSetup['loss'], string> = {
   chunked: "the head's 8 chunks, every chunk's fp32 log-softmax and one chunk's fp32 copy, or its gradients",
   'linear-chunked':
     "every chunk's fp32 log-softmax, one chunk's logits, the hidden states the head keeps, or one chunk's gradients",
+  'head-chunked':
+    "the final hidden states' chunk copies and fp32 gradient, one chunk's logits and loss, the head's gradient",
   fused: "Liger's chunk of logits, the input's (and a trainable head's) gradient it makes in forward",
   cut: "cut cross-entropy's fp32 log-sum-exp per token, and the input's (and a trainable head's) gradient",
   plain: 'b·s·V logits and log-softmax in the compute dtype, and their gradients',

@@ -1,7 +1,10 @@
 /** torchtitan's job TOML: model flavor, batch and sequence, mixed precision, parallelism degrees, checkpointing. */
 import type { DType } from '../vocabulary/dtypes';
+import { count as counted } from '../vocabulary/words';
+import { TITAN_LOSS_CHUNKS } from '../inputs/parse';
 import { parseInput, type SetupValues } from '../inputs/table';
 import { at, bool, countSetting, isRecord, setupFrom, str, strList, type ConfigDoc } from './configDoc';
+import { deepseekNative, TITAN_DEEPSEEK_V3 } from './deepseekNative';
 import { llamaNative, TITAN_QWEN3, titanDims } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
@@ -103,21 +106,25 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const notes: string[] = [];
   const { values, details, set } = setupFrom(doc);
   const qwen3 = name === 'qwen3';
-  if (!/^llama3/.test(name) && !qwen3)
+  const deepseek = name === 'deepseek_v3';
+  if (!/^llama3/.test(name) && !qwen3 && !deepseek)
     return {
       framework: 'torchtitan',
       file,
       range,
-      message: `model "${name}" is not a torchtitan model fsdp-lens knows (llama3, qwen3)`,
+      message: `model "${name}" is not a torchtitan model fsdp-lens knows (llama3, qwen3, deepseek_v3)`,
     };
-  const dims = qwen3 ? TITAN_QWEN3[flavor] : titanDims(flavor);
+  const known = deepseek ? TITAN_DEEPSEEK_V3 : qwen3 ? TITAN_QWEN3 : null;
+  const llama = deepseek ? undefined : qwen3 ? TITAN_QWEN3[flavor] : titanDims(flavor);
+  const dsv3 = deepseek ? TITAN_DEEPSEEK_V3[flavor] : undefined;
+  const dims = llama ?? (dsv3 ? { tied: false } : undefined);
   if (!dims)
     return {
       framework: 'torchtitan',
       file,
       range,
-      message: qwen3
-        ? `flavor "${flavor}" is not one of torchtitan's Qwen3 flavors (${Object.keys(TITAN_QWEN3).join(', ')})`
+      message: known
+        ? `flavor "${flavor}" is not one of torchtitan's ${deepseek ? 'DeepSeek-V3' : 'Qwen3'} flavors (${Object.keys(known).join(', ')})`
         : `flavor "${flavor}" is not one of torchtitan's Llama 3 flavors (debugmodel, 8B, 70B, 405B)`,
     };
 
@@ -186,10 +193,23 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
       "async tensor parallelism overlaps TP's collectives with the projections (needs compile): the time counted as not hidden is an upper bound",
     );
   const ppProblem = pp > 1 ? readPipeline(par, set, local) : null;
+  const commBackend = str(par('expert_parallel_comm_backend').v);
   const unmodelled = [
     ...(tp > 1 && !sp ? [`tensor parallelism (degree ${tp}) without sequence parallelism`] : []),
     ...(ppProblem ? [`pipeline parallelism (degree ${pp}; ${ppProblem})`] : []),
     ...(cp > 1 && rotate !== 'allgather' ? [`context parallelism with the ${rotate} rotation`] : []),
+    // DeepSeek-V3's multi-token prediction modules (`num_mtp_layers`) are not in the model built here.
+    ...(typeof at(d, ['model', 'mtp_layers']) === 'number' && (at(d, ['model', 'mtp_layers']) as number) > 0
+      ? [
+          `multi-token prediction (${counted(at(d, ['model', 'mtp_layers']) as number, 'layer')}, ${doc.where(['model', 'mtp_layers'])})`,
+        ]
+      : []),
+    // DeepEP and HybridEP preallocate their communication buffers, whose size the figures do not know.
+    ...(commBackend && commBackend !== 'standard'
+      ? [
+          `the ${commBackend} all-to-all backend (its preallocated buffers, ${doc.where(par('expert_parallel_comm_backend').path)})`,
+        ]
+      : []),
   ];
   // The world is every dimension's product (`ParallelDims`: pp x dp_replicate x dp_shard x cp x tp); FSDP shards
   // over dp_shard x cp within each pipeline stage.
@@ -218,6 +238,15 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
             : { everyN: Number(option) }
           : 'selective';
   set('checkpointing', ck, ['activation_checkpoint', 'mode']);
+  // The registry's `ChunkedLossWrapper` (config_registry.py jobs since June 2026): the head and the loss per chunk.
+  const chunks = at(d, ['loss', 'chunks']);
+  if (chunks !== undefined) {
+    set('loss', 'head-chunked', ['loss', 'chunks']);
+    if (chunks !== TITAN_LOSS_CHUNKS)
+      notes.push(
+        `ChunkedLossWrapper num_chunks=${String(chunks)} (${doc.where(['loss', 'chunks'])}): counted as torchtitan's default of ${TITAN_LOSS_CHUNKS} chunks`,
+      );
+  }
   const opt = (str(at(d, ['optimizer', 'name'])) ?? 'AdamW').toLowerCase();
   if (opt === 'adamw' || opt === 'adam') set('optimizer', opt, ['optimizer', 'name']);
   const impl = str(at(d, ['optimizer', 'implementation'])) ?? 'fused';
@@ -262,7 +291,9 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     values,
     details,
     builtModel: {
-      loaded: llamaNative(dims, 'torchtitan', `torchtitan ${name} ${flavor}`, values.seqLen ?? 2048),
+      loaded: dsv3
+        ? deepseekNative(dsv3, `torchtitan ${name} ${flavor}`)
+        : llamaNative(llama!, 'torchtitan', `torchtitan ${name} ${flavor}`, values.seqLen ?? 2048),
       source: { kind: 'config', detail: `flavor "${flavor}" at ${doc.where(['model', 'flavor'])}` },
     },
     naming: 'torchtitan',

@@ -89,6 +89,7 @@ function settingsOf(ev: Evaluator, file: SourceFile, fn: Node, depth = 0): Setti
     const key = dotted.slice(1).join('.');
     if (key === 'model_spec') readModelSpec(ev, right, inherited);
     else if (key === 'activation_checkpoint') readCheckpointing(ev, right, inherited);
+    else if (key === 'loss') readLoss(ev, right, inherited);
     else if (dotted.length === 3 && (SECTIONS as readonly string[]).includes(dotted[1]!)) {
       inherited.values.set(key, plain(ev.eval(right)));
       inherited.nodes.set(key, a!);
@@ -124,6 +125,7 @@ function readTrainerConfig(ev: Evaluator, call: Node, s: Settings): void {
     if (!value) continue;
     if (name === 'model_spec') readModelSpec(ev, value, s);
     else if (name === 'activation_checkpoint') readCheckpointing(ev, value, s);
+    else if (name === 'loss') readLoss(ev, value, s);
     else if ((SECTIONS as readonly string[]).includes(name)) {
       const v = ev.eval(value);
       if (v.k !== 'call') {
@@ -183,6 +185,18 @@ function readModelSpec(ev: Evaluator, node: Node, s: Settings): void {
     s.nodes.set('model.flavor', node);
     const converters = v.k === 'call' ? v.kwargs.converters : undefined;
     if (converters) readConverters(converters, node, s);
+    // Multi-token prediction layers (DeepSeek-V3's `num_mtp_layers`) and the MoE all-to-all backend.
+    for (const [kw, key] of [
+      ['num_mtp_layers', 'model.mtp_layers'],
+      ['moe_comm_backend', 'parallelism.expert_parallel_comm_backend'],
+    ] as const) {
+      const x = v.k === 'call' ? v.kwargs[kw] : undefined;
+      s.values.delete(key);
+      if (x) {
+        s.values.set(key, plain(x));
+        s.nodes.set(key, node);
+      }
+    }
   } else {
     s.values.delete('model.flavor');
     s.notes.push(`the model spec \`${node.text.slice(0, 60)}\` is not read statically`);
@@ -208,6 +222,20 @@ function readCheckpointing(ev: Evaluator, node: Node, s: Settings): void {
     s.notes.push(
       `activation_checkpoint=${node.text.slice(0, 60)} is not a policy the analysis models: estimated with torchtitan's default, selective`,
     );
+}
+
+/**
+ * `loss=ChunkedLossWrapper.Config(...)` (torchtitan/components/loss.py, the registry's default since June 2026):
+ * the head and the loss run chunk by chunk, each chunk's backward at once. Another loss (`CrossEntropyLoss`,
+ * `MTPLoss`) leaves the plain cross-entropy of the whole logits.
+ */
+function readLoss(ev: Evaluator, node: Node, s: Settings): void {
+  const v = ev.eval(node);
+  s.values.delete('loss.chunks');
+  if (v.k !== 'call' || !/(^|\.)ChunkedLossWrapper\.Config$/.test(v.callee)) return;
+  const chunks = v.kwargs.num_chunks;
+  s.values.set('loss.chunks', chunks ? plain(chunks) : 8);
+  s.nodes.set('loss.chunks', node);
 }
 
 function plain(v: Value): unknown {
@@ -330,6 +358,13 @@ export function titanJob(
   if (flavor !== undefined) model.flavor = flavor;
   setFrom('model.flavor', ['model.flavor']);
   setFrom('model', ['model.flavor']);
+  const chunks = get('loss.chunks');
+  const loss: Record<string, unknown> = chunks !== undefined ? { chunks } : {};
+  setFrom('loss.chunks', ['loss.chunks']);
+  const mtp = get('model.mtp_layers');
+  if (mtp !== undefined) model.mtp_layers = mtp;
+  setFrom('model.mtp_layers', ['model.mtp_layers']);
+  setFrom('parallelism.expert_parallel_comm_backend', ['parallelism.expert_parallel_comm_backend']);
   const converters = get('model.converters');
   if (converters !== undefined) model.converters = converters;
   setFrom('model.converters', ['model.converters']);
@@ -351,6 +386,7 @@ export function titanJob(
       selective_ac_option: 'op',
     },
     ...(Object.keys(compile).length ? { compile } : {}),
+    ...(Object.keys(loss).length ? { loss } : {}),
     ...(Object.keys(float8).length ? { quantize: { linear: { float8 } } } : {}),
   };
   setFrom('activation_checkpoint.mode', ['activation_checkpoint.mode']);

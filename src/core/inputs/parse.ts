@@ -24,20 +24,34 @@ export type OptimizerFamily = 'adamw' | 'adam' | 'sgd' | 'sgd-momentum' | 'adam8
  * - `fused`: Liger's fused linear cross-entropy, head and loss chunk by chunk in forward, the gradients kept;
  * - `cut`: Apple's cut cross-entropy (axolotl's `cut_cross_entropy`), the logits never formed: a log-sum-exp per
  *   token in forward, the head's and its input's gradients made block by block in backward;
- * - `plain`: `cross_entropy` on the logits as they are, in the compute dtype, with no upcast and no autocast.
+ * - `plain`: `cross_entropy` on the logits as they are, in the compute dtype, with no upcast and no autocast;
+ * - `head-chunked`: torchtitan's `ChunkedLossWrapper`, the head and the loss applied to one chunk of the final
+ *   hidden states at a time, each chunk's backward run at once into an fp32 accumulator.
  */
 export type LossImpl =
-  'upcast' | 'upcast-shifted' | 'fp32-logits' | 'chunked' | 'linear-chunked' | 'fused' | 'cut' | 'plain';
+  | 'upcast'
+  | 'upcast-shifted'
+  | 'fp32-logits'
+  | 'chunked'
+  | 'linear-chunked'
+  | 'head-chunked'
+  | 'fused'
+  | 'cut'
+  | 'plain';
 export const LOSS_IMPLS: readonly LossImpl[] = [
   'upcast',
   'upcast-shifted',
   'fp32-logits',
   'chunked',
   'linear-chunked',
+  'head-chunked',
   'fused',
   'cut',
   'plain',
 ];
+
+/** The chunks torchtitan's `ChunkedLossWrapper` splits the final hidden states into (`num_chunks=8`). */
+export const TITAN_LOSS_CHUNKS = 8;
 
 /**
  * What `torch.compile` covers, by what it changes of the figures (estimator/compile.ts):

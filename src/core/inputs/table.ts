@@ -86,6 +86,7 @@ const LOSS_LABELS: Record<LossImpl, string> = {
   'fp32-logits': 'Transformers < 4.46',
   chunked: 'torchtune chunked',
   'linear-chunked': 'torchtune linear',
+  'head-chunked': 'torchtitan chunked',
   fused: 'Liger fused',
   cut: 'cut cross-entropy',
   plain: 'plain, no upcast',
@@ -97,6 +98,8 @@ const LOSS_CHOICES: Record<LossImpl, string> = {
   'fp32-logits': 'fp32 logits from the model and a shifted copy (Transformers before 4.46)',
   chunked: "8 chunks, each upcast in turn (torchtune's CEWithChunkedOutputLoss)",
   'linear-chunked': "the head applied in 8 chunks inside the loss (torchtune's LinearCrossEntropyLoss)",
+  'head-chunked':
+    "the head and loss per chunk of 8, each chunk's backward at once (torchtitan's ChunkedLossWrapper)",
   fused: "Liger's fused linear cross-entropy (the logits a chunk at a time, gradients made in forward)",
   cut: "Apple's cut cross-entropy (the logits never formed, gradients made in backward)",
   plain: 'cross-entropy in the compute dtype, no upcast',
@@ -386,7 +389,7 @@ export const INPUTS = {
   loss: input<LossImpl>({
     label: 'loss',
     summary:
-      "What the loss keeps of the logits: upcast, upcast-shifted, fp32-logits (Transformers' releases), chunked, linear-chunked (torchtune), fused (Liger), cut (Apple's cut cross-entropy) or plain",
+      "What the loss keeps of the logits: upcast, upcast-shifted, fp32-logits (Transformers' releases), chunked, linear-chunked (torchtune), head-chunked (torchtitan's ChunkedLossWrapper), fused (Liger), cut (Apple's cut cross-entropy) or plain",
     default: 'upcast',
     parse: (v, name) => parse.choice(name, String(v), parse.LOSS_IMPLS),
     show: (v) => LOSS_CHOICES[v],
