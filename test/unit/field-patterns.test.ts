@@ -2309,9 +2309,15 @@ describe('fine-tuning set up under conditions and with values the analysis canno
       ),
       gated.plan.notes.join('\n'),
     );
+    // What is trained depends on the condition: the figures are one arm's, and no fit verdict rests on them
+    // (the script trained LoRA on 24 GB cards where the other arm needs several times more).
+    const j = gated as typeof gated & { undecided: string[]; targetFit: { verdict: string } };
+    assert.deepEqual(j.undecided, ['whether LoRA at train.py:6 runs (cfg.use_lora)']);
+    assert.equal(j.targetFit.verdict, 'undecided');
     const rank = await run(['model = get_peft_model(model, LoraConfig(r=cfg.lora_rank))']);
     assert.equal(lora(rank), undefined);
     assert.ok(rank.plan.notes.some((n) => /its rank `cfg\.lora_rank` is not known statically/.test(n)));
+    assert.deepEqual((rank as typeof j).undecided, ['the rank of LoRA at train.py:5 (cfg.lora_rank)']);
   });
 });
 

@@ -710,6 +710,7 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
         : []),
     ],
     overcounted: [...(input.overcounted ?? []), ...compiled.overcounted],
+    undecided: input.undecided ?? [],
     model: {
       name: input.model.name,
       // With tensor parallelism the units hold one GPU's share: the model's own counts come from the whole tree.
@@ -829,7 +830,8 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
   // parallelism not modelled (or both bounds at once), any verdict.
   const lower = result.gaps.length > 0 || result.uncounted.length > 0;
   const upper = result.overcounted.length > 0;
-  const partial = result.unmodelled.length || (lower && upper) ? 'any' : upper ? 'upper' : lower;
+  const partial =
+    result.unmodelled.length || result.undecided.length || (lower && upper) ? 'any' : upper ? 'upper' : lower;
   result.perGpu.reservedBytes = reservedBytes(result.perGpu.peakBytes, timeline?.pools);
   const floor = certainPeakBytes(result);
   result.fit = fitAll(result.perGpu.peakBytes, partial, floor);

@@ -137,6 +137,11 @@ export interface EstimateInput {
    * and SwiGLU kernels): every figure is then an upper bound, and a peak that does not fit is no verdict.
    */
   overcounted?: string[];
+  /**
+   * Conditions the analysis cannot decide on which what the job trains or holds depends (`whether LoRA at
+   * train.py:672 runs`): the figures are one arm's, so no fit verdict rests on them.
+   */
+  undecided?: string[];
   plan: Plan;
   setup: TrainingSetup;
   assumptions: Assumption[];
@@ -244,6 +249,8 @@ export interface Estimate {
   uncounted: string[];
   /** What keeps less than counted (see EstimateInput): when any, a fit that fails is undecided. */
   overcounted: string[];
+  /** Conditions not decided on which the job depends (see EstimateInput): when any, every fit is undecided. */
+  undecided: string[];
   perGpu: {
     /** Everything that stays on the GPU through a step: sharded state, replicated leftovers, buffers. */
     persistentBytes: number;

@@ -29,6 +29,8 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     /** What keeps less than the figures count: when any, activation figures are upper bounds and a fit that fails is undecided. */
     overcounted: e.overcounted,
     upperBound: e.overcounted.length > 0,
+    /** Conditions the analysis cannot decide on which the job depends: the figures are one arm's, no fit verdict holds. */
+    undecided: e.undecided,
     plan: { ...e.plan, label: planLabel(e.plan.api, e.plan.strategy) },
     mesh: e.mesh,
     gpu: {

@@ -149,13 +149,13 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
       ? `Fit       fits ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(mine.headroomBytes)} to spare`
       : mine.verdict === 'short'
         ? `Fit       does NOT fit ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(-mine.headroomBytes)} short`
-        : e.unmodelled.length || e.overcounted.length
+        : e.unmodelled.length || e.overcounted.length || e.undecided.length
           ? `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${undecidedWhy(e)}; the figures need ${b(need)}`
           : `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, leaving ${b(mine.headroomBytes)} for the parts not counted`,
   );
   if (opts.minGpus?.undecided)
     L.push(
-      `          smallest world size: not decided (${e.unmodelled.length ? "the search varies FSDP's dimension alone" : 'the figures count more than the job keeps'})`,
+      `          smallest world size: not decided (${e.undecided.length ? "the figures are one arm's" : e.unmodelled.length ? "the search varies FSDP's dimension alone" : 'the figures count more than the job keeps'})`,
     );
   else if (opts.minGpus) {
     L.push(

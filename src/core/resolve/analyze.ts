@@ -375,6 +375,7 @@ function estimateFacts(
   if (opts.settings) layers.push({ source: { kind: 'setting' }, values: opts.settings });
   if (fw?.suggested) layers.push({ source: { kind: 'config' }, ...fw.suggested });
   const fineTuneNotes: string[] = [];
+  const fineTuneUndecided: string[] = [];
   const ft = opts.flags?.fineTune
     ? { ft: opts.flags.fineTune, source: { kind: 'flag' } as Source }
     : fw?.fineTune
@@ -387,7 +388,7 @@ function estimateFacts(
               (fw.range ? `${path.basename(fw.file)}:${fw.range.start.line + 1}` : fw.file),
           } as Source,
         }
-      : detectFineTune(facts, file, fineTuneNotes);
+      : detectFineTune(facts, file, fineTuneNotes, fineTuneUndecided);
   const tuned = ft ? applyFineTune(model.loaded.root, ft.ft) : model.loaded.root;
   // Frozen weights stay in the dtype they were loaded in (`from_pretrained(..., torch_dtype=torch.bfloat16)`):
   // Accelerate upcasts only parameters that require grad to fp32 when mixed precision is on
@@ -518,6 +519,7 @@ function estimateFacts(
   const overcounted = fw?.overcounted ?? [];
   const input: EstimateInput = {
     ...(unmodelled.length ? { unmodelled } : {}),
+    ...(fineTuneUndecided.length ? { undecided: fineTuneUndecided } : {}),
     ...(overcounted.length ? { overcounted } : {}),
     ...(loaded
       ? {
@@ -1353,12 +1355,14 @@ function asDType(d: string | null | undefined): DType | null {
 /**
  * LoRA, a 4-bit base and frozen modules as the script sets them up, only where they are known to run: a setup
  * under a condition the analysis cannot decide (`if cfg.use_lora:`), or with a rank or targets it cannot read, is
- * left out and said so in `notes`, never filled in with a guess.
+ * left out and said so in `notes`, never filled in with a guess; an undecided condition also goes to `undecided`,
+ * which leaves the fit undecided.
  */
 function detectFineTune(
   facts: FileFacts,
   file: string,
   notes: string[],
+  undecided: string[],
 ): { ft: FineTune; source: Source } | undefined {
   const ft: FineTune = {};
   const lines: number[] = [];
@@ -1369,10 +1373,13 @@ function detectFineTune(
       notes.push(
         `${what} at ${at(t)} is left out: ${gate.off}${gate.runsWith ? `; ${takesPathWords(gate.runsWith)}` : ''}`,
       );
-    else if (gate?.undecided)
+    else if (gate?.undecided) {
       notes.push(
         `${what} at ${at(t)} runs only when ${gate.undecided.join(' and ')}, which the analysis cannot decide; estimated without it`,
       );
+      // What is trained and how the base is stored change the state several-fold: no verdict rests on one arm.
+      undecided.push(`whether ${what} at ${at(t)} runs (${oneLine(gate.undecided.join(' and '), 80)})`);
+    }
     return !gate;
   };
   const lora = facts.training.find((t) => t.kind === 'lora');
@@ -1390,15 +1397,17 @@ function detectFineTune(
         : typeof targets.value === 'string'
           ? [targets.value]
           : null;
-    if (typeof rank !== 'number' || !Number.isInteger(rank) || rank <= 0)
+    if (typeof rank !== 'number' || !Number.isInteger(rank) || rank <= 0) {
       notes.push(
         `LoRA at ${at(lora)} is left out: its rank \`${r?.text ?? '?'}\` is not known statically (--lora-rank R estimates with it)`,
       );
-    else if (!names)
+      undecided.push(`the rank of LoRA at ${at(lora)} (${oneLine(r?.text ?? '?', 60)})`);
+    } else if (!names) {
       notes.push(
         `LoRA at ${at(lora)} is left out: its target modules \`${targets?.text ?? '?'}\` are not known statically (--lora-rank R --lora-targets M estimates with them)`,
       );
-    else {
+      undecided.push(`the modules LoRA at ${at(lora)} adapts (${oneLine(targets?.text ?? '?', 60)})`);
+    } else {
       ft.lora = { rank, targets: names };
       lines.push(lora.line);
     }

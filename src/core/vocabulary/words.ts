@@ -105,10 +105,13 @@ export function listed(items: readonly string[]): string {
  */
 export function undecidedWhy(e: {
   unmodelled?: readonly string[];
+  undecided?: readonly string[];
   gaps: readonly string[];
   uncounted?: readonly string[];
   overcounted?: readonly string[];
 }): string {
+  if (e.undecided?.length)
+    return `the analysis cannot decide ${listed(e.undecided)}: the figures are one arm's`;
   const left = [
     ...(e.gaps.length ? [`${count(e.gaps.length, 'part')} of the model not counted`] : []),
     ...(e.uncounted?.length ? [`${count(e.uncounted.length, 'part')} of the step's memory not counted`] : []),

@@ -32,7 +32,7 @@ export interface AdviceOption {
 }
 
 export interface Advice {
-  id: 'fit' | 'comms' | 'optimizer' | 'ok' | 'gaps' | 'unmodelled';
+  id: 'fit' | 'comms' | 'optimizer' | 'ok' | 'gaps' | 'unmodelled' | 'undecided';
   level: 'problem' | 'suggestion' | 'ok';
   title: string;
   detail: string;
@@ -269,7 +269,17 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
     });
   }
 
-  if (mine.verdict === 'undecided' && e.unmodelled.length)
+  if (mine.verdict === 'undecided' && e.undecided.length)
+    out.unshift({
+      id: 'undecided',
+      level: 'problem',
+      title: `Fit on ${e.gpu.name} undecided: ${undecidedWhy(e)}`,
+      detail:
+        `The figures (${b(requiredBytes(e.perGpu.peakBytes))} needed) are of the arm the notes name. ` +
+        'Run the analysis with the arguments the job is launched with (after `--`), or set what the condition reads, to decide it.',
+      options: [],
+    });
+  else if (mine.verdict === 'undecided' && e.unmodelled.length)
     out.unshift({
       id: 'unmodelled',
       level: 'problem',

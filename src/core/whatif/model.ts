@@ -186,8 +186,10 @@ export class WhatIfModel {
     const partial =
       (this.input.model.gaps ?? []).length > 0 ||
       uncountedOf(this.input.model.shape, this.input.setup).length > 0;
-    // Figures above what the job keeps: a peak that does not fit is no verdict.
+    // Figures above what the job keeps: a peak that does not fit is no verdict. One arm of an undecided
+    // condition: no verdict at all.
     const upper = this.bounds(w).overcounted.length > 0;
+    const arm = (this.input.undecided ?? []).length > 0;
     return {
       worldSizes,
       peakBytes,
@@ -203,13 +205,15 @@ export class WhatIfModel {
             fits: peakBytes.map((p) =>
               p === null
                 ? null
-                : requiredBytes(p) > capacity
-                  ? upper
-                    ? 'undecided'
-                    : 'short'
-                  : partial
-                    ? 'undecided'
-                    : 'fits',
+                : arm
+                  ? 'undecided'
+                  : requiredBytes(p) > capacity
+                    ? upper
+                      ? 'undecided'
+                      : 'short'
+                    : partial
+                      ? 'undecided'
+                      : 'fits',
             ),
             minGpus: minimums[i]!,
           },
@@ -235,6 +239,14 @@ export class WhatIfModel {
           };
     }
     const { unmodelled, overcounted } = this.bounds(w);
+    const undecided = this.input.undecided ?? [];
+    if (undecided.length)
+      return {
+        gpu: gpu.id,
+        worldSize: null,
+        undecided: true,
+        reason: `not decided: the figures are one arm of what the analysis cannot decide (${listed(undecided)})`,
+      };
     if (unmodelled.length)
       return {
         gpu: gpu.id,
