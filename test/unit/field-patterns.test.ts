@@ -2705,3 +2705,81 @@ describe('arguments written over several lines', () => {
     assert.match(r.out, /mesh=\(mesh\["replicate", "shard"\] if args\.hsdp else mesh\["shard"\]\)/);
   });
 });
+
+describe('fastcore call_parse jobs that pass their arguments on as a dict', () => {
+  // Answer.AI's fsdp_qlora pattern, written afresh: `@call_parse` main -> run(**locals()) -> args = dict(locals())
+  // -> torch.multiprocessing.spawn(worker, args=(world_size, args)) -> args["..."] in the worker.
+  const script = () => {
+    const dir = projectDir('fsdp-lens-fastcore-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'import torch',
+        'import torch.multiprocessing as mp',
+        'from fastcore.script import call_parse, bool_arg, Param',
+        'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+        'from transformers import AutoModelForCausalLM',
+        'from peft import LoraConfig, get_peft_model',
+        '',
+        'def worker(local_rank, world_size, args):',
+        '    model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B", torch_dtype=torch.bfloat16)',
+        '    if args["mode"] in ["lora", "qlora"]:',
+        '        model = get_peft_model(model, LoraConfig(r=args["rank"], target_modules=["q_proj", "v_proj"]))',
+        '    elif args["mode"] == "head":',
+        '        for p in model.parameters():',
+        '            p.requires_grad = False',
+        '    model = FSDP(model, device_id=local_rank)',
+        '',
+        'def run(world_size: int = -1, mode: str = "full", rank: int = 64, offload: bool = False):',
+        '    if world_size == -1:',
+        '        world_size = torch.cuda.device_count()',
+        '    args = dict(locals())',
+        '    mp.spawn(worker, args=(world_size, args), nprocs=torch.cuda.device_count(), join=True)',
+        '',
+        '@call_parse()',
+        'def main(',
+        '    world_size: int = -1,',
+        '    mode: Param("", choices=["full", "lora", "qlora", "head"]) = "full",',
+        '    rank: int = 64,',
+        '    offload: bool_arg = False,',
+        '):',
+        '    run(**locals())',
+        '',
+      ].join('\n'),
+    );
+    return file;
+  };
+  const fineTune = (j: EstimateJson) => j.assumptions.find((a) => a.key === 'fineTune')?.value as string;
+
+  it('the command line decides the arm: LoRA with its rank, or none by default', async () => {
+    const file = script();
+    const lora = await estimateJson(file, '--', '--mode', 'lora', '--rank', '16');
+    assert.match(fineTune(lora), /LoRA rank 16 on q_proj, v_proj/);
+    assert.ok(
+      lora.plan.notes.includes("read from the script's arguments: --mode lora --rank 16"),
+      lora.plan.notes.join('\n'),
+    );
+    const full = await estimateJson(file);
+    assert.equal(fineTune(full), undefined);
+    assert.ok(
+      full.plan.notes.some((n) =>
+        /LoRA at train\.py:11 is left out: args\["mode"\] in \["lora", "qlora"\] is false by default/.test(n),
+      ),
+      full.plan.notes.join('\n'),
+    );
+    // The freezing loop in the elif arm does not run either.
+    assert.ok(
+      full.plan.notes.some((n) => /freezing model at train\.py:14 is left out/.test(n)),
+      full.plan.notes.join('\n'),
+    );
+    // `--mode=head` takes the elif arm: LoRA is off by the given arguments, not by a default.
+    const head = await estimateJson(file, '--', '--mode=head');
+    assert.ok(
+      head.plan.notes.some((n) =>
+        /LoRA at train\.py:11 is left out: .* is false by the script's arguments/.test(n),
+      ),
+      head.plan.notes.join('\n'),
+    );
+  });
+});

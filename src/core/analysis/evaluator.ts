@@ -28,6 +28,7 @@ import {
 } from '../python/scope';
 import { oneLine } from '../vocabulary/words';
 import { fireArgs, fireValue, type FireArgs } from '../python/fireArgs';
+import { fastcoreType, fastcoreValue } from '../python/fastcoreArgs';
 import { lastSegment } from './options';
 import { classifyApi } from './apis';
 import { returnedValue } from './returns';
@@ -77,7 +78,10 @@ export class Evaluator extends Expressions<null> {
   /** Times an evaluation was cut short (budget, depth or a cycle): a result reached that way depends on context. */
   private cutShort = 0;
   /** Parameters' values from their call sites, by function and name (each wrap call asks about the same ones). */
-  private readonly callSiteValues = new Map<string, Value | null>();
+  private readonly callSiteValues = new Map<
+    string,
+    { v: Value | null; args: string[]; defaults: { what: string; line: number }[] }
+  >();
 
   constructor(
     readonly file: SourceFile,
@@ -186,7 +190,8 @@ export class Evaluator extends Expressions<null> {
     }
     if (base.k === 'dict') {
       const e = base.entries.find((x) => sameKey(x.key, key));
-      return e ? e.value : UNKNOWN(node.text, 'key not found');
+      // A parameter `locals()` holds: read again, so that where its value comes from is recorded.
+      return e ? this.entryValue(e) : UNKNOWN(node.text, 'key not found');
     }
     if (base.k === 'seq' && key.k === 'num' && key.int) {
       const i = key.v < 0 ? base.items.length + key.v : key.v;
@@ -202,6 +207,8 @@ export class Evaluator extends Expressions<null> {
     const fn = node.childForFieldName('function');
     if (!fn) return UNKNOWN(node.text, 'incomplete');
     const callee = fn.type === 'identifier' || fn.type === 'attribute' ? this.calleeName(fn) : fn.text;
+    if (callee === 'locals' && fn.type === 'identifier' && !findBinding(this.file, 'locals', fn))
+      return this.localsAt(node);
     const { args, keywords, splats } = this.callArguments(node.childForFieldName('arguments'), null);
     const kwargs = kwargsOf(keywords);
     const folded = callBuiltin(
@@ -345,6 +352,7 @@ export class Evaluator extends Expressions<null> {
             this.passedParam(name, b) ??
             this.clickOption(name, b) ??
             this.fireParameter(name, b) ??
+            this.callParseParameter(name, b) ??
             this.hydraConfig(b) ??
             this.fromCallSitesOnce(name, b) ?? {
               k: 'param',
@@ -931,6 +939,129 @@ export class Evaluator extends Expressions<null> {
     return only ? this.evaluate(only, null) : undefined;
   }
 
+  /**
+   * A parameter of a function decorated `@call_parse` (fastcore/script.py `call_parse` → `anno_parser`: each
+   * parameter with a default the option `--name`, typed by its annotation): the command line's value, else its
+   * default.
+   */
+  private callParseParameter(name: string, b: Binding & { kind: 'param' }): Value | undefined {
+    const decorated = up(b.function);
+    if (decorated?.type !== 'decorated_definition') return undefined;
+    const parsed = decorated.namedChildren.some((d) => {
+      const e = d.type === 'decorator' ? d.namedChild(0) : null;
+      const fn = e?.type === 'call' ? e.childForFieldName('function') : e;
+      return (
+        !!fn &&
+        (fn.type === 'identifier' || fn.type === 'attribute') &&
+        this.calleeName(fn) === 'fastcore.script.call_parse'
+      );
+    });
+    if (!parsed) return undefined;
+    const param = up(b.name);
+    const type = fastcoreType(param?.childForFieldName('type') ?? null);
+    const given = this.argv
+      ? fromArgv(this.argv, [`--${name}`], type === 'flag' ? 'store_true' : undefined)
+      : undefined;
+    if (given) {
+      this.argsRead.push(given.text);
+      return fastcoreValue(given.value, type);
+    }
+    if (!b.default) return UNKNOWN(name, `--${name}, which call_parse reads from the command line`);
+    this.defaultsRead.push({ what: `the default of --${name}`, line: b.default.startPosition.row + 1 });
+    return this.evaluate(b.default, null);
+  }
+
+  /**
+   * `locals()` in a function: its parameters by name, as they stand at the call (`args = dict(locals())`, then
+   * `train(**locals())`). Unknown when the function binds other names before it, which the dict would hold too.
+   */
+  private localsAt(node: Node): Value {
+    const known = this.localsMemo.get(node.id);
+    if (known) return known;
+    const before = this.cutShort;
+    const v = this.readLocals(node);
+    // Remembered unless a read was cut short (then the answer depends on where the evaluation began).
+    if (v.k === 'dict' && this.cutShort === before) this.localsMemo.set(node.id, v);
+    return v;
+  }
+
+  /** The dicts `localsAt` read, by the `locals()` call's node. */
+  private readonly localsMemo = new Map<number, Value>();
+
+  private readLocals(node: Node): Value {
+    const fn = enclosingFunction(node);
+    if (!fn) return UNKNOWN(node.text, 'locals() outside a function');
+    const params = parameterNames(fn);
+    const body = fn.childForFieldName('body');
+    for (const a of body?.descendantsOfType(['assignment', 'for_statement', 'with_item']) ?? []) {
+      if (a.endIndex > node.startIndex || enclosingFunction(a)?.id !== fn.id) continue;
+      const left = a.type === 'with_item' ? a : (a.childForFieldName('left') ?? a);
+      const names = left.type === 'identifier' ? [left] : left.descendantsOfType('identifier');
+      if (names.some((id) => !params.includes(id.text)))
+        return UNKNOWN(node.text, 'locals() of a function that binds names besides its parameters');
+    }
+    if (params.length > 64) return UNKNOWN(node.text, 'locals() of too many parameters');
+    // Every parameter is read, but only the keys looked up later count as read from the command line or a default
+    // (`item` reads an entry's parameter again for that): the rest would crowd the provenance of each value.
+    const args = this.argsRead.length;
+    const defaults = this.defaultsRead.length;
+    const entries: DictEntry[] = params.map((p) => {
+      const b = findBinding(this.file, p, node);
+      const entry: DictEntry = {
+        key: { k: 'str', v: p },
+        value: b ? this.fromBinding(p, b, node) : UNKNOWN(p, 'not bound'),
+      };
+      if (b) LOCALS_ENTRIES.set(entry, { ev: this, name: p, binding: b, at: node });
+      return entry;
+    });
+    this.argsRead.length = args;
+    this.defaultsRead.length = defaults;
+    return { k: 'dict', entries };
+  }
+
+  /**
+   * The arguments `torch.multiprocessing.spawn(fn, args=(a, b), ...)` passes `fn` after the process index, when
+   * `id` is that `fn`; undefined otherwise.
+   */
+  private spawnedWith(id: Node): Node[] | undefined {
+    const list = up(id);
+    const call = list?.type === 'argument_list' ? up(list) : null;
+    const fn = call?.type === 'call' ? call.childForFieldName('function') : null;
+    if (!fn || list!.namedChildren[0]?.id !== id.id) return undefined;
+    if (this.calleeName(fn) !== 'torch.multiprocessing.spawn') return undefined;
+    const kw = list!.namedChildren.find(
+      (a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === 'args',
+    );
+    const positional = list!.namedChildren.filter(
+      (a) => a.type !== 'keyword_argument' && a.type !== 'comment',
+    );
+    const tuple = kw?.childForFieldName('value') ?? positional[1];
+    if (!tuple) return [];
+    return tuple.type === 'tuple' ? tuple.namedChildren.filter((a) => a.type !== 'comment') : undefined;
+  }
+
+  /**
+   * A dict entry's value; an entry `locals()` made (a parameter) is read again where it was, so that where its value
+   * comes from (the command line, a default) is recorded here.
+   */
+  private entryValue(e: DictEntry): Value {
+    const sources = ENTRY_SOURCES.get(e);
+    if (sources) {
+      this.argsRead.push(...sources.args);
+      this.defaultsRead.push(...sources.defaults);
+    }
+    const param = LOCALS_ENTRIES.get(e);
+    if (!param) return e.value;
+    const { ev } = param;
+    const [args, defaults] = [ev.argsRead.length, ev.defaultsRead.length];
+    const v = ev.fromBinding(param.name, param.binding, param.at);
+    if (ev !== this) {
+      this.argsRead.push(...ev.argsRead.slice(args));
+      this.defaultsRead.push(...ev.defaultsRead.slice(defaults));
+    }
+    return v;
+  }
+
   /** A parameter of the function the evaluator was given the call of (`given.passed`): what that call passes. */
   private passedParam(name: string, b: Binding & { kind: 'param' }): Value | undefined {
     const passed = this.given.passed;
@@ -941,10 +1072,22 @@ export class Evaluator extends Expressions<null> {
   private fromCallSitesOnce(name: string, b: Binding & { kind: 'param' }): Value | null {
     const key = `${b.function.id}:${name}`;
     const known = this.callSiteValues.get(key);
-    if (known !== undefined) return known;
+    // What the value was read from (the command line, defaults) is recorded again with it.
+    if (known !== undefined) {
+      this.argsRead.push(...known.args);
+      this.defaultsRead.push(...known.defaults);
+      return known.v;
+    }
     const before = this.cutShort;
+    const args = this.argsRead.length;
+    const defaults = this.defaultsRead.length;
     const v = this.fromCallSites(name, b);
-    if (this.cutShort === before) this.callSiteValues.set(key, v);
+    if (this.cutShort === before)
+      this.callSiteValues.set(key, {
+        v,
+        args: this.argsRead.slice(args),
+        defaults: this.defaultsRead.slice(defaults),
+      });
     return v;
   }
 
@@ -967,23 +1110,44 @@ export class Evaluator extends Expressions<null> {
       const p = up(id);
       const callee = p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id ? p : id;
       const call = up(callee);
+      // Started by `torch.multiprocessing.spawn(fn, args=(...))`: the process index, then the tuple's items.
+      const spawned = callee === id ? this.spawnedWith(id) : undefined;
+      if (spawned) {
+        if (++sites > 8 || b.index === 0) return null;
+        const node = spawned[b.index - 1] ?? b.default;
+        if (!node) return null;
+        const v = this.evaluate(node, null);
+        if (v.k === 'unknown' || v.k === 'param') return null;
+        const k = JSON.stringify(toPlain(v)) + (v.k === 'call' ? v.node.text : '');
+        if (key !== null && k !== key) return null;
+        key = k;
+        agreed = v;
+        continue;
+      }
       if (call?.type !== 'call' || call.childForFieldName('function')?.id !== callee.id) continue;
       if (call.startIndex >= b.function.startIndex && call.endIndex <= b.function.endIndex) continue; // recursion
       if (++sites > 8) return null;
       const args = call.childForFieldName('arguments');
       if (args?.type !== 'argument_list') return null;
       const positional = args.namedChildren.filter(
-        (a) => a.type !== 'keyword_argument' && a.type !== 'comment',
+        (a) => a.type !== 'keyword_argument' && a.type !== 'comment' && a.type !== 'dictionary_splat',
       );
-      if (args.namedChildren.some((a) => a.type === 'list_splat' || a.type === 'dictionary_splat'))
-        return null;
+      if (args.namedChildren.some((a) => a.type === 'list_splat')) return null;
       const kw = args.namedChildren.find(
         (a) => a.type === 'keyword_argument' && a.childForFieldName('name')?.text === name,
       );
+      // `f(**d)` of a dict known whole (`**locals()`, `**{"k": v}`): its keys are keywords.
+      let splatted: Value | undefined;
+      for (const sp of args.namedChildren.filter((a) => a.type === 'dictionary_splat')) {
+        const d = sp.namedChild(0) ? this.evaluate(sp.namedChild(0)!, null) : undefined;
+        if (d?.k !== 'dict' || d.entries.some((e) => e.key.k !== 'str')) return null;
+        const e = d.entries.find((x) => x.key.k === 'str' && x.key.v === name);
+        if (e) splatted = this.entryValue(e);
+      }
       const index = b.index - ((isMethod && callee.type === 'attribute') || constructs ? 1 : 0);
-      const node = kw?.childForFieldName('value') ?? positional[index] ?? b.default;
-      if (!node) return null;
-      const v = this.evaluate(node, null);
+      const node = kw?.childForFieldName('value') ?? positional[index] ?? (splatted ? null : b.default);
+      if (!node && !splatted) return null;
+      const v = splatted && !kw && !positional[index] ? splatted : this.evaluate(node!, null);
       if (v.k === 'unknown' || v.k === 'param') return null;
       const k = JSON.stringify(toPlain(v)) + (v.k === 'call' ? v.node.text : '');
       if (key !== null && k !== key) return null;
@@ -1001,52 +1165,63 @@ export class Evaluator extends Expressions<null> {
     const to = at.startIndex;
     if (to <= from) return dict;
     for (const id of this.file.identifiers(name, from, to)) {
-      if ((enclosingFunction(id)?.id ?? null) !== (scope?.id ?? null)) continue;
-      const p = up(id);
-      // Keys set under a condition known to be false are dropped; known-true conditions are not shown.
-      const parts = conditionParts(id, scope);
-      const known = parts.map((c) => {
-        const t = truthy(this.evaluate(c.node, null));
-        return t === undefined ? undefined : t !== c.negated;
-      });
-      if (known.some((k) => k === false)) continue;
-      const conds = parts
-        .filter((_, i) => known[i] === undefined)
-        .map((c) => (c.negated ? `not (${c.node.text})` : c.node.text));
-      const extra = conds.length ? { conditions: conds } : {};
-      const line = id.startPosition.row + 1;
-      if (p?.type === 'subscript' && p.childForFieldName('value')?.id === id.id) {
-        const assign = up(p);
-        const keyNode = p.childForFieldName('subscript');
-        const valueNode = assign?.childForFieldName('right');
-        if (
-          assign?.type === 'assignment' &&
-          assign.childForFieldName('left')?.id === p.id &&
-          keyNode &&
-          valueNode
-        ) {
-          setEntry(entries, {
-            key: this.evaluate(keyNode, null),
-            value: this.evaluate(valueNode, null),
-            valueNode,
-            line,
-            ...extra,
-          });
-        }
-      } else if (p?.type === 'attribute' && p.childForFieldName('attribute')?.text === 'update') {
-        const call = up(p);
-        if (call?.type === 'call') {
-          const argList = call.childForFieldName('arguments');
-          const a = argList?.type === 'argument_list' ? this.callArguments(argList, null) : undefined;
-          if (a) {
-            for (const x of a.args)
-              if (x.k === 'dict') for (const e of x.entries) setEntry(entries, { ...e, line, ...extra });
-            for (const e of a.keywords) setEntry(entries, { ...e, line, ...extra });
+      // What each statement's conditions and value were read from goes with the entries it sets (`entryValue`
+      // records it where one is read), not with the dict: a key read later names its own sources.
+      const [args0, defaults0] = [this.argsRead.length, this.defaultsRead.length];
+      const had = new Set(entries);
+      try {
+        if ((enclosingFunction(id)?.id ?? null) !== (scope?.id ?? null)) continue;
+        const p = up(id);
+        // Keys set under a condition known to be false are dropped; known-true conditions are not shown.
+        const parts = conditionParts(id, scope);
+        const known = parts.map((c) => {
+          const t = truthy(this.evaluate(c.node, null));
+          return t === undefined ? undefined : t !== c.negated;
+        });
+        if (known.some((k) => k === false)) continue;
+        const conds = parts
+          .filter((_, i) => known[i] === undefined)
+          .map((c) => (c.negated ? `not (${c.node.text})` : c.node.text));
+        const extra = conds.length ? { conditions: conds } : {};
+        const line = id.startPosition.row + 1;
+        if (p?.type === 'subscript' && p.childForFieldName('value')?.id === id.id) {
+          const assign = up(p);
+          const keyNode = p.childForFieldName('subscript');
+          const valueNode = assign?.childForFieldName('right');
+          if (
+            assign?.type === 'assignment' &&
+            assign.childForFieldName('left')?.id === p.id &&
+            keyNode &&
+            valueNode
+          ) {
+            setEntry(entries, {
+              key: this.evaluate(keyNode, null),
+              value: this.evaluate(valueNode, null),
+              valueNode,
+              line,
+              ...extra,
+            });
           }
+        } else if (p?.type === 'attribute' && p.childForFieldName('attribute')?.text === 'update') {
+          const call = up(p);
+          if (call?.type === 'call') {
+            const argList = call.childForFieldName('arguments');
+            const a = argList?.type === 'argument_list' ? this.callArguments(argList, null) : undefined;
+            if (a) {
+              for (const x of a.args)
+                if (x.k === 'dict') for (const e of x.entries) setEntry(entries, { ...e, line, ...extra });
+              for (const e of a.keywords) setEntry(entries, { ...e, line, ...extra });
+            }
+          }
+        } else if (p?.type === 'assignment' && p.childForFieldName('left')?.id === id.id) {
+          // Rebound: the later binding wins (findBinding would have returned it); stop growing this one.
+          break;
         }
-      } else if (p?.type === 'assignment' && p.childForFieldName('left')?.id === id.id) {
-        // Rebound: the later binding wins (findBinding would have returned it); stop growing this one.
-        break;
+      } finally {
+        const sources = { args: this.argsRead.slice(args0), defaults: this.defaultsRead.slice(defaults0) };
+        for (const e of entries) if (!had.has(e)) ENTRY_SOURCES.set(e, sources);
+        this.argsRead.length = args0;
+        this.defaultsRead.length = defaults0;
       }
     }
     return { k: 'dict', entries } satisfies { k: 'dict'; entries: DictEntry[] };
@@ -1070,6 +1245,18 @@ export class Evaluator extends Expressions<null> {
     return this.imports.qualify(dottedText(fn)).qualified;
   }
 }
+
+/**
+ * The entries of dicts `locals()` made (`Evaluator.localsAt`), with the parameter each holds and the evaluator that
+ * read it: an entry looked up is read again there, so that where its value comes from is recorded.
+ */
+const LOCALS_ENTRIES = new WeakMap<DictEntry, { ev: Evaluator; name: string; binding: Binding; at: Node }>();
+
+/** What the entries a dict's later statements set were read from (`Evaluator.grownDict`). */
+const ENTRY_SOURCES = new WeakMap<
+  DictEntry,
+  { args: string[]; defaults: { what: string; line: number }[] }
+>();
 
 /**
  * An option's value on a command line as argparse reads it: the last `--name value` or `--name=value` of any of its

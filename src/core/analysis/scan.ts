@@ -208,7 +208,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
     }
   }
   facts.training.push(
-    ...frozenAssignments(file),
+    ...frozenAssignments(file, ev),
     ...castCalls(file, ev),
     ...modelLossReads(file),
     ...compileDecorators(file, imports),

@@ -336,8 +336,8 @@ function heldFor(
   return release.startIndex < backward.startIndex ? undefined : 'backward';
 }
 
-/** `p.requires_grad = False` in a loop over `X.parameters()`: X is frozen. */
-export function frozenAssignments(file: SourceFile): TrainingFact[] {
+/** `p.requires_grad = False` in a loop over `X.parameters()`: X is frozen, under the conditions it runs in. */
+export function frozenAssignments(file: SourceFile, ev: Evaluator): TrainingFact[] {
   const out: TrainingFact[] = [];
   for (const id of file.identifiers('requires_grad')) {
     const attr = up(id);
@@ -366,9 +366,15 @@ export function frozenAssignments(file: SourceFile): TrainingFact[] {
       target,
       function: scope ? qualifiedName(scope) : null,
       branch: branchPath(assign, scope),
+      ...gateOf(runsWhen(ev, assign, scope)),
     });
   }
   return out;
+}
+
+/** A fact's gate, as an optional field. */
+function gateOf(gate: TrainingFact['runsWhen']): { runsWhen?: NonNullable<TrainingFact['runsWhen']> } {
+  return gate ? { runsWhen: gate } : {};
 }
 
 /**
