@@ -194,3 +194,34 @@ describe("torchtitan's DeepSeek-V3 flavors", () => {
     assert.equal(block.gatheredBytes, (attention + 8 * 3 * 2048 * 1408 + 2048 * 64 + 3 * 2048 * 2816) * 2);
   });
 });
+
+describe("Transformers' own parallelism at loading", () => {
+  it('tp_plan and DistributedConfig(enable_expert_parallel=True) are named, and no verdict is drawn', async () => {
+    const dir = projectDir('fsdp-lens-hf-ep-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(
+      file,
+      [
+        'import torch',
+        'from transformers import AutoModelForCausalLM',
+        'from transformers.distributed import DistributedConfig',
+        'from torch.distributed.fsdp import fully_shard',
+        'model = AutoModelForCausalLM.from_pretrained(',
+        '    "Qwen/Qwen3-30B-A3B", tp_plan="auto", dtype=torch.bfloat16,',
+        '    distributed_config=DistributedConfig(enable_expert_parallel=True),',
+        ')',
+        'for layer in model.model.layers:',
+        '    fully_shard(layer)',
+        'fully_shard(model)',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out) as { unmodelled: string[]; targetFit: { verdict: string } };
+    assert.deepEqual(j.unmodelled, [
+      'tensor parallelism (tp_plan="auto" at train.py:5)',
+      'expert parallelism (DistributedConfig(enable_expert_parallel=True) at train.py:5)',
+    ]);
+    assert.equal(j.targetFit.verdict, 'undecided');
+  });
+});

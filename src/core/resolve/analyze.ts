@@ -32,6 +32,7 @@ import { trainingArgumentValues } from '../frameworks/transformers';
 import { nearbyFrameworkConfig } from './configFile';
 import { planForFramework } from '../plan/fromFramework';
 import type { FrameworkPlan } from '../frameworks/types';
+import { isRecord } from '../frameworks/configDoc';
 import { modelFromClass, modelFromScript, inferShapeFromTree as staticShape } from '../modules/resolveModel';
 import type { Project } from '../project/project';
 import { launchFacts, launchLayer, launchOf, pyprojectLayer } from '../project/settings';
@@ -514,6 +515,7 @@ function estimateFacts(
       ...(model.loaded.unmodelled ?? []).filter(
         (u) => !(detected.tpRead && u === 'tensor parallelism (parallelize_module)'),
       ),
+      ...loadingParallelism(facts, file),
     ]),
   ];
   const overcounted = fw?.overcounted ?? [];
@@ -1346,6 +1348,26 @@ function inputHint(
     `the code reads ${reads.map((r) => `${r.text} (${r.value}, line ${r.line})`).join(' and ')}, but the input the model is fed is not seen: ` +
     `the default stands (${flags.filter(Boolean).join(' ')} estimates with ${reads.length > 1 ? 'them' : 'it'})`
   );
+}
+
+/**
+ * Parallelism `from_pretrained` applies as it loads (Transformers' `PreTrainedModel.from_pretrained`): `tp_plan`
+ * splits the model over a tensor-parallel mesh of the whole run (`initialize_tensor_parallelism`), and
+ * `distributed_config=DistributedConfig(enable_expert_parallel=True)` places a MoE model's experts over it instead,
+ * combining their outputs by all-reduce. Neither is modelled for a script's own loading: named, no verdict drawn.
+ */
+function loadingParallelism(facts: FileFacts, file: string): string[] {
+  const out: string[] = [];
+  for (const m of facts.models) {
+    const plan = m.args.tp_plan;
+    if (plan && plan.value !== null)
+      out.push(`tensor parallelism (tp_plan=${oneLine(plan.text, 40)} at ${file}:${m.line})`);
+    const dc = m.args.distributed_config?.value;
+    const kwargs = isRecord(dc) && isRecord(dc.kwargs) ? dc.kwargs : undefined;
+    if (kwargs?.enable_expert_parallel === true)
+      out.push(`expert parallelism (DistributedConfig(enable_expert_parallel=True) at ${file}:${m.line})`);
+  }
+  return out;
 }
 
 function asDType(d: string | null | undefined): DType | null {
