@@ -2783,3 +2783,52 @@ describe('fastcore call_parse jobs that pass their arguments on as a dict', () =
     );
   });
 });
+
+describe("bitsandbytes' Linear4bit swapped in by the script's own function", () => {
+  it('is a 4-bit base with double quantisation, where the call runs; a type test is not one', async () => {
+    const dir = projectDir('fsdp-lens-linear4bit-');
+    const file = path.join(dir, 'train.py');
+    const write = (extra: string[]) =>
+      fs.writeFileSync(
+        file,
+        [
+          'import torch',
+          'from bitsandbytes.nn import Linear4bit',
+          'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+          'from transformers import AutoModelForCausalLM',
+          '',
+          'def swap(module, cls, **kwargs):',
+          '    for name, child in module.named_children():',
+          '        if issubclass(cls, Linear4bit) and isinstance(child, torch.nn.Linear):',
+          '            setattr(module, name, cls(child.in_features, child.out_features, **kwargs))',
+          '        else:',
+          '            swap(child, cls, **kwargs)',
+          '    return module',
+          '',
+          'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B", torch_dtype=torch.bfloat16)',
+          ...extra,
+          'model = FSDP(model)',
+        ].join('\n'),
+      );
+    write(['model.model = swap(model.model, Linear4bit, quant_type="nf4", quant_storage=torch.bfloat16)']);
+    const j = await estimateJson(file);
+    const ft = j.assumptions.find((a) => a.key === 'fineTune');
+    assert.match(String(ft?.value), /NF4 base weights \(QLoRA\)/);
+    assert.match(ft?.source.detail ?? '', /train\.py:15/);
+    // Linear4bit's compress_statistics defaults to True: the absmax of every 64 weights kept in 8 bits (with a
+    // second-level fp32 scale per 256 of them), where without it each absmax is fp32. Turned off, the
+    // quantisation state, replicated on every GPU, is larger.
+    write(['model.model = swap(model.model, Linear4bit, compress_statistics=False)']);
+    const plain = await estimateJson(file);
+    const persistent = (x: EstimateJson) =>
+      (x as unknown as { perGpu: { persistentBytes: number } }).perGpu.persistentBytes;
+    assert.ok(persistent(plain) > persistent(j), `${persistent(plain)} vs ${persistent(j)}`);
+    // Only the type test names the class: no 4-bit base.
+    write([]);
+    const none = await estimateJson(file);
+    assert.equal(
+      none.assumptions.find((a) => a.key === 'fineTune'),
+      undefined,
+    );
+  });
+});

@@ -543,6 +543,10 @@ export class Evaluator extends Expressions<null> {
     // A list, set or dict changed in place in another function (`NAMES.update(...)` in a setup function)
     // holds, when this code runs, whatever those calls put in it: not the value it was bound to.
     // (A dict's own scope is read by grownDict; a list or set changed anywhere is not followed.)
+    if (v.k === 'seq' && v.kind === 'list') {
+      const grown = this.grownList(name, v, b, at);
+      if (grown) return grown;
+    }
     if ((v.k === 'seq' || v.k === 'dict') && this.mutatedElsewhere(name, b, v.k === 'seq'))
       return UNKNOWN(name, `changed in place elsewhere (${name} is a mutable container)`);
     return v.k === 'dict' ? this.grownDict(name, v, b, at) : v;
@@ -1155,6 +1159,70 @@ export class Evaluator extends Expressions<null> {
       agreed = v;
     }
     return agreed;
+  }
+
+  /**
+   * A list bound by `name = [...]` and grown only by `name.append(x)` / `name.extend(xs)` in its own scope, outside
+   * loops (`policies = [a, b]`, then `if custom: policies.extend([c, d])`): its items at `at`, those under a
+   * condition known false left out; unknown when a condition is not known. Undefined when anything else changes it
+   * (the caller's general rule then applies).
+   */
+  private grownList(
+    name: string,
+    list: Value & { k: 'seq' },
+    b: Binding & { kind: 'assign' },
+    at: Node,
+  ): Value | undefined {
+    const scope = b.scope;
+    const calls: { call: Node; method: string }[] = [];
+    for (const id of this.file.identifiers(name)) {
+      const r = findBinding(this.file, name, id);
+      if (r?.kind !== 'assign' || r.statement.startIndex !== b.statement.startIndex) continue;
+      const p = up(id);
+      if (!p) continue;
+      if (p.type === 'global_statement' || p.type === 'nonlocal_statement') return undefined;
+      if (p.type === 'augmented_assignment' && p.childForFieldName('left')?.id === id.id) return undefined;
+      if (p.type === 'subscript' && p.childForFieldName('value')?.id === id.id) {
+        const q = up(p);
+        if (q?.type === 'delete_statement' || q?.childForFieldName('left')?.id === p.id) return undefined;
+        continue;
+      }
+      const call = p.type === 'attribute' && p.childForFieldName('object')?.id === id.id ? up(p) : null;
+      const method = p.childForFieldName('attribute')?.text ?? '';
+      if (call?.type !== 'call' || call.childForFieldName('function')?.id !== p.id || !MUTATORS.has(method))
+        continue;
+      if (method !== 'append' && method !== 'extend') return undefined;
+      if ((enclosingFunction(id)?.id ?? null) !== (scope?.id ?? null)) return undefined;
+      for (let q = up(call); q && q.id !== scope?.id; q = up(q))
+        if (q.type === 'for_statement' || q.type === 'while_statement') return undefined;
+      calls.push({ call, method });
+    }
+    if (!calls.length) return undefined;
+    const items = [...list.items];
+    for (const { call, method } of calls) {
+      if (call.startIndex < b.statement.endIndex || call.endIndex > at.startIndex) continue;
+      let runs = true;
+      for (const c of conditionParts(call, scope)) {
+        const t = truthy(this.evaluate(c.node, null));
+        if (t === undefined)
+          return UNKNOWN(name, `grown where ${oneLine(c.node.text, 60)}, which is not known statically`);
+        if (t === c.negated) {
+          runs = false;
+          break;
+        }
+      }
+      if (!runs) continue;
+      const arg = call.childForFieldName('arguments')?.namedChildren.find((a) => a.type !== 'comment');
+      if (!arg) return UNKNOWN(name, `${name}.${method}() without an argument`);
+      const v = this.evaluate(arg, null);
+      if (method === 'append') items.push(v);
+      else {
+        const more = this.iterate(v);
+        if (!more) return UNKNOWN(name, `extended by ${oneLine(arg.text, 60)}, not known statically`);
+        items.push(...more);
+      }
+    }
+    return { ...list, items };
   }
 
   /** A dict bound by `name = {...}` plus the keys set with `name[k] = v` or `name.update(...)` before `at`. */

@@ -21,7 +21,14 @@ import { importFacts } from './importFacts';
 import { constructionAt, modelAssignments, modelFact, repeatedBlockClasses } from './models';
 import { lastSegment } from './options';
 import { checkpointFact, meshFact, mixedPrecisionFact, optimizerFact } from './setupCalls';
-import { castCalls, compileDecorators, frozenAssignments, modelLossReads, trainingFact } from './training';
+import {
+  castCalls,
+  compileDecorators,
+  frozenAssignments,
+  linearReplacements,
+  modelLossReads,
+  trainingFact,
+} from './training';
 import { functionFacts, incompleteWrapCall, linkRoots, wrapCall } from './wrapCalls';
 
 /** Classes whose `from_pretrained` loads something beside the model: tokenizers, processors, configs. */
@@ -209,6 +216,7 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
   }
   facts.training.push(
     ...frozenAssignments(file, ev),
+    ...linearReplacements(file, ev),
     ...castCalls(file, ev),
     ...modelLossReads(file),
     ...compileDecorators(file, imports),

@@ -422,3 +422,55 @@ function keywordString(call: Node, name: string): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * bitsandbytes' `Linear4bit` handed to a function that swaps the model's linear layers for it (Answer.AI's
+ * `replace_linear(model.model, Linear4bit, quant_type="nf4", ...)`): a 4-bit base, as `BitsAndBytesConfig(
+ * load_in_4bit=True)` makes one. `Linear4bit`'s `compress_statistics` (double quantisation) defaults to True
+ * (bitsandbytes/nn/modules.py), unlike `BitsAndBytesConfig`'s `bnb_4bit_use_double_quant`; a keyword of the call
+ * passed on to it says otherwise.
+ */
+export function linearReplacements(file: SourceFile, ev: Evaluator): TrainingFact[] {
+  const out: TrainingFact[] = [];
+  for (const id of file.identifiers('Linear4bit')) {
+    const arg = up(id)?.type === 'attribute' ? up(id)! : id;
+    const list = up(arg);
+    const call = list?.type === 'argument_list' ? up(list) : null;
+    if (call?.type !== 'call' || ev.calleeName(arg) !== 'bitsandbytes.nn.Linear4bit') continue;
+    // A type test (`issubclass(cls, Linear4bit)`) names the class without making one.
+    if (/^(isinstance|issubclass|type)$/.test(call.childForFieldName('function')?.text ?? '')) continue;
+    const scope = enclosingFunction(call);
+    const args = readArgs(file, call);
+    const compress = args.keywords.get('compress_statistics');
+    const double = compress ? truthyOf(ev.eval(compress)) : true;
+    out.push({
+      kind: 'quantization',
+      line: file.line(call),
+      range: rangeOf(call),
+      text: oneLine(call.text, 120),
+      options: {
+        load_in_4bit: { text: 'Linear4bit', value: true, range: rangeOf(arg) },
+        ...(double !== undefined
+          ? {
+              bnb_4bit_use_double_quant: {
+                text: compress?.text ?? 'compress_statistics=True (Linear4bit default)',
+                value: double,
+                range: rangeOf(compress ?? arg),
+              },
+            }
+          : {}),
+      },
+      positional: [],
+      qualified: 'bitsandbytes.nn.Linear4bit',
+      target: null,
+      function: scope ? qualifiedName(scope) : null,
+      branch: branchPath(call, scope),
+      ...gateOf(runsWhen(ev, call, scope)),
+    });
+  }
+  return out;
+}
+
+function truthyOf(v: Value): boolean | undefined {
+  return v.k === 'bool' ? v.v : undefined;
+}
