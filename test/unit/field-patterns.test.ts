@@ -2832,3 +2832,45 @@ describe("bitsandbytes' Linear4bit swapped in by the script's own function", () 
     );
   });
 });
+
+describe('a config dataclass read through the class itself', () => {
+  it("takes the field's default, unless the script sets the class's attributes", async () => {
+    // pytorch/examples' FSDP T5 pattern: `from configs import fsdp_config`, then `fsdp_config.sharding_strategy`.
+    const dir = projectDir('fsdp-lens-classattr-');
+    fs.writeFileSync(
+      path.join(dir, 'configs.py'),
+      [
+        'from dataclasses import dataclass',
+        'from torch.distributed.fsdp import ShardingStrategy',
+        '',
+        '@dataclass',
+        'class fsdp_config:',
+        '    sharding_strategy: ShardingStrategy = ShardingStrategy.SHARD_GRAD_OP',
+        '',
+      ].join('\n'),
+    );
+    const script = (extra: string[]) => {
+      const file = path.join(dir, 'train.py');
+      fs.writeFileSync(
+        file,
+        [
+          'import torch',
+          'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+          'from transformers import AutoModelForCausalLM',
+          'from configs import fsdp_config',
+          ...extra,
+          'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")',
+          'model = FSDP(model, sharding_strategy=fsdp_config.sharding_strategy)',
+        ].join('\n'),
+      );
+      return file;
+    };
+    assert.equal((await estimateJson(script([]))).plan.strategy, 'SHARD_GRAD_OP');
+    // Set elsewhere in the script: no longer the class's default.
+    const set = await estimateJson(script(['fsdp_config.sharding_strategy = None']));
+    assert.equal(set.plan.strategy, 'FULL_SHARD');
+    assert.ok(
+      set.plan.notes.some((n) => /sharding_strategy=fsdp_config\.sharding_strategy is not known/.test(n)),
+    );
+  });
+});

@@ -146,7 +146,20 @@ export class Evaluator extends Expressions<null> {
   }
 
   protected attribute(base: Value, attr: string, node: Node): Value {
-    if (base.k === 'ref') return { k: 'ref', name: `${base.name}.${attr}`, bound: base.bound };
+    if (base.k === 'ref') {
+      // `train_config.model_name` of a config class itself (`from configs import train_config`): the field's
+      // default is the class attribute, unless this file sets it (`train_config.lr = ...`, `setattr(...)`).
+      const object = node.childForFieldName('object');
+      if (base.bound && object?.type === 'identifier' && !this.classAttributeSet(object.text)) {
+        const d = this.dataclassDefault(
+          { k: 'call', callee: base.name, args: [], kwargs: {}, splats: [], node },
+          attr,
+          node,
+        );
+        if (d) return d;
+      }
+      return { k: 'ref', name: `${base.name}.${attr}`, bound: base.bound };
+    }
     // `self.config` in a method: what the class's one assignment of it holds (`self.config = config` in __init__).
     if (base.k === 'param' && base.index === 0 && base.name === 'self') {
       const v = this.selfAttribute(node, attr);
@@ -167,6 +180,7 @@ export class Evaluator extends Expressions<null> {
       const d = this.dataclassDefault(base, attr, node);
       if (d) return d;
     }
+
     if (base.k === 'dict') {
       const e = base.entries.find((x) => x.key.k === 'str' && x.key.v === attr);
       if (e) return e.value;
@@ -660,6 +674,15 @@ export class Evaluator extends Expressions<null> {
       return v;
     }
     return undefined;
+  }
+
+  /** Whether this file assigns an attribute of `name` or hands it to `setattr` (a class read for its defaults). */
+  private classAttributeSet(name: string): boolean {
+    const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    return new RegExp(
+      `(^|[^\\w.])${escaped}\\.\\w+\\s*(=[^=]|[+*/-]=)|setattr\\(\\s*${escaped}\\b`,
+      'm',
+    ).test(this.file.text);
   }
 
   /** The fields a config class declares (`name: type = default`, `name = default`), for what setattr may change. */
