@@ -192,6 +192,16 @@ describe("torchtitan's DeepSeek-V3 flavors", () => {
     const attention = 2048 * 3072 + 2048 * 576 + 512 + 512 * 4096 + 2048 * 2048 + 2 * 2048;
     const block = j.units.find((u) => u.modules.includes('layers.5'))!;
     assert.equal(block.gatheredBytes, (attention + 8 * 3 * 2048 * 1408 + 2048 * 64 + 3 * 2048 * 2816) * 2);
+    // The shard's formula adds up: the dense parameters over 8 GPUs, this GPU's 8 of each layer's 64 experts (26
+    // MoE layers x 8 x 3 x 2048 x 1408) whole, in fp32.
+    const r = await cli('estimate', job('16B', ['expert_parallel_degree = 8']));
+    const experts = 26 * 8 * 3 * 2048 * 1408;
+    assert.equal(experts, 1_799_356_416);
+    assert.match(
+      r.out,
+      /1,311,632,896 params \/ 8 GPUs \+ 1,799,356,416 expert params \(this GPU's 1\/8 of the experts\) \/ 1 GPU x 4 B/,
+    );
+    assert.equal(15_706_484_224 - 64 * 26 * 3 * 2048 * 1408, 1_311_632_896);
   });
 });
 

@@ -263,6 +263,14 @@ function stateFigures(
   const offloaded = units.filter((u) => u.offload);
   // Under expert parallelism each GPU holds 1/E_p of the experts, which FSDP2 shards over W / E_p.
   const ep = own.units.reduce((m, u) => Math.max(m, ...u.groups.map((g) => g.expertParallel ?? 1)), 1);
+  // The expert parameters this GPU's units hold (its 1/E_p of each layer's experts).
+  const expertsHeld = own.units
+    .filter((u) => !u.offload)
+    .reduce(
+      (n, u) =>
+        n + u.groups.reduce((m, g) => m + ((g.expertParallel ?? 1) > 1 ? g.dim0 * g.rest * g.count : 0), 0),
+      0,
+    );
   const shardWords = fsdp1
     ? `FlatParameter per unit padded to a multiple of ${W}`
     : W === 1
@@ -272,7 +280,11 @@ function stateFigures(
     {
       name: 'sharded parameters',
       bytes: sum(onGpu, (u) => u.shard.params),
-      formula: `${fmtCount(sum(onGpu, (u) => u.params))} params${ep > 1 ? ` (with this GPU's 1/${ep} of the experts)` : ''} / ${count(W, 'GPU')} x ${dtypeWords(
+      formula: `${
+        ep > 1
+          ? `${fmtCount(sum(onGpu, (u) => u.params) - expertsHeld)} params / ${count(W, 'GPU')} + ${fmtCount(expertsHeld)} expert params (this GPU's 1/${ep} of the experts) / ${count(Math.max(1, Math.floor(W / ep)), 'GPU')}`
+          : `${fmtCount(sum(onGpu, (u) => u.params))} params / ${count(W, 'GPU')}`
+      } x ${dtypeWords(
         own.units.filter((u) => !u.offload),
         setup.masterDtype,
       )} (${shardWords})`,
