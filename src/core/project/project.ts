@@ -60,7 +60,10 @@ export class Project {
     const cached = this.cache.get(abs);
     if (cached !== undefined && (cached === null ? version === undefined : cached.version === version))
       return cached ?? undefined;
-    if (cached) cached.source.tree.delete();
+    // A new version (an edit, or the editor's document replacing the disk's): what was derived from the old tree
+    // goes with it, so that no memo (a function's callers) keeps nodes of a tree that is freed.
+    // A file that appears or disappears changes the listing too.
+    if (cached !== undefined) this.invalidate(abs, { contentOnly: cached !== null && version !== undefined });
     const text = version === undefined ? undefined : this.fs.readFile(abs);
     if (text === undefined) {
       this.cache.set(abs, null);
