@@ -49,7 +49,8 @@ function estimateValues(c: vscode.WorkspaceConfiguration): SetupValues {
   const out: Record<string, unknown> = {};
   for (const { key, setting } of SETTING_INPUTS) {
     const v = c.get<unknown>(setting.name, null);
-    if (v === null || v === undefined || v === '') continue;
+    // Unset: empty, or 0 for a count (no count input takes 0).
+    if (v === null || v === undefined || v === '' || v === 0) continue;
     try {
       out[key] = parseInput(key, String(v), `fsdpLens.${setting.name}`);
     } catch {

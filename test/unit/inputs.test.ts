@@ -29,7 +29,8 @@ function packageJson(): { contributes: { configuration: { properties: Record<str
 
 /** package.json's entry for an input's setting, as the table declares it. */
 function expectedSchema(key: (typeof SETTING_INPUTS)[number]): Schema {
-  return { ...key.setting.schema, scope: 'resource' };
+  // In the Settings editor, in the table's order, before the settings of the editor itself.
+  return { ...key.setting.schema, scope: 'resource', order: SETTING_INPUTS.indexOf(key) + 1 };
 }
 
 /** The README's settings table, one row per setting of package.json, in its order. */
@@ -37,7 +38,7 @@ function settingsTable(properties: Record<string, Schema>): string {
   const rows = Object.entries(properties).map(([name, s]) => {
     const input = SETTING_INPUTS.find((x) => `fsdpLens.${x.setting.name}` === name);
     const dflt =
-      s.default === null || s.default === undefined
+      s.default === null || s.default === undefined || s.default === '' || (input && s.default === 0)
         ? input
           ? `unset (${showInput(input.key, DEFAULTS[input.key] as never, DEFAULTS)})`
           : 'unset'

@@ -59,12 +59,23 @@ function input<T>(spec: InputSpec<T>): InputSpec<T> {
 const count = (v: string | number, name: string) => parse.positiveInt(name, v);
 const pct = (v: number) => `${Math.round(v * 100)}%`;
 
-/** A nullable setting of `type`, with the rest of its schema. */
-const nullable = (type: string, rest: Record<string, unknown>): Record<string, unknown> => ({
-  type: [type, 'null'],
-  default: null,
-  ...rest,
-});
+/**
+ * A setting that may be left unset, with the rest of its schema: unset is `0` for a count and the empty string
+ * for a string (no value the input takes), so that the Settings editor shows a field rather than "Edit in
+ * settings.json", as it does for a `null` default. An enum's unset choice is the empty string too.
+ */
+const nullable = (type: 'integer' | 'string', rest: Record<string, unknown>): Record<string, unknown> => {
+  const description = String(rest.markdownDescription ?? '');
+  return type === 'integer'
+    ? { type, default: 0, ...rest, minimum: 0, markdownDescription: `${description} \`0\` leaves it unset.` }
+    : {
+        type,
+        default: '',
+        ...rest,
+        ...(Array.isArray(rest.enum) ? { enum: rest.enum.map((v: unknown) => (v === null ? '' : v)) } : {}),
+        ...(Array.isArray(rest.enum) ? {} : { markdownDescription: `${description} Empty leaves it unset.` }),
+      };
+};
 
 const CHECKPOINTING_CHOICES = [
   { value: 'none', label: 'none', doc: 'No activation checkpointing' },
