@@ -20,8 +20,13 @@ const wasmFiles = [
   ),
 ];
 
-// Files the bundles load at run time: the parser's WebAssembly and exact mode's Python helper.
-const runtimeFiles = [...wasmFiles, path.join(root, 'python', 'fsdp_lens_measure.py')];
+// Files the bundles load at run time: the parser's WebAssembly, exact mode's Python helper and
+// The example the walkthrough opens (`FSDP: Open an example training script`).
+const runtimeFiles = [
+  ...wasmFiles,
+  path.join(root, 'python', 'fsdp_lens_measure.py'),
+  path.join(root, 'examples', 'train_llama_fsdp2.py'),
+];
 
 function copyWasm(dir) {
   fs.mkdirSync(dir, { recursive: true });

@@ -7,4 +7,5 @@ export const COMMANDS = {
   setWorldSize: 'fsdpLens.setWorldSize',
   setGpu: 'fsdpLens.setGpu',
   showLog: 'fsdpLens.showLog',
+  openExample: 'fsdpLens.openExample',
 } as const;

@@ -1,5 +1,6 @@
 /** The extension's activation: the analysis service wired to the editor's providers, commands and panel. */
 import * as vscode from 'vscode';
+import * as path from 'node:path';
 import { DocumentAnalyses, isAnalysable, type DocumentAnalysis } from './analyses';
 import { FixProvider } from './codeActions';
 import { WrapCodeLensProvider } from './codeLens';
@@ -56,6 +57,7 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
   context.subscriptions.push(
     log,
     vscode.commands.registerCommand(COMMANDS.showLog, () => log.show()),
+    vscode.commands.registerCommand(COMMANDS.openExample, () => openExample(distDir)),
     analyses,
     new Diagnostics(analyses, context.extensionUri),
     vscode.languages.registerCodeLensProvider(ALL, lenses),
@@ -136,6 +138,21 @@ function hasPlan(a: DocumentAnalysis): boolean {
   return (
     a.facts.calls.length > 0 || a.config?.kind === 'plan' || (!!a.estimate?.ok && !!a.estimate.framework)
   );
+}
+
+/**
+ * Opens the bundled example (a Llama 3.1 8B FSDP2 script) as a new, unsaved Python document, so that a first look
+ * writes nothing into the user's workspace.
+ */
+async function openExample(distDir: string): Promise<void> {
+  const bytes = await vscode.workspace.fs.readFile(
+    vscode.Uri.file(path.join(distDir, 'train_llama_fsdp2.py')),
+  );
+  const document = await vscode.workspace.openTextDocument({
+    language: 'python',
+    content: new TextDecoder().decode(bytes),
+  });
+  await vscode.window.showTextDocument(document);
 }
 
 /** Gates the editor title button: shown on Python files that wrap something. */

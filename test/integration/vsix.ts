@@ -120,7 +120,7 @@ async function main(): Promise<number> {
   const listing = zipEntries(fs.readFileSync(vsix));
   const unexpected = listing.filter(
     (f) =>
-      !/^(\[Content_Types\]\.xml|extension\.vsixmanifest|extension\/(package\.json|readme\.md|changelog\.md|LICENSE\.txt|dist\/(extension|panel|worker)\.js|dist\/[\w-]+\.wasm|dist\/fsdp_lens_measure\.py|docs\/rules\.md|media\/(icon\.png|panel\.css|walkthrough\/\w+\.md)|syntaxes\/[\w.-]+\.json))$/.test(
+      !/^(\[Content_Types\]\.xml|extension\.vsixmanifest|extension\/(package\.json|readme\.md|changelog\.md|LICENSE\.txt|dist\/(extension|panel|worker)\.js|dist\/[\w-]+\.wasm|dist\/fsdp_lens_measure\.py|dist\/train_llama_fsdp2\.py|docs\/rules\.md|media\/(icon\.png|panel\.css|walkthrough\/\w+\.md)|syntaxes\/[\w.-]+\.json))$/.test(
         f,
       ),
   );

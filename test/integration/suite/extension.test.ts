@@ -51,6 +51,23 @@ describe('extension', () => {
     assert.match(byLine.get(rootLine) ?? '', /\(bf16\/fp32\)/);
   });
 
+  it("opens the walkthrough's example as an unsaved document, and estimates it", async () => {
+    await vscode.commands.executeCommand('fsdpLens.openExample');
+    const editor = await eventually(
+      () => vscode.window.activeTextEditor,
+      (e) => !!e && e.document.isUntitled && e.document.languageId === 'python',
+      'the example open',
+    );
+    assert.ok(editor!.document.getText().includes('fully_shard('));
+    const lenses = await eventually(
+      () => codeLenses(editor!.document.uri),
+      (l) => l.some((x) => /root · 33 units/.test(x.command?.title ?? '')),
+      "the example's root lens",
+    );
+    assert.ok(lenses.length >= 2);
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
+
   it('updates the lenses after an edit, on the new version only', async () => {
     const editor = await open('train_fsdp2.py');
     const doc = editor.document;
