@@ -13,6 +13,8 @@ export class FitStatusBar implements vscode.Disposable {
     100,
   );
   private readonly disposables: vscode.Disposable[] = [];
+  /** The document whose estimate the entry shows. */
+  private shown: string | undefined;
 
   constructor(private readonly analyses: DocumentAnalyses) {
     this.item.name = 'FSDP fit';
@@ -21,7 +23,13 @@ export class FitStatusBar implements vscode.Disposable {
       analyses.onDidAnalyze((a) => {
         if (vscode.window.activeTextEditor?.document.uri.toString() === a.uri) this.show(a);
       }),
-      vscode.window.onDidChangeActiveTextEditor(() => this.refresh()),
+      // No text editor is active while a webview (the footprint panel) or another view has focus: the entry keeps
+      // the last file's estimate then, rather than vanish beside the panel that explains it.
+      vscode.window.onDidChangeActiveTextEditor((editor) => {
+        const shown = this.shown;
+        if (editor || !shown || !vscode.workspace.textDocuments.some((d) => d.uri.toString() === shown))
+          this.refresh();
+      }),
     );
     this.refresh();
   }
@@ -30,15 +38,20 @@ export class FitStatusBar implements vscode.Disposable {
     const doc = vscode.window.activeTextEditor?.document;
     const a = doc && this.analyses.latest(doc.uri);
     if (a) this.show(a);
-    else this.item.hide();
+    else {
+      this.shown = undefined;
+      this.item.hide();
+    }
   }
 
   private show(a: DocumentAnalysis): void {
     const r = a.estimate;
     if (!readSettings(vscode.Uri.parse(a.uri)).statusBarEnabled || !r?.ok || !a.facts.calls.length) {
+      this.shown = undefined;
       this.item.hide();
       return;
     }
+    this.shown = a.uri;
     const st = statusSummary(r.estimate, a.units);
     this.item.text = st.text;
     this.item.tooltip = new vscode.MarkdownString(st.tooltip.join('\n\n'));

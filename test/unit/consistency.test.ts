@@ -15,6 +15,8 @@ import { buildPanelData } from '../../src/core/report/panelData';
 import { statusSummary } from '../../src/core/report/status';
 import { frameworkLensTitle, lensTitle } from '../../src/core/report/summary';
 import { fmtBytes } from '../../src/core/vocabulary/bytes';
+import { gpuBytes } from '../../src/core/hardware/catalog';
+import { shortGpu } from '../../src/core/vocabulary/words';
 import { whatIfFrom } from '../../src/core/whatif/controls';
 import { nodeHost } from '../../src/host/disk';
 import { cli, FIXTURES, grammar } from './helpers';
@@ -96,6 +98,13 @@ async function everySurface(rel: string): Promise<Surfaces[]> {
       verdict: verdictOf(/ · (?:\*\*)?(fits|does not fit|fit undecided)/.exec(hover)?.[1]),
     });
     const status = statusSummary(e, 'GB');
+    // The entry names the GPU it judges against, with what it holds, beside the peak.
+    assert.ok(
+      status.text.endsWith(
+        `of ${fmtBytes(gpuBytes(e.gpu), 'GB')} · ${e.mesh.worldSize}x ${shortGpu(e.gpu.name)}`,
+      ),
+      status.text,
+    );
     out.push({
       peak: /FSDP (\S+ \S+)\/GPU/.exec(status.text)?.[1] ?? '',
       units: e.units.length,

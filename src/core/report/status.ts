@@ -1,7 +1,8 @@
 /** The status bar entry of a file's estimate: its text, tooltip and what a screen reader says. */
 import type { Estimate, Verdict } from '../estimator/types';
 import { fmtBytes, type ByteUnit } from '../vocabulary/bytes';
-import { atLeast, peakWhere, spaced, undecidedWhy, verdictWords } from '../vocabulary/words';
+import { gpuBytes } from '../hardware/catalog';
+import { atLeast, peakWhere, shortGpu, spaced, undecidedWhy, verdictWords } from '../vocabulary/words';
 
 export interface StatusSummary {
   verdict: Verdict;
@@ -21,14 +22,15 @@ export function statusSummary(e: Estimate, unit: ByteUnit): StatusSummary {
   const where = `${e.mesh.worldSize} x ${e.gpu.name}`;
   return {
     verdict: fit.verdict,
-    text: `${ICON[fit.verdict]} FSDP ${e.gaps.length || e.uncounted.length ? '≥' : ''}${b(e.perGpu.peakBytes)}/GPU`,
+    // The peak per GPU against what the target GPU holds, and which GPU: the verdict at a glance.
+    text: `${ICON[fit.verdict]} FSDP ${e.gaps.length || e.uncounted.length ? '≥' : ''}${b(e.perGpu.peakBytes)}/GPU of ${b(gpuBytes(e.gpu))} · ${e.mesh.worldSize}x ${shortGpu(e.gpu.name)}`,
     tooltip: [
       `**FSDP peak per GPU: ${least}${b(e.perGpu.peakBytes)}**${spaced(peakWhere(e.perGpu.peakAt))}`,
       fit.verdict === 'fits'
         ? `Fits ${where} with ${b(fit.headroomBytes)} to spare.`
         : fit.verdict === 'short'
           ? `Does not fit ${where}: ${b(-fit.headroomBytes)} short.`
-          : e.unmodelled.length
+          : e.unmodelled.length || e.undecided.length || e.overcounted.length
             ? `Fit on ${where} undecided: ${undecidedWhy(e)}.`
             : `Fit on ${where} undecided: ${undecidedWhy(e)}, ${b(fit.headroomBytes)} left for them.`,
       `Persistent ${least}${b(e.perGpu.persistentBytes)} per GPU. Click to open the footprint panel.`,
