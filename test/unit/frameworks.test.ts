@@ -1088,6 +1088,12 @@ describe('torchtitan', () => {
     );
     // The MoE flavors are read too (test/unit/expertParallel.test.ts counts them); an unknown flavor is named.
     assert.ok(moe.kind === 'plan');
+    // The debug flavor with q, k and v unfused has the debug flavor's shapes.
+    const unfused = readFrameworkConfig(
+      'u.toml',
+      '[model]\nname = "qwen3"\nflavor = "debugmodel_non_fused_qkv"\n[training]\nseq_len = 4096\n',
+    );
+    assert.ok(unfused.kind === 'plan');
     const unknown = readFrameworkConfig(
       'x.toml',
       '[model]\nname = "qwen3"\nflavor = "1T"\n[training]\nseq_len = 4096\n',

@@ -156,6 +156,9 @@ const QWEN3_DEBUG: LlamaDims = {
  */
 export const TITAN_QWEN3: Record<string, LlamaDims> = {
   debugmodel: QWEN3_DEBUG,
+  // The same shapes with q, k and v as separate projections (`_debugmodel_non_fused_qkv`, 2026); the other flavors
+  // fuse them into one `wqkv` since then, which the tree here keeps separate: the same parameters and shards.
+  debugmodel_non_fused_qkv: QWEN3_DEBUG,
   '0.6B': QWEN3_0_6B,
   '1.7B': QWEN3_1_7B,
   '4B': QWEN3_4B,
