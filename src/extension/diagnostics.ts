@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { ruleAnchor } from '../core/lint/docs';
 import { ruleById } from '../core/lint/registry';
 import type { Finding, Severity } from '../core/lint/types';
+import { plainText } from '../core/vocabulary/words';
 import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
 import { toRange } from './convert';
 
@@ -56,7 +57,8 @@ export class Diagnostics implements vscode.Disposable {
   }
 
   toDiagnostic(f: Finding, uri: vscode.Uri): vscode.Diagnostic {
-    const d = new vscode.Diagnostic(toRange(f.range), f.message, SEVERITY[f.severity]);
+    // A diagnostic's message is plain text: the findings' code spans lose their backticks there.
+    const d = new vscode.Diagnostic(toRange(f.range), plainText(f.message), SEVERITY[f.severity]);
     d.source = SOURCE;
     const rule = ruleById(f.rule);
     d.code = rule
@@ -69,7 +71,11 @@ export class Diagnostics implements vscode.Disposable {
       : f.rule;
     if (f.related?.length) {
       d.relatedInformation = f.related.map(
-        (r) => new vscode.DiagnosticRelatedInformation(new vscode.Location(uri, toRange(r.range)), r.message),
+        (r) =>
+          new vscode.DiagnosticRelatedInformation(
+            new vscode.Location(uri, toRange(r.range)),
+            plainText(r.message),
+          ),
       );
     }
     return d;

@@ -213,6 +213,8 @@ export const CHECKS: Check[] = [
       const text = (await row.first().textContent()) ?? '';
       if (!/never is/.test(text) || !/fsdp-lens/.test(text))
         throw new Error(`unexpected problem text: ${text}`);
+      // A diagnostic is plain text: no raw Markdown backticks.
+      if (text.includes('`')) throw new Error(`raw backticks in a problem: ${text}`);
       await page.waitForTimeout(300);
       await page.screenshot({ path: path.join(ARTIFACTS, `problems-${theme}.png`) });
       // Hide the panel again (Ctrl+J toggles it) so the next check starts from the editor.

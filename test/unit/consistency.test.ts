@@ -16,7 +16,7 @@ import { statusSummary } from '../../src/core/report/status';
 import { frameworkLensTitle, lensTitle } from '../../src/core/report/summary';
 import { fmtBytes } from '../../src/core/vocabulary/bytes';
 import { gpuBytes } from '../../src/core/hardware/catalog';
-import { shortGpu } from '../../src/core/vocabulary/words';
+import { plainText, shortGpu } from '../../src/core/vocabulary/words';
 import { whatIfFrom } from '../../src/core/whatif/controls';
 import { nodeHost } from '../../src/host/disk';
 import { cli, FIXTURES, grammar } from './helpers';
@@ -219,5 +219,15 @@ describe('every surface reports the same peak, fit, units and mesh', () => {
     assert.match(hover, /`--strategy fsdp` takes it/);
     assert.match(hover, /\[Choose the script's arguments\]\(command:x\)/);
     assert.doesNotMatch(lens + hover, /matches no module/i);
+  });
+});
+
+describe('messages shown where Markdown is not', () => {
+  it('lose the backticks of their code spans, and nothing else', () => {
+    assert.equal(
+      plainText('Blocks of `model.model.layers` are wrapped but `model` itself never is.'),
+      'Blocks of model.model.layers are wrapped but model itself never is.',
+    );
+    assert.equal(plainText('a lone ` stays'), 'a lone ` stays');
   });
 });

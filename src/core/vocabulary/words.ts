@@ -136,3 +136,8 @@ export function fmtInFlight(n: number): string {
 export function blockRanges(stages: readonly { from: number; to: number }[]): string {
   return stages.map((s) => (s.to - s.from > 1 ? `${s.from}-${s.to - 1}` : `${s.from}`)).join(', ');
 }
+
+/** Markdown's inline code spans as plain text (`model.layers` → model.layers), for places that show no Markdown. */
+export function plainText(text: string): string {
+  return text.replace(/`([^`\n]+)`/g, '$1');
+}

@@ -61,10 +61,11 @@ fully_shard(model)`,
     return [
       {
         range: at.range,
+        // The verdict first, where the Problems view shows it; the figures after.
         message:
-          `Estimated peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +
-          `reserve and the CUDA context: ${b(-fit.headroomBytes)} more than the ${b(fit.memoryBytes)} (${fmtCount(e.gpu.memoryMiB)} MiB) of ${article(e.gpu.name)} ` +
-          `(${gpus} micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}).${certain}${smallest}`,
+          `Does not fit ${article(e.gpu.name)} (${gpus} micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}): ` +
+          `the estimated peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +
+          `reserve and the CUDA context, ${b(-fit.headroomBytes)} more than its ${b(fit.memoryBytes)} (${fmtCount(e.gpu.memoryMiB)} MiB).${certain}${smallest}`,
         fixes: [],
       } satisfies Draft,
     ];
