@@ -90,36 +90,41 @@ describe('expert parallelism over a shard group of 4', () => {
   });
 });
 
+/** A torchtitan job TOML of `model.name` and `flavor` on 8 GPUs, with more `[parallelism]` lines. */
+function titanToml(name: string, flavor: string, batch: number, extra: string[] = []): string {
+  const file = path.join(projectDir('fsdp-lens-moe-'), 'job.toml');
+  fs.writeFileSync(
+    file,
+    [
+      '[model]',
+      `name = "${name}"`,
+      `flavor = "${flavor}"`,
+      '[training]',
+      `local_batch_size = ${batch}`,
+      'seq_len = 4096',
+      '[parallelism]',
+      'data_parallel_shard_degree = 8',
+      ...extra,
+    ].join('\n'),
+  );
+  return file;
+}
+
+/** `fsdp-lens estimate FILE --json`, which must succeed, as far as these tests read it. */
+async function estimated(file: string) {
+  const r = await cli('estimate', file, '--json');
+  assert.equal(r.code, 0, r.err);
+  return JSON.parse(r.out) as {
+    model: { params: number };
+    units: { classNames: string[]; gatheredBytes: number; modules: string[] }[];
+    unmodelled: string[];
+    assumptions: { key: string; value: string }[];
+  };
+}
+
 describe("torchtitan's Qwen3 MoE flavors", () => {
-  const toml = (flavor: string, extra: string[] = []) => {
-    const dir = projectDir('fsdp-lens-moe-');
-    const file = path.join(dir, 'job.toml');
-    fs.writeFileSync(
-      file,
-      [
-        '[model]',
-        'name = "qwen3"',
-        `flavor = "${flavor}"`,
-        '[training]',
-        'local_batch_size = 2',
-        'seq_len = 4096',
-        '[parallelism]',
-        'data_parallel_shard_degree = 8',
-        ...extra,
-      ].join('\n'),
-    );
-    return file;
-  };
-  const run = async (file: string) => {
-    const r = await cli('estimate', file, '--json');
-    assert.equal(r.code, 0, r.err);
-    return JSON.parse(r.out) as {
-      model: { params: number };
-      units: { classNames: string[]; gatheredBytes: number }[];
-      unmodelled: string[];
-      assumptions: { key: string; value: string }[];
-    };
-  };
+  const toml = (flavor: string, extra: string[] = []) => titanToml('qwen3', flavor, 2, extra);
+  const run = estimated;
 
   it("build torchtitan's MoE blocks to Qwen's published totals", async () => {
     // Qwen3-30B-A3B: 30,532,122,624 parameters; Qwen3-235B-A22B: 235,093,634,560 (their model cards' safetensors
@@ -141,34 +146,8 @@ describe("torchtitan's Qwen3 MoE flavors", () => {
 });
 
 describe("torchtitan's DeepSeek-V3 flavors", () => {
-  const job = (flavor: string, extra: string[] = []) => {
-    const dir = projectDir('fsdp-lens-dsv3-');
-    const file = path.join(dir, 'job.toml');
-    fs.writeFileSync(
-      file,
-      [
-        '[model]',
-        'name = "deepseek_v3"',
-        `flavor = "${flavor}"`,
-        '[training]',
-        'local_batch_size = 4',
-        'seq_len = 4096',
-        '[parallelism]',
-        'data_parallel_shard_degree = 8',
-        ...extra,
-      ].join('\n'),
-    );
-    return file;
-  };
-  const run = async (file: string) => {
-    const r = await cli('estimate', file, '--json');
-    assert.equal(r.code, 0, r.err);
-    return JSON.parse(r.out) as {
-      model: { params: number };
-      units: { classNames: string[]; gatheredBytes: number; modules: string[] }[];
-      unmodelled: string[];
-    };
-  };
+  const job = (flavor: string, extra: string[] = []) => titanToml('deepseek_v3', flavor, 4, extra);
+  const run = estimated;
 
   it('16B has DeepSeek-V2-Lite’s total; 671B DeepSeek-V3’s main model', async () => {
     // 16B, by hand: the dense layer and 26 MoE layers share the attention (wq 2048 -> 16 x 192, wkv_a 2048 -> 576,

@@ -2,6 +2,7 @@
 import type { ArchShape } from '../model/hf';
 import type { LoadedModel } from '../model/load';
 import { ModuleBuilder } from '../model/tree';
+import { titanMoe } from './llamaNative';
 
 /** A DeepSeek-V3 flavor's dimensions, as torchtitan's `DeepSeekV3ModelArgs` and `MoEArgs` give them. */
 export interface DeepSeekDims {
@@ -109,10 +110,8 @@ export const TITAN_DEEPSEEK_V3: Record<string, DeepSeekDims> = {
  * torchtitan's `DeepSeekV3Model` (models/deepseek_v3/model/model.py, v0.2): `tok_embeddings`, `layers.N` of
  * `TransformerBlock` with multi-head latent `attention` (`wq`, or `wq_a`, `q_norm`, `wq_b`; `wkv_a`, `kv_norm`,
  * `wkv_b`, `wo`), `attention_norm` and `ffn_norm`, then a `feed_forward` in the first `n_dense_layers` and a
- * `moe` after (models/moe/moe.py: `GroupedExperts` w1, w2, w3 with the expert as dim 0, the router's `gate`,
- * `shared_experts` as one FeedForward of `moe_inter_dim x num_shared_experts`, the load-balancing buffers
- * `expert_bias` and `tokens_per_expert`), `norm`, an untied `output`, and `freqs_cis` (complex64, `max_seq_len`
- * 16,384 x qk_rope_head_dim / 2).
+ * `moe` after (`titanMoe`, with `shared_experts` as one FeedForward of `moe_inter_dim x num_shared_experts`),
+ * `norm`, an untied `output`, and `freqs_cis` (complex64, `max_seq_len` 16,384 x qk_rope_head_dim / 2).
  */
 export function deepseekNative(d: DeepSeekDims, name: string): LoadedModel {
   const root = ModuleBuilder.root('DeepSeekV3Model');
@@ -137,19 +136,7 @@ export function deepseekNative(d: DeepSeekDims, name: string): LoadedModel {
     b.norm('ffn_norm', d.dim, 'RMSNorm');
     if (i < d.denseLayers) b.child('feed_forward', 'FeedForward', (f) => ffn(f, d.inter));
     else
-      b.child('moe', 'MoE', (m) => {
-        m.child('experts', 'GroupedExperts', (x) =>
-          x
-            .param('w1', [d.experts, d.moeInter, d.dim])
-            .param('w2', [d.experts, d.dim, d.moeInter])
-            .param('w3', [d.experts, d.moeInter, d.dim]),
-        );
-        m.child('router', 'TokenChoiceTopKRouter', (r) => r.linear('gate', d.dim, d.experts));
-        if (d.sharedExperts)
-          m.child('shared_experts', 'FeedForward', (f) => ffn(f, d.moeInter * d.sharedExperts));
-        m.buffer('expert_bias', [d.experts], 'float32');
-        m.buffer('tokens_per_expert', [d.experts], 'float32', false);
-      });
+      b.child('moe', 'MoE', (m) => titanMoe(m, d.dim, d.experts, d.moeInter, d.moeInter * d.sharedExperts));
   });
   root.norm('norm', d.dim, 'RMSNorm');
   root.linear('output', d.dim, d.vocab);

@@ -325,6 +325,28 @@ export const TUNE_MODELS: Record<string, LlamaDims & { hf: string }> = {
 };
 
 /**
+ * torchtitan's `MoE` (models/moe/moe.py, v0.2): `GroupedExperts` holding every expert's w1, w2 and w3 as one
+ * parameter each with the expert as dim 0, a `TokenChoiceTopKRouter` whose `gate` scores the experts, `shared`
+ * (DeepSeek-V3's `shared_experts`, one FeedForward of that hidden size) when given, and the load-balancing buffers
+ * (`expert_bias`, with `load_balance_coeff`'s default 1e-3, and `tokens_per_expert`, fp32 per expert).
+ */
+export function titanMoe(m: ModuleBuilder, dim: number, experts: number, inter: number, shared = 0): void {
+  m.child('experts', 'GroupedExperts', (x) =>
+    x
+      .param('w1', [experts, inter, dim])
+      .param('w2', [experts, dim, inter])
+      .param('w3', [experts, inter, dim]),
+  );
+  m.child('router', 'TokenChoiceTopKRouter', (r) => r.linear('gate', dim, experts));
+  if (shared)
+    m.child('shared_experts', 'FeedForward', (f) =>
+      f.linear('w1', dim, shared).linear('w2', shared, dim).linear('w3', dim, shared),
+    );
+  m.buffer('expert_bias', [experts], 'float32');
+  m.buffer('tokens_per_expert', [experts], 'float32', false);
+}
+
+/**
  * A Llama 3 model with the framework's own module names: torchtitan's `Transformer` (`tok_embeddings`,
  * `layers.N.attention.wq`, `feed_forward.w1`, `norm`, `output`) or torchtune's `TransformerDecoder`
  * (`layers.N.attn.q_proj`, `mlp.w1`, `sa_norm`, `output`; a tied output is not a module of its own).
@@ -353,22 +375,7 @@ export function llamaNative(
       }
     });
     const moe = d.moe;
-    if (moe)
-      // torchtitan's `MoE` (models/moe/moe.py, v0.2): `GroupedExperts` holding every expert's w1, w2 and w3 as one
-      // parameter each with the expert as dim 0, a `TokenChoiceTopKRouter` whose `gate` scores the experts, and
-      // the load-balancing buffers (`expert_bias`, with `load_balance_coeff`'s default 1e-3, and
-      // `tokens_per_expert`, fp32 per expert).
-      b.child('moe', 'MoE', (m) => {
-        m.child('experts', 'GroupedExperts', (x) =>
-          x
-            .param('w1', [moe.experts, moe.inter, d.dim])
-            .param('w2', [moe.experts, d.dim, moe.inter])
-            .param('w3', [moe.experts, moe.inter, d.dim]),
-        );
-        m.child('router', 'TokenChoiceTopKRouter', (r) => r.linear('gate', d.dim, moe.experts));
-        m.buffer('expert_bias', [moe.experts], 'float32');
-        m.buffer('tokens_per_expert', [moe.experts], 'float32', false);
-      });
+    if (moe) b.child('moe', 'MoE', (m) => titanMoe(m, d.dim, moe.experts, moe.inter));
     else
       b.child(titan ? 'feed_forward' : 'mlp', 'FeedForward', (f) => {
         f.linear('w1', d.dim, d.ffn);
