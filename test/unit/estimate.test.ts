@@ -20,7 +20,7 @@ import { resolveSetup } from '../../src/core/inputs/layers';
 import { fromPyproject } from '../../src/core/project/settings';
 import { Project } from '../../src/core/project/project';
 import { diskFS } from '../../src/host/disk';
-import { cli, FIXTURES, grammar, scanSource } from './helpers';
+import { cli, defaultInput, FIXTURES, grammar, scanSource } from './helpers';
 import { analyzeConfigText } from '../../src/core/entry/analyze';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { undecidedWhy } from '../../src/core/vocabulary/words';
@@ -716,19 +716,8 @@ describe('host memory per node', () => {
   });
 
   it('on the meta device only the saving spike remains', () => {
-    const m = modelFromHfConfig(CATALOG['meta-llama/Llama-3.1-8B']!);
-    const { setup, assumptions } = resolveSetup([]);
     const e = estimate({
-      model: { name: 'x', root: m.root, shape: m.shape, source: { kind: 'default' } },
-      plan: {
-        api: 'fsdp2',
-        strategy: 'FULL_SHARD',
-        units: defaultUnits(m.root, m.shape.blockClass, 't'),
-        source: { kind: 'default' },
-        notes: [],
-      },
-      setup,
-      assumptions,
+      ...defaultInput(CATALOG['meta-llama/Llama-3.1-8B']!),
       loading: { fromPretrained: true, meta: true, dtype: null },
       stateDict: { kind: 'full', detail: 'StateDictOptions at train.py:9' },
     });

@@ -678,6 +678,11 @@ export class Evaluator extends Expressions<null> {
 
   /** Whether this file assigns an attribute of `name` or hands it to `setattr` (a class read for its defaults). */
   private classAttributeSet(name: string): boolean {
+    // Asked at every attribute read of a name (`torch.nn...` too): searched once per name and file.
+    return this.file.memo(`class-attribute-set:${name}`, () => this.searchClassAttributeSet(name));
+  }
+
+  private searchClassAttributeSet(name: string): boolean {
     const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     return new RegExp(
       `(^|[^\\w.])${escaped}\\.\\w+\\s*(=[^=]|[+*/-]=)|setattr\\(\\s*${escaped}\\b`,

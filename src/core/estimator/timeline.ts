@@ -215,16 +215,20 @@ export function simulate(
     if (depth < 3) for (const c of m.children) look(c, depth + 1);
   };
   if (setup.loss === 'fused' || setup.loss === 'cut' || setup.loss === 'head-chunked') look(root, 0);
-  // The head's unsharded gradient as FSDP2 accumulates it with sync off: in the reduce dtype when it differs.
-  const headGradBytes =
-    setup.reduceDtype && setup.reduceDtype !== setup.paramDtype ? reduceBytes : computeBytes;
+  // Gradient accumulation without sync keeps every unit's unsharded gradient between micro-batches. FSDP2 keeps
+  // it in the reduce dtype (`FSDPParam.to_accumulated_grad_if_needed` casts when it differs from the parameter
+  // dtype); FSDP1 in the compute dtype (`_post_backward_hook` returns before `_prepare_gradient_for_reduce`
+  // casts).
+  const accumulatedBytes =
+    !fsdp1 && setup.reduceDtype && setup.reduceDtype !== setup.paramDtype ? reduceBytes : computeBytes;
+  // A chunked loss accumulates the head's unsharded gradient the same way, with sync off across its chunks.
   const loss = lossTransient(
     shape,
     x,
     ligerless ? 'upcast' : setup.loss,
     headTrainable,
     lossFused(setup),
-    headGradBytes,
+    accumulatedBytes,
   );
   // A script that keeps the model's output in a variable of its loop holds the logits from the loss on, through
   // backward and the optimizer step; left bound after the step, the previous step's through the next forward too,
@@ -235,12 +239,6 @@ export function simulate(
       (phase === 'backward' || phase === 'optimizer' || label === 'gradient of the loss'))
       ? loss.output
       : 0;
-  // Gradient accumulation without sync keeps every unit's unsharded gradient between micro-batches. FSDP2 keeps
-  // it in the reduce dtype (`FSDPParam.to_accumulated_grad_if_needed` casts when it differs from the parameter
-  // dtype); FSDP1 in the compute dtype (`_post_backward_hook` returns before `_prepare_gradient_for_reduce`
-  // casts).
-  const accumulatedBytes =
-    !fsdp1 && setup.reduceDtype && setup.reduceDtype !== setup.paramDtype ? reduceBytes : computeBytes;
   // On a pipeline rank the unsharded gradients stay as accumulators between micro-batches (FSDP2's
   // `to_accumulated_grad_if_needed`, in the reduce dtype, for every micro-batch: the stage runs each backward with
   // gradient sync off) until the step's one reduce-scatter: full at the rank's peak once a backward ran before it,
