@@ -399,6 +399,20 @@ describe('checkpointing in the timeline', () => {
     // input 1,024 + q 1,024 + v 2·8·32 = 512 + attention 1,024 + log-sum-exp 128 + gate 2·8·128 = 2,048 + down 1,024
     assert.equal(e.timeline!.activationBytes, 2 * (1024 + 1024 + 512 + 1024 + 128 + 2048 + 1024) + 3072);
   });
+
+  it('a fused wqkv is one matmul: the op policy then keeps q, k and v together, gate and down', () => {
+    // torchtitan's SelectiveAC counts `aten.mm` calls per block and recomputes every second one. Separate q, k, v:
+    // wq (1st, kept), wk (2nd), wv (3rd, kept), wo (4th), w1 (5th, kept), w3 (6th), w2 (7th, kept). FusedQKVLinear:
+    // wqkv (1st, kept), wo (2nd), w1 (3rd, kept), w3 (4th), w2 (5th, kept): the same kept set plus k.
+    const m = modelFromHfConfig(TINY);
+    const x = { microBatch: 1, seqLen: 8, bytes: 2, attention: 'fused' as const };
+    const separate = blockActivations(m.shape, x, 'selective', false, 0);
+    const fused = blockActivations({ ...m.shape, fusedQkv: true }, x, 'selective', false, 0);
+    // k: 2 B x 8 tokens x 2 kv heads x 16 = 512 bytes more.
+    assert.equal(fused.saved - separate.saved, 2 * 8 * 2 * 16);
+    // wqkv's output: q 4 x 16 and k, v 2 x 16 each, 128 wide: 2 x 8 x 128 = 2,048 bytes.
+    assert.equal(fused.tensors.find((t) => t.name === 'wqkv (q, k, v) output')!.bytes, 2 * 8 * 128);
+  });
 });
 
 describe('the 70B worked example', () => {

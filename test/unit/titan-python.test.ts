@@ -304,6 +304,43 @@ describe('torch.compile in a registry job', () => {
   });
 });
 
+describe('fused q, k and v in a registry job', () => {
+  it("counts the model package's fuse_qkv under selective checkpointing: k's output kept in every block", async () => {
+    const job = [
+      'from torchtitan.config import TrainingConfig',
+      'from torchtitan.trainer import Trainer',
+      'from . import model_registry',
+      '',
+      'def llama3_8b_sac() -> Trainer.Config:',
+      '    return Trainer.Config(',
+      '        model_spec=model_registry("8B"),',
+      '        training=TrainingConfig(num_tokens_per_microbatch_per_dp_rank=2 * 8192, max_context_length=8192),',
+      '    )',
+    ];
+    const run = async (init: string[]) => {
+      const dir = project();
+      writeFiles(dir, {
+        'torchtitan/models/llama3/__init__.py': init,
+        'torchtitan/models/llama3/config_registry.py': job,
+      });
+      const r = await cli(
+        'estimate',
+        path.join(dir, 'torchtitan/models/llama3/config_registry.py'),
+        '--json',
+      );
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out) as { perGpu: { activationBytes: number }; notes: string[] };
+    };
+    // torchtitan/models/llama3/__init__.py since June 2026: every flavor builds a FusedQKVLinear.
+    const fused = await run(['def _8b(attn_backend, fuse_qkv: bool = True):', '    ...']);
+    const separate = await run(['def model_registry(flavor):', '    ...']);
+    // SelectiveAC keeps the 1st, 3rd, 5th... matmul of a block: wq and wv of three, wqkv (q, k and v) of one. The
+    // difference is k: 32 blocks x 2 sequences x 8192 tokens x 8 KV heads x 128 x 2 B (bf16).
+    assert.equal(fused.perGpu.activationBytes - separate.perGpu.activationBytes, 32 * 2 * 8192 * 8 * 128 * 2);
+    assert.ok(!fused.notes.some((n) => /fuse_qkv/.test(n)));
+  });
+});
+
 describe('the loss of a registry job', () => {
   it("ChunkedLossWrapper is read, a derived MTPLoss replaces it, and DeepSeek-V3's extras are named", async () => {
     const dir = project();

@@ -71,7 +71,8 @@ export function analyzeFacts(
     project && !opts.estimate.framework && !facts.calls.length ? project.file(facts.path) : undefined;
   const titan = pyFile
     ? (titanEntryEstimate(project, pyFile, facts, opts.estimate) ??
-      (facts.jobConfigs?.length
+      // A registry job that leaves the parallelism at its defaults names no ParallelismConfig.
+      (facts.jobConfigs?.length || pyFile.source.text.includes('Trainer.Config')
         ? registryEstimate(project, pyFile, facts, opts.estimate.plan, facts.argv ?? [], opts.estimate)
         : undefined))
     : undefined;

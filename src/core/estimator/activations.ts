@@ -263,12 +263,18 @@ function selectiveKept(
             ['kv_b_proj', a * (shape.mla.qkNope + shape.mla.vHead)],
             ['o_proj', h],
           ]
-        : [
-            ['q_proj', a * shape.headDim],
-            ['k_proj', hkv],
-            ['v_proj', hkv],
-            ['o_proj', h],
-          ];
+        : shape.fusedQkv
+          ? // FusedQKVLinear.forward: one `wqkv` matmul, split into q, k and v after it.
+            [
+              ['wqkv (q, k, v)', a * shape.headDim + 2 * hkv],
+              ['o_proj', h],
+            ]
+          : [
+              ['q_proj', a * shape.headDim],
+              ['k_proj', hkv],
+              ['v_proj', hkv],
+              ['o_proj', h],
+            ];
   const shared = shape.moeIntermediate * shape.sharedExperts;
   const mlp: [string, number][] =
     shape.mlp === 'gelu'

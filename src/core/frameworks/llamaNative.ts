@@ -21,6 +21,11 @@ export interface LlamaDims {
   qkNorm?: boolean;
   /** Every block's MLP a layer of routed experts (torchtitan's Qwen3 MoE flavors: `moe_enabled`, no shared expert). */
   moe?: { experts: number; topK: number; inter: number };
+  /**
+   * q, k and v from one `wqkv` (torchtitan's `FusedQKVLinear`): the same parameters, one matmul. The tree keeps
+   * `wq`, `wk` and `wv` (the names torchtitan's checkpoints use); the activation model counts one matmul.
+   */
+  fusedQkv?: boolean;
 }
 
 /**
@@ -409,6 +414,7 @@ export function llamaNative(
     blockClass: block,
     tiedEmbeddings: d.tied,
     ...(d.qkNorm ? { qkNorm: true } : {}),
+    ...(d.fusedQkv ? { fusedQkv: true } : {}),
   };
   return {
     root: root.node,

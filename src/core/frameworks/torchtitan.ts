@@ -238,6 +238,13 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
             : { everyN: Number(option) }
           : 'selective';
   set('checkpointing', ck, ['activation_checkpoint', 'mode']);
+  // One `wqkv` matmul or three (`fuse_qkv`, read from the model package beside a Python registry): the per-op
+  // policy keeps every other matmul's output, so the count decides which outputs are kept.
+  const fusedQkv = at(d, ['model', 'fuse_qkv']);
+  if (fusedQkv === undefined && ck === 'selective' && doc.file.endsWith('.py') && !deepseek)
+    notes.push(
+      "q, k and v counted as three matmuls under selective checkpointing: whether the flavor fuses them (`fuse_qkv`, torchtitan's default since June 2026) is set in the model package's __init__.py, which is not in the project",
+    );
   // The registry's `ChunkedLossWrapper` (config_registry.py jobs since June 2026): the head and the loss per chunk.
   const chunks = at(d, ['loss', 'chunks']);
   if (chunks !== undefined) {
@@ -293,7 +300,12 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     builtModel: {
       loaded: dsv3
         ? deepseekNative(dsv3, `torchtitan ${name} ${flavor}`)
-        : llamaNative(llama!, 'torchtitan', `torchtitan ${name} ${flavor}`, values.seqLen ?? 2048),
+        : llamaNative(
+            fusedQkv === true ? { ...llama!, fusedQkv: true } : llama!,
+            'torchtitan',
+            `torchtitan ${name} ${flavor}`,
+            values.seqLen ?? 2048,
+          ),
       source: { kind: 'config', detail: `flavor "${flavor}" at ${doc.where(['model', 'flavor'])}` },
     },
     naming: 'torchtitan',

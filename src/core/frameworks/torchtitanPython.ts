@@ -296,6 +296,17 @@ export interface TitanJob {
 }
 
 /**
+ * Whether flavor `flavor` computes q, k and v in one matmul, from the model package's `__init__.py` beside the
+ * registry: its builders take `fuse_qkv: bool = True` and its flavors pass `fuse_qkv=True` since June 2026
+ * (torchtitan/models/common/config_utils.py `make_gqa_config` builds `FusedQKVLinear` then); the
+ * `*_non_fused_qkv` flavors pass False, and a package that never names `fuse_qkv` predates it.
+ */
+export function fusesQkv(packageInit: string, flavor: string): boolean {
+  if (/non_fused/.test(flavor)) return false;
+  return /\bfuse_qkv\s*(?::\s*bool\s*)?=\s*True\b/.test(packageInit);
+}
+
+/**
  * The job of registry function `fn` of `file` (a model folder's `config_registry.py`: its folder names the model),
  * with torchtitan's command-line overrides `argv`, as a config document torchtitanPlan reads. The micro-batch is
  * `num_tokens_per_microbatch_per_dp_rank / max_context_length` sequences (torchtitan packs sequences to the
@@ -306,6 +317,7 @@ export function titanJob(
   file: SourceFile,
   fn: RegistryFunction,
   argv: readonly string[],
+  packageInit?: string,
 ): TitanJob {
   const s = settingsOf(ev, file, fn.node);
   const used: string[] = [];
@@ -357,6 +369,7 @@ export function titanJob(
   const flavor = get('model.flavor');
   if (flavor !== undefined) model.flavor = flavor;
   setFrom('model.flavor', ['model.flavor']);
+  if (packageInit !== undefined && typeof flavor === 'string') model.fuse_qkv = fusesQkv(packageInit, flavor);
   setFrom('model', ['model.flavor']);
   const chunks = get('loss.chunks');
   const loss: Record<string, unknown> = chunks !== undefined ? { chunks } : {};

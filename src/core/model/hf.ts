@@ -30,6 +30,11 @@ export interface ArchShape {
   sharedExperts: number;
   /** Multi-head latent attention (DeepSeek): dims of the compressed projections. */
   mla?: { qLoraRank: number | null; kvLoraRank: number; qkNope: number; qkRope: number; vHead: number };
+  /**
+   * q, k and v from one matmul (torchtitan's `FusedQKVLinear.wqkv`, its flavors' default since June 2026): one
+   * `aten.mm` where separate projections make three, which changes what a per-op checkpoint policy keeps.
+   */
+  fusedQkv?: boolean;
   /** How the block computes, for the activation model. */
   mlp: 'swiglu' | 'gelu';
   norm: 'rmsnorm' | 'layernorm';

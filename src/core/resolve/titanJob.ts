@@ -64,7 +64,9 @@ export function registryEstimate(
   const ev = new Evaluator(file.source, file.imports, undefined, {
     ...(project ? projectReaders(project, file.path) : {}),
   });
-  const job = titanJob(ev, file.source, fn, argv);
+  // The model package beside the registry says whether its flavors fuse q, k and v.
+  const init = project?.file(path.join(path.dirname(file.path), '__init__.py'))?.source.text;
+  const job = titanJob(ev, file.source, fn, argv, init);
   const titan = torchtitanPlan(job.doc);
   if ('message' in titan)
     return withPlans({
