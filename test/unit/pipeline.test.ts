@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { estimate, estimateMesh } from '../../src/core/estimator/estimate';
 import { pipelined } from '../../src/core/estimator/pipelined';
 import { chunksInFlight, pipelineLayout, scheduleProblem } from '../../src/core/estimator/pipeline';
+import { zeroBubblePoints } from '../../src/core/estimator/zeroBubble';
 import type { Estimate, StageRun } from '../../src/core/estimator/types';
 import type { SetupValues } from '../../src/core/inputs/table';
 import { splitStages } from '../../src/core/model/pipelineStages';
@@ -173,6 +174,58 @@ describe('a rank of a 1F1B pipeline, by hand', () => {
   it('runs the loss only on the last rank', () => {
     assert.equal(first.e.timeline!.events.filter((x) => x.phase === 'loss').length, 0);
     assert.ok(last.e.timeline!.events.some((x) => x.phase === 'loss'));
+  });
+});
+
+describe('weight gradients a zero-bubble schedule leaves waiting', () => {
+  it("follows ScheduleZBVZeroBubble's order: the cool-down's input gradients wait for their weights", () => {
+    // Rank 1 of 2, 4 micro-batches (the order is built for max(2p - 1, m) = 4): warm-up F0; F1 F0; F1 I1 W1; steady
+    // F0 I0 W0 F1 I1 W1 twice; cool-down I0 I1 (r = 1 pair), I0 W0 (p - r = 1), then W1, W0. Before each backward:
+    // 4 chunks in flight with nothing waiting through the steady phase; at the cool-down 3 in flight (2 of the
+    // first stage, 1 of the second), and before its last input gradient, 2 of them waiting.
+    assert.deepEqual(zeroBubblePoints('ZBVZeroBubble', 1, 2, 2, 4, null), [
+      { inFlight: 4, pending: 0, pendingLast: 0 },
+      { inFlight: 3, pending: 2, pendingLast: 0 },
+    ]);
+    // Rank 0 holds the last stage (its local stage 1): nothing waits there before a backward.
+    assert.deepEqual(zeroBubblePoints('ZBVZeroBubble', 0, 2, 2, 4, 1), [
+      { inFlight: 4, pending: 0, pendingLast: 0 },
+    ]);
+  });
+
+  it('InterleavedZeroBubble: rank r runs r input gradients before its first weight gradient', () => {
+    // _get_1f1b_rank_ops with enable_zero_bubble and num_1f1b_microbatches = r: at the most chunks in flight, r wait.
+    const points = zeroBubblePoints('InterleavedZeroBubble', 3, 4, 2, 8, null);
+    assert.ok(
+      points.some(
+        (x) => x.inFlight === chunksInFlight('InterleavedZeroBubble', 3, 4, 2, 8) && x.pending === 3,
+      ),
+    );
+  });
+
+  it("counts each waiting micro-batch's matmul and norm output gradients beside the saved block inputs", () => {
+    // ZBV over 2 ranks: 4 stages of TINY's 4 blocks + 2 are 2, 2, 1, 1 layers; rank 1 holds stages 1 and 2 (blocks
+    // 1, 2 and 3). Full checkpointing: a micro-batch of the rank keeps 3 block inputs of 8 x 64 x 2 B = 3,072 B.
+    const ranks = ranksOf({
+      worldSize: 2,
+      pipelineParallel: 2,
+      ppSchedule: 'ZBVZeroBubble',
+      microBatch: 4,
+      seqLen: 8,
+      checkpointing: 'full',
+    });
+    const mid = ranks.find((r) => !r.rank.first && !r.rank.last)!;
+    // The points in micro-batches of the rank's two stages: 4 chunks = 2, and 3 chunks = 1.5 of which 2 = 1 wait.
+    assert.deepEqual(mid.rank.pendingWeight, [
+      { inFlight: 2, pending: 0, pendingLast: 0 },
+      { inFlight: 1.5, pending: 1, pendingLast: 0 },
+    ]);
+    // A waiting micro-batch keeps, per block, the output gradient of q 64, k 32, v 32, o 64, gate 128, up 128, down
+    // 64 and the two norms' 2 x 64: 640 wide x 8 tokens x 2 B = 10,240 B; 30,720 B for 3 blocks. The worse state is
+    // the second: 0.5 x 3,072 + 30,720 = 32,256 B beside the micro-batch running, where the first has 3,072 B.
+    const backward = mid.e.timeline!.events.filter((x) => x.phase === 'backward');
+    assert.equal(Math.max(...backward.map((x) => x.live.activations)), 3 * 1024 + 32_256);
+    assert.ok(mid.e.timeline!.notes.some((n) => /ZBVZeroBubble: up to 1 micro-batch/.test(n)));
   });
 });
 

@@ -220,30 +220,13 @@ export function blockTensors(
 }
 
 /**
- * What torchtitan's selective (per-op) policy keeps of a block (`SelectiveAC._wrap_block`'s policy in
- * torchtitan/distributed/activation_checkpoint.py, `_apply_op_sac` before 2026): the block's input (what the
- * checkpoint holds), the outputs of the ops in its save list, except every second matmul (a per-block count of
- * `aten.mm` / `aten.linear` calls: the 1st, 3rd, 5th... are kept), and everything else recomputed. The save list
- * holds the attention kernels (output and fp32 log-sum-exp) and the all-to-alls (`_c10d_functional.
- * all_to_all_single`), not `aten._grouped_mm`, PyTorch's compute-intensive op list (`get_default_op_list`) and
- * torchtitan's own both leave it out: a MoE layer's routed experts keep nothing and are rebuilt in backward.
- * The router's gate is recomputed without being counted (`force_recompute_mm_shapes_by_fqns`, default
- * `["moe.router.gate"]`). Under expert parallelism (torchtitan's `ExpertParallel._token_dispatch` and
- * `_token_combine`) the dispatch and the combine all-to-all outputs are kept: each k·h per token with routing
- * balanced over the experts.
+ * Each matmul of a block in the order its forward calls it (`aten.mm` / `aten.linear`), with its output width per
+ * token: attention's projections, then the dense MLP's, or a MoE layer's shared experts (the routed experts run
+ * `_grouped_mm`, the router's gate is left to the caller).
  */
-function selectiveKept(
-  shape: ArchShape,
-  x: ActivationInputs,
-  moe: boolean,
-): { name: string; bytes: number }[] {
-  const sb = x.microBatch * x.seqLen;
-  const e = x.bytes;
+function blockMatmuls(shape: ArchShape, moe: boolean): [string, number][] {
   const h = shape.hidden;
   const a = shape.heads;
-  const lse = { name: 'attention log-sum-exp (fp32)', bytes: 4 * a * sb };
-  const input = { name: 'block input (checkpoint)', bytes: e * sb * h };
-  // Each matmul of the block in the order its forward calls it, by output width.
   const hkv = shape.kvHeads * shape.headDim;
   const attention: [string, number][] =
     shape.mlp === 'gelu'
@@ -295,7 +278,34 @@ function selectiveKept(
               ['shared experts down_proj', h],
             ]
           : [];
-  const matmuls = [...attention, ...mlp]
+  return [...attention, ...mlp];
+}
+
+/**
+ * What torchtitan's selective (per-op) policy keeps of a block (`SelectiveAC._wrap_block`'s policy in
+ * torchtitan/distributed/activation_checkpoint.py, `_apply_op_sac` before 2026): the block's input (what the
+ * checkpoint holds), the outputs of the ops in its save list, except every second matmul (a per-block count of
+ * `aten.mm` / `aten.linear` calls: the 1st, 3rd, 5th... are kept), and everything else recomputed. The save list
+ * holds the attention kernels (output and fp32 log-sum-exp) and the all-to-alls (`_c10d_functional.
+ * all_to_all_single`), not `aten._grouped_mm`, PyTorch's compute-intensive op list (`get_default_op_list`) and
+ * torchtitan's own both leave it out: a MoE layer's routed experts keep nothing and are rebuilt in backward.
+ * The router's gate is recomputed without being counted (`force_recompute_mm_shapes_by_fqns`, default
+ * `["moe.router.gate"]`). Under expert parallelism (torchtitan's `ExpertParallel._token_dispatch` and
+ * `_token_combine`) the dispatch and the combine all-to-all outputs are kept: each k·h per token with routing
+ * balanced over the experts.
+ */
+function selectiveKept(
+  shape: ArchShape,
+  x: ActivationInputs,
+  moe: boolean,
+): { name: string; bytes: number }[] {
+  const sb = x.microBatch * x.seqLen;
+  const e = x.bytes;
+  const h = shape.hidden;
+  const a = shape.heads;
+  const lse = { name: 'attention log-sum-exp (fp32)', bytes: 4 * a * sb };
+  const input = { name: 'block input (checkpoint)', bytes: e * sb * h };
+  const matmuls = blockMatmuls(shape, moe)
     .filter((_, i) => i % 2 === 0)
     .map(([name, width]) => ({ name: `${name} output`, bytes: e * sb * width }));
   const attnOut = {
@@ -391,6 +401,23 @@ export function blockActivations(
   const saved = kept.reduce((s, t) => s + t.bytes, 0);
   // Every other matmul is recomputed: about half of the block's forward compute again.
   return { kind: 'selective', saved, full, transient, recompute: recomputeOf(mode, index), tensors: kept };
+}
+
+/**
+ * What a zero-bubble pipeline keeps of a block for a micro-batch between its input gradient and its weight
+ * gradient, beside the saved activations (the graph is retained, `retain_graph=True`): `stage_backward_input`
+ * (torch/distributed/pipelining/_backward.py) stores, at each autograd node where a weight's path meets the
+ * input's (`get_param_groups`: each matmul, each norm's scale), the gradient flowing into it for
+ * `stage_backward_weight`. That is the output gradient of every matmul and norm of the block, in the compute
+ * dtype: its projections, a MoE layer's router and routed experts, q and k norms; 1/T under tensor parallelism.
+ */
+export function weightGradInputs(shape: ArchShape, x: ActivationInputs, moe: boolean): number {
+  if (shape.activationsNotModelled) return 0;
+  const routed = moe ? shape.experts + shape.expertsPerToken * (2 * shape.moeIntermediate + shape.hidden) : 0;
+  const norms =
+    shape.normsPerBlock * shape.hidden + (shape.qkNorm ? (shape.heads + shape.kvHeads) * shape.headDim : 0);
+  const widths = blockMatmuls(shape, moe).reduce((s, [, w]) => s + w, 0) + routed + norms;
+  return (x.bytes * x.microBatch * x.seqLen * widths) / (x.tp ?? 1);
 }
 
 /** A decoder norm's tensors (`input_layernorm`, `post_attention_layernorm`, ...): whole without sequence parallelism. */

@@ -1,32 +1,23 @@
 /**
  * What inputs of the setup make the figures upper bounds (torch.compile, activation offloading), lower bounds
- * (activations not modelled, a zero-bubble schedule's pending gradients) or leave the verdicts undecided because
+ * (activations not modelled) or leave the verdicts undecided because
  * what they allocate is not modelled (CUDA graphs).
  */
 import type { CompileMode } from '../inputs/parse';
 import type { TrainingSetup } from '../inputs/table';
 import type { ArchShape } from '../model/hf';
 import { lossParallelOf } from './mesh';
-import { ZERO_BUBBLE } from './pipeline';
 
 /**
  * Memory the peak leaves out though the model is counted whole, in words for `uncounted`: the activations of a
- * model the activation model does not describe, or of a part it leaves out, and the output gradients a
- * zero-bubble pipeline schedule keeps for each pending weight-gradient step (`stage_backward_input` keeps them for
- * `stage_backward_weight`).
+ * model the activation model does not describe, or of a part it leaves out.
  */
-export function uncountedOf(
-  shape: ArchShape | undefined,
-  setup: Pick<TrainingSetup, 'pipelineParallel' | 'ppSchedule'>,
-): string[] {
+export function uncountedOf(shape: ArchShape | undefined): string[] {
   return [
     ...(shape?.activationsNotModelled
       ? [`activations, logits and loss: ${shape.activationsNotModelled}`]
       : []),
     ...(shape?.activationsLeftOut ?? []),
-    ...(setup.pipelineParallel > 1 && ZERO_BUBBLE.has(setup.ppSchedule)
-      ? [`the output gradients ${setup.ppSchedule} keeps for each micro-batch's pending weight-gradient step`]
-      : []),
   ];
 }
 

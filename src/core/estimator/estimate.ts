@@ -707,7 +707,7 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
   const compiled = setupBounds(setup);
   const result: Estimate = {
     gaps: input.model.gaps ?? [],
-    uncounted: uncountedOf(input.model.shape, setup),
+    uncounted: uncountedOf(input.model.shape),
     unmodelled: [
       ...(input.unmodelled ?? []),
       ...compiled.unmodelled,

@@ -3,6 +3,8 @@
  * micro-batches each rank keeps in flight under each schedule, and the point-to-point traffic between stages.
  */
 import { splitStages, stagesOfRank, type PipelineSchedule, type StageLayout } from '../model/pipelineStages';
+import type { PendingWeightPoint } from './types';
+import { zeroBubblePoints } from './zeroBubble';
 
 /** Schedules of one stage per rank (`PipelineScheduleSingle`); the others are `PipelineScheduleMulti`. */
 const SINGLE: ReadonlySet<PipelineSchedule> = new Set(['1F1B', 'GPipe']);
@@ -44,6 +46,11 @@ export interface PipelineRank {
    * gradient accumulators are then full at its peak.
    */
   steady: boolean;
+  /**
+   * Zero-bubble schedules: the states before each backward that may hold the peak (micro-batches in flight and of
+   * them those whose weight gradient waits), from the schedule's order of actions for the rank.
+   */
+  pendingWeight?: PendingWeightPoint[];
   /** Stage inputs received per micro-batch (forward) and gradients received (backward), counted per step. */
   receives: { forward: number; backward: number };
   /** Stage outputs sent to another rank per micro-batch, forward, and input gradients sent, backward. */
@@ -146,6 +153,14 @@ export function pipelineLayout(
     // Sends and receives cross ranks only: the V layout hands the middle stage's output to the same rank
     // (`set_local_fwd_input`).
     const remote = (s: number, t: number) => t >= 0 && t < total && rankOf.get(t) !== r;
+    const lastLocal = own.findIndex((s) => s.last);
+    const pending = ZERO_BUBBLE.has(schedule)
+      ? zeroBubblePoints(schedule, r, p, v, m, lastLocal < 0 ? null : lastLocal).map((pt) => ({
+          inFlight: pt.inFlight / v,
+          pending: pt.pending / v,
+          pendingLast: pt.pendingLast,
+        }))
+      : undefined;
     ranks.push({
       rank: r,
       stages: own,
@@ -155,6 +170,7 @@ export function pipelineLayout(
       inFlight: chunks / v,
       lossInFlight: last ? (ALL_FORWARD_FIRST.has(schedule) ? chunks : 1) : 0,
       steady: !ALL_FORWARD_FIRST.has(schedule) && chunks < m * v,
+      ...(pending ? { pendingWeight: pending } : {}),
       receives: {
         forward: own.filter((s) => remote(s.index, s.index - 1)).length,
         backward: own.filter((s) => remote(s.index, s.index + 1)).length,
@@ -182,5 +198,6 @@ export function rankKind(r: PipelineRank, blockKind: (block: number) => string =
     r.last,
     r.steady,
     r.lossInFlight,
+    JSON.stringify(r.pendingWeight ?? []),
   ].join('/');
 }

@@ -87,6 +87,7 @@ export function pipelined(whole: EstimateInput, mesh: MeshEstimate): Estimate {
       receiveBytes: Math.max(0, receiveBytes),
       // The output of each local stage that is not the model's last, kept in `fwd_cache` until its backward.
       outputBytes: boundary * r.stages.filter((s) => !s.last).length,
+      ...(r.pendingWeight ? { pendingWeight: r.pendingWeight } : {}),
     };
     // The plan's units this rank holds (the root always: it wraps what the rank's other units leave).
     const plan = {

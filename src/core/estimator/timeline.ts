@@ -7,15 +7,19 @@ import { DTYPE_BYTES } from '../vocabulary/dtypes';
 import { outermostOfClass, type ModuleNode } from '../model/tree';
 import { lossParallelOf } from './mesh';
 import { lossFused } from './bounds';
+import { fmtBytes } from '../vocabulary/bytes';
+import { fmtInFlight } from '../vocabulary/words';
 import {
   blockActivations,
   LIGER_MODEL_TYPES,
+  weightGradInputs,
   lossTransient,
   tailActivations,
   type ActivationInputs,
 } from './activations';
 import {
   OPTIMIZER_STEP,
+  type PendingWeightPoint,
   type Estimate,
   type LiveSet,
   type Phase,
@@ -294,7 +298,34 @@ export function simulate(
   // The other micro-batches in flight: their saved activations, and on the last stage (GPipe, LoopedBFS) their
   // losses.
   const savedPerMicroBatch = acts.reduce((sum, a) => sum + a.saved, 0);
-  const others = stage ? Math.max(0, stage.inFlight - 1) * savedPerMicroBatch : 0;
+  // Under a zero-bubble schedule, micro-batches whose weight gradient waits also keep the output gradients of
+  // their matmuls and norms (`weightGradInputs`), and on the last stage their logits' gradient: the state before a
+  // backward that makes the most of both (`StageRun.pendingWeight`).
+  const pendingPerMicroBatch = segs.reduce(
+    (sum, s) => sum + (s.kind === 'block' ? weightGradInputs(shape, x, s.moe) : 0),
+    0,
+  );
+  const headGrad = shape.activationsNotModelled
+    ? 0
+    : (computeBytes * x.microBatch * x.seqLen * shape.vocab) / (x.lossParallel && tp > 1 ? tp : 1);
+  const waiting = (stage?.pendingWeight ?? []).reduce(
+    (best, pt) => {
+      const bytes =
+        Math.max(0, pt.inFlight - 1) * savedPerMicroBatch +
+        pt.pending * pendingPerMicroBatch +
+        pt.pendingLast * headGrad;
+      return bytes > best.bytes ? { bytes, pt } : best;
+    },
+    { bytes: 0, pt: undefined as PendingWeightPoint | undefined },
+  );
+  const pendingBytes = stage
+    ? Math.max(0, waiting.bytes - Math.max(0, stage.inFlight - 1) * savedPerMicroBatch)
+    : 0;
+  const others = stage ? Math.max(0, stage.inFlight - 1) * savedPerMicroBatch + pendingBytes : 0;
+  if (pendingBytes > 0 && waiting.pt)
+    notes.push(
+      `${setup.ppSchedule}: up to ${fmtInFlight(waiting.pt.pending)} micro-batches wait for their weight gradients at once, keeping each matmul's and norm's output gradient${waiting.pt.pendingLast ? " and the head's logits gradient" : ''} (${fmtBytes(pendingBytes)} beside the saved activations)`,
+    );
   const hasLoss = !stage || stage.last;
   const lossOthers = stage && stage.last ? Math.max(0, stage.lossInFlight - 1) * loss.kept : 0;
 

@@ -359,6 +359,20 @@ export interface StageRun {
   receiveBytes: number;
   /** The stage output one micro-batch keeps until its backward (a rank without the last stage). */
   outputBytes: number;
+  /**
+   * Under a zero-bubble schedule, the states just before each backward of the rank that may hold its peak:
+   * micro-batches in flight (forward run, weight gradient not), and of them those whose weight gradient waits
+   * after their input gradient, in micro-batches of the rank's layers; `pendingLast` counts the waiting chunks of
+   * the model's last stage, whose head keeps its logits' gradient.
+   */
+  pendingWeight?: PendingWeightPoint[];
+}
+
+/** One state of a zero-bubble rank before a backward (`StageRun.pendingWeight`). */
+export interface PendingWeightPoint {
+  inFlight: number;
+  pending: number;
+  pendingLast: number;
 }
 
 export type { Phase };

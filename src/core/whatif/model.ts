@@ -184,8 +184,7 @@ export class WhatIfModel {
     for (let n = R; n <= Math.max(8 * R, wanted) && worldSizes.length < 12; n *= 2) worldSizes.push(n);
     const peakBytes = worldSizes.map((n) => this.peakAt(n, w));
     const partial =
-      (this.input.model.gaps ?? []).length > 0 ||
-      uncountedOf(this.input.model.shape, this.input.setup).length > 0;
+      (this.input.model.gaps ?? []).length > 0 || uncountedOf(this.input.model.shape).length > 0;
     // Figures above what the job keeps: a peak that does not fit is no verdict. One arm of an undecided
     // condition: no verdict at all.
     const upper = this.bounds(w).overcounted.length > 0;
