@@ -105,12 +105,15 @@ export function gpusCommand(argv: string[], io: Streams): number {
         ...GPUS.map((g) => [
           g.id,
           g.name,
-          `${fmtCount(g.memoryMiB)} MiB`,
+          `${fmtCount(g.memoryMiB)} MiB${g.memoryAssumed ? ' *' : ''}`,
           `${fmtCount(g.bf16Tflops)} TFLOP/s`,
           `${link(g.intraNode)?.name ?? g.intraNode} ${link(g.intraNode)?.perDirectionGBs ?? '?'} GB/s`,
           `${link(g.interNode)?.name ?? g.interNode} ${link(g.interNode)?.perDirectionGBs ?? '?'} GB/s`,
         ]),
-      ]),
+      ]) +
+        GPUS.filter((g) => g.memoryAssumed)
+          .map((g) => `* ${g.id}: ${g.memoryAssumed}\n`)
+          .join(''),
     );
   return EXIT.ok;
 }

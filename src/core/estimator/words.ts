@@ -25,7 +25,11 @@ const LOSS_WORDS: Record<TrainingSetup['loss'], string> = {
 /** The peak's composition, by category, with what each means. */
 export function peakFigure(live: LiveSet, setup: TrainingSetup, plain = false): Figure {
   const ac =
-    typeof setup.checkpointing === 'object' ? `every-${setup.checkpointing.everyN}` : setup.checkpointing;
+    typeof setup.checkpointing === 'object'
+      ? `every-${setup.checkpointing.everyN} checkpointing`
+      : setup.checkpointing === 'none'
+        ? 'no checkpointing'
+        : `${setup.checkpointing} checkpointing`;
   const words: Record<keyof LiveSet, [string, string]> = {
     state: plain
       ? ['parameters and optimizer state', 'the whole model and its optimizer state, with buffers (no FSDP)']
@@ -50,8 +54,8 @@ export function peakFigure(live: LiveSet, setup: TrainingSetup, plain = false): 
     activations: [
       'saved activations',
       setup.pipelineParallel > 1
-        ? `kept for backward by this GPU's micro-batches in flight (${ac} checkpointing, micro-batches of ${setup.microBatch} x ${setup.seqLen} tokens); not reduced by sharding`
-        : `kept for backward (${ac} checkpointing, micro-batch ${setup.microBatch} x ${setup.seqLen} tokens); not reduced by sharding`,
+        ? `kept for backward by this GPU's micro-batches in flight (${ac}, micro-batches of ${setup.microBatch} x ${setup.seqLen} tokens); not reduced by sharding`
+        : `kept for backward (${ac}, micro-batch ${setup.microBatch} x ${setup.seqLen} tokens); not reduced by sharding`,
     ],
     working: [
       'running block',

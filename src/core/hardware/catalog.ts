@@ -15,6 +15,11 @@ export interface Gpu {
   name: string;
   /** Total memory as the driver reports it, MiB. */
   memoryMiB: number;
+  /**
+   * Where `memoryMiB` comes from when no report of this card's own driver was found: said beside the capacity
+   * wherever a fit rests on it.
+   */
+  memoryAssumed?: string;
   /** Dense bf16 tensor throughput, TFLOP/s (1e12). */
   bf16Tflops: number;
   /** Link between GPUs of one node. */
@@ -54,6 +59,19 @@ export const GPUS: readonly Gpu[] = [
     id: 'h100-sxm-80gb',
     name: 'NVIDIA H100 SXM 80GB',
     memoryMiB: 81559,
+    bf16Tflops: 989,
+    intraNode: 'nvlink4',
+    interNode: 'ib-ndr',
+  },
+  // H100 SXM5 96GB ("NVIDIA H100 96GB HBM3"): no public nvidia-smi report of its total was found. Both other Hopper
+  // parts with 96 GB of HBM3 report 97871 MiB (H20: NVIDIA/nvtrust#128; GH200: hu-po/warp-ik), so that figure is
+  // taken and said to be taken; the compute and NVLink 4 of the 80 GB SXM part (the same GH100 die and SMs).
+  {
+    id: 'h100-sxm-96gb',
+    name: 'NVIDIA H100 96GB HBM3',
+    memoryMiB: 97871,
+    memoryAssumed:
+      "the total the H20 and the GH200 report for the same 96 GB of HBM3; no report of this card's own was found",
     bf16Tflops: 989,
     intraNode: 'nvlink4',
     interNode: 'ib-ndr',
