@@ -105,14 +105,14 @@ export function gpusCommand(argv: string[], io: Streams): number {
         ...GPUS.map((g) => [
           g.id,
           g.name,
-          `${fmtCount(g.memoryMiB)} MiB${g.memoryAssumed ? ' *' : ''}`,
+          `${fmtCount(g.memoryMiB)} MiB`,
           `${fmtCount(g.bf16Tflops)} TFLOP/s`,
           `${link(g.intraNode)?.name ?? g.intraNode} ${link(g.intraNode)?.perDirectionGBs ?? '?'} GB/s`,
           `${link(g.interNode)?.name ?? g.interNode} ${link(g.interNode)?.perDirectionGBs ?? '?'} GB/s`,
         ]),
       ]) +
-        GPUS.filter((g) => g.memoryAssumed)
-          .map((g) => `* ${g.id}: ${g.memoryAssumed}\n`)
+        GPUS.filter((g) => g.aliases?.length)
+          .map((g) => `${g.id} is also named ${g.aliases!.map((a) => `"${a}"`).join(', ')}\n`)
           .join(''),
     );
   return EXIT.ok;

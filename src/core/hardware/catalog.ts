@@ -15,11 +15,8 @@ export interface Gpu {
   name: string;
   /** Total memory as the driver reports it, MiB. */
   memoryMiB: number;
-  /**
-   * Where `memoryMiB` comes from when no report of this card's own driver was found: said beside the capacity
-   * wherever a fit rests on it.
-   */
-  memoryAssumed?: string;
+  /** Other names the driver or CUDA gives the same device (`torch.cuda.get_device_name`), which `--gpu` takes. */
+  aliases?: string[];
   /** Dense bf16 tensor throughput, TFLOP/s (1e12). */
   bf16Tflops: number;
   /** Link between GPUs of one node. */
@@ -59,19 +56,6 @@ export const GPUS: readonly Gpu[] = [
     id: 'h100-sxm-80gb',
     name: 'NVIDIA H100 SXM 80GB',
     memoryMiB: 81559,
-    bf16Tflops: 989,
-    intraNode: 'nvlink4',
-    interNode: 'ib-ndr',
-  },
-  // H100 SXM5 96GB ("NVIDIA H100 96GB HBM3"): no public nvidia-smi report of its total was found. Both other Hopper
-  // parts with 96 GB of HBM3 report 97871 MiB (H20: NVIDIA/nvtrust#128; GH200: hu-po/warp-ik), so that figure is
-  // taken and said to be taken; the compute and NVLink 4 of the 80 GB SXM part (the same GH100 die and SMs).
-  {
-    id: 'h100-sxm-96gb',
-    name: 'NVIDIA H100 96GB HBM3',
-    memoryMiB: 97871,
-    memoryAssumed:
-      "the total the H20 and the GH200 report for the same 96 GB of HBM3; no report of this card's own was found",
     bf16Tflops: 989,
     intraNode: 'nvlink4',
     interNode: 'ib-ndr',
@@ -191,10 +175,13 @@ export const GPUS: readonly Gpu[] = [
   },
   // GH200 with 96 GB of HBM3 (the driver names it "GH200 480GB", counting the Grace memory): nvidia-smi reports
   // 97871 MiB (hu-po/warp-ik docs/specs/arm-gh200.md); 989 TFLOP/s dense bf16, the H100 SXM's (NVIDIA's Grace
-  // Hopper page, per chip without sparsity); NVLink 4 between superchips.
+  // Hopper page, per chip without sparsity); NVLink 4 between superchips. Its GPU is the "H100 96GB HBM3" that
+  // CUDA names on aarch64 hosts (Lambda's GH200 instances list "1x H100 96GB HBM3" with 72 Arm Neoverse cores;
+  // NCSA DeltaAI's GH200 nodes report it so): the 96 GB H100 users name.
   {
     id: 'gh200-96gb',
     name: 'NVIDIA GH200 480GB',
+    aliases: ['NVIDIA H100 96GB HBM3', 'h100-96gb'],
     memoryMiB: 97871,
     bf16Tflops: 989,
     intraNode: 'nvlink4',
@@ -281,6 +268,13 @@ export function findGpu(id: string): Gpu | undefined {
   if (exact) return exact;
   const norm = id.toLowerCase().replace(/[^a-z0-9]/g, '');
   const plainName = (g: Gpu) => g.name.toLowerCase().replace(/[^a-z0-9]/g, '');
+  const alias = GPUS.find((g) =>
+    g.aliases?.some((a) => {
+      const plain = a.toLowerCase().replace(/[^a-z0-9]/g, '');
+      return plain === norm || plain.replace(/^(nvidia|amd)/, '') === norm;
+    }),
+  );
+  if (alias) return alias;
   return (
     GPUS.find((g) => g.id.replace(/[^a-z0-9]/g, '') === norm) ??
     // The whole model name before a prefix of a longer one: `L4` is the L4, not the L40S.

@@ -78,8 +78,7 @@ function columnWidths(rows: string[][], cap = 48): number[] {
 
 /** A GPU's name with its capacity as the driver reports it, in MiB, and in the units of the rest of the text. */
 function gpuWithMemory(e: Estimate, bytes: string): string {
-  const assumed = e.gpu.memoryAssumed ? `, ${e.gpu.memoryAssumed}` : '';
-  return `${e.gpu.name} (${fmtCount(e.gpu.memoryMiB)} MiB = ${bytes}${assumed})`;
+  return `${e.gpu.name} (${fmtCount(e.gpu.memoryMiB)} MiB = ${bytes})`;
 }
 
 /** The estimate as a person reads it in a terminal. */
