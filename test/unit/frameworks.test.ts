@@ -915,9 +915,12 @@ describe('torchtune', () => {
       'model:\n  _component_: torchtune.models.qwen2_5.qwen2_5_72b_instruct\n',
     );
     assert.ok(instruct.kind === 'plan');
-    const unknown = readFrameworkConfig('g.yaml', 'model:\n  _component_: torchtune.models.gemma.gemma_2b\n');
+    const unknown = readFrameworkConfig(
+      'g.yaml',
+      'model:\n  _component_: torchtune.models.llama4.llama4_scout_17b_16e\n',
+    );
     assert.ok(unknown.kind === 'problem');
-    assert.match(unknown.problem.message, /gemma_2b is not one fsdp-lens knows/);
+    assert.match(unknown.problem.message, /llama4_scout_17b_16e is not one fsdp-lens knows/);
   });
 
   it("Llama 2, Mistral and Qwen3 builders: the shapes of torchtune's _model_builders.py, counted by hand", async () => {
@@ -981,6 +984,48 @@ describe('torchtune', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("Gemma and Gemma 2 builders: torchtune's names, the published totals, Gemma 2's own attention", async () => {
+    const body = read('torchtune/8B_full.yaml')
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .join('\n');
+    const gemma = (builder: string, extra = '') =>
+      configAnalysis(
+        'torchtune/gemma.yaml',
+        [
+          '# To launch on 4 devices, run the following command from root:',
+          '#   tune run --nnodes 1 --nproc_per_node 4 lora_finetune_distributed --config gemma2/9B_lora',
+          body.replace('torchtune.models.llama3_1.llama3_1_8b', builder + extra),
+        ].join('\n'),
+      );
+    // gemma_7b (torchtune/models/gemma/_model_builders.py): vocab 256,000 x 3,072 tied; 28 layers of q, k, v, o
+    // each 3,072 x 4,096 (16 heads of 256), gate, up, down 3 x 3,072 x 24,576, two norms of 3,072:
+    // 276,830,208 per layer; 786,432,000 + 28 x 276,830,208 + 3,072 = 8,537,680,896, google/gemma-7b's total.
+    const g7 = ok(await gemma('torchtune.models.gemma.gemma_7b'));
+    assert.equal(g7.model.params, 8_537_680_896);
+    // custom_sharded_layers [tok_embeddings, output]: the embedding a unit, the tied output none; 28 layers, the root.
+    assert.equal(g7.units.length, 1 + 28 + 1);
+    assert.equal(g7.setup.attention, 'fused');
+    // gemma2_9b: vocab 256,000 x 3,584 tied; 42 layers of q 3,584 x 4,096, k and v 3,584 x 2,048, o 4,096 x 3,584,
+    // 3 x 3,584 x 14,336 and four norms: 917,504,000 + 42 x 198,180,864 + 3,584 = 9,241,705,984, google/gemma-2-9b's.
+    const g9 = ok(await gemma('torchtune.models.gemma2.gemma2_9b'));
+    assert.equal(g9.model.params, 9_241_705_984);
+    // Gemma2Attention soft-caps the scores, computing them itself: eager attention.
+    assert.equal(g9.setup.attention, 'eager');
+    // The launch comment's `--nnodes 1 --nproc_per_node 4`: 4 GPUs.
+    assert.equal(g9.mesh.worldSize, 4);
+    // LoRA on the MLP names gemma_mlp's gate_proj, down_proj and up_proj; the output is tied, so no LoRA there.
+    const lora = ok(
+      await gemma(
+        'torchtune.models.gemma2.lora_gemma2_9b',
+        '\n  lora_attn_modules: [q_proj, v_proj]\n  apply_lora_to_mlp: True\n  apply_lora_to_output: True\n  lora_rank: 8',
+      ),
+    );
+    // Rank 8 adapters: q 8 x (3,584 + 4,096), v 8 x (3,584 + 2,048), gate and up 8 x (3,584 + 14,336) each, down
+    // 8 x (14,336 + 3,584): 61,440 + 45,056 + 3 x 143,360 = 536,576 per layer, x 42.
+    assert.equal(lora.model.params - 9_241_705_984, 42 * 536_576);
   });
 
   it("the config's own launch comment: its --nproc_per_node, and single-device recipes said to use no FSDP", async () => {

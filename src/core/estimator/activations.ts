@@ -435,8 +435,13 @@ export function tailActivations(shape: ArchShape, x: ActivationInputs): number {
   if (T > 1 && x.sequenceParallel !== false)
     return ((4 + (shape.normScalesInFp32 ? 4 : 0)) * sb * shape.hidden) / T + x.bytes * sb * shape.hidden;
   if (shape.norm !== 'rmsnorm') return 2 * x.bytes * sb * shape.hidden;
-  // An fp32-scaling norm (Gemma 2) also keeps its fp32 normalized tensor.
-  return (4 + (shape.normScalesInFp32 ? 4 : 0) + x.bytes) * sb * shape.hidden;
+  // An fp32-scaling norm (Gemma 2) also keeps its fp32 normalized tensor; a tanh soft-cap of the normalized
+  // hidden states (torchtune's `Gemma2FinalNorm`) keeps the tanh output for its backward.
+  return (
+    (4 + (shape.normScalesInFp32 ? 4 : 0) + x.bytes + (shape.finalNormSoftcap ? x.bytes : 0)) *
+    sb *
+    shape.hidden
+  );
 }
 
 /**

@@ -2,6 +2,7 @@
 import type { OptimizerFamily } from '../inputs/parse';
 import type { FineTune } from '../model/finetune';
 import { at, bool, countSetting, isRecord, setupFrom, str, strList, type ConfigDoc } from './configDoc';
+import { gemmaNative, TUNE_GEMMA } from './gemmaNative';
 import { llamaNative, TUNE_MODELS } from './llamaNative';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
@@ -45,13 +46,14 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   const builder = component.split('.').pop()!;
   const lora = /^(q)?lora_/.exec(builder);
   const base = builder.replace(/^q?lora_/, '');
-  const dims = TUNE_MODELS[base];
+  const gemma = TUNE_GEMMA[base];
+  const dims = TUNE_MODELS[base] ?? (gemma ? { tied: true, hf: gemma.hf } : undefined);
   if (!dims)
     return {
       framework: 'torchtune',
       file,
       range,
-      message: `model component ${component} is not one fsdp-lens knows (${Object.keys(TUNE_MODELS).join(', ')})`,
+      message: `model component ${component} is not one fsdp-lens knows (${[...Object.keys(TUNE_MODELS), ...Object.keys(TUNE_GEMMA)].join(', ')})`,
     };
   const notes: string[] = [];
   const { values, details, set } = setupFrom(doc);
@@ -82,7 +84,9 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   if (shardDim) set('worldSize', shardDim * replicateDim, ['data_parallel_shard_dim']);
   // The config's own launch line (`tune run --nproc_per_node 8 lora_finetune_distributed --config ...`): one node
   // of that many processes, unless the job is launched otherwise (a launch file, a flag, a setting).
-  const hint = launch ? `--nproc_per_node in the config's launch comment (${launch.where})` : '';
+  const hint = launch
+    ? `${(launch.nodes ?? 1) > 1 ? '--nnodes x ' : ''}--nproc_per_node in the config's launch comment (${launch.where})`
+    : '';
   if (singleWhere) {
     values.worldSize = 1;
     values.gpusPerNode = 1;
@@ -92,7 +96,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   const suggested: FrameworkPlan['suggested'] =
     launch?.nproc && !shardDim && !singleWhere
       ? {
-          values: { worldSize: launch.nproc, gpusPerNode: launch.nproc },
+          values: { worldSize: launch.nproc * (launch.nodes ?? 1), gpusPerNode: launch.nproc },
           details: { worldSize: hint, gpusPerNode: hint },
         }
       : undefined;
@@ -127,8 +131,11 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   if (lora && isRecord(d.model)) {
     const m = d.model;
     const targets = [...(strList(m.lora_attn_modules) ?? ['q_proj', 'v_proj'])];
-    if (bool(m.apply_lora_to_mlp)) targets.push('w1', 'w2', 'w3');
-    if (bool(m.apply_lora_to_output)) targets.push('output');
+    // Gemma's MLP is `gemma_mlp`'s gate_proj, down_proj and up_proj (`lora_gemma_mlp`); Llama's w1, w2, w3.
+    if (bool(m.apply_lora_to_mlp))
+      targets.push(...(gemma ? ['gate_proj', 'down_proj', 'up_proj'] : ['w1', 'w2', 'w3']));
+    // Gemma's output is the embedding's `TiedLinear`: its LoRA builders take no apply_lora_to_output.
+    if (bool(m.apply_lora_to_output) && !gemma) targets.push('output');
     fineTune = { lora: { rank: count(['model', 'lora_rank'], 'rank 8 used') ?? 8, targets } };
     // torchtune's QLoRA builders quantise the base with torchao's NF4Tensor (`to_nf4`).
     if (lora[1]) Object.assign(fineTune, { baseDtype: 'nf4', quantizer: 'torchao' });
@@ -145,7 +152,15 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     notes.push(
       'custom_sharded_layers names output, but the model ties it to tok_embeddings: no module of its own',
     );
-  const loaded = llamaNative(dims, 'torchtune', `torchtune ${builder}`);
+  const loaded = gemma
+    ? gemmaNative(gemma, `torchtune ${builder}`)
+    : llamaNative(TUNE_MODELS[base]!, 'torchtune', `torchtune ${builder}`);
+  // Gemma 2's `Gemma2Attention` soft-caps the scores, so it computes them itself (no
+  // scaled_dot_product_attention), as eager attention does: the s x s scores are kept.
+  if (gemma?.version === 2) {
+    values.attention = 'eager';
+    details.attention = `torchtune's Gemma2Attention (${component} at ${doc.where(['model', '_component_'])}) computes its soft-capped scores itself`;
+  }
   return {
     framework: 'torchtune',
     file,
@@ -176,31 +191,45 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
  */
 function launchComment(
   doc: ConfigDoc,
-): { recipe: string; nproc?: number; where: string; range: FrameworkPlan['range'] } | undefined {
+):
+  | { recipe: string; nproc?: number; nodes?: number; where: string; range: FrameworkPlan['range'] }
+  | undefined {
   const own = doc.file
     .split(/[\\/]/)
     .pop()!
     .replace(/\.ya?ml$/, '');
-  const found: { recipe: string; nproc?: number; line: number; mine: boolean }[] = [];
+  const found: { recipe: string; nproc?: number; nodes?: number; line: number; mine: boolean }[] = [];
   const lines = doc.text.split('\n');
   for (let i = 0; i < lines.length && i < 400 && found.length < 16; i++) {
+    // `tune run [torchrun options] RECIPE --config NAME`: the options (`--nnodes 1 --nproc_per_node 4`) come
+    // before the recipe.
     const m =
-      /^\s*#.*?\btune\s+run\s+(?:--nproc_per_node[ =](\d+)\s+)?([A-Za-z_][\w]*)(?:\s+--config\s+(\S+))?/.exec(
+      /^\s*#.*?\btune\s+run\s+((?:--[\w-]+(?:[ =](?!-)\S+)?\s+){0,8})([A-Za-z_][\w]*)(?:\s+--config\s+(\S+))?/.exec(
         lines[i]!,
       );
     if (!m) continue;
+    const option = (name: string) => new RegExp(`--${name}[ =](\\d+)`).exec(m[1]!)?.[1];
+    const perNode = option('nproc_per_node');
+    const nodes = Number(option('nnodes') ?? 1);
     const config = m[3]
       ?.split('/')
       .pop()
       ?.replace(/\.ya?ml$/, '');
-    found.push({ recipe: m[2]!, ...(m[1] ? { nproc: Number(m[1]) } : {}), line: i, mine: config === own });
+    found.push({
+      recipe: m[2]!,
+      ...(perNode ? { nproc: Number(perNode), nodes: nodes >= 1 && nodes <= 4096 ? nodes : 1 } : {}),
+      line: i,
+      mine: config === own,
+    });
   }
   const pick = found.find((f) => f.mine) ?? found[0];
   if (!pick) return undefined;
   const name = doc.file.split(/[\\/]/).pop();
   return {
     recipe: pick.recipe,
-    ...(pick.nproc && pick.nproc > 0 && pick.nproc <= 1024 ? { nproc: pick.nproc } : {}),
+    ...(pick.nproc && pick.nproc > 0 && pick.nproc <= 1024
+      ? { nproc: pick.nproc, nodes: pick.nodes ?? 1 }
+      : {}),
     where: `${name}:${pick.line + 1}`,
     range: {
       start: { line: pick.line, character: 0 },

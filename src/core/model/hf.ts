@@ -58,6 +58,11 @@ export interface ArchShape {
   /** Gemma 2's tanh soft-capping: of the final logits (`final_logit_softcapping`), of the attention scores. */
   finalLogitSoftcap?: number | null;
   attnLogitSoftcap?: number | null;
+  /**
+   * A tanh soft-cap of the final norm's output, the hidden states before the head (torchtune's `Gemma2FinalNorm`
+   * runs its `TanhSoftCapping` there, where Transformers caps the logits).
+   */
+  finalNormSoftcap?: boolean;
   /** The decoder block's class name (what wrap policies name). */
   blockClass: string;
   tiedEmbeddings: boolean;
