@@ -115,4 +115,39 @@ describe('inputs fed to the wrapped model', () => {
       data.notes.join('\n'),
     );
   });
+
+  it("name a length read from a dict of the command line's options, as fastcore scripts pass them on", async () => {
+    const dir = projectDir('fsdp-lens-input-dict-');
+    fs.writeFileSync(
+      path.join(dir, 'train.py'),
+      [
+        'from torch.distributed.fsdp import fully_shard',
+        'from transformers import AutoModelForCausalLM',
+        'from mydata import make_dataset',
+        '',
+        'def main(args):',
+        '    model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        '    for block in model.model.layers:',
+        '        fully_shard(block)',
+        '    fully_shard(model)',
+        '    data = make_dataset(["x" * args["context_length"] * 2])',
+        '    for batch in data:',
+        '        model(batch).loss.backward()',
+        '',
+        'main(dict(context_length=2048, lr=1e-4))',
+      ].join('\n'),
+    );
+    const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    assert.equal(assumed(data, 'seqLen').source.kind, 'default');
+    assert.ok(
+      data.notes.some((n: string) =>
+        n.startsWith(
+          'the code reads args["context_length"] (2048, line 10), but the input the model is fed is not seen',
+        ),
+      ),
+      data.notes.join('\n'),
+    );
+  });
 });

@@ -275,15 +275,33 @@ const INPUT_FIELDS: Record<string, 'batch' | 'seq'> = {
   context_length: 'seq',
 };
 
+/**
+ * Where the file reads field `field` of a config: `cfg.data.batch_size`, or `args["batch_size"]` (a dict of the
+ * command line's options, as fastcore scripts pass them on).
+ */
+function fieldReads(file: SourceFile, field: string): Node[] {
+  const out: Node[] = [];
+  for (const off of file.wordOffsets(field)) {
+    const n = file.root.descendantForIndex(off, off + field.length);
+    if (!n) continue;
+    if (n.type === 'identifier') {
+      const attr = up(n);
+      if (attr?.type === 'attribute' && attr.childForFieldName('attribute')?.id === n.id) out.push(attr);
+    } else if (n.type === 'string_content' && n.text === field) {
+      const str = up(n);
+      const sub = str && up(str);
+      if (sub?.type === 'subscript' && sub.childForFieldName('subscript')?.id === str!.id) out.push(sub);
+    }
+    if (out.length >= 8) break;
+  }
+  return out;
+}
+
 /** `cfg.data.batch_size` and the like the file reads, where their value is known (at most 8 of each name). */
 function inputReads(file: SourceFile, ev: Evaluator): NonNullable<FileFacts['inputReads']> {
   const out: NonNullable<FileFacts['inputReads']> = [];
   for (const [field, kind] of Object.entries(INPUT_FIELDS)) {
-    let seen = 0;
-    for (const id of file.identifiers(field)) {
-      const attr = up(id);
-      if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
-      if (++seen > 8) break;
+    for (const attr of fieldReads(file, field)) {
       // Read, not set: `cfg.batch_size = 4` is no value the config gives.
       const p = up(attr);
       if (
