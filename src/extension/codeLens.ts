@@ -1,7 +1,8 @@
 /** The lenses over wrap calls and configurations. */
 import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
-import { frameworkLensTitle, isOffPath, lensTitle, offPathTitle } from '../core/report/summary';
+import { callSegments, frameworkSegments, keptSegments, type LensSegment } from '../core/report/lens';
+import { isOffPath, offPathTitle } from '../core/report/summary';
 import { planLabel } from '../core/vocabulary/fsdp';
 import { otherPlanOf, planName } from '../core/vocabulary/planChoices';
 import { EDITOR_CALLS } from '../worker/protocol';
@@ -9,6 +10,9 @@ import type { DocumentAnalyses } from './analyses';
 import { COMMANDS } from './commands';
 import { toRange } from './convert';
 import { readSettings } from './settings';
+
+/** The codicons of a verdict: VS Code draws lenses in one colour, so the icon carries it. */
+const ICONS = { fits: '$(pass)', short: '$(error)', undecided: '$(question)' } as const;
 
 /** A lens over each wrap call saying what was detected; the numbers join them once the estimate is known. */
 export class WrapCodeLensProvider implements vscode.CodeLensProvider {
@@ -61,17 +65,22 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
         }),
       ];
     }
+    const parts = readSettings(document.uri).codeLensSegments;
+    // Each segment a lens of its own: VS Code shows a line's lenses side by side, each with its own click.
+    const lensesOf = (range: vscode.Range, segments: LensSegment[], args: unknown[]) =>
+      keptSegments(segments, parts).map(
+        (seg) =>
+          new vscode.CodeLens(range, {
+            title: `${seg.icon ? `${ICONS[seg.icon]} ` : ''}${seg.text}`,
+            tooltip: `${seg.tooltip}\nClick to open the FSDP footprint panel`,
+            command: COMMANDS.estimateFootprint,
+            arguments: args,
+          }),
+      );
     if (fw && estimate && !calls.length)
-      return [
-        new vscode.CodeLens(toRange(fw.range), {
-          title: frameworkLensTitle(fw, estimate, analysis.units),
-          tooltip: `FSDP as ${fw.framework} configures it\nClick to open the FSDP footprint panel`,
-          command: COMMANDS.estimateFootprint,
-          arguments: [document.uri],
-        }),
-      ];
+      return lensesOf(toRange(fw.range), frameworkSegments(fw, estimate, analysis.units), [document.uri]);
     const plans = analysis.estimate?.plans;
-    const lenses = calls.map((call, index) => {
+    const lenses = calls.flatMap((call, index) => {
       // A call of another plan of the file: named, and one click away from being the one estimated.
       const other = otherPlanOf(call.line, plans);
       if (other)
@@ -90,15 +99,14 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
           command: COMMANDS.chooseWhatToEstimate,
           arguments: [document.uri],
         });
-      return new vscode.CodeLens(toRange(call.range), {
-        title: lensTitle(call, estimate, analysis.units, {
+      return lensesOf(
+        toRange(call.range),
+        callSegments(call, estimate, analysis.units, {
           totals: noRoot && index === calls.length - 1,
           ...(why ? { why } : {}),
         }),
-        tooltip: `${describeCall(call)}\nClick to open the FSDP footprint panel on this unit`,
-        command: COMMANDS.estimateFootprint,
-        arguments: [document.uri, index],
-      });
+        [document.uri, index],
+      );
     });
     if (leftOut)
       lenses.push(

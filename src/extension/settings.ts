@@ -5,12 +5,15 @@ import * as vscode from 'vscode';
 import type { ByteUnit } from '../core/vocabulary/bytes';
 import { DEFAULT_LINT_OPTIONS, type LintOptions, type SeveritySetting } from '../core/lint/types';
 import { parseInput, SETTING_INPUTS, type SetupValues } from '../core/inputs/table';
+import { LENS_PARTS } from '../core/report/lens';
 
 export const SECTION = 'fsdpLens';
 
 /** The extension's settings for one resource, read in one place. */
 export interface Settings {
   codeLensEnabled: boolean;
+  /** Which parts a lens line shows (`LENS_PARTS`), in their order. */
+  codeLensSegments: readonly string[];
   statusBarEnabled: boolean;
   maxFileSizeKB: number;
   analysisDelayMs: number;
@@ -28,6 +31,7 @@ export function readSettings(scope?: vscode.ConfigurationScope): Settings {
   const c = vscode.workspace.getConfiguration(SECTION, scope);
   return {
     codeLensEnabled: c.get<boolean>('codeLens.enabled', true),
+    codeLensSegments: c.get<string[]>('codeLens.segments', [...LENS_PARTS]),
     statusBarEnabled: c.get<boolean>('statusBar.enabled', true),
     maxFileSizeKB: clamp(c.get<number>('maxFileSizeKB', 4096), 1, 1024 * 1024),
     analysisDelayMs: clamp(c.get<number>('analysisDelayMs', 250), 0, 10_000),

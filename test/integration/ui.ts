@@ -73,14 +73,19 @@ export const CHECKS: Check[] = [
     async run(page, theme) {
       await openFile(page, 'train_fsdp2.py');
       const texts = await waitForLens(page, /FSDP2 32 units x 218M params/);
-      if (
-        !texts.some((t) =>
-          /FSDP2 root · 33 units · 16\.1 GB\/GPU persistent · peak [\d.]+ GB at the loss · fits 8 x H100/.test(
-            t,
-          ),
-        )
-      )
-        throw new Error(`no root lens: ${JSON.stringify(texts)}`);
+      // The root's line as drawn: the verdict first, what each GPU needs of its memory, the units, the traffic.
+      const rootLine = texts.find((t) =>
+        /^fits 8 x H100 SXM\s+\|\s+needs [\d.]+\/85\.5 GB\s+\|\s+33 FSDP2 units\s+\|\s+[\d.]+ GB\/step$/.test(
+          t,
+        ),
+      );
+      if (!rootLine) throw new Error(`no root lens: ${JSON.stringify(texts)}`);
+      // Read at a glance: every line about 80 characters (the verdict's icon is drawn, not in the text).
+      const long = texts.filter((t) => t.length > 80);
+      if (long.length) throw new Error(`lens lines over 80 characters: ${JSON.stringify(long)}`);
+      // The verdict carries its icon: a plan that fits and one that does not look different.
+      if (!(await page.$('.codelens-decoration .codicon-pass')))
+        throw new Error('no verdict icon on the root lens');
       await page.screenshot({ path: path.join(ARTIFACTS, `lens-${theme}.png`) });
     },
   },
@@ -89,7 +94,7 @@ export const CHECKS: Check[] = [
     async run(page, theme) {
       await openFile(page, 'two_workers.py');
       // The estimated plan's root lens, and the other plan's wraps named as such.
-      const texts = await waitForLens(page, /FSDP2 root · 33 units/);
+      const texts = await waitForLens(page, /33 FSDP2 units/);
       if (
         !texts.some((t) => /plan of class ScoringWorker, not estimated \(estimating PolicyWorker\)/.test(t))
       )
@@ -101,7 +106,7 @@ export const CHECKS: Check[] = [
     name: 'lens and hover over a wrap the defaults keep off',
     async run(page, theme) {
       await openFile(page, 'two_paths.py');
-      const texts = await waitForLens(page, /FSDP2 root · 33 units/);
+      const texts = await waitForLens(page, /33 FSDP2 units/);
       if (!texts.some((t) => /^off the default path, not estimated · --strategy fsdp takes it/.test(t)))
         throw new Error(`no lens over the FSDP1 arm: ${JSON.stringify(texts)}`);
       const hover = await hoverWrap(page, 'model = FSDP(model)', 'takes it', 'FSDP');

@@ -150,7 +150,7 @@ async function main(): Promise<number> {
     };
     await step('the installed extension shows its lenses', async () => {
       await openFile(page, 'train_fsdp2.py');
-      await waitForLens(page, /FSDP2 root · 33 units · 16\.1 GB\/GPU persistent/);
+      await waitForLens(page, /fits 8 x H100 SXM.*33 FSDP2 units/);
       await page.screenshot({ path: path.join(ARTIFACTS, 'lens.png') });
     });
     await step('the installed extension opens the footprint panel', async () => {

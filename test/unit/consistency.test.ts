@@ -13,7 +13,8 @@ import { findProjectRoot, Project } from '../../src/core/project/project';
 import { hoverMarkdown, frameworkHoverMarkdown } from '../../src/core/report/hover';
 import { buildPanelData } from '../../src/core/report/panelData';
 import { statusSummary } from '../../src/core/report/status';
-import { frameworkLensTitle, lensTitle } from '../../src/core/report/summary';
+import { lensTitle } from '../../src/core/report/summary';
+import { callSegments, frameworkSegments } from '../../src/core/report/lens';
 import { fmtBytes } from '../../src/core/vocabulary/bytes';
 import { gpuBytes } from '../../src/core/hardware/catalog';
 import { plainText, shortGpu } from '../../src/core/vocabulary/words';
@@ -80,15 +81,24 @@ async function everySurface(rel: string): Promise<Surfaces[]> {
     out.push({ peak: textPeak, units: textUnits, mesh: textMesh, verdict: verdictOf(textFit) });
     // The lens over the root call (or the configuration's lens), the hover, the status bar.
     const root = a.facts.calls.find((c) => c.isRoot);
-    const lens = root ? lensTitle(root, e, 'GB') : frameworkLensTitle(r.framework!, e, 'GB');
+    // The lens: its segments, verdict first, each a lens of its own; the plan's totals in the plan's tooltip.
+    const segments = root ? callSegments(root, e, 'GB') : frameworkSegments(r.framework!, e, 'GB');
     const hover = root ? hoverMarkdown(root, e, 'GB', {}) : frameworkHoverMarkdown(r.framework!, e, 'GB', {});
-    const lensFit = / · (fits|does not fit|fit on) (\d+) x /.exec(lens);
+    const [verdictSeg, , planSeg] = segments;
+    const lensFit = /^(fits|does not fit|fit undecided)/.exec(verdictSeg!.text);
     out.push({
-      peak: / · peak (\S+ \S+)/.exec(lens)?.[1] ?? '',
-      units: Number(/(\d+) units ·/.exec(lens)?.[1]),
+      peak: / · peak (\S+ \S+)/.exec(planSeg!.tooltip)?.[1] ?? '',
+      units: Number(/^(\d+) \S+ units?/.exec(planSeg!.text)?.[1]),
       mesh: out[0]!.mesh,
-      verdict: Number(lensFit?.[2]) === e.mesh.worldSize ? verdictOf(lensFit?.[1]) : '?',
+      verdict:
+        verdictSeg!.icon === 'undecided' ||
+        new RegExp(`^(fits|does not fit) ${e.mesh.worldSize} x `).test(verdictSeg!.text)
+          ? verdictOf(lensFit?.[1])
+          : '?',
     });
+    // A line a person reads at a glance: about 80 characters, the verdict first.
+    const line = segments.map((x) => (x.icon ? `$ ${x.text}` : x.text)).join(' | ');
+    assert.ok(line.length <= 80, line);
     out.push({
       peak: /\*\*Peak (\S+ \S+)\*\*/.exec(hover)?.[1] ?? '',
       units: Number(/^(\d+) units over/m.exec(hover)?.[1]),

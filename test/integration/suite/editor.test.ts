@@ -27,7 +27,7 @@ async function openPanel(name: string): Promise<PanelData> {
   const editor = await open(name);
   await eventually(
     () => codeLenses(editor.document.uri),
-    (l) => l.some((x) => /peak/.test(x.command?.title ?? '')),
+    (l) => l.some((x) => /peak/.test(x.command?.tooltip ?? '')),
     'lenses with numbers',
   );
   await vscode.commands.executeCommand('fsdpLens.estimateFootprint', editor.document.uri);
@@ -44,13 +44,17 @@ describe('lenses, hovers and the footprint panel', () => {
     const editor = await open('train_fsdp2.py');
     const lenses = await eventually(
       () => codeLenses(editor.document.uri),
-      (l) => l.filter((x) => /peak/.test(x.command?.title ?? '')).length >= 2,
+      (l) => l.filter((x) => /peak/.test(x.command?.tooltip ?? '')).length >= 2,
       'lenses with peaks',
     );
     const text = editor.document.getText().split('\n');
-    const title = (needle: string) =>
-      lenses.find((l) => l.range.start.line === text.findIndex((t) => t.includes(needle)))?.command?.title ??
-      '';
+    // A line's segments: their titles, then their tooltips (where the peaks are).
+    const title = (needle: string) => {
+      const at = lenses.filter((l) => l.range.start.line === text.findIndex((t) => t.includes(needle)));
+      return [...at.map((l) => l.command?.title ?? ''), ...at.map((l) => l.command?.tooltip ?? '')].join(
+        '\n',
+      );
+    };
     const block = title('fully_shard(layer');
     const root = title('fully_shard(model');
     const d = await openPanel('train_fsdp2.py');
@@ -58,13 +62,14 @@ describe('lenses, hovers and the footprint panel', () => {
     const gb = (n: number) => `${(n / 1e9).toPrecision(3)} GB`;
     // The same numbers as the panel: one analysis feeds every surface.
     assert.ok(root.includes(`peak ${gb(e.perGpu.peakBytes)} at the loss`), root);
+    assert.match(root, /^\$\(pass\) fits 8 x H100 SXM$/m);
     assert.match(root, /fits 8 x H100 SXM 80GB \([\d.]+ GB spare\)/);
     const blockPeak = Math.max(
       ...e.units
         .filter((u) => u.classNames[0] === 'LlamaDecoderLayer')
         .map((u) => e.perGpu.perUnitPeakBytes[u.name]!),
     );
-    assert.ok(block.endsWith(`peak ${gb(blockPeak)} while they run`), block);
+    assert.ok(block.includes(`peak ${gb(blockPeak)} while they run`), block);
     // A block runs with the sharded state (8,030,261,248 x 16 B / 8 = 16.06 GB) and its gathered bf16 weights.
     assert.ok(
       blockPeak > PARAMS * 2 + LAYER * 2,
@@ -81,18 +86,19 @@ describe('lenses, hovers and the footprint panel', () => {
       .findIndex((t) => t.startsWith('shard_decoder('));
     const lenses = await eventually(
       () => codeLenses(editor.document.uri),
-      (l) => l.some((x) => x.range.start.line === line && /root/.test(x.command?.title ?? '')),
+      (l) => l.some((x) => x.range.start.line === line && /FSDP2 units/.test(x.command?.title ?? '')),
       'the helper root lens at its call',
     );
     const titles = lenses.filter((l) => l.range.start.line === line).map((l) => l.command?.title ?? '');
-    // The helper's two wraps, both at the call: 32 decoder layers of 218,112,000 parameters, then the root.
-    assert.equal(titles.length, 2, titles.join('\n'));
+    // The helper's two wraps, both at the call: 32 decoder layers of 218,112,000 parameters (2 segments), then
+    // the root (verdict, memory, units, traffic).
+    assert.equal(titles.length, 6, titles.join('\n'));
     assert.ok(
       titles.some((t) => /32 units x 218M params \(LlamaDecoderLayer\)/.test(t)),
       titles.join('\n'),
     );
     assert.ok(
-      titles.some((t) => /root · 33 units/.test(t)),
+      titles.some((t) => /33 FSDP2 units/.test(t)),
       titles.join('\n'),
     );
   });
@@ -105,10 +111,13 @@ describe('lenses, hovers and the footprint panel', () => {
         .split('\n')
         .findIndex((t) => t.includes(needle));
     const titleAt = (lenses: vscode.CodeLens[], line: number) =>
-      lenses.find((l) => l.range.start.line === line)?.command?.title ?? '';
+      lenses
+        .filter((l) => l.range.start.line === line)
+        .map((l) => l.command?.title ?? '')
+        .join(' | ');
     let lenses = await eventually(
       () => codeLenses(editor.document.uri),
-      (l) => l.some((x) => /root · 33 units/.test(x.command?.title ?? '')),
+      (l) => l.some((x) => /33 FSDP2 units/.test(x.command?.title ?? '')),
       'the lenses of the first plan',
     );
     // The scoring worker's root wrap is named as the other plan, not given the policy worker's figures.
@@ -125,7 +134,7 @@ describe('lenses, hovers and the footprint panel', () => {
     assert.equal(editor.document.lineAt(0).text, '# fsdp: plan=ScoringWorker');
     lenses = await eventually(
       () => codeLenses(editor.document.uri),
-      (l) => /root · 33 units/.test(titleAt(l, lineOf('fully_shard(model, offload_policy'))),
+      (l) => /33 FSDP2 units/.test(titleAt(l, lineOf('fully_shard(model, offload_policy'))),
       'the lenses of the chosen plan',
     );
     assert.match(
@@ -142,10 +151,13 @@ describe('lenses, hovers and the footprint panel', () => {
       .split('\n')
       .findIndex((t) => t.includes('model = FSDP(model)'));
     const titleAt = (lenses: vscode.CodeLens[], line: number) =>
-      lenses.find((l) => l.range.start.line === line)?.command?.title ?? '';
+      lenses
+        .filter((l) => l.range.start.line === line)
+        .map((l) => l.command?.title ?? '')
+        .join(' | ');
     let lenses = await eventually(
       () => codeLenses(editor.document.uri),
-      (l) => l.some((x) => /root · 33 units/.test(x.command?.title ?? '')),
+      (l) => l.some((x) => /33 FSDP2 units/.test(x.command?.title ?? '')),
       'the lenses of the default path',
     );
     // The FSDP1 arm: off by --strategy's default, and the arguments that take it, not "matches no module".
@@ -158,7 +170,7 @@ describe('lenses, hovers and the footprint panel', () => {
     assert.equal(editor.document.lineAt(0).text, '# fsdp: args="--strategy fsdp"');
     lenses = await eventually(
       () => codeLenses(editor.document.uri),
-      (l) => /^FSDP1 root · 1 unit/.test(titleAt(l, fsdp1 + 1)),
+      (l) => /1 FSDP1 unit\b/.test(titleAt(l, fsdp1 + 1)),
       'the lens of the FSDP1 plan',
     );
     // The FSDP2 arm is the one off the path now.
@@ -170,7 +182,7 @@ describe('lenses, hovers and the footprint panel', () => {
     const editor = await open('train_fsdp2.py');
     await eventually(
       () => codeLenses(editor.document.uri),
-      (l) => l.some((x) => /peak/.test(x.command?.title ?? '')),
+      (l) => l.some((x) => /peak/.test(x.command?.tooltip ?? '')),
       'the analysis',
     );
     const line = editor.document
@@ -244,27 +256,30 @@ describe('lenses, hovers and the footprint panel', () => {
       const editor = await open(`examples/${name}`);
       const lenses = await eventually(
         () => codeLenses(editor.document.uri),
-        (l) => l.length >= lines && l.every((x) => /GB/.test(x.command?.title ?? '')),
+        (l) => l.length >= lines && l.some((x) => /GB/.test(x.command?.title ?? '')),
         `lenses with numbers on ${name}`,
       );
-      return lenses.map((l) => l.command?.title ?? '');
+      // Each segment's title, and on the next lines its tooltip, where the details are.
+      return lenses.map((l) => `${l.command?.title ?? ''}\n${l.command?.tooltip ?? ''}`);
     };
     // Llama 3.1 8B, a unit per layer and the root, 8 GPUs: 8,030,261,248 x 16 B / 8 = 16.1 GB per GPU.
     const llama = await lensesOf('train_llama_fsdp2.py', 2);
+    assert.ok(llama.some((t) => /^FSDP2 32 units x 218M params \(LlamaDecoderLayer\)$/m.test(t)));
+    assert.ok(llama.some((t) => /^0\.436 GB gathered each$/m.test(t)));
+    // The root's line: the verdict first, with its icon; the plan's totals in the tooltip of its units.
     assert.ok(
-      llama.some((t) =>
-        /^FSDP2 32 units x 218M params \(LlamaDecoderLayer\) · 0\.436 GB gathered each/.test(t),
-      ),
+      llama.some((t) => /^\$\(pass\) fits 8 x H100 SXM$/m.test(t)),
+      llama.join('\n'),
     );
     assert.ok(
       llama.some((t) =>
-        /^FSDP2 root · 33 units · 16\.1 GB\/GPU persistent · peak .* · fits 8 x H100/.test(t),
+        /^FSDP2 root: 33 units · 16\.1 GB\/GPU persistent · peak .* · fits 8 x H100/m.test(t),
       ),
     );
     // Llama 3.2 3B under FSDP1's transformer policy: 28 layers + the root; 3,212,749,824 x 16 B / 8 = 6.43 GB.
     const fsdp1 = await lensesOf('train_fsdp1_auto_wrap.py', 1);
     assert.ok(
-      fsdp1.some((t) => /^FSDP1 root · 29 units · 6\.43 GB\/GPU persistent/.test(t)),
+      fsdp1.some((t) => /^FSDP1 root: 29 units · 6\.43 GB\/GPU persistent/m.test(t)),
       fsdp1.join('\n'),
     );
     // Qwen2.5 7B with its 28 blocks wrapped and no root: the blocks' 6,525,618,176 params x 16 B / 8 = 13.05 GB,
@@ -273,7 +288,7 @@ describe('lenses, hovers and the footprint panel', () => {
     const noRoot = await lensesOf('missing_root_wrap.py', 1);
     assert.ok(
       noRoot.some((t) =>
-        /^FSDP2 28 units x 233M params .*‖ no root wrap: 28 units · 30\.5 GB\/GPU persistent/.test(t),
+        /^FSDP2 28 units x 233M params .*, and no root wrap: 28 units · 30\.5 GB\/GPU persistent/m.test(t),
       ),
       noRoot.join('\n'),
     );
@@ -288,28 +303,28 @@ describe('lenses, hovers and the footprint panel', () => {
         (l) => l.some((x) => /GB/.test(x.command?.title ?? '')),
         `a lens with numbers on ${name}`,
       );
-      return lenses.map((l) => l.command?.title ?? '').join('\n');
+      return lenses.map((l) => `${l.command?.title ?? ''}\n${l.command?.tooltip ?? ''}`).join('\n');
     };
     // Llama 3.1 8B under Accelerate's FSDP2 on 8 GPUs: 32 blocks, the embedding, [norm, head], the root; fp32
     // state of 8,030,261,248 x 16 B / 8 = 16.1 GB per GPU. The model comes from the script beside the YAML.
     assert.match(
       await lensOf('accelerate/accelerate_fsdp2.yaml'),
-      /^Accelerate → FSDP2 · 35 units · 16\.1 GB\/GPU persistent · peak .* · fits 8 x H100/,
+      /^Accelerate → FSDP2: 35 units · 16\.1 GB\/GPU persistent · peak .* · fits 8 x H100/m,
     );
     // Llama 3.2 1B under Lightning's FSDPStrategy on 16 GPUs: 1,235,814,400 x 16 B / 16 = 1.24 GB.
     assert.match(
       await lensOf('lightning/train_lightning.py'),
-      /^Lightning → FSDP1 FULL_SHARD · 17 units · 1\.24 GB\/GPU persistent/,
+      /^Lightning → FSDP1 FULL_SHARD: 17 units · 1\.24 GB\/GPU persistent/m,
     );
     // torchtune's 8B_full in pure bf16: 8,030,261,248 x 8 B / 8 = 8.03 GB.
     assert.match(
       await lensOf('torchtune/8B_full.yaml'),
-      /^torchtune → FSDP2 · 35 units · 8\.03 GB\/GPU persistent/,
+      /^torchtune → FSDP2: 35 units · 8\.03 GB\/GPU persistent/m,
     );
     // torchtitan 8B: fp32 state 16.06 GB and the 4.2 MB freqs_cis table.
     assert.match(
       await lensOf('torchtitan/llama3_8b.toml'),
-      /^torchtitan → FSDP2 · 35 units · 16\.1 GB\/GPU persistent/,
+      /^torchtitan → FSDP2: 35 units · 16\.1 GB\/GPU persistent/m,
     );
     // The hover over the YAML's lens line gives the breakdown.
     const yaml = await vscode.workspace.openTextDocument(

@@ -36,18 +36,23 @@ describe('extension', () => {
       (l) => l.length >= 2,
       'two code lenses',
     );
-    const byLine = new Map(lenses.map((l) => [l.range.start.line, l.command?.title ?? '']));
+    // Each line's segments, titles then tooltips (VS Code shows a line's lenses side by side).
+    const byLine = new Map<number, string>();
+    for (const l of lenses)
+      byLine.set(
+        l.range.start.line,
+        `${byLine.get(l.range.start.line) ?? ''}${l.command?.title ?? ''}\n${l.command?.tooltip ?? ''}\n`,
+      );
     const text = editor.document.getText().split('\n');
     const blockLine = text.findIndex((l) => l.includes('fully_shard(layer'));
     const rootLine = text.findIndex((l) => l.includes('fully_shard(model'));
     // Llama 3.1 8B: 32 decoder layers of 218,112,000 parameters, 0.436 GB each in bf16.
-    assert.match(
-      byLine.get(blockLine) ?? '',
-      /^FSDP2 32 units x 218M params \(LlamaDecoderLayer\) · 0\.436 GB gathered each/,
-    );
+    assert.match(byLine.get(blockLine) ?? '', /^FSDP2 32 units x 218M params \(LlamaDecoderLayer\)$/m);
+    assert.match(byLine.get(blockLine) ?? '', /^0\.436 GB gathered each$/m);
     assert.match(byLine.get(blockLine) ?? '', /2 all-gathers \+ 1 reduce-scatter\/step/);
     // 16 bytes per parameter over 8 GPUs (default world size): 16.1 GB.
-    assert.match(byLine.get(rootLine) ?? '', /^FSDP2 root · 33 units · 16\.1 GB\/GPU persistent/);
+    assert.match(byLine.get(rootLine) ?? '', /^\$\(pass\) fits 8 x H100 SXM$/m);
+    assert.match(byLine.get(rootLine) ?? '', /^FSDP2 root: 33 units · 16\.1 GB\/GPU persistent/m);
     assert.match(byLine.get(rootLine) ?? '', /\(bf16\/fp32\)/);
   });
 
@@ -61,7 +66,7 @@ describe('extension', () => {
     assert.ok(editor!.document.getText().includes('fully_shard('));
     const lenses = await eventually(
       () => codeLenses(editor!.document.uri),
-      (l) => l.some((x) => /root · 33 units/.test(x.command?.title ?? '')),
+      (l) => l.some((x) => /33 FSDP2 units/.test(x.command?.title ?? '')),
       "the example's root lens",
     );
     assert.ok(lenses.length >= 2);
@@ -88,7 +93,7 @@ describe('extension', () => {
         l.some(
           (x) =>
             /kept gathered to backward · 1 all-gather \+ 1 reduce-scatter\/step/.test(
-              x.command?.title ?? '',
+              x.command?.tooltip ?? '',
             ) && x.range.start.line === line,
         ),
       'the lens to follow the edit',

@@ -46,7 +46,7 @@ describe('hostile inputs in the editor', () => {
     const editor = await open('train_fsdp2.py');
     await eventually(
       () => codeLenses(editor.document.uri),
-      (l) => l.some((x) => /peak [\d.]+ GB/.test(x.command?.title ?? '')),
+      (l) => l.some((x) => /peak [\d.]+ GB/.test(x.command?.tooltip ?? '')),
       'the lenses of an ordinary script',
     );
     const worst = probe.stop();

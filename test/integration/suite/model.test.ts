@@ -18,7 +18,10 @@ function lensAt(lenses: vscode.CodeLens[], doc: vscode.TextDocument, needle: str
     .getText()
     .split('\n')
     .findIndex((l) => l.includes(needle));
-  return lenses.find((l) => l.range.start.line === line)?.command?.title ?? '';
+  return lenses
+    .filter((l) => l.range.start.line === line)
+    .map((l) => l.command?.title ?? '')
+    .join(' | ');
 }
 
 describe('the model behind the wrap', () => {
@@ -32,9 +35,9 @@ describe('the model behind the wrap', () => {
     // 6 blocks of 3,146,752 parameters (nanoGPT block, n_embd 512, no biases), 6.29 MB each in bf16.
     assert.match(
       lensAt(lenses, editor.document, 'fully_shard(block'),
-      /^FSDP2 6 units x 3\.15M params \(Block\) · 6\.29 MB gathered each/,
+      /^FSDP2 6 units x 3\.15M params \(Block\) \| 6\.29 MB gathered each$/,
     );
-    assert.match(lensAt(lenses, editor.document, 'fully_shard(model'), /^FSDP2 root · 7 units/);
+    assert.match(lensAt(lenses, editor.document, 'fully_shard(model'), /\| 7 FSDP2 units \|/);
   });
 
   it('follows apply_fsdp to its caller in another file (framework-style Llama)', async () => {
@@ -46,7 +49,7 @@ describe('the model behind the wrap', () => {
     );
     assert.match(
       lensAt(lenses, editor.document, 'fully_shard(transformer_block'),
-      /^FSDP2 32 units x 218M params \(TransformerBlock\) · 0\.436 GB gathered each/,
+      /^FSDP2 32 units x 218M params \(TransformerBlock\) \| 0\.436 GB gathered each$/,
     );
   });
 
