@@ -57,8 +57,9 @@ export class Diagnostics implements vscode.Disposable {
   }
 
   toDiagnostic(f: Finding, uri: vscode.Uri): vscode.Diagnostic {
-    // A diagnostic's message is plain text: the findings' code spans lose their backticks there.
-    const d = new vscode.Diagnostic(toRange(f.range), plainText(f.message), SEVERITY[f.severity]);
+    // The finding in a line, verdict first (plain text, as a diagnostic's message is); the whole explanation is
+    // in the hover over its range (`FindingHoverProvider`).
+    const d = new vscode.Diagnostic(toRange(f.range), f.summary, SEVERITY[f.severity]);
     d.source = SOURCE;
     const rule = ruleById(f.rule);
     d.code = rule

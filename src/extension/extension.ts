@@ -6,7 +6,7 @@ import { FixProvider } from './codeActions';
 import { WrapCodeLensProvider } from './codeLens';
 import { COMMANDS } from './commands';
 import { Diagnostics } from './diagnostics';
-import { WrapHoverProvider } from './hover';
+import { FindingHoverProvider, WrapHoverProvider } from './hover';
 import { chooseWhatToEstimate } from './pathCommands';
 import { chooseModel, measureExactly } from './modelCommands';
 import { setGpu, setWorldSize } from './setupCommands';
@@ -62,6 +62,7 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
     new Diagnostics(analyses, context.extensionUri),
     vscode.languages.registerCodeLensProvider(ALL, lenses),
     vscode.languages.registerHoverProvider(ALL, new WrapHoverProvider(analyses)),
+    vscode.languages.registerHoverProvider(ALL, new FindingHoverProvider(analyses)),
     new FitStatusBar(analyses),
     vscode.commands.registerCommand(COMMANDS.setWorldSize, (uri?: unknown) => setWorldSize(analyses, uri)),
     vscode.commands.registerCommand(COMMANDS.setGpu, (uri?: unknown) => setGpu(analyses, uri)),

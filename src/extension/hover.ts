@@ -87,3 +87,30 @@ export class WrapHoverProvider implements vscode.HoverProvider {
     return new vscode.Hover(md, toRange(call.range));
   }
 }
+
+/**
+ * The whole explanation of the findings under the cursor: the Problems view shows each in a line, the hover what
+ * is wrong, why, and what to do, with its code spans drawn as code.
+ */
+export class FindingHoverProvider implements vscode.HoverProvider {
+  constructor(private readonly analyses: DocumentAnalyses) {}
+
+  provideHover(document: vscode.TextDocument, position: vscode.Position): vscode.Hover | undefined {
+    const analysis = this.analyses.latest(document.uri);
+    if (!analysis || analysis.version !== document.version) return undefined;
+    const here = analysis.findings.filter((f) => toRange(f.range).contains(position));
+    if (!here.length) return undefined;
+    const md = new vscode.MarkdownString(here.map((f) => `**${f.rule}** ${mdProse(f.message)}`).join('\n\n'));
+    md.isTrusted = false;
+    md.supportHtml = false;
+    return new vscode.Hover(md, toRange(here[0]!.range));
+  }
+}
+
+/** A finding's text as Markdown: its code spans kept, every other Markdown character taken literally. */
+function mdProse(text: string): string {
+  return text
+    .split(/(`[^`]*`)/)
+    .map((part, i) => (i % 2 ? part : part.replace(/([\\*_[\]<>#|~])/g, '\\$1')))
+    .join('');
+}

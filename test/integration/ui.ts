@@ -216,7 +216,7 @@ export const CHECKS: Check[] = [
       const row = page.locator('.markers-panel .monaco-list-row', { hasText: 'FSDP001' });
       await row.first().waitFor({ timeout: 30_000 });
       const text = (await row.first().textContent()) ?? '';
-      if (!/never is/.test(text) || !/fsdp-lens/.test(text))
+      if (!/No root wrap: model is never wrapped/.test(text) || !/fsdp-lens/.test(text))
         throw new Error(`unexpected problem text: ${text}`);
       // A diagnostic is plain text: no raw Markdown backticks.
       if (text.includes('`')) throw new Error(`raw backticks in a problem: ${text}`);

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import Ajv from 'ajv';
 import { renderRulesDoc } from '../../src/core/lint/docs';
 import { applyEdits } from '../../src/core/lint/edits';
-import { lintFacts } from '../../src/core/lint/lint';
+import { lintFacts, summaryOf } from '../../src/core/lint/lint';
 import { RULES } from '../../src/core/lint/registry';
 import { toSarif } from '../../src/core/lint/sarif';
 import { DEFAULT_LINT_OPTIONS, type Finding, type LintOptions, type Rule } from '../../src/core/lint/types';
@@ -1245,5 +1245,27 @@ describe('rules that need the model', () => {
 
     for (const [name, r] of Object.entries({ fsdp011, fsdp012, fsdp013, fsdp014, half, listed }))
       assert.deepEqual(r.rules, [], `${name}_good.py is clean`);
+  });
+});
+
+describe('findings in one line', () => {
+  it('every finding of the fixtures has a plain summary of at most 120 characters', async () => {
+    const r = await cli('lint', FIXTURES, path.join(ROOT, 'examples'), '--format', 'json');
+    const rows = JSON.parse(r.out) as { code: string; summary: string; message: string }[];
+    const rules = new Set(rows.map((x) => x.code));
+    // Most rules fire on the fixtures, so the check covers them.
+    assert.ok(rules.size >= 20, [...rules].join(' '));
+    for (const x of rows) {
+      assert.ok(x.summary.length <= 120, `${x.code}: ${x.summary}`);
+      assert.doesNotMatch(x.summary, /`/, `${x.code}: ${x.summary}`);
+      assert.ok(!x.summary.endsWith('…'), `${x.code} is cut: ${x.summary}`);
+    }
+  });
+
+  it("takes a message's first sentence, or the part before its colon, when a rule gives no summary", () => {
+    assert.equal(summaryOf('Short and `plain`. Then the why.'), 'Short and plain');
+    // 84 characters before the colon, 184 in the sentence.
+    const long = `${'a '.repeat(40)}stop: ${'b '.repeat(50)}end`;
+    assert.equal(summaryOf(`${long}. More.`), `${'a '.repeat(40)}stop`);
   });
 });

@@ -122,6 +122,7 @@ export async function lintCommand(argv: string[], io: Streams): Promise<number> 
         endColumn: f.range.end.character + 1,
         code: f.rule,
         severity: f.severity,
+        summary: f.summary,
         message: f.message,
       })),
     );

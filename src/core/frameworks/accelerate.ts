@@ -119,6 +119,7 @@ export function acceleratePlan(
       traps.push({
         rule: 'FSDP016',
         range: s.rangeOf('fsdp_reshard_after_forward'),
+        summary: `fsdp_reshard_after_forward sets no strategy under fsdp_version 1: FULL_SHARD runs, not ${asStrategy}`,
         message:
           `fsdp_reshard_after_forward: ${String(reshardAt.v)} does not choose the sharding strategy under fsdp_version 1: ` +
           'Accelerate runs fsdp_sharding_strategy, which accelerate launch sets to FULL_SHARD when the config omits it. ' +
@@ -346,6 +347,7 @@ function loadSave(
     traps.push({
       rule: 'FSDP016',
       range: s.rangeOf('fsdp_forward_prefetch'),
+      summary: 'fsdp_forward_prefetch is ignored under fsdp_version 2: no unit is gathered ahead in forward',
       message:
         'fsdp_forward_prefetch: true is read only under fsdp_version 1: FullyShardedDataParallelPlugin ignores it under ' +
         "fsdp_version 2, so no unit is gathered ahead in forward. Remove it, or prefetch in code with FSDP2's " +

@@ -119,6 +119,7 @@ export function launchCommands(
             start: { line: start, character: 0 },
             end: { line: start, character: lines[start]!.length },
           },
+          summary: `accelerate launch raises with ${others.join(' and ')} beside --use_fsdp: drop ${others.join(' and ')}`,
           message: `accelerate launch takes one of --cpu, --multi_gpu, --tpu, --use_deepspeed and --use_fsdp: with ${others.join(' and ')} beside --use_fsdp it raises ValueError before the job starts. Drop ${others.join(' and ')}: --use_fsdp already runs one process per GPU.`,
         });
     }

@@ -110,6 +110,8 @@ export interface FrameworkTrap {
   rule: string;
   range: Range;
   message: string;
+  /** The trap in one line, for the Problems view (the finding's `summary`). */
+  summary?: string;
 }
 
 /** A recognised configuration that cannot be planned (a parse error, FSDP turned off), said in words. */

@@ -1,9 +1,9 @@
 /** Runs every enabled rule over a file's facts; `# noqa` comments suppress findings. */
 import { fault } from '../vocabulary/faults';
-import { clip } from '../vocabulary/words';
+import { clip, plainText } from '../vocabulary/words';
 import { TextIndex } from './edits';
 import { RULES } from './registry';
-import type { Finding, Fix, Rule, RuleContext } from './types';
+import { SUMMARY_MAX, type Finding, type Fix, type Rule, type RuleContext } from './types';
 
 /**
  * Runs every enabled rule over a file's facts; `# noqa` comments suppress findings. A rule that throws is skipped
@@ -39,6 +39,7 @@ export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Fin
       findings.push({
         ...d,
         message: clip(d.message, 1000),
+        summary: summaryOf(d.summary ?? d.message),
         rule: rule.id,
         severity,
         fixes: [...d.fixes, noqaFix(index, rule.id, d.range.start.line)],
@@ -48,6 +49,20 @@ export function lintFacts(ctx: RuleContext, rules: readonly Rule[] = RULES): Fin
   return findings.sort(
     (a, b) => a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character,
   );
+}
+
+/**
+ * A finding in one line of plain text: its first sentence, or the part before its first colon when that is too
+ * long, and cut at a word only as a last resort.
+ */
+export function summaryOf(text: string): string {
+  const plain = plainText(text).replace(/\s+/g, ' ').trim();
+  const sentence = /^(.+?[.!?])(\s|$)/.exec(plain)?.[1] ?? plain;
+  if (sentence.length <= SUMMARY_MAX) return sentence.replace(/\.$/, '');
+  const clause = /^(.+?):\s/.exec(sentence)?.[1];
+  if (clause && clause.length <= SUMMARY_MAX) return clause;
+  const cut = sentence.slice(0, SUMMARY_MAX - 1);
+  return `${cut.slice(0, Math.max(cut.lastIndexOf(' '), SUMMARY_MAX / 2))}…`;
 }
 
 function isSuppressed(ctx: RuleContext, id: string, first: number, last: number): boolean {

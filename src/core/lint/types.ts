@@ -27,7 +27,13 @@ export interface Finding {
   rule: string;
   severity: Severity;
   range: Range;
+  /** The whole explanation: what is wrong, why, and what to do (Markdown code spans allowed). */
   message: string;
+  /**
+   * The finding in a line, verdict first, plain text of at most `SUMMARY_MAX` characters: the Problems view's
+   * entry. The runner takes the message's first sentence when a rule gives none.
+   */
+  summary: string;
   fixes: Fix[];
   /** Other places that explain the finding (the blocks wrapped, the optimizer line...). */
   related?: { range: Range; message: string }[];
@@ -59,7 +65,10 @@ export interface RuleContext {
 }
 
 /** A draft finding: the runner adds the rule id, the severity in force and the suppression fix. */
-export type Draft = Omit<Finding, 'rule' | 'severity'>;
+export type Draft = Omit<Finding, 'rule' | 'severity' | 'summary'> & { summary?: string };
+
+/** The longest summary a finding shows where one line is read (the Problems view). */
+export const SUMMARY_MAX = 120;
 
 export interface Rule {
   /** FSDP001 … */

@@ -355,7 +355,13 @@ describe('lenses, hovers and the footprint panel', () => {
     );
     const d = diags.find((x) => typeof x.code === 'object' && x.code.value === 'FSDP016')!;
     assert.equal(d.range.start.line, 5);
-    assert.match(d.message, /Set fsdp_sharding_strategy: SHARD_GRAD_OP/);
+    // The Problems entry in a line, verdict first; what to do in the hover over it.
+    assert.match(d.message, /^fsdp_reshard_after_forward sets no strategy under fsdp_version 1/);
+    assert.ok(d.message.length <= 120, d.message);
+    const md = hoverText(
+      await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', uri, d.range.start),
+    );
+    assert.match(md, /Set fsdp\\?_sharding\\?_strategy: SHARD\\?_GRAD\\?_OP/);
   });
 
   it('FSDP015 reports a plan whose peak does not fit, on the root wrap', async () => {
@@ -367,6 +373,8 @@ describe('lenses, hovers and the footprint panel', () => {
     );
     const d = diags.find((x) => typeof x.code === 'object' && x.code.value === 'FSDP015')!;
     assert.equal(d.range.start.line, editor.document.lineCount - 2);
-    assert.match(d.message, /The smallest world size that fits is \d+ GPUs/);
+    // Verdict first, under 120 characters: how many GPUs it needs, and how many fit.
+    assert.match(d.message, /^Does not fit \d+ x [^:]+: needs [\d.]+ GB per GPU of [\d.]+ GB; \d+ GPUs fit$/);
+    assert.ok(d.message.length <= 120, d.message);
   });
 });

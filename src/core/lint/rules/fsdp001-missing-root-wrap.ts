@@ -45,6 +45,7 @@ optimizer = torch.optim.AdamW(model.parameters())`,
       const draft: Draft = {
         range: first.range,
         message,
+        summary: `No root wrap: ${root} is never wrapped, only its blocks; its other parameters stay replicated`,
         fixes: [],
         related: group.calls
           .slice(1)

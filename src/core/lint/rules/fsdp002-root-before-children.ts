@@ -44,6 +44,7 @@ fully_shard(model)`,
       const anchor = last.loopStatement ?? last.statement;
       const draft: Draft = {
         range: root.range,
+        summary: `${root.target} is wrapped before its blocks: the block wraps after it fail at run time`,
         message:
           `\`${root.target}\` is wrapped before its blocks (line ${later[0]!.line}): the root claims every parameter, blocks ` +
           'included, and the later block wraps fail at run time (their parameters are already sharded). Wrap the blocks first, then the root.',

@@ -31,6 +31,7 @@ model = FSDP(model, auto_wrap_policy=policy, mixed_precision=bf16)`,
       if (!block) continue;
       const draft: Draft = {
         range: c.range,
+        summary: `One unit for all of ${c.target}: no auto_wrap_policy, so the whole model is gathered at once`,
         message:
           `FSDP wraps \`${c.target}\` as a single unit: without an auto_wrap_policy every ${block.name} is gathered together with the ` +
           'rest of the model, so the peak holds the whole unsharded model on every GPU and nothing is saved at the peak. ' +

@@ -45,6 +45,7 @@ optimizer = torch.optim.AdamW(model.parameters())`,
       const anchor = last.loopStatement ?? last.statement;
       const draft: Draft = {
         range: opt.range,
+        summary: `Optimizer created before ${opt.target} is wrapped: it would step parameters the model no longer uses`,
         message:
           `The optimizer is created from \`${opt.paramsText}\` before \`${opt.target}\` is wrapped (line ${wraps[0]!.line}). ` +
           'Wrapping replaces the parameters, so this optimizer would step tensors the model no longer uses and keep full, ' +

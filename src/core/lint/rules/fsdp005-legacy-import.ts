@@ -32,6 +32,9 @@ left alone too: the import in \`except ImportError:\`, or in the arm of a versio
       const where = LEGACY_FSDP2_MODULES.includes(imp.qualified) ? imp.qualified : original;
       out.push({
         range: imp.from.range,
+        summary: fsdp2
+          ? `Legacy FSDP2 import: ${where} moved to ${FSDP2_MODULE} in PyTorch 2.6`
+          : `${original} is the first composable fully_shard (PyTorch 2.1-2.3), superseded by FSDP2`,
         message: fsdp2
           ? `\`${where}\` is FSDP2's pre-2.6 location; since PyTorch 2.6 it is \`${FSDP2_MODULE}\`.` +
             (imp.rewrite ? '' : ' Change the import and the calls that spell the old path.')

@@ -30,6 +30,8 @@ fully_shard(layer, mesh=mesh, reshard_after_forward=4)`,
       if (k === 1) {
         out.push({
           range: raf.range,
+          summary:
+            'reshard_after_forward=1 never reshards, as False does: write False (or True) if that is meant',
           message:
             'reshard_after_forward=1 (an int) means resharding to 1 rank, i.e. not resharding at all: the unit stays gathered from forward ' +
             'to backward like reshard_after_forward=False. Write True (or False) if that is what you mean.',
@@ -41,6 +43,7 @@ fully_shard(layer, mesh=mesh, reshard_after_forward=4)`,
       if (k < 1 || k > W || W % k !== 0) {
         out.push({
           range: raf.range,
+          summary: `reshard_after_forward=${k} does not divide the shard group of ${W}: PyTorch raises ValueError`,
           message:
             `reshard_after_forward=${k} does not divide the shard group size ${W} of the mesh (line ${mesh!.line}): ` +
             `PyTorch raises ValueError ("should be a factor of ${W}"). Use a divisor of ${W} (${divisors(W).join(', ')}).`,

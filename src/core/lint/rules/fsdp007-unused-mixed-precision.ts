@@ -40,6 +40,7 @@ fully_shard(model, mp_policy=mp)`,
       );
       out.push({
         range: mp.range,
+        summary: `${mp.variable} is never passed to ${api}: no mixed precision, traffic and gathers in the model dtype`,
         message:
           `\`${mp.variable}\` is never passed to ${api}(..., ${option}=${mp.variable}), so it has no effect: parameters are ` +
           'gathered and gradients reduced in the model dtype (fp32 unless cast), doubling traffic and gathered memory against bf16.',

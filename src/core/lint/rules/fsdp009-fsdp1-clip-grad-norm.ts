@@ -42,6 +42,7 @@ model.clip_grad_norm_(1.0)`,
       const args = [...positional, ...rest].join(', ');
       out.push({
         range: t.range,
+        summary: `Clips ${model}'s FSDP1 shards by each rank's local norm: call ${model}.clip_grad_norm_ instead`,
         message:
           `clip_grad_norm_ over \`${model}\`'s sharded FSDP1 gradients computes each rank's local norm, so ranks clip differently ` +
           `and by the wrong norm. Call \`${model}.clip_grad_norm_(...)\` on the FSDP root instead.`,

@@ -29,6 +29,7 @@ fully_shard(model)`,
     return [
       {
         range: root.range,
+        summary: `${fmtCount(e.unowned.params)} parameters in no FSDP unit: replicated on every GPU, their gradients never reduced`,
         message:
           `${fmtCount(e.unowned.params)} parameters (${e.unowned.modules.slice(0, 3).join(', ')}${e.unowned.modules.length > 3 ? ', …' : ''}) ` +
           'are in no FSDP unit: every GPU keeps them whole with their gradients and optimizer state, and their gradients are never reduced across ranks. Wrap the whole model.',

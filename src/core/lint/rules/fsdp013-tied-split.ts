@@ -34,6 +34,7 @@ fully_shard(model)`,
         if (!call) continue;
         out.push({
           range: call.range,
+          summary: `Tied weights split over two units: ${mod.path}.${p.name} and ${p.tiedTo}`,
           message: `${mod.path}.${p.name} is tied to ${p.tiedTo}, but they are in different units (${b.name} and ${a.name}): one unit would use a parameter the other shards. Put both modules in one unit.`,
           fixes: [],
         });

@@ -28,6 +28,7 @@ fully_shard(model)`,
       if (!call) continue;
       out.push({
         range: call.range,
+        summary: `${u.name} mixes ${u.trainableDtypes.join(' and ')} trainable parameters: FSDP2 raises at the first forward`,
         message: `${u.name} mixes trainable parameters of ${u.trainableDtypes.join(' and ')}: FSDP2 requires one original dtype per unit and raises at the first forward. Cast the whole model, or wrap the odd module on its own.`,
         fixes: [],
       });

@@ -1,5 +1,5 @@
 /** Rule FSDP015: The estimated peak does not fit the target GPU. */
-import { article, atLeast, wholeNodesText } from '../../vocabulary/words';
+import { article, atLeast, shortGpu, wholeNodesText } from '../../vocabulary/words';
 import { fmtBytes, fmtCount } from '../../vocabulary/bytes';
 import { requiredBytes } from '../../estimator/fit';
 import { certainPeakBytes } from '../../estimator/estimate';
@@ -61,7 +61,10 @@ fully_shard(model)`,
     return [
       {
         range: at.range,
-        // The verdict first, where the Problems view shows it; the figures after.
+        // The verdict first, where the Problems view shows it; the figures after, in the full message.
+        summary:
+          `Does not fit ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}: needs ${atLeast(e.gaps.length > 0)}${b(requiredBytes(e.perGpu.peakBytes))} per GPU of ${b(fit.memoryBytes)}` +
+          (min && min.worldSize !== null ? `; ${min.worldSize} GPUs fit` : ''),
         message:
           `Does not fit ${article(e.gpu.name)} (${gpus} micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}): ` +
           `the estimated peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +

@@ -30,6 +30,11 @@ fsdp_config:
   check(ctx) {
     return (ctx.framework?.traps ?? [])
       .filter((t) => t.rule === 'FSDP016')
-      .map((t): Draft => ({ range: t.range, message: t.message, fixes: [] }));
+      .map((t): Draft => ({
+        range: t.range,
+        message: t.message,
+        ...(t.summary ? { summary: t.summary } : {}),
+        fixes: [],
+      }));
   },
 };

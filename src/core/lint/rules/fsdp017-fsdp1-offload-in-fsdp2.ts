@@ -37,6 +37,8 @@ for layer in model.layers:
       const inline = /^\s*(\w+\.)*CPUOffload\(\s*(offload_params\s*=\s*)?True\s*\)\s*$/.test(o.text);
       out.push({
         range: o.range,
+        summary:
+          "FSDP1's CPUOffload passed to fully_shard: nothing is offloaded (FSDP2 takes CPUOffloadPolicy)",
         message:
           `\`offload_policy=${o.text}\`${o.via ? ` (${o.via})` : ''} is FSDP1's CPUOffload: fully_shard offloads only ` +
           'for a CPUOffloadPolicy, so this unit keeps its sharded state on the GPU. Pass CPUOffloadPolicy() to offload.',

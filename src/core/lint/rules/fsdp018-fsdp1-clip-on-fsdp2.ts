@@ -52,6 +52,7 @@ torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)`,
       const args = [`${t.target}.parameters()`, ...t.positional, ...rest].join(', ');
       out.push({
         range: t.range,
+        summary: `${t.target}.clip_grad_norm_ raises AttributeError: an FSDP2 module has no such method`,
         message:
           `\`${t.target}\` is an FSDP2 module (fully_shard at line ${root.line}), which has no clip_grad_norm_ method (that is FSDP1's): ` +
           `this call raises AttributeError. Clip with torch.nn.utils.clip_grad_norm_(${t.target}.parameters(), ...), which FSDP2's DTensor gradients make global.`,

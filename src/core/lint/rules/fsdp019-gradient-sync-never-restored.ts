@@ -46,6 +46,8 @@ full-size unsharded gradients stay on every GPU. Turn it on for the last micro-b
     for (const t of calls)
       out.push({
         range: t.range,
+        summary:
+          'Gradient sync turned off and never back on: no reduce-scatter runs, the optimizer updates nothing',
         message:
           `\`${t.target ?? 'the model'}.set_requires_gradient_sync(False)\` turns gradient sync off, and nothing in this file turns it back on: ` +
           'FSDP2 then never reduce-scatters, the sharded parameters get no gradient and optimizer.step() updates nothing. ' +

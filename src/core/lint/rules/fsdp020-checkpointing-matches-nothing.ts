@@ -41,6 +41,7 @@ run needs the memory checkpointing was meant to save. Test for the model's own b
       const block = list?.children[0]?.className;
       out.push({
         range: fn!.range,
+        summary: `check_fn matches no module of ${m.root.className}: nothing is checkpointed`,
         message:
           `check_fn admits only ${admitted.join(', ')}, which ${m.root.className} does not have: activation checkpointing wraps no module and every activation is kept for backward.` +
           (block ? ` Test for its block class, ${block}.` : ''),

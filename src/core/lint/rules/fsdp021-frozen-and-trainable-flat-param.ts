@@ -35,6 +35,7 @@ model = FSDP(model, auto_wrap_policy=policy, use_orig_params=True)`,
       const u = mixed[0]!;
       out.push({
         range: c.calleeRange,
+        summary: `${u.name} mixes frozen and trainable parameters: FSDP1 raises without use_orig_params=True`,
         message:
           `${u.name} holds ${fmtCount(u.trainableParams)} trainable and ${fmtCount(u.params - u.trainableParams)} frozen parameters` +
           `${mixed.length > 1 ? ` (and ${mixed.length - 1} more unit${mixed.length > 2 ? 's' : ''} like it)` : ''}: ` +
