@@ -4,6 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { analyzeDocument } from '../../src/core/entry/analyze';
+import { applyEdits } from '../../src/core/lint/edits';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { findProjectRoot, Project } from '../../src/core/project/project';
 import { callSegments, keptSegments, type LensSegment } from '../../src/core/report/lens';
@@ -80,5 +81,50 @@ describe('the lens line', () => {
       keptSegments(s, []).map((x) => x.part),
       ['verdict'],
     );
+  });
+});
+
+describe('fixes for a plan that does not fit', () => {
+  // The example at batch 2 x 8,192 tokens: without checkpointing the activations do not fit 80 GB.
+  const bigger = (t: string) =>
+    t.replace('BATCH_SIZE = 1', 'BATCH_SIZE = 2').replace('SEQ_LEN = 4096', 'SEQ_LEN = 8192');
+
+  it('enable activation checkpointing where the model is made, titled with the estimate it gives', async () => {
+    const { a } = await example(bigger);
+    const f = a.findings.find((x) => x.rule === 'FSDP015')!;
+    const fix = f.fixes.find((x) => /^Enable activation checkpointing/.test(x.title))!;
+    assert.match(
+      fix.title,
+      /model\.gradient_checkpointing_enable\(\) \(fits, needs ([\d.]+ GB) of 85\.5 GB per GPU\)$/,
+    );
+    assert.equal(fix.preferred, true);
+    // Applied, the file is analysed again: checkpointing read from the new line, and the estimate the title gave.
+    const text = applyEdits(
+      bigger(fs.readFileSync(path.join(ROOT, 'examples', 'train_llama_fsdp2.py'), 'utf8')),
+      fix.edits,
+    );
+    assert.match(
+      text,
+      /\n {8}model = AutoModelForCausalLM\.from_pretrained\(MODEL_ID\)\n {8}model\.gradient_checkpointing_enable\(\)\n/,
+    );
+    const again = await example(() => text);
+    assert.equal(again.e.setup.checkpointing, 'full');
+    assert.equal(again.e.targetFit.verdict, 'fits');
+    const needs = again.e.targetFit.memoryBytes - again.e.targetFit.headroomBytes;
+    assert.match(fix.title, new RegExp(`needs ${(needs / 1e9).toPrecision(3).replace('.', '\\.')} GB`));
+    assert.ok(!again.a.findings.some((x) => x.rule === 'FSDP015'));
+  });
+
+  it('estimate on the fewest GPUs that fit, as an annotation, when nothing gives the world size', async () => {
+    const { a } = await example((t) => `# fsdp: world_size=1\n${t}`);
+    const fix = a.findings
+      .find((x) => x.rule === 'FSDP015')!
+      .fixes.find((x) => /^Estimate on/.test(x.title))!;
+    assert.match(fix.title, /^Estimate on 3 GPUs, the fewest that fit: # fsdp: world_size=3 \(fits, /);
+    const text = applyEdits(
+      `# fsdp: world_size=1\n${fs.readFileSync(path.join(ROOT, 'examples', 'train_llama_fsdp2.py'), 'utf8')}`,
+      fix.edits,
+    );
+    assert.ok(text.startsWith('# fsdp: world_size=3\n'));
   });
 });

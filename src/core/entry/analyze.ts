@@ -25,6 +25,7 @@ import { launchedJob, type LaunchedJob } from '../resolve/launcher';
 import { registryEstimate, titanEntryEstimate } from '../resolve/titanJob';
 import { helperPlan } from '../resolve/helpers';
 import type { ModelChoice } from '../inputs/model';
+import type { WhatIf } from '../whatif/model';
 import { verlRun } from '../frameworks/verl';
 import {
   companionScript,
@@ -106,7 +107,18 @@ export function analyzeFacts(
     };
   }
   const model = estimate?.ok
-    ? { estimate: estimate.estimate, root: estimate.input.model.root, minGpus: () => estimate.minGpus }
+    ? {
+        estimate: estimate.estimate,
+        root: estimate.input.model.root,
+        minGpus: () => estimate.minGpus,
+        whatIf: (change: WhatIf) => {
+          try {
+            return estimate.whatIf.run(change);
+          } catch {
+            return undefined;
+          }
+        },
+      }
     : undefined;
   // The framework's plan, estimated or not: its traps (FSDP016) are the configuration's, whatever model it trains.
   const plan = (estimate?.ok ? estimate.framework : undefined) ?? opts.estimate.framework;

@@ -1,7 +1,7 @@
 /** The lint vocabulary: findings, fixes, rules and what a rule reads. */
 import type { FileFacts } from '../analysis/facts';
 import type { Estimate } from '../estimator/types';
-import type { MinGpus } from '../whatif/model';
+import type { MinGpus, WhatIf } from '../whatif/model';
 import type { FrameworkPlan } from '../frameworks/types';
 import type { ModuleNode } from '../model/tree';
 import type { Range } from '../vocabulary/range';
@@ -59,7 +59,13 @@ export interface RuleContext {
   options: LintOptions;
   /** The estimate of the file, when the model is known: rules about the model read it. */
   /** `minGpus` searches world sizes (a dozen estimates): rules call it only when they need it. */
-  model?: { estimate: Estimate; root: ModuleNode; minGpus?: () => MinGpus };
+  model?: {
+    estimate: Estimate;
+    root: ModuleNode;
+    minGpus?: () => MinGpus;
+    /** The estimate with a change made (a fix's preview), or undefined when PyTorch would refuse it. */
+    whatIf?: (change: WhatIf) => Estimate | undefined;
+  };
   /** The framework configuration the file makes (a config file's, or a constructor call's), when there is one. */
   framework?: FrameworkPlan;
 }

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
-import { eventually, open, workspaceFile } from './util';
+import { codeLenses, eventually, open, workspaceFile } from './util';
 
 function fsdpDiagnostics(uri: vscode.Uri): vscode.Diagnostic[] {
   return vscode.languages.getDiagnostics(uri).filter((d) => d.source === 'fsdp-lens');
@@ -80,6 +80,43 @@ describe('lint in the editor', () => {
         () => fsdpDiagnostics(editor.document.uri),
         (d) => d.length === 0,
         'the finding to clear after the fix',
+      );
+    } finally {
+      await revert(editor);
+    }
+  });
+
+  it('FSDP015: enabling activation checkpointing makes the plan fit, as its title previews', async () => {
+    const { editor, diagnostics } = await diagnosticsFor('lint/fsdp015_activations.py', ['FSDP015']);
+    try {
+      // The preferred fix changes the code; its title gives the estimate it leads to.
+      const actions = await vscode.commands.executeCommand<vscode.CodeAction[]>(
+        'vscode.executeCodeActionProvider',
+        editor.document.uri,
+        diagnostics[0]!.range,
+      );
+      const title = actions.find((a) => /^Enable activation checkpointing/.test(a.title))?.title ?? '';
+      const needs = /\(fits, needs ([\d.]+ GB) of 85\.5 GB per GPU\)$/.exec(title)?.[1];
+      assert.ok(needs, title);
+      const text = await applyPreferredFix(editor, diagnostics[0]!);
+      assert.match(
+        text,
+        /\nmodel = AutoModelForCausalLM\.from_pretrained\("meta-llama\/Llama-3\.1-8B"\)\nmodel\.gradient_checkpointing_enable\(\)\n/,
+      );
+      // Analysed again: the finding clears, and the root's lens says it fits with the figure the title gave.
+      await eventually(
+        () => fsdpDiagnostics(editor.document.uri),
+        (d) => d.length === 0,
+        'the finding to clear after the fix',
+      );
+      const lenses = await eventually(
+        () => codeLenses(editor.document.uri),
+        (l) => l.some((x) => /fits 8 x H100 SXM/.test(x.command?.title ?? '')),
+        'the lens to say it fits',
+      );
+      assert.ok(
+        lenses.some((x) => x.command?.title === `needs ${needs!.replace(' GB', '')}/85.5 GB`),
+        lenses.map((x) => x.command?.title).join(' | '),
       );
     } finally {
       await revert(editor);

@@ -3,7 +3,11 @@ import { article, atLeast, shortGpu, wholeNodesText } from '../../vocabulary/wor
 import { fmtBytes, fmtCount } from '../../vocabulary/bytes';
 import { requiredBytes } from '../../estimator/fit';
 import { certainPeakBytes } from '../../estimator/estimate';
-import type { Draft, Rule } from '../types';
+import { setAnnotation } from '../annotationEdits';
+import { TextIndex } from '../edits';
+import type { Draft, Fix, RuleContext } from '../types';
+import type { Rule } from '../types';
+import type { Estimate } from '../../estimator/types';
 
 export const peakDoesNotFit: Rule = {
   id: 'FSDP015',
@@ -15,7 +19,9 @@ export const peakDoesNotFit: Rule = {
 the logits at the loss), plus the caching allocator's reserve and the CUDA context, is more than the target GPU's
 memory: the run stops with \`torch.OutOfMemoryError\` in its first step. The finding gives the numbers and the
 smallest world size that fits; the footprint panel compares the cheaper changes (activation checkpointing, a
-smaller micro-batch). The target GPU, world size, batch and sequence come from the \`# fsdp:\` annotation,
+smaller micro-batch). Its quick fixes change the code, each titled with the estimate it leads to: activation
+checkpointing enabled where a Transformers model is made (\`model.gradient_checkpointing_enable()\`), and, when
+nothing in the project gives the world size, the fewest GPUs that fit as the file's \`# fsdp: world_size\`. The target GPU, world size, batch and sequence come from the \`# fsdp:\` annotation,
 \`pyproject.toml\`, launch files or settings; when the estimate uses a default the user did not choose, say what
 the job really uses there.`,
   example: {
@@ -69,8 +75,64 @@ fully_shard(model)`,
           `Does not fit ${article(e.gpu.name)} (${gpus} micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}): ` +
           `the estimated peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +
           `reserve and the CUDA context, ${b(-fit.headroomBytes)} more than its ${b(fit.memoryBytes)} (${fmtCount(e.gpu.memoryMiB)} MiB).${certain}${smallest}`,
-        fixes: [],
+        fixes: fitFixes(ctx, e, min && min.worldSize !== null ? min.worldSize : null),
       } satisfies Draft,
     ];
   },
 };
+
+/** What a change gives, for a fix's title: `fits, needs 45.7 of 85.5 GB per GPU`. */
+function preview(after: Estimate | undefined): string | null {
+  if (!after?.targetFit) return null;
+  const f = after.targetFit;
+  const needs = `needs ${fmtBytes(f.memoryBytes - f.headroomBytes)} of ${fmtBytes(f.memoryBytes)} per GPU`;
+  return f.verdict === 'fits' ? `fits, ${needs}` : f.verdict === 'short' ? `still short, ${needs}` : null;
+}
+
+/**
+ * The changes to the code that make a plan fit, each titled with its new estimate: activation checkpointing
+ * enabled where a Transformers model is made (`gradient_checkpointing_enable()`, which checkpoints every decoder
+ * layer, as `PreTrainedModel.gradient_checkpointing_enable` sets on each `GradientCheckpointingLayer`), and the
+ * world size that fits as the file's `# fsdp: world_size` when nothing else in the project gives it.
+ */
+function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
+  const fixes: Fix[] = [];
+  const whatIf = ctx.model?.whatIf;
+  if (e.setup.checkpointing !== 'full' && whatIf) {
+    const built = ctx.facts.models.find(
+      (m) =>
+        m.variable &&
+        /^transformers\./.test(m.qualified) &&
+        /\.(from_pretrained|from_config)$/.test(m.qualified),
+    );
+    const index = new TextIndex(ctx.text);
+    const first = built ? index.lineText(built.range.start.line) : '';
+    // An assignment statement of its own line: the new call goes on the line after the statement, indented alike.
+    const statement = built && new RegExp(`^(\\s*)${built.variable}\\s*=`).exec(first);
+    const shown = preview(whatIf({ checkpointing: 'full' }));
+    if (built && statement && shown) {
+      const at = { line: built.range.end.line + 1, character: 0 };
+      fixes.push({
+        title: `Enable activation checkpointing: ${built.variable}.gradient_checkpointing_enable() (${shown})`,
+        edits: [
+          {
+            range: { start: at, end: at },
+            newText: `${statement[1]}${built.variable}.gradient_checkpointing_enable()\n`,
+          },
+        ],
+        preferred: true,
+      });
+    }
+  }
+  const ws = e.assumptions.find((a) => a.key === 'worldSize');
+  if (fewest !== null && (ws?.source.kind === 'default' || ws?.source.kind === 'annotation') && whatIf) {
+    const shown = preview(whatIf({ worldSize: fewest }));
+    const edit = setAnnotation(ctx.text, 'world_size', String(fewest));
+    if (shown && edit)
+      fixes.push({
+        title: `Estimate on ${fewest} GPUs, the fewest that fit: # fsdp: world_size=${fewest} (${shown})`,
+        edits: [edit],
+      });
+  }
+  return fixes;
+}
