@@ -52,6 +52,8 @@ export function table(
     r.forEach((c, i) => {
       const cell = typeof c === 'object' ? c : { text: String(c) };
       const td = el('td', cell.text);
+      // Its column's name, which a narrow panel shows before the value (the table reflows into one block a row).
+      if (headers[i]) td.dataset.label = headers[i];
       const cls = [opts.numeric?.includes(i) ? 'num' : '', cell.cls ?? ''].filter(Boolean).join(' ');
       if (cls) td.className = cls;
       if (cell.title) td.title = cell.title;

@@ -36,8 +36,8 @@ function html(theme: 'dark' | 'light'): string {
   const css = fs.readFileSync(path.join(ROOT, 'media', 'panel.css'), 'utf8');
   const vars =
     theme === 'dark'
-      ? '--vscode-foreground:#cccccc;--vscode-editor-background:#1f1f1f;--vscode-descriptionForeground:#9d9d9d;--vscode-editorWidget-background:#202020;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#2b2b2b'
-      : '--vscode-foreground:#3b3b3b;--vscode-editor-background:#ffffff;--vscode-descriptionForeground:#717171;--vscode-editorWidget-background:#f8f8f8;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#f8f8f8';
+      ? '--vscode-foreground:#cccccc;--vscode-editor-background:#1f1f1f;--vscode-descriptionForeground:#9d9d9d;--vscode-editorWidget-background:#202020;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#2b2b2b;--vscode-testing-iconPassed:#73c991;--vscode-editorWarning-foreground:#cca700'
+      : '--vscode-foreground:#3b3b3b;--vscode-editor-background:#ffffff;--vscode-descriptionForeground:#717171;--vscode-editorWidget-background:#f8f8f8;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#f8f8f8;--vscode-testing-iconPassed:#73c991;--vscode-editorWarning-foreground:#bf8803';
   return `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'nonce-${nonce}'; img-src data:; script-src 'nonce-${nonce}'">
 <style nonce="${nonce}">${css} body{${vars}}</style></head>
@@ -183,6 +183,89 @@ const CHECKS: Check[] = [
     },
   },
   {
+    name: 'reads in a 525 px side panel: no sideways scrolling',
+    async run(page, theme) {
+      await page.setViewportSize({ width: 525, height: 900 });
+      for (const [d, name] of [
+        [await data(LLAMA, 'train_70b.py'), 'short'],
+        [await data(LLAMA, 'train_70b.py', { worldSize: 64, checkpointing: 'full' }), 'fits'],
+        [await data(`# fsdp: pp=4 world_size=16 batch=8 ac=full\n${LLAMA}`, 'train_pp.py'), 'pipeline'],
+      ] as const) {
+        await show(page, d);
+        const overflow = await page.evaluate(() => {
+          const doc = (
+            globalThis as unknown as {
+              document: { documentElement: { scrollWidth: number; clientWidth: number } };
+            }
+          ).document;
+          return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
+        });
+        const wide = await page.evaluate(() => {
+          type E = {
+            tagName: string;
+            id: string;
+            className: string;
+            getBoundingClientRect(): { right: number; width: number };
+          };
+          const g = globalThis as unknown as { document: { querySelectorAll(s: string): E[] } };
+          return [...g.document.querySelectorAll('#app *')]
+            .filter((e) => e.getBoundingClientRect().right > 525)
+            .slice(0, 12)
+            .map(
+              (e) =>
+                `${e.tagName}#${e.id}.${String(e.className)} ${Math.round(e.getBoundingClientRect().width)}`,
+            );
+        });
+        assert.ok(
+          overflow <= 0,
+          `${name}: the page is ${overflow} px wider than the panel: ${wide.join(', ')}`,
+        );
+        await page.screenshot({
+          path: path.join(ARTIFACTS, `panel-525-${name}-${theme}.png`),
+          fullPage: true,
+        });
+      }
+    },
+  },
+  {
+    name: 'the verdict colours pass WCAG AA contrast on their backgrounds',
+    async run(page, theme) {
+      for (const d of [
+        await data(LLAMA, 'train_70b.py'),
+        await data(LLAMA, 'train_70b.py', { worldSize: 64, checkpointing: 'full' }),
+      ]) {
+        await show(page, d);
+        // Every coloured text of the verdicts and figures, with the first opaque background behind it.
+        const pairs = await page.evaluate(() => {
+          type El = { parentElement: El | null; textContent: string | null };
+          const g = globalThis as unknown as {
+            document: { querySelectorAll(s: string): El[] };
+            getComputedStyle(e: El): { color: string; backgroundColor: string };
+          };
+          const bg = (e: El | null): string => {
+            for (let x = e; x; x = x.parentElement) {
+              const c = g.getComputedStyle(x).backgroundColor;
+              if (c && c !== 'rgba(0, 0, 0, 0)' && c !== 'transparent') return c;
+            }
+            return 'rgb(255, 255, 255)';
+          };
+          return [...g.document.querySelectorAll('.ok, .bad, .notice, .card.bad .card-value')]
+            .filter((e) => (e.textContent ?? '').trim())
+            .map((e) => ({
+              text: (e.textContent ?? '').trim().slice(0, 40),
+              fg: g.getComputedStyle(e).color,
+              bg: bg(e),
+            }));
+        });
+        assert.ok(pairs.length > 0, 'coloured verdict text found');
+        for (const p of pairs) {
+          const ratio = contrast(p.fg, p.bg);
+          assert.ok(ratio >= 4.5, `"${p.text}": ${p.fg} on ${p.bg} is ${ratio.toFixed(2)}:1`);
+        }
+      }
+    },
+  },
+  {
     name: 'a what-if that fits says so',
     async run(page, theme) {
       const d = await data(LLAMA, 'train_70b.py', { worldSize: 64, checkpointing: 'full' });
@@ -192,6 +275,19 @@ const CHECKS: Check[] = [
     },
   },
 ];
+
+/** WCAG 2's contrast ratio of two CSS `rgb(...)` colours: (L1 + 0.05) / (L2 + 0.05) of their relative luminance. */
+function contrast(a: string, b: string): number {
+  const lum = (c: string) => {
+    const [r, g, bl] = (c.match(/[\d.]+/g) ?? ['0', '0', '0']).slice(0, 3).map((v) => {
+      const x = Number(v) / 255;
+      return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * bl!;
+  };
+  const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+  return (hi! + 0.05) / (lo! + 0.05);
+}
 
 async function main(): Promise<number> {
   requireTools('test:webview', ['chromium']);
