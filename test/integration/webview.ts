@@ -229,7 +229,7 @@ const CHECKS: Check[] = [
   },
   {
     name: 'the verdict colours pass WCAG AA contrast on their backgrounds',
-    async run(page, theme) {
+    async run(page) {
       for (const d of [
         await data(LLAMA, 'train_70b.py'),
         await data(LLAMA, 'train_70b.py', { worldSize: 64, checkpointing: 'full' }),
