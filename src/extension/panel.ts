@@ -4,6 +4,8 @@ import * as vscode from 'vscode';
 import type { PanelData, PanelRequest, WhatIfValues } from '../core/report/panelProtocol';
 import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
 import { COMMANDS } from './commands';
+import { setAnnotations } from '../core/lint/annotationEdits';
+import { toRange } from './convert';
 
 export const PANEL_VIEW_TYPE = 'fsdpLens.footprint';
 
@@ -117,6 +119,29 @@ export class FootprintPanel implements vscode.Disposable {
     return data;
   }
 
+  /**
+   * Writes the what-if values that annotations can say into the file as `# fsdp:` pairs (one edit, undoable, as the
+   * user asked with "Apply to file"), then shows the file's own figures, which now carry them.
+   */
+  async applyWhatIf(): Promise<boolean> {
+    const changed = this.lastData?.whatIf?.changed.filter((c) => c.annotation) ?? [];
+    if (!this.uri || !changed.length) return false;
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(this.uri));
+    const values = this.lastData!.whatIf!.values;
+    const edit = setAnnotations(
+      doc.getText(),
+      changed.map((c) => [c.annotation!, String(values[c.key])]),
+    );
+    if (!edit) return false;
+    const we = new vscode.WorkspaceEdit();
+    we.replace(doc.uri, toRange(edit.range), edit.newText);
+    if (!(await vscode.workspace.applyEdit(we))) return false;
+    // Keep what no annotation says (the plan's sharding, its units) as a what-if.
+    const kept = this.lastData?.whatIf?.changed.filter((c) => !c.annotation) ?? [];
+    this.whatIf = Object.fromEntries(kept.map((c) => [c.key, values[c.key]!]));
+    return true;
+  }
+
   /** Applies what-if values as the panel's controls would (tests drive the panel through this). */
   async setWhatIf(values: Partial<WhatIfValues>): Promise<PanelData | undefined> {
     this.whatIf = values;
@@ -141,6 +166,9 @@ export class FootprintPanel implements vscode.Disposable {
       case 'reset':
         this.whatIf = {};
         void this.refresh();
+        return;
+      case 'applyWhatIf':
+        void this.applyWhatIf();
         return;
       case 'reveal': {
         if (!this.uri || typeof m.line !== 'number') return;

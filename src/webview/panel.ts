@@ -631,6 +631,42 @@ function renderCalls(data: PanelData): HTMLElement {
   return s;
 }
 
+/**
+ * While the controls differ from the file: which values, that the figures below are not the file's, and the two
+ * ways back to one source of truth (write them to the file as `# fsdp:` annotations, or drop them).
+ */
+function renderWhatIfBanner(data: PanelData): HTMLElement | undefined {
+  const changed = data.whatIf?.changed ?? [];
+  if (!changed.length) return undefined;
+  const box = el('section', undefined, 'banner');
+  box.id = 'whatif-banner';
+  box.setAttribute('role', 'status');
+  box.append(
+    el(
+      'p',
+      `What-if: ${changed.map((c) => `${c.label} ${c.value} (file: ${c.file})`).join(', ')}. The figures below are not the file's.`,
+    ),
+  );
+  const actions = el('div', undefined, 'try');
+  const writable = changed.filter((c) => c.annotation);
+  if (writable.length) {
+    const apply = custom('vscode-button', {}, 'Apply to file');
+    apply.title = `Write ${writable.map((c) => `${c.annotation}=…`).join(' ')} as a # fsdp: comment`;
+    apply.addEventListener('click', () => post({ type: 'applyWhatIf' }));
+    actions.append(apply);
+  }
+  const reset = custom('vscode-button', { secondary: true }, 'Reset');
+  reset.addEventListener('click', () => post({ type: 'reset' }));
+  actions.append(reset);
+  box.append(actions);
+  const code = changed.filter((c) => !c.annotation);
+  if (code.length)
+    box.append(
+      el('p', `${code.map((c) => c.label).join(' and ')}: change the wrap calls in the code.`, 'muted'),
+    );
+  return box;
+}
+
 function render(data: PanelData): void {
   current = data;
   for (const c of charts.splice(0)) c.destroy();
@@ -639,6 +675,8 @@ function render(data: PanelData): void {
   controlsHost.className = 'whatif';
   const e = data.estimate;
   const parts: HTMLElement[] = [renderHeader(data, e)];
+  const banner = renderWhatIfBanner(data);
+  if (banner) parts.push(banner);
   if (data.notice) parts.push(el('p', data.notice, 'notice'));
   if (e) {
     parts.push(renderSummary(data, e));

@@ -271,6 +271,17 @@ const CHECKS: Check[] = [
       const d = await data(LLAMA, 'train_70b.py', { worldSize: 64, checkpointing: 'full' });
       await show(page, d);
       assert.match((await page.textContent('#summary')) ?? '', /Fits H100 SXM 80GB/);
+      // The banner says the figures are a what-if's, with the file's values, and offers the way back.
+      const banner = (await page.textContent('#whatif-banner')) ?? '';
+      assert.match(
+        banner,
+        /What-if: World size 64 \(file: 8\), Activation checkpointing full \(every block\) \(file: none\)/,
+      );
+      assert.match(banner, /Apply to file/);
+      assert.match(banner, /Reset/);
+      await page.locator('#whatif-banner vscode-button').first().click();
+      const last = (await page.evaluate(() => (globalThis as unknown as W).__posted)).at(-1);
+      assert.deepEqual(last, { type: 'applyWhatIf' });
       await page.screenshot({ path: path.join(ARTIFACTS, `panel-whatif-${theme}.png`), fullPage: true });
     },
   },

@@ -6,6 +6,8 @@ import { hoverMarkdown, mdEscape } from '../../src/core/report/hover';
 import { buildPanelData, whatIfFrom, type WhatIfValues } from '../../src/core/report/panelData';
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { fixture, scanSource } from './helpers';
+import { setAnnotations } from '../../src/core/lint/annotationEdits';
+import { applyEdits } from '../../src/core/lint/edits';
 
 // Llama 3.1 8B (config.json): 32 layers of 218,112,000 parameters; 8,030,261,248 in all.
 const PARAMS = 8_030_261_248;
@@ -38,6 +40,57 @@ describe('footprint panel data', () => {
     assert.equal(d.estimate!.perGpu.persistentBytes, (PARAMS * 16) / 8 + BUFFERS);
     assert.equal(d.advice![0]!.level, 'ok');
     assert.equal(d.whatIf!.blockUnits, 32);
+  });
+
+  it("offers an FSDP2 plan's sharding in FSDP2's words, an FSDP1 plan's as its strategies", async () => {
+    const fsdp2 = await panelFor();
+    const options = (d: typeof fsdp2) => d.whatIf!.controls.find((c) => c.key === 'strategy')!.options!;
+    assert.deepEqual(
+      options(fsdp2).map((o) => o.label),
+      ['reshard after forward', 'no reshard after forward', 'HSDP (2-D mesh)'],
+    );
+    // The values stay the what-if's: FSDP2's reshard_after_forward=False is SHARD_GRAD_OP's schedule.
+    assert.deepEqual(
+      options(fsdp2).map((o) => o.value),
+      ['FULL_SHARD', 'SHARD_GRAD_OP', 'HYBRID_SHARD'],
+    );
+    const fsdp1 = await panelFor(
+      {},
+      fixture('lint/fsdp015_bad.py')
+        .replace(/fully_shard\((\w+)\)/g, 'FSDP($1)')
+        .replace('import fully_shard', 'import FullyShardedDataParallel as FSDP'),
+    );
+    assert.deepEqual(
+      options(fsdp1).map((o) => o.label),
+      ['FULL_SHARD', 'SHARD_GRAD_OP', 'HYBRID_SHARD'],
+    );
+  });
+
+  it('lists what a what-if changes, and writes it to the file as one annotation edit', async () => {
+    const d = await panelFor({ worldSize: 16, checkpointing: 'full', strategy: 'SHARD_GRAD_OP' });
+    assert.deepEqual(
+      d.whatIf!.changed.map((c) => [c.key, c.value, c.file, c.annotation]),
+      [
+        ['worldSize', '16', '8', 'world_size'],
+        ['checkpointing', 'full (every block)', 'none', 'ac'],
+        // The plan's own change: no annotation says it, the code does.
+        ['strategy', 'no reshard after forward', 'reshard after forward', null],
+      ],
+    );
+    assert.deepEqual((await panelFor()).whatIf!.changed, []);
+    // Two pairs into a file with an annotation comment: replaced and added in that one comment line.
+    const text = '# fsdp: world_size=8 gpu=h100\nimport torch\n';
+    const edit = setAnnotations(text, [
+      ['world_size', '16'],
+      ['checkpointing', 'full'],
+    ])!;
+    // The pair it has is replaced in place; the one it lacks goes in a comment of its own at the top.
+    assert.equal(
+      applyEdits(text, [edit]),
+      '# fsdp: checkpointing=full\n# fsdp: world_size=16 gpu=h100\nimport torch\n',
+    );
+    // One edit over the first line only: the rest of the file is untouched.
+    assert.deepEqual([edit.range.start.line, edit.range.end.line], [0, 0]);
   });
 
   it('world size 16 halves the sharded state', async () => {

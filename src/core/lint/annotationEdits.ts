@@ -4,7 +4,7 @@
  * the top of the file, after a shebang and an encoding line. Reads the text only (no parser: the extension host
  * runs it); the user applies the edit.
  */
-import { TextIndex } from './edits';
+import { applyEdits, TextIndex } from './edits';
 import { annotationPairAt } from '../vocabulary/annotations';
 import type { TextEdit } from './types';
 
@@ -62,5 +62,34 @@ export function setAnnotation(text: string, key: string, value: string | null): 
   return {
     range: { start: { line, character: 0 }, end: { line, character: 0 } },
     newText: `# fsdp: ${key}=${annotationValue(value)}${eol}`,
+  };
+}
+
+/**
+ * The text with each `key=value` pair set in turn (the panel's "Apply to file" writes a what-if this way), and the
+ * one edit from the old text to the new: the lines between the first and the last change.
+ */
+export function setAnnotations(text: string, pairs: readonly [string, string][]): TextEdit | null {
+  let out = text;
+  for (const [key, value] of pairs) {
+    const edit = setAnnotation(out, key, value);
+    if (edit) out = applyEdits(out, [edit]);
+  }
+  if (out === text) return null;
+  // The common head and tail of the two texts, cut at line starts: one edit over the lines that changed.
+  let head = 0;
+  while (head < text.length && head < out.length && text[head] === out[head]) head++;
+  head = text.lastIndexOf('\n', head - 1) + 1;
+  let tail = 0;
+  while (
+    tail < text.length - head &&
+    tail < out.length - head &&
+    text[text.length - 1 - tail] === out[out.length - 1 - tail]
+  )
+    tail++;
+  const index = new TextIndex(text);
+  return {
+    range: { start: index.positionAt(head), end: index.positionAt(text.length - tail) },
+    newText: out.slice(head, out.length - tail),
   };
 }

@@ -6,7 +6,13 @@ import { describeCall } from '../analysis/describe';
 import type { FileFacts } from '../analysis/facts';
 import type { EstimateResult } from '../resolve/analyze';
 import type { ByteUnit } from '../vocabulary/bytes';
-import { controlDescriptions, controlValues, whatIfFrom, type WhatIfValues } from '../whatif/controls';
+import {
+  controlChanges,
+  controlDescriptions,
+  controlValues,
+  whatIfFrom,
+  type WhatIfValues,
+} from '../whatif/controls';
 import { explore } from '../whatif/explore';
 import { estimateJson } from './json';
 import type { PanelData } from './panelProtocol';
@@ -56,11 +62,13 @@ export function buildPanelData(input: PanelInput): PanelData {
   const x = explore(r.whatIf, w, r.estimate, input.units);
   const blockUnits = r.whatIf.blockUnits();
   const values = x.estimate ? controlValues(x.estimate, w.blocksPerUnit ?? 1) : { ...base, ...input.whatIf };
+  const controls = controlDescriptions(blockUnits, String(base.strategy), base, r.estimate.plan.api);
   data.whatIf = {
-    controls: controlDescriptions(blockUnits, String(base.strategy), base),
+    controls,
     values: values as WhatIfValues,
     base,
     blockUnits,
+    changed: controlChanges(controls, values as WhatIfValues, base),
   };
   if (r.framework)
     data.framework = {

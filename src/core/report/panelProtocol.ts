@@ -30,6 +30,8 @@ export interface PanelData {
     base: WhatIfValues;
     /** Units of one block each (the granularity control regroups them); 0 when the model has no block class. */
     blockUnits: number;
+    /** The values that differ from the file's, for the banner that says the figures are not the file's. */
+    changed: WhatIfChange[];
   };
   fitMatrix?: FitMatrix;
   granularity?: GranularityPoint[];
@@ -38,11 +40,22 @@ export interface PanelData {
   framework?: { name: string; file: string; line: number };
 }
 
+/** A control whose value differs from the file's: what it shows, what the file gives, and if a `# fsdp:` key can say it. */
+export interface WhatIfChange {
+  key: string;
+  label: string;
+  value: string;
+  file: string;
+  /** The annotation that makes the file say it, or null for a change of the code (the plan's sharding, its units). */
+  annotation: string | null;
+}
+
 /** Messages from the panel's webview to the extension. */
 export type PanelRequest =
   | { type: 'ready' }
   | { type: 'whatIf'; values: Partial<WhatIfValues> }
   | { type: 'reset' }
+  | { type: 'applyWhatIf' }
   | { type: 'reveal'; line: number }
   | { type: 'command'; command: 'measureExactly' | 'chooseModel' };
 

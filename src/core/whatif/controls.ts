@@ -21,6 +21,16 @@ export interface ControlDescription {
 
 const STRATEGIES = ['FULL_SHARD', 'SHARD_GRAD_OP', 'HYBRID_SHARD'] as const;
 
+/**
+ * The strategies in FSDP2's own words: `fully_shard(reshard_after_forward=...)` and a 2-D mesh, which is how the
+ * what-if model applies them to an FSDP2 plan.
+ */
+const FSDP2_STRATEGY: Record<string, string> = {
+  FULL_SHARD: 'reshard after forward',
+  SHARD_GRAD_OP: 'no reshard after forward',
+  HYBRID_SHARD: 'HSDP (2-D mesh)',
+};
+
 /** The inputs the panel controls, in the table's order. */
 export const CONTROL_INPUTS: readonly InputKey[] = INPUT_KEYS.filter((k) => inputSpec(k).control);
 
@@ -39,11 +49,15 @@ export function controlValues(e: Estimate, blocksPerUnit: number): WhatIfValues 
   return out;
 }
 
-/** The controls, for a plan whose blocks can be regrouped `blockUnits` ways and whose strategy is `current`. */
+/**
+ * The controls, for a plan whose blocks can be regrouped `blockUnits` ways and whose strategy is `current`; an
+ * FSDP2 plan's sharding choices are named as FSDP2 writes them.
+ */
 export function controlDescriptions(
   blockUnits: number,
   current: string,
   base: WhatIfValues,
+  api: 'fsdp1' | 'fsdp2' | 'none' = 'fsdp1',
 ): ControlDescription[] {
   const out: ControlDescription[] = CONTROL_INPUTS.map((k) => {
     const c = inputSpec(k).control!;
@@ -58,7 +72,10 @@ export function controlDescriptions(
     key: 'strategy',
     label: 'Sharding',
     kind: 'select',
-    options: [...new Set([current, ...STRATEGIES])].map((s) => ({ value: s, label: s })),
+    options: [...new Set([current, ...STRATEGIES])].map((s) => ({
+      value: s,
+      label: api === 'fsdp2' ? (FSDP2_STRATEGY[s] ?? s) : s,
+    })),
   });
   if (blockUnits > 1) {
     const options: { value: string; label: string }[] = [];
@@ -91,4 +108,34 @@ export function whatIfFrom(values: WhatIfValues, base?: WhatIfValues): WhatIf {
       w.strategy = v as PlanChanges['strategy'];
   }
   return w as WhatIf;
+}
+
+/** A change the panel shows: a control's label, its value and the file's, and the annotation key that says it. */
+export interface ControlChange {
+  key: string;
+  label: string;
+  value: string;
+  file: string;
+  annotation: string | null;
+}
+
+/** The controls whose values differ from the file's, in the controls' order. */
+export function controlChanges(
+  controls: readonly ControlDescription[],
+  values: WhatIfValues,
+  base: WhatIfValues,
+): ControlChange[] {
+  const label = (c: ControlDescription, v: string) => c.options?.find((o) => o.value === v)?.label ?? v;
+  return controls
+    .filter((c) => values[c.key] !== undefined && String(values[c.key]) !== String(base[c.key]))
+    .map((c) => ({
+      key: c.key,
+      label: c.label,
+      value: label(c, String(values[c.key])),
+      file: label(c, String(base[c.key])),
+      // An input's first annotation key (the one the table writes); the plan's own changes have none.
+      annotation: (CONTROL_INPUTS as readonly string[]).includes(c.key)
+        ? (inputSpec(c.key as InputKey).keys?.[0] ?? null)
+        : null,
+    }));
 }

@@ -251,6 +251,39 @@ describe('lenses, hovers and the footprint panel', () => {
     await p.setWhatIf({});
   });
 
+  it('a what-if says it is one, and "Apply to file" writes it as annotations', async () => {
+    const d = await openPanel('train_fsdp2.py');
+    const editor = vscode.window.visibleTextEditors.find((x) => x.document.uri.toString() === d.uri)!;
+    const p = (await api()).panel()!;
+    try {
+      const w = (await p.setWhatIf({ ...d.whatIf!.values, worldSize: 16, checkpointing: 'full' }))!;
+      // The banner's list: what differs from the file, with the file's value and the key that says it.
+      assert.deepEqual(
+        w.whatIf!.changed.map((c) => [c.key, c.value, c.file, c.annotation]),
+        [
+          ['worldSize', '16', '8', 'world_size'],
+          ['checkpointing', 'full (every block)', 'none', 'ac'],
+        ],
+      );
+      assert.ok(await p.applyWhatIf());
+      // Each pair where a comment has it, else in a comment of its own at the top.
+      assert.match(editor.document.getText(), /# fsdp: ac=full\n/);
+      assert.match(editor.document.getText(), /# fsdp: [^\n]*world_size=16/);
+      // Analysed again, the file itself now says 16 GPUs and full checkpointing: no what-if is left.
+      const after = await eventually(
+        async () => (await p.setWhatIf({})) ?? undefined,
+        (x) => !!x && x.whatIf!.base.worldSize === 16,
+        'the panel to show the annotated file',
+      );
+      assert.equal(after!.whatIf!.base.checkpointing, 'full');
+      assert.deepEqual(after!.whatIf!.changed, []);
+    } finally {
+      await vscode.window.showTextDocument(editor.document);
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await p.setWhatIf({});
+    }
+  });
+
   it('shows the right lenses on each bundled example', async () => {
     const lensesOf = async (name: string, lines: number) => {
       const editor = await open(`examples/${name}`);
