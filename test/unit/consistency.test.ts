@@ -105,7 +105,7 @@ async function everySurface(rel: string): Promise<Surfaces[]> {
       mesh: /HSDP: (\d+) replicas x (\d+)/.test(hover)
         ? `${e.mesh.worldSize} = ${/HSDP: (\d+) replicas x (\d+)/.exec(hover)![1]} x ${/HSDP: (\d+) replicas x (\d+)/.exec(hover)![2]}`
         : `${/ · (\d+) x /.exec(hover)?.[1]} = 1 x ${/ · (\d+) x /.exec(hover)?.[1]}`,
-      verdict: verdictOf(/ · (?:\*\*)?(fits|does not fit|fit undecided)/.exec(hover)?.[1]),
+      verdict: verdictOf(/^. \*\*(Fits|Does not fit|Fit undecided)\*\*/m.exec(hover)?.[1]?.toLowerCase()),
     });
     const status = statusSummary(e, 'GB');
     // The entry names the GPU it judges against, with what it holds, beside the peak.

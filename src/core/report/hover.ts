@@ -47,8 +47,9 @@ export function mdCode(s: string): string {
   return `\`${clip(s, MAX_QUOTE).replace(CONTROL, ' ').replace(/`/g, "'")}\``;
 }
 
+/** Terms as a short table's rows: name and bytes (their formulas are in the panel and the CLI's text). */
 function termRows(terms: Term[], b: (n: number) => string): string[] {
-  return terms.map((t) => `| ${mdEscape(t.name)} | ${b(t.bytes)} | ${mdEscape(t.formula)} |`);
+  return terms.map((t) => `| ${mdEscape(t.name)} | ${b(t.bytes)} |`);
 }
 
 function residencyWords(u: UnitEstimate): string {
@@ -59,46 +60,57 @@ function residencyWords(u: UnitEstimate): string {
       : 'freed after forward, gathered again in backward';
 }
 
-/** The plan's figures: per-GPU terms, the peak and the fit, traffic per step, each with how it is computed. */
-function planSection(e: Estimate, b: (n: number) => string): string[] {
-  const L: string[] = [];
+/**
+ * The plan's figures, verdict first: whether it fits with the peak and where, the persistent state and the
+ * traffic, the actions, then the mesh and the terms as short tables.
+ */
+function planSection(e: Estimate, b: (n: number) => string, links: HoverLinks): string[] {
   const W = e.mesh.shardGroup;
   const fit = e.targetFit;
-  L.push(
-    `${unitsWords(e.plan.api, e.units.length)} over ${fmtCount(e.model.params)} parameters · ${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}` +
+  const on = `${e.mesh.worldSize} x ${mdEscape(e.gpu.name)}`;
+  const peak = `**Peak ${atLeast(e.gaps.length > 0 || e.uncounted.length > 0)}${b(e.perGpu.peakBytes)}**${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))}`;
+  const verdict =
+    fit.verdict === 'fits'
+      ? `✓ **Fits** ${on} · ${peak} · ${b(fit.headroomBytes)} to spare`
+      : fit.verdict === 'short'
+        ? `✗ **Does not fit** ${on} · ${peak} · ${b(-fit.headroomBytes)} short`
+        : e.unmodelled.length
+          ? `? **Fit undecided** on ${on} · ${peak} · ${mdEscape(undecidedWhy(e))}`
+          : `? **Fit undecided** on ${on} · ${peak} · ${b(fit.headroomBytes)} left for the parts not counted`;
+  return [
+    verdict,
+    '',
+    `Persistent ${b(e.perGpu.persistentBytes)}/GPU · traffic ${b(trafficBytes(e.comms.perStep))}/step, ${fmtSeconds(e.comms.commSeconds)} on ${mdEscape(e.comms.shardLink.name)} against ${fmtSeconds(e.comms.computeSeconds)} of compute`,
+    ...actionLine(links),
+    '',
+    `${unitsWords(e.plan.api, e.units.length)} over ${fmtCount(e.model.params)} parameters · ${on}` +
       (e.mesh.hsdp ? ` (HSDP: ${e.mesh.replicas} replicas x ${W})` : '') +
       (e.mesh.tp > 1 ? ` · FSDP ${W} x tensor parallel ${e.mesh.tp}` : '') +
       (e.mesh.cp > 1 ? ` · context parallel ${e.mesh.cp}` : '') +
       (e.pipeline
         ? ` · pipeline parallel ${e.pipeline.degree} (${mdEscape(e.pipeline.schedule)}, ${e.pipeline.microbatches} micro-batches): the figures are rank ${e.pipeline.worstRank}'s, the highest peak`
         : ''),
-    '',
-    '| per GPU | bytes | how |',
-    '|---|--:|---|',
-    ...termRows(e.perGpu.persistent.terms, b),
-    `| **persistent** | **${b(e.perGpu.persistentBytes)}** | |`,
-    '',
-    `**Peak ${atLeast(e.gaps.length > 0 || e.uncounted.length > 0)}${b(e.perGpu.peakBytes)}**${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))}` +
-      (fit.verdict === 'fits'
-        ? ` · fits ${mdEscape(e.gpu.name)} with ${b(fit.headroomBytes)} to spare`
-        : fit.verdict === 'short'
-          ? ` · **does not fit** ${mdEscape(e.gpu.name)}: ${b(-fit.headroomBytes)} short`
-          : e.unmodelled.length
-            ? ` · **fit undecided** on ${mdEscape(e.gpu.name)}: ${mdEscape(undecidedWhy(e))}`
-            : ` · **fit undecided** on ${mdEscape(e.gpu.name)}: ${b(fit.headroomBytes)} left for the parts not counted`),
     ...gapLines(e),
     '',
-    '| at the peak | bytes | how |',
-    '|---|--:|---|',
+    '| per GPU | bytes |',
+    '|---|--:|',
+    ...termRows(e.perGpu.persistent.terms, b),
+    '',
+    '| at the peak | bytes |',
+    '|---|--:|',
     ...termRows(e.perGpu.peak.terms, b),
-    '',
-    `**Traffic ${b(trafficBytes(e.comms.perStep))}** per GPU per step · ${fmtSeconds(e.comms.commSeconds)} on ${mdEscape(e.comms.shardLink.name)} against ${fmtSeconds(e.comms.computeSeconds)} of compute`,
-    '',
-    '| collective | bytes | how |',
-    '|---|--:|---|',
-    ...termRows(e.comms.traffic.terms, b),
-  );
-  return L;
+  ];
+}
+
+/** The command links, on one line near the top (a hover's end is often below the fold). */
+function actionLine(links: HoverLinks): string[] {
+  const actions = [
+    links.openPanel && `[Open the footprint panel](${links.openPanel})`,
+    links.setWorldSize && `[World size…](${links.setWorldSize})`,
+    links.setGpu && `[GPU…](${links.setGpu})`,
+    links.measureExactly && `[Measure exactly](${links.measureExactly})`,
+  ].filter(Boolean);
+  return actions.length ? ['', actions.join(' · ')] : [];
 }
 
 /** The parts of the model not counted, for a hover: what would make them known. */
@@ -159,7 +171,7 @@ export function hoverMarkdown(
       ...(links.chooseArguments ? ['', `[Choose the script's arguments](${links.chooseArguments})`] : []),
     );
   } else if (call.isRoot) {
-    L.push(...planSection(e, b));
+    L.push(...planSection(e, b, links));
   } else if (mine.length) {
     const u = mine[0]!;
     const peaks = mine.map((x) => e.timeline?.perUnit[x.name]).filter((p): p is number => p !== undefined);
@@ -167,44 +179,36 @@ export function hoverMarkdown(
     const c = u.traffic.collectives;
     const each = mine.length > 1 ? ' each' : '';
     L.push(
-      `${mine.length} unit${mine.length > 1 ? 's' : ''} (${mdEscape(u.classNames.join(', '))}): ` +
-        `${mdCode(u.name)}${mine.length > 1 ? ` … ${mdCode(mine[mine.length - 1]!.name)}` : ''}`,
+      `**${mine.length} unit${mine.length > 1 ? 's' : ''}** (${mdEscape(u.classNames.join(', '))}): ` +
+        `${mdCode(u.name)}${mine.length > 1 ? ` … ${mdCode(mine[mine.length - 1]!.name)}` : ''} · ${residencyWords(u)}`,
+      ...actionLine(links),
       '',
-      '| | bytes | how |',
-      '|---|--:|---|',
-      `| parameters${each} | ${fmtCount(u.params)} | ${u.trainableParams < u.params ? `${fmtCount(u.trainableParams)} trainable` : ''} |`,
-      `| gathered${each} | ${b(u.gatheredBytes)} | ${fmtParams(u.params)} params in ${gather}, while the unit runs |`,
-      `| shard on each GPU${each} | ${b(shard)} | parameters ${b(u.shard.params)} + gradients ${b(u.shard.grads)} + optimizer ${b(u.shard.optimizer)}, 1/${W} of the unit |`,
-      `| traffic${each} per micro-batch | ${b(trafficBytes(u.traffic))} | ${c.allGather} all-gather${c.allGather === 1 ? '' : 's'} + ${c.reduceScatter} reduce-scatter${c.allReduce ? ` + ${c.allReduce} all-reduce` : ''} |`,
+      '| | |',
+      '|---|--:|',
+      `| parameters${each} | ${fmtCount(u.params)}${u.trainableParams < u.params ? ` (${fmtCount(u.trainableParams)} trainable)` : ''} |`,
+      `| gathered${each} | ${b(u.gatheredBytes)} |`,
+      `| shard on each GPU${each} | ${b(shard)} |`,
+      `| traffic${each} per micro-batch | ${b(trafficBytes(u.traffic))} |`,
       ...(peaks.length
-        ? [
-            `| peak while ${mine.length > 1 ? 'they run' : 'it runs'} | ${b(Math.max(...peaks))} | the step's peak is ${b(e.perGpu.peakBytes)}${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))} |`,
-          ]
+        ? [`| peak while ${mine.length > 1 ? 'they run' : 'it runs'} | ${b(Math.max(...peaks))} |`]
         : []),
       '',
-      `After forward: ${residencyWords(u)}.`,
+      `${fmtParams(u.params)} params gathered in ${gather}; the shard is 1/${W} of the unit (parameters ${b(u.shard.params)}, gradients ${b(u.shard.grads)}, optimizer ${b(u.shard.optimizer)}); ${c.allGather} all-gather${c.allGather === 1 ? '' : 's'} + ${c.reduceScatter} reduce-scatter${c.allReduce ? ` + ${c.allReduce} all-reduce` : ''} per micro-batch. The step's peak is ${b(e.perGpu.peakBytes)}${mdEscape(spaced(peakWhere(e.perGpu.peakAt)))}.`,
     );
   } else {
     L.push(`Matches no module of ${mdEscape(e.model.name)}.`);
   }
-  L.push(...footer(e, links));
+  L.push(...footer(e));
   return L.join('\n');
 }
 
-/** The assumptions with their sources, and the command links. */
-function footer(e: Estimate, links: HoverLinks): string[] {
+/** The assumptions the figures rest on, each with where it came from. */
+function footer(e: Estimate): string[] {
   const L = ['', '---', '', '**Assumptions**', ''];
   for (const key of HOVER_ASSUMPTIONS) {
     const a = e.assumptions.find((x) => x.key === key);
     if (a) L.push(`- ${mdEscape(a.label)}: ${mdEscape(a.value)} _(${mdEscape(sourceText(a.source))})_`);
   }
-  const actions = [
-    links.openPanel && `[Open the footprint panel](${links.openPanel})`,
-    links.setWorldSize && `[World size…](${links.setWorldSize})`,
-    links.setGpu && `[GPU…](${links.setGpu})`,
-    links.measureExactly && `[Measure exactly](${links.measureExactly})`,
-  ].filter(Boolean);
-  if (actions.length) L.push('', actions.join(' · '));
   return L;
 }
 
@@ -219,6 +223,6 @@ export function frameworkHoverMarkdown(
   const api = planLabel(fw.api, e.plan.strategy);
   const L = [`**${mdEscape(fw.framework)} → ${api}**`, ''];
   for (const n of e.plan.notes.slice(0, 6)) L.push(`- ${mdEscape(n)}`);
-  L.push('', ...planSection(e, b), ...footer(e, links));
+  L.push('', ...planSection(e, b, links), ...footer(e));
   return L.join('\n');
 }
