@@ -114,9 +114,61 @@ export function memoryChart(
     order: 0,
   };
   datasets.push(capacity as unknown as ChartDataset<'bar', number[]>);
+  // The step's phases as bands behind the bars, each named at its top, and the peak named over its bar.
+  const peakAt = events.reduce((best, ev, i) => (ev.totalBytes > events[best]!.totalBytes ? i : best), 0);
+  const phases: { phase: string; from: number; to: number }[] = [];
+  events.forEach((ev, i) => {
+    const last = phases[phases.length - 1];
+    if (last && last.phase === ev.phase) last.to = i;
+    else phases.push({ phase: ev.phase, from: i, to: i });
+  });
+  const bands = {
+    id: 'phaseBands',
+    beforeDatasetsDraw(chart: Chart) {
+      const { ctx, chartArea: a, scales } = chart;
+      const x = scales.x!;
+      const half = events.length > 1 ? (x.getPixelForValue(1) - x.getPixelForValue(0)) / 2 : a.width / 2;
+      ctx.save();
+      ctx.font = `11px ${t.font}`;
+      ctx.textBaseline = 'top';
+      phases.forEach((p) => {
+        const left = Math.max(a.left, x.getPixelForValue(p.from) - half);
+        const right = Math.min(a.right, x.getPixelForValue(p.to) + half);
+        // Forward and the optimizer step shaded, the loss and backward not: each turn of the step shows.
+        if (p.phase === 'forward' || p.phase === 'optimizer') {
+          ctx.globalAlpha = 0.35;
+          ctx.fillStyle = t.lines;
+          ctx.fillRect(left, a.top, right - left, a.bottom - a.top);
+          ctx.globalAlpha = 1;
+        }
+        const name = p.phase === 'optimizer' ? 'optimizer' : p.phase;
+        if (right - left > ctx.measureText(name).width + 6) {
+          ctx.fillStyle = t.fg;
+          ctx.fillText(name, left + 3, a.top + 2);
+        }
+      });
+      ctx.restore();
+    },
+    afterDatasetsDraw(chart: Chart) {
+      const { ctx, chartArea: a, scales } = chart;
+      const ev = events[peakAt];
+      if (!ev) return;
+      const px = scales.x!.getPixelForValue(peakAt);
+      const py = scales.y!.getPixelForValue(ev.totalBytes / s);
+      const text = `peak ${fmtBytes(ev.totalBytes, units)}`;
+      ctx.save();
+      ctx.font = `bold 11px ${t.font}`;
+      ctx.fillStyle = t.fg;
+      ctx.textBaseline = 'bottom';
+      const w = ctx.measureText(text).width;
+      ctx.fillText(text, Math.min(Math.max(a.left, px - w / 2), a.right - w), Math.max(a.top + 30, py - 3));
+      ctx.restore();
+    },
+  };
   return new Chart(canvas, {
     type: 'bar',
     data: { labels, datasets },
+    plugins: [bands],
     options: {
       animation: false,
       responsive: true,

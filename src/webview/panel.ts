@@ -130,7 +130,7 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
       ? 'the search varies FSDP alone'
       : e.minGpus === null
         ? 'more GPUs do not shrink activations: see What to change'
-        : `that fits ${shortGpu(e.gpu.name)}${e.mesh.pp > 1 || e.mesh.tp > 1 || e.mesh.cp > 1 ? `, ${[e.mesh.pp > 1 ? `PP ${e.mesh.pp}` : '', e.mesh.tp > 1 ? `TP ${e.mesh.tp}` : '', e.mesh.cp > 1 ? `CP ${e.mesh.cp}` : ''].filter(Boolean).join(' x ')} fixed` : ''}`,
+        : `that fits ${shortGpu(e.gpu.name)}${e.minGpusOnWholeNodes ? `; ${e.minGpusOnWholeNodes.worldSize} on ${e.minGpusOnWholeNodes.nodes} whole nodes of ${e.minGpusOnWholeNodes.gpusPerNode}` : ''}${e.mesh.pp > 1 || e.mesh.tp > 1 || e.mesh.cp > 1 ? `, ${[e.mesh.pp > 1 ? `PP ${e.mesh.pp}` : '', e.mesh.tp > 1 ? `TP ${e.mesh.tp}` : '', e.mesh.cp > 1 ? `CP ${e.mesh.cp}` : ''].filter(Boolean).join(' x ')} fixed` : ''}`,
   );
   if (e.minGpusReason) minCard.title = e.minGpusReason;
   const peakCard = card(
@@ -213,10 +213,20 @@ function field(key: string, label: string): HTMLElement {
   const f = custom('vscode-textfield', { type: 'number', min: '1', 'aria-label': label }) as HTMLElement & {
     value: string;
   };
-  f.addEventListener('input', () => sendWhatIf(400));
-  f.addEventListener('change', () => sendWhatIf(0));
+  // A value the estimate cannot take is said under the field, and not sent.
+  const message = el('span', '', 'invalid-message');
+  message.setAttribute('aria-live', 'polite');
+  const check = (): boolean => {
+    const n = Number(f.value);
+    const ok = f.value.trim() !== '' && Number.isInteger(n) && n >= 1;
+    f.toggleAttribute('invalid', !ok);
+    message.textContent = ok ? '' : `${label}: a whole number of at least 1`;
+    return ok;
+  };
+  f.addEventListener('input', () => check() && sendWhatIf(400));
+  f.addEventListener('change', () => check() && sendWhatIf(0));
   controls.set(key, f);
-  wrap.append(f);
+  wrap.append(f, message);
   return wrap;
 }
 

@@ -174,6 +174,18 @@ const CHECKS: Check[] = [
       const posted = await page.evaluate(() => (globalThis as unknown as W).__posted);
       assert.deepEqual((posted.at(-1) as { type: string; values: { worldSize: number } }).type, 'whatIf');
       assert.equal((posted.at(-1) as { values: { worldSize: number } }).values.worldSize, 32);
+      // A value the estimate cannot take is said under the field, and nothing is sent.
+      const before = (await page.evaluate(() => (globalThis as unknown as W).__posted)).length;
+      await field.evaluate((f) => {
+        (f as unknown as { value: string }).value = '2.5';
+        f.dispatchEvent(new Event('change'));
+      });
+      await page.waitForTimeout(100);
+      assert.match(
+        (await page.textContent('.invalid-message')) ?? '',
+        /World size: a whole number of at least 1/,
+      );
+      assert.equal((await page.evaluate(() => (globalThis as unknown as W).__posted)).length, before);
       await page.locator('#advice vscode-button').first().click();
       const last = (await page.evaluate(() => (globalThis as unknown as W).__posted)).at(-1);
       assert.equal((last as { type: string }).type, 'whatIf');
@@ -271,6 +283,11 @@ const CHECKS: Check[] = [
       const d = await data(LLAMA, 'train_70b.py', { worldSize: 64, checkpointing: 'full' });
       await show(page, d);
       assert.match((await page.textContent('#summary')) ?? '', /Fits H100 SXM 80GB/);
+      // The smallest world size, and on whole nodes of 8 as the CLI says it (19 GPUs: 3 nodes, 24 GPUs).
+      assert.match(
+        (await page.textContent('#summary')) ?? '',
+        /19 GPUsthat fits H100 SXM 80GB; 24 on 3 whole nodes of 8/,
+      );
       // The banner says the figures are a what-if's, with the file's values, and offers the way back.
       const banner = (await page.textContent('#whatif-banner')) ?? '';
       assert.match(
