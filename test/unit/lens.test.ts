@@ -38,6 +38,9 @@ describe('the lens line', () => {
     );
     assert.equal(s[0]!.icon, 'fits');
     assert.equal(s[0]!.text, 'fits 8 x H100 SXM');
+    // Its tooltip says where each input of the verdict comes from: the file, a launch file, or a default.
+    assert.match(s[0]!.tooltip, /^world size 8 \(default\)$/m);
+    assert.match(s[0]!.tooltip, /^micro-batch 1 \(detected: train_llama_fsdp2\.py:\d+ /m);
     // Needs: the fit's own figure (capacity less headroom), against the driver's 81,559 MiB = 85.5 GB.
     const needs = e.targetFit.memoryBytes - e.targetFit.headroomBytes;
     assert.equal(s[1]!.text, `needs ${(needs / 1e9).toFixed(1)}/85.5 GB`);

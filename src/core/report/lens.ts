@@ -11,6 +11,10 @@ import { fmtBytes, fmtParams, type ByteUnit } from '../vocabulary/bytes';
 import { planLabel } from '../vocabulary/fsdp';
 import { atLeast, shortGpu, undecidedWhy } from '../vocabulary/words';
 import { isOffPath, lensTitle, planTotals, unitsOfCall } from './summary';
+import { sourceText } from './text';
+
+/** The inputs a verdict's tooltip names with their sources. */
+const VERDICT_INPUTS = ['model', 'worldSize', 'gpu', 'microBatch', 'seqLen', 'checkpointing'];
 
 /** The parts a lens line may show, in the order it shows them (the `fsdpLens.codeLens.segments` setting). */
 export const LENS_PARTS = ['verdict', 'memory', 'plan', 'traffic'] as const;
@@ -39,26 +43,32 @@ function fitSegments(e: Estimate, units: ByteUnit): LensSegment[] {
   // The card without its memory, which the memory segment gives: `8 x H100 SXM`.
   const on = `${e.mesh.worldSize} x ${shortGpu(e.gpu.name).replace(/ \d+GB$/, '')}`;
   const why = undecidedWhy(e);
+  // Which file (or default) gives each input the verdict rests on: the lens of a helper, a script and its config
+  // say where the job's count of GPUs, batch and sequence come from.
+  const inputs = e.assumptions
+    .filter((a) => VERDICT_INPUTS.includes(a.key))
+    .map((a) => `${a.label} ${a.value} (${sourceText(a.source)})`)
+    .join('\n');
   const verdict: LensSegment =
     fit.verdict === 'fits'
       ? {
           part: 'verdict',
           text: `fits ${on}`,
           icon: 'fits',
-          tooltip: `Fits ${on}: ${b(fit.headroomBytes)} to spare`,
+          tooltip: `Fits ${on}: ${b(fit.headroomBytes)} to spare\n${inputs}`,
         }
       : fit.verdict === 'short'
         ? {
             part: 'verdict',
             text: `does not fit ${on}`,
             icon: 'short',
-            tooltip: `Does not fit ${on}: ${b(-fit.headroomBytes)} short`,
+            tooltip: `Does not fit ${on}: ${b(-fit.headroomBytes)} short\n${inputs}`,
           }
         : {
             part: 'verdict',
             text: `fit undecided`,
             icon: 'undecided',
-            tooltip: `Fit on ${on} undecided: ${why}`,
+            tooltip: `Fit on ${on} undecided: ${why}\n${inputs}`,
           };
   const needs = fit.memoryBytes - fit.headroomBytes;
   const least = atLeast(e.gaps.length > 0 || e.uncounted.length > 0);
