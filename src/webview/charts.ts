@@ -161,7 +161,13 @@ export function memoryChart(
       ctx.fillStyle = t.fg;
       ctx.textBaseline = 'bottom';
       const w = ctx.measureText(text).width;
-      ctx.fillText(text, Math.min(Math.max(a.left, px - w / 2), a.right - w), Math.max(a.top + 30, py - 3));
+      const x = Math.min(Math.max(a.left, px - w / 2), a.right - w);
+      const y = Math.max(a.top + 30, py - 3);
+      // On a box of the page's background, so the label reads over the bars.
+      ctx.fillStyle = cssVar('--vscode-editor-background', '#1f1f1f');
+      ctx.fillRect(x - 3, y - 14, w + 6, 15);
+      ctx.fillStyle = t.fg;
+      ctx.fillText(text, x, y);
       ctx.restore();
     },
   };

@@ -65,9 +65,18 @@ export function table(
   return t;
 }
 
+/** Sections the user closed, kept closed when the panel redraws (each what-if redraws it). */
+const closed = new Set<string>();
+
+/** A section that folds: its title a `<summary>`, open unless the user closed it. */
 export function section(title: string, id: string): HTMLElement {
-  const s = el('section');
+  const s = el('details');
   s.id = id;
-  s.append(el('h2', title));
+  s.className = 'section';
+  s.open = !closed.has(id);
+  const head = el('summary');
+  head.append(el('h2', title));
+  s.append(head);
+  s.addEventListener('toggle', () => (s.open ? closed.delete(id) : closed.add(id)));
   return s;
 }

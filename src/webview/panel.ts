@@ -73,6 +73,9 @@ const VERDICT_CELL: Record<Verdict, string> = { fits: 'ok', short: 'bad', undeci
 const YES: Record<Verdict, string> = { fits: 'yes', short: 'no', undecided: 'undecided' };
 const MARK: Record<Verdict, string> = { fits: '✓', short: '✗', undecided: '?' };
 
+/** The inputs whose sources the summary shows under the verdict. */
+const SUMMARY_INPUTS = ['worldSize', 'gpu', 'microBatch', 'seqLen', 'checkpointing'];
+
 function renderSummary(data: PanelData, e: Estimate): HTMLElement {
   const b = (n: number) => fmtBytes(n, data.units);
   const mine = e.targetFit;
@@ -91,6 +94,15 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
           ? `Fit on ${shortGpu(e.gpu.name)} undecided: ${undecidedWhy(e)}`
           : `Fit on ${shortGpu(e.gpu.name)} undecided: ${peak} counted, ${b(mine.headroomBytes)} left for the parts not counted`;
   s.append(verdict);
+  // Where the verdict's inputs come from, always in sight: the file's lines, a launch file, or a default.
+  const inputs = e.assumptions.filter((a) => SUMMARY_INPUTS.includes(a.key));
+  if (inputs.length) {
+    const line = el('p', undefined, 'muted sources');
+    line.textContent = inputs
+      .map((a) => `${a.label} ${a.value} (${a.source.kind}${a.source.detail ? `: ${a.source.detail}` : ''})`)
+      .join(' · ');
+    s.append(line);
+  }
   if (e.gaps.length || e.uncounted.length) {
     const gaps = el('div', undefined, 'advice problem');
     gaps.id = 'gaps';
