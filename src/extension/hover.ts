@@ -111,6 +111,14 @@ export class FindingHoverProvider implements vscode.HoverProvider {
 function mdProse(text: string): string {
   return text
     .split(/(`[^`]*`)/)
-    .map((part, i) => (i % 2 ? part : part.replace(/([\\*_[\]<>#|~])/g, '\\$1')))
+    .map((part, i) =>
+      i % 2
+        ? part
+        : part
+            .replace(/([\\*_[\]<>#|~])/g, '\\$1')
+            // Bare addresses would become links: their `://` and `www.` are taken literally.
+            .replace(/:\/\//g, '\\:\\/\\/')
+            .replace(/\bwww\./gi, (w) => `${w.slice(0, 3)}\\.`),
+    )
     .join('');
 }

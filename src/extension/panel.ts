@@ -168,7 +168,11 @@ export class FootprintPanel implements vscode.Disposable {
         void this.refresh();
         return;
       case 'applyWhatIf':
-        void this.applyWhatIf();
+        this.applyWhatIf().catch((e: unknown) => {
+          void vscode.window.showErrorMessage(
+            `FSDP: the what-if could not be written to the file (${e instanceof Error ? e.message : String(e)})`,
+          );
+        });
         return;
       case 'reveal': {
         if (!this.uri || typeof m.line !== 'number') return;

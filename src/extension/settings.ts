@@ -31,7 +31,7 @@ export function readSettings(scope?: vscode.ConfigurationScope): Settings {
   const c = vscode.workspace.getConfiguration(SECTION, scope);
   return {
     codeLensEnabled: c.get<boolean>('codeLens.enabled', true),
-    codeLensSegments: c.get<string[]>('codeLens.segments', [...LENS_PARTS]),
+    codeLensSegments: stringList(c.get<unknown>('codeLens.segments'), LENS_PARTS),
     statusBarEnabled: c.get<boolean>('statusBar.enabled', true),
     maxFileSizeKB: clamp(c.get<number>('maxFileSizeKB', 4096), 1, 1024 * 1024),
     analysisDelayMs: clamp(c.get<number>('analysisDelayMs', 250), 0, 10_000),
@@ -86,4 +86,9 @@ function severities(raw: Record<string, unknown> | undefined): Record<string, Se
 
 function clamp(n: number, lo: number, hi: number): number {
   return Number.isFinite(n) ? Math.min(hi, Math.max(lo, n)) : lo;
+}
+
+/** A list of strings from a setting, or the default when the setting holds anything else. */
+function stringList(v: unknown, fallback: readonly string[]): readonly string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : fallback;
 }

@@ -921,6 +921,12 @@ describe('torchtune', () => {
     );
     assert.ok(unknown.kind === 'problem');
     assert.match(unknown.problem.message, /llama4_scout_17b_16e is not one fsdp-lens knows/);
+    // A name every object answers to is no builder.
+    const inherited = readFrameworkConfig(
+      't.yaml',
+      'model:\n  _component_: torchtune.models.gemma.toString\n',
+    );
+    assert.ok(inherited.kind === 'problem');
   });
 
   it("Llama 2, Mistral and Qwen3 builders: the shapes of torchtune's _model_builders.py, counted by hand", async () => {

@@ -91,6 +91,12 @@ describe('footprint panel data', () => {
     );
     // One edit over the first line only: the rest of the file is untouched.
     assert.deepEqual([edit.range.start.line, edit.range.end.line], [0, 0]);
+    // A file that starts with a blank line: the comment goes first, whole.
+    const blank = '\nimport torch\n';
+    assert.equal(
+      applyEdits(blank, [setAnnotations(blank, [['world_size', '16']])!]),
+      '# fsdp: world_size=16\n\nimport torch\n',
+    );
   });
 
   it('world size 16 halves the sharded state', async () => {

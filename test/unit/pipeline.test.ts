@@ -8,6 +8,8 @@ import { estimate, estimateMesh } from '../../src/core/estimator/estimate';
 import { pipelined } from '../../src/core/estimator/pipelined';
 import { chunksInFlight, pipelineLayout, scheduleProblem } from '../../src/core/estimator/pipeline';
 import { zeroBubblePoints } from '../../src/core/estimator/zeroBubble';
+import { weightGradInputs } from '../../src/core/estimator/activations';
+import { modelFromHfConfig } from '../../src/core/model/hf';
 import type { Estimate, StageRun } from '../../src/core/estimator/types';
 import type { SetupValues } from '../../src/core/inputs/table';
 import { splitStages } from '../../src/core/model/pipelineStages';
@@ -183,13 +185,14 @@ describe('weight gradients a zero-bubble schedule leaves waiting', () => {
     // F0 I0 W0 F1 I1 W1 twice; cool-down I0 I1 (r = 1 pair), I0 W0 (p - r = 1), then W1, W0. Before each backward:
     // 4 chunks in flight with nothing waiting through the steady phase; at the cool-down 3 in flight (2 of the
     // first stage, 1 of the second), and before its last input gradient, 2 of them waiting.
+    // Every backward of ZBV is an input-gradient step (I), followed later by its weight step (W).
     assert.deepEqual(zeroBubblePoints('ZBVZeroBubble', 1, 2, 2, 4, null), [
-      { inFlight: 4, pending: 0, pendingLast: 0 },
-      { inFlight: 3, pending: 2, pendingLast: 0 },
+      { inFlight: 4, pending: 0, pendingLast: 0, inputStep: true },
+      { inFlight: 3, pending: 2, pendingLast: 0, inputStep: true },
     ]);
     // Rank 0 holds the last stage (its local stage 1): nothing waits there before a backward.
     assert.deepEqual(zeroBubblePoints('ZBVZeroBubble', 0, 2, 2, 4, 1), [
-      { inFlight: 4, pending: 0, pendingLast: 0 },
+      { inFlight: 4, pending: 0, pendingLast: 0, inputStep: true },
     ]);
   });
 
@@ -201,6 +204,17 @@ describe('weight gradients a zero-bubble schedule leaves waiting', () => {
         (x) => x.inFlight === chunksInFlight('InterleavedZeroBubble', 3, 4, 2, 8) && x.pending === 3,
       ),
     );
+  });
+
+  it('under tensor parallelism: column-wise outputs 1/T, row-wise output gradients whole', () => {
+    const shape = modelFromHfConfig(TINY).shape;
+    const x = { microBatch: 1, seqLen: 8, bytes: 2, attention: 'fused' as const };
+    // TP 2 with sequence parallelism: q 64, k 32, v 32, gate 128, up 128 halved; o 64 and down 64 whole (their
+    // Partial outputs' gradients come back Replicate); the two norms' 128 halved by sequence: 384 wide x 16 B.
+    assert.equal(weightGradInputs(shape, { ...x, tp: 2, sequenceParallel: true }), 2 * 8 * 384);
+    // Without sequence parallelism the norms are whole: 64 more.
+    assert.equal(weightGradInputs(shape, { ...x, tp: 2, sequenceParallel: false }), 2 * 8 * 448);
+    assert.equal(weightGradInputs(shape, x), 2 * 8 * 640);
   });
 
   it("counts each waiting micro-batch's matmul and norm output gradients beside the saved block inputs", () => {
@@ -217,14 +231,15 @@ describe('weight gradients a zero-bubble schedule leaves waiting', () => {
     const mid = ranks.find((r) => !r.rank.first && !r.rank.last)!;
     // The points in micro-batches of the rank's two stages: 4 chunks = 2, and 3 chunks = 1.5 of which 2 = 1 wait.
     assert.deepEqual(mid.rank.pendingWeight, [
-      { inFlight: 2, pending: 0, pendingLast: 0 },
-      { inFlight: 1.5, pending: 1, pendingLast: 0 },
+      { inFlight: 2, pending: 0, pendingLast: 0, inputStep: true },
+      { inFlight: 1.5, pending: 1, pendingLast: 0, inputStep: true },
     ]);
     // A waiting micro-batch keeps, per block, the output gradient of q 64, k 32, v 32, o 64, gate 128, up 128, down
-    // 64 and the two norms' 2 x 64: 640 wide x 8 tokens x 2 B = 10,240 B; 30,720 B for 3 blocks. The worse state is
-    // the second: 0.5 x 3,072 + 30,720 = 32,256 B beside the micro-batch running, where the first has 3,072 B.
+    // 64 and the two norms' 2 x 64: 640 wide x 8 tokens x 2 B = 10,240 B; 30,720 B for 3 blocks. The running input
+    // step (retain_graph=True) ends holding its own 30,720 B too. The worse state is the second: 0.5 x 3,072 +
+    // (1 + 1) x 30,720 = 62,976 B beside the running micro-batch's 3,072, where the first has 3,072 + 30,720.
     const backward = mid.e.timeline!.events.filter((x) => x.phase === 'backward');
-    assert.equal(Math.max(...backward.map((x) => x.live.activations)), 3 * 1024 + 32_256);
+    assert.equal(Math.max(...backward.map((x) => x.live.activations)), 3 * 1024 + 62_976);
     assert.ok(mid.e.timeline!.notes.some((n) => /ZBVZeroBubble: up to 1 micro-batch/.test(n)));
   });
 });

@@ -409,15 +409,21 @@ export function blockActivations(
  * (torch/distributed/pipelining/_backward.py) stores, at each autograd node where a weight's path meets the
  * input's (`get_param_groups`: each matmul, each norm's scale), the gradient flowing into it for
  * `stage_backward_weight`. That is the output gradient of every matmul and norm of the block, in the compute
- * dtype: its projections, a MoE layer's router and routed experts, q and k norms; 1/T under tensor parallelism.
+ * dtype: its projections, a MoE layer's router and routed experts, q and k norms.
  */
 export function weightGradInputs(shape: ArchShape, x: ActivationInputs, moe: boolean): number {
   if (shape.activationsNotModelled) return 0;
   const routed = moe ? shape.experts + shape.expertsPerToken * (2 * shape.moeIntermediate + shape.hidden) : 0;
+  const T = x.tp ?? 1;
+  // Under tensor parallelism a column-wise projection's output is 1/T of its features; a row-wise one's output
+  // gradient reaches its matmul whole (DTensor's `Redistribute.backward` turns the Partial output's gradient into
+  // Replicate); the norms are 1/T of the sequence under sequence parallelism, whole without it.
+  const rowWise = /(^|\s)(o_proj|down_proj|c_proj)$/;
+  const matmuls = blockMatmuls(shape, moe).reduce((s, [name, w]) => s + (rowWise.test(name) ? w : w / T), 0);
   const norms =
-    shape.normsPerBlock * shape.hidden + (shape.qkNorm ? (shape.heads + shape.kvHeads) * shape.headDim : 0);
-  const widths = blockMatmuls(shape, moe).reduce((s, [, w]) => s + w, 0) + routed + norms;
-  return (x.bytes * x.microBatch * x.seqLen * widths) / (x.tp ?? 1);
+    (shape.normsPerBlock * shape.hidden) / (x.sequenceParallel !== false ? T : 1) +
+    (shape.qkNorm ? (shape.heads + shape.kvHeads) * shape.headDim : 0) / T;
+  return x.bytes * x.microBatch * x.seqLen * (matmuls + routed / T + norms);
 }
 
 /** A decoder norm's tensors (`input_layernorm`, `post_attention_layernorm`, ...): whole without sequence parallelism. */

@@ -159,6 +159,7 @@ export function pipelineLayout(
           inFlight: pt.inFlight / v,
           pending: pt.pending / v,
           pendingLast: pt.pendingLast,
+          inputStep: pt.inputStep,
         }))
       : undefined;
     ranks.push({

@@ -310,9 +310,11 @@ export function simulate(
     : (computeBytes * x.microBatch * x.seqLen * shape.vocab) / (x.lossParallel && tp > 1 ? tp : 1);
   const waiting = (stage?.pendingWeight ?? []).reduce(
     (best, pt) => {
+      // An input-gradient step keeps the running micro-batch's activations to its end (`retain_graph=True`), where
+      // it also holds its own weight-gradient inputs: counted beside its saved activations.
       const bytes =
         Math.max(0, pt.inFlight - 1) * savedPerMicroBatch +
-        pt.pending * pendingPerMicroBatch +
+        (pt.pending + (pt.inputStep ? 1 : 0)) * pendingPerMicroBatch +
         pt.pendingLast * headGrad;
       return bytes > best.bytes ? { bytes, pt } : best;
     },

@@ -373,6 +373,8 @@ export interface PendingWeightPoint {
   inFlight: number;
   pending: number;
   pendingLast: number;
+  /** The backward that runs is an input-gradient step: it ends holding its own weight-gradient inputs too. */
+  inputStep: boolean;
 }
 
 export type { Phase };

@@ -23,6 +23,12 @@ export interface BackwardPoint {
   inFlight: number;
   pending: number;
   pendingLast: number;
+  /**
+   * The backward about to run is an input-gradient step (`stage_backward_input`, `retain_graph=True`): its chunk
+   * keeps its activations through it and ends it holding its own weight-gradient inputs; a full backward frees
+   * them as it goes.
+   */
+  inputStep: boolean;
 }
 
 /** The most actions a rank's order is built with: a step of 4,096 micro-batches over 2 stages. */
@@ -191,8 +197,9 @@ export function zeroBubblePoints(
         inFlight: forwards.reduce((s, x) => s + x, 0),
         pending: waiting.reduce((s, x) => s + x, 0),
         pendingLast: lastLocal === null ? 0 : waiting[lastLocal]!,
+        inputStep: a.kind === 'I',
       };
-      seen.set(`${point.inFlight}/${point.pending}/${point.pendingLast}`, point);
+      seen.set(`${point.inFlight}/${point.pending}/${point.pendingLast}/${point.inputStep}`, point);
     }
     if (a.kind === 'F') forwards[a.local]!++;
     else if (a.kind === 'I') waiting[a.local]!++;
@@ -203,6 +210,10 @@ export function zeroBubblePoints(
   }
   const points = [...seen.values()];
   const covers = (y: BackwardPoint, x: BackwardPoint) =>
-    y !== x && y.inFlight >= x.inFlight && y.pending >= x.pending && y.pendingLast >= x.pendingLast;
+    y !== x &&
+    y.inFlight >= x.inFlight &&
+    y.pending >= x.pending &&
+    y.pendingLast >= x.pendingLast &&
+    (y.inputStep || !x.inputStep);
   return points.filter((x) => !points.some((y) => covers(y, x)));
 }

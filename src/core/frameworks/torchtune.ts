@@ -46,8 +46,10 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   const builder = component.split('.').pop()!;
   const lora = /^(q)?lora_/.exec(builder);
   const base = builder.replace(/^q?lora_/, '');
-  const gemma = TUNE_GEMMA[base];
-  const dims = TUNE_MODELS[base] ?? (gemma ? { tied: true, hf: gemma.hf } : undefined);
+  // Own keys only: a component named `toString` is no builder.
+  const gemma = Object.hasOwn(TUNE_GEMMA, base) ? TUNE_GEMMA[base] : undefined;
+  const llama = Object.hasOwn(TUNE_MODELS, base) ? TUNE_MODELS[base] : undefined;
+  const dims = llama ?? (gemma ? { tied: true, hf: gemma.hf } : undefined);
   if (!dims)
     return {
       framework: 'torchtune',
@@ -154,7 +156,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     );
   const loaded = gemma
     ? gemmaNative(gemma, `torchtune ${builder}`)
-    : llamaNative(TUNE_MODELS[base]!, 'torchtune', `torchtune ${builder}`);
+    : llamaNative(llama!, 'torchtune', `torchtune ${builder}`);
   // Gemma 2's `Gemma2Attention` soft-caps the scores, so it computes them itself (no
   // scaled_dot_product_attention), as eager attention does: the s x s scores are kept.
   if (gemma?.version === 2) {

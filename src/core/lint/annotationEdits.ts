@@ -79,7 +79,7 @@ export function setAnnotations(text: string, pairs: readonly [string, string][])
   // The common head and tail of the two texts, cut at line starts: one edit over the lines that changed.
   let head = 0;
   while (head < text.length && head < out.length && text[head] === out[head]) head++;
-  head = text.lastIndexOf('\n', head - 1) + 1;
+  head = head > 0 ? text.lastIndexOf('\n', head - 1) + 1 : 0;
   let tail = 0;
   while (
     tail < text.length - head &&

@@ -107,19 +107,37 @@ function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
     );
     const index = new TextIndex(ctx.text);
     const first = built ? index.lineText(built.range.start.line) : '';
-    // An assignment statement of its own line: the new call goes on the line after the statement, indented alike.
-    const statement = built && new RegExp(`^(\\s*)${built.variable}\\s*=`).exec(first);
+    // An assignment statement of its own line, `model = X.from_pretrained(...)` and nothing after the call on its
+    // last line: the new call goes on the line after it, indented alike.
+    const name = built?.variable?.replace(/[^\w]/g, '') ?? '';
+    const statement = built && name ? new RegExp(`^(\\s*)${name}\\s*=`).exec(first) : null;
+    const endLine = built ? index.lineText(built.range.end.line) : '';
+    // The statement ends where the call does: nothing but a comment after it, no bracket left open before it
+    // (`model = (X.from_pretrained(n)` continues on the next line), no line continuation.
+    const span = built
+      ? ctx.text.slice(
+          index.offsetAt({ line: built.range.start.line, character: 0 }),
+          index.offsetAt(built.range.end),
+        )
+      : '';
+    const open = (span.match(/[([{]/g)?.length ?? 0) - (span.match(/[)\]}]/g)?.length ?? 0);
+    const ends =
+      !!built &&
+      open === 0 &&
+      /^\s*(#.*)?$/.test(endLine.slice(built.range.end.character)) &&
+      !/\\\s*$/.test(endLine);
     const shown = preview(whatIf({ checkpointing: 'full' }));
-    if (built && statement && shown) {
-      const at = { line: built.range.end.line + 1, character: 0 };
+    if (built && statement && ends && shown) {
+      const eol = ctx.text.includes('\r\n') ? '\r\n' : '\n';
+      const last = built.range.end.line + 1 >= index.lineCount();
+      // After the statement's line: at the next line's start, or at the end of a last line without a break.
+      const at = last
+        ? { line: built.range.end.line, character: endLine.length }
+        : { line: built.range.end.line + 1, character: 0 };
+      const call = `${statement[1]}${name}.gradient_checkpointing_enable()`;
       fixes.push({
-        title: `Enable activation checkpointing: ${built.variable}.gradient_checkpointing_enable() (${shown})`,
-        edits: [
-          {
-            range: { start: at, end: at },
-            newText: `${statement[1]}${built.variable}.gradient_checkpointing_enable()\n`,
-          },
-        ],
+        title: `Enable activation checkpointing: ${name}.gradient_checkpointing_enable() (${shown})`,
+        edits: [{ range: { start: at, end: at }, newText: last ? `${eol}${call}` : `${call}${eol}` }],
         preferred: true,
       });
     }
