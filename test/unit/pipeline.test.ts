@@ -211,10 +211,10 @@ describe('weight gradients a zero-bubble schedule leaves waiting', () => {
     const x = { microBatch: 1, seqLen: 8, bytes: 2, attention: 'fused' as const };
     // TP 2 with sequence parallelism: q 64, k 32, v 32, gate 128, up 128 halved; o 64 and down 64 whole (their
     // Partial outputs' gradients come back Replicate); the two norms' 128 halved by sequence: 384 wide x 16 B.
-    assert.equal(weightGradInputs(shape, { ...x, tp: 2, sequenceParallel: true }), 2 * 8 * 384);
+    assert.equal(weightGradInputs(shape, { ...x, tp: 2, sequenceParallel: true }, false), 2 * 8 * 384);
     // Without sequence parallelism the norms are whole: 64 more.
-    assert.equal(weightGradInputs(shape, { ...x, tp: 2, sequenceParallel: false }), 2 * 8 * 448);
-    assert.equal(weightGradInputs(shape, x), 2 * 8 * 640);
+    assert.equal(weightGradInputs(shape, { ...x, tp: 2, sequenceParallel: false }, false), 2 * 8 * 448);
+    assert.equal(weightGradInputs(shape, x, false), 2 * 8 * 640);
   });
 
   it("counts each waiting micro-batch's matmul and norm output gradients beside the saved block inputs", () => {
