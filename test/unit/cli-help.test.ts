@@ -3,10 +3,9 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli, ROOT } from './helpers';
+import { cli, ROOT, tempDir } from './helpers';
 import { closest, didYouMean } from '../../src/core/vocabulary/suggest';
 import { article, count } from '../../src/core/vocabulary/words';
 import { mentionsFsdp } from '../../src/core/analysis/relevance';
@@ -16,7 +15,7 @@ const CLI = path.join(ROOT, 'dist', 'cli.js');
 const built = fs.existsSync(CLI);
 
 function tmpTree(files: Record<string, string>): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-cli-'));
+  const dir = tempDir('fsdp-lens-cli-');
   for (const [name, text] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
     fs.writeFileSync(path.join(dir, name), text);

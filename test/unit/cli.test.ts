@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { FIXTURES, ROOT, cli } from './helpers';
+import { cli, FIXTURES, ROOT, tempDir } from './helpers';
 
 describe('fsdp-lens scan', () => {
   it('prints the documented JSON shape', async () => {
@@ -50,7 +49,7 @@ describe('fsdp-lens scan', () => {
   });
 
   it('exits 2 with a clear message on missing, binary and non-UTF-8 files', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-cli-'));
+    const dir = tempDir('fsdp-lens-cli-');
     const bin = path.join(dir, 'weights.py');
     fs.writeFileSync(bin, Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 0, 1, 2]));
     const latin1 = path.join(dir, 'latin1.py');
@@ -141,7 +140,7 @@ describe('fsdp-lens estimate', () => {
   });
 
   it('finds callers in the working folder when no pyproject.toml, setup.py or .git marks the project', async () => {
-    const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-cwd-')));
+    const dir = fs.realpathSync(tempDir('fsdp-lens-cwd-'));
     fs.mkdirSync(path.join(dir, 'sub'));
     fs.writeFileSync(
       path.join(dir, 'train.py'),
@@ -183,7 +182,7 @@ describe('fsdp-lens estimate', () => {
   });
 
   it('reads a config.json given by path, and the Hugging Face cache for from_pretrained ids', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hf-'));
+    const dir = tempDir('fsdp-lens-hf-');
     const cfg = {
       model_type: 'llama',
       hidden_size: 64,
@@ -242,7 +241,7 @@ describe('fsdp-lens estimate', () => {
       assert.equal(r.code, 2, args.join(' '));
       assert.match(r.err, msg);
     }
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-bad-'));
+    const dir = tempDir('fsdp-lens-bad-');
     const bad = path.join(dir, 'config.json');
     for (const [content, msg] of [
       ['{not json', /not valid JSON/],
@@ -368,7 +367,7 @@ describe('fsdp-lens scan and lint refuse what is not Python source', () => {
   });
 
   it('reads a script without .py when its first line is a Python shebang, and .pyi stubs', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-shebang-'));
+    const dir = tempDir('fsdp-lens-shebang-');
     const body =
       'from torch.distributed.fsdp import fully_shard\nfor layer in model.layers:\n    fully_shard(layer)\n';
     const script = path.join(dir, 'train');
@@ -394,7 +393,7 @@ describe('fsdp-lens scan and lint refuse what is not Python source', () => {
   });
 
   it('exits 2 with a clear message on binary and non-UTF-8 files given to lint', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lint-bytes-'));
+    const dir = tempDir('fsdp-lens-lint-bytes-');
     const elf = Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 0, 1, 2]);
     fs.writeFileSync(path.join(dir, 'weights.py'), elf);
     fs.writeFileSync(path.join(dir, 'weights.bin'), elf);
@@ -416,7 +415,7 @@ describe('fsdp-lens scan and lint refuse what is not Python source', () => {
   });
 
   it('walks directories for .py files and FSDP configurations, and says when a directory has none', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lint-dir-'));
+    const dir = tempDir('fsdp-lens-lint-dir-');
     fs.mkdirSync(path.join(dir, 'pkg'));
     fs.writeFileSync(path.join(dir, 'README.md'), '# fully_shard(model.layers)\n\0');
     fs.writeFileSync(path.join(dir, 'package.json'), '{"name": "x"}\n');
@@ -432,7 +431,7 @@ describe('fsdp-lens scan and lint refuse what is not Python source', () => {
     );
     assert.doesNotMatch(r.err, /README|package\.json|blob\.bin/);
 
-    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lint-empty-'));
+    const empty = tempDir('fsdp-lens-lint-empty-');
     fs.writeFileSync(path.join(empty, 'notes.txt'), 'nothing here\n');
     const e = await cli('lint', empty);
     assert.equal(e.code, 0);

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { emptyFacts } from '../../src/core/analysis/facts';
@@ -20,7 +19,7 @@ import { resolveSetup } from '../../src/core/inputs/layers';
 import { fromPyproject } from '../../src/core/project/settings';
 import { Project } from '../../src/core/project/project';
 import { diskFS } from '../../src/host/disk';
-import { cli, defaultInput, FIXTURES, grammar, scanSource } from './helpers';
+import { cli, defaultInput, FIXTURES, grammar, scanSource, tempDir } from './helpers';
 import { analyzeConfigText } from '../../src/core/entry/analyze';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { undecidedWhy } from '../../src/core/vocabulary/words';
@@ -635,7 +634,7 @@ describe('reshard_after_forward as an int that the shard group cannot use', () =
       ['{"kind":"slice","ranks":3}'],
     );
     // The command line prints it among the notes.
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-raf-'));
+    const dir = tempDir('fsdp-lens-raf-');
     const file = path.join(dir, 'train.py');
     fs.writeFileSync(file, source('3'));
     const text = await cli('estimate', file);
@@ -1105,7 +1104,7 @@ describe('the PyTorch version decides the root of an FSDP2 plan', () => {
 
 /** The estimate of `text` as the `train.py` of a fresh project folder that holds `files` beside it. */
 async function estimateInProject(files: Record<string, string>, text: string) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-project-'));
+  const dir = tempDir('fsdp-lens-project-');
   try {
     for (const [name, body] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), body);
     const file = path.join(dir, 'train.py');

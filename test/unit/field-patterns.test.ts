@@ -1,10 +1,9 @@
 // Patterns of public training code: which launch file launches a script, and values read where the code reads them.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { cli, projectDir, scanSource } from './helpers';
+import { cli, projectDir, scanSource, tempDir } from './helpers';
 import { sitePackages } from '../../src/core/project/environments';
 import { composeHydra } from '../../src/core/analysis/hydra';
 import { withArguments } from '../../src/core/vocabulary/commandLine';
@@ -1875,7 +1874,7 @@ describe('a helper of an installed package', () => {
 
   it('finds the site-packages of a project venv, of $VIRTUAL_ENV and of a Windows layout', () => {
     const { dir, site } = withInstalledHelper('fsdp-lens-installed-');
-    const active = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-active-'));
+    const active = tempDir('fsdp-lens-active-');
     fs.mkdirSync(path.join(active, 'Lib', 'site-packages'), { recursive: true });
     // A folder named like a venv without pyvenv.cfg is not one.
     fs.mkdirSync(path.join(dir, 'env', 'lib', 'python3.10', 'site-packages'), { recursive: true });
@@ -2223,7 +2222,7 @@ describe('a config file the script loads', () => {
 
 describe('the PyTorch release a project allows', () => {
   it('a lower bound is not the release the job runs; an optional extra pins nothing', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-floor-'));
+    const dir = tempDir('fsdp-lens-floor-');
     fs.writeFileSync(
       path.join(dir, 'pyproject.toml'),
       [
@@ -2476,7 +2475,7 @@ describe('a model passed through a call that returns it', () => {
 
 describe("another framework's fsdp_config", () => {
   it("a Composer-style fsdp_config is read as llm-foundry's, not Accelerate's", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-composer-'));
+    const dir = tempDir('fsdp-lens-composer-');
     const file = path.join(dir, 'pretrain.yaml');
     fs.writeFileSync(
       file,
@@ -2659,7 +2658,7 @@ describe('the input a script makes up for the model', () => {
 
 describe('scan of a script whose framework configures FSDP', () => {
   it('names the framework calls instead of saying there is no FSDP', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-scanfw-'));
+    const dir = tempDir('fsdp-lens-scanfw-');
     const file = path.join(dir, 'pretrain.py');
     fs.writeFileSync(
       file,
@@ -2681,7 +2680,7 @@ describe('scan of a script whose framework configures FSDP', () => {
 
 describe('arguments written over several lines', () => {
   it('read as one line in the scan', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-multiline-'));
+    const dir = tempDir('fsdp-lens-multiline-');
     const file = path.join(dir, 'train.py');
     fs.writeFileSync(
       file,

@@ -2,7 +2,6 @@
 // their weights are all-gathered in float8, and torchtitan's config keys that turn it on.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { estimate } from '../../src/core/estimator/estimate';
@@ -13,7 +12,7 @@ import { float8Tree } from '../../src/core/model/float8';
 import { modelFromHfConfig } from '../../src/core/model/hf';
 import { walk } from '../../src/core/model/tree';
 import { defaultUnits } from '../../src/core/plan/policies';
-import { cli, SMALL_LLAMA } from './helpers';
+import { cli, SMALL_LLAMA, tempDir } from './helpers';
 
 // Hidden 64, 4 heads of 16 (2 KV heads), MLP 128, vocabulary 96, two blocks, untied head.
 const LLAMA = SMALL_LLAMA;
@@ -91,7 +90,7 @@ describe('Float8 training', () => {
   });
 
   it("reads torchtitan's converters, float8 all-gather and filter_fqns from a TOML config", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-float8-'));
+    const dir = tempDir('fsdp-lens-float8-');
     try {
       const toml = path.join(dir, 'job.toml');
       fs.writeFileSync(

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import type { Estimate } from '../../src/core/estimator/types';
@@ -16,7 +15,7 @@ import { Project } from '../../src/core/project/project';
 import { isProjectInput } from '../../src/core/vocabulary/files';
 import { readLaunchFile } from '../../src/core/project/settings';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
-import { cli, FIXTURES, grammar, projectDir, scanSource, writeFiles } from './helpers';
+import { cli, FIXTURES, grammar, projectDir, scanSource, tempDir, writeFiles } from './helpers';
 import { diskFS, nodeHost } from '../../src/host/disk';
 
 const FW = path.join(FIXTURES, 'frameworks');
@@ -133,7 +132,7 @@ describe('Accelerate', () => {
   });
 
   it('reports the trap of a config that names no model, found by lint in a folder', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-lint-configs-'));
+    const dir = tempDir('fsdp-lens-lint-configs-');
     fs.mkdirSync(path.join(dir, 'configs'));
     // No model: the estimate cannot be made, but the setting is ignored whatever model the job trains.
     fs.writeFileSync(
@@ -242,7 +241,7 @@ describe('Accelerate', () => {
   });
 
   it('a pinned Accelerate before 1.14 leaves the embedding, norm and head in the root', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-acc-'));
+    const dir = tempDir('fsdp-lens-acc-');
     fs.writeFileSync(
       path.join(dir, 'requirements.txt'),
       'torch>=2.6\naccelerate==1.13.0\ntransformers==4.57.6\n',
@@ -360,7 +359,7 @@ describe('Transformers and TRL', () => {
     ].join('\n');
 
   async function estimateIn(text: string, requirements?: string) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hf-'));
+    const dir = tempDir('fsdp-lens-hf-');
     if (requirements) fs.writeFileSync(path.join(dir, 'requirements.txt'), requirements);
     fs.writeFileSync(path.join(dir, 'train.py'), text);
     const facts = await scanSource(text, path.join(dir, 'train.py'));
@@ -421,7 +420,7 @@ describe('Transformers and TRL', () => {
   });
 
   it('a standalone Transformers 4 fsdp_config JSON that names the block class: a unit per block', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hfjson-'));
+    const dir = tempDir('fsdp-lens-hfjson-');
     try {
       fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==4.57.6\n');
       fs.writeFileSync(
@@ -475,7 +474,7 @@ describe('Transformers and TRL', () => {
   });
 
   it('a command line with --fsdp_config FILE reads the file, from the script folder or the project root', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hfcfg-'));
+    const dir = tempDir('fsdp-lens-hfcfg-');
     fs.mkdirSync(path.join(dir, 'scripts'));
     fs.mkdirSync(path.join(dir, 'configs'));
     fs.writeFileSync(path.join(dir, 'requirements.txt'), 'transformers==4.46.0\n');
@@ -975,7 +974,7 @@ describe('torchtune', () => {
       ),
       [{ file: 'run.sh', line: 1, script: '8B_lora.yaml', nprocPerNode: 4, nnodes: 2 }],
     );
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-tune-'));
+    const dir = tempDir('fsdp-lens-tune-');
     try {
       fs.mkdirSync(path.join(dir, 'configs'));
       const yaml = read('torchtune/8B_full.yaml');
@@ -1456,7 +1455,7 @@ describe('where a script finds its framework configuration', () => {
   }
 
   it('the config a launch script passes with --config_file', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-launch-'));
+    const dir = tempDir('fsdp-lens-launch-');
     fs.mkdirSync(path.join(dir, 'configs'));
     fs.writeFileSync(path.join(dir, 'configs', 'fsdp16.yaml'), fsdp2(16));
     fs.writeFileSync(
@@ -1470,7 +1469,7 @@ describe('where a script finds its framework configuration', () => {
   });
 
   it("the script's Accelerator(mixed_precision=...) over the config's mixed_precision", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-accmp-'));
+    const dir = tempDir('fsdp-lens-accmp-');
     try {
       fs.writeFileSync(
         path.join(dir, 'accelerate.yaml'),
@@ -1491,7 +1490,7 @@ describe('where a script finds its framework configuration', () => {
   });
 
   it('an edited config or version pin reaches the script once the editor reports the file changed', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-watch-'));
+    const dir = tempDir('fsdp-lens-watch-');
     try {
       const yaml = path.join(dir, 'accelerate.yaml');
       fs.writeFileSync(yaml, fsdp2(8));
@@ -1578,8 +1577,8 @@ describe('where a script finds its framework configuration', () => {
   });
 
   it("Accelerate's default config under $HF_HOME when nothing nearer says", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-default-'));
-    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hfhome-'));
+    const dir = tempDir('fsdp-lens-default-');
+    const home = tempDir('fsdp-lens-hfhome-');
     fs.mkdirSync(path.join(home, 'accelerate'));
     fs.writeFileSync(path.join(home, 'accelerate', 'default_config.yaml'), fsdp2(4));
     const saved = process.env.HF_HOME;

@@ -33,8 +33,21 @@ export async function scanSource(text: string, name = 'snippet.py'): Promise<Fil
 }
 
 /** A temporary project folder (its pyproject.toml marks the root) for a test's files. */
-export function projectDir(prefix: string): string {
+/** Folders the tests of this process made, removed when it exits: a run leaves nothing in the temp folder. */
+const made: string[] = [];
+process.on('exit', () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh folder under the temp folder, removed when the process exits. */
+export function tempDir(prefix: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+export function projectDir(prefix: string): string {
+  const dir = tempDir(prefix);
   fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "t"\n');
   return dir;
 }

@@ -2,8 +2,8 @@
 // command-line tool is run on it, and what a correct run says. Shared by the robustness suite and the bench.
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
+import { tempDir } from './helpers';
 
 /** A file's text, a symbolic link to a path, or a FIFO. */
 export type Entry = string | { link: string } | { fifo: true };
@@ -479,7 +479,7 @@ export const REPRODUCERS: Reproducer[] = [
 
 /** Writes a reproducer's tree under a new temporary folder; returns the folder. */
 export function writeTree(r: Reproducer): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hostile-'));
+  const root = tempDir('fsdp-lens-hostile-');
   const files = r.files();
   if (!('pyproject.toml' in files)) files['pyproject.toml'] = '';
   for (const [rel, entry] of Object.entries(files)) {

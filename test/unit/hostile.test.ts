@@ -2,7 +2,6 @@
 // allocations. Each reproducer is written here; large ones are generated at test time.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -18,7 +17,7 @@ import { nodeHost } from '../../src/host/disk';
 import { commandLineHost } from '../../src/cli/files';
 import { hoverMarkdown } from '../../src/core/report/hover';
 import { REPRODUCERS, runCli, writeTree, type Entry } from './hostile-cases';
-import { grammar, ROOT } from './helpers';
+import { grammar, ROOT, tempDir } from './helpers';
 
 const SEED = 20261201;
 
@@ -97,7 +96,7 @@ describe('every evaluation is bounded', () => {
   /** Analyses `text` as `train.py` of a project on disk, with the editor's options. */
   async function analyze(text: string) {
     const g = await grammar();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hostile-'));
+    const dir = tempDir('fsdp-lens-hostile-');
     try {
       fs.writeFileSync(path.join(dir, 'pyproject.toml'), '');
       const file = path.join(dir, 'train.py');

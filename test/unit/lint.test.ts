@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import Ajv from 'ajv';
@@ -12,7 +11,7 @@ import { toSarif } from '../../src/core/lint/sarif';
 import { DEFAULT_LINT_OPTIONS, type Finding, type LintOptions, type Rule } from '../../src/core/lint/types';
 import { analyzeFacts } from '../../src/core/entry/analyze';
 import { Project } from '../../src/core/project/project';
-import { cli, fixture, FIXTURES, grammar, ROOT, scanSource } from './helpers';
+import { cli, fixture, FIXTURES, grammar, ROOT, scanSource, tempDir } from './helpers';
 import { diskFS } from '../../src/host/disk';
 
 process.env.FSDP_LENS_STRICT_RULES = '1';
@@ -1067,7 +1066,7 @@ describe('rules that need the model', () => {
       findings[0]!.message,
       /holds 106,496 trainable and 60,821,504 frozen parameters \(and 15 more units/,
     );
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-021-'));
+    const dir = tempDir('fsdp-lens-021-');
     const fixed = path.join(dir, 'fixed.py');
     fs.writeFileSync(fixed, applyEdits(fixture('lint/fsdp021_bad.py'), preferredFix(findings[0]!).edits));
     assert.match(
@@ -1111,7 +1110,7 @@ describe('rules that need the model', () => {
     // A container among the classes still reaches the wrap.
     const text = fixture('lint/fsdp012_or_good.py').replace('nn.Dropout', 'nn.ModuleList');
     // On disk as the project reads it: each module's tests are evaluated in the file's own text.
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-or-'));
+    const dir = tempDir('fsdp-lens-or-');
     const named = path.join(dir, 'fsdp012_or_container.py');
     fs.writeFileSync(named, text);
     const project = new Project([dir], await grammar(), diskFS);

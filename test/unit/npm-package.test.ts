@@ -3,10 +3,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { FIXTURES, ROOT } from './helpers';
+import { FIXTURES, ROOT, tempDir } from './helpers';
 
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 const SKIP = fs.existsSync(CLI) ? false : 'dist/cli.js is not built: run "npm run build" first';
@@ -55,7 +54,7 @@ describe('the npm package', { skip: SKIP }, () => {
   let consumer = '';
 
   before(() => {
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-npm-'));
+    tmp = tempDir('fsdp-lens-npm-');
     // The bundle as built: `--ignore-scripts` skips prepack's minified rebuild, which publishing runs.
     const pack = run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', tmp], ROOT);
     assert.equal(pack.code, 0, pack.err);

@@ -4,11 +4,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { FIXTURES, ROOT } from './helpers';
+import { FIXTURES, ROOT, tempDir } from './helpers';
 
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 const SKIP = fs.existsSync(CLI) ? false : 'dist/cli.js is not built: run "npm run build" first';
@@ -79,7 +78,7 @@ function runHook(hook: Hook, files: string[], cwd: string): Run {
 
 /** A folder standing for a user's repository, with these files copied in (name → fixture or text). */
 function repo(files: Record<string, { fixture: string } | { text: string }>): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-hook-'));
+  const dir = tempDir('fsdp-lens-hook-');
   for (const [name, src] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
     const text = 'fixture' in src ? fs.readFileSync(path.join(FIXTURES, src.fixture), 'utf8') : src.text;

@@ -3,7 +3,6 @@
 // number of runs, so a failure reproduces exactly.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -18,7 +17,7 @@ import { SourceFile } from '../../src/core/parsing/source';
 import { analyzeFacts } from '../../src/core/entry/analyze';
 import { Project } from '../../src/core/project/project';
 import { estimateFile } from '../../src/core/resolve/analyze';
-import { FIXTURES, fixture, grammar, ROOT } from './helpers';
+import { fixture, FIXTURES, grammar, ROOT, tempDir } from './helpers';
 import { diskFS } from '../../src/host/disk';
 
 const SEED = 20261129;
@@ -192,7 +191,7 @@ describe('robustness: pathological Python', () => {
   );
 
   it('a class that contains itself, and cyclic imports, give an answer', { timeout: 60_000 }, async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-cycle-'));
+    const dir = tempDir('fsdp-lens-cycle-');
     fs.writeFileSync(
       path.join(dir, 'a.py'),
       'import torch.nn as nn\nfrom b import B\n\nclass A(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.b = B()\n        self.me = A()\n',

@@ -15,7 +15,7 @@ import {
   type PanelData,
 } from '../../src/worker/protocol';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
-import { FIXTURES, ROOT } from './helpers';
+import { FIXTURES, ROOT, tempDir } from './helpers';
 
 const worker = new AnalysisWorker(path.join(ROOT, 'dist'));
 after(() => worker.dispose());
@@ -96,8 +96,8 @@ describe('the analysis worker', () => {
     'reads helpers from the site-packages of the interpreter the editor names, outside the folder',
     { timeout: 60_000 },
     async () => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-interp-'));
-      const env = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-conda-'));
+      const dir = tempDir('fsdp-lens-interp-');
+      const env = tempDir('fsdp-lens-conda-');
       const site = path.join(env, 'lib', 'python3.12', 'site-packages', 'shardkit');
       fs.mkdirSync(site, { recursive: true });
       fs.mkdirSync(path.join(env, 'bin'));
@@ -131,7 +131,7 @@ describe('the analysis worker', () => {
   );
 
   it('a cancelled analysis ends at once and says so', { timeout: 60_000 }, async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-worker-'));
+    const dir = tempDir('fsdp-lens-worker-');
     try {
       fs.writeFileSync(path.join(dir, 'pyproject.toml'), '');
       fs.writeFileSync(
