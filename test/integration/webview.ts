@@ -30,14 +30,22 @@ async function data(text: string, file: string, whatIf: Partial<WhatIfValues> = 
 }
 
 /** The panel's page as the extension writes it, with the script and stylesheet inlined under a nonce. */
-function html(theme: 'dark' | 'light'): string {
+type Theme = 'dark' | 'light' | 'high-contrast';
+
+/** The theme colours the panel reads, as VS Code's Dark Modern, Light Modern and Dark High Contrast give them. */
+const THEME_VARS: Record<Theme, string> = {
+  dark: '--vscode-foreground:#cccccc;--vscode-editor-background:#1f1f1f;--vscode-descriptionForeground:#9d9d9d;--vscode-editorWidget-background:#202020;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#2b2b2b;--vscode-testing-iconPassed:#73c991;--vscode-editorWarning-foreground:#cca700',
+  light:
+    '--vscode-foreground:#3b3b3b;--vscode-editor-background:#ffffff;--vscode-descriptionForeground:#717171;--vscode-editorWidget-background:#f8f8f8;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#f8f8f8;--vscode-testing-iconPassed:#73c991;--vscode-editorWarning-foreground:#bf8803',
+  'high-contrast':
+    '--vscode-foreground:#ffffff;--vscode-editor-background:#000000;--vscode-descriptionForeground:#ffffff;--vscode-editorWidget-background:#0c141f;--vscode-errorForeground:#f48771;--vscode-textBlockQuote-background:#000000;--vscode-testing-iconPassed:#73c991;--vscode-editorWarning-foreground:#ffd370;--vscode-contrastBorder:#6fc3df',
+};
+
+function html(theme: Theme): string {
   const nonce = crypto.randomBytes(16).toString('base64');
   const script = fs.readFileSync(path.join(ROOT, 'dist', 'panel.js'), 'utf8');
   const css = fs.readFileSync(path.join(ROOT, 'media', 'panel.css'), 'utf8');
-  const vars =
-    theme === 'dark'
-      ? '--vscode-foreground:#cccccc;--vscode-editor-background:#1f1f1f;--vscode-descriptionForeground:#9d9d9d;--vscode-editorWidget-background:#202020;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#2b2b2b;--vscode-testing-iconPassed:#73c991;--vscode-editorWarning-foreground:#cca700'
-      : '--vscode-foreground:#3b3b3b;--vscode-editor-background:#ffffff;--vscode-descriptionForeground:#717171;--vscode-editorWidget-background:#f8f8f8;--vscode-errorForeground:#f85149;--vscode-textBlockQuote-background:#f8f8f8;--vscode-testing-iconPassed:#73c991;--vscode-editorWarning-foreground:#bf8803';
+  const vars = THEME_VARS[theme];
   return `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'nonce-${nonce}'; img-src data:; script-src 'nonce-${nonce}'">
 <style nonce="${nonce}">${css} body{${vars}}</style></head>
@@ -87,7 +95,7 @@ interface Canvas {
 
 interface Check {
   name: string;
-  run(page: Page, theme: 'dark' | 'light'): Promise<void>;
+  run(page: Page, theme: Theme): Promise<void>;
 }
 
 const CHECKS: Check[] = [
@@ -326,7 +334,7 @@ async function main(): Promise<number> {
   let passed = 0;
   let failed = 0;
   try {
-    for (const theme of ['dark', 'light'] as const) {
+    for (const theme of ['dark', 'light', 'high-contrast'] as const) {
       const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
       for (const check of CHECKS) {
         const page = await context.newPage();
