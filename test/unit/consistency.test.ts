@@ -230,6 +230,35 @@ describe('every surface reports the same peak, fit, units and mesh', () => {
     assert.match(hover, /\[Choose the script's arguments\]\(command:x\)/);
     assert.doesNotMatch(lens + hover, /matches no module/i);
   });
+
+  it("a script that wraps through a helper: the panel lists the helper's wraps at its call", async () => {
+    const file = path.join(FIXTURES, 'workspace/helper/run.py');
+    const { a, project } = await editor(file);
+    project.dispose();
+    assert.ok(a.estimate?.ok);
+    const d = buildPanelData({
+      facts: a.facts,
+      uri: file,
+      focusUnit: null,
+      units: 'GB',
+      estimate: a.estimate,
+    });
+    // shard_decoder's two wraps (32 decoder layers, then the root), at the line of run.py that calls it.
+    const line =
+      fs
+        .readFileSync(file, 'utf8')
+        .split('\n')
+        .findIndex((t) => t.startsWith('shard_decoder(')) + 1;
+    assert.equal(d.calls.length, 2);
+    assert.deepEqual(
+      d.calls.map((c) => c.line),
+      [line, line],
+    );
+    assert.equal(
+      d.calls.reduce((n, c) => n + c.units.length, 0),
+      33,
+    );
+  });
 });
 
 describe('messages shown where Markdown is not', () => {

@@ -43,9 +43,12 @@ export function buildPanelData(input: PanelInput): PanelData {
     calls: [],
   };
   if (input.notice) data.notice = input.notice;
+  // A script that wraps through a helper of another file: the helper's wraps, placed at its calls of it.
+  const calls = input.facts.calls.length ? input.facts.calls : (r?.helperCalls ?? []);
   const callsOf = (e: Parameters<typeof lensTitle>[1]) =>
-    input.facts.calls.map((c) => ({
-      line: c.line,
+    calls.map((c) => ({
+      // Where it stands in this file: a helper's wrap is placed at this file's call of the helper.
+      line: c.range.start.line + 1,
       api: c.api,
       target: c.target,
       description: describeCall(c),
