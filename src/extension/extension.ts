@@ -137,7 +137,10 @@ function reanalyseOpen(analyses: DocumentAnalyses): void {
 /** The document wraps something, or configures FSDP through a framework. */
 function hasPlan(a: DocumentAnalysis): boolean {
   return (
-    a.facts.calls.length > 0 || a.config?.kind === 'plan' || (!!a.estimate?.ok && !!a.estimate.framework)
+    a.facts.calls.length > 0 ||
+    (a.estimate?.helperCalls?.length ?? 0) > 0 ||
+    a.config?.kind === 'plan' ||
+    (!!a.estimate?.ok && !!a.estimate.framework)
   );
 }
 

@@ -46,7 +46,9 @@ export class FitStatusBar implements vscode.Disposable {
 
   private show(a: DocumentAnalysis): void {
     const r = a.estimate;
-    if (!readSettings(vscode.Uri.parse(a.uri)).statusBarEnabled || !r?.ok || !a.facts.calls.length) {
+    // A script's own wraps, or a helper's it calls (placed at its calls of it).
+    const wraps = a.facts.calls.length + (r?.helperCalls?.length ?? 0);
+    if (!readSettings(vscode.Uri.parse(a.uri)).statusBarEnabled || !r?.ok || !wraps) {
       this.shown = undefined;
       this.item.hide();
       return;

@@ -184,6 +184,16 @@ export const CHECKS: Check[] = [
       const label = (await item.first().getAttribute('aria-label')) ?? '';
       if (!/fits NVIDIA H100 SXM 80GB/.test(label)) throw new Error(`status bar label: ${label}`);
       await item.first().screenshot({ path: path.join(ARTIFACTS, `statusbar-${theme}.png`) });
+      // A script that shards through a helper of another file has the same status item, the helper's plan's.
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('Control+P');
+      await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+      await page.keyboard.type('helper/run.py', { delay: 10 });
+      await page.waitForTimeout(500);
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('.tab.active[data-resource-name="run.py"]', { timeout: 20_000 });
+      const helper = page.locator('.statusbar-item', { hasText: /FSDP [\d.]+ GB\/GPU/ });
+      await helper.first().waitFor({ timeout: 20_000 });
     },
   },
   {
