@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { assumed, cli, projectDir } from './helpers';
+import { assumed, cli, projectDir, writeFiles } from './helpers';
 
 describe('inputs fed to the wrapped model', () => {
   it('are read through the name fully_shard returns', async () => {
@@ -145,6 +145,44 @@ describe('inputs fed to the wrapped model', () => {
       data.notes.some((n: string) =>
         n.startsWith(
           'the code reads args["context_length"] (2048, line 10), but the input the model is fed is not seen',
+        ),
+      ),
+      data.notes.join('\n'),
+    );
+  });
+
+  it("a helper two scripts call with different models: the first caller's job, the other named", async () => {
+    const dir = projectDir('fsdp-lens-two-callers-');
+    writeFiles(dir, {
+      'shard.py': [
+        'from torch.distributed.fsdp import fully_shard',
+        '',
+        'def shard(model):',
+        '    for layer in model.model.layers:',
+        '        fully_shard(layer)',
+        '    fully_shard(model)',
+      ],
+      'a.py': [
+        'from transformers import AutoModelForCausalLM',
+        'from shard import shard',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        'shard(model)',
+      ],
+      'b.py': [
+        'from transformers import AutoModelForCausalLM',
+        'from shard import shard',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-70B")',
+        'shard(model)',
+      ],
+    });
+    const r = await cli('estimate', path.join(dir, 'shard.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out) as { model: { params: number }; notes: string[] };
+    assert.equal(data.model.params, 8_030_261_248);
+    assert.ok(
+      data.notes.some((n) =>
+        /^the figures are for meta-llama\/Llama-3\.1-8B \(passed to shard\(\) at a\.py:4\); other callers pass meta-llama\/Llama-3\.1-70B \(passed to shard\(\) at b\.py:4\)/.test(
+          n,
         ),
       ),
       data.notes.join('\n'),

@@ -41,8 +41,11 @@ export type CodeModelResult =
       ok: false;
       reason: string;
       candidates?: string[];
-      /** The model is loaded by id where it is built (`from_pretrained("ORG/NAME")` in the caller): that id. */
-      pretrained?: { id: string; where: string };
+      /**
+       * The model is loaded by id where it is built (`from_pretrained("ORG/NAME")` in the caller): that id, and the
+       * other ids other callers load, each with where (the figures are the first caller's).
+       */
+      pretrained?: { id: string; where: string; others?: string[] };
     };
 
 /** Finds and builds the model a script wraps: the variable its wrap calls shard, followed to its construction. */
@@ -124,11 +127,22 @@ export function modelFromScript(
           /^[\w.-]+\/[\w.-]+$/.test(x.v.args[0].v),
       );
       const id = byId?.v.k === 'call' && byId.v.args[0]?.k === 'str' ? byId.v.args[0].v : undefined;
+      // Other callers that load another model: named, since the figures are this caller's.
+      const others = values
+        .filter(
+          (x) =>
+            x !== byId &&
+            x.v.k === 'call' &&
+            /\.from_pretrained$/.test(x.v.callee) &&
+            x.v.args[0]?.k === 'str' &&
+            x.v.args[0].v !== id,
+        )
+        .map((x) => `${x.v.k === 'call' && x.v.args[0]?.k === 'str' ? x.v.args[0].v : '?'} (${x.where})`);
       if (byId && id && values.every((x) => x === byId || x.v.k !== 'mod'))
         return {
           ok: false,
           reason: `the model behind \`${variable}\` is loaded from the Hub as "${id}" (${byId.where})`,
-          pretrained: { id, where: byId.where },
+          pretrained: { id, where: byId.where, ...(others.length ? { others: [...new Set(others)] } : {}) },
         };
       return {
         ok: false,

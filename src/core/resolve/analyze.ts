@@ -739,7 +739,12 @@ function resolveModel(
             return {
               loaded,
               source: { kind: 'detected', detail: `${r.pretrained.id}, ${r.pretrained.where}` },
-              notes: [],
+              // Callers that pass other models: this file's figures are the first caller's job, not theirs.
+              notes: r.pretrained.others?.length
+                ? [
+                    `the figures are for ${r.pretrained.id} (${r.pretrained.where}); other callers pass ${r.pretrained.others.join(', ')}: their own files estimate their jobs`,
+                  ]
+                : [],
             };
         }
         if (c.classRef) return { reason: r.reason };
