@@ -1,6 +1,6 @@
 /** The hover provider over wrap calls and configurations, with the command links the extension writes itself. */
 import * as vscode from 'vscode';
-import { frameworkHoverMarkdown, hoverMarkdown, type HoverLinks } from '../core/report/hover';
+import { frameworkHoverMarkdown, hoverMarkdown, mdProse, type HoverLinks } from '../core/report/hover';
 import { describeCall } from '../core/analysis/describe';
 import { otherPlanOf, planName } from '../core/vocabulary/planChoices';
 import type { DocumentAnalyses } from './analyses';
@@ -105,20 +105,4 @@ export class FindingHoverProvider implements vscode.HoverProvider {
     md.supportHtml = false;
     return new vscode.Hover(md, toRange(here[0]!.range));
   }
-}
-
-/** A finding's text as Markdown: its code spans kept, every other Markdown character taken literally. */
-function mdProse(text: string): string {
-  return text
-    .split(/(`[^`]*`)/)
-    .map((part, i) =>
-      i % 2
-        ? part
-        : part
-            .replace(/([\\*_[\]<>#|~])/g, '\\$1')
-            // Bare addresses would become links: their `://` and `www.` are taken literally.
-            .replace(/:\/\//g, '\\:\\/\\/')
-            .replace(/\bwww\./gi, (w) => `${w.slice(0, 3)}\\.`),
-    )
-    .join('');
 }

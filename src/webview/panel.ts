@@ -73,6 +73,11 @@ const VERDICT_CELL: Record<Verdict, string> = { fits: 'ok', short: 'bad', undeci
 const YES: Record<Verdict, string> = { fits: 'yes', short: 'no', undecided: 'undecided' };
 const MARK: Record<Verdict, string> = { fits: '✓', short: '✗', undecided: '?' };
 
+/** Where an input came from: its kind, and the line or file when known. */
+function sourceWords(a: Estimate['assumptions'][number]): string {
+  return `${a.source.kind}${a.source.detail ? `: ${a.source.detail}` : ''}`;
+}
+
 /** The inputs whose sources the summary shows under the verdict. */
 const SUMMARY_INPUTS = ['worldSize', 'gpu', 'microBatch', 'seqLen', 'checkpointing'];
 
@@ -98,9 +103,7 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
   const inputs = e.assumptions.filter((a) => SUMMARY_INPUTS.includes(a.key));
   if (inputs.length) {
     const line = el('p', undefined, 'muted sources');
-    line.textContent = inputs
-      .map((a) => `${a.label} ${a.value} (${a.source.kind}${a.source.detail ? `: ${a.source.detail}` : ''})`)
-      .join(' · ');
+    line.textContent = inputs.map((a) => `${a.label} ${a.value} (${sourceWords(a)})`).join(' · ');
     s.append(line);
   }
   if (e.gaps.length || e.uncounted.length) {
@@ -612,14 +615,10 @@ function renderGranularity(data: PanelData): HTMLElement | undefined {
 
 function renderAssumptions(e: Estimate): HTMLElement {
   const s = section('Assumptions', 'assumptions');
-  const src = (a: Estimate['assumptions'][number]) => {
-    const d = a.source.detail ? `: ${a.source.detail}` : '';
-    return `${a.source.kind}${d}`;
-  };
   s.append(
     table(
       ['Input', 'Value', 'From'],
-      e.assumptions.map((a) => [a.label, a.value, { text: src(a), cls: 'muted' }]),
+      e.assumptions.map((a) => [a.label, a.value, { text: sourceWords(a), cls: 'muted' }]),
     ),
   );
   const actions = el('div', undefined, 'try');

@@ -95,6 +95,27 @@ function segmentsOf(root: ModuleNode, shape: ArchShape): Segment[] {
 }
 
 /**
+ * The zero-bubble state before a backward that holds the most: the other micro-batches' saved activations, the
+ * weight-gradient inputs of those waiting (and of the running one in an input-gradient step, which keeps its
+ * activations to its end: `retain_graph=True`), and the logits' gradient of waiting last-stage chunks.
+ */
+function mostWaiting(
+  points: readonly PendingWeightPoint[],
+  saved: number,
+  grads: { perMicroBatch: number; head: number },
+): { bytes: number; pt: PendingWeightPoint | undefined } {
+  let best: { bytes: number; pt: PendingWeightPoint | undefined } = { bytes: 0, pt: undefined };
+  for (const pt of points) {
+    const bytes =
+      Math.max(0, pt.inFlight - 1) * saved +
+      (pt.pending + (pt.inputStep ? 1 : 0)) * grads.perMicroBatch +
+      pt.pendingLast * grads.head;
+    if (bytes > best.bytes) best = { bytes, pt };
+  }
+  return best;
+}
+
+/**
  * Simulates the live set over one micro-batch: forward through the segments, the loss, backward in reverse, the
  * optimizer step. Units are gathered over the segments their modules span, prefetched one ahead, freed after
  * forward unless kept (root, reshard_after_forward=False, SHARD_GRAD_OP) or kept as a 1/k slice.
@@ -300,26 +321,18 @@ export function simulate(
   const savedPerMicroBatch = acts.reduce((sum, a) => sum + a.saved, 0);
   // Under a zero-bubble schedule, micro-batches whose weight gradient waits also keep the output gradients of
   // their matmuls and norms (`weightGradInputs`), and on the last stage their logits' gradient: the state before a
-  // backward that makes the most of both (`StageRun.pendingWeight`).
-  const pendingPerMicroBatch = segs.reduce(
-    (sum, s) => sum + (s.kind === 'block' ? weightGradInputs(shape, x, s.moe) : 0),
-    0,
-  );
-  const headGrad = shape.activationsNotModelled
-    ? 0
-    : (computeBytes * x.microBatch * x.seqLen * shape.vocab) / (x.lossParallel && tp > 1 ? tp : 1);
-  const waiting = (stage?.pendingWeight ?? []).reduce(
-    (best, pt) => {
-      // An input-gradient step keeps the running micro-batch's activations to its end (`retain_graph=True`), where
-      // it also holds its own weight-gradient inputs: counted beside its saved activations.
-      const bytes =
-        Math.max(0, pt.inFlight - 1) * savedPerMicroBatch +
-        (pt.pending + (pt.inputStep ? 1 : 0)) * pendingPerMicroBatch +
-        pt.pendingLast * headGrad;
-      return bytes > best.bytes ? { bytes, pt } : best;
-    },
-    { bytes: 0, pt: undefined as PendingWeightPoint | undefined },
-  );
+  // backward that makes the most of both (`StageRun.pendingWeight`). Only a zero-bubble rank pays for this.
+  const waiting = stage?.pendingWeight?.length
+    ? mostWaiting(stage.pendingWeight, savedPerMicroBatch, {
+        perMicroBatch: segs.reduce(
+          (sum, s) => sum + (s.kind === 'block' ? weightGradInputs(shape, x, s.moe) : 0),
+          0,
+        ),
+        head: shape.activationsNotModelled
+          ? 0
+          : (computeBytes * x.microBatch * x.seqLen * shape.vocab) / (x.lossParallel && tp > 1 ? tp : 1),
+      })
+    : { bytes: 0, pt: undefined };
   const pendingBytes = stage
     ? Math.max(0, waiting.bytes - Math.max(0, stage.inFlight - 1) * savedPerMicroBatch)
     : 0;

@@ -42,6 +42,22 @@ export function mdEscape(s: string): string {
     .replace(/[\\`*_{}[\]()#+\-.!|<>~&:]/g, (c) => `\\${c}`);
 }
 
+/** A finding's text as Markdown: its code spans kept, every other Markdown character taken literally. */
+export function mdProse(text: string): string {
+  return text
+    .split(/(`[^`]*`)/)
+    .map((part, i) =>
+      i % 2
+        ? part
+        : part
+            .replace(/([\\*_[\]<>#|~])/g, '\\$1')
+            // Bare addresses would become links: their `://` and `www.` are taken literally.
+            .replace(/:\/\//g, '\\:\\/\\/')
+            .replace(/\bwww\./gi, (w) => `${w.slice(0, 3)}\\.`),
+    )
+    .join('');
+}
+
 /** Text shown as inline code: backslash escapes do not apply inside code spans, so backticks are replaced. */
 export function mdCode(s: string): string {
   return `\`${clip(s, MAX_QUOTE).replace(CONTROL, ' ').replace(/`/g, "'")}\``;
