@@ -1914,37 +1914,3 @@ describe('an Accelerate config paired with the argument file its launch passes',
     assert.ok(j.plan.notes.some((n) => /launched by run\.sh:1, whose flags to the script are read/.test(n)));
   });
 });
-
-describe('verl runs', () => {
-  it('are named with what they set, and not estimated: the hybrid engine and its loss are not modelled', async () => {
-    const sh = [
-      'set -x',
-      'python3 -m verl.trainer.main_ppo \\',
-      '    algorithm.adv_estimator=grpo \\',
-      '    data.max_prompt_length=256 \\',
-      '    data.max_response_length=768 \\',
-      '    actor_rollout_ref.model.path=Qwen/Qwen3-8B \\',
-      '    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \\',
-      '    actor_rollout_ref.model.enable_gradient_checkpointing=True \\',
-      '    actor_rollout_ref.actor.fsdp_config.optimizer_offload=True \\',
-      '    actor_rollout_ref.rollout.name=vllm \\',
-      '    actor_rollout_ref.rollout.gpu_memory_utilization=0.5 \\',
-      '    trainer.n_gpus_per_node=4 \\',
-      '    trainer.nnodes=2 $@',
-    ].join('\n');
-    const a = await configAnalysis('verl/run.sh', sh);
-    assert.equal(a.estimate, undefined);
-    assert.equal(a.reading?.kind, 'problem');
-    const text = JSON.stringify(a.reading);
-    assert.match(text, /a verl PPO run \(verl\.trainer\.main_ppo at run\.sh:2, actor Qwen\/Qwen3-8B\)/);
-    assert.match(text, /vllm \(gpu_memory_utilization 0\.5 of each GPU while it generates\)/);
-    assert.match(text, /optimizer_offload moves its state to the CPU/);
-    assert.match(
-      text,
-      /8 GPUs \(4 per node\), 8 sequences per GPU per actor micro-batch, each of up to 1024 tokens/,
-    );
-    // A comment naming the trainer is not a run.
-    const none = await configAnalysis('verl/notes.sh', '# python3 -m verl.trainer.main_ppo x=1\n');
-    assert.notEqual(none.reading?.kind, 'problem');
-  });
-});

@@ -223,7 +223,9 @@ export function analyzeConfigText(
       reading = cmd
         ? { kind: 'plan', plan: cmd.plan }
         : verl
-          ? { kind: 'problem', problem: verl }
+          ? 'api' in verl
+            ? { kind: 'plan', plan: verl }
+            : { kind: 'problem', problem: verl }
           : { kind: 'none' };
       if (cmd?.model)
         scriptModel = {

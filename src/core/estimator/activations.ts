@@ -529,6 +529,7 @@ export function lossTransient(
 ): { forward: number; backward: number; output: number; kept: number } {
   if (shape.activationsNotModelled) return { forward: 0, backward: 0, output: 0, kept: 0 };
   if (impl === 'head-chunked') return headChunkedLoss(shape, x, headTrainable, fused, headGradBytes);
+  if (impl === 'inplace') return inplaceLoss(shape, x);
   if (fused) return compiledLoss(shape, x);
   // Loss parallel (torchtitan's default with TP) keeps the head's logits sharded by vocabulary: 1/T of them. A head
   // whose output is `Replicate()` all-gathers them whole (`ColwiseParallel._prepare_output_fn` redistributes the
@@ -630,6 +631,24 @@ function compiledLoss(
   const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
   const kept = x.bytes * n + 8 * tokens + softcap;
   return { forward: kept, backward: 2 * x.bytes * n + 8 * tokens + softcap, output: x.bytes * n, kept };
+}
+
+/**
+ * flash-attn's Triton cross-entropy (`CrossEntropyLossFunction` in flash_attn/ops/triton/cross_entropy.py) as
+ * verl's `logprobs_from_logits` runs it, with `inplace_backward=True`: forward reads the logits as the model made
+ * them and writes three fp32 values per token (the losses, the log-sum-exp, the z-losses), saving the logits and
+ * the log-sum-exp; backward writes the gradient over the saved logits (`dlogits = logits`). So the logits (e·n)
+ * and a few fp32 values per token, in forward and backward alike.
+ */
+function inplaceLoss(
+  shape: ArchShape,
+  x: ActivationInputs,
+): { forward: number; backward: number; output: number; kept: number } {
+  const tokens = x.microBatch * x.seqLen;
+  const n = tokens * shape.vocab;
+  const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
+  const kept = x.bytes * n + 8 * tokens + softcap;
+  return { forward: kept + 4 * tokens, backward: kept, output: x.bytes * n, kept };
 }
 
 /**

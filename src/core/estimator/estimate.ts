@@ -17,6 +17,7 @@ import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collective
 import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { recomputeOf } from './activations';
 import { fitAll, fitOn, reservedBytes } from './fit';
+import { colocatedFit, colocatedFitAll, colocatedPhases } from './colocated';
 import { COMPILED_LOSS, COMPILED_MODEL_AND_LOSS, setupBounds, uncountedOf } from './bounds';
 import { hostPerNode } from './host';
 import { fsdpMesh, lossParallelOf, type Mesh } from './mesh';
@@ -846,6 +847,15 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
     result.unmodelled.length || result.undecided.length || (lower && upper) ? 'any' : upper ? 'upper' : lower;
   result.perGpu.reservedBytes = reservedBytes(result.perGpu.peakBytes, timeline?.pools);
   const floor = certainPeakBytes(result);
+  if (input.colocated) {
+    // The step shares its GPUs with other phases: the fit is the worst phase's.
+    const col = colocatedPhases(result, input.colocated, input.model.shape);
+    result.colocated = col;
+    result.uncounted.push(...input.colocated.uncounted, ...col.notEstimated);
+    result.fit = colocatedFitAll(result, col, partial, floor);
+    result.targetFit = colocatedFit(result, col, gpu, partial, floor);
+    return result;
+  }
   result.fit = fitAll(result.perGpu.peakBytes, partial, floor);
   result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial, floor);
   return result;

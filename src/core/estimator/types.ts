@@ -7,6 +7,7 @@ import type { TrainingSetup } from '../inputs/table';
 import type { ArchShape } from '../model/hf';
 import type { ModuleNode } from '../model/tree';
 import type { Mesh } from './mesh';
+import type { Colocation, ColocatedPhases } from './colocated';
 import type { FsdpApi, Phase, ShardingStrategyName, ReshardAfterForward, Verdict } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
 import type { Assumption, Source } from '../vocabulary/source';
@@ -158,6 +159,8 @@ export interface EstimateInput {
   };
   /** How checkpoints are saved, when the configuration says: a full state dict gathered on rank 0, or shards. */
   stateDict?: { kind: 'full' | 'sharded'; detail: string };
+  /** What shares the GPUs with the FSDP step between its phases (an RL trainer's rollout engine and models). */
+  colocated?: Colocation;
 }
 
 /** How one unit is held between its forward and its backward. */
@@ -274,6 +277,8 @@ export interface Estimate {
   timeline: Timeline | null;
   /** Under pipeline parallelism: the stages, what each rank holds and keeps in flight, and each rank's peak. */
   pipeline?: PipelineSummary;
+  /** A job whose GPUs the step shares with other phases: each phase's bytes; the fit is the worst phase's. */
+  colocated?: ColocatedPhases;
   /** Whether the peak fits each GPU of the catalog, with the allocator overhead and CUDA context added. */
   fit: FitResult[];
   /** The fit on the target GPU (the verdict every surface shows). */

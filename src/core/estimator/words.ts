@@ -20,6 +20,7 @@ const LOSS_WORDS: Record<TrainingSetup['loss'], string> = {
   fused: "Liger's chunk of logits, the input's (and a trainable head's) gradient it makes in forward",
   cut: "cut cross-entropy's fp32 log-sum-exp per token, and the input's (and a trainable head's) gradient",
   plain: 'b·s·V logits and log-softmax in the compute dtype, and their gradients',
+  inplace: 'b·s·V logits and an fp32 log-sum-exp per token, their gradient written over them',
 };
 
 /** The peak's composition, by category, with what each means. */

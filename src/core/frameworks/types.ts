@@ -9,6 +9,21 @@ import type { FineTune } from '../model/finetune';
 import type { LoadedModel } from '../model/load';
 import type { ModelChoice } from '../inputs/model';
 import type { SetupValues } from '../inputs/table';
+import type { Colocation } from '../estimator/colocated';
+
+/**
+ * A colocated job as its configuration says it: the phases' settings, and a critic model whose state is counted
+ * once the actor's model is known (a critic of the same model: its backbone and a one-output value head).
+ */
+export interface ColocationSpec extends Omit<Colocation, 'resident'> {
+  critic?: {
+    model: string;
+    where: string;
+    sameAsActor: boolean;
+    offloadParams: boolean;
+    offloadOptimizer: boolean;
+  };
+}
 
 export type FrameworkName =
   | 'Accelerate'
@@ -40,6 +55,10 @@ export type WrapSpec =
       hfExtras?: boolean;
       /** Each leaf module with a trainable weight a unit of its own too (PEFT's policy under Trainer). */
       trainableLeaves?: boolean;
+      /** The input embedding a unit of its own unless tied to the head (verl's `apply_fsdp2`). */
+      embedUnit?: boolean;
+      /** FSDP2 reshard_after_forward of the root, when the framework passes it (verl passes its setting). */
+      rootReshard?: boolean;
     }
   | {
       kind: 'blocks';
@@ -71,6 +90,8 @@ export interface FrameworkPlan {
   details: Partial<Record<keyof SetupValues, string>>;
   /** The model the configuration names (`model_name_or_path`, a Hugging Face id). */
   model?: ModelChoice;
+  /** Why the model the configuration names is not read (a path from the environment), when it is not. */
+  modelUnknown?: string;
   /** The model the configuration defines itself (a torchtune component, a torchtitan flavor). */
   builtModel?: { loaded: LoadedModel; source: Source };
   /** Module naming of the framework's own model classes (torchtune, torchtitan), mapped from Hugging Face's. */
@@ -97,6 +118,8 @@ export interface FrameworkPlan {
   overcounted?: string[];
   /** Mistakes the configuration makes (lint findings of the config file). */
   traps: FrameworkTrap[];
+  /** What shares the GPUs with the step between its phases (an RL trainer's rollout engine, reference and critic). */
+  colocated?: ColocationSpec;
   /** Trained through Transformers' Trainer (axolotl), which puts a LoRA model under PEFT's wrap policy. */
   throughTrainer?: boolean;
   /**

@@ -1,66 +1,345 @@
 /**
- * verl's PPO/GRPO runs (`python -m verl.trainer.main_ppo key=value ...`, Hydra overrides of its
- * ppo_trainer.yaml): named with what they set. Its hybrid engine keeps the actor, the reference model and the
- * rollout engine (vLLM or SGLang) on the same GPUs, phase by phase, and its actor's loss is a log-probability over
- * the response tokens of unpadded sequences: neither is modelled, so the run is named with what it sets, not
- * estimated.
+ * verl's PPO/GRPO runs (`python -m verl.trainer.main_ppo key=value ...`, Hydra overrides of its ppo_trainer.yaml)
+ * as the actor's FSDP plan and the phases its hybrid engine runs on the same GPUs: the rollout engine, the
+ * log-probability passes, the reference model and a critic.
  */
-import { commandLines, tokens } from '../parsing/commandLine';
-import type { FrameworkProblem } from './types';
+import { commandLines, shellAssignment, tokens } from '../parsing/commandLine';
+import type { SetupValues } from '../inputs/table';
+import type { FineTune } from '../model/finetune';
+import type { ColocationSpec, FrameworkPlan, FrameworkProblem } from './types';
+
+/** verl's trainer modules that run main_ppo's config (the DAPO recipe's entry reads the same keys). */
+const PPO_ENTRIES = /\b(?:verl\.trainer\.main_ppo|recipe\.\w+\.main_\w+)\b/;
 
 /** The overrides of the first verl trainer command of a launch file, with its line; undefined without one. */
-function verlCommand(text: string): { line: number; entry: string; kv: Map<string, string> } | undefined {
+function verlCommand(
+  text: string,
+): { line: number; entry: string; kv: Map<string, string>; configName?: string } | undefined {
+  // Variables the script sets before its command (`MODEL_PATH=Qwen/Qwen3-8B`, `NGPU=${NGPU:-8}`).
+  const vars = new Map<string, string>();
   for (const c of commandLines(text)) {
     if (/^\s*#/.test(c.cmd)) continue;
-    const m = /\bverl\.trainer\.(main_ppo|main_generation|fsdp_sft_trainer)\b/.exec(c.cmd);
+    const assign = shellAssignment(c.cmd);
+    if (assign) {
+      vars.set(assign.name, assign.value);
+      continue;
+    }
+    const m =
+      /\bverl\.trainer\.(main_ppo|main_generation|fsdp_sft_trainer)\b/.exec(c.cmd) ?? PPO_ENTRIES.exec(c.cmd);
     if (!m) continue;
     const kv = new Map<string, string>();
-    for (const t of tokens(c.cmd)) {
+    let configName: string | undefined;
+    for (const raw of tokens(c.cmd)) {
+      // `${VAR}` and `$VAR` as the script sets them; a value still holding one is the environment's.
+      const t = raw.replace(
+        /\$\{(\w+)\}|\$(\w+)\b/g,
+        (all, a?: string, b?: string) => vars.get((a ?? b)!) ?? all,
+      );
       const eq = /^\+{0,2}([\w.]+)=(.*)$/.exec(t);
       if (eq) kv.set(eq[1]!, eq[2]!.replace(/^(["'])(.*)\1$/, '$2'));
+      const cfg = /^--config-name[= ]?(.*)$/.exec(t);
+      if (cfg) configName = cfg[1] || undefined;
     }
-    return { line: c.line, entry: m[1]!, kv };
+    return { line: c.line, entry: m[1] ?? 'main_ppo', kv, ...(configName ? { configName } : {}) };
   }
   return undefined;
 }
 
+const truthy = (v: string | undefined) => (v === undefined ? undefined : /^true$/i.test(v));
+const count = (v: string | undefined) => (v && /^\d+$/.test(v) && Number(v) > 0 ? Number(v) : undefined);
+const known = (v: string | undefined) => (v && !/\$/.test(v) && v !== 'null' ? v : undefined);
+
 /**
- * A launch file that runs verl's PPO trainer: what it is, what it sets, and the estimate it can be given; undefined
- * for any other file.
+ * A launch file that runs verl's PPO trainer: the actor's FSDP plan with the settings it writes and verl's
+ * defaults for the rest (verl/trainer/config/_generated_ppo_trainer.yaml), and what shares its GPUs; a problem
+ * for a run the estimator cannot express; undefined for any other file. Defaults and their sources:
+ * - `actor.strategy: fsdp` (FSDP1): `FSDP(actor_module, auto_wrap_policy=get_fsdp_wrap_policy(...))` in
+ *   `ActorRolloutRefWorker._build_model_optimizer` (verl/workers/fsdp_workers.py), a transformer policy over the
+ *   model's `_no_split_modules` and the root, FULL_SHARD unless `reshard_after_forward=False` (SHARD_GRAD_OP);
+ *   `fsdp2`: `apply_fsdp2` (verl/utils/fsdp_utils.py), `fully_shard` on each block, on the input embedding unless
+ *   tied, and on the root, each with the configured `reshard_after_forward` (True);
+ * - the actor loaded in fp32 (`model_dtype`), gathered in bf16 (`fsdp_config.dtype`), gradients reduced in fp32;
+ * - `enable_gradient_checkpointing: true`: `gradient_checkpointing_enable(use_reentrant=False)`, every block;
+ * - the actor's loss: `logprobs_from_logits` (verl/utils/torch_functional.py) on the logits of every token of the
+ *   packed micro-batch, flash-attn's Triton cross-entropy with `inplace_backward=True` unless entropy is computed;
+ * - the reference model (only with `use_kl_loss` or `use_kl_in_reward`) wrapped with `CPUOffload(offload_params
+ *   =True)` whatever `ref.fsdp_config.param_offload` says ("We force reference policy to use CPUOffload");
+ * - a critic with `algorithm.adv_estimator: gae` (the default), `AutoModelForTokenClassification` with one label,
+ *   fp32, its optimizer state kept unless `critic.model.fsdp_config.*_offload`;
+ * - vLLM with `gpu_memory_utilization: 0.5`, slept (weights and KV cache freed) after each rollout with
+ *   `free_cache_engine: true`; its CUDA graphs stay (rollout.yaml: "cudagraph ... can not be offloaded").
  */
-export function verlRun(file: string, text: string): FrameworkProblem | undefined {
+export function verlRun(file: string, text: string): FrameworkPlan | FrameworkProblem | undefined {
   const run = verlCommand(text);
   if (!run || run.entry !== 'main_ppo') return undefined;
   const v = (k: string) => run.kv.get(k);
   const name = file.split(/[\\/]/).pop() ?? file;
-  const model = v('actor_rollout_ref.model.path');
-  const perNode = Number(v('trainer.n_gpus_per_node'));
-  const nodes = Number(v('trainer.nnodes') ?? '1');
-  const micro = v('actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu');
-  const prompt = Number(v('data.max_prompt_length'));
-  const response = Number(v('data.max_response_length'));
-  const read: string[] = [];
-  if (Number.isInteger(perNode) && perNode > 0 && Number.isInteger(nodes) && nodes > 0)
-    read.push(`${perNode * nodes} GPUs (${perNode} per node)`);
-  if (micro && /^\d+$/.test(micro)) read.push(`${micro} sequences per GPU per actor micro-batch`);
-  // A sequence is the prompt and the response together (the actor's update sees both).
-  if (Number.isInteger(prompt) && Number.isInteger(response) && prompt > 0 && response > 0)
-    read.push(`each of up to ${prompt + response} tokens (${prompt} prompt + ${response} response)`);
-  if (v('actor_rollout_ref.model.enable_gradient_checkpointing') === 'True')
-    read.push('gradient checkpointing');
-  const rollout = v('actor_rollout_ref.rollout.name') ?? 'the rollout engine';
-  const util = v('actor_rollout_ref.rollout.gpu_memory_utilization');
-  const offload = ['param_offload', 'optimizer_offload'].filter(
-    (k) => v(`actor_rollout_ref.actor.fsdp_config.${k}`) === 'True',
+  const at = (k: string) => `${k} at ${name}:${run.line + 1}`;
+  const range = { start: { line: run.line, character: 0 }, end: { line: run.line, character: 0 } };
+  const A = 'actor_rollout_ref.actor';
+  const strategy = v(`${A}.strategy`) ?? 'fsdp';
+  if (strategy !== 'fsdp' && strategy !== 'fsdp2')
+    return {
+      framework: 'verl',
+      file,
+      range,
+      message: `a verl PPO run whose actor uses ${strategy} (${at(`${A}.strategy`)}), not FSDP: not estimated`,
+    };
+  const notes: string[] = [
+    `verl's PPO trainer (${run.entry} at ${name}:${run.line + 1}): the actor's FSDP step, with the phases its hybrid engine runs on the same GPUs`,
+  ];
+  if (run.configName)
+    notes.push(
+      `--config-name ${run.configName}: that file is not read; what it sets is taken at verl's defaults`,
+    );
+  const values: SetupValues = {};
+  const details: FrameworkPlan['details'] = {};
+  const set = <K extends keyof SetupValues>(k: K, val: SetupValues[K], where: string) => {
+    values[k] = val;
+    details[k] = where;
+  };
+  const dflt = (what: string) => `verl's default ${what}`;
+  const perNode = count(v('trainer.n_gpus_per_node'));
+  const nodes = count(v('trainer.nnodes'));
+  set(
+    'gpusPerNode',
+    perNode ?? 8,
+    perNode ? at('trainer.n_gpus_per_node') : dflt('trainer.n_gpus_per_node: 8'),
   );
+  set(
+    'worldSize',
+    (perNode ?? 8) * (nodes ?? 1),
+    perNode || nodes ? at('trainer.n_gpus_per_node x trainer.nnodes') : dflt('8 GPUs on 1 node'),
+  );
+  const world = values.worldSize!;
+  // One micro-batch of the actor's update: sequences per GPU of prompt + response tokens, or with dynamic
+  // batching up to `ppo_max_token_len_per_gpu` tokens packed (`prepare_dynamic_batch`).
+  const prompt = count(v('data.max_prompt_length')) ?? 512;
+  const response = count(v('data.max_response_length')) ?? 512;
+  const seqWhere =
+    v('data.max_prompt_length') || v('data.max_response_length')
+      ? at('data.max_prompt_length + data.max_response_length')
+      : dflt('512 + 512 tokens');
+  const dynamic = truthy(v(`${A}.use_dynamic_bsz`)) === true;
+  const tokensOf = (micro: number | undefined, maxTokens: string | undefined) =>
+    dynamic
+      ? (count(maxTokens) ?? count(v(`${A}.ppo_max_token_len_per_gpu`)) ?? 16384)
+      : micro && micro * (prompt + response);
+  let micro = count(v(`${A}.ppo_micro_batch_size_per_gpu`));
+  let microWhere = micro ? at(`${A}.ppo_micro_batch_size_per_gpu`) : '';
+  const globalMicro = count(v(`${A}.ppo_micro_batch_size`));
+  if (!micro && globalMicro && globalMicro % world === 0) {
+    // `ppo_micro_batch_size //= world size` (fsdp_workers.py), the older form.
+    micro = globalMicro / world;
+    microWhere = `${at(`${A}.ppo_micro_batch_size`)} / ${world} GPUs`;
+  }
+  if (dynamic) {
+    const maxTokens = count(v(`${A}.ppo_max_token_len_per_gpu`));
+    set('microBatch', 1, at(`${A}.use_dynamic_bsz`));
+    set(
+      'seqLen',
+      maxTokens ?? 16384,
+      maxTokens ? at(`${A}.ppo_max_token_len_per_gpu`) : dflt('ppo_max_token_len_per_gpu: 16384'),
+    );
+    notes.push(
+      `dynamic batching: each micro-batch packs sequences up to ${(values.seqLen ?? 0).toLocaleString('en-US')} tokens per GPU, counted as one sequence of that length`,
+    );
+  } else {
+    if (micro) set('microBatch', micro, microWhere);
+    else
+      notes.push(
+        `${A}.ppo_micro_batch_size_per_gpu is not set: verl requires it unless use_dynamic_bsz is on; 1 sequence is assumed`,
+      );
+    set('seqLen', prompt + response, seqWhere);
+    notes.push(
+      'sequences are packed without padding (use_remove_padding): each is counted at its longest, prompt and response in full',
+    );
+  }
+  const gc = truthy(v('actor_rollout_ref.model.enable_gradient_checkpointing'));
+  set(
+    'checkpointing',
+    gc === false ? 'none' : 'full',
+    gc === undefined
+      ? dflt('enable_gradient_checkpointing: true')
+      : at('actor_rollout_ref.model.enable_gradient_checkpointing'),
+  );
+  if (gc !== false)
+    set('reentrantCheckpoint', false, "verl's gradient_checkpointing_enable(use_reentrant=False)");
+  const fsdp = `${A}.fsdp_config`;
+  const modelDtype = known(v(`${fsdp}.model_dtype`)) ?? 'fp32';
+  const dtypeOf = (s: string) =>
+    /^(bf16|bfloat16)$/.test(s) ? 'bfloat16' : /^(fp16|float16)$/.test(s) ? 'float16' : 'float32';
+  set(
+    'masterDtype',
+    dtypeOf(modelDtype),
+    v(`${fsdp}.model_dtype`) ? at(`${fsdp}.model_dtype`) : dflt('model_dtype: fp32'),
+  );
+  const param = known(v(`${fsdp}.mixed_precision.param_dtype`)) ?? known(v(`${fsdp}.dtype`)) ?? 'bf16';
+  set('paramDtype', dtypeOf(param), v(`${fsdp}.dtype`) ? at(`${fsdp}.dtype`) : dflt('dtype: bfloat16'));
+  const reduce = known(v(`${fsdp}.mixed_precision.reduce_dtype`)) ?? 'fp32';
+  set(
+    'reduceDtype',
+    dtypeOf(reduce),
+    v(`${fsdp}.mixed_precision.reduce_dtype`)
+      ? at(`${fsdp}.mixed_precision.reduce_dtype`)
+      : dflt('reduce dtype fp32'),
+  );
+  set('optimizer', 'adamw', dflt('optimizer: torch.optim.AdamW'));
+  set('attention', 'fused', dflt('attn_implementation: flash_attention_2'));
+  // Every micro-batch backward runs under FSDP with gradient sync (verl's update loop has no no_sync).
+  set('syncEveryMicroBatch', true, "verl's update loop (no no_sync)");
+  const entropy =
+    truthy(v(`${A}.calculate_entropy`)) === true ||
+    (v(`${A}.entropy_coeff`) !== undefined && Number(v(`${A}.entropy_coeff`)) !== 0);
+  set('loss', 'inplace', "verl's logprobs_from_logits (flash-attn's cross-entropy, verl's gpu extra)");
+  const colocUncounted: string[] = [];
+  const overcounted: string[] = [];
+  const unmodelled: string[] = [];
+  if (entropy)
+    colocUncounted.push(
+      `the entropy of the logits in the update (${at(`${A}.entropy_coeff`)}): its tensors, and the logits' gradient it keeps apart (inplace_backward off)`,
+    );
+  if (truthy(v('actor_rollout_ref.model.use_fused_kernels')) === true)
+    overcounted.push(
+      `verl's fused kernels (${at('actor_rollout_ref.model.use_fused_kernels')}): the head and log-probabilities by chunks, counted as whole logits`,
+    );
+  if (truthy(v('actor_rollout_ref.model.enable_activation_offload')) === true)
+    set('activationOffload', true, at('actor_rollout_ref.model.enable_activation_offload'));
+  const sp = count(v(`${A}.ulysses_sequence_parallel_size`));
+  if (sp && sp > 1)
+    unmodelled.push(`Ulysses sequence parallelism (${sp}, ${at(`${A}.ulysses_sequence_parallel_size`)})`);
+  const fsdpSize = Number(v(`${fsdp}.fsdp_size`) ?? '-1');
+  if (fsdpSize > 0 && fsdpSize < world) {
+    set('replicas', world / fsdpSize, at(`${fsdp}.fsdp_size`));
+  }
+  const reshard = truthy(v(`${fsdp}.reshard_after_forward`)) ?? true;
+  const paramOffload = truthy(v(`${fsdp}.param_offload`)) === true;
+  const optimizerOffload = truthy(v(`${fsdp}.optimizer_offload`)) === true;
+  const offloadPolicy = strategy === 'fsdp2' && truthy(v(`${fsdp}.offload_policy`)) === true;
+
+  let fineTune: FineTune | undefined;
+  const rank = count(v('actor_rollout_ref.model.lora_rank'));
+  if (rank) {
+    const targets = known(v('actor_rollout_ref.model.target_modules')) ?? 'all-linear';
+    fineTune = {
+      lora: {
+        rank,
+        targets: targets
+          .replace(/^\[|\]$/g, '')
+          .split(',')
+          .map((t) => t.trim()),
+      },
+    };
+    notes.push(
+      `LoRA rank ${rank} on ${targets} (${at('actor_rollout_ref.model.lora_rank')}); the reference model is the actor with its adapters off`,
+    );
+  }
+
+  // What shares the GPUs: the rollout engine, the log-probability passes, the reference model and a critic.
+  const R = 'actor_rollout_ref.rollout';
+  const engine = known(v(`${R}.name`)) ?? 'vllm';
+  const utilText = v(`${R}.gpu_memory_utilization`);
+  const util =
+    utilText !== undefined && Number(utilText) > 0 && Number(utilText) <= 1 ? Number(utilText) : 0.5;
+  const freeCache = truthy(v(`${R}.free_cache_engine`)) ?? true;
+  const eager = truthy(v(`${R}.enforce_eager`)) === true;
+  const adv = known(v('algorithm.adv_estimator')) ?? 'gae';
+  const useRef =
+    !rank && (truthy(v(`${A}.use_kl_loss`)) === true || truthy(v('algorithm.use_kl_in_reward')) === true);
+  const lpMicro = count(v(`${R}.log_prob_micro_batch_size_per_gpu`));
+  const refMicro = count(v('actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu'));
+  const lpTokens = tokensOf(lpMicro, v(`${R}.log_prob_max_token_len_per_gpu`));
+  const refTokens = tokensOf(refMicro, v('actor_rollout_ref.ref.log_prob_max_token_len_per_gpu'));
+  const inference: ColocationSpec['inference'] = [];
+  if (lpTokens)
+    inference.push({
+      name: 'old log-probabilities',
+      tokens: lpTokens,
+      where: dynamic
+        ? at(`${R}.log_prob_max_token_len_per_gpu`)
+        : at(`${R}.log_prob_micro_batch_size_per_gpu`),
+    });
+  if (useRef && refTokens)
+    inference.push({
+      name: "the reference model's log-probabilities",
+      tokens: refTokens,
+      where: dynamic
+        ? at('actor_rollout_ref.ref.log_prob_max_token_len_per_gpu')
+        : at('actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu'),
+      fromHost: true,
+    });
+  if (!eager)
+    colocUncounted.push(
+      `${engine}'s CUDA graphs, which stay on the GPU while it sleeps (their size is the engine's; ${R}.enforce_eager=True has none)`,
+    );
+  const notEstimated: string[] = [];
+  let critic: ColocationSpec['critic'];
+  if (adv === 'gae') {
+    const path = known(v('critic.model.path'));
+    const actorPath = known(v('actor_rollout_ref.model.path'));
+    critic = {
+      model: path ?? '~/models/deepseek-llm-7b-chat',
+      where: path ? at('critic.model.path') : dflt('critic.model.path'),
+      sameAsActor: !!path && path === actorPath,
+      offloadParams: truthy(v('critic.model.fsdp_config.param_offload')) === true,
+      offloadOptimizer: truthy(v('critic.model.fsdp_config.optimizer_offload')) === true,
+    };
+    notEstimated.push(
+      `the critic's own phases (computing values, its update): algorithm.adv_estimator ${adv}${v('algorithm.adv_estimator') ? ` (${at('algorithm.adv_estimator')})` : ' (the default)'}`,
+    );
+  }
+  const colocated: ColocationSpec = {
+    by: "verl's hybrid engine",
+    rollout: {
+      engine,
+      fraction: util,
+      where:
+        utilText !== undefined ? at(`${R}.gpu_memory_utilization`) : dflt(`${R}.gpu_memory_utilization: 0.5`),
+    },
+    keepsEngine: !freeCache,
+    offloadBetween: { params: paramOffload, optimizer: optimizerOffload },
+    inference,
+    entropyCompiled: truthy(v('actor_rollout_ref.model.use_torch_compile')) !== false,
+    notEstimated,
+    uncounted: colocUncounted,
+    ...(critic ? { critic } : {}),
+  };
+  const model = known(v('actor_rollout_ref.model.path'));
+  const modelId = model && /^[\w.-]+\/[\w.-]+$/.test(model) ? model : undefined;
+  const modelUnknown =
+    !modelId && v('actor_rollout_ref.model.path')
+      ? `the actor's model is ${v('actor_rollout_ref.model.path')} (${at('actor_rollout_ref.model.path')}), ${model ? 'a local path' : 'set by the environment'}`
+      : undefined;
   return {
     framework: 'verl',
     file,
-    range: { start: { line: run.line, character: 0 }, end: { line: run.line, character: 0 } },
-    message:
-      `a verl PPO run (verl.trainer.main_ppo at ${name}:${run.line + 1}${model ? `, actor ${model}` : ''}): its hybrid engine keeps the actor, the reference model and ${rollout}${util ? ` (gpu_memory_utilization ${util} of each GPU while it generates)` : ''} on the same GPUs, phase by phase, which fsdp-lens does not model` +
-      `${offload.length ? `; the actor's ${offload.join(' and ')} ${offload.length > 1 ? 'move' : 'moves'} its state to the CPU between phases` : ''}` +
-      `${read.length ? `. It sets ${read.join(', ')}` : ''}` +
-      "; its actor's loss, log-probabilities of the response tokens of unpadded sequences, is not a Trainer's cross-entropy either, so no estimate is made",
+    range,
+    api: strategy === 'fsdp2' ? 'fsdp2' : 'fsdp1',
+    strategy: strategy === 'fsdp' && !reshard ? 'SHARD_GRAD_OP' : 'FULL_SHARD',
+    wrap: {
+      kind: 'policy',
+      classes: null,
+      ...(rank ? { trainableLeaves: true } : {}),
+      ...(strategy === 'fsdp2' ? { embedUnit: true, rootReshard: reshard } : {}),
+    },
+    reshardAfterForward: strategy === 'fsdp2' ? reshard : null,
+    offload: offloadPolicy,
+    values,
+    details,
+    ...(modelId
+      ? {
+          model: {
+            id: modelId,
+            source: { kind: 'config' as const, detail: at('actor_rollout_ref.model.path') },
+          },
+        }
+      : {}),
+    ...(modelUnknown ? { modelUnknown } : {}),
+    ...(fineTune ? { fineTune, fineTuneWhere: at('actor_rollout_ref.model.lora_rank') } : {}),
+    notes,
+    ...(unmodelled.length ? { unmodelled } : {}),
+    ...(overcounted.length ? { overcounted } : {}),
+    colocated,
+    traps: [],
   };
 }

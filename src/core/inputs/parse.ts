@@ -26,7 +26,9 @@ export type OptimizerFamily = 'adamw' | 'adam' | 'sgd' | 'sgd-momentum' | 'adam8
  *   token in forward, the head's and its input's gradients made block by block in backward;
  * - `plain`: `cross_entropy` on the logits as they are, in the compute dtype, with no upcast and no autocast;
  * - `head-chunked`: torchtitan's `ChunkedLossWrapper`, the head and the loss applied to one chunk of the final
- *   hidden states at a time, each chunk's backward run at once into an fp32 accumulator.
+ *   hidden states at a time, each chunk's backward run at once into an fp32 accumulator;
+ * - `inplace`: flash-attn's Triton cross-entropy with `inplace_backward=True` (verl's `logprobs_from_logits`): the
+ *   logits kept as they are with an fp32 log-sum-exp per token, their gradient written over them.
  */
 export type LossImpl =
   | 'upcast'
@@ -37,7 +39,8 @@ export type LossImpl =
   | 'head-chunked'
   | 'fused'
   | 'cut'
-  | 'plain';
+  | 'plain'
+  | 'inplace';
 export const LOSS_IMPLS: readonly LossImpl[] = [
   'upcast',
   'upcast-shifted',
@@ -48,6 +51,7 @@ export const LOSS_IMPLS: readonly LossImpl[] = [
   'fused',
   'cut',
   'plain',
+  'inplace',
 ];
 
 /** The chunks torchtitan's `ChunkedLossWrapper` splits the final hidden states into (`num_chunks=8`). */

@@ -101,6 +101,7 @@ const LOSS_LABELS: Record<LossImpl, string> = {
   fused: 'Liger fused',
   cut: 'cut cross-entropy',
   plain: 'plain, no upcast',
+  inplace: 'flash-attn in place',
 };
 
 const LOSS_CHOICES: Record<LossImpl, string> = {
@@ -114,6 +115,8 @@ const LOSS_CHOICES: Record<LossImpl, string> = {
   fused: "Liger's fused linear cross-entropy (the logits a chunk at a time, gradients made in forward)",
   cut: "Apple's cut cross-entropy (the logits never formed, gradients made in backward)",
   plain: 'cross-entropy in the compute dtype, no upcast',
+  inplace:
+    "flash-attn's Triton cross-entropy, the gradient written over the logits (verl's log-probabilities)",
 };
 
 /** Each torch.compile choice in a few words (the assumption list, the panel's choices). */
@@ -400,7 +403,7 @@ export const INPUTS = {
   loss: input<LossImpl>({
     label: 'loss',
     summary:
-      "What the loss keeps of the logits: upcast, upcast-shifted, fp32-logits (Transformers' releases), chunked, linear-chunked (torchtune), head-chunked (torchtitan's ChunkedLossWrapper), fused (Liger), cut (Apple's cut cross-entropy) or plain",
+      "What the loss keeps of the logits: upcast, upcast-shifted, fp32-logits (Transformers' releases), chunked, linear-chunked (torchtune), head-chunked (torchtitan's ChunkedLossWrapper), fused (Liger), cut (Apple's cut cross-entropy), plain or inplace (flash-attn's, verl)",
     default: 'upcast',
     parse: (v, name) => parse.choice(name, String(v), parse.LOSS_IMPLS),
     show: (v) => LOSS_CHOICES[v],

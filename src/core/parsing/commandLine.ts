@@ -73,3 +73,20 @@ export function programArgs(cmd: string, program: string): string[] | null {
   }
   return out;
 }
+
+/**
+ * A shell assignment line (`NGPU=8`, `export MODEL="Qwen/Qwen3-8B"`, `NGPU=${NGPU:-"8"}`): the name, the value it
+ * takes when the environment does not set it, and whether that value is a `:-` default the environment may change.
+ * Undefined for any other line, and for values the shell computes (`$(...)`, other variables).
+ */
+export function shellAssignment(
+  line: string,
+): { name: string; value: string; isDefault: boolean } | undefined {
+  const m =
+    /^\s*(?:export\s+)?([A-Za-z_]\w*)=(?:\$\{\1:-(?:"([^"$`]*)"|'([^']*)'|([^\s}"'$`]*))\}|"([^"$`]*)"|'([^']*)'|([^\s"'$`;|&]*))\s*(?:#.*)?$/.exec(
+      line,
+    );
+  if (!m) return undefined;
+  const dflt = m[2] ?? m[3] ?? m[4];
+  return { name: m[1]!, value: dflt ?? m[5] ?? m[6] ?? m[7] ?? '', isDefault: dflt !== undefined };
+}

@@ -81,6 +81,16 @@ export function planForFramework(fp: FrameworkPlan, root: ModuleNode, shape: Arc
     if (fp.api === 'fsdp2')
       units = units.map((u) => (u.isRoot ? u : { ...u, reshardAfterForward: fp.reshardAfterForward }));
     if (!w.classes || w.classes.length || w.minParams !== undefined) notes.push(...r.notes);
+    if (w.embedUnit) {
+      // verl's `apply_fsdp2`: `fully_shard` on each block and on each nn.Embedding unless the embeddings are tied.
+      const extras = accelerateExtras(root, shape);
+      if (extras.embed) {
+        const rootUnit = units.pop()!;
+        units.push(unit([extras.embed], fp.reshardAfterForward), rootUnit);
+      }
+    }
+    if (w.rootReshard !== undefined)
+      units = units.map((u) => (u.isRoot ? { ...u, reshardAfterForward: w.rootReshard! } : u));
     if (w.hfExtras) {
       const extras = accelerateExtras(root, shape);
       const rootUnit = units.pop()!;

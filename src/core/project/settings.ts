@@ -3,7 +3,7 @@
  * pyproject.toml, then what launch files say (torchrun, SLURM batch scripts, VS Code launch configurations).
  */
 import { parse as parseJsonc } from 'jsonc-parser';
-import { flags, programArgs, pythonScriptOf } from '../parsing/commandLine';
+import { flags, programArgs, pythonScriptOf, shellAssignment } from '../parsing/commandLine';
 import { walkFiles } from './walk';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
@@ -135,14 +135,9 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
   const argDefaults: string[] = [];
   lines.forEach((raw, i) => {
     const line = raw.replace(/\r$/, '');
-    const assign =
-      /^\s*(?:export\s+)?([A-Za-z_]\w*)=(?:\$\{\1:-(?:"([^"$`]*)"|'([^']*)'|([^\s}"'$`]*))\}|"([^"$`]*)"|'([^']*)'|([^\s"'$`;|&]*))\s*(?:#.*)?$/.exec(
-        line,
-      );
+    const assign = shellAssignment(line);
     if (assign && !joined) {
-      const dflt = assign[2] ?? assign[3] ?? assign[4];
-      const value = dflt ?? assign[5] ?? assign[6] ?? assign[7] ?? '';
-      vars.set(assign[1]!, { value, text: dflt !== undefined ? line.trim() : null });
+      vars.set(assign.name, { value: assign.value, text: assign.isDefault ? line.trim() : null });
       return;
     }
     const sb = /^#SBATCH\s+(.*)$/.exec(line.trim());

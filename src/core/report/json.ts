@@ -92,6 +92,9 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     // Under pipeline parallelism: each rank's stages, micro-batches in flight and peak; the figures above are the
     // worst rank's.
     pipeline: e.pipeline ?? null,
+    // A job whose GPUs the step shares with other phases (an RL trainer's rollout): each phase's bytes in the
+    // training process and the rollout engine's fraction of the GPU; the fit above is the worst phase's.
+    colocated: e.colocated ?? null,
     timeline: (e.timeline?.events ?? []).map((ev) => ({
       phase: ev.phase,
       unit: ev.unit,

@@ -38,11 +38,14 @@ export function planTotals(e: Estimate, units: ByteUnit = 'GB'): string {
   const mp = `${shortDtype(e.comms.gatherDtype)}/${shortDtype(e.comms.reduceDtype)}`;
   const fit = e.targetFit;
   const on = `${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}`;
+  // A job whose GPUs the step shares with other phases: the phase that decides, when it is not the step.
+  const phase =
+    e.colocated && e.colocated.worst !== 'actor update' ? `, in its ${e.colocated.worst} phase` : '';
   const verdict =
     fit.verdict === 'fits'
-      ? `fits ${on} (${b(fit.headroomBytes)} spare)`
+      ? `fits ${on} (${b(fit.headroomBytes)} spare${phase})`
       : fit.verdict === 'short'
-        ? `does not fit ${on} (${b(-fit.headroomBytes)} short)`
+        ? `does not fit ${on} (${b(-fit.headroomBytes)} short${phase})`
         : `fit on ${on} undecided (${e.unmodelled.length ? `${listed(e.unmodelled)} not modelled` : `${count(e.gaps.length + e.uncounted.length, 'part')} not counted`})`;
   const least = atLeast(e.gaps.length > 0);
   const peakLeast = atLeast(e.gaps.length > 0 || e.uncounted.length > 0);

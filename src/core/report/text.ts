@@ -16,6 +16,8 @@ import { type Estimate, type UnitEstimate, type Verdict } from '../estimator/typ
 import { modelParallelLinks, trafficBytes } from '../estimator/collectives';
 import type { Source } from '../vocabulary/source';
 import { FIT_RESERVE, requiredBytes } from '../estimator/fit';
+import { phaseNeed } from '../estimator/colocated';
+import { gpuBytes } from '../hardware/catalog';
 import type { Advice } from '../whatif/advice';
 import { planLabel } from '../vocabulary/fsdp';
 
@@ -136,14 +138,27 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   const at = e.perGpu.peakAt;
   L.push(`Peak      ${peakLeast}${b(e.perGpu.peakBytes)} per GPU${at ? `, ${peakWhereInFull(at)}` : ''}`);
   L.push(...terms(e.perGpu.peak.terms));
-  const need = requiredBytes(e.perGpu.peakBytes);
+  const worst = e.colocated?.phases.find((p) => p.name === e.colocated!.worst);
+  const need = worst ? phaseNeed(worst, e.gpu) : requiredBytes(e.perGpu.peakBytes);
   const mine = e.targetFit;
-  const needs = `needs ${peakLeast}${b(need)} (the peak x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, a default allowance for the caching allocator, and ${b(FIT_RESERVE.contextBytes)} of CUDA context)`;
+  const needs = `needs ${peakLeast}${b(need)} (${worst ? `its ${worst.name} phase: ` : ''}the ${worst ? "process's bytes" : 'peak'} x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, a default allowance for the caching allocator, and ${b(FIT_RESERVE.contextBytes)} of CUDA context${worst?.engineFraction ? ', with the engine’s share' : ''})`;
   const pools = e.timeline?.pools;
   if (pools && pools.gather + pools.reduce > 0)
     L.push(
       `Reserved  ${peakLeast}${b(e.perGpu.reservedBytes)} per GPU where memory allows: the compute stream's ${b(pools.compute)} x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, and what the allocator keeps for FSDP's all-gather stream (${b(pools.gather)}) and reduce-scatter stream (${b(pools.reduce)}), freed again before it runs out`,
     );
+  if (e.colocated) {
+    L.push('');
+    L.push(
+      `Phases    ${e.colocated.by} runs these in turn on the same GPUs; the one that needs most decides the fit`,
+    );
+    for (const p of e.colocated.phases) {
+      L.push(
+        `  ${p.name}: ${b(p.bytes)} in the training process${p.engineFraction ? ` and ${b(p.engineFraction * gpuBytes(e.gpu))} for the rollout engine` : ''}${p === worst ? ' (needs most)' : ''}${p.where ? `; micro-batch from ${p.where}` : ''}`,
+      );
+      L.push(...terms(p.terms).map((t) => `  ${t}`));
+    }
+  }
   L.push(
     mine.verdict === 'fits'
       ? `Fit       fits ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(mine.headroomBytes)} to spare`

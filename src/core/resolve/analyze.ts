@@ -4,12 +4,15 @@
  */
 import { oneLine } from '../vocabulary/words';
 import { count, listed } from '../vocabulary/words';
-import { fmtCount } from '../vocabulary/bytes';
+import { fmtCount, fmtParams } from '../vocabulary/bytes';
 import * as path from 'node:path';
 import { takesPathWords } from '../vocabulary/commandLine';
 import { exclusive, type FileFacts, type TrainingFact, type WrapCall } from '../analysis/facts';
 import type { MixedPrecisionValue, MeshValue } from '../analysis/options';
-import type { Estimate, EstimateInput } from '../estimator/types';
+import type { Estimate, EstimateInput, Term } from '../estimator/types';
+import type { Colocation } from '../estimator/colocated';
+import type { ArchShape } from '../model/hf';
+import type { TrainingSetup } from '../inputs/table';
 import { lastSegment } from '../analysis/options';
 import { WhatIfModel, type MinGpus } from '../whatif/model';
 import type { Source } from '../vocabulary/source';
@@ -31,7 +34,7 @@ import { pinnedVersions } from '../project/versions';
 import { trainingArgumentValues } from '../frameworks/transformers';
 import { nearbyFrameworkConfig } from './configFile';
 import { planForFramework } from '../plan/fromFramework';
-import type { FrameworkPlan } from '../frameworks/types';
+import type { ColocationSpec, FrameworkPlan } from '../frameworks/types';
 import { isRecord } from '../frameworks/configDoc';
 import { modelFromClass, modelFromScript, inferShapeFromTree as staticShape } from '../modules/resolveModel';
 import type { Project } from '../project/project';
@@ -279,7 +282,8 @@ function estimateFacts(
   if ('reason' in model)
     return {
       ok: false,
-      reason: model.reason,
+      // A configuration that names its model where the analysis cannot read it says where.
+      reason: model.unknown && fw?.modelUnknown ? fw.modelUnknown : model.reason,
       ...(model.hint ? { hint: model.hint } : {}),
       ...(model.unknown ? { unknownModel: true as const } : {}),
     };
@@ -519,7 +523,9 @@ function estimateFacts(
     ]),
   ];
   const overcounted = fw?.overcounted ?? [];
+  const colocated = fw?.colocated ? colocationOf(fw.colocated, root, model.loaded.shape, setup) : undefined;
   const input: EstimateInput = {
+    ...(colocated ? { colocated } : {}),
     ...(unmodelled.length ? { unmodelled } : {}),
     ...(fineTuneUndecided.length ? { undecided: fineTuneUndecided } : {}),
     ...(overcounted.length ? { overcounted } : {}),
@@ -1472,4 +1478,36 @@ export function describeFineTune(ft: FineTune): string {
   if (ft.baseDtype) parts.push('NF4 base weights (QLoRA)');
   if (ft.frozen?.length) parts.push(`frozen: ${ft.frozen.join(', ')}`);
   return parts.join('; ');
+}
+
+/**
+ * A colocated job's phases with the other models' state counted on the actor's model: a critic of the same model
+ * is its backbone with a one-output value head (`AutoModelForTokenClassification`, `num_labels = 1`), its
+ * parameters in fp32 with AdamW's two fp32 moments, sharded over the world size unless offloaded, its gradients
+ * freed by the `zero_grad()` that ends verl's `update_critic`. Another model's state is not known here: said so.
+ */
+function colocationOf(
+  spec: ColocationSpec,
+  root: ModuleNode,
+  shape: ArchShape | undefined,
+  setup: TrainingSetup,
+): Colocation {
+  const { critic, ...rest } = spec;
+  const resident: Term[] = [];
+  const uncounted = [...rest.uncounted];
+  if (critic && critic.sameAsActor && shape) {
+    const head = shape.tiedEmbeddings ? 0 : shape.vocab * shape.hidden;
+    const params = countParams(root) - head + shape.hidden + 1;
+    const W = setup.worldSize;
+    const onGpu = (critic.offloadParams ? 0 : 4) + (critic.offloadOptimizer ? 0 : 8);
+    resident.push({
+      name: "critic's state",
+      bytes: Math.ceil((params * onGpu) / W),
+      formula: `${fmtParams(params)} parameters x ${onGpu} B / ${W} (fp32 parameters${critic.offloadParams ? ' on the host' : ''} and AdamW's moments${critic.offloadOptimizer ? ' on the host' : ''}; ${critic.where})`,
+    });
+  } else if (critic)
+    uncounted.push(
+      `the critic's state (${critic.model}, ${critic.where}): ${critic.sameAsActor ? 'the model is not known' : 'a model other than the actor’s, not read'}`,
+    );
+  return { ...rest, resident, uncounted };
 }

@@ -1,0 +1,183 @@
+// verl's PPO/GRPO launch files: the actor's FSDP plan and the phases its hybrid engine runs on the same GPUs.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import type { Estimate } from '../../src/core/estimator/types';
+import { analyzeConfigText } from '../../src/core/entry/analyze';
+import { Project } from '../../src/core/project/project';
+import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
+import { findGpu, gpuBytes } from '../../src/core/hardware/catalog';
+import { lossTransient } from '../../src/core/estimator/activations';
+import { FIXTURES, grammar } from './helpers';
+import { diskFS } from '../../src/host/disk';
+
+const DIR = path.join(FIXTURES, 'frameworks', 'verl');
+const GRPO = fs.readFileSync(path.join(DIR, 'grpo_qwen3_8b.sh'), 'utf8');
+
+// Qwen3-8B (config.json: hidden 4,096, 36 layers, 32 heads of 128, 8 K/V heads, intermediate 12,288, vocabulary
+// 151,936, untied head). A layer: q and o 4,096 x 4,096 = 16,777,216 each, k and v 4,096 x 1,024 = 4,194,304
+// each, q_norm and k_norm 128 each, the MLP 3 x 4,096 x 12,288 = 150,994,944, two norms of 4,096:
+// 192,946,432. The embedding and the head 151,936 x 4,096 = 622,329,856 each, the final norm 4,096:
+// 36 x 192,946,432 + 2 x 622,329,856 + 4,096 = 8,190,735,360 (Qwen's published 8.2B).
+const H = 4096;
+const V = 151_936;
+const I = 12_288;
+const LAYER = 192_946_432;
+const ROOT = 2 * 622_329_856 + 4096;
+const P = 36 * LAYER + ROOT;
+const H100 = gpuBytes(findGpu('h100-sxm-80gb')!);
+
+async function run(text: string, name = 'run.sh'): Promise<Estimate> {
+  const project = new Project([DIR], await grammar(), diskFS);
+  const a = analyzeConfigText(path.join(DIR, name), text, {
+    lint: DEFAULT_LINT_OPTIONS,
+    estimate: { project },
+  });
+  assert.equal(a.reading?.kind, 'plan', JSON.stringify(a.reading));
+  const r = a.estimate;
+  assert.ok(r?.ok, JSON.stringify(r && !r.ok ? r : 'no estimate'));
+  return r.estimate;
+}
+
+const near = (actual: number, expected: number, what: string) =>
+  assert.ok(Math.abs(actual - expected) <= 1e-4 * expected, `${what}: ${actual} vs ${expected}`);
+
+describe('verl PPO runs', () => {
+  it('plan the actor as verl wraps it, with the settings the command writes and the script sets', async () => {
+    const e = await run(GRPO);
+    assert.equal(P, 8_190_735_360);
+    assert.equal(e.model.params, P);
+    // FSDP1 (`actor.strategy: fsdp`): the transformer policy on the 36 decoder layers, and the root.
+    assert.equal(e.plan.api, 'fsdp1');
+    assert.equal(e.plan.strategy, 'FULL_SHARD');
+    assert.equal(e.units.length, 37);
+    // trainer.nnodes=${NODES} with NODES=${NODES:-2}: 2 nodes of 4.
+    assert.equal(e.mesh.worldSize, 8);
+    assert.equal(e.setup.microBatch, 8);
+    assert.equal(e.setup.seqLen, 256 + 768);
+    assert.equal(e.setup.checkpointing, 'full');
+    assert.equal(e.setup.loss, 'inplace');
+    assert.equal(e.setup.masterDtype, 'float32');
+    assert.equal(e.setup.paramDtype, 'bfloat16');
+    assert.equal(e.setup.reduceDtype, 'float32');
+  });
+
+  it('count the phases: the rollout beside vLLM, the log-probability passes, the update', async () => {
+    const e = await run(GRPO);
+    const col = e.colocated!;
+    assert.deepEqual(
+      col.phases.map((p) => p.name),
+      ['rollout', 'old log-probabilities', "the reference model's log-probabilities", 'actor update'],
+    );
+    const [rollout, old, ref, update] = col.phases;
+    // Rollout: the actor's fp32 parameter shards stay (P x 4 B / 8; FSDP1 pads each unit's FlatParameter to a
+    // multiple of 8, a few bytes), its AdamW state is on the host (optimizer_offload), the gradients were freed
+    // by the zero_grad() that ends update_policy; vLLM takes 0.5 of the GPU's memory in its own processes.
+    near(rollout!.bytes, (P * 4) / 8, 'rollout');
+    assert.equal(rollout!.engineFraction, 0.5);
+    // Old log-probabilities, 16 sequences of 1,024 tokens without gradients: the parameter shards; the root
+    // (embedding, head, norm) and one layer gathered in bf16; at the head its input and the residual
+    // (2 x 2 B x T x h), the bf16 logits (2 B x T x V) and flash-attn's three fp32 values per token. A layer's
+    // MLP at the same moment would be 2 x 2 B x T x h + 3 x 2 B x T x I = 1,476,395,008, less than the head.
+    const T = 16 * 1024;
+    const head = 2 * 2 * T * H + 2 * T * V + 12 * T;
+    assert.ok(head > 2 * 2 * T * H + 3 * 2 * T * I);
+    const gathered = 2 * ROOT + 2 * LAYER;
+    near(old!.bytes, (P * 4) / 8 + gathered + head, 'old log-probabilities');
+    // The reference model (use_kl_loss) is wrapped with CPUOffload: its units come from the host, the actor's
+    // state stays as it is between phases: the same bytes here.
+    near(ref!.bytes, (P * 4) / 8 + gathered + head, 'reference');
+    // The update is the FSDP step's peak, nothing beside it (no critic with GRPO).
+    assert.equal(update!.bytes, e.perGpu.peakBytes);
+    // The worst phase decides the fit: each phase's need is its bytes x 1.10 + 1 GiB, with vLLM's share.
+    const need = (b: number, f = 0) => Math.ceil(b * 1.1) + 2 ** 30 + Math.ceil(f * H100);
+    const worst = Math.max(
+      need(rollout!.bytes, 0.5),
+      need(old!.bytes),
+      need(ref!.bytes),
+      need(update!.bytes),
+    );
+    assert.equal(e.targetFit.headroomBytes, H100 - worst);
+  });
+
+  it('keep a critic of the same model beside the actor, and vLLM through every phase without free_cache_engine', async () => {
+    const text = GRPO.replace('algorithm.adv_estimator=grpo', 'algorithm.adv_estimator=gae')
+      .replace('trainer.n_gpus_per_node=4', 'trainer.n_gpus_per_node=4 critic.model.path=Qwen/Qwen3-8B')
+      .replace('rollout.name=vllm', 'rollout.name=vllm actor_rollout_ref.rollout.free_cache_engine=False');
+    const e = await run(text);
+    const col = e.colocated!;
+    // AutoModelForTokenClassification with one label: the backbone without the head, a value head of h + 1.
+    const critic = P - V * H + H + 1;
+    const term = col.phases[0]!.terms.find((t) => t.name === "critic's state")!;
+    assert.equal(term.bytes, Math.ceil((critic * 12) / 8));
+    const update = col.phases.find((p) => p.kind === 'update')!;
+    assert.equal(update.bytes, e.perGpu.peakBytes + term.bytes);
+    // vLLM keeps its KV cache and weights between rollouts: its share in every phase.
+    assert.ok(col.phases.every((p) => p.engineFraction === 0.5));
+    // The critic's own update is not estimated: a fit that holds is no verdict.
+    assert.ok(e.uncounted.some((u) => /critic's own phases/.test(u)));
+    assert.notEqual(e.targetFit.verdict, 'fits');
+  });
+
+  it('say it does not fit when the rollout engine and the state left on the GPU exceed it', async () => {
+    // Without offload the actor keeps 12 B per parameter / 8 = 12.3 GB through the rollout; vLLM asks 0.9 of
+    // 85.5 GB: 12.29 x 1.10 + 1.07 + 76.9 = 91.5 GB > 85.5 GB.
+    const e = await run(
+      GRPO.replace('actor_rollout_ref.actor.fsdp_config.optimizer_offload=True', '').replace(
+        'gpu_memory_utilization=0.5',
+        'gpu_memory_utilization=0.9',
+      ),
+    );
+    const rollout = e.colocated!.phases.find((p) => p.kind === 'rollout')!;
+    near(rollout.bytes, (P * 12) / 8, 'rollout with the optimizer state');
+    assert.equal(e.targetFit.verdict, 'short');
+    assert.equal(e.colocated!.worst, 'rollout');
+  });
+
+  it('wrap the input embedding apart under fsdp2 and reshard the root as configured', async () => {
+    const e = await run(
+      GRPO.replace(
+        'algorithm.adv_estimator=grpo',
+        'algorithm.adv_estimator=grpo actor_rollout_ref.actor.strategy=fsdp2',
+      ),
+    );
+    assert.equal(e.plan.api, 'fsdp2');
+    // apply_fsdp2: 36 layers, the untied embedding, the root (the head and the final norm).
+    assert.equal(e.units.length, 38);
+    const embed = e.units.find((u) => u.modules.includes('model.embed_tokens'))!;
+    assert.equal(embed.params, 622_329_856);
+    assert.equal(e.units.find((u) => u.isRoot)!.params, 622_329_856 + 4096);
+  });
+
+  it('name what they cannot estimate: a Megatron actor, a model path from the environment', async () => {
+    const project = new Project([DIR], await grammar(), diskFS);
+    const analyze = (text: string) =>
+      analyzeConfigText(path.join(DIR, 'run.sh'), text, { lint: null, estimate: { project } });
+    const megatron = analyze(
+      GRPO.replace('algorithm.adv_estimator=grpo', 'actor_rollout_ref.actor.strategy=megatron'),
+    );
+    assert.equal(megatron.reading?.kind, 'problem');
+    assert.match(JSON.stringify(megatron.reading), /uses megatron .* not FSDP/);
+    const env = analyze(GRPO.replace('MODEL=Qwen/Qwen3-8B\n', ''));
+    assert.equal(env.estimate?.ok, false);
+    assert.match(JSON.stringify(env.estimate), /set by the environment/);
+    // A comment naming the trainer is not a run.
+    const none = analyze('# python3 -m verl.trainer.main_ppo x=1\n');
+    assert.notEqual(none.reading?.kind, 'plan');
+  });
+});
+
+describe('the in-place log-probability loss', () => {
+  it('keeps the logits and a few fp32 values per token, its gradient written over them', () => {
+    // flash-attn's CrossEntropyLossFunction: forward writes losses, lse and z_losses (fp32 per row) and saves the
+    // logits and lse; backward with inplace_backward writes dlogits into the logits.
+    const shape = { vocab: V, hidden: H } as Parameters<typeof lossTransient>[0];
+    const x = { microBatch: 2, seqLen: 1000, attention: 'fused' as const, bytes: 2 };
+    const T = 2000;
+    const l = lossTransient(shape, x, 'inplace');
+    assert.equal(l.forward, 2 * T * V + 12 * T);
+    assert.equal(l.backward, 2 * T * V + 8 * T);
+    assert.equal(l.output, 2 * T * V);
+  });
+});
