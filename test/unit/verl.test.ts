@@ -135,6 +135,23 @@ describe('verl PPO runs', () => {
     assert.equal(e.colocated!.worst, 'rollout');
   });
 
+  it('leave undecided a phase short only because its sequences are counted at full length', async () => {
+    // 320 sequences of 1,024 tokens for the old log-probabilities: 2 B x 327,680 x 151,936 = 99.6 GB of logits
+    // at full length; packed without padding, the run holds only its real tokens. What the phase holds whatever
+    // the length (the parameter shards, the root and a layer gathered) fits, so it is no verdict.
+    const e = await run(
+      GRPO.replace(
+        'rollout.log_prob_micro_batch_size_per_gpu=16',
+        'rollout.log_prob_micro_batch_size_per_gpu=320',
+      ),
+    );
+    const old = e.colocated!.phases.find((p) => p.name === 'old log-probabilities')!;
+    assert.equal(e.colocated!.worst, 'old log-probabilities');
+    assert.ok(Math.ceil(old.bytes * 1.1) + 2 ** 30 > H100);
+    assert.equal(e.targetFit.verdict, 'undecided');
+    assert.ok(e.overcounted.some((o) => /full length \(256 prompt \+ 768 response tokens\)/.test(o)));
+  });
+
   it('wrap the input embedding apart under fsdp2 and reshard the root as configured', async () => {
     const e = await run(
       GRPO.replace(
@@ -150,6 +167,32 @@ describe('verl PPO runs', () => {
     assert.equal(e.units.find((u) => u.isRoot)!.params, 622_329_856 + 4096);
   });
 
+  it('read overrides assembled in quoted blocks, and count a critic of the same model beside the actor', async () => {
+    const text = fs.readFileSync(path.join(DIR, 'ppo_deepseek7b_blocks.sh'), 'utf8');
+    const e = await run(text, 'ppo_deepseek7b_blocks.sh');
+    // deepseek-llm-7b (a Llama architecture: hidden 4,096, 30 layers of 32 heads, intermediate 11,008,
+    // vocabulary 102,400, untied): a layer 4 x 4,096^2 + 3 x 4,096 x 11,008 + 2 x 4,096 = 202,383,360; 30 of
+    // them, the embedding and the head 2 x 102,400 x 4,096 = 838,860,800, the norm 4,096: 6,910,365,696.
+    const P7 = 30 * 202_383_360 + 838_860_800 + 4096;
+    assert.equal(e.model.params, P7);
+    assert.equal(e.setup.microBatch, 16);
+    assert.equal(e.setup.seqLen, 1024);
+    const col = e.colocated!;
+    assert.equal(col.phases.find((p) => p.kind === 'rollout')!.engineFraction, 0.4);
+    // The critic: the backbone without the head (102,400 x 4,096) and a value head of 4,096 + 1, in fp32 with
+    // AdamW's two fp32 moments, sharded over 8 GPUs.
+    const critic = P7 - 102_400 * 4096 + 4096 + 1;
+    const term = col.phases[0]!.terms.find((t) => t.name === "critic's state")!;
+    assert.equal(term.bytes, Math.ceil((critic * 12) / 8));
+    // The old log-probabilities' micro-batch: 32 sequences of 1,024 tokens.
+    const old = col.phases.find((p) => p.name === 'old log-probabilities')!;
+    assert.ok(
+      old.terms.some(
+        (t) => t.name === 'logits' && t.bytes === 2 * 2 * 32_768 * 4096 + 2 * 32_768 * 102_400 + 12 * 32_768,
+      ),
+    );
+  });
+
   it('name what they cannot estimate: a Megatron actor, a model path from the environment', async () => {
     const project = new Project([DIR], await grammar(), diskFS);
     const analyze = (text: string) =>
@@ -159,6 +202,14 @@ describe('verl PPO runs', () => {
     );
     assert.equal(megatron.reading?.kind, 'problem');
     assert.match(JSON.stringify(megatron.reading), /uses megatron .* not FSDP/);
+    // `--config-name ppo_megatron_trainer` makes Megatron the backend too.
+    const named = analyze(
+      GRPO.replace(
+        'python3 -m verl.trainer.main_ppo',
+        "python3 -m verl.trainer.main_ppo --config-name='ppo_megatron_trainer'",
+      ),
+    );
+    assert.match(JSON.stringify(named.reading), /uses megatron \(--config-name ppo_megatron_trainer/);
     const env = analyze(GRPO.replace('MODEL=Qwen/Qwen3-8B\n', ''));
     assert.equal(env.estimate?.ok, false);
     assert.match(JSON.stringify(env.estimate), /set by the environment/);

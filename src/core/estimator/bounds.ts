@@ -93,6 +93,12 @@ export function compileBounds(
 }
 
 /** The words for a compiled loss counted as eager's. */
+/**
+ * How an `overcounted` entry begins when the sequences are counted at their full length though the job packs them
+ * without padding (verl's `use_remove_padding`): the activations and the logits are then upper bounds.
+ */
+export const FULL_LENGTH = 'sequences counted at full length';
+
 export const COMPILED_LOSS = "torch.compile of the loss (its temporaries counted as eager PyTorch's)";
 /** The words for a compiled model. */
 const COMPILED_MODEL = 'torch.compile of the model (its activations counted as eager PyTorch keeps them)';

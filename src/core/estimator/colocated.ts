@@ -50,6 +50,8 @@ export interface ColocatedPhase {
   terms: Term[];
   /** The engine's fraction of each GPU's memory, in its own processes (the rollout phase). */
   engineFraction?: number;
+  /** Of `bytes`, what the phase holds whatever the length of its sequences (its state and gathered units). */
+  certainBytes?: number;
 }
 
 export interface ColocatedPhases {
@@ -153,7 +155,16 @@ export function colocatedPhases(e: Estimate, c: Colocation, shape: ArchShape | u
               formula: `${T.toLocaleString('en-US')} tokens, no gradients`,
             },
       ];
-      phases.push({ kind: 'inference', name: pass.name, where: pass.where, bytes: sum(terms), terms });
+      const bytes = sum(terms);
+      const tokenTerm = terms[terms.length - 1]!.bytes;
+      phases.push({
+        kind: 'inference',
+        name: pass.name,
+        where: pass.where,
+        bytes,
+        certainBytes: bytes - tokenTerm,
+        terms,
+      });
     }
   }
   // In the order of a step: the rollout, the log-probability passes, the update.
@@ -190,21 +201,29 @@ export function colocatedFit(
   floor: number,
 ): FitResult {
   const update = col.phases.find((p) => p.kind === 'update')!;
-  const base = fitOn(update.bytes, g, partial, floor + (update.bytes - e.perGpu.peakBytes));
+  const beside = update.bytes - e.perGpu.peakBytes;
+  const base = fitOn(update.bytes, g, partial, floor + beside);
   const capacity = gpuBytes(g);
   let headroom = base.headroomBytes;
   let short = base.verdict === 'short';
+  // A phase short only by what is counted beyond what the job keeps (sequences at full length) is no verdict.
+  let maybeShort = false;
   for (const p of col.phases.filter((q) => q !== update || q.engineFraction)) {
     const left = capacity - phaseNeed(p, g);
     headroom = Math.min(headroom, left);
-    if (left < 0) short = true;
+    if (left >= 0) continue;
+    const certain = p === update ? floor + beside : (p.certainBytes ?? p.bytes);
+    if (partial === 'upper' && capacity - phaseNeed({ ...p, bytes: certain }, g) >= 0) maybeShort = true;
+    else short = true;
   }
   const verdict =
-    short && partial !== 'any'
-      ? 'short'
-      : base.verdict === 'fits' && col.notEstimated.length
-        ? 'undecided'
-        : base.verdict;
+    partial === 'any'
+      ? 'undecided'
+      : short
+        ? 'short'
+        : maybeShort || (base.verdict === 'fits' && col.notEstimated.length)
+          ? 'undecided'
+          : base.verdict;
   return { ...base, verdict, headroomBytes: headroom };
 }
 

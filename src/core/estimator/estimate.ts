@@ -18,7 +18,7 @@ import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { recomputeOf } from './activations';
 import { fitAll, fitOn, reservedBytes } from './fit';
 import { colocatedFit, colocatedFitAll, colocatedPhases } from './colocated';
-import { COMPILED_LOSS, COMPILED_MODEL_AND_LOSS, setupBounds, uncountedOf } from './bounds';
+import { COMPILED_LOSS, COMPILED_MODEL_AND_LOSS, FULL_LENGTH, setupBounds, uncountedOf } from './bounds';
 import { hostPerNode } from './host';
 import { fsdpMesh, lossParallelOf, type Mesh } from './mesh';
 import { badReshardNotes, residencyOf, rootClampNotes } from './residency';
@@ -871,7 +871,10 @@ export function certainPeakBytes(e: Estimate): number {
   const paged = e.perGpu.pagedOptimizerBytes ?? 0;
   // A compiled loss keeps less of the logits than eager's loss; a compiled model, Liger's kernels or offloading,
   // less of the activations.
-  const logits = e.overcounted.includes(COMPILED_LOSS) || e.overcounted.includes(COMPILED_MODEL_AND_LOSS);
+  const logits =
+    e.overcounted.includes(COMPILED_LOSS) ||
+    e.overcounted.includes(COMPILED_MODEL_AND_LOSS) ||
+    e.overcounted.some((o) => o.startsWith(FULL_LENGTH));
   const activations = e.overcounted.some((o) => !/paged optimizer/.test(o) && o !== COMPILED_LOSS);
   return e.timeline
     ? Math.max(

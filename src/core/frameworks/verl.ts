@@ -3,8 +3,9 @@
  * as the actor's FSDP plan and the phases its hybrid engine runs on the same GPUs: the rollout engine, the
  * log-probability passes, the reference model and a critic.
  */
-import { commandLines, shellAssignment, tokens } from '../parsing/commandLine';
+import { commandLines, expandShell, shellVariables, tokens } from '../parsing/commandLine';
 import type { SetupValues } from '../inputs/table';
+import { FULL_LENGTH } from '../estimator/bounds';
 import type { FineTune } from '../model/finetune';
 import type { ColocationSpec, FrameworkPlan, FrameworkProblem } from './types';
 
@@ -15,31 +16,26 @@ const PPO_ENTRIES = /\b(?:verl\.trainer\.main_ppo|recipe\.\w+\.main_\w+)\b/;
 function verlCommand(
   text: string,
 ): { line: number; entry: string; kv: Map<string, string>; configName?: string } | undefined {
-  // Variables the script sets before its command (`MODEL_PATH=Qwen/Qwen3-8B`, `NGPU=${NGPU:-8}`).
-  const vars = new Map<string, string>();
+  const lines = text.split('\n');
   for (const c of commandLines(text)) {
     if (/^\s*#/.test(c.cmd)) continue;
-    const assign = shellAssignment(c.cmd);
-    if (assign) {
-      vars.set(assign.name, assign.value);
-      continue;
-    }
     const m =
       /\bverl\.trainer\.(main_ppo|main_generation|fsdp_sft_trainer)\b/.exec(c.cmd) ?? PPO_ENTRIES.exec(c.cmd);
     if (!m) continue;
+    // The variables the script sets before its command (`MODEL_PATH=Qwen/Qwen3-8B`, `NGPU=${NGPU:-8}`, a quoted
+    // block of overrides over several lines), expanded and split into words as the shell does; a value still
+    // holding a `$` is the environment's.
+    const offset = lines.slice(0, c.line).reduce((n, l) => n + l.length + 1, 0);
+    const cmd = expandShell(c.cmd, shellVariables(text, offset));
     const kv = new Map<string, string>();
     let configName: string | undefined;
-    for (const raw of tokens(c.cmd)) {
-      // `${VAR}` and `$VAR` as the script sets them; a value still holding one is the environment's.
-      const t = raw.replace(
-        /\$\{(\w+)\}|\$(\w+)\b/g,
-        (all, a?: string, b?: string) => vars.get((a ?? b)!) ?? all,
-      );
+    const words = tokens(cmd);
+    words.forEach((t, i) => {
       const eq = /^\+{0,2}([\w.]+)=(.*)$/.exec(t);
       if (eq) kv.set(eq[1]!, eq[2]!.replace(/^(["'])(.*)\1$/, '$2'));
-      const cfg = /^--config-name[= ]?(.*)$/.exec(t);
-      if (cfg) configName = cfg[1] || undefined;
-    }
+      const cfg = /^--config-name(?:=(.*))?$/.exec(t);
+      if (cfg) configName = (cfg[1] ?? words[i + 1] ?? '').replace(/^(["'])(.*)\1$/, '$2') || undefined;
+    });
     return { line: c.line, entry: m[1] ?? 'main_ppo', kv, ...(configName ? { configName } : {}) };
   }
   return undefined;
@@ -77,14 +73,16 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   const at = (k: string) => `${k} at ${name}:${run.line + 1}`;
   const range = { start: { line: run.line, character: 0 }, end: { line: run.line, character: 0 } };
   const A = 'actor_rollout_ref.actor';
-  const strategy = v(`${A}.strategy`) ?? 'fsdp';
+  // `--config-name ppo_megatron_trainer` makes Megatron the actor's backend.
+  const strategy = v(`${A}.strategy`) ?? (/megatron/.test(run.configName ?? '') ? 'megatron' : 'fsdp');
   if (strategy !== 'fsdp' && strategy !== 'fsdp2')
     return {
       framework: 'verl',
       file,
       range,
-      message: `a verl PPO run whose actor uses ${strategy} (${at(`${A}.strategy`)}), not FSDP: not estimated`,
+      message: `a verl PPO run whose actor uses ${strategy} (${v(`${A}.strategy`) ? at(`${A}.strategy`) : `--config-name ${run.configName} at ${name}:${run.line + 1}`}), not FSDP: not estimated`,
     };
+  const overcounted: string[] = [];
   const notes: string[] = [
     `verl's PPO trainer (${run.entry} at ${name}:${run.line + 1}): the actor's FSDP step, with the phases its hybrid engine runs on the same GPUs`,
   ];
@@ -151,8 +149,10 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
         `${A}.ppo_micro_batch_size_per_gpu is not set: verl requires it unless use_dynamic_bsz is on; 1 sequence is assumed`,
       );
     set('seqLen', prompt + response, seqWhere);
-    notes.push(
-      'sequences are packed without padding (use_remove_padding): each is counted at its longest, prompt and response in full',
+    // Packed without padding (`use_remove_padding`), a micro-batch holds its sequences' real tokens: every
+    // sequence at full length is the most it can hold, so a figure that does not fit is no verdict.
+    overcounted.push(
+      `${FULL_LENGTH} (${prompt} prompt + ${response} response tokens); packed without padding, shorter ones hold less`,
     );
   }
   const gc = truthy(v('actor_rollout_ref.model.enable_gradient_checkpointing'));
@@ -193,7 +193,6 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     (v(`${A}.entropy_coeff`) !== undefined && Number(v(`${A}.entropy_coeff`)) !== 0);
   set('loss', 'inplace', "verl's logprobs_from_logits (flash-attn's cross-entropy, verl's gpu extra)");
   const colocUncounted: string[] = [];
-  const overcounted: string[] = [];
   const unmodelled: string[] = [];
   if (entropy)
     colocUncounted.push(
@@ -306,10 +305,11 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   };
   const model = known(v('actor_rollout_ref.model.path'));
   const modelId = model && /^[\w.-]+\/[\w.-]+$/.test(model) ? model : undefined;
-  const modelUnknown =
-    !modelId && v('actor_rollout_ref.model.path')
+  const modelUnknown = modelId
+    ? undefined
+    : v('actor_rollout_ref.model.path')
       ? `the actor's model is ${v('actor_rollout_ref.model.path')} (${at('actor_rollout_ref.model.path')}), ${model ? 'a local path' : 'set by the environment'}`
-      : undefined;
+      : `the command at ${name}:${run.line + 1} sets no actor_rollout_ref.model.path: verl's default is ~/models/deepseek-llm-7b-chat, a local path`;
   return {
     framework: 'verl',
     file,

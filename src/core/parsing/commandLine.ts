@@ -90,3 +90,38 @@ export function shellAssignment(
   const dflt = m[2] ?? m[3] ?? m[4];
   return { name: m[1]!, value: dflt ?? m[5] ?? m[6] ?? m[7] ?? '', isDefault: dflt !== undefined };
 }
+
+/**
+ * The variables a shell script sets before offset `end`, in order: single-line assignments (`shellAssignment`)
+ * and double-quoted values over several lines (`ACTOR_CONFIG="\n  key=value \\\n  ..."`), which scripts use to
+ * assemble a command's arguments. Linear in the text.
+ */
+export function shellVariables(text: string, end = text.length): Map<string, string> {
+  const head = text.slice(0, end);
+  const found: { at: number; name: string; value: string }[] = [];
+  let offset = 0;
+  for (const line of head.split('\n')) {
+    const a = shellAssignment(line.replace(/\r$/, ''));
+    if (a) found.push({ at: offset, name: a.name, value: a.value });
+    offset += line.length + 1;
+  }
+  for (const m of head.matchAll(/^[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)="([^"`]*)"[ \t]*$/gm))
+    if (m[2]!.includes('\n')) found.push({ at: m.index, name: m[1]!, value: m[2]!.replace(/\\\r?\n/g, ' ') });
+  const vars = new Map<string, string>();
+  for (const f of found.sort((x, y) => x.at - y.at)) vars.set(f.name, expandShell(f.value, vars));
+  return vars;
+}
+
+/**
+ * `$VAR`, `${VAR}` and `${VAR:-default}` in `s` replaced by the values `vars` holds (a default where it holds
+ * none); a variable neither gives is left as written. Three rounds at most, for values that name others.
+ */
+export function expandShell(s: string, vars: ReadonlyMap<string, string>): string {
+  for (let round = 0; round < 3 && s.includes('$'); round++)
+    s = s.replace(
+      /\$\{(\w+)(?::-([^}$]*))?\}|\$(\w+)/g,
+      (all, a?: string, dflt?: string, b?: string) =>
+        vars.get((a ?? b)!) ?? dflt?.replace(/^(["'])(.*)\1$/, '$2') ?? all,
+    );
+  return s;
+}
