@@ -11,6 +11,7 @@ import { findGpu, gpuBytes } from '../../src/core/hardware/catalog';
 import { lossTransient } from '../../src/core/estimator/activations';
 import { FIXTURES, grammar } from './helpers';
 import { diskFS } from '../../src/host/disk';
+import { expandShell, shellVariables } from '../../src/core/parsing/commandLine';
 
 const DIR = path.join(FIXTURES, 'frameworks', 'verl');
 const GRPO = fs.readFileSync(path.join(DIR, 'grpo_qwen3_8b.sh'), 'utf8');
@@ -230,5 +231,38 @@ describe('the in-place log-probability loss', () => {
     assert.equal(l.forward, 2 * T * V + 12 * T);
     assert.equal(l.backward, 2 * T * V + 8 * T);
     assert.equal(l.output, 2 * T * V);
+  });
+});
+
+describe('shell variables of a launch file', () => {
+  it('are set in order, expanded inside double quotes, and unknown when set inside a conditional', () => {
+    const text = [
+      'backend=fsdp',
+      'MODEL=${MODEL:-"Qwen/Qwen3-8B"}',
+      'BASE="',
+      '    a.b=1 \\',
+      '    c.d=$backend"',
+      'if [ "$backend" = "megatron" ]; then',
+      '    NAME=ppo_megatron_trainer',
+      '    EXTRA="$BASE x=1"',
+      'else',
+      '    NAME=ppo_trainer',
+      'fi',
+      'ALL="$BASE e.f=2"',
+      'for n in 1 2; do LAST=$n; done',
+      'python3 -m verl.trainer.main_ppo $ALL --config-name=$NAME model=$MODEL',
+    ].join('\n');
+    const vars = shellVariables(text, text.indexOf('python3'));
+    assert.equal(vars.get('backend'), 'fsdp');
+    assert.equal(vars.get('MODEL'), 'Qwen/Qwen3-8B');
+    // A quoted block over several lines: its continuations joined, its variables expanded.
+    assert.equal(vars.get('BASE')!.replace(/\s+/g, ' ').trim(), 'a.b=1 c.d=fsdp');
+    assert.equal(vars.get('ALL')!.replace(/\s+/g, ' ').trim(), 'a.b=1 c.d=fsdp e.f=2');
+    // Set in the arms of an if, or in a loop: which runs is not decided here.
+    assert.equal(vars.has('NAME'), false);
+    assert.equal(vars.has('EXTRA'), false);
+    assert.equal(vars.has('LAST'), false);
+    const cmd = expandShell('run $ALL --config-name=$NAME ${GPUS:-4} ${NODES}', vars);
+    assert.match(cmd, /c\.d=fsdp e\.f=2 --config-name=\$NAME 4 \$\{NODES\}$/);
   });
 });

@@ -68,7 +68,9 @@ const known = (v: string | undefined) => (v && !/\$/.test(v) && v !== 'null' ? v
 export function verlRun(file: string, text: string): FrameworkPlan | FrameworkProblem | undefined {
   const run = verlCommand(text);
   if (!run || run.entry !== 'main_ppo') return undefined;
-  const v = (k: string) => run.kv.get(k);
+  // A value still holding a `$` is the environment's (a variable the script does not set): not known here.
+  const raw = (k: string) => run.kv.get(k);
+  const v = (k: string) => (/\$/.test(raw(k) ?? '') ? undefined : raw(k));
   const name = file.split(/[\\/]/).pop() ?? file;
   const at = (k: string) => `${k} at ${name}:${run.line + 1}`;
   const range = { start: { line: run.line, character: 0 }, end: { line: run.line, character: 0 } };
@@ -96,18 +98,31 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     values[k] = val;
     details[k] = where;
   };
-  const dflt = (what: string) => `verl's default ${what}`;
+  const dflt = (what: string, ...keys: string[]) => {
+    const env = keys.find((k) => raw(k) !== undefined && v(k) === undefined);
+    return env
+      ? `${env}=${raw(env)} at ${name}:${run.line + 1} comes from the environment: verl's default ${what} assumed`
+      : `verl's default ${what}`;
+  };
   const perNode = count(v('trainer.n_gpus_per_node'));
   const nodes = count(v('trainer.nnodes'));
   set(
     'gpusPerNode',
     perNode ?? 8,
-    perNode ? at('trainer.n_gpus_per_node') : dflt('trainer.n_gpus_per_node: 8'),
+    perNode ? at('trainer.n_gpus_per_node') : dflt('trainer.n_gpus_per_node: 8', 'trainer.n_gpus_per_node'),
   );
   set(
     'worldSize',
     (perNode ?? 8) * (nodes ?? 1),
-    perNode || nodes ? at('trainer.n_gpus_per_node x trainer.nnodes') : dflt('8 GPUs on 1 node'),
+    ['trainer.n_gpus_per_node', 'trainer.nnodes'].some((k) => raw(k) !== undefined && !v(k))
+      ? dflt(
+          `${perNode ?? 8} GPUs per node on ${nodes ?? 1} node`,
+          'trainer.n_gpus_per_node',
+          'trainer.nnodes',
+        )
+      : perNode || nodes
+        ? at('trainer.n_gpus_per_node x trainer.nnodes')
+        : dflt('8 GPUs on 1 node'),
   );
   const world = values.worldSize!;
   // One micro-batch of the actor's update: sequences per GPU of prompt + response tokens, or with dynamic
@@ -117,7 +132,7 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   const seqWhere =
     v('data.max_prompt_length') || v('data.max_response_length')
       ? at('data.max_prompt_length + data.max_response_length')
-      : dflt('512 + 512 tokens');
+      : dflt('512 + 512 tokens', 'data.max_prompt_length', 'data.max_response_length');
   const dynamic = truthy(v(`${A}.use_dynamic_bsz`)) === true;
   const tokensOf = (micro: number | undefined, maxTokens: string | undefined) =>
     dynamic
@@ -137,7 +152,9 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     set(
       'seqLen',
       maxTokens ?? 16384,
-      maxTokens ? at(`${A}.ppo_max_token_len_per_gpu`) : dflt('ppo_max_token_len_per_gpu: 16384'),
+      maxTokens
+        ? at(`${A}.ppo_max_token_len_per_gpu`)
+        : dflt('ppo_max_token_len_per_gpu: 16384', `${A}.ppo_max_token_len_per_gpu`),
     );
     notes.push(
       `dynamic batching: each micro-batch packs sequences up to ${(values.seqLen ?? 0).toLocaleString('en-US')} tokens per GPU, counted as one sequence of that length`,
@@ -160,7 +177,7 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     'checkpointing',
     gc === false ? 'none' : 'full',
     gc === undefined
-      ? dflt('enable_gradient_checkpointing: true')
+      ? dflt('enable_gradient_checkpointing: true', 'actor_rollout_ref.model.enable_gradient_checkpointing')
       : at('actor_rollout_ref.model.enable_gradient_checkpointing'),
   );
   if (gc !== false)
@@ -172,10 +189,14 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   set(
     'masterDtype',
     dtypeOf(modelDtype),
-    v(`${fsdp}.model_dtype`) ? at(`${fsdp}.model_dtype`) : dflt('model_dtype: fp32'),
+    v(`${fsdp}.model_dtype`) ? at(`${fsdp}.model_dtype`) : dflt('model_dtype: fp32', `${fsdp}.model_dtype`),
   );
   const param = known(v(`${fsdp}.mixed_precision.param_dtype`)) ?? known(v(`${fsdp}.dtype`)) ?? 'bf16';
-  set('paramDtype', dtypeOf(param), v(`${fsdp}.dtype`) ? at(`${fsdp}.dtype`) : dflt('dtype: bfloat16'));
+  set(
+    'paramDtype',
+    dtypeOf(param),
+    v(`${fsdp}.dtype`) ? at(`${fsdp}.dtype`) : dflt('dtype: bfloat16', `${fsdp}.dtype`),
+  );
   const reduce = known(v(`${fsdp}.mixed_precision.reduce_dtype`)) ?? 'fp32';
   set(
     'reduceDtype',
@@ -278,7 +299,7 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     const actorPath = known(v('actor_rollout_ref.model.path'));
     critic = {
       model: path ?? '~/models/deepseek-llm-7b-chat',
-      where: path ? at('critic.model.path') : dflt('critic.model.path'),
+      where: path ? at('critic.model.path') : dflt('critic.model.path', 'critic.model.path'),
       sameAsActor: !!path && path === actorPath,
       offloadParams: truthy(v('critic.model.fsdp_config.param_offload')) === true,
       offloadOptimizer: truthy(v('critic.model.fsdp_config.optimizer_offload')) === true,
@@ -293,7 +314,9 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
       engine,
       fraction: util,
       where:
-        utilText !== undefined ? at(`${R}.gpu_memory_utilization`) : dflt(`${R}.gpu_memory_utilization: 0.5`),
+        utilText !== undefined
+          ? at(`${R}.gpu_memory_utilization`)
+          : dflt(`${R}.gpu_memory_utilization: 0.5`, `${R}.gpu_memory_utilization`),
     },
     keepsEngine: !freeCache,
     offloadBetween: { params: paramOffload, optimizer: optimizerOffload },
@@ -307,8 +330,8 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   const modelId = model && /^[\w.-]+\/[\w.-]+$/.test(model) ? model : undefined;
   const modelUnknown = modelId
     ? undefined
-    : v('actor_rollout_ref.model.path')
-      ? `the actor's model is ${v('actor_rollout_ref.model.path')} (${at('actor_rollout_ref.model.path')}), ${model ? 'a local path' : 'set by the environment'}`
+    : raw('actor_rollout_ref.model.path')
+      ? `the actor's model is ${raw('actor_rollout_ref.model.path')} (${at('actor_rollout_ref.model.path')}), ${model ? 'a local path' : 'set by the environment'}`
       : `the command at ${name}:${run.line + 1} sets no actor_rollout_ref.model.path: verl's default is ~/models/deepseek-llm-7b-chat, a local path`;
   return {
     framework: 'verl',

@@ -93,22 +93,39 @@ export function shellAssignment(
 
 /**
  * The variables a shell script sets before offset `end`, in order: single-line assignments (`shellAssignment`)
- * and double-quoted values over several lines (`ACTOR_CONFIG="\n  key=value \\\n  ..."`), which scripts use to
- * assemble a command's arguments. Linear in the text.
+ * and double-quoted values, over several lines too (`ACTOR_CONFIG="\n  key=value \\\n  ..."`), which scripts use
+ * to assemble a command's arguments; a quoted value's `$VAR`s are expanded as the shell does. A variable set inside
+ * a conditional or a loop (`if ... fi`, `case ... esac`, `for`/`while ... done`) is not known: it is left unset,
+ * so what names it stays unexpanded. Linear in the text.
  */
 export function shellVariables(text: string, end = text.length): Map<string, string> {
   const head = text.slice(0, end);
-  const found: { at: number; name: string; value: string }[] = [];
+  const found: { at: number; name: string; value: string | null; quoted?: boolean }[] = [];
+  // Offsets where a conditional or a loop opens and closes, for the depth at each assignment.
+  const marks: { at: number; step: number }[] = [];
   let offset = 0;
-  for (const line of head.split('\n')) {
-    const a = shellAssignment(line.replace(/\r$/, ''));
+  for (const raw of head.split('\n')) {
+    const line = raw.replace(/\r$/, '');
+    const code = line.replace(/(^|\s)#.*$/, '');
+    for (const m of code.matchAll(/(?:^|[;&|]\s*|\bthen\s+|\bdo\s+|\belse\s+)(if|case|for|while|until)\b/g))
+      marks.push({ at: offset + m.index, step: 1 });
+    for (const m of code.matchAll(/(?:^|[;&\s])(fi|esac|done)\b/g))
+      marks.push({ at: offset + m.index, step: -1 });
+    const a = shellAssignment(line);
     if (a) found.push({ at: offset, name: a.name, value: a.value });
-    offset += line.length + 1;
+    offset += raw.length + 1;
   }
-  for (const m of head.matchAll(/^[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)="([^"`]*)"[ \t]*$/gm))
-    if (m[2]!.includes('\n')) found.push({ at: m.index, name: m[1]!, value: m[2]!.replace(/\\\r?\n/g, ' ') });
+  for (const m of head.matchAll(/^[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)="([^"`]*)"[ \t]*(?:#.*)?$/gm))
+    found.push({ at: m.index, name: m[1]!, value: m[2]!.replace(/\\\r?\n/g, ' '), quoted: true });
+  marks.sort((x, y) => x.at - y.at);
   const vars = new Map<string, string>();
-  for (const f of found.sort((x, y) => x.at - y.at)) vars.set(f.name, expandShell(f.value, vars));
+  let depth = 0;
+  let next = 0;
+  for (const f of found.sort((x, y) => x.at - y.at || Number(!!x.quoted) - Number(!!y.quoted))) {
+    while (next < marks.length && marks[next]!.at < f.at) depth += marks[next++]!.step;
+    if (depth > 0) vars.delete(f.name);
+    else if (f.value !== null) vars.set(f.name, expandShell(f.value, vars));
+  }
   return vars;
 }
 
