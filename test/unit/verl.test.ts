@@ -153,6 +153,31 @@ describe('verl PPO runs', () => {
     assert.ok(e.overcounted.some((o) => /full length \(256 prompt \+ 768 response tokens\)/.test(o)));
   });
 
+  it('count a dynamic micro-batch as full to its token budget, an upper bound', async () => {
+    const e = await run(
+      GRPO.replace(
+        'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8',
+        'actor_rollout_ref.actor.use_dynamic_bsz=True actor_rollout_ref.actor.ppo_max_token_len_per_gpu=12000',
+      ).replace(
+        'rollout.log_prob_micro_batch_size_per_gpu=16',
+        'rollout.log_prob_max_token_len_per_gpu=20000',
+      ),
+    );
+    // prepare_dynamic_batch packs sequences up to 12,000 tokens: one sequence of that length.
+    assert.equal(e.setup.microBatch, 1);
+    assert.equal(e.setup.seqLen, 12_000);
+    assert.ok(e.overcounted.some((o) => /full to their 12,000-token budget/.test(o)));
+    // The old log-probabilities' pass packs up to its own budget, 20,000 tokens; the reference's, without one of
+    // its own, the update's.
+    const logits = (p: string) =>
+      e.colocated!.phases.find((x) => x.name === p)!.terms.find((t) => t.name === 'logits')!.bytes;
+    assert.equal(logits('old log-probabilities'), 2 * 2 * 20_000 * H + 2 * 20_000 * V + 12 * 20_000);
+    assert.equal(
+      logits("the reference model's log-probabilities"),
+      2 * 2 * 12_000 * H + 2 * 12_000 * V + 12 * 12_000,
+    );
+  });
+
   it('wrap the input embedding apart under fsdp2 and reshard the root as configured', async () => {
     const e = await run(
       GRPO.replace(

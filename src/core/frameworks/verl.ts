@@ -159,6 +159,11 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     notes.push(
       `dynamic batching: each micro-batch packs sequences up to ${(values.seqLen ?? 0).toLocaleString('en-US')} tokens per GPU, counted as one sequence of that length`,
     );
+    // `prepare_dynamic_batch` fills each micro-batch with the real sequences up to the budget: a full one is
+    // the most it holds, so a figure that does not fit is no verdict.
+    overcounted.push(
+      `${FULL_LENGTH}: micro-batches full to their ${(values.seqLen ?? 0).toLocaleString('en-US')}-token budget; packed from the real sequences, they hold at most that`,
+    );
   } else {
     if (micro) set('microBatch', micro, microWhere);
     else
