@@ -239,6 +239,19 @@ describe('verl PPO runs', () => {
     const env = analyze(GRPO.replace('MODEL=Qwen/Qwen3-8B\n', ''));
     assert.equal(env.estimate?.ok, false);
     assert.match(JSON.stringify(env.estimate), /set by the environment/);
+    // Overrides in a variable set in a branch are not read, and the message says which.
+    const branch = analyze(
+      [
+        'if [ "$BACKEND" = fsdp ]; then',
+        '  ACTOR="actor_rollout_ref.model.path=Qwen/Qwen3-8B"',
+        'fi',
+        'python3 -m verl.trainer.main_ppo $ACTOR trainer.nnodes=1',
+      ].join('\n'),
+    );
+    assert.match(
+      JSON.stringify(branch.estimate),
+      /passes \$ACTOR, set in a branch of the script or by the environment/,
+    );
     // A comment naming the trainer is not a run.
     const none = analyze('# python3 -m verl.trainer.main_ppo x=1\n');
     assert.notEqual(none.reading?.kind, 'plan');

@@ -15,7 +15,9 @@ const PPO_ENTRIES = /\b(?:verl\.trainer\.main_ppo|recipe\.\w+\.main_\w+)\b/;
 /** The overrides of the first verl trainer command of a launch file, with its line; undefined without one. */
 function verlCommand(
   text: string,
-): { line: number; entry: string; kv: Map<string, string>; configName?: string } | undefined {
+):
+  | { line: number; entry: string; kv: Map<string, string>; configName?: string; unread: string[] }
+  | undefined {
   const lines = text.split('\n');
   for (const c of commandLines(text)) {
     if (/^\s*#/.test(c.cmd)) continue;
@@ -30,13 +32,17 @@ function verlCommand(
     const kv = new Map<string, string>();
     let configName: string | undefined;
     const words = tokens(cmd);
+    // Words that are a variable the script sets in a branch or the environment sets: overrides not read.
+    const unread = [
+      ...new Set(words.filter((t) => /^["']?\$\{?\w+\}?["']?$/.test(t) && !/^["']?\$[@*#?]/.test(t))),
+    ];
     words.forEach((t, i) => {
       const eq = /^\+{0,2}([\w.]+)=(.*)$/.exec(t);
       if (eq) kv.set(eq[1]!, eq[2]!.replace(/^(["'])(.*)\1$/, '$2'));
       const cfg = /^--config-name(?:=(.*))?$/.exec(t);
       if (cfg) configName = (cfg[1] ?? words[i + 1] ?? '').replace(/^(["'])(.*)\1$/, '$2') || undefined;
     });
-    return { line: c.line, entry: m[1] ?? 'main_ppo', kv, ...(configName ? { configName } : {}) };
+    return { line: c.line, entry: m[1] ?? 'main_ppo', kv, unread, ...(configName ? { configName } : {}) };
   }
   return undefined;
 }
@@ -88,6 +94,10 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   const notes: string[] = [
     `verl's PPO trainer (${run.entry} at ${name}:${run.line + 1}): the actor's FSDP step, with the phases its hybrid engine runs on the same GPUs`,
   ];
+  if (run.unread.length)
+    notes.push(
+      `the command at ${name}:${run.line + 1} passes ${run.unread.join(', ')}, set in a branch of the script or by the environment: the overrides ${run.unread.length > 1 ? 'they hold' : 'it holds'} are not read, and verl's defaults stand for them`,
+    );
   if (run.configName)
     notes.push(
       `--config-name ${run.configName}: that file is not read; what it sets is taken at verl's defaults`,
@@ -337,7 +347,9 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     ? undefined
     : raw('actor_rollout_ref.model.path')
       ? `the actor's model is ${raw('actor_rollout_ref.model.path')} (${at('actor_rollout_ref.model.path')}), ${model ? 'a local path' : 'set by the environment'}`
-      : `the command at ${name}:${run.line + 1} sets no actor_rollout_ref.model.path: verl's default is ~/models/deepseek-llm-7b-chat, a local path`;
+      : run.unread.length
+        ? `the command at ${name}:${run.line + 1} passes ${run.unread.join(', ')}, set in a branch of the script or by the environment, and no actor_rollout_ref.model.path of its own`
+        : `the command at ${name}:${run.line + 1} sets no actor_rollout_ref.model.path: verl's default is ~/models/deepseek-llm-7b-chat, a local path`;
   return {
     framework: 'verl',
     file,

@@ -284,7 +284,13 @@ function estimateFacts(
       ok: false,
       // A configuration that names its model where the analysis cannot read it says where.
       reason: model.unknown && fw?.modelUnknown ? fw.modelUnknown : model.reason,
-      ...(model.hint ? { hint: model.hint } : {}),
+      ...(model.unknown && fw?.modelUnknown
+        ? {
+            hint: 'name the Hugging Face model with a "# fsdp: model=ORG/NAME" comment in the file, or pass --model',
+          }
+        : model.hint
+          ? { hint: model.hint }
+          : {}),
       ...(model.unknown ? { unknownModel: true as const } : {}),
     };
   // A model none of whose parameters is known is no result, not "0 parameters that fit".
