@@ -89,13 +89,17 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
   const least = atLeast(e.lowerBound);
   const verdict = el('p', undefined, `verdict ${VERDICT_CLASS[mine.verdict]}`);
   verdict.setAttribute('role', 'status');
-  const peak = `peak ${least}${b(e.perGpu.peakBytes)} ${peakWhere(e.perGpu.peakAt)}`;
+  // A job whose GPUs the step shares with other phases: the phase that decides, when it is not the step.
+  const phase = e.colocated?.phases.find((p) => p.name === e.colocated!.worst && p.kind !== 'update');
+  const peak = phase
+    ? `its ${phase.name} phase needs ${least}${b(phase.needBytes)}${phase.engineFraction ? ' with the rollout engine' : ''}`
+    : `peak ${least}${b(e.perGpu.peakBytes)} ${peakWhere(e.perGpu.peakAt)}`;
   verdict.textContent =
     mine.verdict === 'fits'
       ? `Fits ${shortGpu(e.gpu.name)}: ${peak}, ${b(mine.headroomBytes)} to spare`
       : mine.verdict === 'short'
         ? `Does not fit ${shortGpu(e.gpu.name)}: ${peak}, ${b(-mine.headroomBytes)} short`
-        : e.unmodelled.length
+        : e.unmodelled.length || e.overcounted.length || e.undecided.length
           ? `Fit on ${shortGpu(e.gpu.name)} undecided: ${undecidedWhy(e)}`
           : `Fit on ${shortGpu(e.gpu.name)} undecided: ${peak} counted, ${b(mine.headroomBytes)} left for the parts not counted`;
   s.append(verdict);
@@ -142,7 +146,11 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
         ? 'none'
         : `${e.minGpus} GPU${e.minGpus === 1 ? '' : 's'}`,
     e.minGpusUndecided
-      ? 'the search varies FSDP alone'
+      ? e.undecided.length
+        ? "the figures are one arm's"
+        : e.unmodelled.length
+          ? 'the search varies FSDP alone'
+          : 'the figures count more than the job keeps'
       : e.minGpus === null
         ? 'more GPUs do not shrink activations: see What to change'
         : `that fits ${shortGpu(e.gpu.name)}${e.minGpusOnWholeNodes ? `; ${e.minGpusOnWholeNodes.worldSize} on ${e.minGpusOnWholeNodes.nodes} whole nodes of ${e.minGpusOnWholeNodes.gpusPerNode}` : ''}${e.mesh.pp > 1 || e.mesh.tp > 1 || e.mesh.cp > 1 ? `, ${[e.mesh.pp > 1 ? `PP ${e.mesh.pp}` : '', e.mesh.tp > 1 ? `TP ${e.mesh.tp}` : '', e.mesh.cp > 1 ? `CP ${e.mesh.cp}` : ''].filter(Boolean).join(' x ')} fixed` : ''}`,
@@ -491,6 +499,37 @@ function renderPipeline(data: PanelData, e: Estimate): HTMLElement | undefined {
   return s;
 }
 
+/** A job whose GPUs the step shares with other phases (an RL trainer's rollout): what each phase needs. */
+function renderPhases(data: PanelData, e: Estimate): HTMLElement | undefined {
+  const c = e.colocated;
+  if (!c) return undefined;
+  const s = section('Phases on the same GPUs', 'phases');
+  const b = (n: number) => fmtBytes(n, data.units);
+  const memory = e.targetFit.memoryBytes;
+  s.append(
+    el(
+      'p',
+      `${c.by} runs these in turn on each GPU; the one that needs most decides the fit. Needs: the training process's bytes x 1.10 and its CUDA context, with the rollout engine's share beside it.`,
+      'muted',
+    ),
+  );
+  const t = table(
+    ['Phase', 'Training process', 'Rollout engine', `Needs of ${b(memory)}`],
+    c.phases.map((p) => [
+      { text: p.name, cls: p.name === c.worst ? 'bad' : '' },
+      b(p.bytes),
+      p.engineFraction ? `${b(p.engineFraction * memory)} (${p.engineFraction})` : '—',
+      { text: b(p.needBytes), cls: p.needBytes > memory ? 'bad' : '' },
+    ]),
+    { numeric: [1, 2, 3] },
+  );
+  const wrap = el('div', undefined, 'scroll');
+  wrap.append(t);
+  s.append(wrap);
+  if (c.notEstimated.length) s.append(el('p', `Not estimated: ${c.notEstimated.join('; ')}.`, 'muted'));
+  return s;
+}
+
 function renderComms(data: PanelData, e: Estimate): HTMLElement {
   const s = section('Collectives and time', 'comms');
   const b = (n: number) => fmtBytes(n, data.units);
@@ -705,6 +744,8 @@ function render(data: PanelData): void {
     parts.push(controlsHost, renderChart(data, e), renderAdvice(data), renderUnits(data, e));
     const pipeline = renderPipeline(data, e);
     if (pipeline) parts.push(pipeline);
+    const phases = renderPhases(data, e);
+    if (phases) parts.push(phases);
     parts.push(renderComms(data, e));
     parts.push(renderFit(data, e));
     const g = renderGranularity(data);

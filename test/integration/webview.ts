@@ -11,6 +11,7 @@ import { scanText } from '../../src/core/analysis/input';
 import { loadPython } from '../../src/host/grammar';
 import { buildPanelData, type PanelData, type WhatIfValues } from '../../src/core/report/panelData';
 import { estimateFile } from '../../src/core/resolve/analyze';
+import { analyzeConfigText } from '../../src/core/entry/analyze';
 import { launchBrowser, ROOT } from './harness';
 import { requireTools } from '../tools';
 
@@ -98,7 +99,35 @@ interface Check {
   run(page: Page, theme: Theme): Promise<void>;
 }
 
+/** The panel's data for a launch file of the bundled fixtures, as the extension builds it for a config. */
+function configData(rel: string): PanelData {
+  const file = path.join(ROOT, 'test', 'fixtures', 'frameworks', rel);
+  const a = analyzeConfigText(file, fs.readFileSync(file, 'utf8'), { lint: null, estimate: {} });
+  return buildPanelData({
+    facts: a.facts,
+    uri: `file:///ws/${path.basename(file)}`,
+    focusUnit: null,
+    units: 'GB',
+    ...(a.estimate ? { estimate: a.estimate } : {}),
+    whatIf: {},
+  });
+}
+
 const CHECKS: Check[] = [
+  {
+    name: "lists an RL run's phases on the same GPUs, the one that needs most marked",
+    async run(page, theme) {
+      await show(page, configData('verl/grpo_qwen3_8b.sh'));
+      // The rollout, the two log-probability passes and the update (verl/grpo_qwen3_8b.sh).
+      const rows = await page.$$('#phases tbody tr');
+      assert.equal(rows.length, 4);
+      const text = (await page.textContent('#phases')) ?? '';
+      assert.match(text, /verl's hybrid engine runs these in turn/);
+      assert.match(text, /rollout.*\(0\.5\)/);
+      assert.equal(await page.$$eval('#phases tbody td.bad', (c) => c.length >= 1), true);
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-phases-${theme}.png`), fullPage: true });
+    },
+  },
   {
     name: "lists a pipeline's ranks, the one whose figures it shows marked",
     async run(page, theme) {

@@ -100,6 +100,13 @@ describe('verl PPO runs', () => {
       need(update!.bytes),
     );
     assert.equal(e.targetFit.headroomBytes, H100 - worst);
+    // vLLM's CUDA graphs stay on the GPU while it sleeps and are not counted: a fit is then no verdict; without
+    // them (enforce_eager) every phase fitting is one.
+    assert.equal(e.targetFit.verdict, 'undecided');
+    const eager = await run(
+      GRPO.replace('rollout.name=vllm', 'rollout.name=vllm actor_rollout_ref.rollout.enforce_eager=True'),
+    );
+    assert.equal(eager.targetFit.verdict, 'fits');
   });
 
   it('keep a critic of the same model beside the actor, and vLLM through every phase without free_cache_engine', async () => {

@@ -7,7 +7,7 @@ import { GPUS, gpuBytes, type Gpu } from '../hardware/catalog';
 import type { ArchShape } from '../model/hf';
 import { fmtBytes } from '../vocabulary/bytes';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
-import { fitOn, requiredBytes } from './fit';
+import { requiredBytes } from './fit';
 import type { Estimate, FitResult, Term } from './types';
 
 /** What shares the GPUs with the FSDP step, as the job's configuration says. */
@@ -52,6 +52,8 @@ export interface ColocatedPhase {
   engineFraction?: number;
   /** Of `bytes`, what the phase holds whatever the length of its sequences (its state and gathered units). */
   certainBytes?: number;
+  /** What the phase needs of the target GPU: its bytes with the allocator's allowance and context, the engine's share. */
+  needBytes: number;
 }
 
 export interface ColocatedPhases {
@@ -73,7 +75,7 @@ function engineTerm(g: Gpu, r: NonNullable<Colocation['rollout']>, how: string):
 }
 
 /** Bytes a phase needs of a GPU: the training process's with its allowance and context, and the engine's share. */
-export function phaseNeed(p: ColocatedPhase, g: Gpu): number {
+export function phaseNeed(p: Pick<ColocatedPhase, 'bytes' | 'engineFraction'>, g: Gpu): number {
   return requiredBytes(p.bytes) + Math.ceil((p.engineFraction ?? 0) * gpuBytes(g));
 }
 
@@ -117,6 +119,7 @@ export function colocatedPhases(e: Estimate, c: Colocation, shape: ArchShape | u
     phases.push({
       kind: 'rollout',
       name: 'rollout',
+      needBytes: 0,
       bytes: sum(terms),
       engineFraction: c.rollout.fraction,
       terms: [...terms, engineTerm(e.gpu, c.rollout, 'in its own processes')],
@@ -160,6 +163,7 @@ export function colocatedPhases(e: Estimate, c: Colocation, shape: ArchShape | u
       phases.push({
         kind: 'inference',
         name: pass.name,
+        needBytes: 0,
         where: pass.where,
         bytes,
         certainBytes: bytes - tokenTerm,
@@ -171,6 +175,7 @@ export function colocatedPhases(e: Estimate, c: Colocation, shape: ArchShape | u
   phases.push({
     kind: 'update',
     name: 'actor update',
+    needBytes: 0,
     bytes: e.perGpu.peakBytes + resident,
     terms: [
       { name: "the actor's step", bytes: e.perGpu.peakBytes, formula: "the FSDP step's peak above" },
@@ -184,14 +189,15 @@ export function colocatedPhases(e: Estimate, c: Colocation, shape: ArchShape | u
         p.engineFraction = c.rollout.fraction;
         p.terms.push(engineTerm(e.gpu, c.rollout, 'kept between rollouts'));
       }
+  for (const p of phases) p.needBytes = phaseNeed(p, e.gpu);
   const worst = phases.reduce((w, p) => (phaseNeed(p, e.gpu) > phaseNeed(w, e.gpu) ? p : w), phases[0]!);
   return { by: c.by, phases, worst: worst.name, notEstimated: c.notEstimated };
 }
 
 /**
- * The fit of a colocated job on one GPU: the worst phase's need against its memory. The update phase keeps the
- * step's own verdict rules (`fitOn`'s bounds); the others are sums of state and stated tensors, short when their
- * need is over the GPU's memory.
+ * The fit of a colocated job on one GPU: every phase's need against its memory, with the step's bounds (`partial`
+ * as `fitOn` takes it, `floor` what the step holds whatever is overcounted): short when a phase's certain part
+ * does not fit, undecided when only what may be overcounted does not, or when parts are left out.
  */
 export function colocatedFit(
   e: Estimate,
@@ -202,29 +208,32 @@ export function colocatedFit(
 ): FitResult {
   const update = col.phases.find((p) => p.kind === 'update')!;
   const beside = update.bytes - e.perGpu.peakBytes;
-  const base = fitOn(update.bytes, g, partial, floor + beside);
   const capacity = gpuBytes(g);
-  let headroom = base.headroomBytes;
-  let short = base.verdict === 'short';
-  // A phase short only by what is counted beyond what the job keeps (sequences at full length) is no verdict.
+  // Parallelism not modelled or a condition not decided: no phase gives a verdict.
+  const decidable = !e.unmodelled.length && !e.undecided.length;
+  let headroom = capacity;
+  let short = false;
+  // A phase short only by what may be counted beyond what the job keeps (sequences at full length) is no verdict;
+  // one whose certain part (its state, gathered units, the engine's share) does not fit is short whatever is left
+  // out besides.
   let maybeShort = false;
-  for (const p of col.phases.filter((q) => q !== update || q.engineFraction)) {
+  for (const p of col.phases) {
     const left = capacity - phaseNeed(p, g);
     headroom = Math.min(headroom, left);
     if (left >= 0) continue;
-    const certain = p === update ? floor + beside : (p.certainBytes ?? p.bytes);
-    if (partial === 'upper' && capacity - phaseNeed({ ...p, bytes: certain }, g) >= 0) maybeShort = true;
-    else short = true;
+    // What the phase holds for certain: all of it, unless the figures count more than the job keeps.
+    const overcounts = partial === 'upper' || partial === 'any';
+    const certain = !overcounts ? p.bytes : p === update ? floor + beside : (p.certainBytes ?? p.bytes);
+    if (decidable && capacity - phaseNeed({ ...p, bytes: certain }, g) < 0) short = true;
+    else maybeShort = true;
   }
-  const verdict =
-    partial === 'any'
+  // Nothing over the GPU: a fit, unless parts are left out (a lower bound) or nothing is decided.
+  const verdict: FitResult['verdict'] = short
+    ? 'short'
+    : maybeShort || partial === true || partial === 'any'
       ? 'undecided'
-      : short
-        ? 'short'
-        : maybeShort || (base.verdict === 'fits' && col.notEstimated.length)
-          ? 'undecided'
-          : base.verdict;
-  return { ...base, verdict, headroomBytes: headroom };
+      : 'fits';
+  return { gpu: g.id, name: g.name, verdict, headroomBytes: headroom, memoryBytes: capacity };
 }
 
 /** The fit of a colocated job on every GPU of the catalog. */

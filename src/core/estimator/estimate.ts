@@ -839,6 +839,8 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
       `bitsandbytes' paged optimizer state (${fmtBytes(paged)} per GPU, in CUDA unified memory, which the driver moves to the CPU when the GPU runs short)`,
     );
   }
+  // What shares the GPUs and is not counted (a rollout engine's CUDA graphs, a critic's own passes).
+  if (input.colocated) result.uncounted.push(...input.colocated.uncounted, ...input.colocated.notEstimated);
   // Parts not counted make a fit that holds undecided; parts counted beyond what the job keeps, one that fails;
   // parallelism not modelled (or both bounds at once), any verdict.
   const lower = result.gaps.length > 0 || result.uncounted.length > 0;
@@ -851,7 +853,6 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
     // The step shares its GPUs with other phases: the fit is the worst phase's.
     const col = colocatedPhases(result, input.colocated, input.model.shape);
     result.colocated = col;
-    result.uncounted.push(...input.colocated.uncounted, ...col.notEstimated);
     result.fit = colocatedFitAll(result, col, partial, floor);
     result.targetFit = colocatedFit(result, col, gpu, partial, floor);
     return result;

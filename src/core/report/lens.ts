@@ -75,9 +75,10 @@ function fitSegments(e: Estimate, units: ByteUnit): LensSegment[] {
   const memory: LensSegment = {
     part: 'memory',
     text: `needs ${least}${ofCapacity(needs, fit.memoryBytes, units)}`,
-    tooltip:
-      `Each GPU needs ${least}${b(needs)} of its ${b(fit.memoryBytes)}: the peak ${b(e.perGpu.peakBytes)}` +
-      ` with the caching allocator's allowance and the CUDA context`,
+    tooltip: e.colocated
+      ? `Each GPU needs ${least}${b(needs)} of its ${b(fit.memoryBytes)} in its ${e.colocated.worst} phase: ${e.colocated.phases.map((p) => `${p.name} ${b(p.needBytes)}`).join(', ')} (each with the caching allocator's allowance, the CUDA context and the rollout engine's share)`
+      : `Each GPU needs ${least}${b(needs)} of its ${b(fit.memoryBytes)}: the peak ${b(e.perGpu.peakBytes)}` +
+        ` with the caching allocator's allowance and the CUDA context`,
   };
   return [verdict, memory];
 }

@@ -33,6 +33,11 @@ export function statusSummary(e: Estimate, unit: ByteUnit): StatusSummary {
           : e.unmodelled.length || e.undecided.length || e.overcounted.length
             ? `Fit on ${where} undecided: ${undecidedWhy(e)}.`
             : `Fit on ${where} undecided: ${undecidedWhy(e)}, ${b(fit.headroomBytes)} left for them.`,
+      ...(e.colocated
+        ? [
+            `${e.colocated.by} shares the GPUs between phases: ${e.colocated.phases.map((p) => `${p.name} needs ${b(p.needBytes)}`).join(', ')}.`,
+          ]
+        : []),
       `Persistent ${least}${b(e.perGpu.persistentBytes)} per GPU. Click to open the footprint panel.`,
     ],
     accessibilityLabel: `FSDP peak ${least}${b(e.perGpu.peakBytes)} per GPU, ${verdictWords(fit.verdict)} ${e.gpu.name}`,
