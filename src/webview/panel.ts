@@ -99,7 +99,7 @@ function renderSummary(data: PanelData, e: Estimate): HTMLElement {
       ? `Fits ${shortGpu(e.gpu.name)}: ${peak}, ${b(mine.headroomBytes)} to spare`
       : mine.verdict === 'short'
         ? `Does not fit ${shortGpu(e.gpu.name)}: ${peak}, ${b(-mine.headroomBytes)} short`
-        : e.unmodelled.length || e.overcounted.length || e.undecided.length
+        : e.unmodelled.length || e.undecided.length || (e.overcounted.length && mine.headroomBytes < 0)
           ? `Fit on ${shortGpu(e.gpu.name)} undecided: ${undecidedWhy(e)}`
           : `Fit on ${shortGpu(e.gpu.name)} undecided: ${peak} counted, ${b(mine.headroomBytes)} left for the parts not counted`;
   s.append(verdict);

@@ -30,7 +30,7 @@ export function statusSummary(e: Estimate, unit: ByteUnit): StatusSummary {
         ? `Fits ${where} with ${b(fit.headroomBytes)} to spare.`
         : fit.verdict === 'short'
           ? `Does not fit ${where}: ${b(-fit.headroomBytes)} short.`
-          : e.unmodelled.length || e.undecided.length || e.overcounted.length
+          : e.unmodelled.length || e.undecided.length || (e.overcounted.length && fit.headroomBytes < 0)
             ? `Fit on ${where} undecided: ${undecidedWhy(e)}.`
             : `Fit on ${where} undecided: ${undecidedWhy(e)}, ${b(fit.headroomBytes)} left for them.`,
       ...(e.colocated

@@ -164,7 +164,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
       ? `Fit       fits ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(mine.headroomBytes)} to spare`
       : mine.verdict === 'short'
         ? `Fit       does NOT fit ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, ${b(-mine.headroomBytes)} short`
-        : e.unmodelled.length || e.overcounted.length || e.undecided.length
+        : e.unmodelled.length || e.undecided.length || (e.overcounted.length && mine.headroomBytes < 0)
           ? `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${undecidedWhy(e)}; the figures need ${b(need)}`
           : `Fit       undecided on ${gpuWithMemory(e, b(mine.memoryBytes))}: ${needs}, leaving ${b(mine.headroomBytes)} for the parts not counted`,
   );

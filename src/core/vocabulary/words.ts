@@ -109,6 +109,7 @@ export function undecidedWhy(e: {
   gaps: readonly string[];
   uncounted?: readonly string[];
   overcounted?: readonly string[];
+  targetFit?: { headroomBytes: number };
 }): string {
   if (e.undecided?.length)
     return `the analysis cannot decide ${listed(e.undecided)}: the figures are one arm's`;
@@ -116,7 +117,9 @@ export function undecidedWhy(e: {
     ...(e.gaps.length ? [`${count(e.gaps.length, 'part')} of the model not counted`] : []),
     ...(e.uncounted?.length ? [`${count(e.uncounted.length, 'part')} of the step's memory not counted`] : []),
   ];
-  if (!e.unmodelled?.length && e.overcounted?.length)
+  // Figures that fit as counted: what they count beyond the job does not matter, what they leave out does.
+  const fitsAsCounted = (e.targetFit?.headroomBytes ?? -1) >= 0 && left.length > 0;
+  if (!e.unmodelled?.length && e.overcounted?.length && !fitsAsCounted)
     return `the figures count more ${e.overcounted.every((o) => /paged optimizer/.test(o)) ? '' : 'activations '}than the job keeps on the GPU (${listed(e.overcounted)}): a peak this high may still fit${left.length ? `, and ${listed(left)}` : ''}`;
   return e.unmodelled?.length
     ? `${listed(e.unmodelled)} ${e.unmodelled.length === 1 ? 'is' : 'are'} not modelled: ${
