@@ -80,6 +80,9 @@ export function readConfigFile(file: string): { text: string } | { error: string
 /** Words without which a YAML, JSON or TOML file configures no FSDP job (read only when one appears). */
 const FSDP_CONFIG_WORDS =
   /fsdp|FSDP|data_parallel_shard|dp_shard|\[parallelism\]|zero_optimization|fully_shard/;
+/** Launchers a launch script of a distributed job names (its text is linted: a command cut short). */
+const LAUNCHER_WORDS =
+  /torchrun|accelerate\s+launch|tune\s+run|torch\.distributed\.(?:run|launch)|verl\.trainer/;
 
 /**
  * Python files under the given files and directories (directories searched recursively, in name order, for .py
@@ -101,7 +104,10 @@ export function collectPythonFiles(paths: string[]): {
   const mentionsFsdp = (p: string) => {
     try {
       if (fs.statSync(p).size > MAX_CONFIG_BYTES) return false;
-      return FSDP_CONFIG_WORDS.test(fs.readFileSync(p, 'utf8'));
+      const text = fs.readFileSync(p, 'utf8');
+      return (
+        FSDP_CONFIG_WORDS.test(text) || (/\.(sh|bash|slurm|sbatch)$/.test(p) && LAUNCHER_WORDS.test(text))
+      );
     } catch {
       return false;
     }

@@ -208,6 +208,11 @@ export async function lintFiles(
       file,
       a,
     );
+    // A launch script that configures nothing the analysis reads may still have findings of its own text.
+    if ((a.reading?.kind === 'none' || a.reading?.kind === 'problem') && a.findings.length) {
+      out.push({ result: { ...entry, findings: a.findings }, messages: [], internal });
+      continue;
+    }
     if ((a.reading?.kind === 'none' || a.reading?.kind === 'problem') && found.has(file)) {
       out.push({ messages: [], internal });
       continue;

@@ -248,7 +248,16 @@ export function analyzeConfigText(
       },
     };
   }
-  if (reading.kind !== 'plan') return { facts, findings: [], reading };
+  // A launch script that configures no plan is still linted for what its text does (a command cut short).
+  if (reading.kind !== 'plan')
+    return {
+      facts,
+      findings:
+        opts.lint && /\.(sh|bash|slurm|sbatch)$/.test(file)
+          ? lintFacts({ facts, text, options: opts.lint })
+          : [],
+      reading,
+    };
   let plan = reading.plan;
   if (scriptModel && !plan.model) plan = { ...plan, model: scriptModel };
   const project = opts.estimate.project;

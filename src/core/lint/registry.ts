@@ -21,6 +21,7 @@ import { fsdp1ClipOnFsdp2 } from './rules/fsdp018-fsdp1-clip-on-fsdp2';
 import { gradientSyncNeverRestored } from './rules/fsdp019-gradient-sync-never-restored';
 import { checkpointingMatchesNothing } from './rules/fsdp020-checkpointing-matches-nothing';
 import { frozenAndTrainableFlatParam } from './rules/fsdp021-frozen-and-trainable-flat-param';
+import { launchCommandCut } from './rules/fsdp022-launch-command-cut';
 import type { Rule } from './types';
 
 /** Every lint rule, in id order. A rule joins by being listed here; its documentation is generated from it. */
@@ -47,6 +48,7 @@ export const RULES: readonly Rule[] = [
   gradientSyncNeverRestored,
   checkpointingMatchesNothing,
   frozenAndTrainableFlatParam,
+  launchCommandCut,
 ];
 
 export function ruleById(id: string): Rule | undefined {

@@ -87,8 +87,8 @@ export interface Rule {
   readsModel?: true;
   /** Why it matters: what goes wrong at run time and what it costs (Markdown). */
   rationale: string;
-  /** A minimal wrong example and its correction (Python). */
-  example: { bad: string; good: string };
+  /** A minimal wrong example and its correction, in Python unless it says (a config, a launch script). */
+  example: { bad: string; good: string; language?: 'python' | 'yaml' | 'bash' };
   /** What the quick fix does, if there is one. */
   fix?: string;
   /** Reported on the command line only: in the editor, its Python language support already shows it. */

@@ -18,6 +18,7 @@ is gathered ahead in forward; FSDP2 prefetches with \`set_modules_to_forward_pre
 \`accelerate launch --multi_gpu --use_fsdp\` is refused: the launcher takes one of \`--multi_gpu\`, \`--use_fsdp\`,
 \`--use_deepspeed\`, \`--cpu\` and \`--tpu\`, and raises before the job starts.`,
   example: {
+    language: 'yaml',
     bad: `distributed_type: FSDP
 fsdp_config:
   fsdp_version: 1
