@@ -836,6 +836,24 @@ describe('Lightning counts', () => {
 });
 
 describe('torchtune', () => {
+  it("names its Llama 4 builders and their tensor parallelism as not read, and the catalog's release", async () => {
+    const yaml = [
+      'model:',
+      '  _component_: torchtune.models.llama4.llama4_scout_17b_16e',
+      'tensor_parallel_dim: 2',
+      'tensor_parallel_plan:',
+      '  _component_: torchtune.models.llama4.decoder_only_tp_plan',
+      'batch_size: 1',
+      '',
+    ].join('\n');
+    const a = await configAnalysis('torchtune/llama4_scout.yaml', yaml);
+    assert.equal(a.reading?.kind, 'problem');
+    const text = JSON.stringify(a.reading);
+    assert.match(text, /torchtune's Llama 4, an early-fusion model/);
+    assert.match(text, /tensor_parallel_dim 2, llama4_scout\.yaml:3/);
+    assert.match(text, /meta-llama\/Llama-4-Scout-17B-16E \(--model\)/);
+  });
+
   it('llama3_1/8B_full: tok_embeddings, 32 layers, output and the root; pure bf16', async () => {
     const a = await configAnalysis('torchtune/8B_full.yaml');
     const e = ok(a);

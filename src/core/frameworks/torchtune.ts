@@ -50,6 +50,23 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   const gemma = Object.hasOwn(TUNE_GEMMA, base) ? TUNE_GEMMA[base] : undefined;
   const llama = Object.hasOwn(TUNE_MODELS, base) ? TUNE_MODELS[base] : undefined;
   const dims = llama ?? (gemma ? { tied: true, hf: gemma.hf } : undefined);
+  // torchtune's Llama 4 (torchtune/models/llama4/_model_builders.py): `EarlyFusionModel` of a vision encoder and
+  // a MoE decoder, with its own module names, and its configs shard it with torchtune's tensor parallel plan.
+  const llama4 = /^llama4_(scout|maverick)_17b_(16|128)e$/.exec(base);
+  if (llama4) {
+    const tp = at(d, ['tensor_parallel_dim']);
+    return {
+      framework: 'torchtune',
+      file,
+      range,
+      message:
+        `model component ${component} is torchtune's Llama 4, an early-fusion model (a vision encoder beside a MoE decoder, torchtune's EarlyFusionModel) that fsdp-lens does not read` +
+        (typeof tp === 'number' && tp > 1
+          ? `; the config also shards it with tensor parallelism (tensor_parallel_dim ${tp}, ${doc.where(['tensor_parallel_dim'])}), which is not modelled for torchtune`
+          : '') +
+        `. The Hugging Face release is in the catalog: meta-llama/Llama-4-${llama4[1] === 'scout' ? 'Scout' : 'Maverick'}-17B-${llama4[2]}E (--model), whose MoE activations are not modelled`,
+    };
+  }
   if (!dims)
     return {
       framework: 'torchtune',
