@@ -174,7 +174,11 @@ describe('fsdp-lens estimate', () => {
         j.units.map((u: { params: number }) => u.params),
         [64 * 64 + 64, 64 * 64 + 64],
       );
-      assert.match(JSON.stringify(j.assumptions), /passed to apply_fsdp\(\) at train\.py:11/);
+      // The helper's job is its caller's: train.py's model, its inputs.
+      assert.match(
+        JSON.stringify(j.notes),
+        /the job is \.\.\/train\.py's, which calls apply_fsdp\(\) at line 11/,
+      );
     } finally {
       process.chdir(before);
       fs.rmSync(dir, { recursive: true, force: true });

@@ -934,10 +934,10 @@ describe('torchtune', () => {
     assert.ok(instruct.kind === 'plan');
     const unknown = readFrameworkConfig(
       'g.yaml',
-      'model:\n  _component_: torchtune.models.llama4.llama4_scout_17b_16e\n',
+      'model:\n  _component_: torchtune.models.llama3_2_vision.llama3_2_vision_11b\n',
     );
     assert.ok(unknown.kind === 'problem');
-    assert.match(unknown.problem.message, /llama4_scout_17b_16e is not one fsdp-lens knows/);
+    assert.match(unknown.problem.message, /llama3_2_vision_11b is not one fsdp-lens knows/);
     // A name every object answers to is no builder.
     const inherited = readFrameworkConfig(
       't.yaml',

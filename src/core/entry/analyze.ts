@@ -24,6 +24,7 @@ import {
 import { launchedJob, type LaunchedJob } from '../resolve/launcher';
 import { registryEstimate, titanEntryEstimate } from '../resolve/titanJob';
 import { helperPlan } from '../resolve/helpers';
+import { helperJobEstimate } from './helperJob';
 import type { ModelChoice } from '../inputs/model';
 import type { WhatIf } from '../whatif/model';
 import { verlRun } from '../frameworks/verl';
@@ -89,7 +90,17 @@ export function analyzeFacts(
     (project && (helperPlan(project, facts).calls.length > 0 || helperPlan(project, facts).notes.length > 0))
   ) {
     try {
-      estimate = clipped(estimateFile(facts, opts.estimate));
+      // A helper whose wraps scripts of the project call: the job is theirs (its inputs the helper's too).
+      const asJob =
+        project && !opts.estimate.framework && !opts.estimate.forHelper && !opts.estimate.plan
+          ? helperJobEstimate(
+              project,
+              facts,
+              (f, t) =>
+                analyzeFacts(f, t, { lint: null, estimate: { ...opts.estimate, forHelper: true } }).estimate,
+            )
+          : undefined;
+      estimate = clipped(asJob ?? estimateFile(facts, opts.estimate));
     } catch (e) {
       estimate = { ok: false, reason: fault('the estimate', e) };
     }

@@ -80,6 +80,8 @@ export interface AnalyzeOptions {
   extraLayers?: Layer[];
   /** The configuration's companion script trains through Transformers' Trainer (or TRL's trainers). */
   companionTrainer?: boolean;
+  /** The file is analysed as a helper's caller, for the helper's job: its own callers are not searched again. */
+  forHelper?: true;
 }
 
 export type EstimateResult = (

@@ -1,0 +1,63 @@
+/**
+ * A helper's job: a file whose wraps all run inside one function that scripts of the project call (`shard(model)` in
+ * train.py) is estimated as the calling script's job, whose model, batch, sequence and launch file are the helper's
+ * inputs too, so every file of the job shows one plan and one verdict.
+ */
+import * as path from 'node:path';
+import type { FileFacts } from '../analysis/facts';
+import { scanFile } from '../analysis/scan';
+import { projectReaders } from '../frameworks/scriptConfigs';
+import type { Project } from '../project/project';
+import { isTestFile } from '../project/testFiles';
+import { launchArguments, type EstimateResult } from '../resolve/analyze';
+
+/** At most this many calling scripts are analysed for a helper's job (the first whose plan uses it wins). */
+const MAX_CALLERS = 4;
+
+/**
+ * The estimate of the job that runs this helper's wraps: the first calling script (by path) whose plan includes
+ * them, analysed with its own launch arguments, said so and naming the other callers; undefined when the file wraps
+ * at module level (it is an entry itself), has no caller, or no caller's plan reaches it.
+ */
+export function helperJobEstimate(
+  project: Project,
+  facts: FileFacts,
+  analyze: (facts: FileFacts, text: string) => EstimateResult | undefined,
+): EstimateResult | undefined {
+  // One function's wraps: a file of several plans keeps its own choice of plan (`planOfCalledFunction`).
+  const fns = new Set(facts.calls.map((c) => c.function));
+  if (!facts.calls.length || fns.has(null) || fns.size > 1) return undefined;
+  const self = path.resolve(facts.path);
+  const rel = (p: string) => path.relative(path.dirname(self), p) || path.basename(p);
+  const names = [...new Set(facts.calls.map((c) => c.function!.split('.').pop()!))];
+  const sites = new Map<string, { file: string; line: number; fn: string }>();
+  for (const name of names)
+    for (const c of project.callersOf(name)) {
+      const file = path.resolve(c.file.path);
+      if (file === self || isTestFile(path.relative(project.roots[0] ?? '', file))) continue;
+      if (!sites.has(file)) sites.set(file, { file, line: c.call.startPosition.row + 1, fn: name });
+    }
+  const callers = [...sites.values()].sort((a, b) => a.file.localeCompare(b.file));
+  for (const c of callers.slice(0, MAX_CALLERS)) {
+    const py = project.file(c.file);
+    if (!py) continue;
+    const launch = launchArguments(project, c.file);
+    const target = scanFile(project.grammar, py.source, {
+      ...(launch ? { launchArgv: launch } : {}),
+      ...projectReaders(project, c.file),
+    });
+    const inner = analyze(target, py.source.text);
+    // The caller's plan must be made of this helper's wraps: another helper of the same name is another job.
+    if (!inner?.ok || !inner.estimate.units.some((u) => u.site && path.resolve(u.site.file) === self))
+      continue;
+    const others = callers.filter((o) => o !== c).map((o) => `${rel(o.file)}:${o.line}`);
+    inner.estimate.notes.unshift(
+      `the job is ${rel(c.file)}'s, which calls ${c.fn}() at line ${c.line}: its model, batch, sequence and launch are this file's inputs` +
+        (others.length
+          ? `; ${others.length === 1 ? 'another script calls' : 'other scripts call'} it too (${others.join(', ')}), each its own job`
+          : ''),
+    );
+    return inner;
+  }
+  return undefined;
+}
