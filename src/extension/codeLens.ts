@@ -1,7 +1,13 @@
 /** The lenses over wrap calls and configurations. */
 import * as vscode from 'vscode';
 import { describeCall } from '../core/analysis/describe';
-import { callSegments, frameworkSegments, keptSegments, type LensSegment } from '../core/report/lens';
+import {
+  callSegments,
+  frameworkSegments,
+  keptSegments,
+  planSegments,
+  type LensSegment,
+} from '../core/report/lens';
 import { isOffPath, offPathTitle } from '../core/report/summary';
 import { planLabel } from '../core/vocabulary/fsdp';
 import { otherPlanOf, planName } from '../core/vocabulary/planChoices';
@@ -79,6 +85,20 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
       );
     if (fw && estimate && !calls.length)
       return lensesOf(toRange(fw.range), frameworkSegments(fw, estimate, analysis.units), [document.uri]);
+    // A launch script: the job of the script it runs, on its command.
+    if (config?.kind === 'launch')
+      return estimate
+        ? lensesOf(
+            toRange(config.range),
+            planSegments(estimate, `job of ${config.script}`, analysis.units, `${config.script}: `),
+            [document.uri],
+          )
+        : [
+            new vscode.CodeLens(toRange(config.range), {
+              title: `job of ${config.script} · no estimate: ${why ?? ''}`,
+              command: '',
+            }),
+          ];
     const plans = analysis.estimate?.plans;
     const lenses = calls.flatMap((call, index) => {
       // A call of another plan of the file: named, and one click away from being the one estimated.

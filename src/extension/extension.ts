@@ -140,6 +140,7 @@ function hasPlan(a: DocumentAnalysis): boolean {
     a.facts.calls.length > 0 ||
     (a.estimate?.helperCalls?.length ?? 0) > 0 ||
     a.config?.kind === 'plan' ||
+    a.config?.kind === 'launch' ||
     (!!a.estimate?.ok && !!a.estimate.framework)
   );
 }

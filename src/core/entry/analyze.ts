@@ -25,6 +25,7 @@ import { launchedJob, type LaunchedJob } from '../resolve/launcher';
 import { registryEstimate, titanEntryEstimate } from '../resolve/titanJob';
 import { helperPlan } from '../resolve/helpers';
 import { helperJobEstimate } from './helperJob';
+import { launchScriptEstimate } from './launchJob';
 import type { ModelChoice } from '../inputs/model';
 import type { WhatIf } from '../whatif/model';
 import { verlRun } from '../frameworks/verl';
@@ -259,16 +260,31 @@ export function analyzeConfigText(
       },
     };
   }
+  const shell = /\.(sh|bash|slurm|sbatch)$/.test(file);
   // A launch script that configures no plan is still linted for what its text does (a command cut short).
-  if (reading.kind !== 'plan')
-    return {
-      facts,
-      findings:
-        opts.lint && /\.(sh|bash|slurm|sbatch)$/.test(file)
-          ? lintFacts({ facts, text, options: opts.lint })
-          : [],
-      reading,
-    };
+  const shellFindings = () => (opts.lint && shell ? lintFacts({ facts, text, options: opts.lint }) : []);
+  // One that runs a Python script of the project: the job is that script's, with this command's inputs.
+  const project0 = opts.estimate.project;
+  if (reading.kind === 'none' && shell && project0) {
+    const job = launchScriptEstimate(
+      project0,
+      file,
+      text,
+      (f, t, layers) =>
+        analyzeFacts(f, t, {
+          lint: null,
+          estimate: { ...opts.estimate, extraLayers: [...(opts.estimate.extraLayers ?? []), ...layers] },
+        }).estimate,
+    );
+    if (job)
+      return {
+        facts,
+        estimate: clipped(job.estimate),
+        findings: shellFindings(),
+        reading: { kind: 'launch', script: job.script, range: job.range },
+      };
+  }
+  if (reading.kind !== 'plan') return { facts, findings: shellFindings(), reading };
   let plan = reading.plan;
   if (scriptModel && !plan.model) plan = { ...plan, model: scriptModel };
   const project = opts.estimate.project;

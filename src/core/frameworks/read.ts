@@ -14,11 +14,14 @@ import { isLlmFoundry, llmFoundryPlan } from './llmFoundry';
 import { isTorchtitan, torchtitanPlan } from './torchtitan';
 import { isTorchtune, torchtunePlan } from './torchtune';
 import { isTrainerArgsJson, trainerArgsJsonPlan } from './transformers';
+import type { Range } from '../vocabulary/range';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
 export type ConfigReading =
   | { kind: 'plan'; plan: FrameworkPlan; doc?: ConfigDoc }
   | { kind: 'problem'; problem: FrameworkProblem }
+  /** A launch script that runs a Python script of the project: the job is that script's (`script`, from here). */
+  | { kind: 'launch'; script: string; range: Range }
   | { kind: 'none' };
 
 /** Words that make a file worth reporting a syntax error for: it looks like a training configuration. */

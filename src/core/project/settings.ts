@@ -315,18 +315,26 @@ export function launchFacts(fsys: ProjectFS, root: string, maxFiles = 400): Laun
   for (const p of files) {
     const text = fsys.readFile(p);
     if (!text || text.length >= 512 * 1024) continue;
-    for (const f of readLaunchFile(p, text)) {
-      const prog = f.program?.replace(/^["']|["']$/g, '');
-      const resolved =
-        prog && !/\$/.test(prog)
-          ? [path.resolve(path.dirname(p), prog), path.resolve(root, prog)].find(
-              (c) => fsys.version(c) !== undefined,
-            )
-          : undefined;
-      facts.push(resolved ? { ...f, resolved } : f);
-    }
+    facts.push(...resolvedLaunchFile(fsys, root, p, text));
   }
   return facts;
+}
+
+/**
+ * The launch commands of one launch file, each with the file its program names where one exists from the launch
+ * file's folder or the project root (a job is started from either).
+ */
+export function resolvedLaunchFile(fsys: ProjectFS, root: string, file: string, text: string): LaunchFact[] {
+  return readLaunchFile(file, text).map((f) => {
+    const prog = f.program?.replace(/^["']|["']$/g, '');
+    const resolved =
+      prog && !/\$/.test(prog)
+        ? [path.resolve(path.dirname(file), prog), path.resolve(root, prog)].find(
+            (c) => fsys.version(c) !== undefined,
+          )
+        : undefined;
+    return resolved ? { ...f, resolved } : f;
+  });
 }
 
 /** The launch layer for `script`: launch files of the project that name it (or, failing that, the only one). */

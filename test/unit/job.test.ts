@@ -1,0 +1,80 @@
+// One job, one verdict: the entry script, the helper that wraps its model and the launch file that runs it.
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { cli, projectDir, writeFiles } from './helpers';
+
+interface Json {
+  perGpu: { peakBytes: number };
+  targetFit: { verdict: string; headroomBytes: number };
+  mesh: { worldSize: number };
+  assumptions: { key: string; value: string }[];
+  notes: string[];
+}
+
+function project(): string {
+  const dir = projectDir('fsdp-lens-job-');
+  writeFiles(dir, {
+    'parallel.py': [
+      'import torch',
+      'from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy',
+      '',
+      'def shard(model):',
+      '    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+      '    for layer in model.model.layers:',
+      '        fully_shard(layer, mp_policy=mp)',
+      '    fully_shard(model, mp_policy=mp)',
+      '',
+    ],
+    'train.py': [
+      'import argparse',
+      'import torch',
+      'from transformers import AutoModelForCausalLM',
+      'from parallel import shard',
+      '',
+      'p = argparse.ArgumentParser()',
+      'p.add_argument("--batch", type=int, default=1)',
+      'p.add_argument("--seq", type=int, default=4096)',
+      'args = p.parse_args()',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+      'model.gradient_checkpointing_enable()',
+      'shard(model)',
+      'x = torch.randint(0, 128256, (args.batch, args.seq))',
+      'model(x, labels=x).loss.backward()',
+      '',
+    ],
+    'run.sh': ['#!/bin/bash', 'torchrun --nnodes 2 --nproc_per_node 8 train.py --batch 4 --seq 8192', ''],
+  });
+  return dir;
+}
+
+async function estimate(file: string): Promise<Json> {
+  const r = await cli('estimate', file, '--json');
+  assert.equal(r.code, 0, r.err);
+  return JSON.parse(r.out) as Json;
+}
+
+describe('a job across files', () => {
+  it('shows the same plan and verdict in the entry script, its helper and its launch file', async () => {
+    const dir = project();
+    const [entry, helper, launch] = await Promise.all(
+      ['train.py', 'parallel.py', 'run.sh'].map((f) => estimate(path.join(dir, f))),
+    );
+    // The job's inputs: 2 nodes of 8 from run.sh, 4 x 8192 from its arguments, checkpointing from train.py.
+    const input = (j: Json, key: string) => j.assumptions.find((a) => a.key === key)?.value;
+    assert.equal(entry!.mesh.worldSize, 16);
+    assert.equal(input(entry!, 'microBatch'), '4');
+    assert.equal(input(entry!, 'seqLen'), '8192');
+    assert.match(input(entry!, 'checkpointing') ?? '', /^full/);
+    for (const other of [helper!, launch!]) {
+      assert.equal(other.mesh.worldSize, entry!.mesh.worldSize);
+      for (const key of ['model', 'microBatch', 'seqLen', 'checkpointing', 'paramDtype'])
+        assert.equal(input(other, key), input(entry!, key), key);
+      assert.equal(other.perGpu.peakBytes, entry!.perGpu.peakBytes);
+      assert.deepEqual(other.targetFit, entry!.targetFit);
+    }
+    // Each says whose job it shows.
+    assert.ok(helper!.notes.some((n) => /^the job is train\.py's, which calls shard\(\) at line 12/.test(n)));
+    assert.ok(launch!.notes.some((n) => /^the job is train\.py, which this file launches at line 2/.test(n)));
+  });
+});
