@@ -31,10 +31,13 @@ export function helperJobEstimate(
   const rel = (p: string) => path.relative(path.dirname(self), p) || path.basename(p);
   const names = [...new Set(facts.calls.map((c) => c.function!.split('.').pop()!))];
   const sites = new Map<string, { file: string; line: number; fn: string }>();
+  // A test's toy model says nothing of the job, unless the helper is itself among the tests.
+  const inTests = (p: string) => isTestFile(path.relative(project.roots[0] ?? '', p));
+  const selfInTests = inTests(self);
   for (const name of names)
     for (const c of project.callersOf(name)) {
       const file = path.resolve(c.file.path);
-      if (file === self || isTestFile(path.relative(project.roots[0] ?? '', file))) continue;
+      if (file === self || (!selfInTests && inTests(file))) continue;
       if (!sites.has(file)) sites.set(file, { file, line: c.call.startPosition.row + 1, fn: name });
     }
   const callers = [...sites.values()].sort((a, b) => a.file.localeCompare(b.file));

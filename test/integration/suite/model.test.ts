@@ -53,6 +53,32 @@ describe('the model behind the wrap', () => {
     );
   });
 
+  it('shows one verdict in every file of a job: the entry script, its helper, its launch script', async () => {
+    // projects/job: launch.sh runs finetune.py on 2 nodes of 8 with 2 x 8192 tokens; finetune.py loads Llama 3.1
+    // 8B and calls shard_model() of sharding.py, which wraps it.
+    const verdictOf = async (name: string) => {
+      const editor = await open(name);
+      const lenses = await eventually(
+        () => codeLenses(editor.document.uri),
+        (l) => l.some((x) => /needs /.test(x.command?.title ?? '')),
+        `the verdict's lenses in ${name}`,
+      );
+      const titles = lenses.map((l) => l.command?.title ?? '');
+      return [
+        titles.find((t) => /fits|does not fit|undecided/.test(t)),
+        titles.find((t) => /needs /.test(t)),
+      ];
+    };
+    const helper = await verdictOf('projects/job/sharding.py');
+    const launch = await verdictOf('projects/job/launch.sh');
+    const entry = await verdictOf('projects/job/finetune.py');
+    assert.match(entry[0] ?? '', /fits 16 x H100/);
+    assert.deepEqual(helper, entry);
+    assert.deepEqual(launch, entry);
+    // Back in the helper after its caller was opened: still the job's verdict.
+    assert.deepEqual(await verdictOf('projects/job/sharding.py'), entry);
+  });
+
   it(`measures the model exactly with PyTorch and uses the measured model${RAN_WITH}`, async function () {
     if (NO_TORCH) {
       if (!CI) this.skip();
