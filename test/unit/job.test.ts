@@ -1,5 +1,6 @@
 // One job, one verdict: the entry script, the helper that wraps its model and the launch file that runs it.
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { cli, projectDir, writeFiles } from './helpers';
@@ -76,5 +77,17 @@ describe('a job across files', () => {
     // Each says whose job it shows.
     assert.ok(helper!.notes.some((n) => /^the job is train\.py's, which calls shard\(\) at line 12/.test(n)));
     assert.ok(launch!.notes.some((n) => /^the job is train\.py, which this file launches at line 2/.test(n)));
+  });
+
+  it("takes a launch script's own annotations (the panel's Apply to file) above its command's inputs", async () => {
+    const dir = project();
+    const run = path.join(dir, 'run.sh');
+    fs.writeFileSync(
+      run,
+      fs.readFileSync(run, 'utf8').replace('#!/bin/bash\n', '#!/bin/bash\n# fsdp: world_size=32\n'),
+    );
+    const j = await estimate(run);
+    assert.equal(j.mesh.worldSize, 32);
+    assert.match(JSON.stringify(j.assumptions), /# fsdp: at run\.sh:2/);
   });
 });

@@ -14,6 +14,7 @@ import type { Finding, LintOptions } from '../lint/types';
 import { formatOf } from '../frameworks/configDoc';
 import type { ConfigReading } from '../frameworks/read';
 import {
+  annotationLayer,
   estimateFile,
   launchArguments,
   launchLayerOf,
@@ -266,6 +267,9 @@ export function analyzeConfigText(
   // One that runs a Python script of the project: the job is that script's, with this command's inputs.
   const project0 = opts.estimate.project;
   if (reading.kind === 'none' && shell && project0) {
+    // Its own `# fsdp:` annotations (what "Apply to file" writes) stand above the script's inputs.
+    const own = annotationLayer(facts, path.basename(file));
+    const mine = 'layer' in own ? [own.layer] : [];
     const job = launchScriptEstimate(
       project0,
       file,
@@ -273,7 +277,10 @@ export function analyzeConfigText(
       (f, t, layers) =>
         analyzeFacts(f, t, {
           lint: null,
-          estimate: { ...opts.estimate, extraLayers: [...(opts.estimate.extraLayers ?? []), ...layers] },
+          estimate: {
+            ...opts.estimate,
+            extraLayers: [...mine, ...(opts.estimate.extraLayers ?? []), ...layers],
+          },
         }).estimate,
     );
     if (job)

@@ -777,7 +777,7 @@ function resolveModel(
 }
 
 /** `# fsdp: key=value ...` comments of the file. */
-function annotationLayer(
+export function annotationLayer(
   facts: FileFacts,
   file: string,
 ): { layer: Layer; model?: ModelChoice } | { error: string } {
