@@ -4,7 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { openFile, panelFrame, runCommand, waitForLens } from './workbench';
+import { openFile, panelFrame, quickOpen, runCommand, waitForLens } from './workbench';
 import {
   launchBrowser,
   openWorkbench,
@@ -87,6 +87,19 @@ export const CHECKS: Check[] = [
       if (!(await page.$('.codelens-decoration .codicon-pass')))
         throw new Error('no verdict icon on the root lens');
       await page.screenshot({ path: path.join(ARTIFACTS, `lens-${theme}.png`) });
+    },
+  },
+  {
+    name: 'lens over an RL launch script: the verdict of its worst phase',
+    async run(page, theme) {
+      await quickOpen(page, 'grpo_qwen3_8b.sh');
+      // verl's GRPO run: the rollout beside vLLM needs most; vLLM's CUDA graphs are not counted, so no verdict.
+      const texts = await waitForLens(page, /needs at least [\d.]+\/85\.5 GB/);
+      if (!texts.some((t) => /^fit undecided\s+\|\s+needs at least [\d.]+\/85\.5 GB\s+\|\s+37 FSDP1 units/.test(t)))
+        throw new Error(`no verdict lens on the verl command: ${JSON.stringify(texts)}`);
+      const long = texts.filter((t) => t.length > 80);
+      if (long.length) throw new Error(`lens lines over 80 characters: ${JSON.stringify(long)}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `lens-verl-${theme}.png`) });
     },
   },
   {

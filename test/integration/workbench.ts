@@ -14,6 +14,18 @@ export async function openFile(page: Page, name: string): Promise<void> {
     .click({ position: { x: 5, y: 5 } });
 }
 
+/** Opens a file anywhere in the workspace by Quick Open (Ctrl+P), as a user finds one in a subfolder. */
+export async function quickOpen(page: Page, name: string): Promise<void> {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Control+P');
+  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+  await page.keyboard.type(name, { delay: 10 });
+  const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: name });
+  await row.first().waitFor({ timeout: 10_000 });
+  await row.first().click();
+  await page.waitForSelector(`.tab.active[data-resource-name="${name}"]`, { timeout: 20_000 });
+}
+
 export async function runCommand(page: Page, title: string): Promise<void> {
   await page.keyboard.press('Control+Shift+P');
   await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
