@@ -95,7 +95,11 @@ export const CHECKS: Check[] = [
       await quickOpen(page, 'grpo_qwen3_8b.sh');
       // verl's GRPO run: the rollout beside vLLM needs most; vLLM's CUDA graphs are not counted, so no verdict.
       const texts = await waitForLens(page, /needs at least [\d.]+\/85\.5 GB/);
-      if (!texts.some((t) => /^fit undecided\s+\|\s+needs at least [\d.]+\/85\.5 GB\s+\|\s+37 FSDP1 units/.test(t)))
+      if (
+        !texts.some((t) =>
+          /^fit undecided\s+\|\s+needs at least [\d.]+\/85\.5 GB\s+\|\s+37 FSDP1 units/.test(t),
+        )
+      )
         throw new Error(`no verdict lens on the verl command: ${JSON.stringify(texts)}`);
       const long = texts.filter((t) => t.length > 80);
       if (long.length) throw new Error(`lens lines over 80 characters: ${JSON.stringify(long)}`);
