@@ -128,6 +128,18 @@ export class WrapCodeLensProvider implements vscode.CodeLensProvider {
         [document.uri, index],
       );
     });
+    // A helper shown as one calling script's job, where several call it: whose, and a click to choose another.
+    const callers = analysis.estimate?.jobCallers ?? [];
+    const chosen = callers.find((c) => c.chosen);
+    if (callers.length > 1 && chosen && calls[0])
+      lenses.unshift(
+        new vscode.CodeLens(toRange(calls[0].range), {
+          title: `$(call-incoming) job of ${chosen.file}`,
+          tooltip: `${callers.length} scripts call this helper, each a job of its own: click to choose whose job it shows`,
+          command: COMMANDS.chooseWhatToEstimate,
+          arguments: [document.uri],
+        }),
+      );
     if (leftOut)
       lenses.push(
         new vscode.CodeLens(toRange(leftOut.range), {

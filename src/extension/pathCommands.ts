@@ -1,8 +1,8 @@
 /**
  * "FSDP: Choose what to estimate in this file": another of the file's plans (an actor's or a reward model's
- * worker class), or the command line the script runs with, which decides the path it takes. The choice is
- * written as a `# fsdp: plan=` or `# fsdp: args=` comment, an edit the user can see and undo, read the same way
- * by the command line.
+ * worker class), the calling script whose job a helper shows, or the command line the script runs with, which
+ * decides the path it takes. The choice is written as a `# fsdp: plan=`, `# fsdp: caller=` or `# fsdp: args=`
+ * comment, an edit the user can see and undo, read the same way by the command line.
  */
 import * as vscode from 'vscode';
 import { setAnnotation } from '../core/lint/annotationEdits';
@@ -11,7 +11,7 @@ import type { DocumentAnalyses } from './analyses';
 import { toRange } from './convert';
 
 interface Choice extends vscode.QuickPickItem {
-  key: 'plan' | 'args';
+  key: 'plan' | 'args' | 'caller';
   value?: string;
 }
 
@@ -49,6 +49,17 @@ export async function chooseWhatToEstimate(analyses: DocumentAnalyses, uri?: vsc
       detail: `Estimate the plan ${what} makes (writes "# fsdp: plan=${p.name}")`,
     });
   }
+  // A helper estimated as a calling script's job: the other scripts that call it, each a job of its own.
+  const callers = analysis.estimate?.jobCallers ?? [];
+  if (callers.length > 1)
+    for (const c of callers)
+      items.push({
+        key: 'caller',
+        value: c.file,
+        label: `$(call-incoming) the job of ${c.file}`,
+        description: c.chosen ? 'estimated now' : `calls it at line ${c.line}`,
+        detail: `Estimate this file as ${c.file}'s job: its model, batch, sequence and launch (writes "# fsdp: caller=${c.file}")`,
+      });
   // The paths the defaults keep off, each with the arguments that take it (read again with them by the scan).
   const now = analysis.facts.argv ?? [];
   const taken = new Map<string, string[]>();

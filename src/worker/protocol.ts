@@ -7,6 +7,7 @@ import type { Estimate } from '../core/estimator/types';
 import type { ConfigReading } from '../core/frameworks/read';
 import type { FrameworkPlan } from '../core/frameworks/types';
 import type { PlanChoices } from '../core/resolve/entryPlan';
+import type { JobCaller } from '../core/resolve/analyze';
 import type { SetupValues } from '../core/inputs/table';
 import type { Finding, LintOptions } from '../core/lint/types';
 import type { TextChange } from '../core/parsing/document';
@@ -99,6 +100,8 @@ export type PlainEstimate = (
   helperCalls?: WrapCall[];
   /** The file's plans when its wraps make several: which one is estimated, and the others. */
   plans?: PlanChoices;
+  /** A helper estimated as a calling script's job: the scripts that call it, the chosen one marked. */
+  jobCallers?: JobCaller[];
 };
 
 /** The analysis of one document version, as every provider of the editor reads it. */

@@ -53,6 +53,7 @@ export function plainEstimate(r: EstimateResult): PlainEstimate {
   const helpers = {
     ...(r.helperCalls?.length ? { helperCalls: r.helperCalls } : {}),
     ...(r.plans ? { plans: r.plans } : {}),
+    ...(r.jobCallers ? { jobCallers: r.jobCallers } : {}),
   };
   if (!r.ok) return { ok: false, reason: r.reason, ...(r.hint ? { hint: r.hint } : {}), ...helpers };
   const framework = r.framework ? (({ builtModel: _, ...rest }) => rest)(r.framework) : undefined;

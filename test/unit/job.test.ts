@@ -90,4 +90,54 @@ describe('a job across files', () => {
     assert.equal(j.mesh.worldSize, 32);
     assert.match(JSON.stringify(j.assumptions), /# fsdp: at run\.sh:2/);
   });
+
+  it('lets a helper called by two scripts show the job of the one its caller= annotation names', async () => {
+    const dir = projectDir('fsdp-lens-callers-');
+    const caller = (model: string) => [
+      'from transformers import AutoModelForCausalLM',
+      'from shard import shard',
+      `model = AutoModelForCausalLM.from_pretrained("${model}")`,
+      'shard(model)',
+    ];
+    writeFiles(dir, {
+      'shard.py': [
+        'from torch.distributed.fsdp import fully_shard',
+        '',
+        'def shard(model):',
+        '    for layer in model.model.layers:',
+        '        fully_shard(layer)',
+        '    fully_shard(model)',
+      ],
+      'a.py': caller('meta-llama/Llama-3.1-8B'),
+      'b.py': caller('meta-llama/Llama-3.1-70B'),
+    });
+    const helper = path.join(dir, 'shard.py');
+    // The first by path: a.py's 8B (8,030,261,248 parameters).
+    const first = JSON.parse((await cli('estimate', helper, '--json')).out) as { model: { params: number } };
+    assert.equal(first.model.params, 8_030_261_248);
+    // `# fsdp: caller=b.py`: b.py's 70B (70,553,706,496 parameters), said so.
+    fs.writeFileSync(helper, `# fsdp: caller=b.py\n${fs.readFileSync(helper, 'utf8')}`);
+    const picked = JSON.parse((await cli('estimate', helper, '--json')).out) as {
+      model: { params: number };
+      notes: string[];
+    };
+    assert.equal(picked.model.params, 70_553_706_496);
+    assert.ok(
+      picked.notes.some((n) =>
+        /^the job is b\.py's, which calls shard\(\) at line 4 \(# fsdp: caller= at line 1\)/.test(n),
+      ),
+    );
+    // A name no caller has: said, and the first caller's job stands.
+    fs.writeFileSync(helper, fs.readFileSync(helper, 'utf8').replace('caller=b.py', 'caller=c.py'));
+    const none = JSON.parse((await cli('estimate', helper, '--json')).out) as {
+      model: { params: number };
+      notes: string[];
+    };
+    assert.equal(none.model.params, 8_030_261_248);
+    assert.ok(
+      none.notes.some((n) =>
+        /no script of the project calling it is c\.py .*its callers: a\.py, b\.py/.test(n),
+      ),
+    );
+  });
 });

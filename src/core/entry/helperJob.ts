@@ -40,7 +40,18 @@ export function helperJobEstimate(
       if (file === self || (!selfInTests && inTests(file))) continue;
       if (!sites.has(file)) sites.set(file, { file, line: c.call.startPosition.row + 1, fn: name });
     }
-  const callers = [...sites.values()].sort((a, b) => a.file.localeCompare(b.file));
+  const sorted = [...sites.values()].sort((a, b) => a.file.localeCompare(b.file));
+  // `# fsdp: caller=PATH` picks the script whose job this is (its path from this file's folder, or its name).
+  const asked = facts.annotations.find((a) => a.values.caller !== undefined);
+  const wanted = asked?.values.caller;
+  const named = wanted
+    ? sorted.find((c) => rel(c.file) === wanted || path.basename(c.file) === wanted)
+    : undefined;
+  const callers = named ? [named, ...sorted.filter((c) => c !== named)] : sorted;
+  const unmatched =
+    wanted && !named
+      ? `no script of the project calling it is ${wanted} (# fsdp: caller= at line ${asked!.line}); its callers: ${sorted.map((c) => rel(c.file)).join(', ')}`
+      : undefined;
   for (const c of callers.slice(0, MAX_CALLERS)) {
     const py = project.file(c.file);
     if (!py) continue;
@@ -55,12 +66,16 @@ export function helperJobEstimate(
       continue;
     const others = callers.filter((o) => o !== c).map((o) => `${rel(o.file)}:${o.line}`);
     inner.estimate.notes.unshift(
-      `the job is ${rel(c.file)}'s, which calls ${c.fn}() at line ${c.line}: its model, batch, sequence and launch are this file's inputs` +
+      `the job is ${rel(c.file)}'s, which calls ${c.fn}() at line ${c.line}${c === named ? ` (# fsdp: caller= at line ${asked!.line})` : ''}: its model, batch, sequence and launch are this file's inputs` +
         (others.length
-          ? `; ${others.length === 1 ? 'another script calls' : 'other scripts call'} it too (${others.join(', ')}), each its own job`
+          ? `; ${others.length === 1 ? 'another script calls' : 'other scripts call'} it too (${others.join(', ')}), each its own job (# fsdp: caller=PATH picks one)`
           : ''),
+      ...(unmatched ? [unmatched] : []),
     );
-    return inner;
+    return {
+      ...inner,
+      jobCallers: sorted.map((o) => ({ file: rel(o.file), line: o.line, chosen: o === c })),
+    };
   }
   return undefined;
 }

@@ -109,7 +109,19 @@ export type EstimateResult = (
   helperCalls?: WrapCall[];
   /** The file's plans when its wraps make several: which one is estimated, and the others. */
   plans?: PlanChoices;
+  /**
+   * A helper estimated as a calling script's job: the scripts that call it (paths from the helper's folder), the
+   * one whose job this is marked, for a surface that offers the others (`# fsdp: caller=PATH`).
+   */
+  jobCallers?: JobCaller[];
 };
+
+/** A script that calls a helper, as `EstimateResult.jobCallers` lists it. */
+export interface JobCaller {
+  file: string;
+  line: number;
+  chosen: boolean;
+}
 
 /** The estimate for one scanned file, with every input's source; or why there is none. */
 export function estimateFile(scanned: FileFacts, opts: AnalyzeOptions = {}): EstimateResult {
