@@ -9,6 +9,7 @@ import { scanFile } from '../analysis/scan';
 import { projectReaders } from '../frameworks/scriptConfigs';
 import type { Project } from '../project/project';
 import { isTestFile } from '../project/testFiles';
+import { callReaches } from '../modules/resolveModel';
 import { launchArguments, type EstimateResult } from '../resolve/analyze';
 
 /** At most this many calling scripts are analysed for a helper's job (the first whose plan uses it wins). */
@@ -38,6 +39,8 @@ export function helperJobEstimate(
     for (const c of project.callersOf(name)) {
       const file = path.resolve(c.file.path);
       if (file === self || (!selfInTests && inTests(file))) continue;
+      // A call of this very function (imported from this file), not of another of the same name.
+      if (!callReaches(project, c.file, c.call, self, name, false)) continue;
       if (!sites.has(file)) sites.set(file, { file, line: c.call.startPosition.row + 1, fn: name });
     }
   const sorted = [...sites.values()].sort((a, b) => a.file.localeCompare(b.file));

@@ -402,7 +402,7 @@ function argumentFor(call: Node, index: number, name: string, method: boolean): 
  * from the defining module (`from pkg.parallelize import apply_fsdp`), the module imported and its attribute
  * called, or a method called on an object. Another file's function of the same name is not it.
  */
-function callReaches(
+export function callReaches(
   project: Project,
   caller: PyFile,
   call: Node,
