@@ -110,11 +110,20 @@ describe('a job across files', () => {
       ],
       'a.py': caller('meta-llama/Llama-3.1-8B'),
       'b.py': caller('meta-llama/Llama-3.1-70B'),
+      // Its own function of the same name: not a caller of shard.py's.
+      'c.py': ['def shard(x):', '    return x', '', 'shard(1)'],
     });
     const helper = path.join(dir, 'shard.py');
     // The first by path: a.py's 8B (8,030,261,248 parameters).
-    const first = JSON.parse((await cli('estimate', helper, '--json')).out) as { model: { params: number } };
+    const first = JSON.parse((await cli('estimate', helper, '--json')).out) as {
+      model: { params: number };
+      notes: string[];
+    };
     assert.equal(first.model.params, 8_030_261_248);
+    assert.ok(
+      first.notes.some((n) => /another script calls it too \(b\.py:4\)/.test(n)),
+      first.notes.join('\n'),
+    );
     // `# fsdp: caller=b.py`: b.py's 70B (70,553,706,496 parameters), said so.
     fs.writeFileSync(helper, `# fsdp: caller=b.py\n${fs.readFileSync(helper, 'utf8')}`);
     const picked = JSON.parse((await cli('estimate', helper, '--json')).out) as {
