@@ -121,7 +121,11 @@ describe('a job across files', () => {
     };
     assert.equal(first.model.params, 8_030_261_248);
     assert.ok(
-      first.notes.some((n) => /another script calls it too \(b\.py:4\)/.test(n)),
+      first.notes.some((n) =>
+        /^the job is a\.py's, which calls shard\(\) at line 4: .*; another script calls it too \(b\.py:4\), each its own job/.test(
+          n,
+        ),
+      ),
       first.notes.join('\n'),
     );
     // `# fsdp: caller=b.py`: b.py's 70B (70,553,706,496 parameters), said so.

@@ -150,43 +150,4 @@ describe('inputs fed to the wrapped model', () => {
       data.notes.join('\n'),
     );
   });
-
-  it("a helper two scripts call with different models: the first caller's job, the other named", async () => {
-    const dir = projectDir('fsdp-lens-two-callers-');
-    writeFiles(dir, {
-      'shard.py': [
-        'from torch.distributed.fsdp import fully_shard',
-        '',
-        'def shard(model):',
-        '    for layer in model.model.layers:',
-        '        fully_shard(layer)',
-        '    fully_shard(model)',
-      ],
-      'a.py': [
-        'from transformers import AutoModelForCausalLM',
-        'from shard import shard',
-        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
-        'shard(model)',
-      ],
-      'b.py': [
-        'from transformers import AutoModelForCausalLM',
-        'from shard import shard',
-        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-70B")',
-        'shard(model)',
-      ],
-    });
-    const r = await cli('estimate', path.join(dir, 'shard.py'), '--json');
-    assert.equal(r.code, 0, r.err);
-    const data = JSON.parse(r.out) as { model: { params: number }; notes: string[] };
-    assert.equal(data.model.params, 8_030_261_248);
-    // The job is the first caller's (by path), and the other caller is named as a job of its own.
-    assert.ok(
-      data.notes.some((n) =>
-        /^the job is a\.py's, which calls shard\(\) at line 4: .*; another script calls it too \(b\.py:4\), each its own job/.test(
-          n,
-        ),
-      ),
-      data.notes.join('\n'),
-    );
-  });
 });

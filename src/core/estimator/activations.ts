@@ -626,11 +626,22 @@ function compiledLoss(
   shape: ArchShape,
   x: ActivationInputs,
 ): { forward: number; backward: number; output: number; kept: number } {
+  const { tokens, n, softcap, kept } = logitsKept(shape, x);
+  return { forward: kept, backward: 2 * x.bytes * n + 8 * tokens + softcap, output: x.bytes * n, kept };
+}
+
+/**
+ * What a loss that reads the logits as they are keeps of them: the b·s·V logits (with Gemma 2's soft-cap output)
+ * and two fp32 values per token (a max and a log-sum-exp, or a log-sum-exp and a loss).
+ */
+function logitsKept(
+  shape: ArchShape,
+  x: ActivationInputs,
+): { tokens: number; n: number; softcap: number; kept: number } {
   const tokens = x.microBatch * x.seqLen;
   const n = tokens * shape.vocab;
   const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
-  const kept = x.bytes * n + 8 * tokens + softcap;
-  return { forward: kept, backward: 2 * x.bytes * n + 8 * tokens + softcap, output: x.bytes * n, kept };
+  return { tokens, n, softcap, kept: x.bytes * n + 8 * tokens + softcap };
 }
 
 /**
@@ -644,10 +655,7 @@ function inplaceLoss(
   shape: ArchShape,
   x: ActivationInputs,
 ): { forward: number; backward: number; output: number; kept: number } {
-  const tokens = x.microBatch * x.seqLen;
-  const n = tokens * shape.vocab;
-  const softcap = shape.finalLogitSoftcap ? n * x.bytes : 0;
-  const kept = x.bytes * n + 8 * tokens + softcap;
+  const { tokens, n, kept } = logitsKept(shape, x);
   return { forward: kept + 4 * tokens, backward: kept, output: x.bytes * n, kept };
 }
 

@@ -75,7 +75,7 @@ function engineTerm(g: Gpu, r: NonNullable<Colocation['rollout']>, how: string):
 }
 
 /** Bytes a phase needs of a GPU: the training process's with its allowance and context, and the engine's share. */
-export function phaseNeed(p: Pick<ColocatedPhase, 'bytes' | 'engineFraction'>, g: Gpu): number {
+function phaseNeed(p: Pick<ColocatedPhase, 'bytes' | 'engineFraction'>, g: Gpu): number {
   return requiredBytes(p.bytes) + Math.ceil((p.engineFraction ?? 0) * gpuBytes(g));
 }
 
@@ -190,7 +190,7 @@ export function colocatedPhases(e: Estimate, c: Colocation, shape: ArchShape | u
         p.terms.push(engineTerm(e.gpu, c.rollout, 'kept between rollouts'));
       }
   for (const p of phases) p.needBytes = phaseNeed(p, e.gpu);
-  const worst = phases.reduce((w, p) => (phaseNeed(p, e.gpu) > phaseNeed(w, e.gpu) ? p : w), phases[0]!);
+  const worst = phases.reduce((w, p) => (p.needBytes > w.needBytes ? p : w), phases[0]!);
   return { by: c.by, phases, worst: worst.name, notEstimated: c.notEstimated };
 }
 

@@ -16,7 +16,6 @@ import { type Estimate, type UnitEstimate, type Verdict } from '../estimator/typ
 import { modelParallelLinks, trafficBytes } from '../estimator/collectives';
 import type { Source } from '../vocabulary/source';
 import { FIT_RESERVE, requiredBytes } from '../estimator/fit';
-import { phaseNeed } from '../estimator/colocated';
 import { gpuBytes } from '../hardware/catalog';
 import type { Advice } from '../whatif/advice';
 import { planLabel } from '../vocabulary/fsdp';
@@ -139,7 +138,7 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push(`Peak      ${peakLeast}${b(e.perGpu.peakBytes)} per GPU${at ? `, ${peakWhereInFull(at)}` : ''}`);
   L.push(...terms(e.perGpu.peak.terms));
   const worst = e.colocated?.phases.find((p) => p.name === e.colocated!.worst);
-  const need = worst ? phaseNeed(worst, e.gpu) : requiredBytes(e.perGpu.peakBytes);
+  const need = worst ? worst.needBytes : requiredBytes(e.perGpu.peakBytes);
   const mine = e.targetFit;
   const needs = `needs ${peakLeast}${b(need)} (${worst ? `its ${worst.name} phase: ` : ''}the ${worst ? "process's bytes" : 'peak'} x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, a default allowance for the caching allocator, and ${b(FIT_RESERVE.contextBytes)} of CUDA context${worst?.engineFraction ? ', with the engine’s share' : ''})`;
   const pools = e.timeline?.pools;
