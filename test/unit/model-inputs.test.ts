@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { assumed, cli, projectDir, writeFiles } from './helpers';
+import { assumed, cli, projectDir } from './helpers';
 
 describe('inputs fed to the wrapped model', () => {
   it('are read through the name fully_shard returns', async () => {
