@@ -5,6 +5,7 @@ import type { PanelData, PanelRequest, WhatIfValues } from '../core/report/panel
 import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
 import { COMMANDS } from './commands';
 import { setAnnotations } from '../core/lint/annotationEdits';
+import type { Fix } from '../core/lint/types';
 import { toRange } from './convert';
 
 export const PANEL_VIEW_TYPE = 'fsdpLens.footprint';
@@ -113,6 +114,10 @@ export class FootprintPanel implements vscode.Disposable {
             .catch(() => undefined)) ?? noticeData(analysis, this.focusUnit);
     // A later update (a newer analysis, other what-if values) has the say.
     if (asked !== this.asked) return data;
+    for (const c of data.whatIf?.changed ?? []) {
+      const fix = codeFixFor(analysis, c.key, data.whatIf!.values[c.key]);
+      if (fix) c.codeFix = fix.title;
+    }
     this.lastData = data;
     this.panel.title = `FSDP footprint: ${data.file.split(/[\\/]/).pop() ?? data.file}`;
     void this.panel.webview.postMessage({ type: 'update', data });
@@ -124,20 +129,32 @@ export class FootprintPanel implements vscode.Disposable {
    * user asked with "Apply to file"), then shows the file's own figures, which now carry them.
    */
   async applyWhatIf(): Promise<boolean> {
-    const changed = this.lastData?.whatIf?.changed.filter((c) => c.annotation) ?? [];
-    if (!this.uri || !changed.length) return false;
+    const all = this.lastData?.whatIf?.changed ?? [];
+    if (!this.uri || !all.some((c) => c.annotation || c.codeFix)) return false;
     const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(this.uri));
     const values = this.lastData!.whatIf!.values;
-    const edit = setAnnotations(
-      doc.getText(),
-      changed.map((c) => [c.annotation!, String(values[c.key])]),
-    );
-    if (!edit) return false;
+    // A change the file's own quick fix makes goes into the code (or config) by that fix, on the version it was
+    // computed for; the rest as `# fsdp:` annotations.
+    const analysis = this.analyses.latest(doc.uri);
+    const current = analysis?.version === doc.version ? analysis : undefined;
+    const fixes = all
+      .filter((c) => c.codeFix)
+      .map((c) => (current ? codeFixFor(current, c.key, values[c.key]) : undefined));
+    if (fixes.some((f) => !f)) return false;
+    const annotated = all.filter((c) => c.annotation && !c.codeFix);
+    const edit = annotated.length
+      ? setAnnotations(
+          doc.getText(),
+          annotated.map((c) => [c.annotation!, String(values[c.key])]),
+        )
+      : null;
+    if (!edit && !fixes.length) return false;
     const we = new vscode.WorkspaceEdit();
-    we.replace(doc.uri, toRange(edit.range), edit.newText);
+    if (edit) we.replace(doc.uri, toRange(edit.range), edit.newText);
+    for (const f of fixes) for (const e of f!.edits) we.replace(doc.uri, toRange(e.range), e.newText);
     if (!(await vscode.workspace.applyEdit(we))) return false;
     // Keep what no annotation says (the plan's sharding, its units) as a what-if.
-    const kept = this.lastData?.whatIf?.changed.filter((c) => !c.annotation) ?? [];
+    const kept = all.filter((c) => !c.annotation && !c.codeFix);
     this.whatIf = Object.fromEntries(kept.map((c) => [c.key, values[c.key]!]));
     return true;
   }
@@ -236,6 +253,17 @@ function noticeData(a: DocumentAnalysis, focusUnit: number | null): PanelData {
     calls: [],
     notice: a.notice ?? 'fsdp-lens: this document has no analysis yet',
   };
+}
+
+/**
+ * The file's quick fix that makes a what-if change in its code: full activation checkpointing is the fix FSDP015
+ * offers on a plan that does not fit (the config key or `gradient_checkpointing_enable()`).
+ */
+function codeFixFor(analysis: DocumentAnalysis, key: string, value: unknown): Fix | undefined {
+  if (key !== 'checkpointing' || value !== 'full') return undefined;
+  return analysis.findings
+    .find((f) => f.rule === 'FSDP015')
+    ?.fixes.find((f) => f.title.startsWith('Enable activation checkpointing'));
 }
 
 function changedValues(values: WhatIfValues, base: WhatIfValues): Partial<WhatIfValues> {

@@ -708,10 +708,16 @@ function renderWhatIfBanner(data: PanelData): HTMLElement | undefined {
     ),
   );
   const actions = el('div', undefined, 'try');
-  const writable = changed.filter((c) => c.annotation);
+  const writable = changed.filter((c) => c.annotation || c.codeFix);
   if (writable.length) {
     const apply = custom('vscode-button', {}, 'Apply to file');
-    apply.title = `Write ${writable.map((c) => `${c.annotation}=…`).join(' ')} as a # fsdp: comment`;
+    const annotated = writable.filter((c) => !c.codeFix);
+    apply.title = [
+      ...writable.filter((c) => c.codeFix).map((c) => c.codeFix!.replace(/ \(.*\)$/, '')),
+      ...(annotated.length
+        ? [`Write ${annotated.map((c) => `${c.annotation}=…`).join(' ')} as a # fsdp: comment`]
+        : []),
+    ].join('; ');
     apply.addEventListener('click', () => post({ type: 'applyWhatIf' }));
     actions.append(apply);
   }
@@ -719,7 +725,7 @@ function renderWhatIfBanner(data: PanelData): HTMLElement | undefined {
   reset.addEventListener('click', () => post({ type: 'reset' }));
   actions.append(reset);
   box.append(actions);
-  const code = changed.filter((c) => !c.annotation);
+  const code = changed.filter((c) => !c.annotation && !c.codeFix);
   if (code.length)
     box.append(
       el('p', `${code.map((c) => c.label).join(' and ')}: change the wrap calls in the code.`, 'muted'),

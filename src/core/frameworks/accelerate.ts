@@ -80,6 +80,8 @@ interface AccelerateSettings {
   parallelism?: { replicate?: number; shard?: number; tp?: number; cp?: number; where: string };
   /** What reading the settings found wrong (a size that is not a whole number), for the plan's notes. */
   readNotes?: string[];
+  /** The config file's key for activation checkpointing, when the settings are a config file's. */
+  checkpointingKey?: FrameworkPlan['checkpointingKey'];
 }
 
 /**
@@ -264,6 +266,7 @@ export function acceleratePlan(
     host,
     notes,
     traps,
+    ...(s.checkpointingKey ? { checkpointingKey: s.checkpointingKey } : {}),
   };
 }
 
@@ -421,6 +424,10 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
     file: doc.file,
     launcher: true,
     readNotes,
+    // `FullyShardedDataParallelPlugin.activation_checkpointing`, from `FSDP_ACTIVATION_CHECKPOINTING` that the
+    // launcher exports: `Accelerator.prepare_model` then runs `apply_activation_checkpointing` on the modules the
+    // auto-wrap policy wraps (the decoder blocks).
+    checkpointingKey: { path: ['fsdp_config', 'fsdp_activation_checkpointing'], value: true },
     range: doc.rangeOf(['distributed_type']),
     rangeOf: (key) => doc.rangeOf(['fsdp_config', key]),
     get(key) {

@@ -121,6 +121,8 @@ export function argumentsFilePlan(
   const model = d.model_name_or_path as string;
   const plan = trainingArgumentsPlan(call, doc.file, versions);
   if (plan) {
+    // `TrainingArguments.gradient_checkpointing`: the Trainer calls `gradient_checkpointing_enable()`.
+    plan.checkpointingKey = { path: ['gradient_checkpointing'], value: true };
     plan.model = {
       id: model,
       source: { kind: 'config', detail: `model_name_or_path at ${doc.where(['model_name_or_path'])}` },

@@ -139,6 +139,14 @@ export function axolotlPlan(
   if (!plan) return null;
   plan.framework = 'axolotl';
   plan.throughTrainer = true;
+  // The key a fix turns on: the FSDP section's own `activation_checkpointing` where the config writes it (axolotl
+  // refuses both at once), else `gradient_checkpointing`, the Trainer's `gradient_checkpointing_enable()`.
+  const fsdpAc = ['activation_checkpointing', 'fsdp_activation_checkpointing'].find(
+    (k) => raw[k] !== undefined,
+  );
+  plan.checkpointingKey = fsdpAc
+    ? { path: ['fsdp_config', fsdpAc], value: true }
+    : { path: ['gradient_checkpointing'], value: true };
   plan.notes[0] = `axolotl: FSDP${version} (${pinned ? 'its fsdp_version' : "axolotl's default, fsdp_version 1"}), through Transformers' Trainer`;
   if (d.bf16 === 'auto') {
     const where = `bf16: auto at ${name}:${lineOf('bf16')} (bf16 where the GPU supports it, as the catalog's do)`;

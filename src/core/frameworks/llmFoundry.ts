@@ -167,6 +167,9 @@ export function llmFoundryPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     offload: false,
     values,
     details,
+    // Composer's `activation_checkpointing` checkpoints the modules the model's `activation_checkpointing_fn`
+    // picks: its blocks.
+    checkpointingKey: { path: ['fsdp_config', 'activation_checkpointing'], value: true },
     ...(id
       ? {
           model: {

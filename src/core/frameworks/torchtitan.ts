@@ -297,6 +297,11 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     offload,
     values,
     details,
+    // `[activation_checkpoint] mode = "full"`: `apply_ac` wraps each block in `checkpoint_wrapper` (a TOML job; a
+    // Python registry job sets `ActivationCheckpointConfig(mode=...)` in code).
+    ...(doc.format === 'toml'
+      ? { checkpointingKey: { path: ['activation_checkpoint', 'mode'], value: 'full' } }
+      : {}),
     builtModel: {
       loaded: dsv3
         ? deepseekNative(dsv3, `torchtitan ${name} ${flavor}`)

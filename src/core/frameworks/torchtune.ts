@@ -196,6 +196,9 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
       source: { kind: 'config', detail: `${component} at ${doc.where(['model', '_component_'])}` },
     },
     naming: 'torchtune',
+    // The recipes' `training.set_activation_checkpointing(model, auto_wrap_policy={TransformerSelfAttentionLayer})`
+    // under `enable_activation_checkpointing`: every decoder layer.
+    checkpointingKey: { path: ['enable_activation_checkpointing'], value: true },
     ...(fineTune ? { fineTune } : {}),
     notes,
     ...(unmodelled.length ? { unmodelled } : {}),

@@ -123,10 +123,22 @@ export interface FrameworkPlan {
   /** Trained through Transformers' Trainer (axolotl), which puts a LoRA model under PEFT's wrap policy. */
   throughTrainer?: boolean;
   /**
+   * The key of this configuration file that turns on activation checkpointing of every block (a fix for a plan
+   * that does not fit writes it), when the framework has one.
+   */
+  checkpointingKey?: ConfigSetting;
+  /**
    * Values the configuration suggests without setting them (the launch line in its comments), below every other
    * source but the defaults.
    */
   suggested?: { values: SetupValues; details: Partial<Record<keyof SetupValues, string>> };
+}
+
+/** A key of a configuration file and a value for it: what a fix writes to turn a setting on. */
+export interface ConfigSetting {
+  /** The key's path from the top (`['fsdp_config', 'fsdp_activation_checkpointing']`). */
+  path: string[];
+  value: boolean | string;
 }
 
 export interface FrameworkTrap {

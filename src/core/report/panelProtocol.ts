@@ -48,6 +48,11 @@ export interface WhatIfChange {
   file: string;
   /** The annotation that makes the file say it, or null for a change of the code (the plan's sharding, its units). */
   annotation: string | null;
+  /**
+   * A quick fix of the file that makes this change in its code or configuration (activation checkpointing turned on
+   * where the file does it): "Apply to file" applies it instead of writing an annotation. Its title.
+   */
+  codeFix?: string;
 }
 
 /** Messages from the panel's webview to the extension. */

@@ -284,6 +284,36 @@ describe('lenses, hovers and the footprint panel', () => {
     }
   });
 
+  it('"Apply to file" turns checkpointing on in the config, where the fix of a plan that does not fit does', async () => {
+    const d = await openPanel('lint/fsdp015_accelerate.yaml');
+    const editor = vscode.window.visibleTextEditors.find((x) => x.document.uri.toString() === d.uri)!;
+    const p = (await api()).panel()!;
+    try {
+      assert.equal(d.estimate!.targetFit!.verdict, 'short');
+      const w = (await p.setWhatIf({ ...d.whatIf!.values, checkpointing: 'full' }))!;
+      const change = w.whatIf!.changed.find((c) => c.key === 'checkpointing')!;
+      assert.match(
+        change.codeFix ?? '',
+        /^Enable activation checkpointing: fsdp_activation_checkpointing: true/,
+      );
+      assert.ok(await p.applyWhatIf());
+      // The config's own key, not an annotation.
+      assert.match(editor.document.getText(), /\nfsdp_config:\n {2}fsdp_activation_checkpointing: true\n/);
+      assert.doesNotMatch(editor.document.getText(), /ac=full/);
+      const after = await eventually(
+        async () => (await p.setWhatIf({})) ?? undefined,
+        (x) => !!x && x.whatIf!.base.checkpointing === 'full',
+        'the panel to show the changed config',
+      );
+      assert.equal(after!.estimate!.targetFit!.verdict, 'fits');
+      assert.deepEqual(after!.whatIf!.changed, []);
+    } finally {
+      await vscode.window.showTextDocument(editor.document);
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await p.setWhatIf({});
+    }
+  });
+
   it('shows the right lenses on each bundled example', async () => {
     const lensesOf = async (name: string, lines: number) => {
       const editor = await open(`examples/${name}`);

@@ -123,6 +123,29 @@ describe('lint in the editor', () => {
     }
   });
 
+  it("FSDP015 on an Accelerate config: the fix writes the config's own key and the plan fits", async () => {
+    const { editor, diagnostics } = await diagnosticsFor('lint/fsdp015_accelerate.yaml', ['FSDP015']);
+    try {
+      const text = await applyPreferredFix(editor, diagnostics[0]!);
+      assert.match(
+        text,
+        /\nfsdp_config:\n {2}fsdp_activation_checkpointing: true\n {2}fsdp_auto_wrap_policy/,
+      );
+      await eventually(
+        () => fsdpDiagnostics(editor.document.uri),
+        (d) => d.length === 0,
+        'the finding to clear after the fix',
+      );
+      await eventually(
+        () => codeLenses(editor.document.uri),
+        (l) => l.some((x) => /fits 8 x A100 SXM/.test(x.command?.title ?? '')),
+        'the lens to say it fits',
+      );
+    } finally {
+      await revert(editor);
+    }
+  });
+
   const fixes: [string, string, (text: string) => void][] = [
     [
       'fsdp002_bad.py',

@@ -5,6 +5,8 @@ import { requiredBytes } from '../../estimator/fit';
 import { certainPeakBytes } from '../../estimator/estimate';
 import { setAnnotation } from '../annotationEdits';
 import { TextIndex } from '../edits';
+import { configValueText, setConfigValue } from '../configEdits';
+import { formatOf } from '../../frameworks/configDoc';
 import type { Draft, Fix, RuleContext } from '../types';
 import type { Rule } from '../types';
 import type { Estimate } from '../../estimator/types';
@@ -20,7 +22,11 @@ the logits at the loss), plus the caching allocator's reserve and the CUDA conte
 memory: the run stops with \`torch.OutOfMemoryError\` in its first step. The finding gives the numbers and the
 smallest world size that fits; the footprint panel compares the cheaper changes (activation checkpointing, a
 smaller micro-batch). Its quick fixes change the code, each titled with the estimate it leads to: activation
-checkpointing enabled where a Transformers model is made (\`model.gradient_checkpointing_enable()\`), and, when
+checkpointing enabled where a Transformers model is made (\`model.gradient_checkpointing_enable()\`) or at the
+framework configuration's own key (Accelerate's \`fsdp_activation_checkpointing\`, torchtune's
+\`enable_activation_checkpointing\`, axolotl's \`gradient_checkpointing\`, llm-foundry's
+\`fsdp_config.activation_checkpointing\`, torchtitan's \`[activation_checkpoint] mode\`, an argument file's
+\`gradient_checkpointing\`), and, when
 nothing in the project gives the world size, the fewest GPUs that fit as the file's \`# fsdp: world_size\`. The target GPU, world size, batch and sequence come from the \`# fsdp:\` annotation,
 \`pyproject.toml\`, launch files or settings; when the estimate uses a default the user did not choose, say what
 the job really uses there.`,
@@ -98,7 +104,9 @@ function preview(after: Estimate | undefined): string | null {
 function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
   const fixes: Fix[] = [];
   const whatIf = ctx.model?.whatIf;
-  if (e.setup.checkpointing !== 'full' && whatIf) {
+  const configFix = e.setup.checkpointing !== 'full' && whatIf ? configCheckpointingFix(ctx, e) : null;
+  if (configFix) fixes.push(configFix);
+  else if (e.setup.checkpointing !== 'full' && whatIf) {
     const built = ctx.facts.models.find(
       (m) =>
         m.variable &&
@@ -153,4 +161,33 @@ function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
       });
   }
   return fixes;
+}
+
+/**
+ * Activation checkpointing turned on in the framework's own configuration file, at its key (`fsdp_config:
+ * fsdp_activation_checkpointing: true`, torchtune's `enable_activation_checkpointing: True`, torchtitan's
+ * `[activation_checkpoint] mode = "full"`...), when this file is that configuration and nothing above it (an
+ * annotation, a flag, a setting, another file) decides checkpointing: the edit would not change the job otherwise.
+ */
+function configCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
+  const fw = ctx.framework;
+  const key = fw?.checkpointingKey;
+  const format = fw ? formatOf(fw.file) : undefined;
+  if (!fw || !key || !format || fw.file !== ctx.facts.path) return null;
+  const source = e.assumptions.find((a) => a.key === 'checkpointing')?.source;
+  const name = fw.file.split(/[\\/]/).pop() ?? fw.file;
+  const d = source?.detail ?? '';
+  const here = source?.kind === 'config' && (d === name || d.startsWith(`${name}:`));
+  if (!source || (source.kind !== 'default' && !here)) return null;
+  const shown = preview(ctx.model?.whatIf?.({ checkpointing: 'full' }));
+  const edit = setConfigValue(ctx.text, format, key);
+  if (!shown || !edit) return null;
+  const value = configValueText(ctx.text, format, key.value);
+  const written =
+    format === 'toml'
+      ? `[${key.path.slice(0, -1).join('.')}] ${key.path[key.path.length - 1]} = ${value}`
+      : format === 'json'
+        ? `"${key.path[key.path.length - 1]}": ${value}`
+        : `${key.path[key.path.length - 1]}: ${value}`;
+  return { title: `Enable activation checkpointing: ${written} (${shown})`, edits: [edit], preferred: true };
 }

@@ -1,0 +1,269 @@
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { setConfigValue } from '../../src/core/lint/configEdits';
+import { applyEdits } from '../../src/core/lint/edits';
+import { analyzeConfigText } from '../../src/core/entry/analyze';
+import { Project } from '../../src/core/project/project';
+import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
+import { fmtBytes } from '../../src/core/vocabulary/bytes';
+import { requiredBytes } from '../../src/core/estimator/fit';
+import { diskFS } from '../../src/host/disk';
+import { grammar, tempDir } from './helpers';
+
+const set = (text: string, format: 'yaml' | 'json' | 'toml', p: string[], value: boolean | string) => {
+  const e = setConfigValue(text, format, { path: p, value });
+  return e ? applyEdits(text, [e]) : null;
+};
+
+describe('setting a configuration key', () => {
+  it('YAML: the value replaced where the key is written, comments and layout kept', () => {
+    const text = 'fsdp_config:\n  fsdp_activation_checkpointing: false  # off for now\n  fsdp_version: 2\n';
+    assert.equal(
+      set(text, 'yaml', ['fsdp_config', 'fsdp_activation_checkpointing'], true),
+      'fsdp_config:\n  fsdp_activation_checkpointing: true  # off for now\n  fsdp_version: 2\n',
+    );
+  });
+
+  it('YAML: a missing key goes first in its section, indented as the section is', () => {
+    const text = 'distributed_type: FSDP\nfsdp_config:\n    fsdp_version: 2\nnum_processes: 8\n';
+    assert.equal(
+      set(text, 'yaml', ['fsdp_config', 'fsdp_activation_checkpointing'], true),
+      'distributed_type: FSDP\nfsdp_config:\n    fsdp_activation_checkpointing: true\n    fsdp_version: 2\nnum_processes: 8\n',
+    );
+  });
+
+  it('YAML: a missing section is added at the end; a top-level key too; `key:` with no value gets one', () => {
+    assert.equal(
+      set('base_model: x\nsequence_len: 4096', 'yaml', ['fsdp_config', 'activation_checkpointing'], true),
+      'base_model: x\nsequence_len: 4096\nfsdp_config:\n  activation_checkpointing: true\n',
+    );
+    assert.equal(
+      set('base_model: x\n', 'yaml', ['gradient_checkpointing'], true),
+      'base_model: x\ngradient_checkpointing: true\n',
+    );
+    assert.equal(
+      set('gradient_checkpointing:\nbase_model: x\n', 'yaml', ['gradient_checkpointing'], true),
+      'gradient_checkpointing: true\nbase_model: x\n',
+    );
+  });
+
+  it("YAML: booleans written in the file's own style (torchtune writes True)", () => {
+    assert.equal(
+      set(
+        'compile: False\nenable_activation_checkpointing: False\n',
+        'yaml',
+        ['enable_activation_checkpointing'],
+        true,
+      ),
+      'compile: False\nenable_activation_checkpointing: True\n',
+    );
+  });
+
+  it('YAML: no edit where the place is not safe (a flow mapping, several documents, a parse error)', () => {
+    assert.equal(set('fsdp_config: {fsdp_version: 2}\n', 'yaml', ['fsdp_config', 'x'], true), null);
+    assert.equal(set('a: 1\n---\nb: 2\n', 'yaml', ['x'], true), null);
+    assert.equal(set('a: [1, 2\n', 'yaml', ['x'], true), null);
+  });
+
+  it('JSON: replaced, or added to its object', () => {
+    assert.equal(
+      set(
+        '{\n  "gradient_checkpointing": false,\n  "bf16": true\n}\n',
+        'json',
+        ['gradient_checkpointing'],
+        true,
+      ),
+      '{\n  "gradient_checkpointing": true,\n  "bf16": true\n}\n',
+    );
+    const added = set('{\n  "bf16": true\n}\n', 'json', ['gradient_checkpointing'], true)!;
+    assert.deepEqual(JSON.parse(added), { bf16: true, gradient_checkpointing: true });
+  });
+
+  it('TOML: replaced in its table, added under the header, or a new table at the end', () => {
+    const text = '[training]\nseq_len = 8192\n\n[activation_checkpoint]\nmode = "selective"  # per op\n';
+    assert.equal(
+      set(text, 'toml', ['activation_checkpoint', 'mode'], 'full'),
+      '[training]\nseq_len = 8192\n\n[activation_checkpoint]\nmode = "full"  # per op\n',
+    );
+    assert.equal(
+      set(
+        '[activation_checkpoint]\nselective_ac_option = "op"\n',
+        'toml',
+        ['activation_checkpoint', 'mode'],
+        'full',
+      ),
+      '[activation_checkpoint]\nmode = "full"\nselective_ac_option = "op"\n',
+    );
+    assert.equal(
+      set('[training]\nseq_len = 8192\n', 'toml', ['activation_checkpoint', 'mode'], 'full'),
+      '[training]\nseq_len = 8192\n\n[activation_checkpoint]\nmode = "full"\n',
+    );
+    // A key of the same name in another table is not this one.
+    assert.equal(
+      set('[compile]\nmode = "max"\n', 'toml', ['activation_checkpoint', 'mode'], 'full'),
+      '[compile]\nmode = "max"\n\n[activation_checkpoint]\nmode = "full"\n',
+    );
+  });
+});
+
+/**
+ * FSDP015's fix on a framework configuration: the key written where the framework reads it, and the file analysed
+ * again checkpoints every block and fits, as the fix's title said.
+ */
+async function fixAndReanalyse(name: string, text: string, expectLine: RegExp) {
+  const dir = tempDir('config-fix-');
+  const file = path.join(dir, name);
+  const project = new Project([dir], await grammar(), diskFS);
+  const analyse = (t: string) =>
+    analyzeConfigText(file, t, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
+  const before = analyse(text);
+  assert.ok(before.estimate?.ok, JSON.stringify(before.estimate));
+  assert.notEqual(before.estimate.estimate.setup.checkpointing, 'full');
+  const finding = before.findings.find((f) => f.rule === 'FSDP015');
+  assert.ok(finding, `no FSDP015 on ${name}`);
+  const fix = finding.fixes.find((f) => f.title.startsWith('Enable activation checkpointing'));
+  assert.ok(fix, finding.fixes.map((f) => f.title).join('; '));
+  assert.ok(fix.preferred);
+  const after = applyEdits(text, fix.edits);
+  assert.match(after, expectLine);
+  const again = analyse(after);
+  assert.ok(again.estimate?.ok);
+  const e = again.estimate.estimate;
+  assert.equal(e.setup.checkpointing, 'full');
+  assert.equal(e.targetFit?.verdict, 'fits');
+  assert.ok(!again.findings.some((f) => f.rule === 'FSDP015'));
+  // The title's figure is the one the file now gives.
+  assert.ok(fix.title.includes(`fits, needs ${fmtBytes(requiredBytes(e.perGpu.peakBytes))}`), fix.title);
+  return { fix, after };
+}
+
+describe('FSDP015 turns on activation checkpointing in the framework configuration', () => {
+  // Llama 3.1 8B on 8 x A100 40 GB at 2 x 4096 tokens: without checkpointing each GPU keeps every block's
+  // activations (tens of GB); with it, only each block's input (2 x 4096 x 4096 x 2 B = 64 MiB per block) and
+  // one block's activations during its recompute, well under 40 GB beside the 16 GB of sharded state.
+  const annotation = '# fsdp: model=meta-llama/Llama-3.1-8B gpu=a100-40gb seq_len=4096 micro_batch=2\n';
+
+  it("Accelerate: fsdp_config's fsdp_activation_checkpointing set to true", async () => {
+    const text =
+      annotation +
+      [
+        'distributed_type: FSDP',
+        'fsdp_config:',
+        '  fsdp_activation_checkpointing: false',
+        '  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+        '  fsdp_version: 2',
+        'mixed_precision: bf16',
+        'num_processes: 8',
+        '',
+      ].join('\n');
+    const { fix } = await fixAndReanalyse(
+      'accelerate.yaml',
+      text,
+      /^ {2}fsdp_activation_checkpointing: true$/m,
+    );
+    assert.match(fix.title, /^Enable activation checkpointing: fsdp_activation_checkpointing: true \(fits/);
+  });
+
+  it('Accelerate: the key added when the config leaves it out', async () => {
+    const text =
+      annotation +
+      'distributed_type: FSDP\nfsdp_config:\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_version: 2\nmixed_precision: bf16\nnum_processes: 8\n';
+    const { after } = await fixAndReanalyse(
+      'accelerate.yaml',
+      text,
+      /fsdp_config:\n {2}fsdp_activation_checkpointing: true\n/,
+    );
+    assert.ok(after.endsWith('num_processes: 8\n'));
+  });
+
+  it("torchtune: enable_activation_checkpointing: True, in torchtune's style", async () => {
+    const text = [
+      '# fsdp: gpu=a100-40gb world_size=8',
+      'model:',
+      '  _component_: torchtune.models.llama3_1.llama3_1_8b',
+      'tokenizer:',
+      '  _component_: torchtune.models.llama3.llama3_tokenizer',
+      '  max_seq_len: 4096',
+      'batch_size: 4',
+      'optimizer:',
+      '  _component_: torch.optim.AdamW',
+      '  fused: True',
+      'enable_activation_checkpointing: False',
+      'dtype: bf16',
+      '',
+    ].join('\n');
+    await fixAndReanalyse('8B_full.yaml', text, /^enable_activation_checkpointing: True$/m);
+  });
+
+  it('llm-foundry: fsdp_config.activation_checkpointing added', async () => {
+    const text = [
+      '# fsdp: gpu=a100-40gb world_size=8',
+      'max_seq_len: 4096',
+      'model:',
+      '  name: hf_causal_lm',
+      '  pretrained_model_name_or_path: meta-llama/Llama-3.1-8B',
+      'device_train_microbatch_size: 2',
+      'precision: amp_bf16',
+      'fsdp_config:',
+      '  sharding_strategy: FULL_SHARD',
+      '  mixed_precision: PURE',
+      '',
+    ].join('\n');
+    await fixAndReanalyse('llama.yaml', text, /fsdp_config:\n {2}activation_checkpointing: true\n/);
+  });
+
+  it('axolotl: gradient_checkpointing, or the FSDP section’s own key where the config writes it', async () => {
+    const base = [
+      '# fsdp: gpu=a100-40gb world_size=8',
+      'base_model: meta-llama/Llama-3.1-8B',
+      'sequence_len: 4096',
+      'micro_batch_size: 2',
+      'bf16: true',
+      'datasets:',
+      '  - path: data.jsonl',
+      'fsdp_version: 2',
+      'fsdp_config:',
+      '  auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+      '  transformer_layer_cls_to_wrap: LlamaDecoderLayer',
+    ];
+    await fixAndReanalyse('sft.yaml', [...base, ''].join('\n'), /^gradient_checkpointing: true$/m);
+    await fixAndReanalyse(
+      'sft.yaml',
+      [...base, '  activation_checkpointing: false', ''].join('\n'),
+      /^ {2}activation_checkpointing: true$/m,
+    );
+  });
+
+  it('torchtitan TOML: [activation_checkpoint] mode = "full"', async () => {
+    const text = [
+      '# fsdp: gpu=a100-40gb world_size=8',
+      '[model]',
+      'name = "llama3"',
+      'flavor = "8B"',
+      '[training]',
+      'local_batch_size = 2',
+      'seq_len = 4096',
+      '[parallelism]',
+      'data_parallel_shard_degree = -1',
+      '[activation_checkpoint]',
+      'mode = "none"',
+      '',
+    ].join('\n');
+    const { fix } = await fixAndReanalyse('llama3_8b.toml', text, /^mode = "full"$/m);
+    assert.match(fix.title, /\[activation_checkpoint\] mode = "full"/);
+  });
+
+  it('no config fix where something above the file decides checkpointing (an annotation)', async () => {
+    const dir = tempDir('config-fix-');
+    const file = path.join(dir, 'accelerate.yaml');
+    const project = new Project([dir], await grammar(), diskFS);
+    const text =
+      annotation.replace('\n', ' checkpointing=none\n') +
+      'distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\nmixed_precision: bf16\nnum_processes: 8\n';
+    const a = analyzeConfigText(file, text, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
+    const f = a.findings.find((x) => x.rule === 'FSDP015');
+    assert.ok(f);
+    assert.ok(!f.fixes.some((x) => x.title.startsWith('Enable activation checkpointing')));
+  });
+});
