@@ -3,13 +3,14 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { setConfigValue } from '../../src/core/lint/configEdits';
 import { applyEdits } from '../../src/core/lint/edits';
-import { analyzeConfigText } from '../../src/core/entry/analyze';
+import * as fs from 'node:fs';
+import { analyzeConfigText, analyzeDocument } from '../../src/core/entry/analyze';
 import { Project } from '../../src/core/project/project';
 import { DEFAULT_LINT_OPTIONS } from '../../src/core/lint/types';
 import { fmtBytes } from '../../src/core/vocabulary/bytes';
 import { requiredBytes } from '../../src/core/estimator/fit';
 import { diskFS } from '../../src/host/disk';
-import { grammar, tempDir } from './helpers';
+import { FIXTURES, grammar, tempDir } from './helpers';
 
 const set = (text: string, format: 'yaml' | 'json' | 'toml', p: string[], value: boolean | string) => {
   const e = setConfigValue(text, format, { path: p, value });
@@ -265,5 +266,69 @@ describe('FSDP015 turns on activation checkpointing in the framework configurati
     const f = a.findings.find((x) => x.rule === 'FSDP015');
     assert.ok(f);
     assert.ok(!f.fixes.some((x) => x.title.startsWith('Enable activation checkpointing')));
+  });
+});
+
+describe("FSDP015 turns on activation checkpointing in a model of the project's own classes", () => {
+  // nanoGPT-style blocks of hidden 2048 at 2 x 8192 tokens: without checkpointing every block keeps its attention
+  // and MLP activations (GB per block); with `apply_activation_checkpointing` only each block's input is kept.
+  const train = [
+    '# fsdp: world_size=8 gpu=a100-40gb seq_len=8192 micro_batch=2',
+    'import torch',
+    'from torch.distributed.fsdp import fully_shard',
+    '',
+    'from model import GPT, Block, GPTConfig',
+    '',
+    'config = GPTConfig(n_layer=48, n_head=16, n_embd=2048, block_size=8192)',
+    'model = GPT(config)',
+    'for block in model.transformer.h:',
+    '    fully_shard(block)',
+    'fully_shard(model)',
+    '',
+  ].join('\n');
+
+  async function analyse(text: string) {
+    const dir = tempDir('code-fix-');
+    fs.copyFileSync(path.join(FIXTURES, 'projects', 'gpt', 'model.py'), path.join(dir, 'model.py'));
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(file, text);
+    const g = await grammar();
+    const project = new Project([dir], g, diskFS);
+    return analyzeDocument(g, { file, text }, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
+  }
+
+  it('apply_activation_checkpointing on the block class, before fully_shard, with its import', async () => {
+    const before = await analyse(train);
+    assert.ok(before.estimate?.ok, JSON.stringify(before.estimate));
+    const f = before.findings.find((x) => x.rule === 'FSDP015');
+    assert.ok(f);
+    const fix = f.fixes.find((x) => x.title.startsWith('Enable activation checkpointing'));
+    assert.ok(fix, f.fixes.map((x) => x.title).join('; '));
+    const after = applyEdits(train, fix.edits);
+    assert.match(
+      after,
+      /from model import GPT, Block, GPTConfig\nfrom torch\.distributed\.algorithms\._checkpoint\.checkpoint_wrapper import apply_activation_checkpointing\n/,
+    );
+    assert.match(
+      after,
+      /\nmodel = GPT\(config\)\napply_activation_checkpointing\(model, check_fn=lambda m: isinstance\(m, Block\)\)\nfor block in/,
+    );
+    const again = await analyse(after);
+    assert.ok(again.estimate?.ok);
+    assert.equal(again.estimate.estimate.setup.checkpointing, 'full');
+    assert.equal(again.estimate.estimate.targetFit?.verdict, 'fits');
+    assert.ok(!again.findings.some((x) => x.rule === 'FSDP015'));
+  });
+
+  it('no code fix where the block class is no name of the file, or an annotation decides checkpointing', async () => {
+    for (const text of [
+      train.replace('from model import GPT, Block, GPTConfig', 'from model import GPT, GPTConfig'),
+      train.replace('micro_batch=2', 'micro_batch=2 ac=none'),
+    ]) {
+      const a = await analyse(text);
+      const f = a.findings.find((x) => x.rule === 'FSDP015');
+      assert.ok(f);
+      assert.ok(!f.fixes.some((x) => x.title.startsWith('Enable activation checkpointing')));
+    }
   });
 });

@@ -7,7 +7,8 @@ import { setAnnotation } from '../annotationEdits';
 import { TextIndex } from '../edits';
 import { configValueText, setConfigValue } from '../configEdits';
 import { formatOf } from '../../frameworks/configDoc';
-import type { Draft, Fix, RuleContext } from '../types';
+import type { Draft, Fix, RuleContext, TextEdit } from '../types';
+import type { Position, Range } from '../../vocabulary/range';
 import type { Rule } from '../types';
 import type { Estimate } from '../../estimator/types';
 
@@ -22,7 +23,9 @@ the logits at the loss), plus the caching allocator's reserve and the CUDA conte
 memory: the run stops with \`torch.OutOfMemoryError\` in its first step. The finding gives the numbers and the
 smallest world size that fits; the footprint panel compares the cheaper changes (activation checkpointing, a
 smaller micro-batch). Its quick fixes change the code, each titled with the estimate it leads to: activation
-checkpointing enabled where a Transformers model is made (\`model.gradient_checkpointing_enable()\`) or at the
+checkpointing enabled where a Transformers model is made (\`model.gradient_checkpointing_enable()\`), for a model
+of the project's own classes under FSDP2 as \`apply_activation_checkpointing(model, check_fn=lambda m:
+isinstance(m, Block))\` before \`fully_shard\` (with its import), or at the
 framework configuration's own key (Accelerate's \`fsdp_activation_checkpointing\`, torchtune's
 \`enable_activation_checkpointing\`, axolotl's \`gradient_checkpointing\`, llm-foundry's
 \`fsdp_config.activation_checkpointing\`, torchtitan's \`[activation_checkpoint] mode\`, an argument file's
@@ -104,51 +107,12 @@ function preview(after: Estimate | undefined): string | null {
 function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
   const fixes: Fix[] = [];
   const whatIf = ctx.model?.whatIf;
-  const configFix = e.setup.checkpointing !== 'full' && whatIf ? configCheckpointingFix(ctx, e) : null;
-  if (configFix) fixes.push(configFix);
-  else if (e.setup.checkpointing !== 'full' && whatIf) {
-    const built = ctx.facts.models.find(
-      (m) =>
-        m.variable &&
-        /^transformers\./.test(m.qualified) &&
-        /\.(from_pretrained|from_config)$/.test(m.qualified),
-    );
-    const index = new TextIndex(ctx.text);
-    const first = built ? index.lineText(built.range.start.line) : '';
-    // An assignment statement of its own line, `model = X.from_pretrained(...)` and nothing after the call on its
-    // last line: the new call goes on the line after it, indented alike.
-    const name = built?.variable?.replace(/[^\w]/g, '') ?? '';
-    const statement = built && name ? new RegExp(`^(\\s*)${name}\\s*=`).exec(first) : null;
-    const endLine = built ? index.lineText(built.range.end.line) : '';
-    // The statement ends where the call does: nothing but a comment after it, no bracket left open before it
-    // (`model = (X.from_pretrained(n)` continues on the next line), no line continuation.
-    const span = built
-      ? ctx.text.slice(
-          index.offsetAt({ line: built.range.start.line, character: 0 }),
-          index.offsetAt(built.range.end),
-        )
-      : '';
-    const open = (span.match(/[([{]/g)?.length ?? 0) - (span.match(/[)\]}]/g)?.length ?? 0);
-    const ends =
-      !!built &&
-      open === 0 &&
-      /^\s*(#.*)?$/.test(endLine.slice(built.range.end.character)) &&
-      !/\\\s*$/.test(endLine);
-    const shown = preview(whatIf({ checkpointing: 'full' }));
-    if (built && statement && ends && shown) {
-      const eol = ctx.text.includes('\r\n') ? '\r\n' : '\n';
-      const last = built.range.end.line + 1 >= index.lineCount();
-      // After the statement's line: at the next line's start, or at the end of a last line without a break.
-      const at = last
-        ? { line: built.range.end.line, character: endLine.length }
-        : { line: built.range.end.line + 1, character: 0 };
-      const call = `${statement[1]}${name}.gradient_checkpointing_enable()`;
-      fixes.push({
-        title: `Enable activation checkpointing: ${name}.gradient_checkpointing_enable() (${shown})`,
-        edits: [{ range: { start: at, end: at }, newText: last ? `${eol}${call}` : `${call}${eol}` }],
-        preferred: true,
-      });
-    }
+  // What an annotation, a flag or a setting says of checkpointing stands over the code: an edit would not change it.
+  const said = e.assumptions.find((a) => a.key === 'checkpointing')?.source.kind;
+  const decidedAbove = said === 'annotation' || said === 'flag' || said === 'setting';
+  if (e.setup.checkpointing !== 'full' && whatIf) {
+    const fix = configCheckpointingFix(ctx, e) ?? (decidedAbove ? null : codeCheckpointingFix(ctx, e));
+    if (fix) fixes.push(fix);
   }
   const ws = e.assumptions.find((a) => a.key === 'worldSize');
   if (fewest !== null && (ws?.source.kind === 'default' || ws?.source.kind === 'annotation') && whatIf) {
@@ -190,4 +154,137 @@ function configCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
         ? `"${key.path[key.path.length - 1]}": ${value}`
         : `${key.path[key.path.length - 1]}: ${value}`;
   return { title: `Enable activation checkpointing: ${written} (${shown})`, edits: [edit], preferred: true };
+}
+
+/** The line after a `name = ...` statement that ends where the call `range` does, and the statement's indent. */
+function afterStatement(
+  ctx: RuleContext,
+  name: string,
+  range: Range,
+): { at: Position; indent: string; last: boolean } | null {
+  const index = new TextIndex(ctx.text);
+  const first = index.lineText(range.start.line);
+  // An assignment statement of its own line, `model = X(...)` and nothing after the call on its last line.
+  const statement = name ? new RegExp(`^(\\s*)${name}\\s*=`).exec(first) : null;
+  const endLine = index.lineText(range.end.line);
+  // The statement ends where the call does: nothing but a comment after it, no bracket left open before it
+  // (`model = (X.from_pretrained(n)` continues on the next line), no line continuation.
+  const span = ctx.text.slice(
+    index.offsetAt({ line: range.start.line, character: 0 }),
+    index.offsetAt(range.end),
+  );
+  const open = (span.match(/[([{]/g)?.length ?? 0) - (span.match(/[)\]}]/g)?.length ?? 0);
+  const ends =
+    open === 0 && /^\s*(#.*)?$/.test(endLine.slice(range.end.character)) && !/\\\s*$/.test(endLine);
+  if (!statement || !ends) return null;
+  const last = range.end.line + 1 >= index.lineCount();
+  // After the statement's line: at the next line's start, or at the end of a last line without a break.
+  const at = last
+    ? { line: range.end.line, character: endLine.length }
+    : { line: range.end.line + 1, character: 0 };
+  return { at, indent: statement[1]!, last };
+}
+
+/** Lines inserted at `place` (after a statement), as one edit. */
+function insertAfter(
+  ctx: RuleContext,
+  place: { at: Position; indent: string; last: boolean },
+  lines: string[],
+): TextEdit {
+  const eol = ctx.text.includes('\r\n') ? '\r\n' : '\n';
+  const body = lines.map((l) => place.indent + l);
+  return {
+    range: { start: place.at, end: place.at },
+    newText: place.last ? body.map((l) => eol + l).join('') : body.map((l) => l + eol).join(''),
+  };
+}
+
+/**
+ * Activation checkpointing of every block in the form the code builds its model with:
+ *  - a Transformers model (`from_pretrained` / `from_config`): `model.gradient_checkpointing_enable()` after it,
+ *    which checkpoints every decoder layer (`PreTrainedModel.gradient_checkpointing_enable` sets it on each
+ *    `GradientCheckpointingLayer`);
+ *  - a model of the project's own classes under FSDP2: `apply_activation_checkpointing(model, check_fn=lambda m:
+ *    isinstance(m, Block))` after it is built and before `fully_shard`, torchtitan's order (`apply_ac` before
+ *    `apply_fsdp`): each block becomes a `CheckpointWrapper` (NO_REENTRANT, the default of `checkpoint_wrapper`)
+ *    that `fully_shard` then wraps. Only where the block class is a name of this file (defined or imported), the
+ *    root wrap is of the built model and nothing in the file checkpoints yet.
+ */
+function codeCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
+  const shown = preview(ctx.model?.whatIf?.({ checkpointing: 'full' }));
+  if (!shown) return null;
+  const hf = ctx.facts.models.find(
+    (m) =>
+      m.variable &&
+      /^transformers\./.test(m.qualified) &&
+      /\.(from_pretrained|from_config)$/.test(m.qualified),
+  );
+  if (hf) {
+    const name = hf.variable!.replace(/[^\w]/g, '');
+    const place = afterStatement(ctx, name, hf.range);
+    if (!place) return null;
+    return {
+      title: `Enable activation checkpointing: ${name}.gradient_checkpointing_enable() (${shown})`,
+      edits: [insertAfter(ctx, place, [`${name}.gradient_checkpointing_enable()`])],
+      preferred: true,
+    };
+  }
+  if (e.plan.api !== 'fsdp2' || ctx.facts.checkpointing.length) return null;
+  const onPath = ctx.facts.calls.filter((c) => !c.offByDefault && !c.neverRuns);
+  const root = onPath.find((c) => c.isRoot);
+  const built = ctx.facts.models.find((m) => m.variable && m.variable === root?.target);
+  // The block class: the one class of the plan's per-block units.
+  const classes = new Set(
+    e.units.filter((u) => !u.isRoot && u.classNames.length === 1).map((u) => u.classNames[0]!),
+  );
+  const block = classes.size === 1 ? [...classes][0]! : null;
+  if (!built || !block || !/^[A-Za-z_]\w*$/.test(block)) return null;
+  const index = new TextIndex(ctx.text);
+  const known = new RegExp(`^(class\\s+${block}\\b|(from\\s+\\S+\\s+)?import\\b.*\\b${block}\\b)`, 'm');
+  if (!known.test(ctx.text)) return null;
+  // Before any wrap: the model's statement must come before the first wrap call.
+  const firstWrap = Math.min(...onPath.map((c) => c.range.start.line));
+  if (built.range.end.line >= firstWrap) return null;
+  const name = built.variable!;
+  const place = afterStatement(ctx, name, built.range);
+  if (!place) return null;
+  const call = `apply_activation_checkpointing(${name}, check_fn=lambda m: isinstance(m, ${block}))`;
+  const edits: TextEdit[] = [insertAfter(ctx, place, [call])];
+  if (!/\bapply_activation_checkpointing\b/.test(ctx.text)) {
+    const imp = importPlace(index);
+    if (!imp) return null;
+    const eol = index.eol();
+    edits.push({
+      range: { start: imp, end: imp },
+      newText: `from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing${eol}`,
+    });
+  }
+  return { title: `Enable activation checkpointing: ${call} (${shown})`, edits, preferred: true };
+}
+
+/** The start of the line after the file's last top-level import statement, before any code. */
+function importPlace(index: TextIndex): Position | null {
+  let after = -1;
+  let depth = 0;
+  let inImport = false;
+  const n = Math.min(index.lineCount(), 400);
+  for (let line = 0; line < n; line++) {
+    const t = index.lineText(line);
+    if (!inImport) {
+      if (/^(import|from)\s/.test(t)) inImport = true;
+      else if (/^\s*(#.*)?$/.test(t) || /^("""|''')/.test(t) || /^(if|try|except|else)\b/.test(t)) continue;
+      else if (/^\S/.test(t)) break;
+      else continue;
+    }
+    if (inImport) {
+      depth += (t.match(/\(/g)?.length ?? 0) - (t.match(/\)/g)?.length ?? 0);
+      if (depth <= 0 && !/\\\s*$/.test(t)) {
+        inImport = false;
+        depth = 0;
+        after = line;
+      }
+    }
+  }
+  if (after < 0 || after + 1 >= index.lineCount()) return null;
+  return { line: after + 1, character: 0 };
 }
