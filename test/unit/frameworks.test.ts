@@ -667,6 +667,26 @@ describe("Liger's fused linear cross-entropy from configs", () => {
     assert.ok(byDefault.perGpu.peakBytes < plain.perGpu.peakBytes);
   });
 
+  it('YAML read as PyYAML reads it (YAML 1.1): `32_768` is an integer, `yes` a boolean', async () => {
+    // axolotl loads its config with `yaml.safe_load`; PyYAML's int resolver accepts `_` between digits and its bool
+    // resolver yes/no/on/off. Under YAML 1.2 both would be strings and the sequence the 4096 default.
+    const yaml = [
+      'base_model: meta-llama/Llama-3.1-8B',
+      'sequence_len: 32_768',
+      'micro_batch_size: 1',
+      'bf16: true',
+      'gradient_checkpointing: yes',
+      'fsdp_version: 2',
+      'fsdp_config:',
+      '  auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+      '  transformer_layer_cls_to_wrap: LlamaDecoderLayer',
+      '',
+    ].join('\n');
+    const e = ok(await configAnalysis('axolotl/long.yaml', yaml));
+    assert.equal(e.setup.seqLen, 32768);
+    assert.equal(e.setup.checkpointing, 'full');
+  });
+
   it('FSDP015 on a config that does not fit: the default world size and the kernels said, the verdict kept', async () => {
     // A 72B full fine-tune: fp32 parameters, gradients and AdamW (16 B per parameter) over the default 8 GPUs are
     // 145 GB each, more than an H100's 80 GB whatever Liger's kernels save of the activations.

@@ -71,7 +71,15 @@ export function readConfigText(file: string, text: string): ConfigDoc | { error:
   try {
     if (format === 'yaml') {
       const lc = new LineCounter();
-      const doc = parseDocument(text, { lineCounter: lc, uniqueKeys: false, prettyErrors: false });
+      // YAML 1.1, as PyYAML reads it (`yaml.safe_load`, and OmegaConf's loader built on it), which every Python
+      // framework here uses: `500_000` is an integer and `yes`/`on` are booleans there, a string and a string in
+      // YAML 1.2.
+      const doc = parseDocument(text, {
+        lineCounter: lc,
+        uniqueKeys: false,
+        prettyErrors: false,
+        version: '1.1',
+      });
       if (doc.errors.length) {
         const e = doc.errors[0]!;
         return {
