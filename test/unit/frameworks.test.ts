@@ -687,6 +687,20 @@ describe("Liger's fused linear cross-entropy from configs", () => {
     assert.equal(e.setup.checkpointing, 'full');
   });
 
+  it("optimizer: adamw_torch_fused is Trainer's AdamW with fused=True", async () => {
+    const yaml = [
+      'base_model: meta-llama/Llama-3.1-8B',
+      'optimizer: adamw_torch_fused',
+      'fsdp_version: 2',
+      'fsdp_config:',
+      '  auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+      '',
+    ].join('\n');
+    const e = ok(await configAnalysis('axolotl/fused.yaml', yaml));
+    assert.equal(e.setup.optimizerImpl, 'fused');
+    assert.match(e.assumptions.find((a) => a.key === 'optimizerImpl')!.source.detail ?? '', /fused\.yaml:2/);
+  });
+
   it('FSDP015 on a config that does not fit: the default world size and the kernels said, the verdict kept', async () => {
     // A 72B full fine-tune: fp32 parameters, gradients and AdamW (16 B per parameter) over the default 8 GPUs are
     // 145 GB each, more than an H100's 80 GB whatever Liger's kernels save of the activations.

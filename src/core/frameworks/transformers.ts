@@ -404,6 +404,12 @@ export function trainingArgumentValues(
     values.optimizer = family;
     details.optimizer = at('optim');
   }
+  // `adamw_torch_fused`: `Trainer.get_optimizer_cls_and_kwargs` builds torch.optim.AdamW with `fused=True`, which
+  // steps without foreach's shard-sized temporaries.
+  if (optim && optim.toLowerCase() === 'adamw_torch_fused') {
+    values.optimizerImpl = 'fused';
+    details.optimizerImpl = at('optim');
+  }
   // `paged_adamw_32bit`, `paged_adamw_8bit`, `paged_lion_*`: bitsandbytes' paged optimizers
   // (`OptimizerNames` in transformers/training_args.py, built in `Trainer.get_optimizer_cls_and_kwargs`).
   if (optim && /^paged_/.test(optim.toLowerCase())) {
