@@ -1249,6 +1249,35 @@ describe('torchtitan', () => {
 });
 
 describe('DeepSpeed', () => {
+  it('an Accelerate DeepSpeed YAML: ZeRO-3 as FULL_SHARD over num_processes, bf16 over fp32 master weights', async () => {
+    const yaml = [
+      '# fsdp: model=meta-llama/Llama-3.1-8B',
+      'compute_environment: LOCAL_MACHINE',
+      'distributed_type: DEEPSPEED',
+      'deepspeed_config:',
+      '  offload_optimizer_device: none',
+      '  offload_param_device: none',
+      '  zero_stage: 3',
+      'mixed_precision: bf16',
+      'num_processes: 4',
+      '',
+    ].join('\n');
+    const e = ok(await configAnalysis('deepspeed/accelerate_zero3.yaml', yaml));
+    assert.equal(e.plan.strategy, 'FULL_SHARD');
+    assert.equal(e.mesh.worldSize, 4);
+    assert.equal(e.comms.gatherDtype, 'bfloat16');
+    // fp32 parameters, gradients and AdamW's two states, 16 B per parameter, over 4 GPUs (FlatParameters padded
+    // to a multiple of 4: at most a few elements per unit).
+    assert.ok(Math.abs(e.perGpu.persistentBytes - (P8B * 16) / 4) < 33 * 4 * 16 + 4096);
+    // Settings in a DeepSpeed JSON: that file is named, not guessed.
+    const a = await configAnalysis(
+      'deepspeed/accelerate_file.yaml',
+      'distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: ds/zero1.json\nnum_processes: 2\n',
+    );
+    assert.equal(a.reading?.kind, 'problem');
+    assert.match(JSON.stringify(a.reading), /settings in ds\/zero1\.json .*--world-size 2/);
+  });
+
   it('"enabled": "auto" precision is the Trainer\'s to fill: not read as off', () => {
     const r = readFrameworkConfig(
       'ds.json',

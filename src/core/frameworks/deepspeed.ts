@@ -55,6 +55,25 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   }
   const offParam = str(at(d, ['zero_optimization', 'offload_param', 'device'])) ?? 'none';
   const offOpt = str(at(d, ['zero_optimization', 'offload_optimizer', 'device'])) ?? 'none';
+  return {
+    framework: 'DeepSpeed',
+    file,
+    range,
+    ...zeroShape(stage, offParam, offOpt, notes),
+    values,
+    details,
+    notes,
+    traps: [],
+  };
+}
+
+/** What an FSDP plan of ZeRO stage `stage` is: its strategy and offload, with what does not correspond noted. */
+function zeroShape(
+  stage: number,
+  offParam: string,
+  offOpt: string,
+  notes: string[],
+): Pick<FrameworkPlan, 'api' | 'strategy' | 'wrap' | 'reshardAfterForward' | 'offload'> {
   if (offOpt !== 'none' && offParam === 'none')
     notes.push(
       `offload_optimizer to ${offOpt} alone is not modelled: FSDP offloads parameters, gradients and optimizer state together`,
@@ -68,14 +87,77 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
       'ZeRO-2 keeps a whole low-precision copy of the weights on every GPU; SHARD_GRAD_OP frees it after backward',
     );
   return {
-    framework: 'DeepSpeed',
-    file,
-    range,
     api: 'fsdp1',
     strategy: stage === 3 ? 'FULL_SHARD' : stage === 2 ? 'SHARD_GRAD_OP' : 'NO_SHARD',
     wrap: { kind: 'policy', classes: null },
     reshardAfterForward: null,
     offload: offParam !== 'none' && stage === 3,
+  };
+}
+
+/** An Accelerate config that launches DeepSpeed: `distributed_type: DEEPSPEED` with a `deepspeed_config` section. */
+export function isAccelerateDeepSpeed(doc: ConfigDoc): boolean {
+  return (
+    (doc.format === 'yaml' || doc.format === 'json') &&
+    str(doc.data.distributed_type)?.toUpperCase() === 'DEEPSPEED'
+  );
+}
+
+/**
+ * An Accelerate DeepSpeed config as the FSDP plan its ZeRO stage corresponds to. `accelerate launch` exports its
+ * `deepspeed_config` keys (`zero_stage`, `offload_param_device`, `offload_optimizer_device`,
+ * `gradient_accumulation_steps`) and the top-level `mixed_precision` and `num_processes`, which `DeepSpeedPlugin`
+ * turns into the DeepSpeed config (accelerate/utils/dataclasses.py). A `deepspeed_config_file` holds the settings
+ * instead: that JSON is the one to estimate.
+ */
+export function accelerateDeepSpeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem {
+  const d = doc.data;
+  const file = doc.file;
+  const ds = isRecord(d.deepspeed_config) ? d.deepspeed_config : {};
+  const range = doc.rangeOf(['distributed_type']);
+  const jsonFile = str(ds.deepspeed_config_file);
+  if (jsonFile)
+    return {
+      framework: 'DeepSpeed',
+      file,
+      range,
+      message: `an Accelerate config that launches DeepSpeed with its settings in ${jsonFile} (${doc.where(['deepspeed_config', 'deepspeed_config_file'])}): estimate that JSON for the FSDP plan its ZeRO stage corresponds to${d.num_processes !== undefined ? `, with --world-size ${String(d.num_processes)} (num_processes at ${doc.where(['num_processes'])})` : ''}`,
+    };
+  const stageAt = ['deepspeed_config', 'zero_stage'];
+  const stage = num(ds.zero_stage);
+  if (stage === undefined || ![0, 1, 2, 3].includes(stage))
+    return {
+      framework: 'DeepSpeed',
+      file,
+      range,
+      message: `an Accelerate config that launches DeepSpeed without a ZeRO stage of 0 to 3 (deepspeed_config.zero_stage${ds.zero_stage === undefined ? ' is not set' : ` ${String(ds.zero_stage)} at ${doc.where(stageAt)}`})`,
+    };
+  const { values, details, set } = setupFrom(doc);
+  const notes = [
+    `Accelerate launching DeepSpeed ZeRO stage ${stage} (${doc.where(stageAt)}), shown as the FSDP plan it corresponds to`,
+  ];
+  const procs = countSetting(d.num_processes, 'num_processes', notes, 'the world size is not read from it');
+  set('worldSize', procs, ['num_processes']);
+  set(
+    'gradAccum',
+    countSetting(ds.gradient_accumulation_steps, 'gradient_accumulation_steps', notes, 'the default used'),
+    ['deepspeed_config', 'gradient_accumulation_steps'],
+  );
+  // `mixed_precision` bf16/fp16: DeepSpeed's bf16/fp16 section, low-precision weights over fp32 master weights.
+  const mp = str(d.mixed_precision)?.toLowerCase();
+  const low = mp === 'bf16' ? 'bfloat16' : mp === 'fp16' ? 'float16' : null;
+  if (mp !== undefined) {
+    set('masterDtype', 'float32', ['mixed_precision']);
+    set('paramDtype', low, ['mixed_precision']);
+    set('reduceDtype', low, ['mixed_precision']);
+  }
+  const offParam = str(ds.offload_param_device) ?? 'none';
+  const offOpt = str(ds.offload_optimizer_device) ?? 'none';
+  return {
+    framework: 'DeepSpeed',
+    file,
+    range,
+    ...zeroShape(stage, offParam, offOpt, notes),
     values,
     details,
     notes,

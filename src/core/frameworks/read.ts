@@ -9,7 +9,7 @@ import { axolotlPlan, axolotlWithoutFsdp, isAxolotl, isAxolotlWithoutFsdp } from
 import { argumentsFilePlan, isArgumentsFile } from './argumentsFile';
 import type { VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
-import { deepspeedPlan, isDeepSpeed } from './deepspeed';
+import { accelerateDeepSpeedPlan, deepspeedPlan, isAccelerateDeepSpeed, isDeepSpeed } from './deepspeed';
 import { isLlmFoundry, llmFoundryPlan } from './llmFoundry';
 import { isTorchtitan, torchtitanPlan } from './torchtitan';
 import { isTorchtune, torchtunePlan } from './torchtune';
@@ -70,6 +70,7 @@ export function readFrameworkConfig(
     ['torchtune', isTorchtune, torchtunePlan],
     ['torchtitan', isTorchtitan, torchtitanPlan],
     ['DeepSpeed', isDeepSpeed, deepspeedPlan],
+    ['DeepSpeed', isAccelerateDeepSpeed, accelerateDeepSpeedPlan],
     ['Transformers', isTrainerArgsJson, (d) => trainerArgsJsonPlan(d, versions)],
     ['Transformers', isArgumentsFile, (d) => argumentsFilePlan(d, versions)],
   ];
