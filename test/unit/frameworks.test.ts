@@ -1994,4 +1994,52 @@ describe('an Accelerate config paired with the argument file its launch passes',
     assert.equal(a('checkpointing').value, 'full');
     assert.ok(j.plan.notes.some((n) => /launched by run\.sh:1, whose flags to the script are read/.test(n)));
   });
+
+  it("a script's own adapter flags: the launch file estimated through its config, the kind of job undecided", async () => {
+    // PEFT's SFT example pattern: train.py builds the model in a helper from its own dataclass
+    // (`--use_peft_lora`, `--use_4bit_quantization`), which TrainingArguments does not have.
+    const dir = projectDir('fsdp-lens-own-flags-');
+    const run = (useLora: string) => [
+      'accelerate launch --config_file configs/fsdp.yaml train.py \\',
+      '  --model_name_or_path meta-llama/Llama-3.1-8B --per_device_train_batch_size 2 \\',
+      `  --gradient_checkpointing True --use_peft_lora ${useLora} --lora_r 8 --lora_target_modules all-linear`,
+    ];
+    writeFiles(dir, {
+      'configs/fsdp.yaml': [
+        'distributed_type: FSDP',
+        'num_processes: 8',
+        'fsdp_config:',
+        '  fsdp_version: 2',
+      ],
+      'run_lora.sh': run('True'),
+      'run_full.sh': run('False'),
+      'train.py': [
+        'from transformers import HfArgumentParser, Trainer, TrainingArguments',
+        'from utils import create_and_prepare_model',
+        'model = create_and_prepare_model(parser_args)',
+        'Trainer(model=model, args=training_args).train()',
+      ],
+    });
+    const lora = await cli('estimate', path.join(dir, 'run_lora.sh'), '--json');
+    assert.equal(lora.code, 0, lora.err);
+    const j = JSON.parse(lora.out) as {
+      model: { id?: string };
+      undecided: string[];
+      targetFit: { verdict: string };
+      notes: string[];
+    };
+    assert.equal(j.model.id, 'meta-llama/Llama-3.1-8B');
+    assert.equal(j.targetFit.verdict, 'undecided');
+    assert.match(j.undecided[0]!, /its own flags --use_peft_lora True \(at run_lora\.sh:1\) are not read/);
+    assert.ok(
+      j.notes.some((n) => /launched at line 1 with the Accelerate config configs\/fsdp\.yaml/.test(n)),
+    );
+    // The switch written off: a full fine-tune, decided; this launch file's own command, not the other's.
+    const full = JSON.parse((await cli('estimate', path.join(dir, 'run_full.sh'), '--json')).out) as {
+      undecided: string[];
+      targetFit: { verdict: string };
+    };
+    assert.deepEqual(full.undecided, []);
+    assert.notEqual(full.targetFit.verdict, 'undecided');
+  });
 });

@@ -4,6 +4,9 @@
  * environment come in through `AnalyzeOptions` (the host, the project); nothing here reads the disk itself.
  */
 import type { Project } from '../project/project';
+import type { Range } from '../vocabulary/range';
+import { adapterUndecided } from '../frameworks/argumentsFile';
+import { commandLines, flags, pythonScriptOf } from '../parsing/commandLine';
 import { emptyFacts, type FileFacts } from '../analysis/facts';
 import { scanText } from '../analysis/input';
 import type { PythonGrammar } from '../parsing/python';
@@ -283,6 +286,18 @@ export function analyzeConfigText(
           },
         }).estimate,
     );
+    // A script the analysis cannot estimate alone (its model made in a helper from its own flags), launched with
+    // an Accelerate config: the config's estimate, which reads this command's flags to the script.
+    const viaConfig = !job?.estimate.ok
+      ? acceleratedConfigEstimate(project0, file, text, job?.range, opts)
+      : undefined;
+    if (viaConfig)
+      return {
+        facts,
+        estimate: clipped(viaConfig.estimate),
+        findings: shellFindings(),
+        reading: { kind: 'launch', script: viaConfig.script, range: viaConfig.range },
+      };
     if (job)
       return {
         facts,
@@ -297,7 +312,9 @@ export function analyzeConfigText(
   const project = opts.estimate.project;
   // An Accelerate config a launch file runs a script with, and the argument file that script is given.
   const launched =
-    project && plan.framework === 'Accelerate' && !scriptFile ? launchedConfig(project, file) : undefined;
+    project && plan.framework === 'Accelerate' && !scriptFile
+      ? launchedConfig(project, file, opts.estimate.launchFile)
+      : undefined;
   if (launched?.script) scriptFile = launched.script;
   const recipe = launched?.recipe;
   if (recipe) {
@@ -307,7 +324,16 @@ export function analyzeConfigText(
       plan = {
         ...plan,
         fineTune: recipe.fineTune,
-        fineTuneWhere: `use_peft in ${path.basename(recipe.file)}`,
+        fineTuneWhere: recipe.flags
+          ? `--use_peft at ${launched!.where}`
+          : `use_peft in ${path.basename(recipe.file)}`,
+      };
+    // Flags the script reads itself that may make it an adapter or quantised job: which job it is stays
+    // undecided, and so does the verdict; the figures are a full fine-tune's.
+    if (recipe.unread && !plan.fineTune)
+      plan = {
+        ...plan,
+        undecided: [...(plan.undecided ?? []), adapterUndecided(recipe.unread, launched!.where)],
       };
     // An argument file is TrainingArguments' (HfArgumentParser, TrlParser): the script trains through the Trainer.
     plan = {
@@ -344,6 +370,50 @@ export function analyzeConfigText(
       ? a.findings.map((f) => ({ ...f, fixes: f.fixes.filter((x) => !/noqa/i.test(x.title)) }))
       : a.findings;
   return { ...a, findings, reading, ...(companion ? { companion: companion.path } : {}) };
+}
+
+/**
+ * The estimate of the Accelerate config that a launch command passes with `--config_file` (the one at `range`, else
+ * the file's first), read for this launch file (its flags to the script), said so; undefined when there is none or
+ * it gives no estimate.
+ */
+function acceleratedConfigEstimate(
+  project: Project,
+  file: string,
+  text: string,
+  range: Range | undefined,
+  opts: { estimate: AnalyzeOptions },
+): { estimate: EstimateResult; script: string; range: Range } | undefined {
+  const launch = (c: { cmd: string }) => /\baccelerate\s+launch\b/.test(c.cmd) && /--config_file/.test(c.cmd);
+  const at = range
+    ? commandLines(text).find((c) => c.line === range.start.line)
+    : commandLines(text).find((c) => !/^\s*#/.test(c.cmd) && launch(c));
+  const cmd = at?.cmd;
+  if (!at || !cmd || !launch(at)) return undefined;
+  const line = text.split('\n')[at.line] ?? '';
+  const where = range ?? {
+    start: { line: at.line, character: 0 },
+    end: { line: at.line, character: line.replace(/\r$/, '').length },
+  };
+  const script = pythonScriptOf(cmd) ?? path.basename(file);
+  const given = flags(cmd)
+    .get('--config_file')
+    ?.replace(/^["']|["']$/g, '');
+  if (!given) return undefined;
+  const cfgFile = [path.dirname(file), ...project.roots]
+    .map((r) => path.resolve(r, given))
+    .find((f) => project.fs.readFile(f) !== undefined);
+  const cfgText = cfgFile ? project.fs.readFile(cfgFile) : undefined;
+  if (!cfgFile || !cfgText || !isConfigPath(cfgFile)) return undefined;
+  const a = analyzeConfigText(cfgFile, cfgText, {
+    lint: null,
+    estimate: { ...opts.estimate, launchFile: file },
+  });
+  if (!a.estimate?.ok) return undefined;
+  a.estimate.estimate.notes.unshift(
+    `the job is launched at line ${at.line + 1} with the Accelerate config ${path.relative(path.dirname(file), cfgFile)}: estimated from that config with this command's flags to the script`,
+  );
+  return { estimate: a.estimate, script, range: where };
 }
 
 export type DocumentAnalysis = FileAnalysis &

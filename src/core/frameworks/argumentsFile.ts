@@ -70,6 +70,41 @@ function adapterOf(
 }
 
 /**
+ * What a script's own flags (`--key value` on a launch line, read as HfArgumentParser reads them) say of an adapter:
+ * TRL's `ModelConfig` names (`use_peft`, `lora_r`, `lora_target_modules`, `load_in_4bit`) as the fine-tuning they
+ * make; other flags that name LoRA, PEFT or quantisation (a script's own dataclass, `--use_peft_lora True`,
+ * `--use_4bit_quantization True`) as words, since what the script builds from them is not read. A switch written
+ * off (`--use_peft_lora False`) says no adapter.
+ */
+export function scriptAdapterFlags(kwargs: Record<string, PlainValue>): {
+  fineTune?: FineTune;
+  unread?: string;
+} {
+  const adapter = adapterOf(kwargs);
+  if (adapter?.targets)
+    return {
+      fineTune: {
+        lora: { rank: adapter.rank, targets: adapter.targets },
+        ...(adapter.nf4 ? { baseDtype: 'nf4' as const, quantizer: 'bitsandbytes' as const } : {}),
+      },
+    };
+  const words = /lora|peft|adapter|4bit|8bit|quant|qlora|gptq|awq/i;
+  const isSwitch = (k: string) => /^(use|load_in|enable)_/.test(k) && words.test(k);
+  const on = (v: PlainValue) => v !== false && v !== 0 && !/^(none|no|false|0)$/i.test(String(v));
+  const keys = Object.keys(kwargs).filter((k) => words.test(k) && !/dtype$/.test(k));
+  const switches = keys.filter(isSwitch);
+  const shown = switches.length ? switches.filter((k) => on(kwargs[k]!)) : keys;
+  if (!shown.length) return {};
+  const written = (v: PlainValue) => (typeof v === 'boolean' ? (v ? 'True' : 'False') : String(v));
+  return { unread: shown.map((k) => `--${k} ${written(kwargs[k]!)}`).join(', ') };
+}
+
+/** The undecided condition of a job whose script reads adapter or quantisation flags of its own (`unread`). */
+export function adapterUndecided(unread: string, where: string): string {
+  return `whether the script trains an adapter or loads the model quantised: its own flags ${unread} (at ${where}) are not read, and the figures are a full fine-tune's`;
+}
+
+/**
  * What an argument file gives the job it configures: the model, the training inputs (batch, sequence,
  * accumulation, checkpointing, precision) and TRL's adapter (`use_peft`, `lora_r`, `lora_target_modules`,
  * `load_in_4bit`).

@@ -8,6 +8,7 @@ import { launchFlagSettings, acceleratePlan } from './accelerate';
 import type { VersionPin } from '../vocabulary/versions';
 import { posInt, readConfigText } from './configDoc';
 import { trainingArgumentsPlan } from './transformers';
+import { adapterUndecided, scriptAdapterFlags } from './argumentsFile';
 import type { FrameworkCallFact } from '../analysis/facts';
 import type { PlainValue } from '../python/plain';
 import type { FrameworkPlan } from './types';
@@ -84,6 +85,13 @@ export function launchCommands(
         return undefined;
       };
       plan = trainingArgumentsPlan(call, file, versions, readJson, true) ?? undefined;
+      // TRL's adapter flags read; a script's own adapter or quantisation flags named, the job's kind undecided.
+      const adapter = scriptAdapterFlags(call.kwargs);
+      if (plan && adapter.fineTune) {
+        plan.fineTune = adapter.fineTune;
+        plan.fineTuneWhere = `--use_peft at ${name}:${start + 1}`;
+      } else if (plan && adapter.unread)
+        plan.undecided = [adapterUndecided(adapter.unread, `${name}:${start + 1}`)];
       if (plan && typeof call.kwargs.fsdp_config === 'string' && !readJson(call.kwargs.fsdp_config))
         plan.notes.push(
           `--fsdp_config ${call.kwargs.fsdp_config} at ${name}:${start + 1} is not found or not read: its settings are left at Transformers' defaults`,

@@ -116,6 +116,8 @@ export interface FrameworkPlan {
   trainerContextParallel?: { degree: number; unmodelled: string; where: string };
   /** What the configuration turns on that keeps less than the figures count (see EstimateInput.overcounted). */
   overcounted?: string[];
+  /** Conditions of the job its configuration leaves undecided (see EstimateInput.undecided): no fit verdict holds. */
+  undecided?: string[];
   /** Mistakes the configuration makes (lint findings of the config file). */
   traps: FrameworkTrap[];
   /** What shares the GPUs with the step between its phases (an RL trainer's rollout engine, reference and critic). */

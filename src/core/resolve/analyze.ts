@@ -82,6 +82,8 @@ export interface AnalyzeOptions {
   companionTrainer?: boolean;
   /** The file is analysed as a helper's caller, for the helper's job: its own callers are not searched again. */
   forHelper?: true;
+  /** The launch file a configuration is estimated for: its command is the one read, before other launch files'. */
+  launchFile?: string;
 }
 
 export type EstimateResult = (
@@ -547,7 +549,9 @@ function estimateFacts(
   const input: EstimateInput = {
     ...(colocated ? { colocated } : {}),
     ...(unmodelled.length ? { unmodelled } : {}),
-    ...(fineTuneUndecided.length ? { undecided: fineTuneUndecided } : {}),
+    ...(fineTuneUndecided.length || fw?.undecided?.length
+      ? { undecided: [...fineTuneUndecided, ...(fw?.undecided ?? [])] }
+      : {}),
     ...(overcounted.length ? { overcounted } : {}),
     ...(loaded
       ? {

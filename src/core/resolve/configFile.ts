@@ -11,7 +11,7 @@ import { noqaCodes } from '../analysis/comments';
 import { annotationValues } from '../vocabulary/annotations';
 import { scanFile } from '../analysis/scan';
 import { formatOf, readConfigText } from '../frameworks/configDoc';
-import { argumentsFileInputs, isArgumentsFile } from '../frameworks/argumentsFile';
+import { argumentsFileInputs, isArgumentsFile, scriptAdapterFlags } from '../frameworks/argumentsFile';
 import type { FineTune } from '../model/finetune';
 import { readFrameworkConfig, type ConfigReading } from '../frameworks/read';
 import { acceleratorCall, acceleratorPrecision } from '../frameworks/python';
@@ -184,6 +184,7 @@ const MAX_LAUNCH_FILES = 40;
 export function launchedConfig(
   project: Project,
   configFile: string,
+  prefer?: string,
 ):
   | {
       where: string;
@@ -195,16 +196,23 @@ export function launchedConfig(
         fineTune?: FineTune;
         /** Read from the script's flags on the launch line rather than from an argument file. */
         flags?: true;
+        /** The script's own flags that may train an adapter or quantise the model, not read (`scriptAdapterFlags`). */
+        unread?: string;
       };
     }
   | undefined {
-  return project.memo(`launched-config:${configFile}`, () => {
+  return project.memo(`launched-config:${configFile}:${prefer ?? ''}`, () => {
     const dirs = [
       ...new Set([path.dirname(configFile), path.dirname(path.dirname(configFile)), ...project.roots]),
     ];
+    // The launch file the estimate is for, first: its command is the job's.
+    const candidates = (dir: string) =>
+      prefer && path.dirname(prefer) === dir
+        ? [path.basename(prefer), ...fileNames(project, dir).filter((n) => n !== path.basename(prefer))]
+        : fileNames(project, dir);
     let seen = 0;
     for (const dir of dirs)
-      for (const name of fileNames(project, dir)) {
+      for (const name of candidates(dir)) {
         if (!/\.(sh|bash|slurm|sbatch)$/.test(name) || ++seen > MAX_LAUNCH_FILES) continue;
         const text = project.fs.readFile(path.join(dir, name));
         if (!text || !text.includes('--config_file') || !text.includes(path.basename(configFile))) continue;
@@ -251,7 +259,10 @@ export function launchedConfig(
               : undefined;
           if (call && model) {
             const t = trainingArgumentValues(call, path.join(dir, name), true);
+            const adapter = scriptAdapterFlags(call.kwargs);
             out.recipe = {
+              ...(adapter.fineTune ? { fineTune: adapter.fineTune } : {}),
+              ...(adapter.unread ? { unread: adapter.unread } : {}),
               file: path.join(dir, name),
               model: {
                 id: model,
