@@ -687,6 +687,23 @@ describe("Liger's fused linear cross-entropy from configs", () => {
     assert.equal(e.setup.checkpointing, 'full');
   });
 
+  it('gradient_checkpointing_kwargs reach the Trainer; tiled_mlp keeps less than counted', async () => {
+    const yaml = [
+      'base_model: meta-llama/Llama-3.1-8B',
+      'gradient_checkpointing: true',
+      'gradient_checkpointing_kwargs:',
+      '  use_reentrant: true',
+      'tiled_mlp: true',
+      'fsdp_config:',
+      '  auto_wrap_policy: TRANSFORMER_BASED_WRAP',
+      '',
+    ].join('\n');
+    const e = ok(await configAnalysis('axolotl/kwargs.yaml', yaml));
+    // axolotl passes the kwargs to TrainingArguments, which passes them to gradient_checkpointing_enable.
+    assert.equal(e.setup.reentrantCheckpoint, true);
+    assert.ok(e.overcounted.some((o) => /tiled MLP \(tiled_mlp at kwargs\.yaml:5\)/.test(o)));
+  });
+
   it("optimizer: adamw_torch_fused is Trainer's AdamW with fused=True", async () => {
     const yaml = [
       'base_model: meta-llama/Llama-3.1-8B',

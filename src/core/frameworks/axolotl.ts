@@ -60,6 +60,7 @@ const ARGUMENTS: [string, string][] = [
   ['gradient_accumulation_steps', 'gradient_accumulation_steps'],
   ['sequence_len', 'max_seq_length'],
   ['gradient_checkpointing', 'gradient_checkpointing'],
+  ['gradient_checkpointing_kwargs', 'gradient_checkpointing_kwargs'],
   ['optimizer', 'optim'],
   ['fp16', 'fp16'],
   ['torch_compile', 'torch_compile'],
@@ -199,6 +200,14 @@ export function axolotlPlan(
     plan.overcounted = [
       ...(plan.overcounted ?? []),
       `Liger's ${kernels.map((k) => (k === 'liger_rms_norm' ? 'RMSNorm' : 'SwiGLU')).join(' and ')} (${kernels.map((k) => `${k} at ${doc.where([k])}`).join(', ')})`,
+    ];
+  // `tiled_mlp: true` (axolotl/monkeypatch/tiled_mlp): each decoder MLP runs through `TiledMLP`, an autograd
+  // function over shards of the sequence that keeps only its input and recomputes each shard in backward, so the
+  // MLP's intermediate activations are never all held: they keep less than the figures count.
+  if (d.tiled_mlp === true)
+    plan.overcounted = [
+      ...(plan.overcounted ?? []),
+      `axolotl's tiled MLP (tiled_mlp at ${doc.where(['tiled_mlp'])}), which keeps only each MLP's input`,
     ];
   // Apple's cut cross-entropy, through axolotl's CutCrossEntropyPlugin (axolotl/integrations/cut_cross_entropy:
   // its `pre_model_load` patches the model's forward when `cut_cross_entropy` is set, which its
