@@ -5,8 +5,9 @@
  */
 import type { Project } from '../project/project';
 import type { Range } from '../vocabulary/range';
+import type { Layer } from '../inputs/layers';
 import { adapterUndecided } from '../frameworks/argumentsFile';
-import { commandLines, flags, pythonScriptOf } from '../parsing/commandLine';
+import { expandedCommands, flags, pythonScriptOf } from '../parsing/commandLine';
 import { emptyFacts, type FileFacts } from '../analysis/facts';
 import { scanText } from '../analysis/input';
 import type { PythonGrammar } from '../parsing/python';
@@ -38,6 +39,7 @@ import {
   configFacts,
   fromCompanion,
   launchedConfig,
+  launchedConfigPath,
   readConfigInProject,
 } from '../resolve/configFile';
 import * as path from 'node:path';
@@ -353,14 +355,32 @@ export function analyzeConfigText(
       : undefined;
   const c = fromCompanion(companion);
   if (c.model && !plan.model) plan = { ...plan, model: c.model };
+  // The launcher's `--num_processes` / `--num_machines`: `accelerate launch` takes them over the config's.
+  const counts = launched?.counts;
+  const countLayer: Layer | undefined = counts && {
+    source: { kind: 'launch', detail: counts.where },
+    values: {
+      worldSize: counts.worldSize,
+      ...(counts.gpusPerNode ? { gpusPerNode: counts.gpusPerNode } : {}),
+    },
+    details: {
+      worldSize: counts.where,
+      ...(counts.gpusPerNode
+        ? { gpusPerNode: `--num_processes / --num_machines at ${launched!.where}` }
+        : {}),
+    },
+  };
+  const extra = [
+    ...(countLayer ? [countLayer] : []),
+    ...(recipe ? [recipe.layer] : []),
+    ...(c.layer ? [c.layer] : []),
+  ];
   const a = analyzeFacts(facts, text, {
     lint: opts.lint,
     estimate: {
       ...opts.estimate,
       framework: plan,
-      ...(recipe || c.layer
-        ? { extraLayers: [...(recipe ? [recipe.layer] : []), ...(c.layer ? [c.layer] : [])] }
-        : {}),
+      ...(extra.length ? { extraLayers: extra } : {}),
       ...(companion && trainsThroughTrainer(companion) ? { companionTrainer: true } : {}),
     },
   });
@@ -386,8 +406,8 @@ function acceleratedConfigEstimate(
 ): { estimate: EstimateResult; script: string; range: Range } | undefined {
   const launch = (c: { cmd: string }) => /\baccelerate\s+launch\b/.test(c.cmd) && /--config_file/.test(c.cmd);
   const at = range
-    ? commandLines(text).find((c) => c.line === range.start.line)
-    : commandLines(text).find((c) => !/^\s*#/.test(c.cmd) && launch(c));
+    ? expandedCommands(text).find((c) => c.line === range.start.line)
+    : expandedCommands(text).find(launch);
   const cmd = at?.cmd;
   if (!at || !cmd || !launch(at)) return undefined;
   const line = text.split('\n')[at.line] ?? '';
@@ -400,9 +420,7 @@ function acceleratedConfigEstimate(
     .get('--config_file')
     ?.replace(/^["']|["']$/g, '');
   if (!given) return undefined;
-  const cfgFile = [path.dirname(file), ...project.roots]
-    .map((r) => path.resolve(r, given))
-    .find((f) => project.fs.readFile(f) !== undefined);
+  const cfgFile = launchedConfigPath(project, given, file);
   const cfgText = cfgFile ? project.fs.readFile(cfgFile) : undefined;
   if (!cfgFile || !cfgText || !isConfigPath(cfgFile)) return undefined;
   const a = analyzeConfigText(cfgFile, cfgText, {

@@ -142,3 +142,59 @@ export function expandShell(s: string, vars: ReadonlyMap<string, string>): strin
     );
   return s;
 }
+
+/**
+ * `$((A * B))` arithmetic of whole numbers and names (`$((SLURM_NNODES * GPUS_PER_NODE))`, `+ - *`), each name
+ * taken from `vars`; left as written when a name is not known or the expression is anything else.
+ */
+export function shellArithmetic(s: string, vars: ReadonlyMap<string, string>): string {
+  return s.replace(/\$\(\(([^()]{1,200})\)\)/g, (all, expr: string) => {
+    const words = expr.trim().split(/\s*([*+-])\s*/);
+    let total: number | undefined;
+    let op = '+';
+    for (const [i, w] of words.entries()) {
+      if (i % 2 === 1) {
+        op = w;
+        continue;
+      }
+      const name = w.replace(/^\$\{?|\}$/g, '');
+      const v = /^\d+$/.test(name) ? Number(name) : Number(vars.get(name) ?? NaN);
+      if (!Number.isSafeInteger(v)) return all;
+      total = total === undefined ? v : op === '*' ? total * v : op === '+' ? total + v : total - v;
+    }
+    return total === undefined || !Number.isSafeInteger(total) ? all : String(total);
+  });
+}
+
+/** The variables SLURM sets from a batch script's `#SBATCH --nodes=N` (`SLURM_NNODES`, `SLURM_JOB_NUM_NODES`). */
+export function sbatchVariables(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of text.matchAll(/^#SBATCH\s+(?:--nodes[=\s]|-N\s*)(\d{1,5})\b/gm)) {
+    out.set('SLURM_NNODES', m[1]!);
+    out.set('SLURM_JOB_NUM_NODES', m[1]!);
+  }
+  return out;
+}
+
+const MAX_EXPANDED = 64;
+
+/**
+ * The commands of a shell script as it runs them: each command (not an assignment) with the variables set before
+ * it expanded, `$((...))` arithmetic computed, SLURM's node count from the `#SBATCH` header; `srun $CMD` becomes
+ * the command `CMD` holds. What is not known stays as written.
+ */
+export function expandedCommands(text: string): { line: number; cmd: string; expanded?: true }[] {
+  const slurm = sbatchVariables(text);
+  const lineStarts = [0];
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lineStarts.push(i + 1);
+  // Each expansion reads the script up to its command: a bounded number of them.
+  let expansions = 0;
+  return commandLines(text)
+    .filter((c) => c.cmd.trim() && !/^\s*#/.test(c.cmd) && !/^\s*(?:export\s+)?[A-Za-z_]\w*=/.test(c.cmd))
+    .map((c) => {
+      if (!c.cmd.includes('$') || ++expansions > MAX_EXPANDED) return c;
+      const vars = new Map([...slurm, ...shellVariables(text, lineStarts[c.line] ?? text.length)]);
+      const cmd = shellArithmetic(expandShell(c.cmd, vars), vars);
+      return cmd === c.cmd ? c : { line: c.line, cmd, expanded: true as const };
+    });
+}

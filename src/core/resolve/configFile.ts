@@ -2,7 +2,7 @@
  * Configuration files in a project: their annotations, the training script beside them, and the Accelerate config
  * a script is launched with.
  */
-import { commandLines, flags, programArgs, pythonScriptOf } from '../parsing/commandLine';
+import { commandLines, expandedCommands, flags, programArgs, pythonScriptOf } from '../parsing/commandLine';
 import { hfHome } from '../model/load';
 import type { Host } from '../vocabulary/host';
 import * as path from 'node:path';
@@ -10,7 +10,7 @@ import { emptyFacts, type AnnotationFact, type FileFacts } from '../analysis/fac
 import { noqaCodes } from '../analysis/comments';
 import { annotationValues } from '../vocabulary/annotations';
 import { scanFile } from '../analysis/scan';
-import { formatOf, readConfigText } from '../frameworks/configDoc';
+import { formatOf, posInt, readConfigText } from '../frameworks/configDoc';
 import { argumentsFileInputs, isArgumentsFile, scriptAdapterFlags } from '../frameworks/argumentsFile';
 import type { FineTune } from '../model/finetune';
 import { readFrameworkConfig, type ConfigReading } from '../frameworks/read';
@@ -188,6 +188,8 @@ export function launchedConfig(
 ):
   | {
       where: string;
+      /** The launcher's own process counts (`--num_processes`, `--num_machines`), which override the config's. */
+      counts?: { worldSize: number; gpusPerNode?: number; where: string };
       script?: string;
       recipe?: {
         file: string;
@@ -216,19 +218,34 @@ export function launchedConfig(
         if (!/\.(sh|bash|slurm|sbatch)$/.test(name) || ++seen > MAX_LAUNCH_FILES) continue;
         const text = project.fs.readFile(path.join(dir, name));
         if (!text || !text.includes('--config_file') || !text.includes(path.basename(configFile))) continue;
-        for (const c of commandLines(text)) {
-          if (!/\baccelerate\s+launch\b/.test(c.cmd) || /^\s*#/.test(c.cmd)) continue;
+        for (const c of expandedCommands(text)) {
+          if (!/\baccelerate\s+launch\b/.test(c.cmd)) continue;
           const given = flags(c.cmd)
             .get('--config_file')
             ?.replace(/^["']|["']$/g, '');
           if (!given) continue;
           const roots = [dir, ...project.roots];
-          if (!roots.some((r) => path.resolve(r, given) === configFile)) continue;
-          const where = `${name}:${c.line + 1}`;
+          if (
+            !roots.some((r) => path.resolve(r, given) === configFile) &&
+            !sameTail(given, configFile, roots)
+          )
+            continue;
+          const where = `${name}:${c.line + 1}${c.expanded ? ' (as the shell expands it)' : ''}`;
+          // `accelerate launch --num_processes N --num_machines M` stands above the config's own counts.
+          const scriptAt = c.cmd.search(/\S+\.py\b/);
+          const launcher = flags(scriptAt > 0 ? c.cmd.slice(0, scriptAt) : c.cmd);
+          const procs = posInt(launcher.get('--num_processes')?.replace(/^["']|["']$/g, ''));
+          const machines = posInt(launcher.get('--num_machines')?.replace(/^["']|["']$/g, '')) ?? 1;
           const script = pythonScriptOf(c.cmd) ?? undefined;
           const resolve = (rel: string) =>
             roots.map((r) => path.resolve(r, rel)).find((f) => project.fs.readFile(f) !== undefined);
           const out: NonNullable<ReturnType<typeof launchedConfig>> = { where };
+          if (procs)
+            out.counts = {
+              worldSize: procs,
+              ...(procs % machines === 0 ? { gpusPerNode: procs / machines } : {}),
+              where: `--num_processes at ${where}`,
+            };
           const scriptFile = script ? resolve(script) : undefined;
           if (scriptFile) out.script = scriptFile;
           const args = script ? (programArgs(c.cmd, script) ?? []) : [];
@@ -296,6 +313,38 @@ export function launchedConfig(
       }
     return undefined;
   });
+}
+
+/**
+ * A config path written under a directory the environment gives (`${ACCELERATE_DIR}/examples/slurm/x.yaml`, its
+ * shell default not in the project): the same file when its last three parts are the config's, inside a root.
+ */
+function sameTail(given: string, configFile: string, roots: readonly string[]): boolean {
+  if (roots.some((r) => path.resolve(r, given) === configFile)) return true;
+  const parts = given.split('/').filter((p) => p && p !== '.');
+  if (parts.length < 3 || parts.slice(-3).some((p) => p.includes('$') || p === '..')) return false;
+  const tail = parts.slice(-3).join(path.sep);
+  return configFile.endsWith(path.sep + tail) && roots.some((r) => configFile.startsWith(r + path.sep));
+}
+
+/**
+ * The project file a launch command's config path names: relative to the launch file's folder or a root, or, for
+ * a path under a directory the environment gives, the file with the same last three parts under a root or a folder
+ * above the launch file.
+ */
+export function launchedConfigPath(project: Project, given: string, launchFile: string): string | undefined {
+  const exists = (f: string) => project.fs.readFile(f) !== undefined;
+  const direct = [path.dirname(launchFile), ...project.roots].map((r) => path.resolve(r, given)).find(exists);
+  if (direct) return direct;
+  const parts = given.split('/').filter((p) => p && p !== '.');
+  if (parts.length < 3 || parts.slice(-3).some((p) => p.includes('$') || p === '..')) return undefined;
+  const tail = parts.slice(-3).join(path.sep);
+  const bases = new Set(project.roots);
+  for (let d = path.dirname(launchFile), i = 0; i < 8 && project.roots.some((r) => d.startsWith(r)); i++) {
+    bases.add(d);
+    d = path.dirname(d);
+  }
+  return [...bases].map((b) => path.join(b, tail)).find(exists);
 }
 
 export function configFacts(file: string, text: string): FileFacts {
