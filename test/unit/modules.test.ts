@@ -9,7 +9,7 @@ import { toModuleTree } from '../../src/core/modules/moduleValues';
 import { modelFromClass, modelFromScript } from '../../src/core/modules/resolveModel';
 import { Project } from '../../src/core/project/project';
 import { estimateFile } from '../../src/core/resolve/analyze';
-import { fixture, FIXTURES, grammar } from './helpers';
+import { fixture, FIXTURES, grammar, tempDir, writeFiles } from './helpers';
 import { diskFS } from '../../src/host/disk';
 import { runExactHelper } from '../../src/host/exact';
 import { missing, skipUnless, tools, torchLine } from '../tools';
@@ -310,6 +310,43 @@ describe('torch.nn layers beyond the basics, with parameters and buffers as PyTo
 });
 
 describe('control flow in constructors: break, continue, while, else', () => {
+  it('a dataclass built from a mapping it cannot read keeps no defaults; one it reads sets its fields', async () => {
+    // litgpt's pattern: `Config.from_name(name)` returns `cls(**name_to_config[name])`. With the name unknown the
+    // mapping is unknown, and any field may come from it: the dataclass defaults are not the model's.
+    const dir = tempDir('splat-');
+    writeFiles(dir, {
+      'm.py': [
+        'from dataclasses import dataclass',
+        'import torch.nn as nn',
+        'configs = {"tiny": {"n_embd": 8}}',
+        '@dataclass',
+        'class Config:',
+        '    n_embd: int = 4096',
+        '    @classmethod',
+        '    def from_name(cls, name):',
+        '        return cls(**configs[name])',
+        'class Net(nn.Module):',
+        '    def __init__(self, config):',
+        '        super().__init__()',
+        '        self.proj = nn.Linear(config.n_embd, config.n_embd)',
+        'def unknown(name):',
+        '    return Net(Config.from_name(name))',
+        'def tiny():',
+        '    return Net(Config.from_name("tiny"))',
+      ],
+    });
+    const p = new Project([dir], await grammar(), diskFS);
+    const interp = new Interpreter(p);
+    const file = p.file(path.join(dir, 'm.py'))!;
+    const tree = (fn: string) => {
+      const v = interp.callFunction(interp.moduleName(file, fn) as never, [], {});
+      assert.equal(v.k, 'mod', fn);
+      return toModuleTree(v as never).root;
+    };
+    assert.equal(countParams(tree('tiny')), 8 * 8 + 8, 'n_embd 8 from the mapping it reads');
+    assert.equal(countParams(tree('unknown')), 0, 'not 4096 x 4096 from the default');
+  });
+
   it('makes a call that recurses too deeply unknown, and builds the rest', async () => {
     const { p, dir } = await project('zoo');
     const r = modelFromClass(p, path.join(dir, 'flow.py'), 'DeepHelper');

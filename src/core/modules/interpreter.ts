@@ -30,6 +30,12 @@ import { TENSOR_FACTORIES, tensorArithmetic, tensorAttr, tensorFactory } from '.
 import { torchLayer, torchLayerName, type LayerContext } from './torchLayers';
 import { valueMethod } from './methods';
 import { omegaconfCall } from './omegaconf';
+
+/**
+ * The key under which a call's `**mapping` not known statically is kept among its keyword arguments: a parameter
+ * or dataclass field the call does not name is then not known (the mapping may set it), not its default.
+ */
+const OPAQUE_KWARGS = '**';
 import {
   StepLimit,
   Undecided,
@@ -379,8 +385,13 @@ export class Interpreter extends Statements {
   }
 
   private readArgs(argList: Node | null, frame: Frame): { args: Value[]; kwargs: Record<string, Value> } {
-    const { args, keywords } = this.callArguments(argList, frame);
-    return { args, kwargs: kwargsOf(keywords) };
+    const { args, keywords, splats } = this.callArguments(argList, frame);
+    const kwargs = kwargsOf(keywords);
+    // `f(**d)` of a mapping not known statically: any parameter may come from it (`OPAQUE_KWARGS`).
+    const opaque = argList?.namedChildren.find((a) => a.type === 'dictionary_splat');
+    if (opaque && splats.length)
+      kwargs[OPAQUE_KWARGS] = UNKNOWN(opaque.text, 'keyword arguments from a mapping not known statically');
+    return { args, kwargs };
   }
 
   /** Calls a value: a class is instantiated, a function run, a library name looked up. */
@@ -643,6 +654,9 @@ export class Interpreter extends Statements {
     collect(cls, 0);
     fields.forEach((f, i) => {
       let v: Value | undefined = i < args.length ? args[i] : kwargs[f.name];
+      // A field a `**mapping` not known statically may set is not its default.
+      if (v === undefined && kwargs[OPAQUE_KWARGS])
+        v = UNKNOWN(f.name, 'may come from a mapping not known statically');
       if (v === undefined && f.dflt) {
         v = this.evaluate(f.dflt, { file: cls.file, env: new Map() });
         // field(default=..., default_factory=...)
@@ -700,12 +714,15 @@ export class Interpreter extends Statements {
           if (n && p.type === 'list_splat_pattern')
             env.set(n, { k: 'seq', kind: 'tuple', items: positional.slice(i) });
           if (n && p.type === 'dictionary_splat_pattern')
-            env.set(n, {
-              k: 'dict',
-              entries: Object.entries(kwargs)
-                .filter(([k]) => !env.has(k))
-                .map(([k, v]) => ({ key: { k: 'str', v: k }, value: v as Value })),
-            });
+            env.set(
+              n,
+              kwargs[OPAQUE_KWARGS] ?? {
+                k: 'dict',
+                entries: Object.entries(kwargs)
+                  .filter(([k]) => !env.has(k))
+                  .map(([k, v]) => ({ key: { k: 'str', v: k }, value: v as Value })),
+              },
+            );
           i = positional.length;
           continue;
         }
@@ -719,6 +736,8 @@ export class Interpreter extends Statements {
         if (!name || p.type === 'keyword_separator' || p.type === 'positional_separator') continue;
         const dflt = p.childForFieldName('value');
         let v: Value | undefined = kwargs[name] ?? (i < positional.length ? positional[i] : undefined);
+        if (v === undefined && kwargs[OPAQUE_KWARGS] && dflt)
+          v = UNKNOWN(name, 'may come from a mapping not known statically');
         if (v === undefined)
           v = dflt
             ? this.evaluate(dflt, { file: fn.file, env: new Map() })
