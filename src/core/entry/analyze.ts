@@ -427,9 +427,20 @@ function acceleratedConfigEstimate(
     lint: null,
     estimate: { ...opts.estimate, launchFile: file },
   });
-  if (!a.estimate?.ok) return undefined;
+  if (!a.estimate) return undefined;
+  const config = path.relative(path.dirname(file), cfgFile);
+  // No estimate from the config either: why, said of the job this line launches.
+  if (!a.estimate.ok)
+    return {
+      estimate: {
+        ...a.estimate,
+        reason: `the job is launched at line ${at.line + 1} with the Accelerate config ${config}: ${a.estimate.reason}`,
+      },
+      script,
+      range: where,
+    };
   a.estimate.estimate.notes.unshift(
-    `the job is launched at line ${at.line + 1} with the Accelerate config ${path.relative(path.dirname(file), cfgFile)}: estimated from that config with this command's flags to the script`,
+    `the job is launched at line ${at.line + 1} with the Accelerate config ${config}: estimated from that config with this command's flags to the script`,
   );
   return { estimate: a.estimate, script, range: where };
 }
