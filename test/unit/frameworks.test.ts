@@ -1914,6 +1914,32 @@ describe('Transformers and TRL argument files', () => {
       /--model meta-llama\/Llama-3\.2-1B --batch 4 --seq 2048 --grad-accum 2 --ac full --lora-rank 32 --lora-targets all-linear --base-dtype nf4/,
     );
   });
+  it("a trainer's default is not suggested as the file's; launch arguments in the file are named", async () => {
+    // SFTConfig defaults gradient_checkpointing to True, but the job may run another TrainingArguments: only what
+    // the file writes goes into the suggested flags.
+    const plain = await configAnalysis(
+      'trl/sft.yaml',
+      recipe.filter((l) => !l.startsWith('gradient_checkpointing')).join('\n') + '\n',
+    );
+    assert.doesNotMatch(JSON.stringify(plain.reading), /--ac/);
+    // fms-hf-tuning's job config: the launcher's `accelerate launch` arguments beside the training arguments.
+    const job = await configAnalysis(
+      'trl/job.json',
+      JSON.stringify({
+        accelerate_launch_args: { use_fsdp: true, config_file: 'fixtures/fsdp.yaml' },
+        model_name_or_path: 'meta-llama/Llama-3.2-1B',
+        per_device_train_batch_size: 4,
+        output_dir: 'out',
+      }),
+    );
+    assert.equal(job.reading?.kind, 'problem');
+    assert.match(
+      JSON.stringify(job.reading),
+      /whose accelerate_launch_args at job\.json:1 launch it with FSDP and the Accelerate config fixtures\/fsdp\.yaml, which are not read here: estimate that config with --model meta-llama\/Llama-3\.2-1B --batch 4/,
+    );
+    assert.doesNotMatch(JSON.stringify(job.reading), /sets no FSDP/);
+  });
+
   it("with fsdp: the Trainer's plan, the model from model_name_or_path", async () => {
     const e = ok(
       await configAnalysis(

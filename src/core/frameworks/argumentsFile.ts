@@ -168,13 +168,15 @@ export function argumentsFilePlan(
       );
     return plan;
   }
-  // No FSDP of its own: what it sets, as the flags that give it to an estimate of the launch's Accelerate config.
-  const { values } = trainingArgumentValues(call, doc.file);
+  // No FSDP of its own: what it sets, as the flags that give it to an estimate of the launch's Accelerate config
+  // (only what the file writes: a trainer's default is the launched job's to say).
+  const { values, details } = trainingArgumentValues(call, doc.file);
   const flags = [`--model ${model}`];
   for (const key of ['microBatch', 'seqLen', 'gradAccum', 'checkpointing'] as const) {
     const v = values[key];
     const flag = inputSpec(key).flag;
-    if (v !== undefined && flag) flags.push(`--${flag.name} ${String(v)}`);
+    if (v !== undefined && flag && !/default/i.test(details[key] ?? ''))
+      flags.push(`--${flag.name} ${String(v)}`);
   }
   const adapter = adapterOf(d);
   if (adapter) {
@@ -183,6 +185,16 @@ export function argumentsFilePlan(
   }
   if (d.load_in_4bit === true) flags.push('--base-dtype nf4');
   const dtype = str(d.torch_dtype) ?? str(d.dtype);
+  // fms-hf-tuning's job config: `accelerate_launch_args` are the flags its launcher passes to `accelerate launch`.
+  const launch = isRecord(d.accelerate_launch_args) ? d.accelerate_launch_args : undefined;
+  const launchConfig = launch ? str(launch.config_file) : undefined;
+  if (launch && (launch.use_fsdp === true || launchConfig))
+    return {
+      framework: isTrl(d) ? 'TRL' : 'Transformers',
+      file: doc.file,
+      range: doc.rangeOf(['accelerate_launch_args']),
+      message: `a job config (model ${model}) whose accelerate_launch_args at ${doc.where(['accelerate_launch_args'])} launch it${launch.use_fsdp === true ? ' with FSDP' : ''}${launchConfig ? ` and the Accelerate config ${launchConfig}` : ''}, which are not read here: estimate ${launchConfig ? 'that config' : 'the Accelerate config it is launched with'} with ${flags.join(' ')}`,
+    };
   return {
     framework: isTrl(d) ? 'TRL' : 'Transformers',
     file: doc.file,
