@@ -263,7 +263,11 @@ export function setupFrom(doc: ConfigDoc): {
   const set = <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => {
     if (v === undefined) return;
     values[k] = v;
-    details[k] = doc.where(path);
+    // A value the file does not write is the framework's default, and said so.
+    details[k] =
+      doc.line(path) === undefined
+        ? `the framework's default: ${path.join('.')} is not set in ${doc.where(path)}`
+        : doc.where(path);
   };
   return { values, details, set };
 }
