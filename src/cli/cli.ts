@@ -8,6 +8,7 @@ import { estimateCommand, estimateSpec } from './commands/estimate';
 import { lintCommand, lintSpec } from './commands/lint';
 import { gpusCommand, gpusSpec, modelsCommand, modelsSpec } from './commands/models';
 import { rulesCommand, rulesSpec } from './commands/rules';
+import { defaultsCommand, defaultsSpec } from './commands/defaults';
 import { scanCommand, scanSpec } from './commands/scan';
 
 export { EXIT, UsageError, type Streams };
@@ -20,6 +21,7 @@ const COMMANDS: { spec: CommandSpec; run: (argv: string[], io: Streams) => numbe
   { spec: modelsSpec, run: modelsCommand },
   { spec: gpusSpec, run: gpusCommand },
   { spec: rulesSpec, run: rulesCommand },
+  { spec: defaultsSpec, run: defaultsCommand },
 ];
 
 export const USAGE = usage(COMMANDS.map((c) => c.spec));

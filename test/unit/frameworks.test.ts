@@ -9,6 +9,7 @@ import { lightningPrecision } from '../../src/core/frameworks/lightning';
 import { titanFfnHidden } from '../../src/core/frameworks/llamaNative';
 import { countParams } from '../../src/core/model/tree';
 import { readFrameworkConfig } from '../../src/core/frameworks/read';
+import { DEFAULTS, renderDefaultsDoc } from '../../src/core/frameworks/defaults';
 import { launchCommands } from '../../src/core/frameworks/shell';
 import { analyzeConfigText, analyzeFacts } from '../../src/core/entry/analyze';
 import { Project } from '../../src/core/project/project';
@@ -2084,5 +2085,33 @@ describe('an Accelerate config paired with the argument file its launch passes',
     };
     assert.deepEqual(full.undecided, []);
     assert.notEqual(full.targetFit.verdict, 'undecided');
+  });
+});
+
+describe("the frameworks' defaults", () => {
+  it('docs/defaults.md is generated from the table (run `npm run docs:defaults` after changing it)', () => {
+    const doc = fs.readFileSync(path.join(FIXTURES, '..', '..', 'docs', 'defaults.md'), 'utf8');
+    assert.equal(doc, renderDefaultsDoc());
+  });
+
+  it('the readers apply the table: an Accelerate config without fsdp_version or a wrap policy', async () => {
+    const e = ok(
+      await configAnalysis(
+        'accelerate/bare.yaml',
+        '# fsdp: model=meta-llama/Llama-3.2-1B\ndistributed_type: FSDP\nnum_processes: 2\nfsdp_config: {}\n',
+      ),
+    );
+    // fsdp_version 1 and NO_WRAP: one FSDP1 unit, and no mixed precision ("no").
+    assert.equal(DEFAULTS.Accelerate.fsdpVersion.value, 1);
+    assert.equal(e.plan.api, 'fsdp1');
+    assert.equal(e.units.length, 1);
+    assert.equal(e.comms.gatherDtype, 'float32');
+  });
+
+  it('`fsdp-lens defaults FRAMEWORK` lists one framework; an unknown one is a usage error', async () => {
+    const r = await cli('defaults', 'verl');
+    assert.equal(r.code, 0);
+    assert.match(r.out, /^verl\n {2}sizes {9}trainer\.n_gpus_per_node = 8/);
+    assert.equal((await cli('defaults', 'nemo')).code, 2);
   });
 });

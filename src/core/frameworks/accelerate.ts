@@ -2,6 +2,7 @@
  * Accelerate's FSDP: its config files, `accelerate launch` flags and `FullyShardedDataParallelPlugin(...)`,
  * resolved as Accelerate resolves them.
  */
+import { DEFAULTS } from './defaults';
 import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import type { DType } from '../vocabulary/dtypes';
 import { versionAtLeast, type VersionPin } from '../vocabulary/versions';
@@ -107,7 +108,7 @@ export function acceleratePlan(
   const notes: string[] = [...(s.readNotes ?? [])];
   const traps: FrameworkTrap[] = [];
   const versionAt = s.get('fsdp_version');
-  const version = posInt(versionAt?.v) === 2 ? 2 : 1;
+  const version = posInt(versionAt?.v) === 2 ? 2 : DEFAULTS.Accelerate.fsdpVersion.value;
   if (versionAt && posInt(versionAt.v) !== version)
     notes.push(`fsdp_version ${String(versionAt.v)} is neither 1 nor 2: Accelerate's default 1 assumed`);
   const strategyAt = s.get('fsdp_sharding_strategy');
@@ -141,10 +142,13 @@ export function acceleratePlan(
         'fsdp_sharding_strategy is deprecated under fsdp_version 2: fsdp_reshard_after_forward decides',
       );
   }
-  const policy = (str(s.get('fsdp_auto_wrap_policy')?.v) ?? 'NO_WRAP').toUpperCase();
+  const policy = (
+    str(s.get('fsdp_auto_wrap_policy')?.v) ?? DEFAULTS.Accelerate.autoWrapPolicy.value
+  ).toUpperCase();
   const classes = strList(s.get('fsdp_transformer_layer_cls_to_wrap')?.v) ?? null;
   // `accelerate launch` exports FSDP_MIN_NUM_PARAMS=1e8 when the config omits it; a plugin built in Python has 0.
-  const minParams = num(s.get('fsdp_min_num_params')?.v) ?? (s.launcher ? 100_000_000 : 0);
+  const minParams =
+    num(s.get('fsdp_min_num_params')?.v) ?? (s.launcher ? DEFAULTS.Accelerate.minNumParams.value : 0);
   const carve = version === 2 && (!accelerateVersion || versionAtLeast(accelerateVersion.version, '1.14'));
   let wrap: WrapSpec;
   if (policy === 'TRANSFORMER_BASED_WRAP')
@@ -376,7 +380,9 @@ function loadSave(
     notes.push(
       `fsdp_state_dict_type ${String(sd.v)} is not one Accelerate knows: its default for FSDP${version} assumed`,
     );
-  const kind = sdName ?? (version === 1 ? 'FULL_STATE_DICT' : 'SHARDED_STATE_DICT');
+  const kind =
+    sdName ??
+    (version === 1 ? DEFAULTS.Accelerate.stateDictFsdp1.value : DEFAULTS.Accelerate.stateDictFsdp2.value);
   host.stateDict = {
     kind: kind === 'FULL_STATE_DICT' ? 'full' : 'sharded',
     where: sdName
@@ -413,7 +419,7 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
       : doc.data.fp16 === true
         ? { v: 'fp16', where: doc.where(['fp16']) }
         : {
-            v: 'no',
+            v: DEFAULTS.Accelerate.mixedPrecision.value,
             where: `accelerate launch's default for a config without it (${doc.where(['distributed_type'])})`,
           });
   const replicate = pc ? pget('dp_replicate_size') : undefined;

@@ -4,6 +4,7 @@
  * is the Trainer's, read through the one reading of TrainingArguments; the model, the adapter and the batch are
  * axolotl's own keys.
  */
+import { DEFAULTS } from './defaults';
 import type { FrameworkCallFact } from '../analysis/facts';
 import type { PlainValue } from '../python/plain';
 import type { VersionPin } from '../vocabulary/versions';
@@ -80,7 +81,7 @@ export function axolotlPlan(
   for (const [k, v] of Object.entries(raw))
     config[k === 'fsdp_version' ? k : k.replace(/^fsdp_/, '')] = v as PlainValue;
   const pinned = posInt(d.fsdp_version) ?? posInt(config.fsdp_version) ?? posInt(config.version);
-  const version = pinned ?? 1;
+  const version = pinned ?? DEFAULTS.axolotl.fsdpVersion.value;
   delete config.fsdp_version;
   config.version = version;
   // `setup_fsdp_envs` exports `offload_params` as FSDP_OFFLOAD_PARAMS, which Accelerate's plugin reads: the

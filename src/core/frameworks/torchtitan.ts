@@ -1,4 +1,5 @@
 /** torchtitan's job TOML: model flavor, batch and sequence, mixed precision, parallelism degrees, checkpointing. */
+import { DEFAULTS } from './defaults';
 import type { DType } from '../vocabulary/dtypes';
 import { count as counted } from '../vocabulary/words';
 import { TITAN_LOSS_CHUNKS } from '../inputs/parse';
@@ -144,23 +145,29 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     );
   };
   const batchKey = at(d, ['training', 'local_batch_size']) !== undefined ? 'local_batch_size' : 'batch_size';
-  const local = count(['training', batchKey], 8);
+  const local = count(['training', batchKey], DEFAULTS.torchtitan.localBatchSize.value);
   set('microBatch', local, ['training', batchKey]);
-  set('seqLen', count(['training', 'seq_len'], 2048), ['training', 'seq_len']);
-  const master = DTYPES[str(at(d, ['training', 'dtype'])) ?? 'float32'];
-  set('masterDtype', master ?? 'float32', ['training', 'dtype']);
-  set('paramDtype', DTYPES[str(at(d, ['training', 'mixed_precision_param'])) ?? 'bfloat16'] ?? 'bfloat16', [
-    'training',
-    'mixed_precision_param',
-  ]);
-  set('reduceDtype', DTYPES[str(at(d, ['training', 'mixed_precision_reduce'])) ?? 'float32'] ?? 'float32', [
-    'training',
-    'mixed_precision_reduce',
-  ]);
+  set('seqLen', count(['training', 'seq_len'], DEFAULTS.torchtitan.seqLen.value), ['training', 'seq_len']);
+  const master = DTYPES[str(at(d, ['training', 'dtype'])) ?? DEFAULTS.torchtitan.dtype.value];
+  set('masterDtype', master ?? DEFAULTS.torchtitan.dtype.value, ['training', 'dtype']);
+  set(
+    'paramDtype',
+    DTYPES[
+      str(at(d, ['training', 'mixed_precision_param'])) ?? DEFAULTS.torchtitan.mixedPrecisionParam.value
+    ] ?? DEFAULTS.torchtitan.mixedPrecisionParam.value,
+    ['training', 'mixed_precision_param'],
+  );
+  set(
+    'reduceDtype',
+    DTYPES[
+      str(at(d, ['training', 'mixed_precision_reduce'])) ?? DEFAULTS.torchtitan.mixedPrecisionReduce.value
+    ] ?? DEFAULTS.torchtitan.mixedPrecisionReduce.value,
+    ['training', 'mixed_precision_reduce'],
+  );
   // torchtitan never skips the reduce-scatter of a micro-batch.
   values.syncEveryMicroBatch = true;
 
-  const shard = degree('data_parallel_shard_degree', -1, [-1]);
+  const shard = degree('data_parallel_shard_degree', DEFAULTS.torchtitan.dataParallelShardDegree.value, [-1]);
   const replicate = degree('data_parallel_replicate_degree', 1);
   const tp = degree('tensor_parallel_degree', 1);
   const pp = degree('pipeline_parallel_degree', 1);
@@ -225,8 +232,10 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const globalBatch = count(['training', 'global_batch_size'], -1, [-1]);
   if (globalBatch > 0) set('globalBatch', globalBatch, ['training', 'global_batch_size']);
 
-  const mode = str(at(d, ['activation_checkpoint', 'mode'])) ?? 'selective';
-  const option = str(at(d, ['activation_checkpoint', 'selective_ac_option'])) ?? '2';
+  const mode = str(at(d, ['activation_checkpoint', 'mode'])) ?? DEFAULTS.torchtitan.acMode.value;
+  const option =
+    str(at(d, ['activation_checkpoint', 'selective_ac_option'])) ??
+    DEFAULTS.torchtitan.selectiveAcOption.value;
   const ck: SetupValues['checkpointing'] =
     mode === 'full'
       ? 'full'

@@ -2,6 +2,7 @@
  * Transformers' and TRL's FSDP: TrainingArguments in code, on command lines and in fsdp_config JSON, by the
  * version the project pins.
  */
+import { DEFAULTS } from './defaults';
 import type { OptimizerFamily } from '../inputs/parse';
 import type { FrameworkCallFact } from '../analysis/facts';
 import type { PlainValue } from '../python/plain';
@@ -307,7 +308,8 @@ export function trainingArgumentValues(
   const values: SetupValues = {};
   const details: FrameworkPlan['details'] = {};
   const at = (key: string) => (commandLine ? `--${key} at ${name}:${line(key)}` : `${name}:${line(key)}`);
-  const bf16 = k.bf16 === true || (trlDefaults && k.bf16 === undefined && k.fp16 !== true);
+  const bf16 =
+    k.bf16 === true || (trlDefaults && DEFAULTS.TRL.bf16.value && k.bf16 === undefined && k.fp16 !== true);
   if (bf16 || k.fp16 === true) {
     const d = bf16 ? 'bfloat16' : 'float16';
     values.paramDtype = values.reduceDtype = d;
@@ -351,7 +353,10 @@ export function trainingArgumentValues(
     values.seqLen = most;
     details.seqLen = `${at('model_max_length')} (the longest a sequence may be)`;
   }
-  if (k.gradient_checkpointing === true || (trlDefaults && k.gradient_checkpointing === undefined)) {
+  if (
+    k.gradient_checkpointing === true ||
+    (trlDefaults && DEFAULTS.TRL.gradientCheckpointing.value && k.gradient_checkpointing === undefined)
+  ) {
     values.checkpointing = 'full';
     details.checkpointing =
       k.gradient_checkpointing === true

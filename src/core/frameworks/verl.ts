@@ -3,6 +3,7 @@
  * as the actor's FSDP plan and the phases its hybrid engine runs on the same GPUs: the rollout engine, the
  * log-probability passes, the reference model and a critic.
  */
+import { DEFAULTS } from './defaults';
 import { commandLines, expandShell, shellVariables, tokens } from '../parsing/commandLine';
 import type { SetupValues } from '../inputs/table';
 import { FULL_LENGTH } from '../estimator/bounds';
@@ -118,15 +119,17 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   const nodes = count(v('trainer.nnodes'));
   set(
     'gpusPerNode',
-    perNode ?? 8,
-    perNode ? at('trainer.n_gpus_per_node') : dflt('trainer.n_gpus_per_node: 8', 'trainer.n_gpus_per_node'),
+    perNode ?? DEFAULTS.verl.nGpusPerNode.value,
+    perNode
+      ? at('trainer.n_gpus_per_node')
+      : dflt(`trainer.n_gpus_per_node: ${DEFAULTS.verl.nGpusPerNode.value}`, 'trainer.n_gpus_per_node'),
   );
   set(
     'worldSize',
-    (perNode ?? 8) * (nodes ?? 1),
+    (perNode ?? DEFAULTS.verl.nGpusPerNode.value) * (nodes ?? DEFAULTS.verl.nnodes.value),
     ['trainer.n_gpus_per_node', 'trainer.nnodes'].some((k) => raw(k) !== undefined && !v(k))
       ? dflt(
-          `${perNode ?? 8} GPUs per node on ${nodes ?? 1} node`,
+          `${perNode ?? DEFAULTS.verl.nGpusPerNode.value} GPUs per node on ${nodes ?? DEFAULTS.verl.nnodes.value} node`,
           'trainer.n_gpus_per_node',
           'trainer.nnodes',
         )
@@ -137,16 +140,22 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   const world = values.worldSize!;
   // One micro-batch of the actor's update: sequences per GPU of prompt + response tokens, or with dynamic
   // batching up to `ppo_max_token_len_per_gpu` tokens packed (`prepare_dynamic_batch`).
-  const prompt = count(v('data.max_prompt_length')) ?? 512;
-  const response = count(v('data.max_response_length')) ?? 512;
+  const prompt = count(v('data.max_prompt_length')) ?? DEFAULTS.verl.maxPromptLength.value;
+  const response = count(v('data.max_response_length')) ?? DEFAULTS.verl.maxResponseLength.value;
   const seqWhere =
     v('data.max_prompt_length') || v('data.max_response_length')
       ? at('data.max_prompt_length + data.max_response_length')
-      : dflt('512 + 512 tokens', 'data.max_prompt_length', 'data.max_response_length');
+      : dflt(
+          `${DEFAULTS.verl.maxPromptLength.value} + ${DEFAULTS.verl.maxResponseLength.value} tokens`,
+          'data.max_prompt_length',
+          'data.max_response_length',
+        );
   const dynamic = truthy(v(`${A}.use_dynamic_bsz`)) === true;
   const tokensOf = (micro: number | undefined, maxTokens: string | undefined) =>
     dynamic
-      ? (count(maxTokens) ?? count(v(`${A}.ppo_max_token_len_per_gpu`)) ?? 16384)
+      ? (count(maxTokens) ??
+        count(v(`${A}.ppo_max_token_len_per_gpu`)) ??
+        DEFAULTS.verl.ppoMaxTokenLenPerGpu.value)
       : micro && micro * (prompt + response);
   let micro = count(v(`${A}.ppo_micro_batch_size_per_gpu`));
   let microWhere = micro ? at(`${A}.ppo_micro_batch_size_per_gpu`) : '';
@@ -161,10 +170,13 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     set('microBatch', 1, at(`${A}.use_dynamic_bsz`));
     set(
       'seqLen',
-      maxTokens ?? 16384,
+      maxTokens ?? DEFAULTS.verl.ppoMaxTokenLenPerGpu.value,
       maxTokens
         ? at(`${A}.ppo_max_token_len_per_gpu`)
-        : dflt('ppo_max_token_len_per_gpu: 16384', `${A}.ppo_max_token_len_per_gpu`),
+        : dflt(
+            `ppo_max_token_len_per_gpu: ${DEFAULTS.verl.ppoMaxTokenLenPerGpu.value}`,
+            `${A}.ppo_max_token_len_per_gpu`,
+          ),
     );
     notes.push(
       `dynamic batching: each micro-batch packs sequences up to ${(values.seqLen ?? 0).toLocaleString('en-US')} tokens per GPU, counted as one sequence of that length`,
@@ -190,15 +202,18 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   const gc = truthy(v('actor_rollout_ref.model.enable_gradient_checkpointing'));
   set(
     'checkpointing',
-    gc === false ? 'none' : 'full',
+    (gc ?? DEFAULTS.verl.gradientCheckpointing.value) ? 'full' : 'none',
     gc === undefined
-      ? dflt('enable_gradient_checkpointing: true', 'actor_rollout_ref.model.enable_gradient_checkpointing')
+      ? dflt(
+          `enable_gradient_checkpointing: ${DEFAULTS.verl.gradientCheckpointing.value}`,
+          'actor_rollout_ref.model.enable_gradient_checkpointing',
+        )
       : at('actor_rollout_ref.model.enable_gradient_checkpointing'),
   );
   if (gc !== false)
     set('reentrantCheckpoint', false, "verl's gradient_checkpointing_enable(use_reentrant=False)");
   const fsdp = `${A}.fsdp_config`;
-  const modelDtype = known(v(`${fsdp}.model_dtype`)) ?? 'fp32';
+  const modelDtype = known(v(`${fsdp}.model_dtype`)) ?? DEFAULTS.verl.modelDtype.value;
   const dtypeOf = (s: string) =>
     /^(bf16|bfloat16)$/.test(s) ? 'bfloat16' : /^(fp16|float16)$/.test(s) ? 'float16' : 'float32';
   set(
@@ -206,13 +221,16 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     dtypeOf(modelDtype),
     v(`${fsdp}.model_dtype`) ? at(`${fsdp}.model_dtype`) : dflt('model_dtype: fp32', `${fsdp}.model_dtype`),
   );
-  const param = known(v(`${fsdp}.mixed_precision.param_dtype`)) ?? known(v(`${fsdp}.dtype`)) ?? 'bf16';
+  const param =
+    known(v(`${fsdp}.mixed_precision.param_dtype`)) ??
+    known(v(`${fsdp}.dtype`)) ??
+    DEFAULTS.verl.paramDtype.value;
   set(
     'paramDtype',
     dtypeOf(param),
     v(`${fsdp}.dtype`) ? at(`${fsdp}.dtype`) : dflt('dtype: bfloat16', `${fsdp}.dtype`),
   );
-  const reduce = known(v(`${fsdp}.mixed_precision.reduce_dtype`)) ?? 'fp32';
+  const reduce = known(v(`${fsdp}.mixed_precision.reduce_dtype`)) ?? DEFAULTS.verl.reduceDtype.value;
   set(
     'reduceDtype',
     dtypeOf(reduce),
@@ -275,7 +293,9 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
   const engine = known(v(`${R}.name`)) ?? 'vllm';
   const utilText = v(`${R}.gpu_memory_utilization`);
   const util =
-    utilText !== undefined && Number(utilText) > 0 && Number(utilText) <= 1 ? Number(utilText) : 0.5;
+    utilText !== undefined && Number(utilText) > 0 && Number(utilText) <= 1
+      ? Number(utilText)
+      : DEFAULTS.verl.gpuMemoryUtilization.value;
   const freeCache = truthy(v(`${R}.free_cache_engine`)) ?? true;
   const eager = truthy(v(`${R}.enforce_eager`)) === true;
   const adv = known(v('algorithm.adv_estimator')) ?? 'gae';
@@ -331,7 +351,10 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
       where:
         utilText !== undefined
           ? at(`${R}.gpu_memory_utilization`)
-          : dflt(`${R}.gpu_memory_utilization: 0.5`, `${R}.gpu_memory_utilization`),
+          : dflt(
+              `${R}.gpu_memory_utilization: ${DEFAULTS.verl.gpuMemoryUtilization.value}`,
+              `${R}.gpu_memory_utilization`,
+            ),
     },
     keepsEngine: !freeCache,
     offloadBetween: { params: paramOffload, optimizer: optimizerOffload },
