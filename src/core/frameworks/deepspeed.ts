@@ -1,4 +1,5 @@
 /** DeepSpeed ZeRO configs read as the FSDP plan each stage corresponds to, for comparison. */
+import { DEFAULTS } from './defaults';
 import { at, bool, countSetting, isRecord, setupFrom, num, str, type ConfigDoc } from './configDoc';
 import type { FrameworkPlan, FrameworkProblem } from './types';
 
@@ -17,7 +18,7 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   const d = doc.data;
   const file = doc.file;
   const range = doc.rangeOf(['zero_optimization']);
-  const stage = num(at(d, ['zero_optimization', 'stage'])) ?? 0;
+  const stage = num(at(d, ['zero_optimization', 'stage'])) ?? DEFAULTS.DeepSpeed.stage.value;
   if (![0, 1, 2, 3].includes(stage))
     return {
       framework: 'DeepSpeed',

@@ -99,6 +99,56 @@ export const DEFAULTS = {
       'axolotl/utils/schemas/validation.py, check_fsdp_version_in_fsdp_config',
     ),
   },
+  torchtune: {
+    dtype: d(
+      'precision',
+      'dtype',
+      'bf16',
+      'torchtune recipes, setup (cfg.dtype; the shipped configs write bf16)',
+    ),
+    cpuOffload: d(
+      'loading',
+      'fsdp_cpu_offload',
+      false,
+      'torchtune recipes, setup (cfg.get("fsdp_cpu_offload", False))',
+    ),
+    reshardAfterForward: d(
+      'reshard',
+      'fsdp_reshard_after_forward',
+      true,
+      'torchtune recipes, setup (cfg.get("fsdp_reshard_after_forward", True))',
+    ),
+  },
+  'llm-foundry': {
+    precision: d(
+      'precision',
+      'precision',
+      'fp32',
+      "composer/trainer/trainer.py, Trainer (precision not given: fp32, as Composer's numerics notes say)",
+    ),
+    mixedPrecision: d(
+      'precision',
+      'fsdp_config.mixed_precision',
+      'DEFAULT',
+      'composer/distributed/mosaic_parallelism.py, get_mixed_precision (FSDPConfig.mixed_precision "DEFAULT")',
+    ),
+  },
+  Lightning: {
+    shardingStrategy: d(
+      'reshard',
+      'sharding_strategy',
+      'FULL_SHARD',
+      'lightning/pytorch/strategies/fsdp.py, FSDPStrategy',
+    ),
+  },
+  DeepSpeed: {
+    stage: d(
+      'reshard',
+      'zero_optimization.stage',
+      0,
+      'deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig (stage 0)',
+    ),
+  },
   torchtitan: {
     localBatchSize: d('sizes', 'training.local_batch_size', 8, TITAN),
     seqLen: d('sizes', 'training.seq_len', 2048, TITAN),

@@ -1,4 +1,5 @@
 /** Lightning's and Fabric's FSDP from a script: the strategy, precision flags, devices and nodes. */
+import { DEFAULTS } from './defaults';
 import type { ShardingStrategyName } from '../vocabulary/fsdp';
 import type { FileFacts, FrameworkCallFact } from '../analysis/facts';
 import type { PlainValue } from '../python/plain';
@@ -168,7 +169,7 @@ export function lightningPlan(facts: FileFacts, file: string): FrameworkPlan | n
     values.checkpointing = 'full';
     details.checkpointing = where(strategyCall as FrameworkCallFact, 'activation_checkpointing_policy');
   }
-  const strategy = strategyName(k.sharding_strategy) ?? 'FULL_SHARD';
+  const strategy = strategyName(k.sharding_strategy) ?? DEFAULTS.Lightning.shardingStrategy.value;
   // `_init_cpu_offload`: a CPUOffload is used as given, anything else is CPUOffload(offload_params=bool(value)).
   const cpuOffload = k.cpu_offload;
   const offload =

@@ -1,4 +1,5 @@
 /** llm-foundry's training YAML (run by Composer's Trainer): the Hugging Face model, its FSDP config, batch, precision. */
+import { DEFAULTS } from './defaults';
 import type { OptimizerFamily } from '../inputs/parse';
 import type { FineTune } from '../model/finetune';
 import type { ShardingStrategyName } from '../vocabulary/fsdp';
@@ -93,9 +94,9 @@ export function llmFoundryPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   details.syncEveryMicroBatch = "Composer's FSDP micro-batches (no no_sync)";
 
   // Precision: `precision` names the autocast dtype, `fsdp_config.mixed_precision` what FSDP gathers and reduces in.
-  const precision = str(value(['precision'])) ?? 'fp32';
+  const precision = str(value(['precision'])) ?? DEFAULTS['llm-foundry'].precision.value;
   const low = /bf16/.test(precision) ? 'bfloat16' : /fp16/.test(precision) ? 'float16' : null;
-  const mp = str(fsdp.mixed_precision)?.toUpperCase() ?? 'DEFAULT';
+  const mp = str(fsdp.mixed_precision)?.toUpperCase() ?? DEFAULTS['llm-foundry'].mixedPrecision.value;
   const mpWhere = fsdp.mixed_precision !== undefined ? ['fsdp_config', 'mixed_precision'] : ['precision'];
   set('masterDtype', 'float32', ['model']);
   details.masterDtype = `llm-foundry loads the weights in fp32 (${doc.where(['model'])})`;

@@ -1,4 +1,5 @@
 /** torchtune's recipe YAML: the model component, custom sharded layers, dtype, batch, checkpointing, LoRA. */
+import { DEFAULTS } from './defaults';
 import type { OptimizerFamily } from '../inputs/parse';
 import type { FineTune } from '../model/finetune';
 import { at, bool, countSetting, isRecord, setupFrom, str, strList, type ConfigDoc } from './configDoc';
@@ -79,7 +80,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   // A count torchtune could not use (2.5, -1, "many") is noted and left to the default.
   const count = (path: string[], fallback = 'the default used') =>
     countSetting(at(d, path), path.join('.'), notes, fallback);
-  const dtype = str(at(d, ['dtype'])) ?? 'bf16';
+  const dtype = str(at(d, ['dtype'])) ?? DEFAULTS.torchtune.dtype.value;
   const master = dtype === 'fp32' || dtype === 'float32' ? 'float32' : 'bfloat16';
   set('masterDtype', master, ['dtype']);
   // No MixedPrecisionPolicy: gathered and reduced in the parameters' own dtype.
@@ -144,8 +145,8 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   // (`training.register_optim_in_bwd_hooks`).
   if (bool(at(d, ['optimizer_in_bwd'])) === true) set('optimizerInBackward', true, ['optimizer_in_bwd']);
   const custom = strList(at(d, ['custom_sharded_layers'])) ?? [];
-  const offload = bool(at(d, ['fsdp_cpu_offload'])) ?? false;
-  const reshard = bool(at(d, ['fsdp_reshard_after_forward'])) ?? true;
+  const offload = bool(at(d, ['fsdp_cpu_offload'])) ?? DEFAULTS.torchtune.cpuOffload.value;
+  const reshard = bool(at(d, ['fsdp_reshard_after_forward'])) ?? DEFAULTS.torchtune.reshardAfterForward.value;
   let fineTune: FineTune | undefined;
   if (lora && isRecord(d.model)) {
     const m = d.model;
