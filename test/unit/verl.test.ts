@@ -226,6 +226,27 @@ describe('verl PPO runs', () => {
     );
   });
 
+  it("bound the critic's own phases by the actor's update when they can hold no more, else name them", async () => {
+    const text = fs.readFileSync(path.join(DIR, 'ppo_deepseek7b_blocks.sh'), 'utf8');
+    // The fixture's critic takes 32 sequences per micro-batch against the actor's 16: its update may hold more.
+    const wider = (await run(text, 'ppo_deepseek7b_blocks.sh')).colocated!;
+    assert.ok(wider.notEstimated.some((n) => /the critic's own phases/.test(n)));
+    // 16 and 16 of 1,024 tokens, the same model, offload and (default) checkpointing: the critic's update is the
+    // actor's with a one-output head instead of 102,400 logits per token, so it needs no more.
+    const same = await run(
+      text.replace('critic.ppo_micro_batch_size_per_gpu=32', 'critic.ppo_micro_batch_size_per_gpu=16'),
+    );
+    assert.deepEqual(same.colocated!.notEstimated, []);
+    assert.ok(
+      same.notes.some((n) =>
+        /the critic's own phases \(computing values, its update\) need no more than the actor's update: .* 16,384 tokens at most against the actor's 16,384/.test(
+          n,
+        ),
+      ),
+      same.notes.join('\n'),
+    );
+  });
+
   it('name what they cannot estimate: a Megatron actor, a model path from the environment', async () => {
     const project = new Project([DIR], await grammar(), diskFS);
     const analyze = (text: string) =>

@@ -181,6 +181,8 @@ export const DEFAULTS = {
       VERL,
     ),
     gpuMemoryUtilization: d('loading', 'rollout.gpu_memory_utilization', 0.5, VERL),
+    criticGradientCheckpointing: d('checkpointing', 'critic.model.enable_gradient_checkpointing', true, VERL),
+    criticPpoMaxTokenLenPerGpu: d('sizes', 'critic.ppo_max_token_len_per_gpu', 32768, VERL),
   },
 } as const;
 

@@ -339,9 +339,38 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
       offloadParams: truthy(v('critic.model.fsdp_config.param_offload')) === true,
       offloadOptimizer: truthy(v('critic.model.fsdp_config.optimizer_offload')) === true,
     };
-    notEstimated.push(
-      `the critic's own phases (computing values, its update): algorithm.adv_estimator ${adv}${v('algorithm.adv_estimator') ? ` (${at('algorithm.adv_estimator')})` : ' (the default)'}`,
-    );
+    // The critic's update is the actor's with a one-output value head where the actor keeps the logits
+    // (`DataParallelPPOCritic.update_critic`): with the same model, offload and checkpointing, and micro-batches
+    // of no more tokens, its phase needs no more than the actor's update, and computing values (no gradients)
+    // less still. Otherwise it is a phase not estimated.
+    const C = 'critic';
+    const criticDynamic = (truthy(v(`${C}.use_dynamic_bsz`)) ?? dynamic) === true;
+    const criticMicro =
+      count(v(`${C}.ppo_micro_batch_size_per_gpu`)) ?? (count(v(`${C}.ppo_micro_batch_size`)) ?? 0) / world;
+    const criticForward = count(v(`${C}.forward_micro_batch_size_per_gpu`)) ?? criticMicro;
+    const criticTokens = criticDynamic
+      ? (count(v(`${C}.ppo_max_token_len_per_gpu`)) ?? DEFAULTS.verl.criticPpoMaxTokenLenPerGpu.value)
+      : Math.max(criticMicro, criticForward) * (prompt + response);
+    const actorTokens = (values.microBatch ?? 0) * (values.seqLen ?? 0);
+    const criticGc =
+      truthy(v(`${C}.model.enable_gradient_checkpointing`)) ??
+      DEFAULTS.verl.criticGradientCheckpointing.value;
+    const bounded =
+      critic.sameAsActor &&
+      critic.offloadParams === paramOffload &&
+      critic.offloadOptimizer === optimizerOffload &&
+      (criticGc || values.checkpointing === 'none') &&
+      criticTokens > 0 &&
+      actorTokens > 0 &&
+      criticTokens <= actorTokens;
+    if (bounded)
+      notes.push(
+        `the critic's own phases (computing values, its update) need no more than the actor's update: the same model, offload and checkpointing, micro-batches of ${criticTokens.toLocaleString('en-US')} tokens at most against the actor's ${actorTokens.toLocaleString('en-US')}, and a one-output value head where the actor keeps the logits`,
+      );
+    else
+      notEstimated.push(
+        `the critic's own phases (computing values, its update): algorithm.adv_estimator ${adv}${v('algorithm.adv_estimator') ? ` (${at('algorithm.adv_estimator')})` : ' (the default)'}`,
+      );
   }
   const colocated: ColocationSpec = {
     by: "verl's hybrid engine",
