@@ -145,6 +145,7 @@ function showInputRaw(key: (typeof INPUT_KEYS)[number]): string {
     optimizerInBackward: 'on',
     activationOffload: 'on',
     tpPlan: 'transformers',
+    cpMethod: 'ulysses',
     linkEfficiency: '0.5',
     mfu: '0.5',
     torchVersion: '2.7',

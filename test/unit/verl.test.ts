@@ -226,6 +226,33 @@ describe('verl PPO runs', () => {
     );
   });
 
+  it('split each sequence over Ulysses sequence-parallel groups, with their all-to-alls', async () => {
+    const e = await run(
+      GRPO.replace(
+        '    actor_rollout_ref.actor.use_kl_loss=True \\\n',
+        '    actor_rollout_ref.actor.use_kl_loss=True \\\n    actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 \\\n',
+      ),
+    );
+    assert.equal(e.setup.contextParallel, 2);
+    assert.equal(e.setup.cpMethod, 'ulysses');
+    assert.deepEqual(e.unmodelled, []);
+    // FSDP still shards over all 8 GPUs (verl's FSDP mesh is every rank).
+    assert.equal(e.mesh.shardGroup, 8);
+    // Per block pass, q, k, v and the output cross by all-to-all: each GPU holds b·s/2 = 8 x 1,024 / 2 = 4,096
+    // tokens and sends 1/2 of them, of width 2 x 4,096 (q, o) + 2 x 1,024 (k, v) = 10,240, in bf16:
+    // 0.5 x 4,096 x 10,240 x 2 B = 41,943,040 B. Passes: 36 blocks forward, 36 backward, 36 recomputed (full
+    // checkpointing) = 108; all-to-alls 4 per block in forward and backward, 4 per recomputed block = 432.
+    const cp = e.comms.links.find((l) => l.role === 'context parallel')!;
+    assert.equal(cp.collectives, 432);
+    assert.equal(cp.bytes, 108 * 41_943_040);
+    // The old log-probabilities: 16 sequences of 1,024 tokens per group, half on each GPU.
+    const old = e.colocated!.phases.find((p) => p.name === 'old log-probabilities')!;
+    assert.ok(
+      old.terms.some((t) => /8,192 tokens/.test(t.formula ?? '')),
+      JSON.stringify(old.terms),
+    );
+  });
+
   it("bound the critic's own phases by the actor's update when they can hold no more, else name them", async () => {
     const text = fs.readFileSync(path.join(DIR, 'ppo_deepseek7b_blocks.sh'), 'utf8');
     // The fixture's critic takes 32 sequences per micro-batch against the actor's 16: its update may hold more.

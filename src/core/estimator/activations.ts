@@ -90,6 +90,12 @@ export interface ActivationInputs {
    */
   cp?: number;
   /**
+   * Ulysses instead of ring attention (DeepSpeed-Ulysses, verl's `ulysses_sequence_parallel_size`): around each
+   * attention q, k and v are exchanged by all-to-all for the whole sequence and 1/C of the heads, and the output
+   * back; no K and V are gathered.
+   */
+  ulysses?: boolean;
+  /**
    * Expert-parallel degree E_p: above 1, a MoE layer's tokens reach their experts by all-to-all (torchtitan's
    * `ExpertParallel`), whose outputs selective checkpointing keeps.
    */
@@ -375,7 +381,16 @@ export function blockActivations(
   // `context_parallel_rotate_method`) holds the other C - 1 ranks' K and V while the block's attention runs,
   // forward and backward.
   const C = x.cp ?? 1;
-  const gatheredKv = C > 1 ? (2 * x.bytes * sb * (C - 1) * shape.kvHeads * shape.headDim) / T : 0;
+  // Ulysses (`verl/utils/ulysses.py`, `gather_seq_scatter_heads` and back) holds each all-to-all's output beside
+  // its input: q, k, v re-laid for all tokens and 1/C of the heads, then the attention's output, the same elements
+  // as the local ones.
+  const kvWidth = shape.kvHeads * shape.headDim;
+  const gatheredKv =
+    C <= 1
+      ? 0
+      : x.ulysses
+        ? (x.bytes * sb * (2 * shape.hidden + 2 * kvWidth)) / T
+        : (2 * x.bytes * sb * (C - 1) * kvWidth) / T;
   const transient =
     2 *
       x.bytes *

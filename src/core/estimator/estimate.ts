@@ -509,7 +509,19 @@ function modelParallelLoads(
     }
     out.push(activations);
   }
-  if (C > 1) {
+  if (C > 1 && setup.cpMethod === 'ulysses') {
+    // Ulysses (verl/utils/ulysses.py: `gather_seq_scatter_heads` before attention, `gather_heads_scatter_seq`
+    // after, each an all-to-all and its reverse in backward, again in a recomputed block): per block q, k, v and
+    // the output, each GPU sending (C-1)/C of its b·s/C x width.
+    const width = (2 * shape.hidden + 2 * shape.kvHeads * shape.headDim) / Math.max(1, tp);
+    const n = (8 * layers + 4 * recomputed) * K;
+    const blocks = (2 * layers + recomputed) * K;
+    const l = load('context parallel', C * Math.max(1, tp), n, 0, '');
+    l.bytes = blocks * ((C - 1) / C) * (tokens / C) * width * e;
+    l.seconds = l.bytes / ctx.bw(l.link);
+    l.formula = `${n} all-to-alls per step (q, k, v and the output per block in forward and in backward${recomputed ? ', again per recomputed block' : ''}${times}) moving ${C - 1}/${C} x b·s/${C} x (2h + 2 kv width = ${width}) x ${e} B per block pass`;
+    out.push(l);
+  } else if (C > 1) {
     const kv = (shape.kvHeads * shape.headDim) / Math.max(1, tp);
     const n = (6 * layers + 2 * recomputed) * K;
     out.push(

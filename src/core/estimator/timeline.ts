@@ -148,6 +148,7 @@ export function simulate(
     lossParallel: lossParallelOf(setup),
     sequenceParallel: setup.tpPlan !== 'transformers',
     cp: C,
+    ulysses: setup.cpMethod === 'ulysses',
     ep: setup.expertParallel,
   };
   const segs = segmentsOf(root, shape);

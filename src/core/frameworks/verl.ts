@@ -151,26 +151,34 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
           'data.max_response_length',
         );
   const dynamic = truthy(v(`${A}.use_dynamic_bsz`)) === true;
+  // Ulysses sequence parallelism (`ulysses_sequence_parallel_size`): each sequence split over sp GPUs, which
+  // exchange q, k, v and the attention's output by all-to-all (verl/utils/ulysses.py); FSDP still shards over every
+  // GPU (`create_device_mesh(world_size, fsdp_size)`), the data over world / sp groups (`fsdp_workers.py`).
+  const spWritten = count(v(`${A}.ulysses_sequence_parallel_size`));
+  const sp = spWritten && spWritten > 1 && world % spWritten === 0 ? spWritten : 1;
+  // Tokens per GPU of a micro-batch: its sequences' 1/sp, or the dynamic budget, which verl multiplies by sp for
+  // the group (`max_token_len * ulysses_sequence_parallel_size`, dp_actor.py) and the group splits again.
   const tokensOf = (micro: number | undefined, maxTokens: string | undefined) =>
     dynamic
       ? (count(maxTokens) ??
         count(v(`${A}.ppo_max_token_len_per_gpu`)) ??
         DEFAULTS.verl.ppoMaxTokenLenPerGpu.value)
-      : micro && micro * (prompt + response);
+      : micro && Math.ceil((micro * (prompt + response)) / sp);
   let micro = count(v(`${A}.ppo_micro_batch_size_per_gpu`));
   let microWhere = micro ? at(`${A}.ppo_micro_batch_size_per_gpu`) : '';
   const globalMicro = count(v(`${A}.ppo_micro_batch_size`));
-  if (!micro && globalMicro && globalMicro % world === 0) {
-    // `ppo_micro_batch_size //= world size` (fsdp_workers.py), the older form.
-    micro = globalMicro / world;
-    microWhere = `${at(`${A}.ppo_micro_batch_size`)} / ${world} GPUs`;
+  const groups = world / sp;
+  if (!micro && globalMicro && globalMicro % groups === 0) {
+    // `ppo_micro_batch_size //= world size // ulysses_sequence_parallel_size` (fsdp_workers.py), the older form.
+    micro = globalMicro / groups;
+    microWhere = `${at(`${A}.ppo_micro_batch_size`)} / ${groups} ${sp > 1 ? 'sequence-parallel groups' : 'GPUs'}`;
   }
   if (dynamic) {
     const maxTokens = count(v(`${A}.ppo_max_token_len_per_gpu`));
     set('microBatch', 1, at(`${A}.use_dynamic_bsz`));
     set(
       'seqLen',
-      maxTokens ?? DEFAULTS.verl.ppoMaxTokenLenPerGpu.value,
+      (maxTokens ?? DEFAULTS.verl.ppoMaxTokenLenPerGpu.value) * sp,
       maxTokens
         ? at(`${A}.ppo_max_token_len_per_gpu`)
         : dflt(
@@ -179,7 +187,7 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
           ),
     );
     notes.push(
-      `dynamic batching: each micro-batch packs sequences up to ${(values.seqLen ?? 0).toLocaleString('en-US')} tokens per GPU, counted as one sequence of that length`,
+      `dynamic batching: each micro-batch packs sequences up to ${(values.seqLen ?? 0).toLocaleString('en-US')} tokens ${sp > 1 ? `per group of ${sp} sequence-parallel GPUs (ppo_max_token_len_per_gpu x ${sp})` : 'per GPU'}, counted as one sequence of that length`,
     );
     // `prepare_dynamic_batch` fills each micro-batch with the real sequences up to the budget: a full one is
     // the most it holds, so a figure that does not fit is no verdict.
@@ -258,9 +266,13 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     );
   if (truthy(v('actor_rollout_ref.model.enable_activation_offload')) === true)
     set('activationOffload', true, at('actor_rollout_ref.model.enable_activation_offload'));
-  const sp = count(v(`${A}.ulysses_sequence_parallel_size`));
-  if (sp && sp > 1)
-    unmodelled.push(`Ulysses sequence parallelism (${sp}, ${at(`${A}.ulysses_sequence_parallel_size`)})`);
+  if (sp > 1) {
+    set('contextParallel', sp, at(`${A}.ulysses_sequence_parallel_size`));
+    set('cpMethod', 'ulysses', at(`${A}.ulysses_sequence_parallel_size`));
+  } else if (spWritten && spWritten > 1)
+    unmodelled.push(
+      `Ulysses sequence parallelism of ${spWritten} (${at(`${A}.ulysses_sequence_parallel_size`)}), which does not divide the ${world} GPUs`,
+    );
   const fsdpSize = Number(v(`${fsdp}.fsdp_size`) ?? '-1');
   if (fsdpSize > 0 && fsdpSize < world) {
     set('replicas', world / fsdpSize, at(`${fsdp}.fsdp_size`));

@@ -90,6 +90,7 @@ export function resolveSetup(layers: Layer[]): { setup: TrainingSetup; assumptio
       chosen[k].source.kind === 'default') ||
     (chosen[k].source.kind === 'default' &&
       (((k === 'lossParallel' || k === 'tpPlan') && setup.tensorParallel === 1) ||
+        (k === 'cpMethod' && setup.contextParallel === 1) ||
         ((k === 'ppSchedule' || k === 'ppMicrobatches') && setup.pipelineParallel === 1) ||
         (k === 'float8Skip' && setup.float8 === 'off') ||
         (k === 'pagedOptimizer' && !setup.pagedOptimizer) ||

@@ -228,6 +228,19 @@ export const INPUTS = {
     'C',
     ['cp', 'context_parallel'],
   ),
+  cpMethod: input<'ring' | 'ulysses'>({
+    label: 'context-parallel method',
+    summary:
+      "How context parallelism splits the sequence: PyTorch's ring attention (K and V all-gathered per block), or Ulysses (DeepSpeed-Ulysses, verl's ulysses_sequence_parallel_size: each attention's q, k, v and output exchanged by all-to-all, heads split instead of the sequence)",
+    default: 'ring',
+    parse: (v, name) => parse.choice(name, String(v), ['ring', 'ulysses'] as const),
+    show: (v) =>
+      v === 'ring'
+        ? "ring attention (PyTorch's context_parallel)"
+        : 'Ulysses: all-to-all of q, k, v and the output around attention',
+    flag: { name: 'cp-method', value: 'ring|ulysses' },
+    keys: ['cp_method'],
+  }),
   expertParallel: degree(
     'expert-parallel degree',
     "Expert-parallel degree E_p, as torchtitan places a MoE model's experts: each GPU of an E_p group holds 1/E_p of every layer's experts, FSDP2 shards them over the shard group / E_p, and tokens reach their experts by all-to-all",
