@@ -226,6 +226,17 @@ describe('verl PPO runs', () => {
     );
   });
 
+  it('draw no verdict at a world size the environment gives', async () => {
+    const e = await run(GRPO.replace('trainer.nnodes=${NODES}', 'trainer.nnodes=$SLURM_NNODES'));
+    // NODES had a shell default (2); SLURM_NNODES is set by nothing in the script: verl's default 1 node of 4.
+    assert.equal(e.mesh.worldSize, 4);
+    assert.match(
+      e.undecided.join(' '),
+      /the world size: trainer\.nnodes=\$SLURM_NNODES at run\.sh:\d+ comes from the environment/,
+    );
+    assert.equal(e.targetFit!.verdict, 'undecided');
+  });
+
   it('split each sequence over Ulysses sequence-parallel groups, with their all-to-alls', async () => {
     const e = await run(
       GRPO.replace(

@@ -138,6 +138,16 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
         : dflt('8 GPUs on 1 node'),
   );
   const world = values.worldSize!;
+  // Process counts the environment gives (`trainer.nnodes=$NNODES` with nothing set in the script): the figures are
+  // at verl's defaults, and no verdict rests on them.
+  const fromEnvironment = ['trainer.n_gpus_per_node', 'trainer.nnodes'].filter(
+    (k) => raw(k) !== undefined && !v(k),
+  );
+  const undecided = fromEnvironment.length
+    ? [
+        `the world size: ${fromEnvironment.map((k) => `${k}=${raw(k)}`).join(', ')} at ${name}:${run.line + 1} ${fromEnvironment.length > 1 ? 'come' : 'comes'} from the environment, and the figures are at ${world} GPUs`,
+      ]
+    : [];
   // One micro-batch of the actor's update: sequences per GPU of prompt + response tokens, or with dynamic
   // batching up to `ppo_max_token_len_per_gpu` tokens packed (`prepare_dynamic_batch`).
   const prompt = count(v('data.max_prompt_length')) ?? DEFAULTS.verl.maxPromptLength.value;
@@ -443,6 +453,7 @@ export function verlRun(file: string, text: string): FrameworkPlan | FrameworkPr
     notes,
     ...(unmodelled.length ? { unmodelled } : {}),
     ...(overcounted.length ? { overcounted } : {}),
+    ...(undecided.length ? { undecided } : {}),
     colocated,
     traps: [],
   };
