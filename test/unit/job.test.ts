@@ -154,3 +154,54 @@ describe('a job across files', () => {
     );
   });
 });
+
+describe('a helper file of several plans', () => {
+  it("is the job of the script that calls the plan its reading chooses; --plan keeps the file's own", async () => {
+    const dir = projectDir('fsdp-lens-plans-');
+    writeFiles(dir, {
+      'sharding.py': [
+        'from torch.distributed.fsdp import fully_shard',
+        '',
+        'def shard_text(model):',
+        '    for layer in model.model.layers:',
+        '        fully_shard(layer)',
+        '    fully_shard(model)',
+        '',
+        'def shard_vision(tower):',
+        '    for block in tower.blocks:',
+        '        fully_shard(block)',
+        '    fully_shard(tower)',
+        '',
+      ],
+      'train.py': [
+        '# fsdp: world_size=16 seq_len=8192 micro_batch=2',
+        'from transformers import AutoModelForCausalLM',
+        'from sharding import shard_text',
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+        'model.gradient_checkpointing_enable()',
+        'shard_text(model)',
+        '',
+      ],
+    });
+    const est = async (...args: string[]) => {
+      const r = await cli('estimate', ...args, '--json');
+      return { code: r.code, json: r.code === 0 ? (JSON.parse(r.out) as Json) : undefined };
+    };
+    const job = (await est(path.join(dir, 'train.py'))).json!;
+    const helper = (await est(path.join(dir, 'sharding.py'))).json!;
+    // The helper's plan is shard_text's, which train.py calls: its figures are train.py's (16 GPUs, 2 x 8192).
+    assert.equal(helper.mesh.worldSize, 16);
+    assert.equal(helper.perGpu.peakBytes, job.perGpu.peakBytes);
+    assert.ok(
+      helper.notes.some((n) => /^the job is train\.py's, which calls shard_text\(\) at line 6/.test(n)),
+    );
+    assert.ok(
+      helper.notes.some((n) =>
+        /shard_vision\(\) \(line 8, called nowhere in the project\) makes another plan/.test(n),
+      ),
+    );
+    // Asked for the other plan, the file is read on its own, at its defaults.
+    const r = await cli('estimate', path.join(dir, 'sharding.py'), '--plan', 'shard_vision');
+    assert.doesNotMatch(r.out + r.err, /the job is train\.py's/);
+  });
+});

@@ -11,6 +11,7 @@ import type { Project } from '../project/project';
 import { isTestFile } from '../project/testFiles';
 import { callReaches } from '../modules/resolveModel';
 import { launchArguments, type EstimateResult } from '../resolve/analyze';
+import { planOfCalledFunction } from '../resolve/entryPlan';
 
 /** At most this many calling scripts are analysed for a helper's job (the first whose plan uses it wins). */
 const MAX_CALLERS = 4;
@@ -25,12 +26,25 @@ export function helperJobEstimate(
   facts: FileFacts,
   analyze: (facts: FileFacts, text: string) => EstimateResult | undefined,
 ): EstimateResult | undefined {
-  // One function's wraps: a file of several plans keeps its own choice of plan (`planOfCalledFunction`).
-  const fns = new Set(facts.calls.map((c) => c.function));
-  if (!facts.calls.length || fns.has(null) || fns.size > 1) return undefined;
+  // One function's wraps; in a file of several plans, those of the plan the file's own reading chooses (the one
+  // its callers run, or `# fsdp: plan=`), said with the others.
+  let calls = facts.calls;
+  let planNote: string | undefined;
+  let plans: ReturnType<typeof planOfCalledFunction>['choices'];
+  const all = new Set(calls.map((c) => c.function));
+  if (all.size > 1 && !all.has(null)) {
+    const chosen = planOfCalledFunction(project, facts);
+    if (chosen.choices) {
+      calls = chosen.facts.calls;
+      planNote = chosen.note;
+      plans = chosen.choices;
+    }
+  }
+  const fns = new Set(calls.map((c) => c.function));
+  if (!calls.length || fns.has(null) || fns.size > 1) return undefined;
   const self = path.resolve(facts.path);
   const rel = (p: string) => path.relative(path.dirname(self), p) || path.basename(p);
-  const names = [...new Set(facts.calls.map((c) => c.function!.split('.').pop()!))];
+  const names = [...new Set(calls.map((c) => c.function!.split('.').pop()!))];
   const sites = new Map<string, { file: string; line: number; fn: string }>();
   // A test's toy model says nothing of the job, unless the helper is itself among the tests.
   const inTests = (p: string) => isTestFile(path.relative(project.roots[0] ?? '', p));
@@ -74,9 +88,12 @@ export function helperJobEstimate(
           ? `; ${others.length === 1 ? 'another script calls' : 'other scripts call'} it too (${others.join(', ')}), each its own job (# fsdp: caller=PATH picks one)`
           : ''),
       ...(unmatched ? [unmatched] : []),
+      ...(planNote ? [planNote] : []),
     );
     return {
       ...inner,
+      // The file's plans stay choosable (`# fsdp: plan=`), as its own reading offers them.
+      ...(plans ? { plans } : {}),
       jobCallers: sorted.map((o) => ({ file: rel(o.file), line: o.line, chosen: o === c })),
     };
   }
