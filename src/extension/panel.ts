@@ -6,6 +6,7 @@ import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
 import { COMMANDS } from './commands';
 import { setAnnotations } from '../core/lint/annotationEdits';
 import type { Fix } from '../core/lint/types';
+import { configInputEdit } from '../core/lint/configEdits';
 import { toRange } from './convert';
 
 export const PANEL_VIEW_TYPE = 'fsdpLens.footprint';
@@ -256,14 +257,33 @@ function noticeData(a: DocumentAnalysis, focusUnit: number | null): PanelData {
 }
 
 /**
- * The file's quick fix that makes a what-if change in its code: full activation checkpointing is the fix FSDP015
- * offers on a plan that does not fit (the config key or `gradient_checkpointing_enable()`).
+ * The edit of the file that makes a what-if change in its code or configuration: full activation checkpointing by
+ * the fix FSDP015 offers on a plan that does not fit (`gradient_checkpointing_enable()`, `apply_activation_
+ * checkpointing`, a config key), and in a framework configuration any input at the key its reader takes it from.
  */
 function codeFixFor(analysis: DocumentAnalysis, key: string, value: unknown): Fix | undefined {
-  if (key !== 'checkpointing' || value !== 'full') return undefined;
-  return analysis.findings
-    .find((f) => f.rule === 'FSDP015')
-    ?.fixes.find((f) => f.title.startsWith('Enable activation checkpointing'));
+  if (key === 'checkpointing' && value === 'full') {
+    const fix = analysis.findings
+      .find((f) => f.rule === 'FSDP015')
+      ?.fixes.find((f) => f.title.startsWith('Enable activation checkpointing'));
+    if (fix) return fix;
+  }
+  // A framework configuration: the value at the key its reader takes it from (`configInputEdit`).
+  const r = analysis.estimate;
+  if (!r?.ok || !r.framework) return undefined;
+  const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === analysis.uri);
+  // A configuration is small; anything larger is not parsed on the extension host.
+  if (!doc || doc.version !== analysis.version || doc.getText().length > 256 * 1024) return undefined;
+  const v = key === 'checkpointing' ? value : Number(value);
+  const cfg = configInputEdit(
+    r.framework,
+    analysis.facts.path,
+    doc.getText(),
+    r.estimate.assumptions,
+    key,
+    v,
+  );
+  return cfg ? { title: `Write ${cfg.written}`, edits: [cfg.edit] } : undefined;
 }
 
 function changedValues(values: WhatIfValues, base: WhatIfValues): Partial<WhatIfValues> {

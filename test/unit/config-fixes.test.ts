@@ -332,3 +332,60 @@ describe("FSDP015 turns on activation checkpointing in a model of the project's 
     }
   });
 });
+
+describe('FSDP015 sets the micro-batch or the world size where the configuration writes it', () => {
+  async function findingOf(name: string, text: string) {
+    const dir = tempDir('config-fix-');
+    const file = path.join(dir, name);
+    const project = new Project([dir], await grammar(), diskFS);
+    const analyse = (t: string) =>
+      analyzeConfigText(file, t, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
+    const a = analyse(text);
+    const f = a.findings.find((x) => x.rule === 'FSDP015');
+    assert.ok(f, `no FSDP015 on ${name}`);
+    return { f, analyse };
+  }
+
+  it('torchtune: the batch_size key halved until the plan fits, and the file analysed again fits', async () => {
+    // Llama 3.1 8B without checkpointing at 4,096 tokens on 8 x H100: 8 and 4 sequences per GPU keep too many
+    // activations, 2 fit (the largest halving that does).
+    const text = [
+      '# fsdp: gpu=h100-sxm-80gb world_size=8',
+      'model:',
+      '  _component_: torchtune.models.llama3_1.llama3_1_8b',
+      'tokenizer:',
+      '  _component_: torchtune.models.llama3.llama3_tokenizer',
+      '  max_seq_len: 4096',
+      'batch_size: 8  # per GPU',
+      'enable_activation_checkpointing: False',
+      'dtype: bf16',
+      '',
+    ].join('\n');
+    const { f, analyse } = await findingOf('8B_full.yaml', text);
+    const fix = f.fixes.find((x) => x.title.startsWith('Micro-batch'));
+    assert.ok(fix, f.fixes.map((x) => x.title).join('; '));
+    const m = Number(/^Micro-batch (\d+): batch_size: \1 \(fits/.exec(fix.title)?.[1]);
+    assert.equal(m, 2, fix.title);
+    const after = applyEdits(text, fix.edits);
+    assert.match(after, new RegExp(`^batch_size: ${m} {2}# per GPU$`, 'm'));
+    const again = analyse(after);
+    assert.ok(again.estimate?.ok);
+    assert.equal(again.estimate.estimate.setup.microBatch, m);
+    assert.equal(again.estimate.estimate.targetFit?.verdict, 'fits');
+  });
+
+  it('Accelerate: num_processes set to the fewest GPUs that fit', async () => {
+    // Llama 3.1 70B in fp32 with AdamW on 2 GPUs: 16 B x 70.6B / 2 = 565 GB each; more GPUs shrink it.
+    const text =
+      '# fsdp: model=meta-llama/Llama-3.1-70B seq_len=2048\n' +
+      'distributed_type: FSDP\nfsdp_config:\n  fsdp_activation_checkpointing: true\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_version: 2\nmixed_precision: bf16\nnum_processes: 2\n';
+    const { f, analyse } = await findingOf('accelerate.yaml', text);
+    const fix = f.fixes.find((x) => /the fewest that fit: num_processes/.test(x.title));
+    assert.ok(fix, f.fixes.map((x) => x.title).join('; '));
+    const n = Number(/^(\d+) GPUs/.exec(fix.title)?.[1]);
+    const again = analyse(applyEdits(text, fix.edits));
+    assert.ok(again.estimate?.ok);
+    assert.equal(again.estimate.estimate.mesh.worldSize, n);
+    assert.equal(again.estimate.estimate.targetFit?.verdict, 'fits');
+  });
+});

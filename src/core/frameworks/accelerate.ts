@@ -463,7 +463,11 @@ function configSettings(doc: ConfigDoc): AccelerateSettings {
 export function accelerateConfigPlan(doc: ConfigDoc, accelerateVersion?: VersionPin): FrameworkPlan | null {
   const t = str(doc.data.distributed_type);
   if (t && t.toUpperCase() !== 'FSDP') return null;
-  return acceleratePlan(configSettings(doc), 'Accelerate', accelerateVersion);
+  const plan = acceleratePlan(configSettings(doc), 'Accelerate', accelerateVersion);
+  // `num_processes` is the world size `accelerate launch` starts (over every machine).
+  const procs = doc.data.num_processes;
+  if (typeof procs === 'number' || procs === undefined) plan.keys = { worldSize: ['num_processes'] };
+  return plan;
 }
 
 /** `accelerate launch --fsdp_* ...` flags of a launch script as settings (`--use_fsdp`, `--num_processes`, ...). */

@@ -158,6 +158,17 @@ export function argumentsFilePlan(
   if (plan) {
     // `TrainingArguments.gradient_checkpointing`: the Trainer calls `gradient_checkpointing_enable()`.
     plan.checkpointingKey = { path: ['gradient_checkpointing'], value: true };
+    const seqKey = ['max_seq_length', 'max_length'].find((k) => d[k] !== undefined) ?? 'max_length';
+    const editable = {
+      microBatch: 'per_device_train_batch_size',
+      gradAccum: 'gradient_accumulation_steps',
+      ...(isTrl(d) ? { seqLen: seqKey } : {}),
+    };
+    plan.keys = Object.fromEntries(
+      Object.entries(editable)
+        .filter(([, key]) => d[key] === undefined || typeof d[key] === 'number')
+        .map(([input, key]) => [input, [key]]),
+    );
     plan.model = {
       id: model,
       source: { kind: 'config', detail: `model_name_or_path at ${doc.where(['model_name_or_path'])}` },

@@ -141,6 +141,17 @@ export function axolotlPlan(
   if (!plan) return null;
   plan.framework = 'axolotl';
   plan.throughTrainer = true;
+  // The keys an edit of micro-batch, sequence or accumulation writes (numbers there, or not written).
+  const editable = {
+    microBatch: 'micro_batch_size',
+    seqLen: 'sequence_len',
+    gradAccum: 'gradient_accumulation_steps',
+  };
+  plan.keys = Object.fromEntries(
+    Object.entries(editable)
+      .filter(([, key]) => d[key] === undefined || typeof d[key] === 'number')
+      .map(([input, key]) => [input, [key]]),
+  );
   // The key a fix turns on: the FSDP section's own `activation_checkpointing` where the config writes it (axolotl
   // refuses both at once), else `gradient_checkpointing`, the Trainer's `gradient_checkpointing_enable()`.
   const fsdpAc = ['activation_checkpointing', 'fsdp_activation_checkpointing'].find(

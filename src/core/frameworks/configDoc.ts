@@ -253,23 +253,32 @@ export function strList(v: unknown): string[] | undefined {
 }
 
 /** Setup values read from a configuration, each with where in the file it was written. */
+/** Inputs whose value is the number written at their key (a world size is a product of degrees, not one key). */
+const EDITABLE = new Set<keyof SetupValues>(['microBatch', 'seqLen', 'gradAccum']);
+
 export function setupFrom(doc: ConfigDoc): {
   values: SetupValues;
   details: FrameworkPlan['details'];
+  keys: NonNullable<FrameworkPlan['keys']>;
   set: <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => void;
 } {
   const values: SetupValues = {};
   const details: FrameworkPlan['details'] = {};
+  const keys: NonNullable<FrameworkPlan['keys']> = {};
   const set = <K extends keyof SetupValues>(k: K, v: SetupValues[K] | undefined, path: string[]) => {
     if (v === undefined) return;
     values[k] = v;
+    // A number read from a number (not from `${variables.x}` or an expression): an edit may write another there.
+    const written = at(doc.data, path);
+    if (EDITABLE.has(k) && typeof v === 'number' && (written === undefined || typeof written === 'number'))
+      keys[k] = path;
     // A value the file does not write is the framework's default, and said so.
     details[k] =
       doc.line(path) === undefined
         ? `the framework's default: ${path.join('.')} is not set in ${doc.where(path)}`
         : doc.where(path);
   };
-  return { values, details, set };
+  return { values, details, keys, set };
 }
 
 /** `torch.bfloat16` (a name) as a dtype. */

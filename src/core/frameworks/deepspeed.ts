@@ -26,7 +26,7 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
       range,
       message: `zero_optimization.stage ${stage} is not 0, 1, 2 or 3`,
     };
-  const { values, details, set } = setupFrom(doc);
+  const { values, details, keys, set } = setupFrom(doc);
   const notes = [`DeepSpeed ZeRO stage ${stage}, shown as the FSDP plan it corresponds to`];
   // "auto" leaves the value to the Transformers Trainer that fills it in.
   const count = (key: string) => {
@@ -63,6 +63,7 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     ...zeroShape(stage, offParam, offOpt, notes),
     values,
     details,
+    keys,
     notes,
     traps: [],
   };
@@ -133,7 +134,7 @@ export function accelerateDeepSpeedPlan(doc: ConfigDoc): FrameworkPlan | Framewo
       range,
       message: `an Accelerate config that launches DeepSpeed without a ZeRO stage of 0 to 3 (deepspeed_config.zero_stage${ds.zero_stage === undefined ? ' is not set' : ` ${String(ds.zero_stage)} at ${doc.where(stageAt)}`})`,
     };
-  const { values, details, set } = setupFrom(doc);
+  const { values, details, keys, set } = setupFrom(doc);
   const notes = [
     `Accelerate launching DeepSpeed ZeRO stage ${stage} (${doc.where(stageAt)}), shown as the FSDP plan it corresponds to`,
   ];
@@ -161,6 +162,7 @@ export function accelerateDeepSpeedPlan(doc: ConfigDoc): FrameworkPlan | Framewo
     ...zeroShape(stage, offParam, offOpt, notes),
     values,
     details,
+    keys,
     notes,
     traps: [],
   };

@@ -76,7 +76,7 @@ export function llmFoundryPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const id = str(resolved(doc, at(d, ['model', 'pretrained_model_name_or_path'])));
   const notes = ['llm-foundry: FSDP1 through Composer (FSDP2 only with FSDP_VERSION=2 set)'];
   const unmodelled: string[] = [];
-  const { values, details, set } = setupFrom(doc);
+  const { values, details, keys, set } = setupFrom(doc);
   const value = (path: string[]) => resolved(doc, at(d, path));
   const count = (path: string[]) => countSetting(value(path), path.join('.'), notes, 'the default used');
 
@@ -168,6 +168,7 @@ export function llmFoundryPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     offload: false,
     values,
     details,
+    keys,
     // Composer's `activation_checkpointing` checkpoints the modules the model's `activation_checkpointing_fn`
     // picks: its blocks.
     checkpointingKey: { path: ['fsdp_config', 'activation_checkpointing'], value: true },

@@ -105,7 +105,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   };
   const legacy = !isRecord(d.parallelism) || at(d, ['training', 'batch_size']) !== undefined;
   const notes: string[] = [];
-  const { values, details, set } = setupFrom(doc);
+  const { values, details, keys, set } = setupFrom(doc);
   const qwen3 = name === 'qwen3';
   const deepseek = name === 'deepseek_v3';
   if (!/^llama3/.test(name) && !qwen3 && !deepseek)
@@ -306,6 +306,7 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
     offload,
     values,
     details,
+    keys,
     // `[activation_checkpoint] mode = "full"`: `apply_ac` wraps each block in `checkpoint_wrapper` (a TOML job; a
     // Python registry job sets `ActivationCheckpointConfig(mode=...)` in code).
     ...(doc.format === 'toml'

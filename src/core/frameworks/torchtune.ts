@@ -76,7 +76,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
       message: `model component ${component} is not one fsdp-lens knows (${[...Object.keys(TUNE_MODELS), ...Object.keys(TUNE_GEMMA)].join(', ')})`,
     };
   const notes: string[] = [];
-  const { values, details, set } = setupFrom(doc);
+  const { values, details, keys, set } = setupFrom(doc);
   // A count torchtune could not use (2.5, -1, "many") is noted and left to the default.
   const count = (path: string[], fallback = 'the default used') =>
     countSetting(at(d, path), path.join('.'), notes, fallback);
@@ -192,6 +192,7 @@ export function torchtunePlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
     offload,
     values,
     details,
+    keys,
     builtModel: {
       loaded: { ...loaded, origin: `torchtune ${builder} (the shapes of ${dims.hf})` },
       source: { kind: 'config', detail: `${component} at ${doc.where(['model', '_component_'])}` },

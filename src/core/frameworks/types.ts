@@ -88,6 +88,11 @@ export interface FrameworkPlan {
   /** Training inputs the configuration sets, with where (`accelerate.yaml:7`). */
   values: SetupValues;
   details: Partial<Record<keyof SetupValues, string>>;
+  /**
+   * The key of this configuration file each numeric input is read from (`['training', 'seq_len']`), written or
+   * not, where the value is a number there: what an edit that changes the input writes.
+   */
+  keys?: Partial<Record<keyof SetupValues, string[]>>;
   /** The model the configuration names (`model_name_or_path`, a Hugging Face id). */
   model?: ModelChoice;
   /** Why the model the configuration names is not read (a path from the environment), when it is not. */
@@ -140,7 +145,7 @@ export interface FrameworkPlan {
 export interface ConfigSetting {
   /** The key's path from the top (`['fsdp_config', 'fsdp_activation_checkpointing']`). */
   path: string[];
-  value: boolean | string;
+  value: boolean | string | number;
 }
 
 export interface FrameworkTrap {

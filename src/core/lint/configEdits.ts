@@ -6,8 +6,9 @@
  */
 import { modify } from 'jsonc-parser';
 import { isMap, isScalar, parseAllDocuments, type Pair, type YAMLMap } from 'yaml';
-import type { ConfigFormat } from '../frameworks/configDoc';
-import type { ConfigSetting } from '../frameworks/types';
+import { formatOf, type ConfigFormat } from '../frameworks/configDoc';
+import type { ConfigSetting, FrameworkPlan } from '../frameworks/types';
+import type { Assumption } from '../vocabulary/source';
 import { TextIndex } from './edits';
 import type { TextEdit } from './types';
 
@@ -24,7 +25,12 @@ export function setConfigValue(text: string, format: ConfigFormat, setting: Conf
 }
 
 /** The setting as it reads in the file, written as the file itself writes its booleans (`True` in torchtune's). */
-export function configValueText(text: string, format: ConfigFormat, value: boolean | string): string {
+export function configValueText(
+  text: string,
+  format: ConfigFormat,
+  value: boolean | string | number,
+): string {
+  if (typeof value === 'number') return String(value);
   if (typeof value === 'string') return JSON.stringify(value);
   if (
     format === 'yaml' &&
@@ -170,4 +176,52 @@ function yamlEdit(text: string, s: ConfigSetting): TextEdit | null {
   const last = index.lineText(index.lineCount() - 1);
   const lead = last.length ? eol : '';
   return { range: { start: end, end }, newText: lead + lines.join(eol) + eol };
+}
+
+/**
+ * The edit that makes a framework configuration say an input (`checkpointing` full, a micro-batch, a sequence
+ * length, a world size) at the key its reader takes it from, and the setting as written (`micro_batch_size: 2`).
+ * Null when `file` is not the configuration, the reader knows no key for the input, something above the file (an
+ * annotation, a flag, a setting, another file) decides it so the edit would change nothing, or the file gives no
+ * safe place.
+ */
+export function configInputEdit(
+  plan: Pick<FrameworkPlan, 'file' | 'keys' | 'checkpointingKey'>,
+  file: string,
+  text: string,
+  assumptions: readonly Assumption[],
+  input: string,
+  value: unknown,
+): { edit: TextEdit; written: string } | null {
+  const format = formatOf(plan.file);
+  if (!format || plan.file !== file) return null;
+  const setting: ConfigSetting | undefined =
+    input === 'checkpointing'
+      ? value === 'full'
+        ? plan.checkpointingKey
+        : undefined
+      : typeof value === 'number' && Number.isSafeInteger(value) && value > 0
+        ? (() => {
+            const path = plan.keys?.[input as keyof NonNullable<FrameworkPlan['keys']>];
+            return path ? { path, value } : undefined;
+          })()
+        : undefined;
+  if (!setting) return null;
+  const source = assumptions.find((a) => a.key === input)?.source;
+  const name = plan.file.split(/[\\/]/).pop() ?? plan.file;
+  const d = source?.detail ?? '';
+  const here =
+    source?.kind === 'config' && (d === name || d.startsWith(`${name}:`) || d.includes(` ${name}`));
+  if (!source || (source.kind !== 'default' && !here)) return null;
+  const edit = setConfigValue(text, format, setting);
+  if (!edit) return null;
+  const shown = configValueText(text, format, setting.value);
+  const key = setting.path[setting.path.length - 1]!;
+  const written =
+    format === 'toml'
+      ? `[${setting.path.slice(0, -1).join('.')}] ${key} = ${shown}`
+      : format === 'json'
+        ? `"${key}": ${shown}`
+        : `${key}: ${shown}`;
+  return { edit, written };
 }

@@ -314,6 +314,30 @@ describe('lenses, hovers and the footprint panel', () => {
     }
   });
 
+  it('"Apply to file" writes a world size to the config key its reader takes it from', async () => {
+    const d = await openPanel('lint/fsdp015_accelerate.yaml');
+    const editor = vscode.window.visibleTextEditors.find((x) => x.document.uri.toString() === d.uri)!;
+    const p = (await api()).panel()!;
+    try {
+      const w = (await p.setWhatIf({ ...d.whatIf!.values, worldSize: 16 }))!;
+      const change = w.whatIf!.changed.find((c) => c.key === 'worldSize')!;
+      assert.equal(change.codeFix, 'Write num_processes: 16');
+      assert.ok(await p.applyWhatIf());
+      assert.match(editor.document.getText(), /\nnum_processes: 16\n/);
+      assert.doesNotMatch(editor.document.getText(), /world_size=16/);
+      const after = await eventually(
+        async () => (await p.setWhatIf({})) ?? undefined,
+        (x) => !!x && x.whatIf!.base.worldSize === 16,
+        'the panel to show the changed config',
+      );
+      assert.deepEqual(after!.whatIf!.changed, []);
+    } finally {
+      await vscode.window.showTextDocument(editor.document);
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await p.setWhatIf({});
+    }
+  });
+
   it('shows the right lenses on each bundled example', async () => {
     const lensesOf = async (name: string, lines: number) => {
       const editor = await open(`examples/${name}`);

@@ -5,7 +5,8 @@ import { requiredBytes } from '../../estimator/fit';
 import { certainPeakBytes } from '../../estimator/estimate';
 import { setAnnotation } from '../annotationEdits';
 import { TextIndex } from '../edits';
-import { configValueText, setConfigValue } from '../configEdits';
+import { configInputEdit } from '../configEdits';
+import { inputSpec } from '../../inputs/table';
 import { formatOf } from '../../frameworks/configDoc';
 import type { Draft, Fix, RuleContext, TextEdit } from '../types';
 import type { Position, Range } from '../../vocabulary/range';
@@ -114,15 +115,17 @@ function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
     const fix = configCheckpointingFix(ctx, e) ?? (decidedAbove ? null : codeCheckpointingFix(ctx, e));
     if (fix) fixes.push(fix);
   }
-  const ws = e.assumptions.find((a) => a.key === 'worldSize');
-  if (fewest !== null && (ws?.source.kind === 'default' || ws?.source.kind === 'annotation') && whatIf) {
-    const shown = preview(whatIf({ worldSize: fewest }));
-    const edit = setAnnotation(ctx.text, 'world_size', String(fewest));
-    if (shown && edit)
-      fixes.push({
-        title: `Estimate on ${fewest} GPUs, the fewest that fit: # fsdp: world_size=${fewest} (${shown})`,
-        edits: [edit],
-      });
+  // A smaller micro-batch that fits: the largest of half, a quarter, ... of the current one.
+  for (let m = Math.floor(e.setup.microBatch / 2); m >= 1 && whatIf; m = m === 1 ? 0 : Math.floor(m / 2)) {
+    const fix = inputFix(ctx, e, 'microBatch', m, `Micro-batch ${m}`);
+    if (fix !== undefined) {
+      if (fix) fixes.push(fix);
+      break;
+    }
+  }
+  if (fewest !== null && whatIf) {
+    const fix = inputFix(ctx, e, 'worldSize', fewest, `${fewest} GPUs, the fewest that fit`);
+    if (fix) fixes.push(fix);
   }
   return fixes;
 }
@@ -130,30 +133,56 @@ function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
 /**
  * Activation checkpointing turned on in the framework's own configuration file, at its key (`fsdp_config:
  * fsdp_activation_checkpointing: true`, torchtune's `enable_activation_checkpointing: True`, torchtitan's
- * `[activation_checkpoint] mode = "full"`...), when this file is that configuration and nothing above it (an
- * annotation, a flag, a setting, another file) decides checkpointing: the edit would not change the job otherwise.
+ * `[activation_checkpoint] mode = "full"`...), when this file is that configuration and nothing above it decides
+ * checkpointing (`configInputEdit`).
  */
 function configCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
   const fw = ctx.framework;
-  const key = fw?.checkpointingKey;
-  const format = fw ? formatOf(fw.file) : undefined;
-  if (!fw || !key || !format || fw.file !== ctx.facts.path) return null;
-  const source = e.assumptions.find((a) => a.key === 'checkpointing')?.source;
-  const name = fw.file.split(/[\\/]/).pop() ?? fw.file;
-  const d = source?.detail ?? '';
-  const here = source?.kind === 'config' && (d === name || d.startsWith(`${name}:`));
-  if (!source || (source.kind !== 'default' && !here)) return null;
   const shown = preview(ctx.model?.whatIf?.({ checkpointing: 'full' }));
-  const edit = setConfigValue(ctx.text, format, key);
-  if (!shown || !edit) return null;
-  const value = configValueText(ctx.text, format, key.value);
-  const written =
-    format === 'toml'
-      ? `[${key.path.slice(0, -1).join('.')}] ${key.path[key.path.length - 1]} = ${value}`
-      : format === 'json'
-        ? `"${key.path[key.path.length - 1]}": ${value}`
-        : `${key.path[key.path.length - 1]}: ${value}`;
-  return { title: `Enable activation checkpointing: ${written} (${shown})`, edits: [edit], preferred: true };
+  const cfg =
+    fw && shown
+      ? configInputEdit(fw, ctx.facts.path, ctx.text, e.assumptions, 'checkpointing', 'full')
+      : null;
+  return cfg
+    ? {
+        title: `Enable activation checkpointing: ${cfg.written} (${shown})`,
+        edits: [cfg.edit],
+        preferred: true,
+      }
+    : null;
+}
+
+/**
+ * An input set to a value that makes the plan fit, where the job takes it from: the framework configuration's key
+ * when this file is that configuration (`configInputEdit`), else the file's `# fsdp:` annotation when the value is a
+ * default or an annotation's (a JSON file has no comments). Undefined when the value does not fit (the caller may
+ * try another), null when it fits but no edit says it here.
+ */
+function inputFix(
+  ctx: RuleContext,
+  e: Estimate,
+  input: 'microBatch' | 'worldSize',
+  value: number,
+  label: string,
+): Fix | null | undefined {
+  const after = ctx.model?.whatIf?.({ [input]: value });
+  if (after?.targetFit?.verdict !== 'fits') return undefined;
+  const shown = preview(after)!;
+  const cfg = ctx.framework
+    ? configInputEdit(ctx.framework, ctx.facts.path, ctx.text, e.assumptions, input, value)
+    : null;
+  if (cfg) return { title: `${label}: ${cfg.written} (${shown})`, edits: [cfg.edit] };
+  const kind = e.assumptions.find((a) => a.key === input)?.source.kind;
+  const key = inputSpec(input).keys?.[0];
+  if (!key || (kind !== 'default' && kind !== 'annotation') || formatOf(ctx.facts.path) === 'json')
+    return null;
+  const edit = setAnnotation(ctx.text, key, String(value));
+  return edit
+    ? {
+        title: `${input === 'worldSize' ? 'Estimate on ' : ''}${label}: # fsdp: ${key}=${value} (${shown})`,
+        edits: [edit],
+      }
+    : null;
 }
 
 /** The line after a `name = ...` statement that ends where the call `range` does, and the statement's indent. */
