@@ -30,8 +30,11 @@ isinstance(m, Block))\` before \`fully_shard\` (with its import), or at the
 framework configuration's own key (Accelerate's \`fsdp_activation_checkpointing\`, torchtune's
 \`enable_activation_checkpointing\`, axolotl's \`gradient_checkpointing\`, llm-foundry's
 \`fsdp_config.activation_checkpointing\`, torchtitan's \`[activation_checkpoint] mode\`, an argument file's
-\`gradient_checkpointing\`), and, when
-nothing in the project gives the world size, the fewest GPUs that fit as the file's \`# fsdp: world_size\`. The target GPU, world size, batch and sequence come from the \`# fsdp:\` annotation,
+\`gradient_checkpointing\`); the largest halved micro-batch and the fewest GPUs that fit, written where the job
+takes them from (a configuration's own key, such as torchtune's \`batch_size\` or Accelerate's
+\`num_processes\`), or as the file's \`# fsdp:\` annotation when the value is a default. No fix writes a value
+that something above the file (an annotation, a flag, a setting, another file) decides. The target GPU, world
+size, batch and sequence come from the \`# fsdp:\` annotation,
 \`pyproject.toml\`, launch files or settings; when the estimate uses a default the user did not choose, say what
 the job really uses there.`,
   example: {
