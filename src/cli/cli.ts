@@ -9,6 +9,7 @@ import { lintCommand, lintSpec } from './commands/lint';
 import { gpusCommand, gpusSpec, modelsCommand, modelsSpec } from './commands/models';
 import { rulesCommand, rulesSpec } from './commands/rules';
 import { defaultsCommand, defaultsSpec } from './commands/defaults';
+import { diffCommand, diffSpec } from './commands/diff';
 import { scanCommand, scanSpec } from './commands/scan';
 
 export { EXIT, UsageError, type Streams };
@@ -22,6 +23,7 @@ const COMMANDS: { spec: CommandSpec; run: (argv: string[], io: Streams) => numbe
   { spec: gpusSpec, run: gpusCommand },
   { spec: rulesSpec, run: rulesCommand },
   { spec: defaultsSpec, run: defaultsCommand },
+  { spec: diffSpec, run: diffCommand },
 ];
 
 export const USAGE = usage(COMMANDS.map((c) => c.spec));

@@ -1,0 +1,123 @@
+/** `fsdp-lens diff A B`: why the peak, the state and the traffic differ between two versions of a job. */
+import * as path from 'node:path';
+import { scanText } from '../../core/analysis/input';
+import { analyzeDocument, scanContext } from '../../core/entry/analyze';
+import type { EstimateResult } from '../../core/resolve/analyze';
+import { projectAt } from '../../core/project/project';
+import { estimateDelta, type EstimateDelta } from '../../core/whatif/delta';
+import { fmtBytes } from '../../core/vocabulary/bytes';
+import { isConfigPath } from '../../core/vocabulary/files';
+import { loadPython } from '../../host/grammar';
+import { parseOptions } from '../args';
+import { commandLineHost, readConfigFile, readPythonFile } from '../files';
+import { EXIT_TEXT } from '../help';
+import { EXIT, UsageError, type Streams } from '../io';
+import type { CommandSpec } from '../spec';
+
+export const diffSpec = {
+  name: 'diff',
+  args: 'A B',
+  summary: 'Why the peak, state and traffic differ between two versions of a job, cause by cause.',
+  about:
+    "A and B are two scripts or configurations of the same model (a file and its edited copy, two launch configs). B's inputs are applied to A's plan one cause at a time, in this order: precision, checkpointing, loss, batch, sequence, world size, model parallelism, optimizer, other inputs; what is left is the plan's own (units, wrap API, reshard, offload, fine-tuning). The causes add up to the total.",
+  options: {
+    json: { type: 'boolean' },
+    'fail-if-peak-increases': { type: 'string' },
+  },
+  flags: () => [
+    { flag: '--json', text: 'The delta as JSON: both sides and each cause with its bytes.' },
+    {
+      flag: '--fail-if-peak-increases P%',
+      text: "Exit 1 when B's peak per GPU is more than P percent above A's (0% fails on any increase).",
+    },
+  ],
+  examples: [
+    { line: 'fsdp-lens diff train_old.py train.py', does: 'What changed the peak, and by how much.' },
+    {
+      line: 'fsdp-lens diff main.yaml branch.yaml --fail-if-peak-increases 5%',
+      does: 'In CI: fail when a change raises the peak by more than 5%.',
+    },
+  ],
+  exits: {
+    ok: EXIT_TEXT.ok,
+    findings: 'with --fail-if-peak-increases: the peak rose by more than the threshold',
+    usage: EXIT_TEXT.usage,
+    unknownModel: 'one of the files gives no estimate (the message says why)',
+  },
+} satisfies CommandSpec;
+
+export async function diffCommand(argv: string[], io: Streams): Promise<number> {
+  const { values, positionals } = parseOptions(argv, diffSpec);
+  if (positionals.length !== 2) throw new UsageError('diff takes two files: A B');
+  const threshold = values['fail-if-peak-increases'];
+  const limit = threshold === undefined ? undefined : /^(\d+(?:\.\d+)?)%?$/.exec(threshold.trim())?.[1];
+  if (threshold !== undefined && limit === undefined)
+    throw new UsageError(`diff: --fail-if-peak-increases takes a percentage such as 5%, not "${threshold}"`);
+  const grammar = await loadPython();
+  const results: EstimateResult[] = [];
+  for (const file of positionals) {
+    const read = isConfigPath(file) ? readConfigFile(file) : readPythonFile(file);
+    if ('error' in read) {
+      io.err.write(`fsdp-lens: ${read.error}\n`);
+      return EXIT.usage;
+    }
+    const abs = path.resolve(file);
+    const { host, projectRoot } = commandLineHost(abs, []);
+    const project = projectRoot ? projectAt(projectRoot, grammar, host) : undefined;
+    try {
+      const facts = isConfigPath(abs)
+        ? undefined
+        : scanText(grammar, abs, read.text, scanContext(project, abs, undefined));
+      const a = analyzeDocument(
+        grammar,
+        { file: abs, text: read.text, ...(facts ? { facts } : {}) },
+        { lint: null, estimate: { host, ...(project ? { project } : {}) } },
+      );
+      const r = a.estimate;
+      if (!r?.ok) {
+        const why =
+          r?.reason ??
+          (a.reading?.kind === 'problem' ? a.reading.problem.message : 'it has nothing to estimate');
+        io.err.write(`fsdp-lens: ${file}: no estimate: ${why}\n`);
+        return r && !r.ok && r.unknownModel ? EXIT.unknownModel : EXIT.usage;
+      }
+      results.push(r);
+    } finally {
+      project?.dispose();
+    }
+  }
+  const [a, b] = results as [Extract<EstimateResult, { ok: true }>, Extract<EstimateResult, { ok: true }>];
+  const delta = estimateDelta(a.estimate, b.estimate, (change) => {
+    try {
+      return a.whatIf.run(change);
+    } catch {
+      return undefined;
+    }
+  });
+  if (values.json) io.out.write(`${JSON.stringify(delta, null, 2)}\n`);
+  else io.out.write(deltaText(delta, positionals as [string, string]));
+  if (limit === undefined) return EXIT.ok;
+  const rise = (delta.after.peakBytes - delta.before.peakBytes) / Math.max(1, delta.before.peakBytes);
+  return rise * 100 > Number(limit) ? EXIT.findings : EXIT.ok;
+}
+
+/** The delta as the terminal shows it: both sides, then each cause with its share of the change. */
+export function deltaText(d: EstimateDelta, [fa, fb]: [string, string]): string {
+  const sign = (n: number) => `${n > 0 ? '+' : n < 0 ? '-' : '±'}${fmtBytes(Math.abs(n))}`;
+  const sideText = (s: EstimateDelta['before']) =>
+    `peak ${fmtBytes(s.peakBytes)}, state ${fmtBytes(s.persistentBytes)}, traffic ${fmtBytes(s.trafficBytes)} per GPU per step; ${s.worldSize} x ${s.gpu}: ${s.verdict ?? 'no verdict'}`;
+  const lines = [
+    `A  ${fa}: ${sideText(d.before)}`,
+    `B  ${fb}: ${sideText(d.after)}`,
+    `Peak ${sign(d.after.peakBytes - d.before.peakBytes)}, state ${sign(d.after.persistentBytes - d.before.persistentBytes)}, traffic ${sign(d.after.trafficBytes - d.before.trafficBytes)}`,
+  ];
+  if (d.causes.length) lines.push('', 'Causes, in the order they apply (each on top of the ones before):');
+  for (const c of d.causes) {
+    lines.push(
+      `  ${c.cause.padEnd(18)} peak ${sign(c.peakBytes).padStart(9)}  state ${sign(c.persistentBytes).padStart(9)}  traffic ${sign(c.trafficBytes).padStart(9)}`,
+    );
+    for (const ch of c.changes) lines.push(`      ${ch.label}: ${ch.from} -> ${ch.to}`);
+  }
+  if (d.unattributed) lines.push('', `Not attributed: ${d.unattributed}`);
+  return `${lines.join('\n')}\n`;
+}

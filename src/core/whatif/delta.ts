@@ -1,0 +1,161 @@
+/**
+ * Why the figures differ between two estimates of one model: the inputs that differ, applied to the first
+ * estimate's plan one named cause at a time (precision, checkpointing, loss, batch, sequence, world size, ...),
+ * each cause's bytes the change it makes on top of the ones before, and what is left the plan's own (its units,
+ * wrap API, reshard, offload, fine-tuning). The causes add up to the total by construction.
+ */
+import { INPUT_KEYS, inputSpec, type InputKey, type TrainingSetup } from '../inputs/table';
+import type { Estimate } from '../estimator/types';
+import type { WhatIf } from './model';
+
+/** The causes in the order they apply, and the inputs each is made of. */
+const CAUSES: [string, InputKey[]][] = [
+  ['precision', ['masterDtype', 'paramDtype', 'reduceDtype', 'float8', 'float8Skip']],
+  ['checkpointing', ['checkpointing', 'reentrantCheckpoint', 'activationOffload']],
+  ['loss', ['loss', 'keepsOutput', 'compile', 'attention']],
+  ['batch', ['microBatch', 'gradAccum', 'globalBatch', 'syncEveryMicroBatch']],
+  ['sequence', ['seqLen']],
+  ['world size', ['worldSize', 'gpusPerNode', 'replicas']],
+  [
+    'model parallelism',
+    [
+      'tensorParallel',
+      'tpPlan',
+      'lossParallel',
+      'contextParallel',
+      'cpMethod',
+      'expertParallel',
+      'pipelineParallel',
+      'ppSchedule',
+      'ppMicrobatches',
+    ],
+  ],
+  ['optimizer', ['optimizer', 'optimizerImpl', 'pagedOptimizer', 'optimizerInBackward', 'forwardPrefetch']],
+];
+
+export interface DeltaChange {
+  key: InputKey;
+  label: string;
+  from: string;
+  to: string;
+}
+
+/** One cause: the inputs it changes and what that does on top of the causes before it. */
+export interface DeltaCause {
+  cause: string;
+  changes: DeltaChange[];
+  peakBytes: number;
+  persistentBytes: number;
+  trafficBytes: number;
+}
+
+export interface DeltaSide {
+  peakBytes: number;
+  persistentBytes: number;
+  trafficBytes: number;
+  verdict: string | null;
+  gpu: string;
+  worldSize: number;
+}
+
+export interface EstimateDelta {
+  before: DeltaSide;
+  after: DeltaSide;
+  /** The causes in order; empty when the models differ (then only the totals compare). */
+  causes: DeltaCause[];
+  /** Why the change is not attributed, when it is not. */
+  unattributed?: string;
+}
+
+const side = (e: Estimate): DeltaSide => ({
+  peakBytes: e.perGpu.peakBytes,
+  persistentBytes: e.perGpu.persistentBytes,
+  trafficBytes: e.comms.traffic.bytes,
+  verdict: e.targetFit?.verdict ?? null,
+  gpu: e.gpu.name,
+  worldSize: e.mesh.worldSize,
+});
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+function show(key: InputKey, v: unknown): string {
+  const spec = inputSpec(key) as { show?: (x: unknown) => string };
+  return spec.show ? spec.show(v) : v === null ? 'none' : String(v);
+}
+
+/**
+ * The change from `before` to `after`, attributed: `run(change)` re-estimates `before`'s plan with inputs changed
+ * (its what-if), undefined where PyTorch would refuse the combination.
+ */
+export function estimateDelta(
+  before: Estimate,
+  after: Estimate,
+  run: (change: WhatIf) => Estimate | undefined,
+): EstimateDelta {
+  const out: EstimateDelta = { before: side(before), after: side(after), causes: [] };
+  if (before.model.params !== after.model.params || before.model.name !== after.model.name) {
+    out.unattributed = `the models differ (${before.model.name}, ${after.model.name}): only the totals compare`;
+    return out;
+  }
+  const differs = INPUT_KEYS.filter((k) => !same(before.setup[k], after.setup[k]));
+  const grouped = new Set(CAUSES.flatMap(([, keys]) => keys));
+  const groups: [string, InputKey[]][] = [
+    ...CAUSES.map(
+      ([cause, keys]) => [cause, keys.filter((k) => differs.includes(k))] as [string, InputKey[]],
+    ),
+    ['other inputs', differs.filter((k) => !grouped.has(k))],
+  ];
+  let prev = before;
+  const change: Partial<TrainingSetup> = {};
+  for (const [cause, keys] of groups) {
+    if (!keys.length) continue;
+    for (const k of keys) (change as Record<string, unknown>)[k] = after.setup[k];
+    const next = run({ ...change });
+    if (!next) {
+      out.unattributed = `${cause} with the changes before it is a combination PyTorch refuses on the first plan: the rest is counted with the plan`;
+      break;
+    }
+    out.causes.push({
+      cause,
+      changes: keys.map((k) => ({
+        key: k,
+        label: inputSpec(k).label,
+        from: show(k, before.setup[k]),
+        to: show(k, after.setup[k]),
+      })),
+      peakBytes: next.perGpu.peakBytes - prev.perGpu.peakBytes,
+      persistentBytes: next.perGpu.persistentBytes - prev.perGpu.persistentBytes,
+      trafficBytes: next.comms.traffic.bytes - prev.comms.traffic.bytes,
+    });
+    prev = next;
+  }
+  // What the inputs do not explain: the plan itself.
+  const rest = {
+    peakBytes: after.perGpu.peakBytes - prev.perGpu.peakBytes,
+    persistentBytes: after.perGpu.persistentBytes - prev.perGpu.persistentBytes,
+    trafficBytes: after.comms.traffic.bytes - prev.comms.traffic.bytes,
+  };
+  const planChanges: DeltaChange[] = [];
+  const plan = (key: string, label: string, a: unknown, b: unknown) => {
+    if (!same(a, b)) planChanges.push({ key: key as InputKey, label, from: String(a), to: String(b) });
+  };
+  plan('api', 'wrap API', before.plan.api, after.plan.api);
+  plan('units', 'units', before.units.length, after.units.length);
+  plan('strategy', 'sharding strategy', before.plan.strategy, after.plan.strategy);
+  const kept = (e: Estimate) => e.units.filter((u) => u.residency.kind === 'keep').length;
+  plan('reshard', 'units kept gathered after forward', kept(before), kept(after));
+  plan(
+    'offload',
+    'units offloaded to the CPU',
+    before.units.filter((u) => u.offload).length,
+    after.units.filter((u) => u.offload).length,
+  );
+  plan('trainable', 'trainable parameters', before.model.trainableParams, after.model.trainableParams);
+  if (planChanges.length || rest.peakBytes || rest.persistentBytes || rest.trafficBytes)
+    out.causes.push({
+      cause: 'the plan',
+      changes: planChanges,
+      ...rest,
+    });
+  return out;
+}

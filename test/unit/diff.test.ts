@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { cli, projectDir, writeFiles } from './helpers';
+import type { EstimateDelta } from '../../src/core/whatif/delta';
+
+const A = [
+  '# fsdp: world_size=8 seq_len=4096 micro_batch=2',
+  'import torch',
+  'from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy',
+  'from transformers import AutoModelForCausalLM',
+  'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+  'mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+  'for layer in model.model.layers:',
+  '    fully_shard(layer, mp_policy=mp)',
+  'fully_shard(model, mp_policy=mp)',
+  '',
+];
+// B: checkpointing on, 1 x 8192 tokens, and the blocks kept gathered after forward.
+const B = A.map((l) =>
+  l
+    .replace('seq_len=4096 micro_batch=2', 'seq_len=8192 micro_batch=1')
+    .replace(
+      'fully_shard(layer, mp_policy=mp)',
+      'fully_shard(layer, mp_policy=mp, reshard_after_forward=False)',
+    ),
+);
+B.splice(5, 0, 'model.gradient_checkpointing_enable()');
+
+describe('fsdp-lens diff', () => {
+  it('attributes the change to its causes, in order, adding up to the total', async () => {
+    const dir = projectDir('fsdp-lens-diff-');
+    writeFiles(dir, { 'a.py': A, 'b.py': B });
+    const r = await cli('diff', path.join(dir, 'a.py'), path.join(dir, 'b.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const d = JSON.parse(r.out) as EstimateDelta;
+    assert.deepEqual(
+      d.causes.map((c) => c.cause),
+      ['checkpointing', 'batch', 'sequence', 'the plan'],
+    );
+    // The causes telescope: their sum is B minus A, for the peak, the state and the traffic.
+    for (const k of ['peakBytes', 'persistentBytes', 'trafficBytes'] as const)
+      assert.equal(
+        d.causes.reduce((s, c) => s + c[k], 0),
+        d.after[k] - d.before[k],
+        k,
+      );
+    // Keeping the 32 blocks gathered after forward skips their backward all-gathers: each block's 218,112,000
+    // parameters in bf16, of which a GPU receives 7/8 over 8 GPUs: 32 x 218,112,000 x 2 B x 7/8.
+    const plan = d.causes.find((c) => c.cause === 'the plan')!;
+    assert.equal(plan.trafficBytes, -((32 * 218_112_000 * 2 * 7) / 8));
+    assert.deepEqual(
+      plan.changes.map((c) => [c.label, c.from, c.to]),
+      [['units kept gathered after forward', '1', '33']],
+    );
+    // Neither the batch nor the sequence moves the sharded state.
+    assert.equal(d.causes.find((c) => c.cause === 'sequence')!.persistentBytes, 0);
+  });
+
+  it('fails a CI job when the peak rises past the threshold, and says so in text', async () => {
+    const dir = projectDir('fsdp-lens-diff-');
+    writeFiles(dir, { 'a.py': A, 'b.py': B });
+    // B's peak is lower: A -> B passes, B -> A fails at 5%.
+    assert.equal(
+      (await cli('diff', path.join(dir, 'a.py'), path.join(dir, 'b.py'), '--fail-if-peak-increases', '5%'))
+        .code,
+      0,
+    );
+    const back = await cli(
+      'diff',
+      path.join(dir, 'b.py'),
+      path.join(dir, 'a.py'),
+      '--fail-if-peak-increases',
+      '5%',
+    );
+    assert.equal(back.code, 1);
+    assert.match(back.out, /^Causes, in the order they apply/m);
+    assert.match(back.out, /activation checkpointing: full -> none/);
+    assert.equal(
+      (await cli('diff', path.join(dir, 'a.py'), path.join(dir, 'b.py'), '--fail-if-peak-increases', 'x'))
+        .code,
+      2,
+    );
+  });
+
+  it('compares only the totals of two different models', async () => {
+    const dir = projectDir('fsdp-lens-diff-');
+    writeFiles(dir, { 'a.py': A, 'c.py': A.map((l) => l.replace('Llama-3.1-8B', 'Llama-3.2-1B')) });
+    const d = JSON.parse(
+      (await cli('diff', path.join(dir, 'a.py'), path.join(dir, 'c.py'), '--json')).out,
+    ) as EstimateDelta;
+    assert.deepEqual(d.causes, []);
+    assert.match(d.unattributed!, /the models differ/);
+  });
+});
