@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
+import git from 'isomorphic-git';
 import { describe, it } from 'node:test';
 import { cli, projectDir, writeFiles } from './helpers';
 import type { EstimateDelta } from '../../src/core/whatif/delta';
@@ -91,5 +93,38 @@ describe('fsdp-lens diff', () => {
     ) as EstimateDelta;
     assert.deepEqual(d.causes, []);
     assert.match(d.unattributed!, /the models differ/);
+  });
+});
+
+describe('fsdp-lens diff at git revisions', () => {
+  it("reads a file at a revision from the repository's objects, and names the revision", async () => {
+    const dir = projectDir('fsdp-lens-diff-git-');
+    const author = { name: 'a', email: 'a@example.com', timestamp: 1_700_000_000, timezoneOffset: 0 };
+    await git.init({ fs, dir });
+    writeFiles(dir, { 'train.py': A });
+    await git.add({ fs, dir, filepath: 'train.py' });
+    await git.add({ fs, dir, filepath: 'pyproject.toml' });
+    const first = await git.commit({ fs, dir, message: 'one', author });
+    writeFiles(dir, { 'train.py': B });
+    await git.add({ fs, dir, filepath: 'train.py' });
+    await git.commit({ fs, dir, message: 'two', author: { ...author, timestamp: author.timestamp + 60 } });
+    const file = path.join(dir, 'train.py');
+    // HEAD~1 is the first commit: A's text against the file now (B).
+    const r = await cli('diff', 'HEAD~1', file, '--json');
+    assert.equal(r.code, 0, r.err);
+    const d = JSON.parse(r.out) as EstimateDelta;
+    const both = JSON.parse(
+      (await cli('diff', first.slice(0, 7), 'HEAD', file, '--json')).out,
+    ) as EstimateDelta;
+    assert.deepEqual(both, d);
+    assert.ok(d.after.peakBytes < d.before.peakBytes);
+    assert.match(
+      (await cli('diff', 'HEAD~1', file)).out,
+      new RegExp(`^A {2}.*train\\.py at HEAD~1 \\(${first.slice(0, 8)}\\)`),
+    );
+    // Unknown revisions, and going back past the first commit, are said.
+    const none = await cli('diff', 'HEAD~5', file);
+    assert.equal(none.code, 2);
+    assert.match(none.err, /goes back past the first commit/);
   });
 });

@@ -1,4 +1,5 @@
 /** `fsdp-lens diff A B`: why the peak, the state and the traffic differ between two versions of a job. */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { scanText } from '../../core/analysis/input';
 import { analyzeDocument, scanContext } from '../../core/entry/analyze';
@@ -8,6 +9,7 @@ import { estimateDelta, type EstimateDelta } from '../../core/whatif/delta';
 import { fmtBytes } from '../../core/vocabulary/bytes';
 import { isConfigPath } from '../../core/vocabulary/files';
 import { loadPython } from '../../host/grammar';
+import { fileAtRevision } from '../../host/gitRevision';
 import { parseOptions } from '../args';
 import { commandLineHost, readConfigFile, readPythonFile } from '../files';
 import { EXIT_TEXT } from '../help';
@@ -16,10 +18,10 @@ import type { CommandSpec } from '../spec';
 
 export const diffSpec = {
   name: 'diff',
-  args: 'A B',
+  args: 'A B | REV FILE | REV1 REV2 FILE',
   summary: 'Why the peak, state and traffic differ between two versions of a job, cause by cause.',
   about:
-    "A and B are two scripts or configurations of the same model (a file and its edited copy, two launch configs). B's inputs are applied to A's plan one cause at a time, in this order: precision, checkpointing, loss, batch, sequence, world size, model parallelism, optimizer, other inputs; what is left is the plan's own (units, wrap API, reshard, offload, fine-tuning). The causes add up to the total.",
+    "A and B are two scripts or configurations of the same model (a file and its edited copy, two launch configs), or one file at a revision of its git repository and now (REV FILE), or at two revisions (REV1 REV2 FILE): HEAD, a branch, a tag or a commit, with ~N or ^, read from the repository's objects without running git (the other files of the project are read as they are now). B's inputs are applied to A's plan one cause at a time, in this order: precision, checkpointing, loss, batch, sequence, world size, model parallelism, optimizer, other inputs; what is left is the plan's own (units, wrap API, reshard, offload, fine-tuning). The causes add up to the total.",
   options: {
     json: { type: 'boolean' },
     'fail-if-peak-increases': { type: 'string' },
@@ -33,6 +35,7 @@ export const diffSpec = {
   ],
   examples: [
     { line: 'fsdp-lens diff train_old.py train.py', does: 'What changed the peak, and by how much.' },
+    { line: 'fsdp-lens diff HEAD~1 train.py', does: 'What the last commit and the edits since did to it.' },
     {
       line: 'fsdp-lens diff main.yaml branch.yaml --fail-if-peak-increases 5%',
       does: 'In CI: fail when a change raises the peak by more than 5%.',
@@ -48,19 +51,20 @@ export const diffSpec = {
 
 export async function diffCommand(argv: string[], io: Streams): Promise<number> {
   const { values, positionals } = parseOptions(argv, diffSpec);
-  if (positionals.length !== 2) throw new UsageError('diff takes two files: A B');
+  if (positionals.length !== 2 && positionals.length !== 3)
+    throw new UsageError('diff takes two files (A B), or revisions and a file (REV FILE, REV1 REV2 FILE)');
   const threshold = values['fail-if-peak-increases'];
   const limit = threshold === undefined ? undefined : /^(\d+(?:\.\d+)?)%?$/.exec(threshold.trim())?.[1];
   if (threshold !== undefined && limit === undefined)
     throw new UsageError(`diff: --fail-if-peak-increases takes a percentage such as 5%, not "${threshold}"`);
+  const sides = await sidesOf(positionals);
+  if ('error' in sides) {
+    io.err.write(`fsdp-lens: ${sides.error}\n`);
+    return EXIT.usage;
+  }
   const grammar = await loadPython();
   const results: EstimateResult[] = [];
-  for (const file of positionals) {
-    const read = isConfigPath(file) ? readConfigFile(file) : readPythonFile(file);
-    if ('error' in read) {
-      io.err.write(`fsdp-lens: ${read.error}\n`);
-      return EXIT.usage;
-    }
+  for (const { file, label, read } of sides) {
     const abs = path.resolve(file);
     const { host, projectRoot } = commandLineHost(abs, []);
     const project = projectRoot ? projectAt(projectRoot, grammar, host) : undefined;
@@ -78,7 +82,7 @@ export async function diffCommand(argv: string[], io: Streams): Promise<number> 
         const why =
           r?.reason ??
           (a.reading?.kind === 'problem' ? a.reading.problem.message : 'it has nothing to estimate');
-        io.err.write(`fsdp-lens: ${file}: no estimate: ${why}\n`);
+        io.err.write(`fsdp-lens: ${label}: no estimate: ${why}\n`);
         return r && !r.ok && r.unknownModel ? EXIT.unknownModel : EXIT.usage;
       }
       results.push(r);
@@ -95,10 +99,49 @@ export async function diffCommand(argv: string[], io: Streams): Promise<number> 
     }
   });
   if (values.json) io.out.write(`${JSON.stringify(delta, null, 2)}\n`);
-  else io.out.write(deltaText(delta, positionals as [string, string]));
+  else io.out.write(deltaText(delta, [sides[0]!.label, sides[1]!.label]));
   if (limit === undefined) return EXIT.ok;
   const rise = (delta.after.peakBytes - delta.before.peakBytes) / Math.max(1, delta.before.peakBytes);
   return rise * 100 > Number(limit) ? EXIT.findings : EXIT.ok;
+}
+
+/**
+ * What the two sides are: two files, or one file at a revision and now, or at two revisions (read from the
+ * repository's objects); the text of each, and how it is named.
+ */
+async function sidesOf(
+  args: string[],
+): Promise<{ file: string; label: string; read: { text: string } }[] | { error: string }> {
+  const readFile = (f: string) => (isConfigPath(f) ? readConfigFile(f) : readPythonFile(f));
+  const atRevision = async (rev: string, file: string) => {
+    const r = await fileAtRevision(file, rev);
+    return 'error' in r
+      ? r
+      : { file, label: `${file} at ${rev} (${r.commit.slice(0, 8)})`, read: { text: r.text } };
+  };
+  if (args.length === 3) {
+    const [r1, r2, file] = args as [string, string, string];
+    const a = await atRevision(r1, file);
+    if ('error' in a) return a;
+    const b = await atRevision(r2, file);
+    return 'error' in b ? b : [a, b];
+  }
+  const [x, y] = args as [string, string];
+  if (!fs.existsSync(x) && fs.existsSync(y)) {
+    const a = await atRevision(x, y);
+    if ('error' in a) return a;
+    const b = readFile(y);
+    return 'error' in b ? b : [a, { file: y, label: `${y} now`, read: b }];
+  }
+  const a = readFile(x);
+  if ('error' in a) return a;
+  const b = readFile(y);
+  return 'error' in b
+    ? b
+    : [
+        { file: x, label: x, read: a },
+        { file: y, label: y, read: b },
+      ];
 }
 
 /** The delta as the terminal shows it: both sides, then each cause with its share of the change. */
