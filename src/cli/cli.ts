@@ -10,6 +10,7 @@ import { gpusCommand, gpusSpec, modelsCommand, modelsSpec } from './commands/mod
 import { rulesCommand, rulesSpec } from './commands/rules';
 import { defaultsCommand, defaultsSpec } from './commands/defaults';
 import { diffCommand, diffSpec } from './commands/diff';
+import { migrateCommand, migrateSpec } from './commands/migrate';
 import { scanCommand, scanSpec } from './commands/scan';
 
 export { EXIT, UsageError, type Streams };
@@ -24,6 +25,7 @@ const COMMANDS: { spec: CommandSpec; run: (argv: string[], io: Streams) => numbe
   { spec: rulesSpec, run: rulesCommand },
   { spec: defaultsSpec, run: defaultsCommand },
   { spec: diffSpec, run: diffCommand },
+  { spec: migrateSpec, run: migrateCommand },
 ];
 
 export const USAGE = usage(COMMANDS.map((c) => c.spec));

@@ -56,7 +56,11 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
 
   context.subscriptions.push(
     log,
-    vscode.commands.registerCommand(COMMANDS.showLog, () => log.show()),
+    // With lines (a refactoring's notes): written to the log first.
+    vscode.commands.registerCommand(COMMANDS.showLog, (lines?: unknown) => {
+      if (Array.isArray(lines)) for (const l of lines) if (typeof l === 'string') log.info(l);
+      log.show(true);
+    }),
     vscode.commands.registerCommand(COMMANDS.openExample, () => openExample(distDir)),
     analyses,
     new Diagnostics(analyses, context.extensionUri),

@@ -5,6 +5,7 @@
 import type { FileFacts, WrapCall } from '../core/analysis/facts';
 import type { Estimate } from '../core/estimator/types';
 import type { ConfigReading } from '../core/frameworks/read';
+import type { Migration } from '../core/lint/migrate';
 import type { FrameworkPlan } from '../core/frameworks/types';
 import type { PlanChoices } from '../core/resolve/entryPlan';
 import type { JobCaller } from '../core/resolve/analyze';
@@ -138,6 +139,8 @@ export interface DocumentAnalysis {
   /** Set when the analysis stopped at its budget: why (the result is partial). */
   incomplete?: string;
   faults: Fault[];
+  /** The file's FSDP1 wraps rewritten for FSDP2 (a refactoring the user may choose), when it has any. */
+  migration?: Migration;
 }
 
 /** A message to the worker: a request with its id, or a notice. */

@@ -3,6 +3,7 @@
  * one project per workspace folder over the documents' unsaved text and the disk, and the last analysis of each
  * document (for the panel's what-if values). Every answer is plain data.
  */
+import { migrateToFsdp2 } from '../core/lint/migrate';
 import { checkTextSize } from '../core/analysis/input';
 import { emptyFacts, type WrapCall } from '../core/analysis/facts';
 import { analyzeDocument, type DocumentAnalysis as CoreAnalysis } from '../core/entry/analyze';
@@ -195,6 +196,10 @@ export class AnalysisService {
         : a.reading
       : undefined;
     const estimate = a.estimate ? plainEstimate(a.estimate) : undefined;
+    // A pure rewrite of the text, offered as a refactoring where the file has FSDP1 wraps.
+    const migration = a.facts.calls.some((c) => c.api === 'FSDP')
+      ? migrateToFsdp2(a.facts, req.text)
+      : undefined;
     const facts = { ...a.facts, calls: a.facts.calls.slice(0, EDITOR_CALLS) };
     const leftOut = callsLeftOut(a.facts.calls.length ? a.facts.calls : (estimate?.helperCalls ?? []));
     if (estimate?.helperCalls) estimate.helperCalls = estimate.helperCalls.slice(0, EDITOR_CALLS);
@@ -204,6 +209,7 @@ export class AnalysisService {
       ...(leftOut ? { callsLeftOut: leftOut } : {}),
       findings: a.findings,
       faults: a.faults,
+      ...(migration && (migration.edits.length || migration.skipped.length) ? { migration } : {}),
       ...(estimate ? { estimate } : {}),
       ...(a.incomplete ? { incomplete: a.incomplete } : {}),
       ...(reading

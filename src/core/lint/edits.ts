@@ -93,3 +93,40 @@ export function applyEdits(text: string, edits: TextEdit[]): string {
   for (const e of sorted) out = out.slice(0, e.start) + e.text + out.slice(e.end);
   return out;
 }
+
+/**
+ * The 0-based line after which new imports go: the last line of the file's last top-level import statement, a
+ * parenthesised one followed to its end; -1 when the file imports nothing before its code.
+ */
+export function lastImportLine(index: TextIndex, maxLines = 2000): number {
+  let after = -1;
+  let depth = 0;
+  let inImport = false;
+  const n = Math.min(index.lineCount(), maxLines);
+  let quote: string | null = null;
+  for (let line = 0; line < n; line++) {
+    const t = index.lineText(line);
+    // Inside a module docstring (or another top-level string) spread over lines.
+    if (quote) {
+      if (t.includes(quote)) quote = null;
+      continue;
+    }
+    const opens = /^[rRbBuU]?("""|''')/.exec(t)?.[1];
+    if (!inImport && opens && t.indexOf(opens, t.indexOf(opens) + 3) < 0) {
+      quote = opens;
+      continue;
+    }
+    if (!inImport) {
+      if (/^(import|from)\s/.test(t)) inImport = true;
+      else if (/^\S/.test(t) && !/^(#|"""|'''|if\b|try\b|except\b|else\b|elif\b|finally\b)/.test(t)) break;
+      else continue;
+    }
+    depth += (t.match(/\(/g)?.length ?? 0) - (t.match(/\)/g)?.length ?? 0);
+    if (depth <= 0 && !/\\\s*$/.test(t)) {
+      inImport = false;
+      depth = 0;
+      after = line;
+    }
+  }
+  return after;
+}

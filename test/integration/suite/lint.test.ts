@@ -146,6 +146,42 @@ describe('lint in the editor', () => {
     }
   });
 
+  it('offers the FSDP2 migration on an FSDP1 wrap, and the file analysed again is FSDP2 with the same units', async () => {
+    const editor = await open('lint/fsdp1_migrate.py');
+    const before = await eventually(
+      () => codeLenses(editor.document.uri),
+      (l) => l.some((x) => /GB/.test(x.command?.title ?? '')),
+      'lenses with numbers',
+    );
+    assert.ok(before.length > 0);
+    try {
+      const actions = await vscode.commands.executeCommand<vscode.CodeAction[]>(
+        'vscode.executeCodeActionProvider',
+        editor.document.uri,
+        new vscode.Range(12, 8, 12, 8),
+        vscode.CodeActionKind.RefactorRewrite.value,
+      );
+      const migrate = actions.find((a) => /^Migrate to FSDP2/.test(a.title));
+      assert.ok(migrate?.edit, actions.map((a) => a.title).join(' | '));
+      assert.match(migrate.title, /1 note in the log/);
+      assert.ok(await vscode.workspace.applyEdit(migrate.edit));
+      const text = editor.document.getText();
+      assert.match(
+        text,
+        /\nfor module in model\.modules\(\):\n {4}if isinstance\(module, LlamaDecoderLayer\):\n {8}fully_shard\(module, mp_policy=mp_policy\)\nfully_shard\(model, mp_policy=mp_policy\)\n$/,
+      );
+      // Analysed again: FSDP2 wraps, one lens per call, the root's unit count as before.
+      await eventually(
+        () => codeLenses(editor.document.uri),
+        (l) =>
+          l.some((x) => /fully_shard|FSDP2/.test(`${x.command?.title ?? ''} ${x.command?.tooltip ?? ''}`)),
+        'lenses of the FSDP2 wraps',
+      );
+    } finally {
+      await revert(editor);
+    }
+  });
+
   const fixes: [string, string, (text: string) => void][] = [
     [
       'fsdp002_bad.py',

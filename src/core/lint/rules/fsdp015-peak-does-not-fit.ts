@@ -4,7 +4,7 @@ import { fmtBytes, fmtCount } from '../../vocabulary/bytes';
 import { requiredBytes } from '../../estimator/fit';
 import { certainPeakBytes } from '../../estimator/estimate';
 import { setAnnotation } from '../annotationEdits';
-import { TextIndex } from '../edits';
+import { lastImportLine, TextIndex } from '../edits';
 import { configInputEdit } from '../configEdits';
 import { inputSpec } from '../../inputs/table';
 import { formatOf } from '../../frameworks/configDoc';
@@ -296,27 +296,6 @@ function codeCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
 
 /** The start of the line after the file's last top-level import statement, before any code. */
 function importPlace(index: TextIndex): Position | null {
-  let after = -1;
-  let depth = 0;
-  let inImport = false;
-  const n = Math.min(index.lineCount(), 400);
-  for (let line = 0; line < n; line++) {
-    const t = index.lineText(line);
-    if (!inImport) {
-      if (/^(import|from)\s/.test(t)) inImport = true;
-      else if (/^\s*(#.*)?$/.test(t) || /^("""|''')/.test(t) || /^(if|try|except|else)\b/.test(t)) continue;
-      else if (/^\S/.test(t)) break;
-      else continue;
-    }
-    if (inImport) {
-      depth += (t.match(/\(/g)?.length ?? 0) - (t.match(/\)/g)?.length ?? 0);
-      if (depth <= 0 && !/\\\s*$/.test(t)) {
-        inImport = false;
-        depth = 0;
-        after = line;
-      }
-    }
-  }
-  if (after < 0 || after + 1 >= index.lineCount()) return null;
-  return { line: after + 1, character: 0 };
+  const after = lastImportLine(index, 400);
+  return after < 0 || after + 1 >= index.lineCount() ? null : { line: after + 1, character: 0 };
 }
