@@ -66,6 +66,16 @@ describe('FSDP1 to FSDP2', () => {
     );
     assert.match(hybrid.after, /fully_shard\(model, mesh=mesh\)/);
     assert.match(hybrid.after, /^from torch\.distributed\.device_mesh import init_device_mesh$/m);
+    // A device_mesh FSDP1 was given is FSDP2's mesh as it is.
+    const given = await migrate(['model = FSDP(model, auto_wrap_policy=policy, device_mesh=dp_mesh)']);
+    assert.match(given.after, /fully_shard\(model, mesh=dp_mesh\)\n$/);
+    const init = await migrate([
+      'model = FSDP(model, auto_wrap_policy=policy, param_init_fn=lambda m: m.to_empty(device="cuda"))',
+    ]);
+    assert.match(
+      init.m.skipped[0]!,
+      /param_init_fn has no FSDP2 form: after fully_shard, call model\.to_empty/,
+    );
   });
 
   it('leaves what it cannot carry over faithfully, and names the FSDP1 calls left to the user', async () => {

@@ -114,9 +114,19 @@ function rewrite(
     'sharding_strategy',
     'mixed_precision',
     'cpu_offload',
+    'device_mesh',
     ...Object.keys(DROPPED),
   ]);
   const unknown = Object.keys(o).filter((k) => !known.has(k));
+  // What needs the user's hand, with what FSDP2 does instead.
+  const HAND: Record<string, string> = {
+    param_init_fn:
+      'param_init_fn has no FSDP2 form: after fully_shard, call model.to_empty(device="cuda") and initialize or load the weights as param_init_fn did',
+    ignored_modules:
+      'ignored_modules has no FSDP2 form here: leave those modules out of the fully_shard calls, or pass their parameters as the ignored_params of fully_shard where your PyTorch release has it',
+  };
+  const hand = unknown.filter((k) => HAND[k]);
+  if (hand.length) return { skip: hand.map((k) => HAND[k]).join('; ') };
   if (unknown.length)
     return {
       skip: `${unknown.join(', ')} ${unknown.length > 1 ? 'have' : 'has'} no FSDP2 form the rewrite knows`,
@@ -146,7 +156,10 @@ function rewrite(
     return {
       skip: 'NO_SHARD has no FSDP2 form: replicate with DDP (or torch.distributed._composable.replicate)',
     };
-  if (strategy === 'HYBRID_SHARD' || strategy === '_HYBRID_SHARD_ZERO2') {
+  // FSDP1's `device_mesh` (1-D, or 2-D replicate x shard for the hybrid strategies) is FSDP2's `mesh`, as it is.
+  const given = o.device_mesh?.text;
+  if (given) kwargs.push(`mesh=${given}`);
+  else if (strategy === 'HYBRID_SHARD' || strategy === '_HYBRID_SHARD_ZERO2') {
     // FSDP1 shards within each node and replicates across nodes: a 2-D mesh of nodes x GPUs per node.
     mesh = true;
     kwargs.push('mesh=mesh');
