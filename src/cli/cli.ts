@@ -11,6 +11,7 @@ import { rulesCommand, rulesSpec } from './commands/rules';
 import { defaultsCommand, defaultsSpec } from './commands/defaults';
 import { diffCommand, diffSpec } from './commands/diff';
 import { migrateCommand, migrateSpec } from './commands/migrate';
+import { fitCommand, fitSpec } from './commands/fit';
 import { scanCommand, scanSpec } from './commands/scan';
 
 export { EXIT, UsageError, type Streams };
@@ -26,6 +27,7 @@ const COMMANDS: { spec: CommandSpec; run: (argv: string[], io: Streams) => numbe
   { spec: defaultsSpec, run: defaultsCommand },
   { spec: diffSpec, run: diffCommand },
   { spec: migrateSpec, run: migrateCommand },
+  { spec: fitSpec, run: fitCommand },
 ];
 
 export const USAGE = usage(COMMANDS.map((c) => c.spec));

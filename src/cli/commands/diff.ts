@@ -1,17 +1,14 @@
 /** `fsdp-lens diff A B`: why the peak, the state and the traffic differ between two versions of a job. */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
-import { scanText } from '../../core/analysis/input';
-import { analyzeDocument, scanContext } from '../../core/entry/analyze';
 import type { EstimateResult } from '../../core/resolve/analyze';
-import { projectAt } from '../../core/project/project';
 import { estimateDelta, type EstimateDelta } from '../../core/whatif/delta';
 import { fmtBytes } from '../../core/vocabulary/bytes';
 import { isConfigPath } from '../../core/vocabulary/files';
 import { loadPython } from '../../host/grammar';
 import { fileAtRevision } from '../../host/gitRevision';
 import { parseOptions } from '../args';
-import { commandLineHost, readConfigFile, readPythonFile } from '../files';
+import { estimateOfFile } from '../analyzeFile';
+import { readConfigFile, readPythonFile } from '../files';
 import { EXIT_TEXT } from '../help';
 import { EXIT, UsageError, type Streams } from '../io';
 import type { CommandSpec } from '../spec';
@@ -63,34 +60,16 @@ export async function diffCommand(argv: string[], io: Streams): Promise<number> 
     return EXIT.usage;
   }
   const grammar = await loadPython();
-  const results: EstimateResult[] = [];
+  const results: Extract<EstimateResult, { ok: true }>[] = [];
   for (const { file, label, read } of sides) {
-    const abs = path.resolve(file);
-    const { host, projectRoot } = commandLineHost(abs, []);
-    const project = projectRoot ? projectAt(projectRoot, grammar, host) : undefined;
-    try {
-      const facts = isConfigPath(abs)
-        ? undefined
-        : scanText(grammar, abs, read.text, scanContext(project, abs, undefined));
-      const a = analyzeDocument(
-        grammar,
-        { file: abs, text: read.text, ...(facts ? { facts } : {}) },
-        { lint: null, estimate: { host, ...(project ? { project } : {}) } },
-      );
-      const r = a.estimate;
-      if (!r?.ok) {
-        const why =
-          r?.reason ??
-          (a.reading?.kind === 'problem' ? a.reading.problem.message : 'it has nothing to estimate');
-        io.err.write(`fsdp-lens: ${label}: no estimate: ${why}\n`);
-        return r && !r.ok && r.unknownModel ? EXIT.unknownModel : EXIT.usage;
-      }
-      results.push(r);
-    } finally {
-      project?.dispose();
+    const r = estimateOfFile(grammar, file, read.text);
+    if (!r.ok) {
+      io.err.write(`fsdp-lens: ${label}: no estimate: ${r.reason}\n`);
+      return r.unknownModel ? EXIT.unknownModel : EXIT.usage;
     }
+    results.push(r.result);
   }
-  const [a, b] = results as [Extract<EstimateResult, { ok: true }>, Extract<EstimateResult, { ok: true }>];
+  const [a, b] = results as [(typeof results)[0], (typeof results)[0]];
   const delta = estimateDelta(a.estimate, b.estimate, (change) => {
     try {
       return a.whatIf.run(change);

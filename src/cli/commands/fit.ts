@@ -1,0 +1,111 @@
+/** `fsdp-lens fit FILE`: the largest micro-batch and sequence that fit, the fewest GPUs, the cheapest fixes. */
+import { advise } from '../../core/whatif/advice';
+import { largestFitting, stepSeconds, type Largest } from '../../core/whatif/solve';
+import type { WhatIf } from '../../core/whatif/model';
+import type { Estimate } from '../../core/estimator/types';
+import { fmtBytes, fmtCount } from '../../core/vocabulary/bytes';
+import { wholeNodesText } from '../../core/vocabulary/words';
+import { isConfigPath } from '../../core/vocabulary/files';
+import { loadPython } from '../../host/grammar';
+import { parseOptions } from '../args';
+import { estimateOfFile } from '../analyzeFile';
+import { readConfigFile, readPythonFile } from '../files';
+import { EXIT_TEXT } from '../help';
+import { EXIT, UsageError, type Streams } from '../io';
+import type { CommandSpec } from '../spec';
+
+/** The largest micro-batch and sequence searched. */
+const MAX_MICRO_BATCH = 4096;
+const MAX_SEQ = 1 << 21;
+
+export const fitSpec = {
+  name: 'fit',
+  args: 'FILE',
+  summary:
+    'What fits the target GPU: the largest micro-batch and sequence, the fewest GPUs, the cheapest fixes.',
+  about:
+    "The largest micro-batch (at the file's sequence) and the longest sequence (at its micro-batch) whose estimate fits, each checked against the next value's, which does not; the smallest world size that fits, on whole nodes too; and the changes that make the plan fit, cheapest first by the step time they lead to (compute with recomputation, and transfers left exposed).",
+  options: { json: { type: 'boolean' } },
+  flags: () => [{ flag: '--json', text: 'The answers as JSON.' }],
+  examples: [{ line: 'fsdp-lens fit train.py', does: 'How far the job can grow, and what makes it fit.' }],
+  exits: { ok: EXIT_TEXT.ok, usage: EXIT_TEXT.usage, unknownModel: EXIT_TEXT.unknownModel },
+} satisfies CommandSpec;
+
+export async function fitCommand(argv: string[], io: Streams): Promise<number> {
+  const { values, positionals } = parseOptions(argv, fitSpec);
+  if (positionals.length !== 1) throw new UsageError('fit takes one FILE');
+  const file = positionals[0]!;
+  const read = isConfigPath(file) ? readConfigFile(file) : readPythonFile(file);
+  if ('error' in read) {
+    io.err.write(`fsdp-lens: ${read.error}\n`);
+    return EXIT.usage;
+  }
+  const r = estimateOfFile(await loadPython(), file, read.text);
+  if (!r.ok) {
+    io.err.write(`fsdp-lens: ${file}: no estimate: ${r.reason}\n`);
+    return r.unknownModel ? EXIT.unknownModel : EXIT.usage;
+  }
+  const { result } = r;
+  const e = result.estimate;
+  const run = (w: WhatIf): Estimate | undefined => {
+    try {
+      return result.whatIf.run(w);
+    } catch {
+      return undefined;
+    }
+  };
+  const micro = largestFitting(run, 'microBatch', e.setup.microBatch, MAX_MICRO_BATCH);
+  const seq = largestFitting(run, 'seqLen', e.setup.seqLen, MAX_SEQ);
+  const min = result.minGpus;
+  // The changes the advice compares, each re-estimated for its step time; those that fit, cheapest first.
+  const fixes = advise(result.whatIf, {}, e)
+    .filter((a) => a.id === 'fit')
+    .flatMap((a) => a.options)
+    .filter((o) => o.verdict === 'fits' && o.whatIf)
+    .map((o) => ({
+      label: o.whatIf!.gpu ? `on ${o.label}` : o.label,
+      peakBytes: o.peakBytes,
+      est: run(o.whatIf!),
+    }))
+    .filter((o): o is { label: string; peakBytes: number; est: Estimate } => !!o.est)
+    .map((o) => ({ label: o.label, peakBytes: o.peakBytes, stepSeconds: stepSeconds(o.est) }))
+    .sort((a, b) => a.stepSeconds - b.stepSeconds);
+  const answer = {
+    target: {
+      gpu: e.gpu.name,
+      worldSize: e.mesh.worldSize,
+      verdict: e.targetFit?.verdict ?? null,
+      stepSeconds: stepSeconds(e),
+    },
+    largestMicroBatch: micro,
+    longestSequence: seq,
+    smallestWorldSize: min.worldSize,
+    ...(min.wholeNodes ? { smallestWholeNodes: min.wholeNodes } : {}),
+    fixes,
+  };
+  if (values.json) {
+    io.out.write(`${JSON.stringify(answer, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  const largest = (what: string, l: Largest | null, unit: string, at: string) =>
+    l
+      ? `${what}: ${fmtCount(l.value)}${unit} ${at}${l.nextNeedsBytes !== null ? ` (${fmtCount(l.value + 1)} needs ${fmtBytes(l.nextNeedsBytes)})` : `, the most searched`}`
+      : `${what}: none fits, or the fit is undecided ${at}`;
+  const lines = [
+    `${e.mesh.worldSize} x ${e.gpu.name}, now: ${answer.target.verdict ?? 'no verdict'} (micro-batch ${e.setup.microBatch}, sequence ${fmtCount(e.setup.seqLen)})`,
+    largest('Largest micro-batch', micro, '', `at sequence ${fmtCount(e.setup.seqLen)}`),
+    largest('Longest sequence', seq, ' tokens', `at micro-batch ${e.setup.microBatch}`),
+    min.worldSize !== null
+      ? `Smallest world size: ${min.worldSize} GPU${min.worldSize === 1 ? '' : 's'}${wholeNodesText(min, ' (')}${min.wholeNodes ? ')' : ''}`
+      : `Smallest world size: ${min.reason ?? 'none fits'}`,
+  ];
+  if (fixes.length) {
+    lines.push('Changes that make it fit, cheapest step first:');
+    for (const f of fixes)
+      lines.push(
+        `  ${f.label.padEnd(36)} step ${f.stepSeconds.toFixed(2)} s (now ${answer.target.stepSeconds.toFixed(2)} s), peak ${fmtBytes(f.peakBytes)}`,
+      );
+  }
+  io.out.write(`${lines.join('\n')}\n`);
+  return EXIT.ok;
+}
