@@ -25,6 +25,7 @@ const wasmFiles = [
 const runtimeFiles = [
   ...wasmFiles,
   path.join(root, 'python', 'fsdp_lens_measure.py'),
+  path.join(root, 'python', 'fsdp_lens_probe.py'),
   path.join(root, 'examples', 'train_llama_fsdp2.py'),
 ];
 

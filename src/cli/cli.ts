@@ -12,6 +12,7 @@ import { defaultsCommand, defaultsSpec } from './commands/defaults';
 import { diffCommand, diffSpec } from './commands/diff';
 import { migrateCommand, migrateSpec } from './commands/migrate';
 import { fitCommand, fitSpec } from './commands/fit';
+import { calibrateCommand, calibrateSpec } from './commands/calibrate';
 import { scanCommand, scanSpec } from './commands/scan';
 
 export { EXIT, UsageError, type Streams };
@@ -28,6 +29,7 @@ const COMMANDS: { spec: CommandSpec; run: (argv: string[], io: Streams) => numbe
   { spec: diffSpec, run: diffCommand },
   { spec: migrateSpec, run: migrateCommand },
   { spec: fitSpec, run: fitCommand },
+  { spec: calibrateSpec, run: calibrateCommand },
 ];
 
 export const USAGE = usage(COMMANDS.map((c) => c.spec));

@@ -24,6 +24,7 @@ const SHIPPED = [
   'README.md',
   'dist/cli.js',
   'dist/fsdp_lens_measure.py',
+  'dist/fsdp_lens_probe.py',
   'dist/tree-sitter-python.wasm',
   'dist/web-tree-sitter.wasm',
   'package.json',
