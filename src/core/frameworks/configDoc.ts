@@ -273,10 +273,12 @@ export function setupFrom(doc: ConfigDoc): {
     if (EDITABLE.has(k) && typeof v === 'number' && (written === undefined || typeof written === 'number'))
       keys[k] = path;
     // A value the file does not write is the framework's default, and said so.
+    // (A reader whose `where` already says so, torchtitan's Python registry, keeps its words.)
+    const w = doc.where(path);
     details[k] =
-      doc.line(path) === undefined
-        ? `the framework's default: ${path.join('.')} is not set in ${doc.where(path)}`
-        : doc.where(path);
+      doc.line(path) === undefined && !/\s/.test(w)
+        ? `the framework's default: ${path.join('.')} is not set in ${w}`
+        : w;
   };
   return { values, details, keys, set };
 }
