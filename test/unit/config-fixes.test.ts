@@ -374,6 +374,31 @@ describe('FSDP015 sets the micro-batch or the world size where the configuration
     assert.equal(again.estimate.estimate.targetFit?.verdict, 'fits');
   });
 
+  it('torchtune: a halved max_seq_len where even one sequence does not fit', async () => {
+    // Llama 3.1 8B without checkpointing, 1 x 16,384 tokens on 8 x H100: the activations alone overflow.
+    const text = [
+      '# fsdp: gpu=h100-sxm-80gb world_size=8',
+      'model:',
+      '  _component_: torchtune.models.llama3_1.llama3_1_8b',
+      'tokenizer:',
+      '  _component_: torchtune.models.llama3.llama3_tokenizer',
+      '  max_seq_len: 16384',
+      'batch_size: 1',
+      'enable_activation_checkpointing: False',
+      'dtype: bf16',
+      '',
+    ].join('\n');
+    const { f, analyse } = await findingOf('8B_full.yaml', text);
+    const fix = f.fixes.find((x) => x.title.startsWith('Sequence'));
+    assert.ok(fix, f.fixes.map((x) => x.title).join('; '));
+    const s = Number(/^Sequence (\d+): max_seq_len: \1 \(fits/.exec(fix.title)?.[1]);
+    assert.ok(s >= 128 && s < 16384 && (16384 / s) % 2 === 0, fix.title);
+    const again = analyse(applyEdits(text, fix.edits));
+    assert.ok(again.estimate?.ok);
+    assert.equal(again.estimate.estimate.setup.seqLen, s);
+    assert.equal(again.estimate.estimate.targetFit?.verdict, 'fits');
+  });
+
   it('Accelerate: num_processes set to the fewest GPUs that fit', async () => {
     // Llama 3.1 70B in fp32 with AdamW on 2 GPUs: 16 B x 70.6B / 2 = 565 GB each; more GPUs shrink it.
     const text =

@@ -30,7 +30,7 @@ isinstance(m, Block))\` before \`fully_shard\` (with its import), or at the
 framework configuration's own key (Accelerate's \`fsdp_activation_checkpointing\`, torchtune's
 \`enable_activation_checkpointing\`, axolotl's \`gradient_checkpointing\`, llm-foundry's
 \`fsdp_config.activation_checkpointing\`, torchtitan's \`[activation_checkpoint] mode\`, an argument file's
-\`gradient_checkpointing\`); the largest halved micro-batch and the fewest GPUs that fit, written where the job
+\`gradient_checkpointing\`); the largest halved micro-batch, a halved sequence and the fewest GPUs that fit, written where the job
 takes them from (a configuration's own key, such as torchtune's \`batch_size\` or Accelerate's
 \`num_processes\`), or as the file's \`# fsdp:\` annotation when the value is a default. No fix writes a value
 that something above the file (an annotation, a flag, a setting, another file) decides. The target GPU, world
@@ -126,6 +126,14 @@ function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
       break;
     }
   }
+  // A shorter sequence that fits, halving down to 128 tokens (it changes what the job trains on: offered last).
+  for (let s = Math.floor(e.setup.seqLen / 2); s >= 128 && whatIf; s = Math.floor(s / 2)) {
+    const fix = inputFix(ctx, e, 'seqLen', s, `Sequence ${s}`);
+    if (fix !== undefined) {
+      if (fix) fixes.push(fix);
+      break;
+    }
+  }
   if (fewest !== null && whatIf) {
     const fix = inputFix(ctx, e, 'worldSize', fewest, `${fewest} GPUs, the fewest that fit`);
     if (fix) fixes.push(fix);
@@ -164,7 +172,7 @@ function configCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
 function inputFix(
   ctx: RuleContext,
   e: Estimate,
-  input: 'microBatch' | 'worldSize',
+  input: 'microBatch' | 'seqLen' | 'worldSize',
   value: number,
   label: string,
 ): Fix | null | undefined {
