@@ -414,3 +414,47 @@ describe('FSDP015 sets the micro-batch or the world size where the configuration
     assert.equal(again.estimate.estimate.targetFit?.verdict, 'fits');
   });
 });
+
+describe('FSDP015 reshards units kept gathered after forward', () => {
+  it('reshard_after_forward=False written True where that makes the plan fit', async () => {
+    // Llama 3.1 8B over 5 x A100 40 GB at 1 x 2,048 with every layer checkpointed: 32 layers kept gathered
+    // (bf16, 436 MB each) overflow the card; resharded after forward, only the running one and the next are.
+    const text = [
+      '# fsdp: world_size=5 gpu=a100-40gb seq_len=2048 micro_batch=1',
+      'import torch',
+      'from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy',
+      'from transformers import AutoModelForCausalLM',
+      'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B")',
+      'model.gradient_checkpointing_enable()',
+      'mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)',
+      'for layer in model.model.layers:',
+      '    fully_shard(layer, mp_policy=mp, reshard_after_forward=False)',
+      'fully_shard(model, mp_policy=mp)',
+      '',
+    ].join('\n');
+    const dir = tempDir('reshard-fix-');
+    const file = path.join(dir, 'train.py');
+    const g = await grammar();
+    const project = new Project([dir], g, diskFS);
+    const analyse = (t: string) =>
+      analyzeDocument(g, { file, text: t }, { lint: DEFAULT_LINT_OPTIONS, estimate: { project } });
+    const f = analyse(text).findings.find((x) => x.rule === 'FSDP015');
+    assert.ok(f);
+    const fix = f.fixes.find((x) => x.title.startsWith('Reshard after forward'));
+    assert.ok(fix, f.fixes.map((x) => x.title).join('; '));
+    assert.match(fix.title, /^Reshard after forward: reshard_after_forward=True \(fits/);
+    const after = applyEdits(text, fix.edits);
+    assert.match(after, /fully_shard\(layer, mp_policy=mp, reshard_after_forward=True\)/);
+    const again = analyse(after);
+    assert.ok(again.estimate?.ok);
+    assert.equal(again.estimate.estimate.targetFit?.verdict, 'fits');
+    // An annotation fix rewrites the alias the file writes (seq_len=), not a second one beside it.
+    const seq = f.fixes.find((x) => x.title.startsWith('Sequence'));
+    assert.ok(seq);
+    assert.match(seq.title, /# fsdp: seq_len=1024/);
+    assert.match(
+      applyEdits(text, seq.edits),
+      /^# fsdp: world_size=5 gpu=a100-40gb seq_len=1024 micro_batch=1$/m,
+    );
+  });
+});

@@ -24,6 +24,8 @@ export interface PlanChanges {
    * `reshard_after_forward=False` everywhere) or HYBRID_SHARD (shard within a node, replicate across nodes).
    */
   strategy?: 'FULL_SHARD' | 'SHARD_GRAD_OP' | 'HYBRID_SHARD';
+  /** FSDP2: every unit but the root resharded after forward, whatever its `reshard_after_forward` says. */
+  reshardAll?: true;
 }
 
 /** A what-if: any inputs of the table changed, and changes of the plan. Everything else stays as the file says. */
@@ -62,7 +64,7 @@ export class WhatIfModel {
 
   /** The setup and plan a what-if makes, with the ownership to estimate them with. */
   private changed(w: WhatIf): { setup: TrainingSetup; plan: Plan; ownership: Ownership } {
-    const { blocksPerUnit, strategy, ...inputs } = w;
+    const { blocksPerUnit, strategy, reshardAll, ...inputs } = w;
     const setup: TrainingSetup = { ...this.input.setup };
     for (const [k, v] of Object.entries(inputs))
       if (v !== undefined) (setup as Record<string, unknown>)[k] = v;
@@ -75,6 +77,7 @@ export class WhatIfModel {
     const k = Math.max(1, Math.floor(blocksPerUnit ?? 1));
     const regrouped = k === 1 ? { plan: this.input.plan, ownership: this.base } : this.regrouped(k);
     let plan = regrouped.plan;
+    let ownership = regrouped.ownership;
     if (strategy) {
       const hybridNow = isHybrid(plan.strategy) || setup.replicas > 1;
       if (strategy === 'HYBRID_SHARD') {
@@ -85,7 +88,15 @@ export class WhatIfModel {
         if (plan.strategy !== strategy) plan = { ...plan, strategy };
       }
     }
-    return { setup, plan, ownership: regrouped.ownership };
+    // Every unit but the root resharded after forward (FSDP2 `reshard_after_forward=True` where the code keeps some
+    // gathered); the units' parameters are unchanged.
+    if (reshardAll && plan.api === 'fsdp2') {
+      const resharded = <T extends { isRoot: boolean }>(u: T): T =>
+        u.isRoot ? u : { ...u, reshardAfterForward: true };
+      plan = { ...plan, units: plan.units.map(resharded) };
+      ownership = { ...ownership, units: ownership.units.map(resharded) };
+    }
+    return { setup, plan, ownership };
   }
 
   /** The estimate under a what-if. Throws MeshError when the what-if makes a mesh PyTorch refuses. */

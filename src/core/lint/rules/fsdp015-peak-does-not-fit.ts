@@ -30,7 +30,9 @@ isinstance(m, Block))\` before \`fully_shard\` (with its import), or at the
 framework configuration's own key (Accelerate's \`fsdp_activation_checkpointing\`, torchtune's
 \`enable_activation_checkpointing\`, axolotl's \`gradient_checkpointing\`, llm-foundry's
 \`fsdp_config.activation_checkpointing\`, torchtitan's \`[activation_checkpoint] mode\`, an argument file's
-\`gradient_checkpointing\`); the largest halved micro-batch, a halved sequence and the fewest GPUs that fit, written where the job
+\`gradient_checkpointing\`); units kept gathered after forward resharded (\`reshard_after_forward=False\` written \`True\`, FSDP1's
+\`SHARD_GRAD_OP\` written \`FULL_SHARD\`); the largest halved micro-batch, a halved sequence and the fewest GPUs
+that fit, written where the job
 takes them from (a configuration's own key, such as torchtune's \`batch_size\` or Accelerate's
 \`num_processes\`), or as the file's \`# fsdp:\` annotation when the value is a default. No fix writes a value
 that something above the file (an annotation, a flag, a setting, another file) decides. The target GPU, world
@@ -118,6 +120,8 @@ function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
     const fix = configCheckpointingFix(ctx, e) ?? (decidedAbove ? null : codeCheckpointingFix(ctx, e));
     if (fix) fixes.push(fix);
   }
+  const reshard = whatIf ? reshardFix(ctx) : null;
+  if (reshard) fixes.push(reshard);
   // A smaller micro-batch that fits: the largest of half, a quarter, ... of the current one.
   for (let m = Math.floor(e.setup.microBatch / 2); m >= 1 && whatIf; m = m === 1 ? 0 : Math.floor(m / 2)) {
     const fix = inputFix(ctx, e, 'microBatch', m, `Micro-batch ${m}`);
@@ -184,7 +188,9 @@ function inputFix(
     : null;
   if (cfg) return { title: `${label}: ${cfg.written} (${shown})`, edits: [cfg.edit] };
   const kind = e.assumptions.find((a) => a.key === input)?.source.kind;
-  const key = inputSpec(input).keys?.[0];
+  // The alias the file's annotation already writes (`seq_len=`, `seq=`), so the edit replaces it.
+  const keys = inputSpec(input).keys ?? [];
+  const key = keys.find((k) => ctx.facts.annotations.some((a) => a.values[k] !== undefined)) ?? keys[0];
   if (!key || (kind !== 'default' && kind !== 'annotation') || formatOf(ctx.facts.path) === 'json')
     return null;
   const edit = setAnnotation(ctx.text, key, String(value));
@@ -306,4 +312,47 @@ function codeCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
 function importPlace(index: TextIndex): Position | null {
   const after = lastImportLine(index, 400);
   return after < 0 || after + 1 >= index.lineCount() ? null : { line: after + 1, character: 0 };
+}
+
+/**
+ * Units kept gathered from forward to backward resharded instead, where the code says so inline: FSDP2's
+ * `reshard_after_forward=False` written `True`, FSDP1's `ShardingStrategy.SHARD_GRAD_OP` (and
+ * `_HYBRID_SHARD_ZERO2`) written `FULL_SHARD` (`HYBRID_SHARD`). Each unit then frees its gathered parameters after
+ * its forward and gathers them again in backward (`FSDPParamGroup.post_forward` reshards), as the what-if's
+ * FULL_SHARD re-estimates: offered only when every such wrap can be edited and the plan then fits.
+ */
+function reshardFix(ctx: RuleContext): Fix | null {
+  const onPath = ctx.facts.calls.filter((c) => !c.offByDefault && !c.neverRuns && !c.incomplete);
+  const edits: TextEdit[] = [];
+  let written = '';
+  for (const c of onPath) {
+    const r = c.options.reshard_after_forward;
+    const s = c.options.sharding_strategy;
+    // An int (a 1/k slice kept) or a value not read stays as it is: the preview would not be this edit's.
+    if (r && r.value !== false && r.value !== true) return null;
+    if (r && r.value === false) {
+      if (r.via || r.text.trim() !== 'False') return null;
+      edits.push({ range: r.range, newText: 'True' });
+      written = 'reshard_after_forward=True';
+    } else if (s && (s.value === 'SHARD_GRAD_OP' || s.value === '_HYBRID_SHARD_ZERO2')) {
+      const to = s.value === 'SHARD_GRAD_OP' ? 'FULL_SHARD' : 'HYBRID_SHARD';
+      if (s.via || !s.text.endsWith(String(s.value))) return null;
+      edits.push({
+        range: {
+          start: { line: s.range.end.line, character: s.range.end.character - String(s.value).length },
+          end: s.range.end,
+        },
+        newText: to,
+      });
+      written = `ShardingStrategy.${to}`;
+    }
+  }
+  if (!edits.length) return null;
+  const after = ctx.model?.whatIf?.(
+    written.startsWith('reshard')
+      ? { reshardAll: true }
+      : { strategy: written.startsWith('ShardingStrategy.HYBRID') ? 'HYBRID_SHARD' : 'FULL_SHARD' },
+  );
+  if (after?.targetFit?.verdict !== 'fits') return null;
+  return { title: `Reshard after forward: ${written} (${preview(after)})`, edits };
 }
