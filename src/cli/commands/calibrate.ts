@@ -2,11 +2,8 @@
 import * as fs from 'node:fs';
 import { compareMeasured, readMeasuredRun, type PhaseComparison } from '../../core/report/measured';
 import { fmtBytes } from '../../core/vocabulary/bytes';
-import { isConfigPath } from '../../core/vocabulary/files';
-import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';
-import { estimateOfFile } from '../analyzeFile';
-import { readConfigFile, readPythonFile } from '../files';
+import { estimateOnDisk } from '../analyzeFile';
 import { EXIT_TEXT } from '../help';
 import { EXIT, UsageError, type Streams } from '../io';
 import type { CommandSpec } from '../spec';
@@ -46,17 +43,9 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
     io.err.write(`fsdp-lens: ${runFile}: ${run.error}\n`);
     return EXIT.usage;
   }
-  const read = isConfigPath(file) ? readConfigFile(file) : readPythonFile(file);
-  if ('error' in read) {
-    io.err.write(`fsdp-lens: ${read.error}\n`);
-    return EXIT.usage;
-  }
-  const r = estimateOfFile(await loadPython(), file, read.text);
-  if (!r.ok) {
-    io.err.write(`fsdp-lens: ${file}: no estimate: ${r.reason}\n`);
-    return r.unknownModel ? EXIT.unknownModel : EXIT.usage;
-  }
-  const e = r.result.estimate;
+  const result = await estimateOnDisk(file, io);
+  if (typeof result === 'number') return result;
+  const e = result.estimate;
   const c = compareMeasured(e, run);
   if (values.json) {
     io.out.write(

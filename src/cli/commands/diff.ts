@@ -3,12 +3,10 @@ import * as fs from 'node:fs';
 import type { EstimateResult } from '../../core/resolve/analyze';
 import { estimateDelta, type EstimateDelta } from '../../core/whatif/delta';
 import { fmtBytes } from '../../core/vocabulary/bytes';
-import { isConfigPath } from '../../core/vocabulary/files';
 import { loadPython } from '../../host/grammar';
 import { fileAtRevision } from '../../host/gitRevision';
 import { parseOptions } from '../args';
-import { estimateOfFile } from '../analyzeFile';
-import { readConfigFile, readPythonFile } from '../files';
+import { estimateOfFile, readInputFile, whatIfOf } from '../analyzeFile';
 import { EXIT_TEXT } from '../help';
 import { EXIT, UsageError, type Streams } from '../io';
 import type { CommandSpec } from '../spec';
@@ -70,13 +68,7 @@ export async function diffCommand(argv: string[], io: Streams): Promise<number> 
     results.push(r.result);
   }
   const [a, b] = results as [(typeof results)[0], (typeof results)[0]];
-  const delta = estimateDelta(a.estimate, b.estimate, (change) => {
-    try {
-      return a.whatIf.run(change);
-    } catch {
-      return undefined;
-    }
-  });
+  const delta = estimateDelta(a.estimate, b.estimate, whatIfOf(a));
   if (values.json) io.out.write(`${JSON.stringify(delta, null, 2)}\n`);
   else io.out.write(deltaText(delta, [sides[0]!.label, sides[1]!.label]));
   if (limit === undefined) return EXIT.ok;
@@ -91,7 +83,7 @@ export async function diffCommand(argv: string[], io: Streams): Promise<number> 
 async function sidesOf(
   args: string[],
 ): Promise<{ file: string; label: string; read: { text: string } }[] | { error: string }> {
-  const readFile = (f: string) => (isConfigPath(f) ? readConfigFile(f) : readPythonFile(f));
+  const readFile = readInputFile;
   const atRevision = async (rev: string, file: string) => {
     const r = await fileAtRevision(file, rev);
     return 'error' in r

@@ -21,7 +21,8 @@ import { estimateFlags, EXIT_TEXT } from '../help';
 import type { CommandSpec } from '../spec';
 import { EXIT, reportGaps, UsageError, type Streams } from '../io';
 import { didYouMean } from '../../core/vocabulary/suggest';
-import { commandLineHost, readConfigFile, readPythonFile } from '../files';
+import { commandLineHost } from '../files';
+import { readInputFile } from '../analyzeFile';
 import { analyzeDocument, scanContext } from '../../core/entry/analyze';
 import { isConfigPath } from '../../core/vocabulary/files';
 
@@ -143,7 +144,7 @@ export async function estimateCommand(argv: string[], io: Streams): Promise<numb
 
   const file = positionals[0];
   if (!file && !model) throw new UsageError('estimate needs a FILE, --model ORG/NAME or --config PATH');
-  const read = file ? (isConfigPath(file) ? readConfigFile(file) : readPythonFile(file)) : { text: '' };
+  const read = file ? readInputFile(file) : { text: '' };
   if ('error' in read) {
     io.err.write(`fsdp-lens: ${read.error}\n`);
     return EXIT.usage;

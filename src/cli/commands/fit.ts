@@ -1,15 +1,10 @@
 /** `fsdp-lens fit FILE`: the largest micro-batch and sequence that fit, the fewest GPUs, the cheapest fixes. */
 import { advise } from '../../core/whatif/advice';
 import { largestFitting, stepSeconds, type Largest } from '../../core/whatif/solve';
-import type { WhatIf } from '../../core/whatif/model';
-import type { Estimate } from '../../core/estimator/types';
 import { fmtBytes, fmtCount } from '../../core/vocabulary/bytes';
 import { wholeNodesText } from '../../core/vocabulary/words';
-import { isConfigPath } from '../../core/vocabulary/files';
-import { loadPython } from '../../host/grammar';
 import { parseOptions } from '../args';
-import { estimateOfFile } from '../analyzeFile';
-import { readConfigFile, readPythonFile } from '../files';
+import { estimateOnDisk, whatIfOf } from '../analyzeFile';
 import { EXIT_TEXT } from '../help';
 import { EXIT, UsageError, type Streams } from '../io';
 import type { CommandSpec } from '../spec';
@@ -34,26 +29,10 @@ export const fitSpec = {
 export async function fitCommand(argv: string[], io: Streams): Promise<number> {
   const { values, positionals } = parseOptions(argv, fitSpec);
   if (positionals.length !== 1) throw new UsageError('fit takes one FILE');
-  const file = positionals[0]!;
-  const read = isConfigPath(file) ? readConfigFile(file) : readPythonFile(file);
-  if ('error' in read) {
-    io.err.write(`fsdp-lens: ${read.error}\n`);
-    return EXIT.usage;
-  }
-  const r = estimateOfFile(await loadPython(), file, read.text);
-  if (!r.ok) {
-    io.err.write(`fsdp-lens: ${file}: no estimate: ${r.reason}\n`);
-    return r.unknownModel ? EXIT.unknownModel : EXIT.usage;
-  }
-  const { result } = r;
+  const result = await estimateOnDisk(positionals[0]!, io);
+  if (typeof result === 'number') return result;
   const e = result.estimate;
-  const run = (w: WhatIf): Estimate | undefined => {
-    try {
-      return result.whatIf.run(w);
-    } catch {
-      return undefined;
-    }
-  };
+  const run = whatIfOf(result);
   const micro = largestFitting(run, 'microBatch', e.setup.microBatch, MAX_MICRO_BATCH);
   const seq = largestFitting(run, 'seqLen', e.setup.seqLen, MAX_SEQ);
   const min = result.minGpus;
@@ -62,13 +41,11 @@ export async function fitCommand(argv: string[], io: Streams): Promise<number> {
     .filter((a) => a.id === 'fit')
     .flatMap((a) => a.options)
     .filter((o) => o.verdict === 'fits' && o.whatIf)
-    .map((o) => ({
-      label: o.whatIf!.gpu ? `on ${o.label}` : o.label,
-      peakBytes: o.peakBytes,
-      est: run(o.whatIf!),
-    }))
-    .filter((o): o is { label: string; peakBytes: number; est: Estimate } => !!o.est)
-    .map((o) => ({ label: o.label, peakBytes: o.peakBytes, stepSeconds: stepSeconds(o.est) }))
+    .flatMap((o) => {
+      const est = run(o.whatIf!);
+      const label = o.whatIf!.gpu ? `on ${o.label}` : o.label;
+      return est ? [{ label, peakBytes: o.peakBytes, stepSeconds: stepSeconds(est) }] : [];
+    })
     .sort((a, b) => a.stepSeconds - b.stepSeconds);
   const answer = {
     target: {

@@ -56,26 +56,22 @@ export function deepspeedPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem 
   }
   const offParam = str(at(d, ['zero_optimization', 'offload_param', 'device'])) ?? 'none';
   const offOpt = str(at(d, ['zero_optimization', 'offload_optimizer', 'device'])) ?? 'none';
-  return {
-    framework: 'DeepSpeed',
-    file,
-    range,
-    ...zeroShape(stage, offParam, offOpt, notes),
-    values,
-    details,
-    keys,
-    notes,
-    traps: [],
-  };
+  return zeroPlan(file, range, stage, offParam, offOpt, { values, details, keys }, notes);
 }
 
-/** What an FSDP plan of ZeRO stage `stage` is: its strategy and offload, with what does not correspond noted. */
-function zeroShape(
+/**
+ * The FSDP plan of ZeRO stage `stage` with the inputs a DeepSpeed config sets: its strategy and offload, with what
+ * does not correspond noted.
+ */
+function zeroPlan(
+  file: string,
+  range: FrameworkPlan['range'],
   stage: number,
   offParam: string,
   offOpt: string,
+  setup: Pick<FrameworkPlan, 'values' | 'details' | 'keys'>,
   notes: string[],
-): Pick<FrameworkPlan, 'api' | 'strategy' | 'wrap' | 'reshardAfterForward' | 'offload'> {
+): FrameworkPlan {
   if (offOpt !== 'none' && offParam === 'none')
     notes.push(
       `offload_optimizer to ${offOpt} alone is not modelled: FSDP offloads parameters, gradients and optimizer state together`,
@@ -89,11 +85,17 @@ function zeroShape(
       'ZeRO-2 keeps a whole low-precision copy of the weights on every GPU; SHARD_GRAD_OP frees it after backward',
     );
   return {
+    framework: 'DeepSpeed',
+    file,
+    range,
     api: 'fsdp1',
     strategy: stage === 3 ? 'FULL_SHARD' : stage === 2 ? 'SHARD_GRAD_OP' : 'NO_SHARD',
     wrap: { kind: 'policy', classes: null },
     reshardAfterForward: null,
     offload: offParam !== 'none' && stage === 3,
+    ...setup,
+    notes,
+    traps: [],
   };
 }
 
@@ -155,15 +157,5 @@ export function accelerateDeepSpeedPlan(doc: ConfigDoc): FrameworkPlan | Framewo
   }
   const offParam = str(ds.offload_param_device) ?? 'none';
   const offOpt = str(ds.offload_optimizer_device) ?? 'none';
-  return {
-    framework: 'DeepSpeed',
-    file,
-    range,
-    ...zeroShape(stage, offParam, offOpt, notes),
-    values,
-    details,
-    keys,
-    notes,
-    traps: [],
-  };
+  return zeroPlan(file, range, stage, offParam, offOpt, { values, details, keys }, notes);
 }

@@ -148,22 +148,17 @@ export function torchtitanPlan(doc: ConfigDoc): FrameworkPlan | FrameworkProblem
   const local = count(['training', batchKey], DEFAULTS.torchtitan.localBatchSize.value);
   set('microBatch', local, ['training', batchKey]);
   set('seqLen', count(['training', 'seq_len'], DEFAULTS.torchtitan.seqLen.value), ['training', 'seq_len']);
-  const master = DTYPES[str(at(d, ['training', 'dtype'])) ?? DEFAULTS.torchtitan.dtype.value];
-  set('masterDtype', master ?? DEFAULTS.torchtitan.dtype.value, ['training', 'dtype']);
-  set(
-    'paramDtype',
-    DTYPES[
-      str(at(d, ['training', 'mixed_precision_param'])) ?? DEFAULTS.torchtitan.mixedPrecisionParam.value
-    ] ?? DEFAULTS.torchtitan.mixedPrecisionParam.value,
-    ['training', 'mixed_precision_param'],
-  );
-  set(
-    'reduceDtype',
-    DTYPES[
-      str(at(d, ['training', 'mixed_precision_reduce'])) ?? DEFAULTS.torchtitan.mixedPrecisionReduce.value
-    ] ?? DEFAULTS.torchtitan.mixedPrecisionReduce.value,
-    ['training', 'mixed_precision_reduce'],
-  );
+  // A dtype key of [training], or torchtitan's default for it (a name it does not know: the default too).
+  const dtype = (key: string, dflt: DType) => DTYPES[str(at(d, ['training', key])) ?? dflt] ?? dflt;
+  set('masterDtype', dtype('dtype', DEFAULTS.torchtitan.dtype.value), ['training', 'dtype']);
+  set('paramDtype', dtype('mixed_precision_param', DEFAULTS.torchtitan.mixedPrecisionParam.value), [
+    'training',
+    'mixed_precision_param',
+  ]);
+  set('reduceDtype', dtype('mixed_precision_reduce', DEFAULTS.torchtitan.mixedPrecisionReduce.value), [
+    'training',
+    'mixed_precision_reduce',
+  ]);
   // torchtitan never skips the reduce-scatter of a micro-batch.
   values.syncEveryMicroBatch = true;
 

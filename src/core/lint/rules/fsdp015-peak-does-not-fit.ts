@@ -96,6 +96,9 @@ fully_shard(model)`,
   },
 };
 
+/** How many halvings of the micro-batch or the sequence a fix tries. */
+const MAX_HALVINGS = 4;
+
 /** What a change gives, for a fix's title: `fits, needs 45.7 of 85.5 GB per GPU`. */
 function preview(after: Estimate | undefined): string | null {
   if (!after?.targetFit) return null;
@@ -122,22 +125,24 @@ function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
   }
   const reshard = whatIf ? reshardFix(ctx) : null;
   if (reshard) fixes.push(reshard);
-  // A smaller micro-batch that fits: the largest of half, a quarter, ... of the current one.
-  for (let m = Math.floor(e.setup.microBatch / 2); m >= 1 && whatIf; m = m === 1 ? 0 : Math.floor(m / 2)) {
-    const fix = inputFix(ctx, e, 'microBatch', m, `Micro-batch ${m}`);
-    if (fix !== undefined) {
-      if (fix) fixes.push(fix);
-      break;
+  // A smaller micro-batch, then a shorter sequence (it changes what the job trains on: offered after), that fits:
+  // the largest of half, a quarter, ... of the current one, a few halvings at most (each try is a full estimate,
+  // and the rules run on every edit).
+  const halvings = (input: 'microBatch' | 'seqLen', from: number, floor: number, label: string) => {
+    for (
+      let v = Math.floor(from / 2), n = 0;
+      v >= floor && whatIf && n < MAX_HALVINGS;
+      v = Math.floor(v / 2), n++
+    ) {
+      const fix = inputFix(ctx, e, input, v, `${label} ${v}`);
+      if (fix !== undefined) return fix;
     }
-  }
-  // A shorter sequence that fits, halving down to 128 tokens (it changes what the job trains on: offered last).
-  for (let s = Math.floor(e.setup.seqLen / 2); s >= 128 && whatIf; s = Math.floor(s / 2)) {
-    const fix = inputFix(ctx, e, 'seqLen', s, `Sequence ${s}`);
-    if (fix !== undefined) {
-      if (fix) fixes.push(fix);
-      break;
-    }
-  }
+    return null;
+  };
+  const smaller = halvings('microBatch', e.setup.microBatch, 1, 'Micro-batch');
+  if (smaller) fixes.push(smaller);
+  const shorter = halvings('seqLen', e.setup.seqLen, 128, 'Sequence');
+  if (shorter) fixes.push(shorter);
   if (fewest !== null && whatIf) {
     const fix = inputFix(ctx, e, 'worldSize', fewest, `${fewest} GPUs, the fewest that fit`);
     if (fix) fixes.push(fix);
