@@ -1,5 +1,6 @@
 /** `fsdp-lens fit FILE`: the largest micro-batch and sequence that fit, the fewest GPUs, the cheapest fixes. */
 import { advise } from '../../core/whatif/advice';
+import type { Estimate } from '../../core/estimator/types';
 import { largestFitting, stepSeconds, type Largest } from '../../core/whatif/solve';
 import { fmtBytes, fmtCount } from '../../core/vocabulary/bytes';
 import { wholeNodesText } from '../../core/vocabulary/words';
@@ -8,6 +9,9 @@ import { estimateOnDisk, whatIfOf } from '../analyzeFile';
 import { EXIT_TEXT } from '../help';
 import { EXIT, UsageError, type Streams } from '../io';
 import type { CommandSpec } from '../spec';
+
+/** Tokens a step trains on per GPU. */
+const tokens = (e: Estimate) => e.setup.microBatch * e.setup.seqLen * e.setup.gradAccum;
 
 /** The largest micro-batch and sequence searched. */
 const MAX_MICRO_BATCH = 4096;
@@ -19,7 +23,7 @@ export const fitSpec = {
   summary:
     'What fits the target GPU: the largest micro-batch and sequence, the fewest GPUs, the cheapest fixes.',
   about:
-    "The largest micro-batch (at the file's sequence) and the longest sequence (at its micro-batch) whose estimate fits, each checked against the next value's, which does not; the smallest world size that fits, on whole nodes too; and the changes that make the plan fit, cheapest first by the step time they lead to (compute with recomputation, and transfers left exposed).",
+    "The largest micro-batch (at the file's sequence) and the longest sequence (at its micro-batch) whose estimate fits, each checked against the next value's, which does not; the smallest world size that fits, on whole nodes too; and the changes that make the plan fit, cheapest first by the step time they lead to (compute with recomputation, and transfers left exposed) for the tokens the job trains on now: a smaller batch is a cheaper step of fewer tokens.",
   options: { json: { type: 'boolean' } },
   flags: () => [{ flag: '--json', text: 'The answers as JSON.' }],
   examples: [{ line: 'fsdp-lens fit train.py', does: 'How far the job can grow, and what makes it fit.' }],
@@ -44,7 +48,10 @@ export async function fitCommand(argv: string[], io: Streams): Promise<number> {
     .flatMap((o) => {
       const est = run(o.whatIf!);
       const label = o.whatIf!.gpu ? `on ${o.label}` : o.label;
-      return est ? [{ label, peakBytes: o.peakBytes, stepSeconds: stepSeconds(est) }] : [];
+      // A smaller batch or sequence is a cheaper step of fewer tokens: compared on the tokens the job runs now.
+      return est
+        ? [{ label, peakBytes: o.peakBytes, stepSeconds: stepSeconds(est) * (tokens(e) / tokens(est)) }]
+        : [];
     })
     .sort((a, b) => a.stepSeconds - b.stepSeconds);
   const answer = {
@@ -77,7 +84,7 @@ export async function fitCommand(argv: string[], io: Streams): Promise<number> {
       : `Smallest world size: ${min.reason ?? 'none fits'}`,
   ];
   if (fixes.length) {
-    lines.push('Changes that make it fit, cheapest step first:');
+    lines.push('Changes that make it fit, cheapest first (step time for the tokens the job trains on now):');
     for (const f of fixes)
       lines.push(
         `  ${f.label.padEnd(36)} step ${f.stepSeconds.toFixed(2)} s (now ${answer.target.stepSeconds.toFixed(2)} s), peak ${fmtBytes(f.peakBytes)}`,
