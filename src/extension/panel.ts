@@ -7,6 +7,7 @@ import { COMMANDS } from './commands';
 import { setAnnotations } from '../core/lint/annotationEdits';
 import type { Fix } from '../core/lint/types';
 import { configInputEdit } from '../core/lint/configEdits';
+import { offloadEdit, strategyEdit, type StrategyChoice } from '../core/lint/planEdits';
 import { toRange } from './convert';
 
 export const PANEL_VIEW_TYPE = 'fsdpLens.footprint';
@@ -259,7 +260,8 @@ function noticeData(a: DocumentAnalysis, focusUnit: number | null): PanelData {
 /**
  * The edit of the file that makes a what-if change in its code or configuration: full activation checkpointing by
  * the fix FSDP015 offers on a plan that does not fit (`gradient_checkpointing_enable()`, `apply_activation_
- * checkpointing`, a config key), and in a framework configuration any input at the key its reader takes it from.
+ * checkpointing`, a config key), the sharding strategy and CPU offload on the wraps (`strategyEdit`,
+ * `offloadEdit`), and in a framework configuration any input at the key its reader takes it from.
  */
 function codeFixFor(analysis: DocumentAnalysis, key: string, value: unknown): Fix | undefined {
   if (key === 'checkpointing' && value === 'full') {
@@ -268,21 +270,25 @@ function codeFixFor(analysis: DocumentAnalysis, key: string, value: unknown): Fi
       ?.fixes.find((f) => f.title.startsWith('Enable activation checkpointing'));
     if (fix) return fix;
   }
-  // A framework configuration: the value at the key its reader takes it from (`configInputEdit`).
   const r = analysis.estimate;
-  if (!r?.ok || !r.framework) return undefined;
+  if (!r?.ok) return undefined;
   const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === analysis.uri);
-  // A configuration is small; anything larger is not parsed on the extension host.
+  // A file larger than this is not parsed on the extension host; the analysis must be of this very text.
   if (!doc || doc.version !== analysis.version || doc.getText().length > 256 * 1024) return undefined;
+  const text = doc.getText();
+  const api = r.estimate.plan.api;
+  if (!r.framework && key === 'strategy') {
+    const e = strategyEdit(analysis.facts.calls, text, api, value as StrategyChoice);
+    return e ? { title: `Write ${e.written}`, edits: e.edits } : undefined;
+  }
+  if (!r.framework && key === 'offload' && value === 'on') {
+    const e = offloadEdit(analysis.facts.calls, text, api);
+    return e ? { title: `Write ${e.written}`, edits: e.edits } : undefined;
+  }
+  // A framework configuration: the value at the key its reader takes it from (`configInputEdit`).
+  if (!r.framework) return undefined;
   const v = key === 'checkpointing' ? value : Number(value);
-  const cfg = configInputEdit(
-    r.framework,
-    analysis.facts.path,
-    doc.getText(),
-    r.estimate.assumptions,
-    key,
-    v,
-  );
+  const cfg = configInputEdit(r.framework, analysis.facts.path, text, r.estimate.assumptions, key, v);
   return cfg ? { title: `Write ${cfg.written}`, edits: [cfg.edit] } : undefined;
 }
 

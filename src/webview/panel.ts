@@ -323,8 +323,9 @@ function renderAdvice(data: PanelData): HTMLElement {
             b(o.peakBytes),
             { text: YES[o.verdict], cls: VERDICT_CELL[o.verdict] },
             b(o.trafficBytes),
-            fmtSeconds(o.exposedSeconds),
-            { text: o.note, cls: 'muted' },
+            // A cost the estimate leaves out makes the figure a lower bound, and the note says which.
+            `${o.unmodelledCost ? '≥ ' : ''}${fmtSeconds(o.exposedSeconds)}`,
+            { text: o.unmodelledCost ? `${o.note}; ${o.unmodelledCost}` : o.note, cls: 'muted' },
           ]),
           { numeric: [1, 3, 4] },
         ),
@@ -358,7 +359,11 @@ function toValues(w: Record<string, unknown>): Partial<WhatIfValues> {
     v[k] =
       typeof x === 'object' && x !== null && 'everyN' in x
         ? `every-${(x as { everyN: number }).everyN}`
-        : (x as string | number);
+        : typeof x === 'boolean'
+          ? x
+            ? 'on'
+            : 'off'
+          : (x as string | number);
   }
   return v;
 }

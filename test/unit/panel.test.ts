@@ -106,6 +106,19 @@ describe('footprint panel data', () => {
     assert.equal(d.whatIf!.base.worldSize, 8);
   });
 
+  it("CPU offload moves every unit's sharded state to the host", async () => {
+    const d = await panelFor({ offload: 'on' });
+    const e = d.estimate!;
+    // 16 B per parameter (fp32 weights and gradients, Adam's two moments) over 8 ranks leave the GPU; the buffers
+    // are never sharded nor offloaded.
+    assert.equal(e.perGpu.persistentBytes, BUFFERS);
+    assert.equal(e.perGpu.hostBytes, (PARAMS * 16) / 8);
+    assert.equal(d.whatIf!.values.offload, 'on');
+    assert.equal(d.whatIf!.base.offload, 'off');
+    assert.deepEqual(whatIfFrom({ offload: 'on' }, d.whatIf!.base), { offload: true });
+    assert.deepEqual(whatIfFrom({ offload: 'some' }, d.whatIf!.base), {});
+  });
+
   it('control values equal to the file change nothing', () => {
     const base: WhatIfValues = {
       worldSize: 8,

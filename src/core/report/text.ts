@@ -265,7 +265,7 @@ export function adviceText(advice: Advice[], units: ByteUnit = 'GB'): string {
     for (const o of a.options)
       L.push(
         `      ${pad(o.label, 44)} peak ${pad(b(o.peakBytes), 9)} ${pad(o.verdict === 'fits' ? 'fits' : o.verdict === 'short' ? 'no fit' : 'may fit', 7)} ` +
-          `traffic ${pad(b(o.trafficBytes), 9)} exposed ${pad(fmtSeconds(o.exposedSeconds), 8)} ${o.note}`,
+          `traffic ${pad(b(o.trafficBytes), 9)} exposed ${pad(`${o.unmodelledCost ? '≥ ' : ''}${fmtSeconds(o.exposedSeconds)}`, 8)} ${o.unmodelledCost ? `${o.note}; ${o.unmodelledCost}` : o.note}`,
       );
   }
   return L.join('\n') + '\n';

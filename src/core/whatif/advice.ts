@@ -29,6 +29,8 @@ export interface AdviceOption {
   exposedSeconds: number;
   /** What the change costs or means, in a few words. */
   note: string;
+  /** A cost in step time the estimate leaves out, in words (CPU offload's copies and host optimizer step). */
+  unmodelledCost?: string;
 }
 
 export interface Advice {
@@ -40,6 +42,10 @@ export interface Advice {
 }
 
 const LORA = { rank: 16, targets: ['all-linear'] };
+
+/** What the step time of a CPU-offloaded plan leaves out. */
+export const OFFLOAD_COST =
+  'the step time leaves out the host-device copies of every shard and gradient and the optimizer step on the CPU';
 const loraModels = new WeakMap<WhatIfModel, WhatIfModel>();
 
 /** The same plan with LoRA adapters (rank 16 on every linear layer) and the base frozen. */
@@ -126,6 +132,20 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       const ch: WhatIf = { blocksPerUnit: 1 };
       add(options, option(run(ch), 'one block per unit', 'more, smaller all-gathers', ch));
     }
+    // CPU offload: FSDP2's `CPUOffloadPolicy` keeps the sharded parameters, their gradients and the optimizer state
+    // on the host (`FSDPParam` copies each shard to the GPU for its all-gather, the gradient back after its
+    // reduce-scatter, and the optimizer steps on the CPU), as FSDP1's `CPUOffload(offload_params=True)` does.
+    if (e.units.length && !e.units.some((u) => u.offload)) {
+      const ch: WhatIf = { offload: true };
+      const o = option(
+        run(ch),
+        'CPU offload',
+        'sharded state in host memory: copies over PCIe each step and the optimizer step on the CPU',
+        ch,
+      );
+      if (o) o.unmodelledCost = OFFLOAD_COST;
+      add(options, o);
+    }
     const min = model.minGpus(e.gpu.id, w);
     if (min.worldSize !== null && min.worldSize > e.mesh.worldSize) {
       const ch: WhatIf = { worldSize: min.worldSize };
@@ -183,7 +203,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
         `${b(-mine.headroomBytes)} more than the GPU holds.` +
         (options.some((o) => o.verdict !== 'short')
           ? ' Each change below, re-estimated on its own:'
-          : ' None of these changes fits; shorter sequences, CPU offload or a smaller model remain.'),
+          : ` None of these changes fits; shorter sequences${options.some((o) => o.whatIf?.offload) ? '' : ', CPU offload'} or a smaller model remain.`),
       options,
     });
   }

@@ -46,7 +46,14 @@ export function controlValues(e: Estimate, blocksPerUnit: number): WhatIfValues 
   for (const k of CONTROL_INPUTS) out[k] = shown(k, e.setup[k]);
   out.blocksPerUnit = blocksPerUnit;
   out.strategy = e.mesh.hsdp ? 'HYBRID_SHARD' : e.plan.strategy;
+  out.offload = offloadValue(e);
   return out;
+}
+
+/** Whether the plan's units keep their shards in host memory: every unit, none, or some (as the file says). */
+function offloadValue(e: Estimate): string {
+  const n = e.units.filter((u) => u.offload).length;
+  return n === 0 ? 'off' : n === e.units.length ? 'on' : 'some';
 }
 
 /**
@@ -77,6 +84,16 @@ export function controlDescriptions(
       label: api === 'fsdp2' ? (FSDP2_STRATEGY[s] ?? s) : s,
     })),
   });
+  out.push({
+    key: 'offload',
+    label: 'CPU offload',
+    kind: 'select',
+    options: [
+      { value: 'off', label: 'off' },
+      { value: 'on', label: api === 'fsdp2' ? 'CPUOffloadPolicy' : 'offload_params=True' },
+      ...(base.offload === 'some' ? [{ value: 'some', label: 'some units (as the file says)' }] : []),
+    ],
+  });
   if (blockUnits > 1) {
     const options: { value: string; label: string }[] = [];
     for (let k = 1; k <= blockUnits; k++)
@@ -106,6 +123,7 @@ export function whatIfFrom(values: WhatIfValues, base?: WhatIfValues): WhatIf {
       if (Number.isInteger(n) && n > 1 && n <= 1 << 16) w.blocksPerUnit = n;
     } else if (k === 'strategy' && (STRATEGIES as readonly unknown[]).includes(v))
       w.strategy = v as PlanChanges['strategy'];
+    else if (k === 'offload' && (v === 'on' || v === 'off')) w.offload = v === 'on';
   }
   return w as WhatIf;
 }

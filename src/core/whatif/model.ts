@@ -26,6 +26,12 @@ export interface PlanChanges {
   strategy?: 'FULL_SHARD' | 'SHARD_GRAD_OP' | 'HYBRID_SHARD';
   /** FSDP2: every unit but the root resharded after forward, whatever its `reshard_after_forward` says. */
   reshardAll?: true;
+  /**
+   * Every unit's sharded parameters, gradients and optimizer state in host memory (FSDP2 `CPUOffloadPolicy`,
+   * FSDP1 `CPUOffload(offload_params=True)`), or none of them with false; the step time leaves out the copies and the
+   * optimizer step on the CPU.
+   */
+  offload?: boolean;
 }
 
 /** A what-if: any inputs of the table changed, and changes of the plan. Everything else stays as the file says. */
@@ -64,7 +70,7 @@ export class WhatIfModel {
 
   /** The setup and plan a what-if makes, with the ownership to estimate them with. */
   private changed(w: WhatIf): { setup: TrainingSetup; plan: Plan; ownership: Ownership } {
-    const { blocksPerUnit, strategy, reshardAll, ...inputs } = w;
+    const { blocksPerUnit, strategy, reshardAll, offload, ...inputs } = w;
     const setup: TrainingSetup = { ...this.input.setup };
     for (const [k, v] of Object.entries(inputs))
       if (v !== undefined) (setup as Record<string, unknown>)[k] = v;
@@ -95,6 +101,13 @@ export class WhatIfModel {
         u.isRoot ? u : { ...u, reshardAfterForward: true };
       plan = { ...plan, units: plan.units.map(resharded) };
       ownership = { ...ownership, units: ownership.units.map(resharded) };
+    }
+    // Every unit offloaded (or none): the units' parameters are unchanged, their shards move to host memory.
+    if (offload !== undefined) {
+      const offloaded = <T extends { offload: boolean }>(u: T): T =>
+        u.offload === offload ? u : { ...u, offload };
+      plan = { ...plan, units: plan.units.map(offloaded) };
+      ownership = { ...ownership, units: ownership.units.map(offloaded) };
     }
     return { setup, plan, ownership };
   }

@@ -123,6 +123,38 @@ describe('lint in the editor', () => {
     }
   });
 
+  it('FSDP015: the CPU offload fix writes the policy on every wrap, and the plan fits', async () => {
+    const { editor, diagnostics } = await diagnosticsFor('lint/fsdp015_offload.py', ['FSDP015']);
+    try {
+      const actions = await vscode.commands.executeCommand<vscode.CodeAction[]>(
+        'vscode.executeCodeActionProvider',
+        editor.document.uri,
+        diagnostics[0]!.range,
+      );
+      const offload = actions.find((a) => /^Offload to CPU/.test(a.title));
+      assert.ok(offload?.edit, actions.map((a) => a.title).join(' | '));
+      assert.ok(await vscode.workspace.applyEdit(offload.edit));
+      const text = editor.document.getText();
+      assert.match(
+        text,
+        /\n {4}fully_shard\(layer, offload_policy=CPUOffloadPolicy\(\)\)\nfully_shard\(model, offload_policy=CPUOffloadPolicy\(\)\)\n/,
+      );
+      assert.match(text, /^from torch\.distributed\.fsdp import CPUOffloadPolicy$/m);
+      await eventually(
+        () => fsdpDiagnostics(editor.document.uri),
+        (d) => d.length === 0,
+        'the finding to clear after the fix',
+      );
+      await eventually(
+        () => codeLenses(editor.document.uri),
+        (l) => l.some((x) => /fits 2 x A100 SXM/.test(x.command?.title ?? '')),
+        'the lens to say it fits',
+      );
+    } finally {
+      await revert(editor);
+    }
+  });
+
   it("FSDP015 on an Accelerate config: the fix writes the config's own key and the plan fits", async () => {
     const { editor, diagnostics } = await diagnosticsFor('lint/fsdp015_accelerate.yaml', ['FSDP015']);
     try {

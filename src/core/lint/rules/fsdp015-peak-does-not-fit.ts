@@ -6,6 +6,7 @@ import { certainPeakBytes } from '../../estimator/estimate';
 import { setAnnotation } from '../annotationEdits';
 import { lastImportLine, TextIndex } from '../edits';
 import { configInputEdit } from '../configEdits';
+import { offloadEdit } from '../planEdits';
 import { inputSpec } from '../../inputs/table';
 import { formatOf } from '../../frameworks/configDoc';
 import type { Draft, Fix, RuleContext, TextEdit } from '../types';
@@ -26,12 +27,15 @@ smallest world size that fits; the footprint panel compares the cheaper changes 
 smaller micro-batch). Its quick fixes change the code, each titled with the estimate it leads to: activation
 checkpointing enabled where a Transformers model is made (\`model.gradient_checkpointing_enable()\`), for a model
 of the project's own classes under FSDP2 as \`apply_activation_checkpointing(model, check_fn=lambda m:
-isinstance(m, Block))\` before \`fully_shard\` (with its import), or at the
+isinstance(m, Block))\` before \`fully_shard\` (with its import), under FSDP1 the same call after the root
+\`FullyShardedDataParallel\` wrap (as PyTorch's FSDP tutorials place it), or at the
 framework configuration's own key (Accelerate's \`fsdp_activation_checkpointing\`, torchtune's
 \`enable_activation_checkpointing\`, axolotl's \`gradient_checkpointing\`, llm-foundry's
 \`fsdp_config.activation_checkpointing\`, torchtitan's \`[activation_checkpoint] mode\`, an argument file's
 \`gradient_checkpointing\`); units kept gathered after forward resharded (\`reshard_after_forward=False\` written \`True\`, FSDP1's
-\`SHARD_GRAD_OP\` written \`FULL_SHARD\`); the largest halved micro-batch, a halved sequence and the fewest GPUs
+\`SHARD_GRAD_OP\` written \`FULL_SHARD\`); CPU offload on every wrap (FSDP2 \`offload_policy=CPUOffloadPolicy()\`, FSDP1
+\`cpu_offload=CPUOffload(offload_params=True)\`), whose title says the step slows, since the estimate does not time
+the host copies and the optimizer step on the CPU; the largest halved micro-batch, a halved sequence and the fewest GPUs
 that fit, written where the job
 takes them from (a configuration's own key, such as torchtune's \`batch_size\` or Accelerate's
 \`num_processes\`), or as the file's \`# fsdp:\` annotation when the value is a default. No fix writes a value
@@ -143,6 +147,8 @@ function fitFixes(ctx: RuleContext, e: Estimate, fewest: number | null): Fix[] {
   if (smaller) fixes.push(smaller);
   const shorter = halvings('seqLen', e.setup.seqLen, 128, 'Sequence');
   if (shorter) fixes.push(shorter);
+  const offload = whatIf ? offloadFix(ctx, e) : null;
+  if (offload) fixes.push(offload);
   if (fewest !== null && whatIf) {
     const fix = inputFix(ctx, e, 'worldSize', fewest, `${fewest} GPUs, the fewest that fit`);
     if (fix) fixes.push(fix);
@@ -280,24 +286,39 @@ function codeCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
       preferred: true,
     };
   }
-  if (e.plan.api !== 'fsdp2' || ctx.facts.checkpointing.length) return null;
+  if (e.plan.api === 'none' || ctx.facts.checkpointing.length) return null;
   const onPath = ctx.facts.calls.filter((c) => !c.offByDefault && !c.neverRuns);
-  const root = onPath.find((c) => c.isRoot);
-  const built = ctx.facts.models.find((m) => m.variable && m.variable === root?.target);
   // The block class: the one class of the plan's per-block units.
   const classes = new Set(
     e.units.filter((u) => !u.isRoot && u.classNames.length === 1).map((u) => u.classNames[0]!),
   );
   const block = classes.size === 1 ? [...classes][0]! : null;
-  if (!built || !block || !/^[A-Za-z_]\w*$/.test(block)) return null;
+  if (!block || !/^[A-Za-z_]\w*$/.test(block)) return null;
   const index = new TextIndex(ctx.text);
   const known = new RegExp(`^(class\\s+${block}\\b|(from\\s+\\S+\\s+)?import\\b.*\\b${block}\\b)`, 'm');
   if (!known.test(ctx.text)) return null;
-  // Before any wrap: the model's statement must come before the first wrap call.
-  const firstWrap = Math.min(...onPath.map((c) => c.range.start.line));
-  if (built.range.end.line >= firstWrap) return null;
-  const name = built.variable!;
-  const place = afterStatement(ctx, name, built.range);
+  // FSDP2: after the model is built and before any wrap (torchtitan's `apply_ac` before `apply_fsdp`). FSDP1: after
+  // the root wrap, as PyTorch's FSDP tutorials apply it: `apply_activation_checkpointing` replaces each block inside
+  // its FSDP unit (`_recursive_wrap` reaches it through `_fsdp_wrapped_module`) with a `CheckpointWrapper`.
+  let name: string;
+  let place: ReturnType<typeof afterStatement>;
+  if (e.plan.api === 'fsdp2') {
+    const root = onPath.find((c) => c.isRoot);
+    const built = ctx.facts.models.find((m) => m.variable && m.variable === root?.target);
+    if (!built) return null;
+    // Before any wrap: the model's statement must come before the first wrap call.
+    const firstWrap = Math.min(...onPath.map((c) => c.range.start.line));
+    if (built.range.end.line >= firstWrap) return null;
+    name = built.variable!;
+    place = afterStatement(ctx, name, built.range);
+  } else {
+    // The last wrap, assigned to a name: the model everything else uses (`model = FSDP(model, ...)`).
+    const root = onPath[onPath.length - 1];
+    if (!root || root.api !== 'FSDP' || !root.assignedTo || !/^[A-Za-z_][\w.]*$/.test(root.assignedTo))
+      return null;
+    name = root.assignedTo;
+    place = afterStatement(ctx, name.replace(/\./g, '\\.'), root.range);
+  }
   if (!place) return null;
   const call = `apply_activation_checkpointing(${name}, check_fn=lambda m: isinstance(m, ${block}))`;
   const edits: TextEdit[] = [insertAfter(ctx, place, [call])];
@@ -360,4 +381,22 @@ function reshardFix(ctx: RuleContext): Fix | null {
   );
   if (after?.targetFit?.verdict !== 'fits') return null;
   return { title: `Reshard after forward: ${written} (${preview(after)})`, edits };
+}
+
+/**
+ * CPU offload on every unit, written on each wrap (`offloadEdit`): the sharded parameters, their gradients and the
+ * optimizer state move to host memory. Offered after the cheaper changes, when the plan then fits; its title says
+ * what the step pays for it, which the estimate does not time.
+ */
+function offloadFix(ctx: RuleContext, e: Estimate): Fix | null {
+  if (e.units.some((u) => u.offload)) return null;
+  const after = ctx.model?.whatIf?.({ offload: true });
+  if (after?.targetFit?.verdict !== 'fits') return null;
+  const edit = offloadEdit(ctx.facts.calls, ctx.text, e.plan.api);
+  return edit
+    ? {
+        title: `Offload to CPU: ${edit.written} (${preview(after)}; slower steps: copies over PCIe, optimizer on the CPU)`,
+        edits: edit.edits,
+      }
+    : null;
 }
