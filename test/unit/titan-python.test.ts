@@ -236,6 +236,80 @@ describe("torchtitan's entry", () => {
   });
 });
 
+describe("torchtitan's entry of the TOML era", () => {
+  /** torchtitan before its job registries: ConfigManager reads `--job.config_file` and `--section.key` overrides. */
+  function tomlProject(): string {
+    const dir = projectDir('fsdp-lens-titan-toml-');
+    writeFiles(dir, {
+      'torchtitan/__init__.py': [''],
+      'torchtitan/config/__init__.py': ['from torchtitan.config.manager import ConfigManager'],
+      'torchtitan/config/manager.py': [
+        'class ConfigManager:',
+        '    def parse_args(self, args=None):',
+        '        valid_keys = {"--job.config-file", "--job.config_file"}',
+        '        ...',
+      ],
+      'torchtitan/train.py': [
+        'from torchtitan.config import ConfigManager',
+        '',
+        'if __name__ == "__main__":',
+        '    config = ConfigManager().parse_args()',
+      ],
+      'torchtitan/models/llama3/train_configs/llama3_8b.toml': [
+        '[model]',
+        'name = "llama3"',
+        'flavor = "8B"',
+        '[training]',
+        'local_batch_size = 2',
+        'seq_len = 8192',
+        '[parallelism]',
+        'data_parallel_shard_degree = -1',
+        '[activation_checkpoint]',
+        'mode = "full"',
+      ],
+      'run_train.sh': [
+        '#!/usr/bin/bash',
+        'NGPU=${NGPU:-"4"}',
+        'CONFIG_FILE=${CONFIG_FILE:-"./torchtitan/models/llama3/train_configs/llama3_8b.toml"}',
+        'torchrun --nproc_per_node=${NGPU} -m torchtitan.train --job.config_file ${CONFIG_FILE} --training.seq_len 4096 "$@"',
+      ],
+    });
+    return dir;
+  }
+
+  it('estimates the TOML that the launch script names, with its overrides and GPU count', async () => {
+    const dir = tomlProject();
+    for (const file of ['run_train.sh', 'torchtitan/train.py']) {
+      const r = await cli('estimate', path.join(dir, file), '--json');
+      assert.equal(r.code, 0, r.err);
+      const data = JSON.parse(r.out);
+      assert.equal(data.model.params, PARAMS, file);
+      // NGPU's shell default, 4 processes on one node; the TOML's 2 sequences; 8192 overridden to 4096.
+      assert.equal(data.mesh.worldSize, 4, file);
+      assert.equal(assumed(data, 'microBatch').value, '2');
+      assert.equal(assumed(data, 'seqLen').value, '4096');
+      assert.match(assumed(data, 'checkpointing').value, /^full/);
+      assert.ok(
+        data.notes.some((n: string) =>
+          /the job is torchtitan\/models\/llama3\/train_configs\/llama3_8b\.toml, which the command line's --job\.config_file names/.test(
+            n,
+          ),
+        ),
+        data.notes.join('\n'),
+      );
+    }
+  });
+
+  it('without --job.config_file says so, in the words of that version', async () => {
+    const dir = tomlProject();
+    fs.rmSync(path.join(dir, 'run_train.sh'));
+    const r = await cli('estimate', path.join(dir, 'torchtitan/train.py'));
+    assert.equal(r.code, 3, r.out + r.err);
+    assert.match(r.err, /torchtitan reads the job from the TOML that --job\.config_file names/);
+    assert.match(r.err, /-- --job\.config_file path\/to\/job\.toml/);
+  });
+});
+
 describe('launch scripts with shell variables', () => {
   it('that disagree on the GPUs of one script: the first is taken, and the others named', () => {
     const facts = [

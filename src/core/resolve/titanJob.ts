@@ -10,6 +10,8 @@ import { Evaluator } from '../analysis/evaluator';
 import { projectReaders } from '../frameworks/scriptConfigs';
 import { torchtitanPlan } from '../frameworks/torchtitan';
 import { registryFunctions, titanJob } from '../frameworks/torchtitanPython';
+import { isRecord, readConfigText } from '../frameworks/configDoc';
+import { launchedConfigPath } from './configFile';
 import type { Project, PyFile } from '../project/project';
 import { estimateFile, type AnalyzeOptions, type EstimateResult } from './analyze';
 import type { PlanChoices } from '../vocabulary/planChoices';
@@ -97,15 +99,29 @@ export function titanEntryEstimate(
   const use = configManagerUse(file);
   if (!use) return undefined;
   const argv = facts.argv ?? [];
+  // Before the job registries, ConfigManager read a TOML: `--job.config_file PATH` (JobConfig's `config_file`,
+  // `ConfigManager.parse_args` loads it, then applies the `--section.key` overrides after it).
+  const toml = flag(argv, '--job.config_file') ?? flag(argv, '--job.config-file');
+  if (toml !== undefined) return tomlEntryEstimate(project, file, facts, toml, argv, opts);
   const module = flag(argv, '--module');
   const config = flag(argv, '--config');
-  if (!module || !config)
+  if (!module || !config) {
+    // A ConfigManager of the TOML era reads `--job.config_file` instead.
+    const manager = project?.resolveModule(file.path, 'torchtitan.config.manager');
+    if (manager && /\bconfig[_-]file\b/.test(project!.file(manager)?.source.text ?? ''))
+      return {
+        ok: false,
+        unknownModel: true,
+        reason: `torchtitan reads the job from the TOML that --job.config_file names (ConfigManager().parse_args() at line ${use}), which ${facts.argv ? 'it does not name' : 'was not given'}`,
+        hint: 'give it after `--`, as `-- --job.config_file path/to/job.toml` (or in the script as `# fsdp: args="--job.config_file path/to/job.toml"`)',
+      };
     return {
       ok: false,
       unknownModel: true,
       reason: `torchtitan reads the job from --module and --config on the command line (ConfigManager().parse_args() at line ${use}), which ${facts.argv ? 'does not name both' : 'was not given'}`,
       hint: 'give them after `--`, as `-- --module llama3 --config llama3_8b` (or in the script as `# fsdp: args="--module llama3 --config llama3_8b"`)',
     };
+  }
   // ConfigManager._load_config: a short module name is looked up under torchtitan.models, then experiments; a
   // dotted one is imported as `NAME.config_registry`, then as NAME itself.
   const candidates = module.includes('.')
@@ -131,6 +147,75 @@ export function titanEntryEstimate(
       reason: `${path.relative(path.dirname(file.path), registry.path)} defines no torchtitan job config`,
     }
   );
+}
+
+/**
+ * The job of a TOML that torchtitan's entry reads through `--job.config_file`, with the command line's
+ * `--section.key V` overrides (`ConfigManager.parse_args`: the file's values, then the flags), estimated as the
+ * TOML itself is: the path is taken from the launch file's folder, the entry's or a root of the project.
+ */
+function tomlEntryEstimate(
+  project: Project | undefined,
+  file: PyFile,
+  facts: FileFacts,
+  given: string,
+  argv: readonly string[],
+  opts: AnalyzeOptions,
+): EstimateResult {
+  const unquoted = given.replace(/^["']|["']$/g, '');
+  const fail = (reason: string, hint?: string): EstimateResult => ({
+    ok: false,
+    unknownModel: true,
+    reason: `torchtitan reads the job from --job.config_file ${unquoted}: ${reason}`,
+    ...(hint ? { hint } : {}),
+  });
+  if (unquoted.includes('$'))
+    return fail(
+      'a path the environment gives',
+      'give the path after `--`, as `-- --job.config_file path/to/job.toml`',
+    );
+  const found = project ? launchedConfigPath(project, unquoted, file.path) : undefined;
+  const text = found ? project!.fs.readFile(found) : undefined;
+  if (!found || text === undefined) return fail('no such file in the project');
+  const doc = readConfigText(found, text);
+  if ('error' in doc) return fail(doc.error);
+  const used = applyTomlOverrides(doc.data, withoutFlags(argv, ['--job.config_file', '--job.config-file']));
+  const titan = torchtitanPlan(doc);
+  if ('message' in titan) return fail(titan.message);
+  const rel = project ? path.relative(project.roots[0] ?? path.dirname(found), found) : found;
+  titan.notes.unshift(
+    `the job is ${rel}, which the command line's --job.config_file names`,
+    ...(used.length ? [`read from the command line: ${used.join(' ')}`] : []),
+  );
+  const read = { ...facts, argsRead: [`--job.config_file ${unquoted}`, ...used] };
+  return estimateFile(read, { ...opts, framework: titan });
+}
+
+/**
+ * The command line's `--section.key V` / `--section.key=V` written into a TOML's data, as torchtitan's
+ * ConfigManager overrides the file's values with them (integers and booleans as such); the arguments read.
+ */
+function applyTomlOverrides(data: Record<string, unknown>, argv: readonly string[]): string[] {
+  const used: string[] = [];
+  for (let i = 0; i < argv.length && used.length < 256; i++) {
+    const a = argv[i]!;
+    const m = /^--([a-z_][\w-]*)\.([a-z_][\w-]*)(?:=(.*))?$/.exec(a);
+    if (!m) continue;
+    const raw = m[3] ?? argv[i + 1];
+    if (raw === undefined || (m[3] === undefined && raw.startsWith('--'))) continue;
+    if (m[3] === undefined) i++;
+    const section = m[1]!.replace(/-/g, '_');
+    const key = m[2]!.replace(/-/g, '_');
+    const v = /^-?\d+$/.test(raw)
+      ? Number(raw)
+      : /^(true|false)$/i.test(raw)
+        ? raw.toLowerCase() === 'true'
+        : raw.replace(/^["']|["']$/g, '');
+    const table = isRecord(data[section]) ? data[section] : (data[section] = {});
+    (table as Record<string, unknown>)[key] = v;
+    used.push(m[3] === undefined ? `${a} ${raw}` : a);
+  }
+  return used;
 }
 
 /** The 1-based line of `ConfigManager().parse_args()` (torchtitan.config.ConfigManager), if the file calls it. */
