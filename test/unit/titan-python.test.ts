@@ -300,6 +300,56 @@ describe("torchtitan's entry of the TOML era", () => {
     }
   });
 
+  it("shows the launch's job in the parallelize file that the package's train spec names", async () => {
+    const dir = tomlProject();
+    writeFiles(dir, {
+      'torchtitan/models/llama3/__init__.py': [
+        'from torchtitan.protocols.train_spec import TrainSpec',
+        'from .infra.parallelize import parallelize_llama',
+        '',
+        'def get_train_spec():',
+        '    return TrainSpec(model_cls=None, parallelize_fn=parallelize_llama)',
+      ],
+      'torchtitan/models/llama3/infra/parallelize.py': [
+        'from torch.distributed.fsdp import fully_shard',
+        '',
+        'def parallelize_llama(model, parallel_dims, job_config):',
+        '    apply_fsdp(model)',
+        '    return model',
+        '',
+        'def apply_fsdp(model):',
+        '    for block in model.layers.values():',
+        '        fully_shard(block)',
+        '    fully_shard(model)',
+      ],
+      'run_big.sh': [
+        '#!/usr/bin/bash',
+        'torchrun --nproc_per_node=8 --nnodes=2 -m torchtitan.train --job.config_file ./torchtitan/models/llama3/train_configs/llama3_8b.toml',
+      ],
+    });
+    const helper = path.join(dir, 'torchtitan/models/llama3/infra/parallelize.py');
+    const [launch, mine] = await Promise.all(
+      [path.join(dir, 'run_big.sh'), helper].map(async (f) => {
+        const r = await cli('estimate', f, '--json');
+        assert.equal(r.code, 0, r.err);
+        return JSON.parse(r.out);
+      }),
+    );
+    // The first launch file by name (run_big.sh, 2 nodes of 8), and its peak and verdict, word for word.
+    assert.equal(mine.mesh.worldSize, 16);
+    assert.equal(mine.perGpu.peakBytes, launch.perGpu.peakBytes);
+    assert.deepEqual(mine.targetFit, launch.targetFit);
+    assert.match(
+      mine.notes[0],
+      /^the job is \.\.\/\.\.\/\.\.\/\.\.\/run_big\.sh's: torchtitan runs parallelize_llama\(\) of this file on the llama3 model it trains \(parallelize_fn at llama3\/__init__\.py:5\); another launch file runs torchtitan too \(run_train\.sh\)/,
+    );
+    // `# fsdp: caller=` picks the other launch file: NGPU's default of 4.
+    fs.writeFileSync(helper, `# fsdp: caller=run_train.sh\n${fs.readFileSync(helper, 'utf8')}`);
+    const r = await cli('estimate', helper, '--json');
+    assert.equal(r.code, 0, r.err);
+    assert.equal(JSON.parse(r.out).mesh.worldSize, 4);
+  });
+
   it('without --job.config_file says so, in the words of that version', async () => {
     const dir = tomlProject();
     fs.rmSync(path.join(dir, 'run_train.sh'));

@@ -28,6 +28,7 @@ import {
 } from '../resolve/analyze';
 import { launchedJob, type LaunchedJob } from '../resolve/launcher';
 import { registryEstimate, titanEntryEstimate } from '../resolve/titanJob';
+import { titanHelperJob } from './titanHelperJob';
 import { helperPlan } from '../resolve/helpers';
 import { helperJobEstimate } from './helperJob';
 import { launchScriptEstimate } from './launchJob';
@@ -100,12 +101,23 @@ export function analyzeFacts(
       // A helper whose wraps scripts of the project call: the job is theirs (its inputs the helper's too).
       const asJob =
         project && !opts.estimate.framework && !opts.estimate.forHelper && !opts.estimate.plan
-          ? helperJobEstimate(
+          ? (helperJobEstimate(
               project,
               facts,
               (f, t) =>
                 analyzeFacts(f, t, { lint: null, estimate: { ...opts.estimate, forHelper: true } }).estimate,
-            )
+            ) ??
+            // torchtitan's parallelize file: the job of a launch that trains its package's model.
+            titanHelperJob(
+              project,
+              facts,
+              text,
+              (file, t) =>
+                analyzeConfigText(file, t, {
+                  lint: null,
+                  estimate: { ...opts.estimate, forHelper: true },
+                }).estimate,
+            ))
           : undefined;
       estimate = clipped(asJob ?? estimateFile(facts, opts.estimate));
     } catch (e) {
