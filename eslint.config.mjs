@@ -106,9 +106,9 @@ const layerRules = [
         {
           patterns: [
             {
-              regex: '^\\.\\./core/(?!vocabulary/bytes$|vocabulary/words$|report/panelProtocol$)',
+              regex: '^\\.\\./core/(?!vocabulary/bytes$|vocabulary/words$|report/panelProtocol$|report/fitCells$)',
               message:
-                'The webview imports from the core only vocabulary/bytes, vocabulary/words and report/panelProtocol (pure, browser-safe).',
+                'The webview imports from the core only vocabulary/bytes, vocabulary/words, report/panelProtocol and report/fitCells (pure, browser-safe).',
             },
             { regex: '^\\.\\./(host|cli|extension)(/|$)', message: 'The webview runs in the browser.' },
           ],

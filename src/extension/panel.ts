@@ -31,6 +31,8 @@ export class FootprintPanel implements vscode.Disposable {
   /** Updates asked for, so that only the last one's data is shown. */
   private asked = 0;
   private whatIf: Partial<WhatIfValues> = {};
+  /** "Where it fits" is open: each update solves for what fits on every GPU. */
+  private fitOpen = false;
   /** The last data posted (tests read it through the `fsdpLens.panelData` command). */
   lastData: PanelData | undefined;
 
@@ -110,7 +112,13 @@ export class FootprintPanel implements vscode.Disposable {
         ? undefined
         : await this.analyses.worker
             .request<PanelData | undefined>(
-              { kind: 'panel', uri: analysis.uri, focusUnit: this.focusUnit, whatIf: this.whatIf },
+              {
+                kind: 'panel',
+                uri: analysis.uri,
+                focusUnit: this.focusUnit,
+                whatIf: this.whatIf,
+                ...(this.fitOpen ? { fit: true } : {}),
+              },
               20_000,
             )
             .catch(() => undefined)) ?? noticeData(analysis, this.focusUnit);
@@ -161,6 +169,12 @@ export class FootprintPanel implements vscode.Disposable {
     return true;
   }
 
+  /** Opens or folds "Where it fits", as the webview's section does (tests drive the panel through this). */
+  async setFitOpen(on: boolean): Promise<PanelData | undefined> {
+    this.fitOpen = on;
+    return this.refresh();
+  }
+
   /** Applies what-if values as the panel's controls would (tests drive the panel through this). */
   async setWhatIf(values: Partial<WhatIfValues>): Promise<PanelData | undefined> {
     this.whatIf = values;
@@ -185,6 +199,10 @@ export class FootprintPanel implements vscode.Disposable {
       case 'reset':
         this.whatIf = {};
         void this.refresh();
+        return;
+      case 'fit':
+        this.fitOpen = m.on === true;
+        if (this.fitOpen) void this.refresh();
         return;
       case 'applyWhatIf':
         this.applyWhatIf().catch((e: unknown) => {

@@ -68,15 +68,25 @@ export function table(
 /** Sections the user closed, kept closed when the panel redraws (each what-if redraws it). */
 const closed = new Set<string>();
 
-/** A section that folds: its title a `<summary>`, open unless the user closed it. */
-export function section(title: string, id: string): HTMLElement {
+/** Sections closed at first that the user opened. */
+const opened = new Set<string>();
+
+/**
+ * A section that folds: its title a `<summary>`, open unless the user closed it (or, `closedAtFirst`, closed until
+ * the user opens it: a section whose figures cost time to compute).
+ */
+export function section(title: string, id: string, closedAtFirst = false): HTMLDetailsElement {
   const s = el('details');
   s.id = id;
   s.className = 'section';
-  s.open = !closed.has(id);
+  s.open = closedAtFirst ? opened.has(id) : !closed.has(id);
   const head = el('summary');
   head.append(el('h2', title));
   s.append(head);
-  s.addEventListener('toggle', () => (s.open ? closed.delete(id) : closed.add(id)));
+  s.addEventListener('toggle', () => {
+    const kept = closedAtFirst ? opened : closed;
+    if (s.open === closedAtFirst) kept.add(id);
+    else kept.delete(id);
+  });
   return s;
 }

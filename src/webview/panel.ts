@@ -21,6 +21,7 @@ import type { Verdict } from '../core/vocabulary/words';
 import type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from '../core/report/panelProtocol';
 import { granularityChart, memoryChart } from './charts';
 import { custom, el, section, table, type Cell } from './dom';
+import { largestCell, smallestCell } from '../core/report/fitCells';
 
 interface VsCodeApi {
   postMessage(msg: PanelRequest): void;
@@ -634,6 +635,93 @@ function renderFit(data: PanelData, e: Estimate): HTMLElement {
   return s;
 }
 
+/** Whether the panel last asked the extension to solve for what fits (the section is open). */
+let fitAsked = false;
+
+/**
+ * "Where it fits": the largest micro-batch and sequence and the fewest GPUs for every GPU of the catalog, and the
+ * changes that make the plan fit, cheapest first, each tried as a what-if (whose "Apply to file" writes it). Closed
+ * at first: solving takes a few hundred estimates, asked of the extension while the section is open.
+ */
+function renderSolve(data: PanelData, e: Estimate): HTMLElement {
+  const s = section('Where it fits: largest batch, sequence, fewest GPUs', 'solve', true);
+  const ask = (on: boolean) => {
+    if (on === fitAsked) return;
+    fitAsked = on;
+    post({ type: 'fit', on });
+  };
+  s.addEventListener('toggle', () => ask(s.open));
+  const f = data.fit;
+  if (!f) {
+    s.append(
+      el('p', s.open ? 'Solving for every GPU…' : 'Open to solve for every GPU of the catalog.', 'muted'),
+    );
+    return s;
+  }
+  const b = (n: number) => fmtBytes(n, data.units);
+  s.append(
+    el(
+      'p',
+      `At ${f.target.worldSize} GPUs, micro-batch ${f.target.microBatch} and sequence ${fmtCount(f.target.seqLen)}: each value is the largest whose estimate fits that GPU, checked against the next value's, which does not.`,
+      'muted',
+    ),
+  );
+  const wrap = el('div', undefined, 'scroll');
+  wrap.append(
+    table(
+      ['GPU', 'Memory', 'Now', 'Largest micro-batch', 'Longest sequence', 'Fewest GPUs'],
+      f.perGpu.map((r) => [
+        { text: shortGpu(r.name), cls: r.gpu === e.gpu.id ? 'strong' : '' },
+        b(r.memoryBytes),
+        r.verdict ? { text: YES[r.verdict], cls: VERDICT_CELL[r.verdict] } : '–',
+        largestCell(r.largestMicroBatch),
+        largestCell(r.longestSequence),
+        smallestCell(r.smallestWorldSize),
+      ]),
+      {
+        numeric: [1, 3, 4, 5],
+        rowClass: (i) => (f.perGpu[i]?.gpu === e.gpu.id ? 'current' : undefined),
+      },
+    ),
+  );
+  s.append(wrap);
+  if (f.changes.length) {
+    s.append(el('h3', 'Changes that make it fit, cheapest first'));
+    s.append(
+      table(
+        ['Change', 'Step time', 'Peak / GPU', ''],
+        f.changes.map((c) => [
+          { text: c.label, cls: 'strong' },
+          `${c.unmodelledCost ? '≥ ' : ''}${c.stepSeconds.toFixed(2)} s`,
+          b(c.peakBytes),
+          { text: c.unmodelledCost ?? '', cls: 'muted' },
+        ]),
+        { numeric: [1, 2] },
+      ),
+    );
+    s.append(
+      el(
+        'p',
+        `Step time now ${f.target.stepSeconds.toFixed(2)} s, for the tokens the job trains on now (compute with recomputation, and transfers left exposed).`,
+        'muted',
+      ),
+    );
+    const row = el('div', undefined, 'try');
+    for (const c of f.changes) {
+      const btn = custom('vscode-button', { secondary: true }, `Try ${c.label}`);
+      btn.addEventListener('click', () =>
+        post({
+          type: 'whatIf',
+          values: { ...readControls(), ...toValues(c.whatIf as Record<string, unknown>) },
+        }),
+      );
+      row.append(btn);
+    }
+    s.append(row);
+  }
+  return s;
+}
+
 function renderGranularity(data: PanelData): HTMLElement | undefined {
   const g = data.granularity ?? [];
   if (g.length < 2) return undefined;
@@ -758,7 +846,7 @@ function render(data: PanelData): void {
     const phases = renderPhases(data, e);
     if (phases) parts.push(phases);
     parts.push(renderComms(data, e));
-    parts.push(renderFit(data, e));
+    parts.push(renderFit(data, e), renderSolve(data, e));
     const g = renderGranularity(data);
     if (g) parts.push(g);
     parts.push(renderAssumptions(e));

@@ -56,6 +56,8 @@ export interface PanelRequestMessage {
   uri: string;
   focusUnit: number | null;
   whatIf: Partial<WhatIfValues>;
+  /** Solve for what fits on every GPU (the panel's "Where it fits" is open): a few hundred estimates. */
+  fit?: boolean;
 }
 
 /** The model a script trains as the static reading finds it, and the project's nn.Module classes to choose from. */

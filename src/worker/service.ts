@@ -230,6 +230,7 @@ export class AnalysisService {
       units: open.units,
       ...(a.estimate ? { estimate: a.estimate } : {}),
       whatIf: req.whatIf,
+      ...(req.fit ? { fit: true } : {}),
     });
   }
 

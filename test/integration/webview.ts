@@ -13,11 +13,17 @@ import { buildPanelData, type PanelData, type WhatIfValues } from '../../src/cor
 import { estimateFile } from '../../src/core/resolve/analyze';
 import { analyzeConfigText } from '../../src/core/entry/analyze';
 import { launchBrowser, ROOT } from './harness';
+import { GPUS } from '../../src/core/hardware/catalog';
 import { requireTools } from '../tools';
 
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'webview');
 
-async function data(text: string, file: string, whatIf: Partial<WhatIfValues> = {}): Promise<PanelData> {
+async function data(
+  text: string,
+  file: string,
+  whatIf: Partial<WhatIfValues> = {},
+  fit = false,
+): Promise<PanelData> {
   const grammar = await loadPython(path.join(ROOT, 'out', 'test'));
   const facts = scanText(grammar, file, text);
   return buildPanelData({
@@ -27,6 +33,7 @@ async function data(text: string, file: string, whatIf: Partial<WhatIfValues> = 
     units: 'GB',
     estimate: estimateFile(facts),
     whatIf,
+    ...(fit ? { fit: true } : {}),
   });
 }
 
@@ -229,6 +236,43 @@ const CHECKS: Check[] = [
       // The state is kept for the panel serializer.
       const state = await page.evaluate(() => (globalThis as unknown as W).__state);
       assert.equal(state.data.file, 'train_70b.py');
+    },
+  },
+  {
+    name: '"Where it fits" asks for the solve when opened; its tables read at 525 px; its changes are tried',
+    async run(page, theme) {
+      await show(page, await data(LLAMA, 'train_70b.py'));
+      const open = () => page.$eval('#solve', (s) => (s as unknown as { open: boolean }).open);
+      assert.equal(await open(), false, 'closed at first: solving costs a few hundred estimates');
+      await page.evaluate(() => ((globalThis as unknown as W).__posted = []));
+      await page.click('#solve summary');
+      await page.waitForTimeout(100);
+      const asked = await page.evaluate(() => (globalThis as unknown as W).__posted);
+      assert.deepEqual(asked.at(-1), { type: 'fit', on: true });
+      await page.setViewportSize({ width: 525, height: 900 });
+      await show(page, await data(LLAMA, 'train_70b.py', {}, true));
+      assert.equal(await open(), true, 'kept open across updates');
+      // One row per GPU of the catalog; 70B on 8 GPUs does not fit: changes that do are listed.
+      assert.equal(
+        (await page.$$('#solve .scroll tbody tr')).length,
+        GPUS.length,
+        `${await page.evaluate(() => (globalThis as unknown as W).__errors.join('; '))} ${(await page.textContent('#solve'))?.slice(0, 300)}`,
+      );
+      assert.match((await page.textContent('#solve')) ?? '', /Changes that make it fit, cheapest first/);
+      const overflow = await page.evaluate(() => {
+        const doc = (
+          globalThis as unknown as {
+            document: { documentElement: { scrollWidth: number; clientWidth: number } };
+          }
+        ).document;
+        return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
+      });
+      assert.ok(overflow <= 0, `the page is ${overflow} px wider than the panel`);
+      await page.$eval('#solve', (s) => (s as unknown as { scrollIntoView(): void }).scrollIntoView());
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-solve-525-${theme}.png`) });
+      await page.locator('#solve vscode-button').first().click();
+      const tried = (await page.evaluate(() => (globalThis as unknown as W).__posted)).at(-1);
+      assert.equal((tried as { type: string }).type, 'whatIf');
     },
   },
   {

@@ -119,6 +119,19 @@ describe('footprint panel data', () => {
     assert.deepEqual(whatIfFrom({ offload: 'some' }, d.whatIf!.base), {});
   });
 
+  it('solves for what fits on every GPU only when asked, under the what-if values', async () => {
+    const facts = await scanSource(fixture('workspace/train_fsdp2.py'), 'train.py');
+    const estimate = estimateFile(facts);
+    assert.ok(estimate.ok);
+    const input = { facts, uri: 'file:///train.py', focusUnit: null, units: 'GB' as const, estimate };
+    assert.equal(buildPanelData({ ...input, whatIf: {} }).fit, undefined);
+    const d = buildPanelData({ ...input, whatIf: { worldSize: 16 }, fit: true });
+    assert.ok(d.fit);
+    assert.equal(d.fit.target.worldSize, 16);
+    const h100 = d.fit.perGpu.find((r) => r.gpu === 'h100-sxm-80gb')!;
+    assert.equal(h100.largestMicroBatch.status, 'found');
+  });
+
   it('control values equal to the file change nothing', () => {
     const base: WhatIfValues = {
       worldSize: 8,

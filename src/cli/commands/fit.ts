@@ -2,31 +2,16 @@
  * `fsdp-lens fit FILE`: the largest micro-batch and sequence that fit, the fewest GPUs, the cheapest fixes; and
  * the same answers for every GPU of the catalog.
  */
-import { advise } from '../../core/whatif/advice';
-import type { Estimate } from '../../core/estimator/types';
-import { GPUS, gpuBytes } from '../../core/hardware/catalog';
-import {
-  checkedMinGpus,
-  largestFittingOn,
-  stepSeconds,
-  type Largest,
-  type LargestOn,
-  type SmallestOn,
-} from '../../core/whatif/solve';
+import { fitReport } from '../../core/whatif/fitReport';
+import { largestCell, smallestCell } from '../../core/report/fitCells';
+import type { Largest, LargestOn, SmallestOn } from '../../core/whatif/solve';
 import { fmtBytes, fmtCount } from '../../core/vocabulary/bytes';
 import { wholeNodesText } from '../../core/vocabulary/words';
 import { parseOptions } from '../args';
-import { estimateOnDisk, whatIfOf } from '../analyzeFile';
+import { estimateOnDisk } from '../analyzeFile';
 import { EXIT_TEXT } from '../help';
 import { EXIT, UsageError, type Streams } from '../io';
 import type { CommandSpec } from '../spec';
-
-/** Tokens a step trains on per GPU. */
-const tokens = (e: Estimate) => e.setup.microBatch * e.setup.seqLen * e.setup.gradAccum;
-
-/** The largest micro-batch and sequence searched. */
-const MAX_MICRO_BATCH = 4096;
-const MAX_SEQ = 1 << 21;
 
 export const fitSpec = {
   name: 'fit',
@@ -45,80 +30,24 @@ export const fitSpec = {
 const found = (a: LargestOn | undefined): Largest | null =>
   a?.status === 'found' ? { value: a.value, nextNeedsBytes: a.nextNeedsBytes, cap: a.cap } : null;
 
-/** A search's answer in a cell of the per-GPU table. */
-function largestCell(a: LargestOn): string {
-  switch (a.status) {
-    case 'found':
-      return a.nextNeedsBytes === null ? `>= ${fmtCount(a.value)}` : fmtCount(a.value);
-    case 'not found':
-      return 'not solved';
-    default:
-      return a.status;
-  }
-}
-
-/** The smallest world size in a cell: `9 (16 on 2 nodes)` when the count leaves a node part-filled. */
-function smallestCell(s: SmallestOn): string {
-  if (s.status !== 'found') return s.status === 'not found' ? 'not solved' : s.status;
-  const n = s.wholeNodes;
-  return n ? `${s.worldSize} (${n.worldSize} on ${n.nodes} nodes)` : String(s.worldSize);
-}
-
 export async function fitCommand(argv: string[], io: Streams): Promise<number> {
   const { values, positionals } = parseOptions(argv, fitSpec);
   if (positionals.length !== 1) throw new UsageError('fit takes one FILE');
   const result = await estimateOnDisk(positionals[0]!, io);
   if (typeof result === 'number') return result;
   const e = result.estimate;
-  const run = whatIfOf(result);
-  // Every GPU of the catalog, smallest memory first; the target's answers are its row's.
-  const gpus = [...GPUS].sort((a, b) => gpuBytes(a) - gpuBytes(b) || a.id.localeCompare(b.id));
-  const ids = gpus.map((g) => g.id);
-  const micros = largestFittingOn(run, 'microBatch', e.setup.microBatch, MAX_MICRO_BATCH, ids);
-  const seqs = largestFittingOn(run, 'seqLen', e.setup.seqLen, MAX_SEQ, ids);
-  // The smallest world size of each GPU, checked against that GPU's own estimate at the count found.
-  const smallest = new Map(
-    ids.map((gpu) => [
-      gpu,
-      checkedMinGpus(result.whatIf.minGpus(gpu), (n) => run({ worldSize: n, gpu })?.targetFit),
-    ]),
-  );
-  const perGpu = gpus.map((g) => ({
-    gpu: g.id,
-    name: g.name,
-    memoryBytes: gpuBytes(g),
-    verdict: e.fit.find((f) => f.gpu === g.id)?.verdict ?? null,
-    largestMicroBatch: micros.get(g.id)!,
-    longestSequence: seqs.get(g.id)!,
-    smallestWorldSize: smallest.get(g.id)!,
-  }));
-  const micro = found(micros.get(e.gpu.id));
-  const seq = found(seqs.get(e.gpu.id));
-  const min = smallest.get(e.gpu.id) ?? {
+  const report = fitReport(result.whatIf, e);
+  const perGpu = report.perGpu;
+  const row = perGpu.find((r) => r.gpu === e.gpu.id);
+  const micro = found(row?.largestMicroBatch);
+  const seq = found(row?.longestSequence);
+  const min = row?.smallestWorldSize ?? {
     status: 'none fits' as const,
     reason: `${e.gpu.id} is not in the catalog`,
   };
-  // The changes the advice compares, each re-estimated for its step time; those that fit, cheapest first.
-  const fixes = advise(result.whatIf, {}, e)
-    .filter((a) => a.id === 'fit')
-    .flatMap((a) => a.options)
-    .filter((o) => o.verdict === 'fits' && o.whatIf)
-    .flatMap((o) => {
-      const est = run(o.whatIf!);
-      const label = o.whatIf!.gpu ? `on ${o.label}` : o.label;
-      // A smaller batch or sequence is a cheaper step of fewer tokens: compared on the tokens the job runs now.
-      return est
-        ? [{ label, peakBytes: o.peakBytes, stepSeconds: stepSeconds(est) * (tokens(e) / tokens(est)) }]
-        : [];
-    })
-    .sort((a, b) => a.stepSeconds - b.stepSeconds);
+  const fixes = report.changes;
   const answer = {
-    target: {
-      gpu: e.gpu.name,
-      worldSize: e.mesh.worldSize,
-      verdict: e.targetFit?.verdict ?? null,
-      stepSeconds: stepSeconds(e),
-    },
+    target: report.target,
     largestMicroBatch: micro,
     longestSequence: seq,
     smallestWorldSize: min.status === 'found' ? min.worldSize : null,
@@ -145,8 +74,8 @@ export async function fitCommand(argv: string[], io: Streams): Promise<number> {
   };
   const lines = [
     `${e.mesh.worldSize} x ${e.gpu.name}, now: ${answer.target.verdict ?? 'no verdict'} (micro-batch ${e.setup.microBatch}, sequence ${fmtCount(e.setup.seqLen)})`,
-    largest('Largest micro-batch', micros.get(e.gpu.id), '', `at sequence ${fmtCount(e.setup.seqLen)}`),
-    largest('Longest sequence', seqs.get(e.gpu.id), ' tokens', `at micro-batch ${e.setup.microBatch}`),
+    largest('Largest micro-batch', row?.largestMicroBatch, '', `at sequence ${fmtCount(e.setup.seqLen)}`),
+    largest('Longest sequence', row?.longestSequence, ' tokens', `at micro-batch ${e.setup.microBatch}`),
     min.status === 'found'
       ? `Smallest world size: ${min.worldSize} GPU${min.worldSize === 1 ? '' : 's'}${wholeNodesText(min, ' (')}${min.wholeNodes ? ')' : ''}`
       : `Smallest world size: ${min.reason}`,
@@ -155,7 +84,7 @@ export async function fitCommand(argv: string[], io: Streams): Promise<number> {
     lines.push('Changes that make it fit, cheapest first (step time for the tokens the job trains on now):');
     for (const f of fixes)
       lines.push(
-        `  ${f.label.padEnd(36)} step ${f.stepSeconds.toFixed(2)} s (now ${answer.target.stepSeconds.toFixed(2)} s), peak ${fmtBytes(f.peakBytes)}`,
+        `  ${f.label.padEnd(36)} step ${f.unmodelledCost ? '>= ' : ''}${f.stepSeconds.toFixed(2)} s (now ${answer.target.stepSeconds.toFixed(2)} s), peak ${fmtBytes(f.peakBytes)}${f.unmodelledCost ? `; ${f.unmodelledCost}` : ''}`,
       );
   }
   lines.push(

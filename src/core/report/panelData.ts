@@ -14,6 +14,7 @@ import {
   type WhatIfValues,
 } from '../whatif/controls';
 import { explore } from '../whatif/explore';
+import { fitReport } from '../whatif/fitReport';
 import { estimateJson } from './json';
 import type { PanelData } from './panelProtocol';
 import { lensTitle, unitsOfCall } from './summary';
@@ -30,6 +31,8 @@ export interface PanelInput {
   notice?: string;
   /** Control values the user changed in the panel. */
   whatIf?: Partial<WhatIfValues>;
+  /** Solve for what fits on every GPU of the catalog (`fitReport`). */
+  fit?: boolean;
 }
 
 /** Everything the footprint panel shows, from one analysis. */
@@ -89,5 +92,6 @@ export function buildPanelData(input: PanelInput): PanelData {
   if (x.fitMatrix) data.fitMatrix = x.fitMatrix;
   if (x.granularity) data.granularity = x.granularity;
   if (x.advice) data.advice = x.advice;
+  if (input.fit) data.fit = fitReport(r.whatIf, x.estimate, w);
   return data;
 }

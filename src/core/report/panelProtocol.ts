@@ -6,6 +6,7 @@ import type { ByteUnit } from '../vocabulary/bytes';
 import type { Advice } from '../whatif/advice';
 import type { ControlDescription, WhatIfValues } from '../whatif/controls';
 import type { FitMatrix, GranularityPoint } from '../whatif/model';
+import type { FitReport } from '../whatif/fitReport';
 import type { estimateJson } from './json';
 
 export type { ControlDescription, WhatIfValues };
@@ -36,6 +37,8 @@ export interface PanelData {
   fitMatrix?: FitMatrix;
   granularity?: GranularityPoint[];
   advice?: Advice[];
+  /** What fits on every GPU, and the changes that make the plan fit, when the panel asked (`fitReport`). */
+  fit?: FitReport;
   /** The framework whose configuration made the plan (when the file has no wrap calls of its own). */
   framework?: { name: string; file: string; line: number };
 }
@@ -62,6 +65,8 @@ export type PanelRequest =
   | { type: 'reset' }
   | { type: 'applyWhatIf' }
   | { type: 'reveal'; line: number }
+  /** Solve for what fits on every GPU while the section is open (and stop when it folds). */
+  | { type: 'fit'; on: boolean }
   | { type: 'command'; command: 'measureExactly' | 'chooseModel' };
 
 /** Messages from the extension to the panel's webview. */
