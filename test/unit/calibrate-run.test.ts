@@ -3,9 +3,11 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import { readRunFile } from '../../src/cli/measuredRun';
 import { readMeasuredRun } from '../../src/core/report/measured';
 import { skipUnless, tools } from '../tools';
 import { cli, projectDir, ROOT, writeFiles } from './helpers';
+import { makeSnapshot } from './snapshot-fixture';
 
 // Llama 3.1 8B on 8 GPUs at 2 x 4,096 tokens without checkpointing: its peak is at the loss, which a probe's
 // "forward" phase holds (the forward that computes the loss).
@@ -36,10 +38,61 @@ const RUN = {
 };
 
 interface Comparison {
-  phases: { phase: string; estimatedBytes: number; measuredBytes: number; ratio: number }[];
-  reserved: { estimatedBytes: number; measuredBytes: number; ratio: number };
+  run: {
+    source: string;
+    rank: number | null;
+    worldSize: number | null;
+    device: string | null;
+    notes: string[];
+  };
+  phases: { phase: string; estimatedBytes: number; measuredBytes: number | null; ratio: number | null }[];
+  reserved: { estimatedBytes: number; measuredBytes: number | null; ratio: number | null };
   unknownPhases: string[];
 }
+
+const GiB = 2 ** 30;
+
+/**
+ * A step of the same job as a memory snapshot records it on cuda:0, in GiB: 30 allocated before tracing began
+ * (parameters, gradients, optimizer states), then +20 in forward, +10 in backward, -25, +2 in the optimizer, -7.
+ * frames are innermost first, as PyTorch's symbolize gives them.
+ */
+const SNAPSHOT = {
+  protocol: 4,
+  frames: {
+    fwd: { filename: '/work/model.py', name: 'forward', line: 40 },
+    loop: { filename: '/work/train.py', name: 'main', line: 90 },
+    eng: {
+      filename: '/usr/lib/python3/site-packages/torch/autograd/graph.py',
+      name: '_engine_run_backward',
+      line: 823,
+    },
+    opt: { filename: '/usr/lib/python3/site-packages/torch/optim/adamw.py', name: 'step', line: 220 },
+  },
+  stacks: { F: ['fwd', 'loop'], B: ['eng', 'loop'], O: ['opt', 'loop'] },
+  segments: [
+    {
+      device: 0,
+      address: 0x7f0000000000,
+      total_size: 64 * GiB,
+      blocks: [
+        { size: 30 * GiB, requested_size: 30 * GiB, state: 'active_allocated' },
+        { size: 2 * GiB, requested_size: 2 * GiB, state: 'active_allocated', stack: 'O' },
+        { size: 32 * GiB, requested_size: 0, state: 'inactive' },
+      ],
+    },
+  ],
+  traces: [
+    [
+      { action: 'alloc', addr: 1, size: 20 * GiB, stack: 'F' },
+      { action: 'alloc', addr: 2, size: 10 * GiB, stack: 'B' },
+      { action: 'free_completed', addr: 1, size: 20 * GiB, stack: 'F' },
+      { action: 'free_completed', addr: 2, size: 5 * GiB, stack: 'B' },
+      { action: 'alloc', addr: 3, size: 2 * GiB, stack: 'O' },
+      { action: 'free_completed', addr: 4, size: 5 * GiB, stack: 'B' },
+    ],
+  ],
+};
 
 describe('fsdp-lens calibrate', () => {
   it('puts each measured phase beside the same phase of the estimate, allocated and reserved apart', async () => {
@@ -70,6 +123,139 @@ describe('fsdp-lens calibrate', () => {
     assert.equal(r.code, 2);
     assert.match(r.err, /not a file fsdp_lens_probe\.py wrote/);
   });
+
+  it(
+    'reads a memory snapshot: its peaks by phase beside the estimate, with notes on what they assume',
+    { skip: skipUnless('python3') },
+    async () => {
+      const dir = projectDir('fsdp-lens-calibrate-');
+      writeFiles(dir, { 'train.py': SCRIPT });
+      const { file } = makeSnapshot(SNAPSHOT);
+      const r = await cli('calibrate', path.join(dir, 'train.py'), file, '--json');
+      assert.equal(r.code, 0, r.err);
+      const c = JSON.parse(r.out) as Comparison;
+      assert.equal(c.run.source, 'snapshot');
+      assert.equal(c.run.device, 'cuda:0');
+      assert.equal(c.run.rank, null);
+      // At the end: 30 + 2 GiB active; the trace's net is +20 +10 -20 -5 +2 -5 = 2: it began with 30 allocated.
+      const measured = Object.fromEntries(c.phases.map((p) => [p.phase, p.measuredBytes]));
+      assert.deepEqual(measured, {
+        forward: (30 + 20) * GiB,
+        backward: (30 + 20 + 10) * GiB,
+        optimizer: (30 + 5 + 2) * GiB,
+        step: (30 + 20 + 10) * GiB,
+      });
+      assert.equal(c.reserved.measuredBytes, 64 * GiB);
+      const step = c.phases.find((p) => p.phase === 'step')!;
+      assert.equal(step.ratio, step.estimatedBytes / (60 * GiB));
+      assert.ok(
+        c.run.notes.some((n) => /tracing began after 32\.2 GB was already allocated/.test(n)),
+        c.run.notes.join('\n'),
+      );
+      const text = await cli('calibrate', path.join(dir, 'train.py'), file);
+      assert.equal(text.code, 0, text.err);
+      assert.match(text.out, /^Run: memory snapshot on cuda:0$/m);
+      assert.match(text.out, /^ {2}backward +estimated .* measured +64\.4 GB/m);
+      assert.match(
+        text.out,
+        /^Notes on the measured figures:\n {2}- memory snapshot of cuda:0: 6 trace events/m,
+      );
+    },
+  );
+
+  it('reads a training log: its reserved peak beside the estimate', async () => {
+    const dir = projectDir('fsdp-lens-calibrate-');
+    writeFiles(dir, {
+      'train.py': SCRIPT,
+      // torchtitan/components/metrics.py MetricsProcessor.log's step line, as torchtitan's logger prints it.
+      'train.log': [
+        '[titan] 2025-03-02 10:14:03,118 - root - INFO - CUDA capacity: NVIDIA H100 80GB HBM3 with 79.11GiB memory',
+        '[titan] 2025-03-02 10:16:31,772 - root - INFO - step: 10  loss:  9.4410  grad_norm:  1.2208  memory: 61.50GiB(77.74%)  tps: 6,811  tflops: 396.71  mfu: 40.11%',
+        '',
+      ],
+    });
+    const r = await cli('calibrate', path.join(dir, 'train.py'), path.join(dir, 'train.log'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const c = JSON.parse(r.out) as Comparison;
+    assert.equal(c.run.source, 'log');
+    assert.equal(c.run.device, 'NVIDIA H100 80GB HBM3');
+    assert.equal(c.reserved.measuredBytes, Math.round(61.5 * GiB));
+    assert.deepEqual(
+      c.phases.map((p) => [p.phase, p.measuredBytes, p.ratio]),
+      [['step', null, null]],
+    );
+    const text = await cli('calibrate', path.join(dir, 'train.py'), path.join(dir, 'train.log'));
+    assert.match(text.out, /^Run: training log \(torchtitan\) on NVIDIA H100 80GB HBM3$/m);
+    assert.match(text.out, /reserved \(the step\) +estimated .* measured +66\.0 GB {2}ratio/);
+  });
+
+  it("reads a log that opens with the Trainer's metrics dict (Python's repr, not JSON) as a log", async () => {
+    const dir = projectDir('fsdp-lens-calibrate-');
+    writeFiles(dir, {
+      'train.py': SCRIPT,
+      // transformers/trainer.py: train() logs its metrics with TrainerMemoryTracker's (bytes) as a dict.
+      'trainer.log': [
+        "{'train_runtime': 120.5012, 'init_mem_gpu_alloc_delta': 16060055552, 'train_mem_gpu_alloc_delta': 32120111104, 'train_mem_gpu_peaked_delta': 9663676416, 'before_init_mem_gpu': 0, 'epoch': 1.0}",
+      ],
+    });
+    const r = await cli('calibrate', path.join(dir, 'train.py'), path.join(dir, 'trainer.log'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const c = JSON.parse(r.out) as Comparison;
+    assert.equal(c.run.source, 'log');
+    assert.deepEqual(
+      c.phases.map((p) => [p.phase, p.measuredBytes]),
+      [['step', 0 + 16060055552 + 32120111104 + 9663676416]],
+    );
+    assert.equal(c.reserved.measuredBytes, null);
+  });
+
+  it("reads a long log's end only, from its first whole line", () => {
+    const dir = projectDir('fsdp-lens-calibrate-');
+    const step = (n: number, gib: string) =>
+      `[titan] 2025-03-02 10:16:31,772 - root - INFO - step: ${n}  loss:  9.4410  grad_norm:  1.2208  memory: ${gib}GiB(77.74%)  tps: 6,811`;
+    // 70.00 GiB at step 1, then 2,000 lines of 100 characters, then 61.50 GiB at step 2: the last 100,000 bytes
+    // start inside the filler, so step 1 is not read.
+    const lines = [
+      step(1, '70.00'),
+      ...Array.from({ length: 2000 }, () => 'x'.repeat(99)),
+      step(2, '61.50'),
+      '',
+    ];
+    writeFiles(dir, { 'train.log': lines });
+    const run = readRunFile(path.join(dir, 'train.log'), 100_000);
+    assert.ok(!('error' in run), JSON.stringify(run));
+    assert.deepEqual(run.phases, { step: { allocated: null, reserved: Math.round(61.5 * GiB) } });
+    assert.ok(run.notes.some((n) => /only the log's last part was read/.test(n)));
+    const all = readRunFile(path.join(dir, 'train.log'));
+    assert.ok(!('error' in all));
+    assert.equal(all.phases.step!.reserved, Math.round(70 * GiB));
+  });
+
+  it(
+    'refuses a RUN of none of the three kinds, and a snapshot cut short, with a message and exit 2',
+    { skip: skipUnless('python3') },
+    async () => {
+      const dir = projectDir('fsdp-lens-calibrate-');
+      writeFiles(dir, { 'train.py': SCRIPT, 'notes.txt': ['epoch 1 done', 'loss 2.1'] });
+      const r = await cli('calibrate', path.join(dir, 'train.py'), path.join(dir, 'notes.txt'));
+      assert.equal(r.code, 2);
+      assert.match(r.err, /no memory line of torchtitan/);
+      assert.match(
+        r.err,
+        /RUN is fsdp_lens_probe\.py's JSON, a PyTorch memory snapshot .* or a training log/,
+      );
+      const { file } = makeSnapshot(SNAPSHOT);
+      const cut = path.join(dir, 'cut.pickle');
+      fs.writeFileSync(cut, fs.readFileSync(file).subarray(0, 200));
+      const t = await cli('calibrate', path.join(dir, 'train.py'), cut);
+      assert.equal(t.code, 2);
+      assert.match(t.err, /cut\.pickle: not a memory snapshot this reader takes: .*truncated/);
+      const list = makeSnapshot({ root: [1, 2], protocol: 2 }).file;
+      const l = await cli('calibrate', path.join(dir, 'train.py'), list);
+      assert.equal(l.code, 2);
+      assert.match(l.err, /a pickle of a list, not a memory snapshot/);
+    },
+  );
 
   it(
     'reads what the probe writes, run with real PyTorch (no GPU here: the peaks are said to be unmeasured)',

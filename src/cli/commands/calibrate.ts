@@ -1,15 +1,12 @@
-/** `fsdp-lens calibrate FILE RUN`: a measured run (fsdp_lens_probe.py's JSON) against the file's estimate. */
-import * as fs from 'node:fs';
-import { compareMeasured, readMeasuredRun, type PhaseComparison } from '../../core/report/measured';
+/** `fsdp-lens calibrate FILE RUN`: a measured run (probe JSON, memory snapshot or log) beside the estimate. */
+import { compareMeasured, type MeasuredRun, type PhaseComparison } from '../../core/report/measured';
 import { fmtBytes } from '../../core/vocabulary/bytes';
 import { parseOptions } from '../args';
 import { estimateOnDisk } from '../analyzeFile';
 import { EXIT_TEXT } from '../help';
 import { EXIT, UsageError, type Streams } from '../io';
+import { readRunFile } from '../measuredRun';
 import type { CommandSpec } from '../spec';
-
-/** A probe's file is small; anything larger is not one. */
-const MAX_RUN_BYTES = 1 << 20;
 
 export const calibrateSpec = {
   name: 'calibrate',
@@ -17,28 +14,42 @@ export const calibrateSpec = {
   summary:
     "A measured run beside the file's estimate: allocated peaks phase by phase, and the reserved peak.",
   about:
-    'RUN is the JSON that fsdp_lens_probe.py (shipped beside the CLI in dist/) writes on a rank of a real run: the allocated and reserved peaks of each phase of a step. Phases named forward, loss, backward, optimizer or step are compared with the same phases of the estimate (a forward that computes the loss holds the loss too); the reserved peak with the estimate of what the caching allocator keeps. Each ratio is estimated / measured.',
+    "RUN is one of three kinds, told apart by their content. (1) The JSON that fsdp_lens_probe.py (shipped beside the CLI in dist/) writes on a rank of a real run: the allocated and reserved peaks of each phase of a step. Phases named forward, loss, backward, optimizer or step are compared with the same phases of the estimate (a forward that computes the loss holds the loss too). (2) A PyTorch memory snapshot, the pickle torch.cuda.memory._dump_snapshot writes after _record_memory_history: read as a stream (never run by Python, never loaded whole), its allocator trace is replayed for the peak allocated over the trace and each allocation's stack places it in forward, backward or optimizer; the reserved peak replays its segments. (3) A training log with the memory lines torchtitan (the step line's \"memory:\", a reserved peak), torchtune (peak_memory_alloc and peak_memory_reserved) or the Hugging Face Trainer (train_mem_gpu_alloc_delta and train_mem_gpu_peaked_delta) print: the step's peaks, as far as the log gives them (its last 64 MiB are read). The reserved peak is compared with the estimate of what the caching allocator keeps. Each ratio is estimated / measured; notes say what each measured figure is and what it assumes.",
   options: { json: { type: 'boolean' } },
-  flags: () => [{ flag: '--json', text: 'The comparison as JSON.' }],
+  flags: () => [{ flag: '--json', text: 'The comparison as JSON, with the notes.' }],
   examples: [
     { line: 'fsdp-lens calibrate train.py run.rank0.json', does: 'Estimated against measured, per phase.' },
+    {
+      line: 'fsdp-lens calibrate train.py snapshot.pickle',
+      does: 'Against a memory snapshot: its peaks by phase, replayed from its trace.',
+    },
+    { line: 'fsdp-lens calibrate train.py train.log', does: "Against a training log's memory lines." },
   ],
   exits: { ok: EXIT_TEXT.ok, usage: EXIT_TEXT.usage, unknownModel: EXIT_TEXT.unknownModel },
 } satisfies CommandSpec;
 
+/** Who ran it, as the comparison's header says it. */
+function runLine(run: MeasuredRun, worldSize: number): string {
+  const on = run.device ? ` on ${run.device}` : '';
+  if (run.source === 'probe')
+    return `Run: rank ${run.rank} of ${run.worldSize}${on}${run.worldSize !== null && run.worldSize !== worldSize ? ` (the estimate is for ${worldSize} GPUs: give the run's world size to compare like with like)` : ''}`;
+  const kind =
+    run.source === 'snapshot'
+      ? 'memory snapshot'
+      : `training log${typeof run.settings.framework === 'string' ? ` (${run.settings.framework})` : ''}`;
+  const rank =
+    run.rank === null ? '' : `, rank ${run.rank}${run.worldSize === null ? '' : ` of ${run.worldSize}`}`;
+  return `Run: ${kind}${rank}${on}`;
+}
+
 export async function calibrateCommand(argv: string[], io: Streams): Promise<number> {
   const { values, positionals } = parseOptions(argv, calibrateSpec);
-  if (positionals.length !== 2) throw new UsageError("calibrate takes a FILE and a RUN (the probe's JSON)");
+  if (positionals.length !== 2)
+    throw new UsageError(
+      "calibrate takes a FILE and a RUN (the probe's JSON, a memory snapshot or a training log)",
+    );
   const [file, runFile] = positionals as [string, string];
-  let runText: string;
-  try {
-    if (fs.statSync(runFile).size > MAX_RUN_BYTES) throw new Error(`larger than ${MAX_RUN_BYTES >> 10} KiB`);
-    runText = fs.readFileSync(runFile, 'utf8');
-  } catch (e) {
-    io.err.write(`fsdp-lens: ${runFile}: ${e instanceof Error ? e.message : String(e)}\n`);
-    return EXIT.usage;
-  }
-  const run = readMeasuredRun(runText);
+  const run = readRunFile(runFile);
   if ('error' in run) {
     io.err.write(`fsdp-lens: ${runFile}: ${run.error}\n`);
     return EXIT.usage;
@@ -49,7 +60,20 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
   const c = compareMeasured(e, run);
   if (values.json) {
     io.out.write(
-      `${JSON.stringify({ run: { rank: run.rank, worldSize: run.worldSize, device: run.device }, ...c }, null, 2)}\n`,
+      `${JSON.stringify(
+        {
+          run: {
+            source: run.source,
+            rank: run.rank,
+            worldSize: run.worldSize,
+            device: run.device,
+            notes: run.notes,
+          },
+          ...c,
+        },
+        null,
+        2,
+      )}\n`,
     );
     return EXIT.ok;
   }
@@ -58,7 +82,7 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
     `  ${p.phase.padEnd(20)} estimated ${b(p.estimatedBytes).padStart(9)}  measured ${b(p.measuredBytes).padStart(12)}  ${p.ratio === null ? '' : `ratio ${p.ratio.toFixed(2)}`}`;
   const lines = [
     `Estimate: ${e.mesh.worldSize} x ${e.gpu.name}, micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}`,
-    `Run: rank ${run.rank} of ${run.worldSize}${run.device ? ` on ${run.device}` : ''}${run.worldSize !== e.mesh.worldSize ? ` (the estimate is for ${e.mesh.worldSize} GPUs: give the run's world size to compare like with like)` : ''}`,
+    runLine(run, e.mesh.worldSize),
     'Allocated peak by phase:',
     ...c.phases.map(row),
     row(c.reserved),
@@ -67,6 +91,7 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
     lines.push(
       `Phases with no estimate counterpart: ${c.unknownPhases.join(', ')} (name them forward, loss, backward, optimizer or step)`,
     );
+  if (run.notes.length) lines.push('Notes on the measured figures:', ...run.notes.map((n) => `  - ${n}`));
   io.out.write(`${lines.join('\n')}\n`);
   return EXIT.ok;
 }

@@ -1,17 +1,23 @@
 /**
- * A measured run against its estimate: the peaks `fsdp_lens_probe.py` recorded per phase of a step on one rank,
- * read and checked, beside the estimate's peak of the same phase (allocated against allocated) and its reserved
- * estimate (reserved against reserved), with the ratio of each.
+ * A measured run against its estimate: the peaks `fsdp_lens_probe.py` recorded per phase of a step on one rank (or
+ * what a memory snapshot or a training log gives, read by snapshot.ts and trainingLog.ts), beside the estimate's
+ * peak of the same phase (allocated against allocated) and its reserved estimate (reserved against reserved), with
+ * the ratio of each.
  */
 import type { Estimate } from '../estimator/types';
 import type { Phase } from '../vocabulary/fsdp';
 
 export interface MeasuredRun {
-  rank: number;
-  worldSize: number;
+  /** What it was read from: the probe's JSON, a PyTorch memory snapshot, or a training log. */
+  source: 'probe' | 'snapshot' | 'log';
+  /** Null where the source does not record it. */
+  rank: number | null;
+  worldSize: number | null;
   device: string | null;
   phases: Record<string, { allocated: number | null; reserved: number | null }>;
   settings: Record<string, unknown>;
+  /** What the figures are and what they assume, in words, shown with the comparison. */
+  notes: string[];
 }
 
 /** The probe's JSON, checked; an error in words when it is not one. */
@@ -34,12 +40,14 @@ export function readMeasuredRun(text: string): MeasuredRun | { error: string } {
     phases[name] = { allocated: bytes(p.allocated), reserved: bytes(p.reserved) };
   }
   return {
+    source: 'probe',
     rank: typeof r.rank === 'number' ? r.rank : 0,
     worldSize: typeof r.worldSize === 'number' ? r.worldSize : 1,
     device: typeof r.device === 'string' ? r.device : null,
     phases,
     settings:
       typeof r.settings === 'object' && r.settings !== null ? (r.settings as Record<string, unknown>) : {},
+    notes: [],
   };
 }
 
