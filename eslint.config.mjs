@@ -106,7 +106,8 @@ const layerRules = [
         {
           patterns: [
             {
-              regex: '^\\.\\./core/(?!vocabulary/bytes$|vocabulary/words$|report/panelProtocol$|report/fitCells$)',
+              regex:
+                '^\\.\\./core/(?!vocabulary/bytes$|vocabulary/words$|report/panelProtocol$|report/fitCells$)',
               message:
                 'The webview imports from the core only vocabulary/bytes, vocabulary/words, report/panelProtocol and report/fitCells (pure, browser-safe).',
             },

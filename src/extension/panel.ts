@@ -3,6 +3,7 @@ import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import type { PanelData, PanelRequest, WhatIfValues } from '../core/report/panelProtocol';
 import type { DocumentAnalyses, DocumentAnalysis } from './analyses';
+import type { CompareSource } from '../worker/protocol';
 import { COMMANDS } from './commands';
 import { setAnnotations } from '../core/lint/annotationEdits';
 import type { Fix } from '../core/lint/types';
@@ -33,6 +34,8 @@ export class FootprintPanel implements vscode.Disposable {
   private whatIf: Partial<WhatIfValues> = {};
   /** "Where it fits" is open: each update solves for what fits on every GPU. */
   private fitOpen = false;
+  /** What the panel compares the file with: 'HEAD', an open document's URI, or '' for nothing. */
+  private comparing = '';
   /** The last data posted (tests read it through the `fsdpLens.panelData` command). */
   lastData: PanelData | undefined;
 
@@ -107,6 +110,7 @@ export class FootprintPanel implements vscode.Disposable {
   async update(analysis: DocumentAnalysis): Promise<PanelData> {
     this.uri = analysis.uri;
     const asked = ++this.asked;
+    const compare = this.compareSource(analysis.uri);
     const data =
       (analysis.notice
         ? undefined
@@ -118,12 +122,16 @@ export class FootprintPanel implements vscode.Disposable {
                 focusUnit: this.focusUnit,
                 whatIf: this.whatIf,
                 ...(this.fitOpen ? { fit: true } : {}),
+                ...(compare && !('error' in compare) ? { compare } : {}),
               },
               20_000,
             )
             .catch(() => undefined)) ?? noticeData(analysis, this.focusUnit);
     // A later update (a newer analysis, other what-if values) has the say.
     if (asked !== this.asked) return data;
+    if (compare && 'error' in compare) data.compare = { label: compare.label, reason: compare.error };
+    data.compareChoices = compareChoices(analysis.uri);
+    data.comparing = this.comparing;
     for (const c of data.whatIf?.changed ?? []) {
       const fix = codeFixFor(analysis, c.key, data.whatIf!.values[c.key]);
       if (fix) c.codeFix = fix.title;
@@ -169,6 +177,34 @@ export class FootprintPanel implements vscode.Disposable {
     return true;
   }
 
+  /** Compares the file with another version ('HEAD', an open document's URI, '' for none), as the webview's select does. */
+  async setComparing(against: string): Promise<PanelData | undefined> {
+    this.comparing = against;
+    return this.refresh();
+  }
+
+  /**
+   * The version the panel compares the file with: the file at the last commit (the worker reads it from the
+   * repository's objects, never by running git), or another open document's text; or why there is none.
+   */
+  private compareSource(uri: string): CompareSource | { label: string; error: string } | undefined {
+    if (!this.comparing) return undefined;
+    const self = vscode.Uri.parse(uri);
+    if (this.comparing === 'HEAD')
+      return self.scheme === 'file'
+        ? { kind: 'revision', rev: 'HEAD', file: self.fsPath }
+        : { label: 'the last commit', error: 'the file is not saved on disk' };
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === this.comparing);
+    const label = this.comparing.split('/').pop() ?? this.comparing;
+    if (!doc) return { label, error: 'it is no longer open' };
+    return {
+      kind: 'text',
+      label: vscode.workspace.asRelativePath(doc.uri),
+      file: doc.uri.fsPath,
+      text: doc.getText(),
+    };
+  }
+
   /** Opens or folds "Where it fits", as the webview's section does (tests drive the panel through this). */
   async setFitOpen(on: boolean): Promise<PanelData | undefined> {
     this.fitOpen = on;
@@ -203,6 +239,10 @@ export class FootprintPanel implements vscode.Disposable {
       case 'fit':
         this.fitOpen = m.on === true;
         if (this.fitOpen) void this.refresh();
+        return;
+      case 'compare':
+        this.comparing = typeof m.against === 'string' ? m.against : '';
+        void this.refresh();
         return;
       case 'applyWhatIf':
         this.applyWhatIf().catch((e: unknown) => {
@@ -308,6 +348,21 @@ function codeFixFor(analysis: DocumentAnalysis, key: string, value: unknown): Fi
   const v = key === 'checkpointing' ? value : Number(value);
   const cfg = configInputEdit(r.framework, analysis.facts.path, text, r.estimate.assumptions, key, v);
   return cfg ? { title: `Write ${cfg.written}`, edits: [cfg.edit] } : undefined;
+}
+
+/** What the panel can compare a file with: the last commit, and the other open files the analysis reads. */
+function compareChoices(uri: string): { value: string; label: string }[] {
+  const others = vscode.workspace.textDocuments
+    .filter(
+      (d) =>
+        d.uri.toString() !== uri &&
+        !d.isClosed &&
+        (d.uri.scheme === 'file' || d.uri.scheme === 'untitled') &&
+        /\.(py|ya?ml|toml|json|sh)$/.test(d.uri.path),
+    )
+    .slice(0, 20)
+    .map((d) => ({ value: d.uri.toString(), label: vscode.workspace.asRelativePath(d.uri) }));
+  return [{ value: '', label: 'nothing' }, { value: 'HEAD', label: 'the last commit' }, ...others];
 }
 
 function changedValues(values: WhatIfValues, base: WhatIfValues): Partial<WhatIfValues> {

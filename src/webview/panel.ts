@@ -635,6 +635,81 @@ function renderFit(data: PanelData, e: Estimate): HTMLElement {
   return s;
 }
 
+/**
+ * "Compare with": the change from another version of the job (the last commit, another open file) to this file,
+ * the totals and each cause in the order it applies, the causes adding up to the totals.
+ */
+function renderCompare(data: PanelData): HTMLElement | undefined {
+  const choices = data.compareChoices;
+  if (!choices?.length) return undefined;
+  const s = section('Compare with another version', 'compare');
+  const b = (n: number) => fmtBytes(n, data.units);
+  const sign = (n: number) => `${n > 0 ? '+' : n < 0 ? '−' : '±'}${b(Math.abs(n))}`;
+  const wrap = el('label', undefined, 'control');
+  wrap.append(el('span', 'Compare this file with'));
+  const pick = custom('vscode-single-select', { 'aria-label': 'Compare this file with' }) as HTMLElement & {
+    value: string;
+  };
+  // The select has no empty value: nothing is 'none' here, '' to the extension.
+  for (const c of choices) pick.append(custom('vscode-option', { value: c.value || 'none' }, c.label));
+  pick.addEventListener('change', () =>
+    post({ type: 'compare', against: pick.value === 'none' ? '' : pick.value }),
+  );
+  queueMicrotask(() => (pick.value = data.comparing || 'none'));
+  wrap.append(pick);
+  s.append(wrap);
+  const c = data.compare;
+  if (!c) return s;
+  if (c.reason || !c.delta) {
+    s.append(el('p', `No comparison with ${c.label}: ${c.reason ?? 'no estimate'}.`, 'notice'));
+    return s;
+  }
+  const d = c.delta;
+  const host = d.before.hostBytes || d.after.hostBytes;
+  const side = (name: string, x: typeof d.before): Cell[] => [
+    { text: name, cls: 'strong' },
+    b(x.peakBytes),
+    b(x.persistentBytes),
+    b(x.trafficBytes),
+    ...(host ? [b(x.hostBytes)] : []),
+    x.verdict ? { text: YES[x.verdict as Verdict], cls: VERDICT_CELL[x.verdict as Verdict] } : '–',
+  ];
+  const delta: Cell[] = [
+    { text: 'change', cls: 'strong' },
+    sign(d.after.peakBytes - d.before.peakBytes),
+    sign(d.after.persistentBytes - d.before.persistentBytes),
+    sign(d.after.trafficBytes - d.before.trafficBytes),
+    ...(host ? [sign(d.after.hostBytes - d.before.hostBytes)] : []),
+    d.before.verdict === d.after.verdict ? 'same' : `${d.before.verdict ?? '–'} → ${d.after.verdict ?? '–'}`,
+  ];
+  s.append(
+    table(
+      ['Version', 'Peak / GPU', 'State / GPU', 'Traffic / step', ...(host ? ['Host / process'] : []), 'Fits'],
+      [side(c.label, d.before), side('this file', d.after), delta],
+      { numeric: host ? [1, 2, 3, 4] : [1, 2, 3] },
+    ),
+  );
+  if (d.causes.length) {
+    s.append(el('h3', 'Causes, in the order they apply (each on top of the ones before)'));
+    s.append(
+      table(
+        ['Cause', 'What changed', 'Peak', 'State', 'Traffic', ...(host ? ['Host'] : [])],
+        d.causes.map((k) => [
+          { text: k.cause, cls: 'strong' },
+          { text: k.changes.map((ch) => `${ch.label}: ${ch.from} → ${ch.to}`).join('; '), cls: 'muted' },
+          sign(k.peakBytes),
+          sign(k.persistentBytes),
+          sign(k.trafficBytes),
+          ...(host ? [sign(k.hostBytes)] : []),
+        ]),
+        { numeric: host ? [2, 3, 4, 5] : [2, 3, 4] },
+      ),
+    );
+  } else if (!d.unattributed) s.append(el('p', 'The two versions make the same estimate.', 'muted'));
+  if (d.unattributed) s.append(el('p', `Not attributed: ${d.unattributed}.`, 'muted'));
+  return s;
+}
+
 /** Whether the panel last asked the extension to solve for what fits (the section is open). */
 let fitAsked = false;
 
@@ -840,7 +915,10 @@ function render(data: PanelData): void {
   if (e) {
     parts.push(renderSummary(data, e));
     renderControls(data, controlsHost);
-    parts.push(controlsHost, renderChart(data, e), renderAdvice(data), renderUnits(data, e));
+    parts.push(controlsHost, renderChart(data, e), renderAdvice(data));
+    const compare = renderCompare(data);
+    if (compare) parts.push(compare);
+    parts.push(renderUnits(data, e));
     const pipeline = renderPipeline(data, e);
     if (pipeline) parts.push(pipeline);
     const phases = renderPhases(data, e);

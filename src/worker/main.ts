@@ -35,7 +35,7 @@ async function main(): Promise<void> {
       let value: unknown;
       if (m.kind === 'analyze')
         value = service.analyze(m, () => Atomics.load(cancelled, m.id % cancelled.length) === m.id);
-      else if (m.kind === 'panel') value = service.panel(m);
+      else if (m.kind === 'panel') value = await service.panel(m);
       else if (m.kind === 'models') value = service.models(m.uri);
       else {
         const abort = new AbortController();

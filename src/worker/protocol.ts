@@ -58,7 +58,17 @@ export interface PanelRequestMessage {
   whatIf: Partial<WhatIfValues>;
   /** Solve for what fits on every GPU (the panel's "Where it fits" is open): a few hundred estimates. */
   fit?: boolean;
+  /** Another version of the job to compare the document with (the last commit, another open file). */
+  compare?: CompareSource;
 }
+
+/**
+ * Another version of a job: the text of another document (where it comes from in words, and the path it is
+ * analysed at), or the document's file at a git revision, which the worker reads from the repository's objects.
+ */
+export type CompareSource =
+  | { kind: 'text'; label: string; file: string; text: string }
+  | { kind: 'revision'; rev: string; file: string };
 
 /** The model a script trains as the static reading finds it, and the project's nn.Module classes to choose from. */
 export interface ModelsRequest {

@@ -5,6 +5,7 @@
  */
 import { migrateToFsdp2 } from '../core/lint/migrate';
 import { checkTextSize } from '../core/analysis/input';
+import { fileAtRevision } from '../host/gitRevision';
 import { emptyFacts, type WrapCall } from '../core/analysis/facts';
 import { analyzeDocument, type DocumentAnalysis as CoreAnalysis } from '../core/entry/analyze';
 import { exactForScript, type ExactModel } from '../core/exact/exact';
@@ -24,6 +25,7 @@ import { runExactHelper } from '../host/exact';
 import {
   EDITOR_CALLS,
   type AnalyzeRequest,
+  type CompareSource,
   type CallsLeftOut,
   type DocumentAnalysis,
   type ExactReply,
@@ -47,6 +49,8 @@ interface OpenDocument {
   folder: string | null;
   /** The interpreter the editor named for the folder, if any. */
   python?: string;
+  /** The settings of the last analysis (a comparison analyses the other version with the same). */
+  settings?: AnalyzeRequest['settings'];
 }
 
 /** The estimate as the editor receives it: without the model tree and the what-if engine. */
@@ -154,6 +158,7 @@ export class AnalysisService {
       folder: req.folder,
       file: req.file,
       python: req.python,
+      settings: req.settings,
     });
     open.analysis = undefined;
     if (req.onDisk) for (const p of this.projects.values()) p.invalidate(req.file, { contentOnly: true });
@@ -219,7 +224,7 @@ export class AnalysisService {
   }
 
   /** The panel's data for the document's last analysis under the user's what-if values. */
-  panel(req: PanelRequestMessage): PanelData | undefined {
+  async panel(req: PanelRequestMessage): Promise<PanelData | undefined> {
     const open = this.docs.get(req.uri);
     const a = open?.analysis;
     if (!open || !a) return undefined;
@@ -231,7 +236,55 @@ export class AnalysisService {
       ...(a.estimate ? { estimate: a.estimate } : {}),
       whatIf: req.whatIf,
       ...(req.fit ? { fit: true } : {}),
+      ...(req.compare ? { compare: await this.compared(open, req.compare) } : {}),
     });
+  }
+
+  /** The last comparison's analysis, kept while the other version's text stays the same. */
+  private lastCompared?: { key: string; estimate: EstimateResult | undefined };
+
+  /**
+   * Another version of a document's job and its estimate, analysed as the document is, at the path it names: the
+   * text of another document, or the file at a revision (read from the repository's objects: git is never run).
+   */
+  private async compared(
+    open: OpenDocument,
+    source: CompareSource,
+  ): Promise<{ label: string; estimate?: EstimateResult; error?: string }> {
+    let c: { label: string; file: string; text: string };
+    if (source.kind === 'revision') {
+      const r = await fileAtRevision(source.file, source.rev);
+      const label = source.rev === 'HEAD' ? 'the last commit' : source.rev;
+      if ('error' in r) return { label, error: r.error };
+      c = { label: `${label} (${r.commit.slice(0, 8)})`, file: source.file, text: r.text };
+    } else c = source;
+    return { label: c.label, ...this.estimateOf(open, c) };
+  }
+
+  private estimateOf(
+    open: OpenDocument,
+    c: { file: string; text: string },
+  ): { estimate?: EstimateResult; error?: string } {
+    const key = `${open.folder ?? ''}\u0000${c.file}\u0000${c.text}`;
+    if (this.lastCompared?.key === key)
+      return this.lastCompared.estimate ? { estimate: this.lastCompared.estimate } : {};
+    const tooLarge = checkTextSize(c.text, open.settings?.maxBytes);
+    if (tooLarge) return { error: tooLarge };
+    const project = this.project(open.folder, open.python);
+    const estimate = analyzeDocument(
+      this.grammar,
+      { file: c.file, text: c.text },
+      {
+        lint: null,
+        estimate: {
+          ...(open.settings ? { settings: open.settings.estimate } : {}),
+          host: this.host(open.folder, open.settings?.usersPaths ?? []),
+          ...(project ? { project } : {}),
+        },
+      },
+    ).estimate;
+    this.lastCompared = { key, estimate };
+    return estimate ? { estimate } : {};
   }
 
   /** What the model command offers: the model found, the classes that reach the file, every nn.Module class. */

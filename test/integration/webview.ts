@@ -276,6 +276,56 @@ const CHECKS: Check[] = [
     },
   },
   {
+    name: 'compares with another version: totals, causes that add up, and the choice sent back',
+    async run(page, theme) {
+      const grammar = await loadPython(path.join(ROOT, 'out', 'test'));
+      const facts = scanText(grammar, 'train_70b.py', LLAMA);
+      const older = estimateFile(
+        scanText(grammar, 'train_70b.py', `# fsdp: world_size=16 ac=full\n${LLAMA}`),
+      );
+      const d = buildPanelData({
+        facts,
+        uri: 'file:///ws/train_70b.py',
+        focusUnit: null,
+        units: 'GB',
+        estimate: estimateFile(facts),
+        whatIf: {},
+        compare: { label: 'the last commit (0123abcd)', estimate: older },
+      });
+      d.compareChoices = [
+        { value: '', label: 'nothing' },
+        { value: 'HEAD', label: 'the last commit' },
+      ];
+      d.comparing = 'HEAD';
+      await page.setViewportSize({ width: 525, height: 900 });
+      await show(page, d);
+      const text = (await page.textContent('#compare')) ?? '';
+      assert.match(text, /the last commit \(0123abcd\)/);
+      assert.match(text, /checkpointing/);
+      assert.match(text, /world size/);
+      // Two tables: the versions and their change, then the causes.
+      assert.equal((await page.$$('#compare table')).length, 2);
+      const overflow = await page.evaluate(() => {
+        const doc = (
+          globalThis as unknown as {
+            document: { documentElement: { scrollWidth: number; clientWidth: number } };
+          }
+        ).document;
+        return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
+      });
+      assert.ok(overflow <= 0, `the page is ${overflow} px wider than the panel`);
+      await page.$eval('#compare', (s) => (s as unknown as { scrollIntoView(): void }).scrollIntoView());
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-compare-525-${theme}.png`) });
+      await page.evaluate(() => ((globalThis as unknown as W).__posted = []));
+      await page.locator('#compare vscode-single-select').evaluate((x) => {
+        (x as unknown as { value: string }).value = 'none';
+        x.dispatchEvent(new Event('change'));
+      });
+      const sent = (await page.evaluate(() => (globalThis as unknown as W).__posted)).at(-1);
+      assert.deepEqual(sent, { type: 'compare', against: '' });
+    },
+  },
+  {
     name: 'reads in a 525 px side panel: no sideways scrolling',
     async run(page, theme) {
       await page.setViewportSize({ width: 525, height: 900 });

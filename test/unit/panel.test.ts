@@ -132,6 +132,48 @@ describe('footprint panel data', () => {
     assert.equal(h100.largestMicroBatch.status, 'found');
   });
 
+  it('compares with another version of the job: the causes add up to the change', async () => {
+    const text = fixture('workspace/train_fsdp2.py');
+    const facts = await scanSource(text, 'train.py');
+    const estimate = estimateFile(facts);
+    assert.ok(estimate.ok);
+    const older = estimateFile(
+      await scanSource(`# fsdp: world_size=16 checkpointing=full\n${text}`, 'train.py'),
+    );
+    const d = buildPanelData({
+      facts,
+      uri: 'file:///train.py',
+      focusUnit: null,
+      units: 'GB',
+      estimate,
+      whatIf: {},
+      compare: { label: 'the last commit', estimate: older },
+    });
+    const delta = d.compare!.delta!;
+    // 16 GPUs to 8: twice the state of 16 B per parameter over 16 GPUs, PARAMS bytes more on each.
+    assert.equal(delta.after.persistentBytes - delta.before.persistentBytes, PARAMS);
+    assert.deepEqual(
+      delta.causes.map((c) => c.cause),
+      ['checkpointing', 'world size'],
+    );
+    for (const k of ['peakBytes', 'persistentBytes', 'trafficBytes', 'hostBytes'] as const)
+      assert.equal(
+        delta.causes.reduce((a, c) => a + c[k], 0),
+        delta.after[k] - delta.before[k],
+        k,
+      );
+    const none = buildPanelData({
+      facts,
+      uri: 'file:///train.py',
+      focusUnit: null,
+      units: 'GB',
+      estimate,
+      whatIf: {},
+      compare: { label: 'x.py', estimate: undefined },
+    });
+    assert.deepEqual(none.compare, { label: 'x.py', reason: 'it has nothing to estimate' });
+  });
+
   it('control values equal to the file change nothing', () => {
     const base: WhatIfValues = {
       worldSize: 8,

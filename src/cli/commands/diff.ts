@@ -119,16 +119,16 @@ async function sidesOf(
 export function deltaText(d: EstimateDelta, [fa, fb]: [string, string]): string {
   const sign = (n: number) => `${n > 0 ? '+' : n < 0 ? '-' : '±'}${fmtBytes(Math.abs(n))}`;
   const sideText = (s: EstimateDelta['before']) =>
-    `peak ${fmtBytes(s.peakBytes)}, state ${fmtBytes(s.persistentBytes)}, traffic ${fmtBytes(s.trafficBytes)} per GPU per step; ${s.worldSize} x ${s.gpu}: ${s.verdict ?? 'no verdict'}`;
+    `peak ${fmtBytes(s.peakBytes)}, state ${fmtBytes(s.persistentBytes)}, traffic ${fmtBytes(s.trafficBytes)} per GPU per step${s.hostBytes ? `, host ${fmtBytes(s.hostBytes)} per process` : ''}; ${s.worldSize} x ${s.gpu}: ${s.verdict ?? 'no verdict'}`;
   const lines = [
     `A  ${fa}: ${sideText(d.before)}`,
     `B  ${fb}: ${sideText(d.after)}`,
-    `Peak ${sign(d.after.peakBytes - d.before.peakBytes)}, state ${sign(d.after.persistentBytes - d.before.persistentBytes)}, traffic ${sign(d.after.trafficBytes - d.before.trafficBytes)}`,
+    `Peak ${sign(d.after.peakBytes - d.before.peakBytes)}, state ${sign(d.after.persistentBytes - d.before.persistentBytes)}, traffic ${sign(d.after.trafficBytes - d.before.trafficBytes)}${d.after.hostBytes || d.before.hostBytes ? `, host ${sign(d.after.hostBytes - d.before.hostBytes)}` : ''}`,
   ];
   if (d.causes.length) lines.push('', 'Causes, in the order they apply (each on top of the ones before):');
   for (const c of d.causes) {
     lines.push(
-      `  ${c.cause.padEnd(18)} peak ${sign(c.peakBytes).padStart(9)}  state ${sign(c.persistentBytes).padStart(9)}  traffic ${sign(c.trafficBytes).padStart(9)}`,
+      `  ${c.cause.padEnd(18)} peak ${sign(c.peakBytes).padStart(9)}  state ${sign(c.persistentBytes).padStart(9)}  traffic ${sign(c.trafficBytes).padStart(9)}${c.hostBytes ? `  host ${sign(c.hostBytes).padStart(9)}` : ''}`,
     );
     for (const ch of c.changes) lines.push(`      ${ch.label}: ${ch.from} -> ${ch.to}`);
   }

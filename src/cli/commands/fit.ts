@@ -4,7 +4,7 @@
  */
 import { fitReport } from '../../core/whatif/fitReport';
 import { largestCell, smallestCell } from '../../core/report/fitCells';
-import type { Largest, LargestOn, SmallestOn } from '../../core/whatif/solve';
+import type { Largest, LargestOn } from '../../core/whatif/solve';
 import { fmtBytes, fmtCount } from '../../core/vocabulary/bytes';
 import { wholeNodesText } from '../../core/vocabulary/words';
 import { parseOptions } from '../args';

@@ -15,6 +15,8 @@ import {
 } from '../whatif/controls';
 import { explore } from '../whatif/explore';
 import { fitReport } from '../whatif/fitReport';
+import { estimateDelta } from '../whatif/delta';
+import type { WhatIf } from '../whatif/model';
 import { estimateJson } from './json';
 import type { PanelData } from './panelProtocol';
 import { lensTitle, unitsOfCall } from './summary';
@@ -33,6 +35,8 @@ export interface PanelInput {
   whatIf?: Partial<WhatIfValues>;
   /** Solve for what fits on every GPU of the catalog (`fitReport`). */
   fit?: boolean;
+  /** Another version of the job (the last commit, another file) and its estimate, to explain the change from it. */
+  compare?: { label: string; estimate?: EstimateResult; error?: string };
 }
 
 /** Everything the footprint panel shows, from one analysis. */
@@ -93,5 +97,28 @@ export function buildPanelData(input: PanelInput): PanelData {
   if (x.granularity) data.granularity = x.granularity;
   if (x.advice) data.advice = x.advice;
   if (input.fit) data.fit = fitReport(r.whatIf, x.estimate, w);
+  if (input.compare) data.compare = comparison(input.compare, r);
   return data;
+}
+
+/**
+ * The change from another version of the job to this file as it is (its own inputs, not the what-if values),
+ * attributed cause by cause on the other version's plan (`estimateDelta`); or why there is no comparison.
+ */
+function comparison(
+  c: NonNullable<PanelInput['compare']>,
+  r: Extract<EstimateResult, { ok: true }>,
+): NonNullable<PanelData['compare']> {
+  const other = c.estimate;
+  if (c.error) return { label: c.label, reason: c.error };
+  if (!other) return { label: c.label, reason: 'it has nothing to estimate' };
+  if (!other.ok) return { label: c.label, reason: `it has no estimate: ${other.reason}` };
+  const run = (w: WhatIf) => {
+    try {
+      return other.whatIf.run(w);
+    } catch {
+      return undefined;
+    }
+  };
+  return { label: c.label, delta: estimateDelta(other.estimate, r.estimate, run) };
 }

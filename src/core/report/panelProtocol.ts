@@ -7,6 +7,7 @@ import type { Advice } from '../whatif/advice';
 import type { ControlDescription, WhatIfValues } from '../whatif/controls';
 import type { FitMatrix, GranularityPoint } from '../whatif/model';
 import type { FitReport } from '../whatif/fitReport';
+import type { EstimateDelta } from '../whatif/delta';
 import type { estimateJson } from './json';
 
 export type { ControlDescription, WhatIfValues };
@@ -39,6 +40,11 @@ export interface PanelData {
   advice?: Advice[];
   /** What fits on every GPU, and the changes that make the plan fit, when the panel asked (`fitReport`). */
   fit?: FitReport;
+  /** The change from another version of the job to this file, cause by cause, when the panel compares. */
+  compare?: { label: string; delta?: EstimateDelta; reason?: string };
+  /** What the panel can compare with (the last commit, other open files), and the one chosen ('' for nothing). */
+  compareChoices?: { value: string; label: string }[];
+  comparing?: string;
   /** The framework whose configuration made the plan (when the file has no wrap calls of its own). */
   framework?: { name: string; file: string; line: number };
 }
@@ -67,6 +73,8 @@ export type PanelRequest =
   | { type: 'reveal'; line: number }
   /** Solve for what fits on every GPU while the section is open (and stop when it folds). */
   | { type: 'fit'; on: boolean }
+  /** Compare with another version of the job: 'HEAD', an open document's URI, or '' for none. */
+  | { type: 'compare'; against: string }
   | { type: 'command'; command: 'measureExactly' | 'chooseModel' };
 
 /** Messages from the extension to the panel's webview. */

@@ -47,12 +47,16 @@ export interface DeltaCause {
   peakBytes: number;
   persistentBytes: number;
   trafficBytes: number;
+  /** Host memory per process (offloaded state). */
+  hostBytes: number;
 }
 
 export interface DeltaSide {
   peakBytes: number;
   persistentBytes: number;
   trafficBytes: number;
+  /** Host memory per process (offloaded state). */
+  hostBytes: number;
   verdict: string | null;
   gpu: string;
   worldSize: number;
@@ -71,6 +75,7 @@ const side = (e: Estimate): DeltaSide => ({
   peakBytes: e.perGpu.peakBytes,
   persistentBytes: e.perGpu.persistentBytes,
   trafficBytes: e.comms.traffic.bytes,
+  hostBytes: e.perGpu.hostBytes,
   verdict: e.targetFit?.verdict ?? null,
   gpu: e.gpu.name,
   worldSize: e.mesh.worldSize,
@@ -126,6 +131,7 @@ export function estimateDelta(
       peakBytes: next.perGpu.peakBytes - prev.perGpu.peakBytes,
       persistentBytes: next.perGpu.persistentBytes - prev.perGpu.persistentBytes,
       trafficBytes: next.comms.traffic.bytes - prev.comms.traffic.bytes,
+      hostBytes: next.perGpu.hostBytes - prev.perGpu.hostBytes,
     });
     prev = next;
   }
@@ -134,6 +140,7 @@ export function estimateDelta(
     peakBytes: after.perGpu.peakBytes - prev.perGpu.peakBytes,
     persistentBytes: after.perGpu.persistentBytes - prev.perGpu.persistentBytes,
     trafficBytes: after.comms.traffic.bytes - prev.comms.traffic.bytes,
+    hostBytes: after.perGpu.hostBytes - prev.perGpu.hostBytes,
   };
   const planChanges: DeltaChange[] = [];
   const plan = (key: string, label: string, a: unknown, b: unknown) => {
@@ -151,7 +158,7 @@ export function estimateDelta(
     after.units.filter((u) => u.offload).length,
   );
   plan('trainable', 'trainable parameters', before.model.trainableParams, after.model.trainableParams);
-  if (planChanges.length || rest.peakBytes || rest.persistentBytes || rest.trafficBytes)
+  if (planChanges.length || rest.peakBytes || rest.persistentBytes || rest.trafficBytes || rest.hostBytes)
     out.causes.push({
       cause: 'the plan',
       changes: planChanges,

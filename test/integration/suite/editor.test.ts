@@ -251,6 +251,39 @@ describe('lenses, hovers and the footprint panel', () => {
     await p.setWhatIf({});
   });
 
+  it('the panel compares the file with another open version, cause by cause, and solves what fits', async () => {
+    const d = await openPanel('train_fsdp2.py');
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(d.uri));
+    // The same job on 16 GPUs, in an unsaved document: the older version of the comparison.
+    const other = await vscode.workspace.openTextDocument({
+      language: 'python',
+      content: `# fsdp: world_size=16\n${doc.getText()}`,
+    });
+    const p = (await api()).panel()!;
+    try {
+      const c = (await p.setComparing(other.uri.toString()))!;
+      assert.ok(c.compareChoices!.some((x) => x.value === 'HEAD'));
+      const delta = c.compare!.delta!;
+      // From 16 GPUs to 8: each GPU holds twice the state, 16 B per parameter / 16 more: PARAMS bytes.
+      assert.ok(Math.abs(delta.after.persistentBytes - delta.before.persistentBytes - PARAMS) < 8192);
+      assert.deepEqual(
+        delta.causes.map((x) => x.cause),
+        ['world size'],
+      );
+      const sum = delta.causes.reduce((a, x) => a + x.peakBytes, 0);
+      assert.equal(sum, delta.after.peakBytes - delta.before.peakBytes, 'the causes add up to the total');
+      await p.setComparing('');
+      const f = (await p.setFitOpen(true))!;
+      assert.equal(f.fit!.target.worldSize, 8);
+      assert.ok(
+        f.fit!.perGpu.some((r) => r.gpu === 'h100-sxm-80gb' && r.largestMicroBatch.status === 'found'),
+      );
+    } finally {
+      await p.setFitOpen(false);
+      await p.setComparing('');
+    }
+  });
+
   it('a what-if says it is one, and "Apply to file" writes it as annotations', async () => {
     const d = await openPanel('train_fsdp2.py');
     const editor = vscode.window.visibleTextEditors.find((x) => x.document.uri.toString() === d.uri)!;
