@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { migrateToFsdp2 } from '../../src/core/lint/migrate';
 import { applyEdits, lastImportLine, TextIndex } from '../../src/core/lint/edits';
-import { cli, projectDir, scanSource, writeFiles } from './helpers';
+import { cli, fixture, projectDir, scanSource, writeFiles } from './helpers';
 
 const HEAD = [
   'import functools',
@@ -78,7 +78,7 @@ describe('FSDP1 to FSDP2', () => {
     );
   });
 
-  it('leaves what it cannot carry over faithfully, and names the FSDP1 calls left to the user', async () => {
+  it('leaves what it cannot carry over faithfully', async () => {
     const noShard = await migrate(['model = FSDP(model, sharding_strategy=ShardingStrategy.NO_SHARD)']);
     assert.equal(noShard.m.edits.length, 0);
     assert.match(noShard.m.skipped[0]!, /NO_SHARD has no FSDP2 form/);
@@ -87,18 +87,6 @@ describe('FSDP1 to FSDP2', () => {
     ]);
     assert.equal(size.m.edits.length, 0);
     assert.match(size.m.skipped[0]!, /is not a transformer policy over named classes/);
-    const sync = await migrate([
-      'model = FSDP(model, auto_wrap_policy=policy)',
-      'with model.no_sync():',
-      '    pass',
-      'model.clip_grad_norm_(1.0)',
-    ]);
-    assert.ok(
-      sync.m.notes.some((n) =>
-        /^line 11: no_sync\(\): use model\.set_requires_gradient_sync\(False\)/.test(n),
-      ),
-    );
-    assert.ok(sync.m.notes.some((n) => /^line 13: clip_grad_norm_/.test(n)));
   });
 
   it('`fsdp-lens migrate` prints the diff and both estimates, and writes only with --write', async () => {
@@ -115,6 +103,323 @@ describe('FSDP1 to FSDP2', () => {
     assert.equal(fs.readFileSync(file, 'utf8'), before);
     assert.equal((await cli('migrate', file, '--write')).code, 0);
     assert.match(fs.readFileSync(file, 'utf8'), /fully_shard\(model\)\n$/);
+  });
+});
+
+/** A training script's head: FSDP1 wraps `model` with a policy over Llama's decoder layers. */
+const LOOP_HEAD = [
+  'import contextlib',
+  'import functools',
+  'from contextlib import nullcontext',
+  '',
+  'import torch',
+  'import torch.distributed as dist',
+  'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+  'from torch.distributed.fsdp import FullOptimStateDictConfig, FullStateDictConfig, StateDictType',
+  'from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy',
+  'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+  '',
+  'policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})',
+  'model = FSDP(model, auto_wrap_policy=policy)',
+];
+
+/** The same head migrated: `fully_shard` (and the checkpoint functions `names`) imported, the units built. */
+function migratedHead(names?: string): string[] {
+  return [
+    'import contextlib',
+    'import functools',
+    'from contextlib import nullcontext',
+    '',
+    'import torch',
+    'import torch.distributed as dist',
+    'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+    'from torch.distributed.fsdp import FullOptimStateDictConfig, FullStateDictConfig, StateDictType',
+    'from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy',
+    'from transformers.models.llama.modeling_llama import LlamaDecoderLayer',
+    'from torch.distributed.fsdp import fully_shard',
+    ...(names ? [`from torch.distributed.checkpoint.state_dict import ${names}`] : []),
+    '',
+    'policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})',
+    'for module in model.modules():',
+    '    if isinstance(module, LlamaDecoderLayer):',
+    '        fully_shard(module)',
+    'fully_shard(model)',
+  ];
+}
+
+async function migrateLoop(lines: string[]) {
+  const text = [...LOOP_HEAD, ...lines, ''].join('\n');
+  const m = migrateToFsdp2(await scanSource(text, 'train.py'), text);
+  const after = m.edits.length ? applyEdits(text, m.edits) : text;
+  return { m, after, facts: await scanSource(after, 'train.py') };
+}
+
+describe('FSDP1 calls around the wrap, in their FSDP2 forms', () => {
+  it('no_sync() blocks become set_requires_gradient_sync(False) before the body and (True) after it', async () => {
+    const { m, after, facts } = await migrateLoop([
+      'for micro, batch in enumerate(batches):',
+      '    with model.no_sync():  # gradients stay local',
+      '        out = model(**batch)',
+      '        out.loss.backward()',
+      '    with model.no_sync() if micro < len(batches) - 1 else contextlib.nullcontext():',
+      '        model(**batch).loss.backward()',
+      '    is_last = micro == len(batches) - 1',
+      '    with nullcontext() if is_last else model.no_sync():',
+      '        model(**batch).loss.backward()',
+      '    with model.no_sync() if not ready else nullcontext():',
+      '        model(**batch).loss.backward()',
+      '    with model.no_sync(): model(**batch).loss.backward()',
+    ]);
+    assert.equal(
+      after,
+      [
+        ...migratedHead(),
+        'for micro, batch in enumerate(batches):',
+        '    model.set_requires_gradient_sync(False)  # gradients stay local',
+        '    out = model(**batch)',
+        '    out.loss.backward()',
+        '    model.set_requires_gradient_sync(True)',
+        // Sync off where the test holds: on where it fails.
+        '    model.set_requires_gradient_sync(not (micro < len(batches) - 1))',
+        '    model(**batch).loss.backward()',
+        '    model.set_requires_gradient_sync(True)',
+        '    is_last = micro == len(batches) - 1',
+        '    model.set_requires_gradient_sync(is_last)',
+        '    model(**batch).loss.backward()',
+        '    model.set_requires_gradient_sync(True)',
+        // `ready` may be any object: its truth value, as the conditional read it.
+        '    model.set_requires_gradient_sync(bool(ready))',
+        '    model(**batch).loss.backward()',
+        '    model.set_requires_gradient_sync(True)',
+        '    model.set_requires_gradient_sync(False)',
+        '    model(**batch).loss.backward()',
+        '    model.set_requires_gradient_sync(True)',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(m.notes.length, 1);
+    assert.match(
+      m.notes[0]!,
+      /^line 15: no_sync\(\) \(and at lines 18, 21, 23, 25\) rewritten as set_requires_gradient_sync\(False\) .*FSDPModule\.set_requires_gradient_sync.*an exception raised in the body now leaves gradient sync off/,
+    );
+    // Read again: FSDP2 wraps, FSDP2's sync calls, and no FSDP1 call left.
+    assert.deepEqual(
+      facts.calls.map((c) => c.api),
+      ['fully_shard', 'fully_shard'],
+    );
+    assert.equal(facts.fsdp1Calls, undefined);
+    assert.equal(facts.training.filter((t) => t.kind === 'requires_gradient_sync').length, 10);
+  });
+
+  it('leaves no_sync() where the rewrite would change what runs, and says why', async () => {
+    const lines = [
+      'for batch in batches:',
+      '    with model.no_sync():',
+      '        if batch is None:',
+      '            continue',
+      '        model(**batch).loss.backward()',
+      '    with model.no_sync() if accumulating else torch.no_grad():',
+      '        model(**batch).loss.backward()',
+      '    with model.no_sync(), torch.autocast("cuda"):',
+      '        model(**batch).loss.backward()',
+      '    with model.no_sync() as ctx:',
+      '        model(**batch).loss.backward()',
+      '    with ddp_model.no_sync():',
+      '        ddp_model(**batch).loss.backward()',
+    ];
+    const { m, after } = await migrateLoop(lines);
+    assert.equal(after, [...migratedHead(), ...lines, ''].join('\n'));
+    assert.deepEqual(
+      m.notes.map((n) => n.replace(/:.*/s, '')),
+      ['line 15', 'line 19', 'line 21', 'line 23'],
+    );
+    assert.match(m.notes[0]!, /its body leaves the block early \(return, break or continue\)/);
+    assert.match(m.notes[1]!, /another context manager than contextlib\.nullcontext\(\)/);
+    assert.match(m.notes[2]!, /its with statement has other items/);
+    assert.match(m.notes[3]!, /binds the context to a name/);
+    // DDP's no_sync (a module the migration does not move) is no FSDP1 call: nothing said.
+    assert.ok(!m.notes.some((n) => /ddp_model/.test(n)));
+  });
+
+  it('clip_grad_norm_ becomes torch.nn.utils.clip_grad_norm_ over the parameters, its arguments kept', async () => {
+    const { m, after, facts } = await migrateLoop([
+      'model.clip_grad_norm_(1.0)',
+      'grad_norm = FSDP.clip_grad_norm_(model, max_norm=0.5, norm_type=2.0)',
+    ]);
+    assert.equal(
+      after,
+      [
+        ...migratedHead(),
+        'torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+        'grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.5, norm_type=2.0)',
+        '',
+      ].join('\n'),
+    );
+    // The norm kept: a DTensor now, where FSDP1 returned a plain tensor.
+    assert.deepEqual(
+      m.notes.map((n) => n.slice(0, 8)),
+      ['line 15:'],
+    );
+    assert.match(m.notes[0]!, /returns the total norm as a DTensor under FSDP2.*\.full_tensor\(\)/);
+    assert.equal(facts.fsdp1Calls, undefined);
+    assert.deepEqual(
+      facts.training.filter((t) => t.kind === 'clip_grad_norm').map((t) => t.qualified),
+      ['torch.nn.utils.clip_grad_norm_', 'torch.nn.utils.clip_grad_norm_'],
+    );
+  });
+
+  it('a file that does not bind `torch` gets `import torch` for the clip', async () => {
+    const text = [
+      'import torch.distributed as dist',
+      'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+      '',
+      'model = FSDP(model)',
+      'model.clip_grad_norm_(max_norm)',
+      '',
+    ].join('\n');
+    const m = migrateToFsdp2(await scanSource(text, 'train.py'), text);
+    assert.equal(
+      applyEdits(text, m.edits),
+      [
+        'import torch.distributed as dist',
+        'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+        'from torch.distributed.fsdp import fully_shard',
+        'import torch',
+        '',
+        'fully_shard(model)',
+        'torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('full state dicts gathered on rank 0, and a full load, through torch.distributed.checkpoint.state_dict', async () => {
+    const { m, after, facts } = await migrateLoop([
+      'optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)',
+      'rank0_cpu = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)',
+      'with FSDP.state_dict_type(',
+      '    model,',
+      '    StateDictType.FULL_STATE_DICT,',
+      '    rank0_cpu,',
+      '    FullOptimStateDictConfig(offload_to_cpu=True, rank0_only=True),',
+      '):  # everything on rank 0',
+      '    weights = model.state_dict()',
+      '    optim_state = FSDP.optim_state_dict(model, optimizer)',
+      '    if dist.get_rank() == 0:',
+      '        torch.save({"model": weights, "optim": optim_state}, "ckpt.pt")',
+      'with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):',
+      '    model.load_state_dict(torch.load("ckpt.pt")["model"], strict=False)',
+    ]);
+    assert.equal(
+      after,
+      [
+        ...migratedHead(
+          'StateDictOptions, get_model_state_dict, get_optimizer_state_dict, set_model_state_dict',
+        ),
+        'optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)',
+        'rank0_cpu = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)',
+        '# everything on rank 0',
+        'weights = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))',
+        'optim_state = get_optimizer_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True))',
+        'if dist.get_rank() == 0:',
+        '    torch.save({"model": weights, "optim": optim_state}, "ckpt.pt")',
+        'set_model_state_dict(model, torch.load("ckpt.pt")["model"], options=StateDictOptions(full_state_dict=True, strict=False))',
+        '',
+      ].join('\n'),
+    );
+    assert.deepEqual(m.notes, []);
+    assert.equal(facts.fsdp1Calls, undefined);
+  });
+
+  it('sharded state dicts, and the legacy full optimizer state dict', async () => {
+    const { m, after, facts } = await migrateLoop([
+      'with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):',
+      '    state = {"model": model.state_dict(), "optim": FSDP.optim_state_dict(model, optimizer)}',
+      '    dcp.save(state, checkpoint_id=ckpt_dir)',
+      'full_optim = FSDP.full_optim_state_dict(model, optimizer)',
+    ]);
+    assert.equal(
+      after,
+      [
+        ...migratedHead('StateDictOptions, get_model_state_dict, get_optimizer_state_dict'),
+        // SHARDED_STATE_DICT is get_model_state_dict's default; ShardedOptimStateDictConfig() offloads to CPU.
+        'state = {"model": get_model_state_dict(model), "optim": get_optimizer_state_dict(model, optimizer, options=StateDictOptions(cpu_offload=True))}',
+        'dcp.save(state, checkpoint_id=ckpt_dir)',
+        // full_optim_state_dict: rank 0 only, on CPU (its rank0_only=True default).
+        'full_optim = get_optimizer_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True))',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(m.notes.length, 1);
+    assert.match(m.notes[0]!, /^line 14: the sharded state dicts' values are DTensors.*ShardedTensors/);
+    assert.equal(facts.fsdp1Calls, undefined);
+  });
+
+  it('leaves the state-dict shapes that have no exact FSDP2 form, each with its note', async () => {
+    const lines = [
+      'with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, FullStateDictConfig(offload_to_cpu=True)):',
+      '    weights = model.state_dict()',
+      'with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):',
+      '    optim_state = FSDP.optim_state_dict(model, optimizer)',
+      'with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):',
+      '    save_checkpoint(model, "ckpt.pt")',
+      '    weights = model.state_dict()',
+      'with FSDP.state_dict_type(model, StateDictType.LOCAL_STATE_DICT):',
+      '    shards = model.state_dict()',
+      'with FSDP.summon_full_params(model, writeback=False):',
+      '    total = sum(p.numel() for p in model.parameters())',
+      'weights = model.state_dict()',
+      'everywhere = FSDP.full_optim_state_dict(model, optimizer, rank0_only=False)',
+    ];
+    const { m, after } = await migrateLoop(lines);
+    assert.equal(after, [...migratedHead(), ...lines, ''].join('\n'));
+    const at = (line: number) => m.notes.find((n) => n.startsWith(`line ${line}: `)) ?? '';
+    assert.equal(m.notes.length, 7);
+    // FSDP1 keeps the full state dict on CPU on every rank: FSDP2 has it on rank 0's CPU, or on GPU.
+    assert.match(
+      at(14),
+      /FullStateDictConfig\(offload_to_cpu=True, rank0_only=False\) keeps the full state dict on CPU on every rank, which FSDP2 has no form for/,
+    );
+    // FullOptimStateDictConfig() offloads to CPU without rank0_only: the same.
+    assert.match(
+      at(16),
+      /FullOptimStateDictConfig\(offload_to_cpu=True, rank0_only=False\) keeps the full optimizer state on CPU on every rank/,
+    );
+    assert.match(at(18), /its body uses model at line 19 beyond the state-dict calls/);
+    assert.match(at(21), /LOCAL_STATE_DICT .* has no FSDP2 form/);
+    assert.match(at(23), /summon_full_params\(\.\.\.\) has no FSDP2 form: FSDPModule\.unshard\(\)/);
+    assert.match(
+      at(25),
+      /model\.state_dict\(\) outside a state_dict_type block .*get_model_state_dict\(model, options=StateDictOptions\(full_state_dict=True\)\)/,
+    );
+    assert.match(
+      at(26),
+      /rank0_only=False\) is left: FSDP1 gives every rank the full optimizer state on CPU/,
+    );
+  });
+
+  it('keeps CRLF line ends, and changes nothing in a file it migrated', async () => {
+    const lf = fixture('migrate/fsdp1_accumulate_checkpoint.py');
+    const crlf = lf.replace(/\n/g, '\r\n');
+    const m = migrateToFsdp2(await scanSource(crlf, 'train.py'), crlf);
+    const after = applyEdits(crlf, m.edits);
+    assert.equal(after.replace(/\r\n/g, '').includes('\n'), false, 'a bare LF in the CRLF result');
+    const expected = fixture('migrate/fsdp1_accumulate_checkpoint.fsdp2.py');
+    assert.equal(after, expected.replace(/\n/g, '\r\n'));
+    // Migrated again: nothing left to rewrite, nothing to say.
+    const again = migrateToFsdp2(await scanSource(after, 'train.py'), after);
+    assert.deepEqual(again, { edits: [], notes: [], skipped: [] });
+  });
+
+  it('`fsdp-lens migrate --write` writes the FSDP2 loop and checkpoint', async () => {
+    const dir = projectDir('fsdp-lens-migrate-loop-');
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(file, fixture('migrate/fsdp1_accumulate_checkpoint.py'));
+    const r = await cli('migrate', file, '--write');
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /^\+ {4}model\.set_requires_gradient_sync\(sync_now\)$/m);
+    assert.match(r.out, /^note: line 23: no_sync\(\) rewritten as/m);
+    assert.equal(fs.readFileSync(file, 'utf8'), fixture('migrate/fsdp1_accumulate_checkpoint.fsdp2.py'));
   });
 });
 

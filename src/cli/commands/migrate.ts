@@ -22,7 +22,7 @@ export const migrateSpec = {
   summary:
     "A script's FSDP1 wraps rewritten as FSDP2 fully_shard calls: a diff, and the estimate before and after.",
   about:
-    'Each FullyShardedDataParallel(model, ...) becomes fully_shard of every module its transformer auto-wrap policy names, then of the model; sharding_strategy becomes reshard_after_forward (a 2-D mesh for the hybrid ones), MixedPrecision becomes MixedPrecisionPolicy, CPUOffload becomes CPUOffloadPolicy. What has no FSDP2 form is said with what to do, and a wrap the rewrite cannot carry over faithfully is left as it is, with the reason. Nothing is written without --write.',
+    'Each FullyShardedDataParallel(model, ...) becomes fully_shard of every module its transformer auto-wrap policy names, then of the model; sharding_strategy becomes reshard_after_forward (a 2-D mesh for the hybrid ones), MixedPrecision becomes MixedPrecisionPolicy, CPUOffload becomes CPUOffloadPolicy. The FSDP1 calls on the wrapped model become their FSDP2 forms where these keep their meaning: with model.no_sync() becomes set_requires_gradient_sync(False) before the block and (True) after it, model.clip_grad_norm_ becomes torch.nn.utils.clip_grad_norm_ of its parameters, and state_dict_type blocks and full_optim_state_dict become get_model_state_dict, get_optimizer_state_dict and set_model_state_dict with the StateDictOptions that give the same state dicts. What has no FSDP2 form is said with what to do, and a wrap the rewrite cannot carry over faithfully is left as it is, with the reason. Nothing is written without --write.',
   options: { write: { type: 'boolean' } },
   flags: () => [{ flag: '--write', text: 'Write the rewritten file in place (after showing the diff).' }],
   examples: [

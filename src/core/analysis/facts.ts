@@ -56,6 +56,12 @@ export interface FileFacts {
   argsRead?: string[];
   /** Where that command line was read (`run.sh:3`), when a launch file of the project gave it. */
   argvFrom?: string;
+  /**
+   * Calls of FSDP1's runtime API (`model.no_sync()`, `model.clip_grad_norm_(...)`, `FSDP.state_dict_type(...)` and
+   * the other state-dict functions, `summon_full_params`), and `state_dict()` / `load_state_dict()` of the modules
+   * the file wraps with `FullyShardedDataParallel`: what the migration to FSDP2 rewrites or names. Absent when none.
+   */
+  fsdp1Calls?: Fsdp1CallFact[];
 }
 
 export interface FrameworkCallFact {
@@ -255,6 +261,92 @@ export interface WrapCall {
   via?: { method: string; line: number };
   /** A wrap of `self` in a method that calls in this file expand (their lines): each call is the unit, not this. */
   expandedAt?: number[];
+}
+
+/** One call of FSDP1's runtime API (or a state-dict method of an FSDP1-wrapped module), as written. */
+export interface Fsdp1CallFact {
+  /** The method (`no_sync`, `clip_grad_norm_`, `state_dict_type`, `optim_state_dict`, `state_dict` ...). */
+  method: string;
+  /** Called through the class (`FSDP.optim_state_dict(model, optim)`): the module is its first argument. */
+  onClass: boolean;
+  /** The module it acts on as written (the receiver, or a class call's first argument), and where; null if none. */
+  module: string | null;
+  moduleRange: Range | null;
+  /** The callee as written (`model.no_sync`, `FSDP.state_dict_type`), and where. */
+  callee: string;
+  calleeRange: Range;
+  /** The arguments after the module, in order. */
+  args: Fsdp1ArgumentFact[];
+  /** Just inside the opening parenthesis: where a new first argument goes. */
+  argumentsStart: Position;
+  line: number;
+  range: Range;
+  /** How its value is used: its own statement, the right side of `x = ...`, a `with` item, or in an expression. */
+  use: 'statement' | 'assigned' | 'with' | 'expression';
+  /** The `with` statement the call is the item of (`use` is `with`). */
+  block?: WithBlockFact;
+  /**
+   * Index (in `fsdp1Calls`) of the call whose `with` block runs this one: the innermost such block around it, not
+   * counting through a `def`, `class` or `lambda` (whose body runs later).
+   */
+  heldBy?: number;
+  /** The enclosing function (`Trainer.save`), or null at module level. */
+  function: string | null;
+}
+
+export interface Fsdp1ArgumentFact {
+  /** The keyword (`strict`), `*` / `**` for an unpacked argument, or null for a positional one. */
+  name: string | null;
+  text: string;
+  range: Range;
+  /** The value as far as the scan reads it (`true`, `{ ref: 'torch...StateDictType.FULL_STATE_DICT' }`, a call). */
+  value: PlainValue;
+}
+
+/** A `with` statement whose item is an FSDP1 call: its shape, and what its body does that a rewrite must keep. */
+export interface WithBlockFact {
+  /** Items of the statement (`with a(), b():` has two). */
+  items: number;
+  /** The call's item binds a name (`with model.no_sync() as ctx:`). */
+  alias: boolean;
+  async: boolean;
+  /**
+   * The item is `call if test else other` (`callWhen` true) or `other if test else call`: the block enters the call
+   * only where the test holds (fails). `nullcontext` when the other arm is `contextlib.nullcontext()`.
+   */
+  conditional?: {
+    test: string;
+    /** The test's node type (`not_operator`, `comparison_operator`, `identifier` ...). */
+    testType: string;
+    /** The test is a `bool` as written (a comparison, a `not`, `True`), or a name last bound to one. */
+    testIsBool: boolean;
+    /** The operand of a `not` test, and whether it is a `bool` so. */
+    notOperand?: { text: string; isBool: boolean };
+    callWhen: boolean;
+    nullcontext: boolean;
+  };
+  /** 0-based line of the `with` keyword, and the indentation of that line. */
+  start: number;
+  indent: string;
+  /** Just after the header's `:`. */
+  headerEnd: Position;
+  /** The body: where it starts and ends, the indentation of its first statement, and whether it follows the `:`. */
+  body: { start: Position; end: Position; indent: string; inline: boolean };
+  /** The body holds a string over several lines (re-indenting its lines would change the string). */
+  multilineString: boolean;
+  /** The body leaves the block early: a `return`, or a `break` / `continue` of a loop around the statement. */
+  exits: boolean;
+  /** The body defines a function, class or lambda (code that runs later, outside the block, or inside it unseen). */
+  defines: boolean;
+  /**
+   * Where the body reads the names the file wraps with `FullyShardedDataParallel` or the block's module (`model`,
+   * `self`): the dotted name as written, whether it is called (`self.save()`), and where.
+   */
+  reads: { text: string; called: boolean; range: Range }[];
+  /** The body holds more such reads than `reads` keeps. */
+  readsCut?: true;
+  /** The body is larger than the scan reads: nothing above about it is known. */
+  unread?: true;
 }
 
 export interface MeshFact {

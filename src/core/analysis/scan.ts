@@ -17,6 +17,7 @@ import { Evaluator, type ScriptContext } from './evaluator';
 import { type FileFacts, type ModelFact, type TrainingFact, type WrapCall, emptyFacts } from './facts';
 import { methodWraps } from './methodWraps';
 import { FRAMEWORK_WORDS, frameworkCallFact, frameworkKind } from './frameworkCalls';
+import { fsdp1Calls } from './fsdp1Calls';
 import { importFacts } from './importFacts';
 import { constructionAt, modelAssignments, modelFact, repeatedBlockClasses } from './models';
 import { lastSegment } from './options';
@@ -232,6 +233,15 @@ export function scanFile(grammar: PythonGrammar, file: SourceFile, options: Scan
   facts.methodNotes = viaMethods.notes;
   linkRoots(file, facts.calls);
   facts.functions = functionFacts(file, facts.calls);
+  // FSDP1's runtime calls around the wraps (no_sync, clip_grad_norm_, state dicts): what a migration rewrites.
+  const fsdp1 = fsdp1Calls(
+    file,
+    ev,
+    imports,
+    facts.calls,
+    (n) => classify(file, imports, ev.calleeName(n), n)?.kind === 'FSDP',
+  );
+  if (fsdp1.length) facts.fsdp1Calls = fsdp1;
   // Model construction sites: behind the wrapped variables, assigned to a `model`, or built on the meta device.
   const modelLines = new Set(facts.models.map((m) => m.line));
   const addModel = (m: ModelFact | null) => {

@@ -3,9 +3,19 @@
  * that build the same units (the classes its transformer auto-wrap policy names, then the root), with its options
  * in their FSDP2 forms; what has no FSDP2 form is said, with what to do. A wrap the rewrite cannot carry over
  * faithfully (a size or custom policy, NO_SHARD, options it does not know) is left as it is, with the reason.
+ * The FSDP1 calls the file makes on the modules it moves (`no_sync`, `clip_grad_norm_`, the state-dict functions)
+ * are rewritten in their FSDP2 forms where the rewrite keeps their meaning, and named with what to do where not.
  */
-import type { FileFacts, WrapCall } from '../analysis/facts';
-import { lastImportLine, TextIndex } from './edits';
+import type {
+  FileFacts,
+  Fsdp1ArgumentFact,
+  Fsdp1CallFact,
+  PlainValue,
+  WithBlockFact,
+  WrapCall,
+} from '../analysis/facts';
+import type { Range } from '../vocabulary/range';
+import { applyEdits, lastImportLine, TextIndex } from './edits';
 import type { TextEdit } from './types';
 
 export interface Migration {
@@ -42,6 +52,7 @@ export function migrateToFsdp2(facts: FileFacts, text: string): Migration {
   const eol = index.eol();
   const out: Migration = { edits: [], notes: [], skipped: [] };
   const used = new Set<string>();
+  const moved: Moved[] = [];
   let mesh = false;
   for (const call of facts.calls.filter((c) => c.api === 'FSDP')) {
     const r = rewrite(call, index, out.notes);
@@ -52,38 +63,26 @@ export function migrateToFsdp2(facts: FileFacts, text: string): Migration {
     out.edits.push(r.edit);
     for (const n of r.imports) used.add(n);
     mesh ||= r.mesh;
+    moved.push({ names: r.names, line: call.line, function: call.function });
   }
   if (!out.edits.length) return out;
+  // The FSDP1 calls the file makes on the modules it moves, in their FSDP2 forms or named.
+  const runtime = new RuntimeCalls(facts.fsdp1Calls ?? [], index, moved, out.edits).run();
+  out.edits.push(...runtime.edits);
+  out.notes.push(...runtime.notes);
   // The new names, imported after the file's last top-level import (the old ones stay for code that still uses them).
   const lines = [`from torch.distributed.fsdp import ${[...used].sort().join(', ')}`];
   if (mesh) lines.push('from torch.distributed.device_mesh import init_device_mesh');
-  if (/\btorch\./.test(out.edits.map((e) => e.newText).join('')) && !/^import torch\b/m.test(text))
-    lines.push('import torch');
+  const have = new Set(facts.imports.filter((i) => i.topLevel).map((i) => `${i.qualified} as ${i.local}`));
+  const checkpoint = [...runtime.imports]
+    .filter((n) => !have.has(`${STATE_DICT_MODULE}.${n} as ${n}`))
+    .sort();
+  if (checkpoint.length) lines.push(`from ${STATE_DICT_MODULE} import ${checkpoint.join(', ')}`);
+  // `torch.` in the new code needs the name `torch` (`import torch.distributed as dist` does not bind it).
+  const torch = facts.imports.some((i) => i.topLevel && i.local === 'torch' && i.qualified === 'torch');
+  if (/\btorch\./.test(out.edits.map((e) => e.newText).join('')) && !torch) lines.push('import torch');
   const at = { line: lastImportLine(index) + 1, character: 0 };
   out.edits.push({ range: { start: at, end: at }, newText: lines.map((l) => l + eol).join('') });
-  // FSDP1 calls the rewrite leaves to the user.
-  const rest: [RegExp, string][] = [
-    [
-      /\.no_sync\(\)/,
-      'no_sync(): use model.set_requires_gradient_sync(False) before the accumulating backwards and True before the last',
-    ],
-    [
-      /(FSDP|FullyShardedDataParallel)\.clip_grad_norm_\(|\.clip_grad_norm_\(/,
-      'clip_grad_norm_: use torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm), which DTensor gradients make global',
-    ],
-    [
-      /(FSDP|FullyShardedDataParallel)\.state_dict_type\(|full_optim_state_dict|sharded_optim_state_dict|optim_state_dict\(/,
-      'state dicts: use torch.distributed.checkpoint.state_dict get_model_state_dict / get_optimizer_state_dict',
-    ],
-  ];
-  const lineOf = (re: RegExp) => {
-    for (let l = 0; l < index.lineCount(); l++) if (re.test(index.lineText(l))) return l + 1;
-    return 0;
-  };
-  for (const [re, what] of rest) {
-    const l = lineOf(re);
-    if (l) out.notes.push(`line ${l}: ${what}`);
-  }
   return out;
 }
 
@@ -91,7 +90,7 @@ function rewrite(
   call: WrapCall,
   index: TextIndex,
   notes: string[],
-): { edit: TextEdit; imports: string[]; mesh: boolean } | { skip: string } {
+): { edit: TextEdit; imports: string[]; mesh: boolean; names: string[] } | { skip: string } {
   if (call.incomplete) return { skip: 'the call does not parse yet' };
   if (call.loop) return { skip: 'the wrap runs in a loop: rewrite it by hand as fully_shard of each module' };
   if (call.unresolvedSplats.length)
@@ -229,5 +228,660 @@ function rewrite(
   const range = index.wholeLines(stmt.range);
   const after = index.text.slice(index.offsetAt(range.start), index.offsetAt(range.end));
   const ending = after.endsWith('\r\n') ? '\r\n' : after.endsWith('\n') ? '\n' : '';
-  return { edit: { range, newText: lines.join(index.eol()) + ending }, imports, mesh };
+  // The names that hold the FSDP2 module afterwards: the wrapped object, and the result's variable.
+  const names = assign && assign[1] !== target ? [target, assign[1]!] : [target];
+  return { edit: { range, newText: lines.join(index.eol()) + ending }, imports, mesh, names };
+}
+
+/** The module `get_model_state_dict` and its kin live in (torch/distributed/checkpoint/state_dict.py). */
+const STATE_DICT_MODULE = 'torch.distributed.checkpoint.state_dict';
+
+/** The names of torch.distributed.checkpoint.state_dict the rewrites call. */
+const CHECKPOINT_NAMES = [
+  'StateDictOptions',
+  'get_model_state_dict',
+  'get_optimizer_state_dict',
+  'set_model_state_dict',
+];
+
+/** A wrap the migration rewrote: the names that hold the FSDP2 module afterwards, and where the wrap runs. */
+interface Moved {
+  names: string[];
+  line: number;
+  function: string | null;
+}
+
+/** What a call's rewrite is: edits at the call, and notes that go with it; or why it is left. */
+type Rewritten = { edits: TextEdit[]; notes?: string[] } | { left: string };
+
+/** FSDP1 `StateDictType` members the rewrite maps, and their config classes (torch/distributed/fsdp/api.py). */
+const CONFIGS = {
+  FULL_STATE_DICT: { model: 'FullStateDictConfig', optim: 'FullOptimStateDictConfig' },
+  SHARDED_STATE_DICT: { model: 'ShardedStateDictConfig', optim: 'ShardedOptimStateDictConfig' },
+} as const;
+type MappedType = keyof typeof CONFIGS;
+
+/** Node types that need no parentheses after `not`. */
+const PRIMARY = ['identifier', 'attribute', 'call', 'subscript', 'parenthesized_expression', 'true', 'false'];
+
+/**
+ * The FSDP1 runtime calls of a file (`FileFacts.fsdp1Calls`) on the modules the migration moves to `fully_shard`:
+ * each rewritten in its FSDP2 form where that keeps its meaning, or named with what to do. A `with` block is
+ * rewritten as one edit of its lines, holding the edits of the calls in its body.
+ */
+class RuntimeCalls {
+  private readonly names: Set<string>;
+  private readonly notes: { line: number; text: string }[] = [];
+  private readonly edits: TextEdit[] = [];
+  /** Edits of single calls, by index, until a block takes them in or they are kept as they are. */
+  private readonly sites = new Map<number, TextEdit[]>();
+  /** Calls rewritten (alone, or by their block). */
+  private readonly done = new Set<number>();
+  /** Why a call is left, by index. */
+  private readonly left = new Map<number, string>();
+  /** Lines of the `no_sync` blocks rewritten. */
+  private readonly syncLines: number[] = [];
+
+  constructor(
+    private readonly calls: Fsdp1CallFact[],
+    private readonly index: TextIndex,
+    private readonly moved: Moved[],
+    private readonly taken: TextEdit[],
+  ) {
+    this.names = new Set(moved.flatMap((m) => m.names.map(compact)));
+  }
+
+  run(): { edits: TextEdit[]; notes: string[]; imports: Set<string> } {
+    this.calls.forEach((c, i) => {
+      if (c.method === 'clip_grad_norm_') this.site(i, this.clip(c));
+      else if (c.method === 'full_optim_state_dict') this.site(i, this.fullOptim(c));
+    });
+    this.calls.forEach((c, i) => {
+      if (c.method !== 'no_sync' && c.method !== 'state_dict_type') return;
+      const why = this.block(c, i);
+      if (why) this.left.set(i, why);
+    });
+    for (const [i, edits] of this.sites) {
+      this.edits.push(...edits);
+      this.done.add(i);
+    }
+    if (this.syncLines.length) {
+      const [first, ...more] = this.syncLines;
+      this.notes.push({
+        line: first!,
+        text:
+          `no_sync() ${more.length ? `(and at line${more.length > 1 ? 's' : ''} ${more.join(', ')}) ` : ''}rewritten as ` +
+          'set_requires_gradient_sync(False) before the body and set_requires_gradient_sync(True) after it ' +
+          "(FSDPModule.set_requires_gradient_sync, FSDP2's form of no_sync): an exception raised in the body now " +
+          "leaves gradient sync off, where no_sync's exit restored it",
+      });
+    }
+    this.calls.forEach((c, i) => {
+      if (this.done.has(i)) return;
+      const why = this.left.get(i) ?? this.leftAlone(c);
+      if (why) this.notes.push({ line: c.line, text: why });
+    });
+    this.notes.sort((a, b) => a.line - b.line);
+    return {
+      edits: this.edits,
+      notes: this.notes.map((n) => `line ${n.line}: ${n.text}`),
+      // The checkpoint functions the kept edits call (a block left whole takes its calls' names with it).
+      imports: new Set(CHECKPOINT_NAMES.filter((n) => this.edits.some((e) => e.newText.includes(`${n}(`)))),
+    };
+  }
+
+  private moves(module: string | null): module is string {
+    return module !== null && this.names.has(compact(module));
+  }
+
+  private site(i: number, r: Rewritten): void {
+    if ('left' in r) {
+      this.left.set(i, r.left);
+      return;
+    }
+    if (r.edits.some((e) => this.taken.some((t) => overlaps(this.index, e.range, t.range)))) return;
+    this.sites.set(i, r.edits);
+    for (const n of r.notes ?? []) this.notes.push({ line: this.calls[i]!.line, text: n });
+  }
+
+  /**
+   * `model.clip_grad_norm_(max_norm, norm_type)` (FullyShardedDataParallel.clip_grad_norm_ in
+   * torch/distributed/fsdp/fully_sharded_data_parallel.py, which all-reduces the ranks' local norms) as
+   * `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm, norm_type)`: FSDP2's gradients are DTensors, so
+   * the norm torch.nn.utils computes over them is the global one. Its other arguments keep their places (both
+   * signatures go on `max_norm, norm_type=2.0`).
+   */
+  private clip(c: Fsdp1CallFact): Rewritten {
+    if (!this.moves(c.module)) return { left: this.foreign(c) };
+    const M = c.module;
+    if (!c.args.length) return { left: 'clip_grad_norm_() without max_norm is left as it is' };
+    const callee = { range: c.calleeRange, newText: 'torch.nn.utils.clip_grad_norm_' };
+    let first: TextEdit;
+    if (c.onClass) {
+      if (!c.moduleRange) return { left: `${c.callee}: its module is not read` };
+      first = { range: c.moduleRange, newText: `${M}.parameters()` };
+    } else {
+      const at = this.index.offsetAt(c.argumentsStart);
+      const breakNext = /[\r\n]/.test(this.index.text[at] ?? '');
+      first = {
+        range: { start: c.argumentsStart, end: c.argumentsStart },
+        newText: `${M}.parameters(),${breakNext ? '' : ' '}`,
+      };
+    }
+    const notes =
+      c.use === 'statement'
+        ? []
+        : [
+            'torch.nn.utils.clip_grad_norm_ returns the total norm as a DTensor under FSDP2 (the gradients are ' +
+              "DTensors; its placement is a partial norm), where FSDP1's clip_grad_norm_ returned a plain tensor: " +
+              'call .full_tensor() on it for the global norm before .item() or logging, as torchtitan does',
+          ];
+    return { edits: [callee, first], notes };
+  }
+
+  /**
+   * `FSDP.full_optim_state_dict(model, optim)` (torch/distributed/fsdp/fully_sharded_data_parallel.py): the whole
+   * optimizer state on rank 0, on CPU (`rank0_only=True` by default, and `_optim_state_dict_impl`'s
+   * `cpu_offload=True`, which it does not pass), the other ranks getting `{}`; keyed by parameter name. `get_optimizer_state_dict(model, optim, options=StateDictOptions(full_state_dict=True, cpu_offload=True))`
+   * gives the same: with both options `_maybe_full_or_cpu_state_dict` gathers on every rank and keeps the result on
+   * rank 0 only (`ranks_only=(0,)`), offloaded to CPU.
+   */
+  private fullOptim(c: Fsdp1CallFact): Rewritten {
+    if (!this.moves(c.module) || !c.onClass) return { left: this.foreign(c) };
+    const optim = arg(c, 0, 'optim');
+    const rank0 = arg(c, 2, 'rank0_only');
+    const extra = c.args.find(
+      (a) => a !== optim && a !== rank0 && !(a === arg(c, 1, 'optim_input') && a.value === null),
+    );
+    if (!optim || optim.name?.startsWith('*')) return { left: `${c.callee}: its optimizer is not read` };
+    if (extra)
+      return {
+        left: `${c.callee} with ${extra.name ?? extra.text} is left: get_optimizer_state_dict has no such argument`,
+      };
+    if (rank0 && rank0.value !== true)
+      return {
+        left:
+          `${c.callee}(..., rank0_only=${rank0.text}) is left: FSDP1 gives every rank the full optimizer state on CPU, ` +
+          'which FSDP2 has no form for (get_optimizer_state_dict with full_state_dict=True and cpu_offload=True keeps ' +
+          'it on rank 0 only, with full_state_dict=True alone on GPU)',
+      };
+    return {
+      edits: [
+        {
+          range: c.range,
+          newText: `get_optimizer_state_dict(${c.module}, ${optim.text}, options=StateDictOptions(full_state_dict=True, cpu_offload=True))`,
+        },
+      ],
+    };
+  }
+
+  /** Rewrites the `with` block call `i` opens, or says why not. */
+  private block(c: Fsdp1CallFact, i: number): string | undefined {
+    const what = `${c.callee}()`;
+    if (!this.moves(c.module)) return undefined;
+    const b = c.block;
+    if (!b)
+      return c.method === 'no_sync'
+        ? `${what} outside a with statement is left: ${NO_SYNC_BY_HAND(c.module)}`
+        : undefined;
+    const outer = c.heldBy !== undefined ? this.calls[c.heldBy] : undefined;
+    if (outer) return `${what} is left: it runs inside the ${outer.callee}() block at line ${outer.line}`;
+    const inner = this.calls.find((o) => o.heldBy === i && o.block);
+    if (inner) return `${what} is left: its body opens the ${inner.callee}() block at line ${inner.line}`;
+    const shape = blockShape(b);
+    if (shape) return `${what} is left: ${shape}`;
+    return c.method === 'no_sync' ? this.noSync(c, i, b) : this.stateDictType(c, i, b);
+  }
+
+  /**
+   * `with model.no_sync():` (FSDP1: gradients accumulate unreduced in the block, reduced by the first backward
+   * after it) as `model.set_requires_gradient_sync(False)` before the body and `(True)` after it: FSDPModule's
+   * set_requires_gradient_sync (torch/distributed/fsdp/_fully_shard/_fully_shard.py) is "the equivalence of
+   * `no_sync` in FSDP1", over every FSDP module under the root (`recurse=True`). FSDP1's exit restores the flags as
+   * they were, which is True unless an outer no_sync is open: a block inside another one is left.
+   */
+  private noSync(c: Fsdp1CallFact, i: number, b: WithBlockFact): string | undefined {
+    const M = c.module!;
+    const what = `${c.callee}()`;
+    if (c.onClass || c.args.length) return `${what} is left: not the method call this rewrite knows`;
+    if (b.exits)
+      return (
+        `${what} is left: its body leaves the block early (return, break or continue), past where ` +
+        `set_requires_gradient_sync(True) would go: ${NO_SYNC_BY_HAND(M)}, with the True call in a finally`
+      );
+    // `with model.no_sync() if accumulating else contextlib.nullcontext():`: sync off only where the test says.
+    let off = 'False';
+    const k = b.conditional;
+    if (k) {
+      if (!k.nullcontext)
+        return `${what} is left: the with item chooses between it and another context manager than contextlib.nullcontext()`;
+      if (k.callWhen)
+        off = k.notOperand
+          ? asBool(k.notOperand.text, k.notOperand.isBool)
+          : `not ${PRIMARY.includes(k.testType) ? k.test : `(${k.test})`}`;
+      else off = asBool(k.test, k.testIsBool);
+    }
+    const edit = this.region(
+      b,
+      `${M}.set_requires_gradient_sync(${off})`,
+      `${M}.set_requires_gradient_sync(True)`,
+      [],
+    );
+    if (typeof edit === 'string') return `${what} is left: ${edit}`;
+    this.edits.push(edit);
+    this.done.add(i);
+    this.syncLines.push(c.line);
+    return undefined;
+  }
+
+  /**
+   * `with FSDP.state_dict_type(model, type, config, optim_config):` and the state-dict calls of its body, as the
+   * functions of torch.distributed.checkpoint.state_dict with the StateDictOptions that give the same state dicts;
+   * the block's other statements stay, dedented. Left whole where one call has no exact form, or where the body
+   * may take a state dict in a way not seen (a call that is handed the module).
+   */
+  private stateDictType(c: Fsdp1CallFact, i: number, b: WithBlockFact): string | undefined {
+    const M = c.module!;
+    const what = `${c.callee}()`;
+    if (!c.onClass)
+      return `${what} is left: not the FSDP.state_dict_type(module, ...) call this rewrite knows`;
+    const typeArg = arg(c, 0, 'state_dict_type');
+    const known = ['state_dict_type', 'state_dict_config', 'optim_state_dict_config'];
+    const odd = c.args.find((a, k) => (a.name === null ? k > 2 : !known.includes(a.name)));
+    if (odd) return `${what} is left: its argument ${odd.text} is not read`;
+    const member = typeArg ? refName(typeArg.value) : null;
+    if (member === 'LOCAL_STATE_DICT')
+      return (
+        `${what} is left: LOCAL_STATE_DICT (each rank's flat parameter shards) has no FSDP2 form; ` +
+        `get_model_state_dict(${M}) gives the sharded DTensors, for torch.distributed.checkpoint`
+      );
+    if (member !== 'FULL_STATE_DICT' && member !== 'SHARDED_STATE_DICT')
+      return `${what} is left: its state-dict type (${typeArg?.text ?? 'none'}) is not read`;
+    if (b.defines)
+      return `${what} is left: its body defines a function, class or lambda, which may take a state dict under the block unseen`;
+    const children = this.calls.map((o, j) => ({ o, j })).filter(({ o }) => o.heldBy === i);
+    const inner: TextEdit[] = [];
+    const claimed: Range[] = [];
+    const mapped: number[] = [];
+    let sharded = false;
+    for (const { o, j } of children) {
+      // Calls that do not read the state-dict type (clip_grad_norm_, full_optim_state_dict) go on their own.
+      if (this.sites.has(j) || this.left.has(j)) {
+        claimed.push(o.range);
+        continue;
+      }
+      const r = this.stateDictCall(o, M, member, c);
+      if ('left' in r) return `${what} is left: ${r.left}`;
+      inner.push(...r.edits);
+      claimed.push(o.range);
+      mapped.push(j);
+      if (member === 'SHARDED_STATE_DICT' && o.method !== 'load_state_dict') sharded = true;
+    }
+    const takes = mapped.length;
+    if (!takes) return `${what} is left: its body takes no state dict of ${M} this rewrite maps`;
+    if (b.readsCut)
+      return `${what} is left: its body uses ${M} or the names around it more often than the rewrite reads`;
+    const escape = b.reads.find((r) => !claimed.some((x) => inside(r.range, x)) && this.reaches(r, M));
+    if (escape)
+      return (
+        `${what} is left: its body uses ${escape.text}${escape.called ? '()' : ''} at line ${escape.range.start.line + 1} ` +
+        'beyond the state-dict calls, where a state dict taken under the block would change'
+      );
+    const edit = this.region(b, null, null, inner);
+    if (typeof edit === 'string') return `${what} is left: ${edit}`;
+    this.edits.push(edit);
+    this.done.add(i);
+    for (const j of mapped) this.done.add(j);
+    if (sharded)
+      this.notes.push({
+        line: c.line,
+        text:
+          "the sharded state dicts' values are DTensors, where FSDP1's SHARDED_STATE_DICT gave ShardedTensors " +
+          '(torch.distributed.checkpoint saves either)',
+      });
+    return undefined;
+  }
+
+  /**
+   * One state-dict call of a `state_dict_type` block's body in its FSDP2 form. The options follow FSDP1's config
+   * classes (torch/distributed/fsdp/api.py): FULL_STATE_DICT with `FullStateDictConfig()` is the full state dict on
+   * every rank (`full_state_dict=True`); with `offload_to_cpu=True, rank0_only=True`, on rank 0's CPU and `{}`
+   * elsewhere, which is what `full_state_dict=True, cpu_offload=True` gives: `_maybe_full_or_cpu_state_dict`
+   * (torch/distributed/checkpoint/state_dict.py) gathers with `ranks_only=(0,)`, every rank taking part in the
+   * gathers, and `_iterate_state_dict` (torch/distributed/_state_dict_utils.py) returns `{}` on the other ranks.
+   * SHARDED_STATE_DICT is get_model_state_dict's default, `cpu_offload=True` for `offload_to_cpu=True`
+   * (`_offload_state_dict_to_cpu`, on every rank). Optimizer configs offload to CPU unless told not to
+   * (`OptimStateDictConfig.offload_to_cpu = True`). A full load reads a full state dict on every rank whatever the
+   * config (`_full_pre_load_state_dict_hook` in torch/distributed/fsdp/_state_dict_utils.py unshards with its
+   * defaults), as `set_model_state_dict(..., options=StateDictOptions(full_state_dict=True))` does
+   * (`_distribute_state_dict`). Keys are the parameters' names either way (`_get_fqns`).
+   */
+  private stateDictCall(
+    o: Fsdp1CallFact,
+    M: string,
+    member: MappedType,
+    c: Fsdp1CallFact,
+  ): { edits: TextEdit[] } | { left: string } {
+    const same = o.module !== null && compact(o.module) === compact(M);
+    const full = member === 'FULL_STATE_DICT';
+    if (o.method === 'state_dict' && !o.onClass && same) {
+      if (o.args.length)
+        return { left: `${o.callee}(${o.args.map((a) => a.text).join(', ')}) takes arguments` };
+      const options = this.options(c, member, 'model');
+      if (typeof options === 'string') return { left: options };
+      return {
+        edits: [{ range: o.range, newText: `get_model_state_dict(${M}${optionsText(options)})` }],
+      };
+    }
+    if (o.method === 'load_state_dict' && !o.onClass && same) {
+      const sd = arg(o, 0, 'state_dict');
+      const strict = arg(o, 1, 'strict');
+      const extra = o.args.find((a) => a !== sd && a !== strict);
+      if (!sd || sd.name?.startsWith('*') || extra)
+        return {
+          left: `${o.callee}(${o.args.map((a) => a.text).join(', ')}) is not the call this rewrite maps`,
+        };
+      const options = [
+        ...(full ? ['full_state_dict=True'] : []),
+        ...(strict ? [`strict=${strict.text}`] : []),
+      ];
+      return {
+        edits: [{ range: o.range, newText: `set_model_state_dict(${M}, ${sd.text}${optionsText(options)})` }],
+      };
+    }
+    if (o.method === 'optim_state_dict' && o.onClass && same) {
+      const optim = arg(o, 0, 'optim');
+      const extra = o.args.find((a) => a !== optim);
+      if (!optim || optim.name?.startsWith('*') || extra)
+        return {
+          left: `${o.callee}(${[M, ...o.args.map((a) => a.text)].join(', ')}): get_optimizer_state_dict takes no optimizer state dict or group`,
+        };
+      const options = this.options(c, member, 'optim');
+      if (typeof options === 'string') return { left: options };
+      return {
+        edits: [
+          {
+            range: o.range,
+            newText: `get_optimizer_state_dict(${M}, ${optim.text}${optionsText(options)})`,
+          },
+        ],
+      };
+    }
+    return { left: `its body also calls ${o.callee}() at line ${o.line}, which this rewrite does not map` };
+  }
+
+  /** The StateDictOptions that give the state dict the block's config gives, or why there are none. */
+  private options(c: Fsdp1CallFact, member: MappedType, of: 'model' | 'optim'): string[] | string {
+    const given = of === 'model' ? arg(c, 1, 'state_dict_config') : arg(c, 2, 'optim_state_dict_config');
+    const cls = CONFIGS[member][of];
+    // Config defaults: StateDictConfig.offload_to_cpu False, OptimStateDictConfig.offload_to_cpu True, rank0_only False.
+    let offload = of === 'optim';
+    let rank0 = false;
+    if (given && given.value !== null) {
+      const v = given.value;
+      if (typeof v !== 'object' || Array.isArray(v) || !('call' in v))
+        return `its ${of === 'model' ? 'state_dict_config' : 'optim_state_dict_config'} (${given.text}) is not read`;
+      if (lastName(v.call) !== cls) return `${given.text} does not go with ${member} (FSDP1 expects ${cls})`;
+      const field = (name: string, k: number, d: boolean): boolean | string => {
+        const x = name in v.kwargs ? v.kwargs[name] : v.args[k];
+        return x === undefined ? d : typeof x === 'boolean' ? x : `${cls}'s ${name} is not read`;
+      };
+      const o = field('offload_to_cpu', 0, offload);
+      if (typeof o === 'string') return o;
+      offload = o;
+      if (member === 'FULL_STATE_DICT') {
+        const r = field('rank0_only', 1, false);
+        if (typeof r === 'string') return r;
+        rank0 = r;
+      }
+    }
+    const written = `${cls}(offload_to_cpu=${py(offload)}${member === 'FULL_STATE_DICT' ? `, rank0_only=${py(rank0)}` : ''})`;
+    if (member === 'SHARDED_STATE_DICT') return offload ? ['cpu_offload=True'] : [];
+    if (offload === rank0)
+      return offload ? ['full_state_dict=True', 'cpu_offload=True'] : ['full_state_dict=True'];
+    const where = offload ? 'on CPU on every rank' : "on rank 0's GPU (the other ranks get {})";
+    return (
+      `${written} keeps the full ${of === 'model' ? 'state dict' : 'optimizer state'} ${where}, which FSDP2 has no form for: ` +
+      'StateDictOptions(full_state_dict=True, cpu_offload=True) keeps it on rank 0 only, on CPU (the other ranks get {}), ' +
+      'and full_state_dict=True alone on GPU on every rank'
+    );
+  }
+
+  /** A read of the body that may hand the module on: the module (or an object holding it) used or called. */
+  private reaches(r: WithBlockFact['reads'][number], M: string): boolean {
+    const subject = r.called
+      ? r.text.includes('.')
+        ? r.text.slice(0, r.text.lastIndexOf('.'))
+        : r.text
+      : r.text;
+    return [M, ...this.names].some((n) => related(compact(subject), compact(n)));
+  }
+
+  private regionRange(b: WithBlockFact): Range {
+    return this.index.wholeLines({
+      start: { line: b.start, character: 0 },
+      end: { line: b.body.end.line, character: 0 },
+    });
+  }
+
+  /**
+   * The block's lines rewritten: the header replaced by `head` (or by nothing, its comment kept), the body with
+   * `inner` applied and dedented to the `with` statement's indentation, and `tail` after it.
+   */
+  private region(
+    b: WithBlockFact,
+    head: string | null,
+    tail: string | null,
+    extra: TextEdit[],
+  ): TextEdit | string {
+    const { index } = this;
+    const eol = index.eol();
+    const range = this.regionRange(b);
+    // The calls of the body rewritten on their own go into the block's edit.
+    const absorbed = [...this.sites].filter(([, edits]) =>
+      edits.some((e) => overlaps(index, e.range, range) || inside(e.range, range)),
+    );
+    if (absorbed.some(([, edits]) => edits.some((e) => !inside(e.range, range))))
+      return 'a call rewritten on its own crosses its lines';
+    const inner = [...extra, ...absorbed.flatMap(([, edits]) => edits)];
+    if (this.taken.some((t) => overlaps(index, t.range, range)))
+      return 'it overlaps a wrap the migration rewrites';
+    const start = index.offsetAt(range.start);
+    const headerEnd = index.offsetAt(b.headerEnd) - start;
+    if (inner.some((e) => index.offsetAt(e.range.start) - start < headerEnd))
+      return 'an edit falls in its header';
+    const rebase = (p: { line: number; character: number }) => ({
+      line: p.line - b.start,
+      character: p.character,
+    });
+    const after = applyEdits(
+      index.text.slice(start, index.offsetAt(range.end)),
+      inner.map((e) => ({
+        range: { start: rebase(e.range.start), end: rebase(e.range.end) },
+        newText: e.newText,
+      })),
+    );
+    const ending = after.endsWith('\n') ? eol : '';
+    const lineEnd = after.indexOf('\n', headerEnd);
+    const rest = (lineEnd < 0 ? after.slice(headerEnd) : after.slice(headerEnd, lineEnd))
+      .replace(/\r$/, '')
+      .trim();
+    const ind = b.indent;
+    const lines: string[] = [];
+    if (b.body.inline) {
+      if (head) lines.push(ind + head);
+      lines.push(ind + rest);
+    } else {
+      if (rest && !rest.startsWith('#')) return 'its header is not read';
+      if (head) lines.push(ind + head + (rest ? `  ${rest}` : ''));
+      else if (rest) lines.push(ind + rest);
+      const body = lineEnd < 0 ? '' : after.slice(lineEnd + 1);
+      for (const raw of (ending ? body.slice(0, body.length - 1) : body).split('\n')) {
+        const l = raw.replace(/\r$/, '');
+        lines.push(l.startsWith(b.body.indent) ? ind + l.slice(b.body.indent.length) : l);
+      }
+    }
+    if (tail) lines.push(ind + tail);
+    for (const [j] of absorbed) {
+      this.sites.delete(j);
+      this.done.add(j);
+    }
+    return { range, newText: lines.join(eol) + ending };
+  }
+
+  /** The note of a call no rewrite took, or null where none is due. */
+  private leftAlone(c: Fsdp1CallFact): string {
+    const M = c.module ?? 'the module';
+    const mine = this.moves(c.module);
+    // The state-dict calls of a state_dict_type block left whole: its note says why.
+    if (['state_dict', 'load_state_dict', 'optim_state_dict'].includes(c.method))
+      for (let h = c.heldBy, n = 0; h !== undefined && n < this.calls.length; h = this.calls[h]!.heldBy, n++)
+        if (this.calls[h]!.method === 'state_dict_type') return '';
+    if (!mine) return this.foreign(c);
+    switch (c.method) {
+      case 'no_sync':
+        return `${c.callee}() is left: ${NO_SYNC_BY_HAND(M)}`;
+      case 'state_dict': {
+        if (this.before(c)) return '';
+        return (
+          `${c.callee}() outside a state_dict_type block gives the full state dict on every rank under FSDP1 ` +
+          '(FULL_STATE_DICT with FullStateDictConfig() is its default type, unless set_state_dict_type changed it), and the ' +
+          `DTensor shards under FSDP2: get_model_state_dict(${M}, options=StateDictOptions(full_state_dict=True)) gives the full one`
+        );
+      }
+      case 'load_state_dict': {
+        if (this.before(c)) return '';
+        return (
+          `${c.callee}(...) outside a state_dict_type block loads a full state dict on every rank under FSDP1 (its ` +
+          'default type); an FSDP2 module holds DTensor shards: set_model_state_dict(' +
+          `${M}, state_dict, options=StateDictOptions(full_state_dict=True)) loads a full one into them`
+        );
+      }
+      case 'optim_state_dict':
+        return (
+          `${c.callee}(...) outside a state_dict_type block follows the type set on the model (by default ` +
+          'FULL_STATE_DICT with FullOptimStateDictConfig(): the full state on every rank, on CPU), which FSDP2 has no ' +
+          `exact form for: get_optimizer_state_dict(${M}, optim, options=StateDictOptions(full_state_dict=True, cpu_offload=True)) ` +
+          "gives it on rank 0's CPU ({} elsewhere)"
+        );
+      case 'summon_full_params':
+        return (
+          `${c.callee}(...) has no FSDP2 form: FSDPModule.unshard() all-gathers the parameters of one fully_shard ` +
+          'unit (not recursive) and reshard() frees them; writeback, rank0_only, offload_to_cpu and with_grads have no ' +
+          `counterpart. To read the full weights, use get_model_state_dict(${M}, options=StateDictOptions(full_state_dict=True))`
+        );
+      case 'set_state_dict_type':
+        return (
+          `${c.callee}(...) has no FSDP2 form (an FSDP2 module's state_dict() holds DTensor shards): take state ` +
+          'dicts with get_model_state_dict / get_optimizer_state_dict and the StateDictOptions of that type'
+        );
+      case 'optim_state_dict_to_load':
+      case 'shard_full_optim_state_dict':
+      case 'scatter_full_optim_state_dict':
+        return (
+          `${c.callee}(...) has no FSDP2 form: set_optimizer_state_dict(${M}, optim, optim_state_dict, ` +
+          'options=StateDictOptions(...)) loads an optimizer state dict into the optimizer itself ' +
+          '(full_state_dict=True for a full one, broadcast_from_rank0=True to read it from rank 0 only)'
+        );
+      case 'sharded_optim_state_dict':
+      case 'flatten_sharded_optim_state_dict':
+      case 'rekey_optim_state_dict':
+        return `${c.callee}(...) has no FSDP2 form: get_optimizer_state_dict(${M}, optim) gives the optimizer state keyed by parameter name, as DTensor shards`;
+      case 'state_dict_type':
+        return `${c.callee}(...) outside a with statement is left: take state dicts with get_model_state_dict / get_optimizer_state_dict and StateDictOptions`;
+      default:
+        return `${c.callee}(...) stays FSDP1: an FSDP2 module has no such method`;
+    }
+  }
+
+  /** The note of a call on a module the migration does not move: FSDP1's class calls only (a module's may be DDP's). */
+  private foreign(c: Fsdp1CallFact): string {
+    const M = c.module ?? 'its module';
+    return c.onClass
+      ? `${c.callee}(${M}, ...) stays FSDP1: ${M} is not a module this migration moves to fully_shard`
+      : '';
+  }
+
+  /** Called on the module before the wrap, in the same function: a plain module's call, not FSDP1's. */
+  private before(c: Fsdp1CallFact): boolean {
+    return this.moved.some(
+      (m) =>
+        m.function === c.function &&
+        c.line < m.line &&
+        m.names.some((n) => compact(n) === compact(c.module ?? '')),
+    );
+  }
+}
+
+/** What keeps a block from being rewritten line by line, or undefined. */
+function blockShape(b: WithBlockFact): string | undefined {
+  if (b.items > 1) return 'its with statement has other items';
+  if (b.alias) return 'its with statement binds the context to a name';
+  if (b.async) return 'its with statement is async';
+  if (b.unread) return 'its body is larger than the rewrite reads';
+  if (b.multilineString) return 'its body holds a string over several lines, which dedenting would change';
+  if (b.body.inline)
+    return b.body.end.line === b.headerEnd.line ? undefined : 'its body follows the colon over several lines';
+  if (!b.body.indent.startsWith(b.indent) || b.body.indent.length <= b.indent.length)
+    return 'its body is not indented under its with statement';
+  return undefined;
+}
+
+const NO_SYNC_BY_HAND = (M: string) =>
+  `on the FSDP2 module call ${M}.set_requires_gradient_sync(False) where the context starts and ` +
+  `${M}.set_requires_gradient_sync(True) where it ends (FSDPModule.set_requires_gradient_sync)`;
+
+/** `, options=StateDictOptions(...)` for a call's last argument, or nothing for the defaults. */
+function optionsText(options: string[]): string {
+  return options.length ? `, options=StateDictOptions(${options.join(', ')})` : '';
+}
+
+/** The argument at `position` among those after the module, or the keyword `name`. */
+function arg(c: Fsdp1CallFact, position: number, name: string): Fsdp1ArgumentFact | undefined {
+  return c.args.find((a) => a.name === name) ?? c.args.filter((a) => a.name === null)[position];
+}
+
+/** `FULL_STATE_DICT` for `StateDictType.FULL_STATE_DICT` (however imported), else null. */
+function refName(v: PlainValue): string | null {
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || !('ref' in v)) return null;
+  const parts = v.ref.split('.');
+  return parts[parts.length - 2] === 'StateDictType' ? parts[parts.length - 1]! : null;
+}
+
+function lastName(q: string): string {
+  return q.slice(q.lastIndexOf('.') + 1);
+}
+
+function py(b: boolean): string {
+  return b ? 'True' : 'False';
+}
+
+/** A test's text as a `bool`: as written when it is one, else through `bool()`. */
+function asBool(text: string, isBool: boolean): string {
+  return isBool ? text : `bool(${text})`;
+}
+
+function compact(s: string): string {
+  return s.replace(/\s+/g, '');
+}
+
+/** One dotted name is the other, or holds it, or is held by it (`self` and `self.model`, `model.config`). */
+function related(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+}
+
+function inside(r: Range, outer: Range): boolean {
+  const le = (a: Range['start'], b: Range['start']) =>
+    a.line < b.line || (a.line === b.line && a.character <= b.character);
+  return le(outer.start, r.start) && le(r.end, outer.end);
+}
+
+function overlaps(index: TextIndex, a: Range, b: Range): boolean {
+  const [a0, a1, b0, b1] = [a.start, a.end, b.start, b.end].map((p) => index.offsetAt(p)) as [
+    number,
+    number,
+    number,
+    number,
+  ];
+  return a0 < b1 && b0 < a1;
 }
