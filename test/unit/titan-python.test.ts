@@ -279,25 +279,32 @@ describe("torchtitan's entry of the TOML era", () => {
 
   it('estimates the TOML that the launch script names, with its overrides and GPU count', async () => {
     const dir = tomlProject();
-    for (const file of ['run_train.sh', 'torchtitan/train.py']) {
+    const peaks = new Set<number>();
+    for (const file of [
+      'run_train.sh',
+      'torchtitan/train.py',
+      'torchtitan/models/llama3/train_configs/llama3_8b.toml',
+    ]) {
       const r = await cli('estimate', path.join(dir, file), '--json');
       assert.equal(r.code, 0, r.err);
       const data = JSON.parse(r.out);
+      peaks.add(data.perGpu.peakBytes);
       assert.equal(data.model.params, PARAMS, file);
       // NGPU's shell default, 4 processes on one node; the TOML's 2 sequences; 8192 overridden to 4096.
       assert.equal(data.mesh.worldSize, 4, file);
       assert.equal(assumed(data, 'microBatch').value, '2');
       assert.equal(assumed(data, 'seqLen').value, '4096');
       assert.match(assumed(data, 'checkpointing').value, /^full/);
+      // The TOML itself, opened: the same job, as the launch command that names it runs it.
+      const said = file.endsWith('.toml')
+        ? /read with the overrides of the launch command at run_train\.sh:4: --training\.seq_len 4096/
+        : /the job is torchtitan\/models\/llama3\/train_configs\/llama3_8b\.toml, which the command line's --job\.config_file names/;
       assert.ok(
-        data.notes.some((n: string) =>
-          /the job is torchtitan\/models\/llama3\/train_configs\/llama3_8b\.toml, which the command line's --job\.config_file names/.test(
-            n,
-          ),
-        ),
+        data.notes.some((n: string) => said.test(n)),
         data.notes.join('\n'),
       );
     }
+    assert.equal(peaks.size, 1, 'one job, one peak, in every file of it');
   });
 
   it("shows the launch's job in the parallelize file that the package's train spec names", async () => {

@@ -11,7 +11,7 @@ import type { VersionPin } from '../vocabulary/versions';
 import { formatOf, readConfigText, type ConfigDoc } from './configDoc';
 import { accelerateDeepSpeedPlan, deepspeedPlan, isAccelerateDeepSpeed, isDeepSpeed } from './deepspeed';
 import { isLlmFoundry, llmFoundryPlan } from './llmFoundry';
-import { isTorchtitan, torchtitanPlan } from './torchtitan';
+import { applyTomlOverrides, isTorchtitan, torchtitanPlan } from './torchtitan';
 import { isTorchtune, torchtunePlan } from './torchtune';
 import { isTrainerArgsJson, trainerArgsJsonPlan } from './transformers';
 import type { Range } from '../vocabulary/range';
@@ -35,7 +35,14 @@ const LOOKS_LIKE =
 export function readFrameworkConfig(
   file: string,
   text: string,
-  ctx: { versions?: { transformers?: VersionPin; accelerate?: VersionPin } } = {},
+  ctx: {
+    versions?: { transformers?: VersionPin; accelerate?: VersionPin };
+    /**
+     * A launch command's overrides of a torchtitan TOML (`--training.seq_len 4096` after `--job.config_file`), and
+     * where it is: the job that command runs.
+     */
+    launch?: { args: readonly string[]; where: string };
+  } = {},
 ): ConfigReading {
   const versions = ctx.versions ?? {};
   if (!formatOf(file)) return { kind: 'none' };
@@ -74,11 +81,18 @@ export function readFrameworkConfig(
     ['Transformers', isTrainerArgsJson, (d) => trainerArgsJsonPlan(d, versions)],
     ['Transformers', isArgumentsFile, (d) => argumentsFilePlan(d, versions)],
   ];
+  // A TOML a launch command names with overrides after it: read as ConfigManager.parse_args leaves it.
+  let launched: string[] = [];
+  if (ctx.launch && isTorchtitan(doc)) launched = applyTomlOverrides(doc.data, ctx.launch.args);
   for (const [framework, is, read] of readers) {
     if (!is(doc)) continue;
     try {
       const r = read(doc);
       if (!r) return { kind: 'none' };
+      if (!('message' in r) && launched.length)
+        r.notes.unshift(
+          `read with the overrides of the launch command at ${ctx.launch!.where}: ${launched.join(' ')}`,
+        );
       return 'message' in r ? { kind: 'problem', problem: r } : { kind: 'plan', plan: r, doc };
     } catch (e) {
       return {

@@ -376,3 +376,30 @@ function readPipeline(
   else if (degree.path[0] === 'experimental') set('ppMicrobatches', Number(degree.v), degree.path);
   return null;
 }
+
+/**
+ * The command line's `--section.key V` / `--section.key=V` written into a TOML's data, as torchtitan's
+ * ConfigManager overrides the file's values with them (integers and booleans as such); the arguments read.
+ */
+export function applyTomlOverrides(data: Record<string, unknown>, argv: readonly string[]): string[] {
+  const used: string[] = [];
+  for (let i = 0; i < argv.length && used.length < 256; i++) {
+    const a = argv[i]!;
+    const m = /^--([a-z_][\w-]*)\.([a-z_][\w-]*)(?:=(.*))?$/.exec(a);
+    if (!m) continue;
+    const raw = m[3] ?? argv[i + 1];
+    if (raw === undefined || (m[3] === undefined && raw.startsWith('--'))) continue;
+    if (m[3] === undefined) i++;
+    const section = m[1]!.replace(/-/g, '_');
+    const key = m[2]!.replace(/-/g, '_');
+    const v = /^-?\d+$/.test(raw)
+      ? Number(raw)
+      : /^(true|false)$/i.test(raw)
+        ? raw.toLowerCase() === 'true'
+        : raw.replace(/^["']|["']$/g, '');
+    const table = isRecord(data[section]) ? data[section] : (data[section] = {});
+    (table as Record<string, unknown>)[key] = v;
+    used.push(m[3] === undefined ? `${a} ${raw}` : a);
+  }
+  return used;
+}

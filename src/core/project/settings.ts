@@ -226,6 +226,35 @@ export function readLaunchFile(file: string, text: string): LaunchFact[] {
       ...(args?.length ? { scriptArgs: args } : {}),
       ...(args?.length && argDefaults.length ? { argDefaults: [...new Set(argDefaults)] } : {}),
     });
+    // torchtitan's entry reading a TOML (`-m torchtitan.train --job.config_file X.toml`): the command launches X's
+    // job too, with the same counts (ConfigManager.parse_args loads X).
+    const tomlAt = args?.findIndex((a) => /^--job\.config[_-]file(=|$)/.test(a)) ?? -1;
+    const toml =
+      tomlAt >= 0
+        ? args![tomlAt]!.includes('=')
+          ? args![tomlAt]!.slice(args![tomlAt]!.indexOf('=') + 1)
+          : args![tomlAt + 1]
+        : undefined;
+    if (toml && /\.toml["']?$/.test(toml))
+      out.push({
+        file,
+        line: start + 1,
+        script: path.basename(toml.replace(/^["']|["']$/g, '')),
+        program: toml,
+        // The overrides after it, which ConfigManager applies over the TOML's values.
+        ...((rest) => (rest.length ? { scriptArgs: rest } : {}))(
+          args!.filter((_, i) => i !== tomlAt && (i !== tomlAt + 1 || args![tomlAt]!.includes('='))),
+        ),
+        // The TOML itself may be a shell default (`CONFIG_FILE=${CONFIG_FILE:-...}`): said with the counts'.
+        ...((d) => (d.length ? { shellDefaults: d } : {}))([
+          ...new Set([
+            ...shellDefaults,
+            ...argDefaults.filter((t) => t.includes(path.basename(toml.replace(/^["']|["']$/g, '')))),
+          ]),
+        ]),
+        ...(nproc ? { nprocPerNode: nproc } : {}),
+        ...(nnodes ? { nnodes } : {}),
+      });
     argDefaults.length = 0;
   });
   // The GPUs of a node: `--gpus-per-node` / `--gres`, else `--gpus-per-task` x tasks. Tasks alone count processes:

@@ -20,6 +20,7 @@ import { scriptFlagsCall } from '../frameworks/shell';
 import type { FrameworkPlan } from '../frameworks/types';
 import type { Project } from '../project/project';
 import { pinnedVersions } from '../project/versions';
+import { launchFacts, launchOf } from '../project/settings';
 import type { ModelChoice } from '../inputs/model';
 import type { Layer } from '../inputs/layers';
 
@@ -116,7 +117,20 @@ export function readConfigInProject(file: string, text: string, project?: Projec
   const root = project?.roots[0];
   const versions =
     project && root ? project.memo(`versions:${root}`, () => pinnedVersions(project.fs, root)) : {};
-  return readFrameworkConfig(file, text, { versions });
+  // A torchtitan TOML that a launch command of the project names (`--job.config_file`): that command's overrides.
+  const launch =
+    project && root && file.endsWith('.toml')
+      ? launchOf(
+          project.memo(`launch-files:${root}`, () => launchFacts(project.fs, root)),
+          file,
+        )
+      : undefined;
+  return readFrameworkConfig(file, text, {
+    versions,
+    ...(launch?.scriptArgs?.length
+      ? { launch: { args: launch.scriptArgs, where: `${path.relative(root!, launch.file)}:${launch.line}` } }
+      : {}),
+  });
 }
 
 /**

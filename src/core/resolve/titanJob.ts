@@ -8,9 +8,9 @@ import { up } from '../parsing/python';
 import type { FileFacts } from '../analysis/facts';
 import { Evaluator } from '../analysis/evaluator';
 import { projectReaders } from '../frameworks/scriptConfigs';
-import { torchtitanPlan } from '../frameworks/torchtitan';
+import { applyTomlOverrides, torchtitanPlan } from '../frameworks/torchtitan';
 import { registryFunctions, titanJob } from '../frameworks/torchtitanPython';
-import { isRecord, readConfigText } from '../frameworks/configDoc';
+import { readConfigText } from '../frameworks/configDoc';
 import { launchedConfigPath } from './configFile';
 import type { Project, PyFile } from '../project/project';
 import { estimateFile, type AnalyzeOptions, type EstimateResult } from './analyze';
@@ -189,33 +189,6 @@ function tomlEntryEstimate(
   );
   const read = { ...facts, argsRead: [`--job.config_file ${unquoted}`, ...used] };
   return estimateFile(read, { ...opts, framework: titan });
-}
-
-/**
- * The command line's `--section.key V` / `--section.key=V` written into a TOML's data, as torchtitan's
- * ConfigManager overrides the file's values with them (integers and booleans as such); the arguments read.
- */
-function applyTomlOverrides(data: Record<string, unknown>, argv: readonly string[]): string[] {
-  const used: string[] = [];
-  for (let i = 0; i < argv.length && used.length < 256; i++) {
-    const a = argv[i]!;
-    const m = /^--([a-z_][\w-]*)\.([a-z_][\w-]*)(?:=(.*))?$/.exec(a);
-    if (!m) continue;
-    const raw = m[3] ?? argv[i + 1];
-    if (raw === undefined || (m[3] === undefined && raw.startsWith('--'))) continue;
-    if (m[3] === undefined) i++;
-    const section = m[1]!.replace(/-/g, '_');
-    const key = m[2]!.replace(/-/g, '_');
-    const v = /^-?\d+$/.test(raw)
-      ? Number(raw)
-      : /^(true|false)$/i.test(raw)
-        ? raw.toLowerCase() === 'true'
-        : raw.replace(/^["']|["']$/g, '');
-    const table = isRecord(data[section]) ? data[section] : (data[section] = {});
-    (table as Record<string, unknown>)[key] = v;
-    used.push(m[3] === undefined ? `${a} ${raw}` : a);
-  }
-  return used;
 }
 
 /** The 1-based line of `ConfigManager().parse_args()` (torchtitan.config.ConfigManager), if the file calls it. */
