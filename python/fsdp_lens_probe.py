@@ -14,6 +14,11 @@
 Each phase resets CUDA's peak statistics when it starts and reads them when it ends: the bytes
 `torch.cuda.max_memory_allocated()` and `memory_stats()["reserved_bytes.all.peak"]` report for that phase alone.
 A phase entered again keeps the highest of its peaks. Without a CUDA device the peaks are null, and the file says so.
+
+At each phase's end it also reads the device memory in use outside PyTorch's caching allocator:
+`torch.cuda.mem_get_info()`'s total less free, less `torch.cuda.memory_reserved()`. That is the CUDA context, NCCL's
+buffers and anything else on the GPU (another process too): `fsdp-lens calibrate --save` keeps it as the cluster's
+context reserve.
 """
 
 import json
@@ -30,6 +35,7 @@ class Probe:
         self.path = path
         self.phases = {}
         self.cuda = torch.cuda.is_available()
+        self.outside = None
 
     @contextmanager
     def phase(self, name):
@@ -43,6 +49,9 @@ class Probe:
                 torch.cuda.synchronize()
                 allocated = torch.cuda.max_memory_allocated()
                 reserved = torch.cuda.memory_stats().get("reserved_bytes.all.peak", 0)
+                free, total = torch.cuda.mem_get_info()
+                outside = (total - free) - torch.cuda.memory_reserved()
+                self.outside = max(self.outside or 0, outside)
             else:
                 allocated = reserved = None
             seen = self.phases.get(name)
@@ -65,6 +74,8 @@ class Probe:
             "phases": self.phases,
             "settings": settings,
         }
+        if self.outside is not None:
+            record["outsideAllocatorBytes"] = self.outside
         if not self.cuda:
             record["note"] = "no CUDA device: no peaks were measured"
         with open(path, "w") as f:

@@ -1,5 +1,15 @@
 /** `fsdp-lens calibrate FILE RUN`: a measured run (probe JSON, memory snapshot or log) beside the estimate. */
-import { compareMeasured, type MeasuredRun, type PhaseComparison } from '../../core/report/measured';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Estimate } from '../../core/estimator/types';
+import { calibrationWithEntry, CALIBRATION_FILE } from '../../core/project/calibration';
+import {
+  compareMeasured,
+  reserveOfRun,
+  type MeasuredRun,
+  type PhaseComparison,
+} from '../../core/report/measured';
+import { commandLineHost } from '../files';
 import { fmtBytes } from '../../core/vocabulary/bytes';
 import { parseOptions } from '../args';
 import { estimateOnDisk } from '../analyzeFile';
@@ -15,8 +25,14 @@ export const calibrateSpec = {
     "A measured run beside the file's estimate: allocated peaks phase by phase, and the reserved peak.",
   about:
     "RUN is one of three kinds, told apart by their content. (1) The JSON that fsdp_lens_probe.py (shipped beside the CLI in dist/) writes on a rank of a real run: the allocated and reserved peaks of each phase of a step. Phases named forward, loss, backward, optimizer or step are compared with the same phases of the estimate (a forward that computes the loss holds the loss too). (2) A PyTorch memory snapshot, the pickle torch.cuda.memory._dump_snapshot writes after _record_memory_history: read as a stream (never run by Python, never loaded whole), its allocator trace is replayed for the peak allocated over the trace and each allocation's stack places it in forward, backward or optimizer; the reserved peak replays its segments. (3) A training log with the memory lines torchtitan (the step line's \"memory:\", a reserved peak), torchtune (peak_memory_alloc and peak_memory_reserved) or the Hugging Face Trainer (train_mem_gpu_alloc_delta and train_mem_gpu_peaked_delta) print: the step's peaks, as far as the log gives them (its last 64 MiB are read). The reserved peak is compared with the estimate of what the caching allocator keeps. Each ratio is estimated / measured; notes say what each measured figure is and what it assumes.",
-  options: { json: { type: 'boolean' } },
-  flags: () => [{ flag: '--json', text: 'The comparison as JSON, with the notes.' }],
+  options: { json: { type: 'boolean' }, save: { type: 'string' } },
+  flags: () => [
+    { flag: '--json', text: 'The comparison as JSON, with the notes.' },
+    {
+      flag: '--save CLUSTER',
+      text: "Keep the reserve the run shows (the allocator's allowance: reserved over allocated at the step's peak; the memory outside the allocator, where the probe recorded it) as CLUSTER's, for the estimate's GPU, in the project's .fsdp-lens/calibration.json: fit verdicts on that GPU then use it and name it.",
+    },
+  ],
   examples: [
     { line: 'fsdp-lens calibrate train.py run.rank0.json', does: 'Estimated against measured, per phase.' },
     {
@@ -24,6 +40,10 @@ export const calibrateSpec = {
       does: 'Against a memory snapshot: its peaks by phase, replayed from its trace.',
     },
     { line: 'fsdp-lens calibrate train.py train.log', does: "Against a training log's memory lines." },
+    {
+      line: 'fsdp-lens calibrate train.py run.rank0.json --save a100-pod',
+      does: "Keep the cluster's measured reserve for later fit verdicts.",
+    },
   ],
   exits: { ok: EXIT_TEXT.ok, usage: EXIT_TEXT.usage, unknownModel: EXIT_TEXT.unknownModel },
 } satisfies CommandSpec;
@@ -58,6 +78,12 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
   if (typeof result === 'number') return result;
   const e = result.estimate;
   const c = compareMeasured(e, run);
+  const saved =
+    typeof values.save === 'string' ? saveCalibration(values.save, file, runFile, run, e) : undefined;
+  if (saved && 'error' in saved) {
+    io.err.write(`fsdp-lens: ${runFile}: not saved: ${saved.error}\n`);
+    return EXIT.usage;
+  }
   if (values.json) {
     io.out.write(
       `${JSON.stringify(
@@ -70,6 +96,7 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
             notes: run.notes,
           },
           ...c,
+          ...(saved ? { saved: saved.said } : {}),
         },
         null,
         2,
@@ -92,6 +119,60 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
       `Phases with no estimate counterpart: ${c.unknownPhases.join(', ')} (name them forward, loss, backward, optimizer or step)`,
     );
   if (run.notes.length) lines.push('Notes on the measured figures:', ...run.notes.map((n) => `  - ${n}`));
+  if (saved) lines.push(saved.said);
   io.out.write(`${lines.join('\n')}\n`);
   return EXIT.ok;
+}
+
+/** Names a cluster may have: short, and safe in a file and a message. */
+const CLUSTER = /^[\w.-]{1,64}$/;
+
+/**
+ * Keeps the reserve `run` shows as `cluster`'s, for the estimate's GPU, in the calibration file of `file`'s project
+ * (replacing that cluster's entry); what was saved, in words, or why nothing was.
+ */
+function saveCalibration(
+  cluster: string,
+  file: string,
+  runFile: string,
+  run: MeasuredRun,
+  e: Estimate,
+): { said: string } | { error: string } {
+  if (!CLUSTER.test(cluster)) return { error: `"${cluster}" is not a cluster name (letters, digits, . _ -)` };
+  const r = reserveOfRun(run, e.gpu.name);
+  if ('error' in r) return r;
+  if (r.fragmentation > 1)
+    return {
+      error: `the allocator held ${Math.round(r.fragmentation * 100)}% beyond its allocated peak: more than one step's caching, not kept`,
+    };
+  const root = commandLineHost(path.resolve(file), []).projectRoot ?? path.dirname(path.resolve(file));
+  const target = path.join(root, CALIBRATION_FILE);
+  let old: string | undefined;
+  try {
+    old = fs.readFileSync(target, 'utf8');
+  } catch {
+    old = undefined;
+  }
+  const entry = {
+    cluster,
+    gpu: e.gpu.id,
+    fragmentation: r.fragmentation,
+    ...(r.contextBytes !== undefined ? { contextBytes: r.contextBytes } : {}),
+    from: path.relative(root, path.resolve(runFile)).split(path.sep).join('/'),
+    measured: new Date().toISOString().slice(0, 10),
+  };
+  try {
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, calibrationWithEntry(old, entry));
+  } catch (err) {
+    return { error: `${target}: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  return {
+    said:
+      `Saved ${cluster}'s reserve for the ${e.gpu.name} in ${path.relative(process.cwd(), target) || target}: the allocator's allowance x ${(1 + r.fragmentation).toFixed(3)}` +
+      (r.contextBytes !== undefined
+        ? `, ${fmtBytes(r.contextBytes)} outside the allocator`
+        : ', the default CUDA context (the run did not record what is used outside the allocator)') +
+      '. Fit verdicts on this GPU in this project now use it, and say so.',
+  };
 }

@@ -7,7 +7,7 @@ import { GPUS, gpuBytes, type Gpu } from '../hardware/catalog';
 import type { ArchShape } from '../model/hf';
 import { fmtBytes } from '../vocabulary/bytes';
 import { DTYPE_BYTES } from '../vocabulary/dtypes';
-import { requiredBytes } from './fit';
+import { requiredBytes, reserveOn, type Calibration } from './fit';
 import type { Estimate, FitResult, Term } from './types';
 
 /** What shares the GPUs with the FSDP step, as the job's configuration says. */
@@ -75,8 +75,14 @@ function engineTerm(g: Gpu, r: NonNullable<Colocation['rollout']>, how: string):
 }
 
 /** Bytes a phase needs of a GPU: the training process's with its allowance and context, and the engine's share. */
-function phaseNeed(p: Pick<ColocatedPhase, 'bytes' | 'engineFraction'>, g: Gpu): number {
-  return requiredBytes(p.bytes) + Math.ceil((p.engineFraction ?? 0) * gpuBytes(g));
+function phaseNeed(
+  p: Pick<ColocatedPhase, 'bytes' | 'engineFraction'>,
+  g: Gpu,
+  calibrations?: readonly Calibration[],
+): number {
+  return (
+    requiredBytes(p.bytes, reserveOn(g.id, calibrations)) + Math.ceil((p.engineFraction ?? 0) * gpuBytes(g))
+  );
 }
 
 /**
@@ -189,7 +195,7 @@ export function colocatedPhases(e: Estimate, c: Colocation, shape: ArchShape | u
         p.engineFraction = c.rollout.fraction;
         p.terms.push(engineTerm(e.gpu, c.rollout, 'kept between rollouts'));
       }
-  for (const p of phases) p.needBytes = phaseNeed(p, e.gpu);
+  for (const p of phases) p.needBytes = phaseNeed(p, e.gpu, e.calibrations);
   const worst = phases.reduce((w, p) => (p.needBytes > w.needBytes ? p : w), phases[0]!);
   return { by: c.by, phases, worst: worst.name, notEstimated: c.notEstimated };
 }
@@ -218,13 +224,13 @@ export function colocatedFit(
   // out besides.
   let maybeShort = false;
   for (const p of col.phases) {
-    const left = capacity - phaseNeed(p, g);
+    const left = capacity - phaseNeed(p, g, e.calibrations);
     headroom = Math.min(headroom, left);
     if (left >= 0) continue;
     // What the phase holds for certain: all of it, unless the figures count more than the job keeps.
     const overcounts = partial === 'upper' || partial === 'any';
     const certain = !overcounts ? p.bytes : p === update ? floor + beside : (p.certainBytes ?? p.bytes);
-    if (decidable && capacity - phaseNeed({ ...p, bytes: certain }, g) < 0) short = true;
+    if (decidable && capacity - phaseNeed({ ...p, bytes: certain }, g, e.calibrations) < 0) short = true;
     else maybeShort = true;
   }
   // Nothing over the GPU: a fit, unless parts are left out (a lower bound) or nothing is decided.

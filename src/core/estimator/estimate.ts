@@ -16,7 +16,7 @@ import type { ArchShape } from '../model/hf';
 import { addTraffic, linkLoads, scaleTraffic, transfersHide } from './collectives';
 import { activeParams, attentionFlops, recomputedShares } from './compute';
 import { recomputeOf } from './activations';
-import { fitAll, fitOn, reservedBytes } from './fit';
+import { fitAll, fitOn, reservedBytes, reserveOn } from './fit';
 import { colocatedFit, colocatedFitAll, colocatedPhases } from './colocated';
 import { COMPILED_LOSS, COMPILED_MODEL_AND_LOSS, FULL_LENGTH, setupBounds, uncountedOf } from './bounds';
 import { hostPerNode } from './host';
@@ -800,6 +800,8 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
     timeline: null,
     fit: [],
     targetFit: fitOn(0, gpu),
+    fitReserve: reserveOn(gpu.id, input.calibrations),
+    ...(input.calibrations?.length ? { calibrations: input.calibrations } : {}),
     hostPerNode: { bytes: 0, terms: [] },
   };
   result.hostPerNode = hostPerNode(result, input.loading, input.stateDict);
@@ -859,7 +861,7 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
   const upper = result.overcounted.length > 0;
   const partial =
     result.unmodelled.length || result.undecided.length || (lower && upper) ? 'any' : upper ? 'upper' : lower;
-  result.perGpu.reservedBytes = reservedBytes(result.perGpu.peakBytes, timeline?.pools);
+  result.perGpu.reservedBytes = reservedBytes(result.perGpu.peakBytes, timeline?.pools, result.fitReserve);
   const floor = certainPeakBytes(result);
   if (input.colocated) {
     // The step shares its GPUs with other phases: the fit is the worst phase's.
@@ -869,8 +871,8 @@ export function estimateMesh(whole: EstimateInput, ownership?: Ownership, stage?
     result.targetFit = colocatedFit(result, col, gpu, partial, floor);
     return result;
   }
-  result.fit = fitAll(result.perGpu.peakBytes, partial, floor);
-  result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial, floor);
+  result.fit = fitAll(result.perGpu.peakBytes, partial, floor, input.calibrations);
+  result.targetFit = fitOn(result.perGpu.peakBytes, gpu, partial, floor, input.calibrations);
   return result;
 }
 

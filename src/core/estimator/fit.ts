@@ -3,19 +3,42 @@
  * context is at most the memory the driver reports (docs/estimator.md, "Fit").
  */
 import { GPUS, gpuBytes, type Gpu } from '../hardware/catalog';
+import type { Calibration } from '../hardware/calibration';
+
+export type { Calibration };
 import type { FitResult } from './types';
 
-/** Usable memory check: the peak plus allocator overhead and the CUDA context must fit the GPU. */
-export const FIT_RESERVE = {
+/** What a GPU holds beside the allocated peak: the allocator's allowance and the CUDA context. */
+export interface FitReserve {
   /** CUDA context, cuBLAS workspaces and NCCL buffers, bytes. */
-  contextBytes: 2 ** 30,
+  contextBytes: number;
   /** The caching allocator reserves more than it hands out (fragmentation): a fraction of the peak. */
+  fragmentation: number;
+  /** Where a measured reserve comes from (`cluster a100-pod, .fsdp-lens/calibration.json`); absent for defaults. */
+  measured?: string;
+}
+
+/** Usable memory check: the peak plus allocator overhead and the CUDA context must fit the GPU (defaults). */
+export const FIT_RESERVE: FitReserve = {
+  contextBytes: 2 ** 30,
   fragmentation: 0.1,
 };
 
-/** What the allocator must reserve for an allocated peak: the peak and its fragmentation allowance (a default). */
-function withFragmentation(peak: number): number {
-  return Math.ceil(peak * (1 + FIT_RESERVE.fragmentation));
+/** The reserve a fit on GPU `gpu` uses: the first calibration measured on that GPU, else the defaults. */
+export function reserveOn(gpu: string, calibrations: readonly Calibration[] = []): FitReserve {
+  const c = calibrations.find((x) => x.gpu === gpu);
+  return c
+    ? {
+        contextBytes: c.contextBytes ?? FIT_RESERVE.contextBytes,
+        fragmentation: c.fragmentation,
+        measured: `cluster ${c.cluster}, ${c.file}`,
+      }
+    : FIT_RESERVE;
+}
+
+/** What the allocator must reserve for an allocated peak: the peak and its fragmentation allowance. */
+function withFragmentation(peak: number, r: FitReserve = FIT_RESERVE): number {
+  return Math.ceil(peak * (1 + r.fragmentation));
 }
 
 /**
@@ -28,8 +51,11 @@ function withFragmentation(peak: number): number {
 export function reservedBytes(
   peak: number,
   pools?: { compute: number; gather: number; reduce: number },
+  r: FitReserve = FIT_RESERVE,
 ): number {
-  return pools ? withFragmentation(pools.compute) + pools.gather + pools.reduce : withFragmentation(peak);
+  return pools
+    ? withFragmentation(pools.compute, r) + pools.gather + pools.reduce
+    : withFragmentation(peak, r);
 }
 
 /**
@@ -38,13 +64,13 @@ export function reservedBytes(
  * (`release_cached_blocks` in `DeviceCachingAllocator::malloc`), so a block cached for another stream costs a
  * retry, not the run.
  */
-export function requiredBytes(peak: number): number {
-  return withFragmentation(peak) + FIT_RESERVE.contextBytes;
+export function requiredBytes(peak: number, r: FitReserve = FIT_RESERVE): number {
+  return withFragmentation(peak, r) + r.contextBytes;
 }
 
 /** The largest peak a GPU of `capacity` bytes holds: the inverse of `requiredBytes`. */
-export function usableBytes(capacity: number): number {
-  return Math.max(0, Math.floor((capacity - FIT_RESERVE.contextBytes) / (1 + FIT_RESERVE.fragmentation)));
+export function usableBytes(capacity: number, r: FitReserve = FIT_RESERVE): number {
+  return Math.max(0, Math.floor((capacity - r.contextBytes) / (1 + r.fragmentation)));
 }
 
 /**
@@ -58,9 +84,11 @@ export function fitOn(
   g: Gpu,
   partial: boolean | 'any' | 'upper' = false,
   floorBytes = 0,
+  calibrations: readonly Calibration[] = [],
 ): FitResult {
   const capacity = gpuBytes(g);
-  const need = requiredBytes(peakBytes);
+  const r = reserveOn(g.id, calibrations);
+  const need = requiredBytes(peakBytes, r);
   return {
     gpu: g.id,
     name: g.name,
@@ -68,7 +96,7 @@ export function fitOn(
       partial === 'any'
         ? 'undecided'
         : need > capacity
-          ? partial === 'upper' && requiredBytes(floorBytes) <= capacity
+          ? partial === 'upper' && requiredBytes(floorBytes, r) <= capacity
             ? 'undecided'
             : 'short'
           : partial === true
@@ -84,6 +112,7 @@ export function fitAll(
   peakBytes: number,
   partial: boolean | 'any' | 'upper' = false,
   floorBytes = 0,
+  calibrations: readonly Calibration[] = [],
 ): FitResult[] {
-  return GPUS.map((g) => fitOn(peakBytes, g, partial, floorBytes));
+  return GPUS.map((g) => fitOn(peakBytes, g, partial, floorBytes, calibrations));
 }

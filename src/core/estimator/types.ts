@@ -2,6 +2,7 @@
  * The estimator's vocabulary: its inputs (the plan, the model, the setup) and everything an estimate reports (per
  * unit, per GPU, per step, over the step's timeline), as plain data every surface renders.
  */
+import type { Calibration, FitReserve } from './fit';
 import type { Gpu, Link } from '../hardware/catalog';
 import type { TrainingSetup } from '../inputs/table';
 import type { ArchShape } from '../model/hf';
@@ -120,6 +121,8 @@ export interface FitResult {
 
 /** Everything an estimate is computed from. */
 export interface EstimateInput {
+  /** Reserves measured on the project's clusters (`.fsdp-lens/calibration.json`), each for the GPU it was measured on. */
+  calibrations?: Calibration[];
   model: {
     name: string;
     root: ModuleNode;
@@ -283,6 +286,10 @@ export interface Estimate {
   fit: FitResult[];
   /** The fit on the target GPU (the verdict every surface shows). */
   targetFit: FitResult;
+  /** What the target GPU's fit reserves beside the peak: the defaults, or a cluster's measured reserve. */
+  fitReserve: FitReserve;
+  /** The measured reserves the fits use, each for its GPU (absent when none). */
+  calibrations?: Calibration[];
   /** Host (CPU) memory of one node: offloaded state, and the spikes of loading and of saving a full checkpoint. */
   hostPerNode: Figure;
   /** Model state of the whole model, unsharded: what one GPU of plain data parallelism holds. */

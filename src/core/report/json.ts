@@ -2,7 +2,7 @@
 import { collectiveCount, modelParallelLinks, trafficBytes } from '../estimator/collectives';
 import { planLabel } from '../vocabulary/fsdp';
 import type { Estimate } from '../estimator/types';
-import { FIT_RESERVE, usableBytes } from '../estimator/fit';
+import { usableBytes } from '../estimator/fit';
 import { gpuBytes } from '../hardware/catalog';
 import type { MinGpus } from '../whatif/model';
 import type { LoadedModel } from '../model/load';
@@ -37,7 +37,7 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
       id: e.gpu.id,
       name: e.gpu.name,
       memoryBytes: gpuBytes(e.gpu),
-      usableBytes: usableBytes(gpuBytes(e.gpu)),
+      usableBytes: usableBytes(gpuBytes(e.gpu), e.fitReserve),
     },
     units: e.units.map((u) => ({
       name: u.name,
@@ -80,8 +80,9 @@ export function estimateJson(e: Estimate, model?: LoadedModel, minGpus?: MinGpus
     fit: e.fit,
     targetFit: e.targetFit,
     fitReserve: {
-      contextBytes: FIT_RESERVE.contextBytes,
-      fragmentation: FIT_RESERVE.fragmentation,
+      contextBytes: e.fitReserve.contextBytes,
+      fragmentation: e.fitReserve.fragmentation,
+      ...(e.fitReserve.measured ? { measured: e.fitReserve.measured } : {}),
       rule: "fits when peak x (1 + fragmentation) + context <= the memory the driver reports; the side streams' cached blocks in reservedBytes are freed and retried before out-of-memory",
     },
     minGpus: minGpus?.worldSize ?? null,

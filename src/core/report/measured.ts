@@ -18,6 +18,12 @@ export interface MeasuredRun {
   settings: Record<string, unknown>;
   /** What the figures are and what they assume, in words, shown with the comparison. */
   notes: string[];
+  /**
+   * The most device memory in use outside PyTorch's caching allocator at a phase's end (the probe's
+   * `torch.cuda.mem_get_info()` total less free, less `memory_reserved()`): the CUDA context, NCCL's buffers and
+   * other processes on the GPU. Absent where the source does not record it.
+   */
+  outsideAllocatorBytes?: number;
 }
 
 /** The probe's JSON, checked; an error in words when it is not one. */
@@ -48,6 +54,41 @@ export function readMeasuredRun(text: string): MeasuredRun | { error: string } {
     settings:
       typeof r.settings === 'object' && r.settings !== null ? (r.settings as Record<string, unknown>) : {},
     notes: [],
+    ...(bytes(r.outsideAllocatorBytes) !== null
+      ? { outsideAllocatorBytes: bytes(r.outsideAllocatorBytes)! }
+      : {}),
+  };
+}
+
+/** GPU families as device names spell them (`NVIDIA H100 80GB HBM3`), to tell a run's GPU from the estimate's. */
+const FAMILIES =
+  /\b(GH200|H100|H200|H20|B200|B300|A100|A10G|L40S|L40|L4|MI300X|MI325X|MI355X|A6000|A5000|4090|3090)\b/i;
+
+/**
+ * The reserve a measured run shows beside its allocated peak, for the GPU `gpuName` it must have run on: the
+ * allocator's allowance (the step's reserved peak over its allocated peak, less one: what the caching allocator
+ * held beyond what it handed out, side streams' caches included, so an allowance on the safe side) and, where the
+ * probe recorded it, the memory used outside the allocator (the CUDA context and NCCL's buffers). Or why not.
+ */
+export function reserveOfRun(
+  run: MeasuredRun,
+  gpuName: string,
+): { fragmentation: number; contextBytes?: number } | { error: string } {
+  const peaks = Object.values(run.phases);
+  const allocated = Math.max(0, ...peaks.map((p) => p.allocated ?? 0));
+  const reserved = Math.max(0, ...peaks.map((p) => p.reserved ?? 0));
+  if (!allocated || !reserved)
+    return { error: `the run records no ${allocated ? 'reserved' : 'allocated'} peak to calibrate with` };
+  if (reserved < allocated)
+    return { error: 'its reserved peak is below its allocated peak: not one run of one process' };
+  const family = run.device ? FAMILIES.exec(run.device)?.[1] : undefined;
+  if (family && !new RegExp(`\\b${family}\\b`, 'i').test(gpuName))
+    return {
+      error: `the run was measured on ${run.device}, the estimate is for the ${gpuName}: estimate for the GPU the run used (--gpu)`,
+    };
+  return {
+    fragmentation: Math.round((reserved / allocated - 1) * 1000) / 1000,
+    ...(run.outsideAllocatorBytes !== undefined ? { contextBytes: run.outsideAllocatorBytes } : {}),
   };
 }
 

@@ -138,13 +138,22 @@ export function estimateText(e: Estimate, opts: { units?: ByteUnit; minGpus?: Mi
   L.push(`Peak      ${peakLeast}${b(e.perGpu.peakBytes)} per GPU${at ? `, ${peakWhereInFull(at)}` : ''}`);
   L.push(...terms(e.perGpu.peak.terms));
   const worst = e.colocated?.phases.find((p) => p.name === e.colocated!.worst);
-  const need = worst ? worst.needBytes : requiredBytes(e.perGpu.peakBytes);
+  const need = worst ? worst.needBytes : requiredBytes(e.perGpu.peakBytes, e.fitReserve);
   const mine = e.targetFit;
-  const needs = `needs ${peakLeast}${b(need)} (${worst ? `its ${worst.name} phase: ` : ''}the ${worst ? "process's bytes" : 'peak'} x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, a default allowance for the caching allocator, and ${b(FIT_RESERVE.contextBytes)} of CUDA context${worst?.engineFraction ? ', with the engine’s share' : ''})`;
+  // The reserve beside the peak: the defaults, or what was measured on the user's cluster, named.
+  const r = e.fitReserve;
+  const allowance = r.measured
+    ? `the allocator's allowance measured on ${r.measured}`
+    : 'a default allowance for the caching allocator';
+  const context =
+    r.measured && r.contextBytes !== FIT_RESERVE.contextBytes
+      ? 'of CUDA context measured there'
+      : 'of CUDA context';
+  const needs = `needs ${peakLeast}${b(need)} (${worst ? `its ${worst.name} phase: ` : ''}the ${worst ? "process's bytes" : 'peak'} x ${(1 + r.fragmentation).toFixed(2)}, ${allowance}, and ${b(r.contextBytes)} ${context}${worst?.engineFraction ? ', with the engine’s share' : ''})`;
   const pools = e.timeline?.pools;
   if (pools && pools.gather + pools.reduce > 0)
     L.push(
-      `Reserved  ${peakLeast}${b(e.perGpu.reservedBytes)} per GPU where memory allows: the compute stream's ${b(pools.compute)} x ${(1 + FIT_RESERVE.fragmentation).toFixed(2)}, and what the allocator keeps for FSDP's all-gather stream (${b(pools.gather)}) and reduce-scatter stream (${b(pools.reduce)}), freed again before it runs out`,
+      `Reserved  ${peakLeast}${b(e.perGpu.reservedBytes)} per GPU where memory allows: the compute stream's ${b(pools.compute)} x ${(1 + r.fragmentation).toFixed(2)}, and what the allocator keeps for FSDP's all-gather stream (${b(pools.gather)}) and reduce-scatter stream (${b(pools.reduce)}), freed again before it runs out`,
     );
   if (e.colocated) {
     L.push('');

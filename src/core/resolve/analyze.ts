@@ -39,6 +39,7 @@ import { isRecord } from '../frameworks/configDoc';
 import { modelFromClass, modelFromScript, inferShapeFromTree as staticShape } from '../modules/resolveModel';
 import type { Project } from '../project/project';
 import { launchFacts, launchLayer, launchOf, pyprojectLayer } from '../project/settings';
+import { readCalibrations } from '../project/calibration';
 import type { ExactModel } from '../exact/exact';
 import { countParams, walk as walkModules, type ModuleNode } from '../model/tree';
 import { planMismatch, type TensorParallelPlan } from '../model/tensorParallel';
@@ -546,7 +547,11 @@ function estimateFacts(
   ];
   const overcounted = fw?.overcounted ?? [];
   const colocated = fw?.colocated ? colocationOf(fw.colocated, root, model.loaded.shape, setup) : undefined;
+  // Reserves measured on the project's clusters (`fsdp-lens calibrate --save`), read once per root.
+  const calibrations =
+    project && root0 ? project.memo(`calibration:${root0}`, () => readCalibrations(project.fs, root0)) : [];
   const input: EstimateInput = {
+    ...(calibrations.length ? { calibrations } : {}),
     ...(colocated ? { colocated } : {}),
     ...(unmodelled.length ? { unmodelled } : {}),
     ...(fineTuneUndecided.length || fw?.undecided?.length

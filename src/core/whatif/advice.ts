@@ -159,7 +159,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
         ),
       );
     }
-    const need = requiredBytes(e.perGpu.peakBytes);
+    const need = requiredBytes(e.perGpu.peakBytes, e.fitReserve);
     const bigger = GPUS.filter((g) => gpuBytes(g) >= need && g.id !== e.gpu.id).sort(
       (x, y) => gpuBytes(x) - gpuBytes(y),
     )[0];
@@ -295,7 +295,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       level: 'problem',
       title: `Fit on ${e.gpu.name} undecided: ${undecidedWhy(e)}`,
       detail:
-        `The figures (${b(requiredBytes(e.perGpu.peakBytes))} needed) are of the arm the notes name. ` +
+        `The figures (${b(requiredBytes(e.perGpu.peakBytes, e.fitReserve))} needed) are of the arm the notes name. ` +
         'Run the analysis with the arguments the job is launched with (after `--`), or set what the condition reads, to decide it.',
       options: [],
     });
@@ -305,7 +305,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       level: 'problem',
       title: `Fit on ${e.gpu.name} undecided: ${listed(e.unmodelled)} ${e.unmodelled.length === 1 ? 'is' : 'are'} not modelled`,
       detail:
-        `The figures are FSDP's alone, with whole layers on each GPU (they would need ${b(requiredBytes(e.perGpu.peakBytes))}): ` +
+        `The figures are FSDP's alone, with whole layers on each GPU (they would need ${b(requiredBytes(e.perGpu.peakBytes, e.fitReserve))}): ` +
         'each GPU holds less under that parallelism, and what its collectives and split activations need is not counted, so no verdict is drawn from them.',
       options: [],
     });
@@ -317,10 +317,10 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       detail:
         e.gaps.length + e.uncounted.length === 0
           ? // Only overcounted: the figures are an upper bound, and what they hold anyway is a lower one.
-            `The figures need ${b(requiredBytes(e.perGpu.peakBytes))} of ${b(mine.memoryBytes)}; without ` +
+            `The figures need ${b(requiredBytes(e.perGpu.peakBytes, e.fitReserve))} of ${b(mine.memoryBytes)}; without ` +
             `what they count above the job (${listed(e.overcounted)}) they need ` +
-            `${b(requiredBytes(certainPeakBytes(e)))}. The peak lies between: measuring a step decides it.`
-          : `What was counted needs ${b(requiredBytes(e.perGpu.peakBytes))} of ${b(mine.memoryBytes)}, leaving ${b(mine.headroomBytes)} for the rest: ` +
+            `${b(requiredBytes(certainPeakBytes(e), e.fitReserve))}. The peak lies between: measuring a step decides it.`
+          : `What was counted needs ${b(requiredBytes(e.perGpu.peakBytes, e.fitReserve))} of ${b(mine.memoryBytes)}, leaving ${b(mine.headroomBytes)} for the rest: ` +
             `${[...e.gaps, ...e.uncounted].slice(0, 3).join('; ')}${e.gaps.length + e.uncounted.length > 3 ? '; …' : ''}.` +
             (e.gaps.length
               ? ' Measure the model exactly with PyTorch, or name it (`# fsdp: model=ORG/NAME`), to decide.'

@@ -10,7 +10,7 @@ import { isHybrid } from '../vocabulary/fsdp';
 import type { Estimate, EstimateInput, Plan, Unit } from '../estimator/types';
 import { fmtBytes } from '../vocabulary/bytes';
 import { listed } from '../vocabulary/words';
-import { requiredBytes } from '../estimator/fit';
+import { requiredBytes, reserveOn } from '../estimator/fit';
 import { setupBounds, uncountedOf } from '../estimator/bounds';
 import type { TrainingSetup } from '../inputs/table';
 import { assignParameters, type Ownership } from '../estimator/units';
@@ -220,6 +220,7 @@ export class WhatIfModel {
         const gpu = findGpu(g.id);
         if (!gpu) return [];
         const capacity = gpuBytes(gpu);
+        const r = reserveOn(gpu.id, this.input.calibrations);
         return [
           {
             id: gpu.id,
@@ -230,7 +231,7 @@ export class WhatIfModel {
                 ? null
                 : arm
                   ? 'undecided'
-                  : requiredBytes(p) > capacity
+                  : requiredBytes(p, r) > capacity
                     ? upper
                       ? 'undecided'
                       : 'short'
@@ -249,11 +250,12 @@ export class WhatIfModel {
   minGpus(gpuId: string, w: WhatIf = {}): MinGpus {
     const gpu = findGpu(gpuId);
     if (!gpu) return { gpu: gpuId, worldSize: null, reason: `unknown GPU ${gpuId}` };
+    const r = reserveOn(gpu.id, this.input.calibrations);
     // With parallelism the figures do not model, a search over FSDP's dimension alone decides nothing.
     // Without FSDP the job is one GPU's, whatever the world: more GPUs need a recipe that shards.
     if (this.input.plan.api === 'none') {
       const p = this.peakAt(1, w);
-      return p !== null && requiredBytes(p) <= gpuBytes(gpu)
+      return p !== null && requiredBytes(p, r) <= gpuBytes(gpu)
         ? { gpu: gpu.id, worldSize: 1 }
         : {
             gpu: gpu.id,
@@ -290,7 +292,7 @@ export class WhatIfModel {
     if (perNode !== null) {
       // Shard groups are nodes: more nodes add replicas, not shards, so one node's peak is every world size's.
       const p = this.peakAt(perNode, w);
-      if (p !== null && requiredBytes(p) <= capacity) return { gpu: gpu.id, worldSize: perNode };
+      if (p !== null && requiredBytes(p, r) <= capacity) return { gpu: gpu.id, worldSize: perNode };
       return {
         gpu: gpu.id,
         worldSize: null,
@@ -298,13 +300,13 @@ export class WhatIfModel {
           `shard groups are single nodes of ${perNode} GPUs here, so more nodes add replicas, not shards: ` +
           (p === null
             ? 'no mesh of whole nodes can be built'
-            : `each GPU needs ${fmtBytes(requiredBytes(p))}`) +
+            : `each GPU needs ${fmtBytes(requiredBytes(p, r))}`) +
           '. Shard over more GPUs (FULL_SHARD, or a 2-D mesh with larger shard groups), or lower the peak',
       };
     }
     // The other dimensions stay as they are: R replicas and T-way tensor parallelism around each shard group.
     const R = Math.max(1, this.input.setup.replicas) * this.around();
-    const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w) ?? Infinity);
+    const need = (shard: number) => requiredBytes(this.peakAt(shard * R, w) ?? Infinity, r);
     const fits = (shard: number) => ({ ok: need(shard) <= capacity });
     // The peak falls with W (close to a + b/W: what sharding cannot shrink, plus what it divides) until FSDP2's
     // padding of each dim 0 to a multiple of W grows the gathered units again (a 1,024-row projection sharded 8,192
@@ -329,7 +331,7 @@ export class WhatIfModel {
         gpu: gpu.id,
         worldSize: null,
         reason:
-          `activations, gathered units and buffers alone need ${fmtBytes(requiredBytes(fixed))} at the peak, more than the ` +
+          `activations, gathered units and buffers alone need ${fmtBytes(requiredBytes(fixed, r))} at the peak, more than the ` +
           `${fmtBytes(capacity)} of one ${gpu.name}: more GPUs shrink the sharded state, not these. Use activation ` +
           'checkpointing, a smaller micro-batch or sequence, or smaller units',
       };

@@ -81,18 +81,18 @@ fully_shard(model)`,
     const gpus = `${e.mesh.worldSize} GPUs${ws?.source.kind === 'default' ? ', a default: nothing in the project says how many;' : ','}`;
     // Figures above what the job keeps: the finding stands on what is held besides what is overcounted.
     const certain = e.overcounted.length
-      ? ` ${e.perGpu.pagedOptimizerBytes ? 'Parts are' : 'The activations are'} counted above what the job keeps (${e.overcounted.join('; ')}), but the rest alone needs ${b(requiredBytes(certainPeakBytes(e)))}.`
+      ? ` ${e.perGpu.pagedOptimizerBytes ? 'Parts are' : 'The activations are'} counted above what the job keeps (${e.overcounted.join('; ')}), but the rest alone needs ${b(requiredBytes(certainPeakBytes(e), e.fitReserve))}.`
       : '';
     return [
       {
         range: at.range,
         // The verdict first, where the Problems view shows it; the figures after, in the full message.
         summary:
-          `Does not fit ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}: needs ${atLeast(e.gaps.length > 0)}${b(requiredBytes(e.perGpu.peakBytes))} per GPU of ${b(fit.memoryBytes)}` +
+          `Does not fit ${e.mesh.worldSize} x ${shortGpu(e.gpu.name)}: needs ${atLeast(e.gaps.length > 0)}${b(requiredBytes(e.perGpu.peakBytes, e.fitReserve))} per GPU of ${b(fit.memoryBytes)}` +
           (min && min.worldSize !== null ? `; ${min.worldSize} GPUs fit` : ''),
         message:
           `Does not fit ${article(e.gpu.name)} (${gpus} micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}): ` +
-          `the estimated peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes))} with the allocator's ` +
+          `the estimated peak ${atLeast(e.gaps.length > 0)}${b(e.perGpu.peakBytes)} per GPU needs ${b(requiredBytes(e.perGpu.peakBytes, e.fitReserve))} with the allocator's ` +
           `reserve and the CUDA context, ${b(-fit.headroomBytes)} more than its ${b(fit.memoryBytes)} (${fmtCount(e.gpu.memoryMiB)} MiB).${certain}${smallest}`,
         fixes: fitFixes(ctx, e, min && min.worldSize !== null ? min.worldSize : null),
       } satisfies Draft,
