@@ -3,9 +3,11 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { reserveOfRun, type MeasuredRun } from '../../src/core/report/measured';
+import { compareMeasured, reserveOfRun, type MeasuredRun } from '../../src/core/report/measured';
+import { peakFigure } from '../../src/core/estimator/words';
+import { estimateFile } from '../../src/core/resolve/analyze';
 import { findGpu, gpuBytes } from '../../src/core/hardware/catalog';
-import { cli, fixture, projectDir } from './helpers';
+import { cli, fixture, projectDir, scanSource } from './helpers';
 
 const GiB = 2 ** 30;
 
@@ -130,5 +132,40 @@ describe('calibrate --save', () => {
     assert.ok(!fs.existsSync(path.join(dir, '.fsdp-lens')));
     const bad = await cli('calibrate', train, probe, '--save', '../x');
     assert.match(bad.err, /is not a cluster name/);
+  });
+});
+
+describe('where a measured run and the estimate part', () => {
+  it("lists the estimate's largest terms at that phase's peak, and nothing where they agree", async () => {
+    const facts = await scanSource(fixture('workspace/train_fsdp2.py'), 'train.py');
+    const r = estimateFile(facts);
+    assert.ok(r.ok);
+    const e = r.estimate;
+    const stepPeak = Math.max(...e.timeline!.events.map((ev) => ev.total));
+    // Measured at half the estimate's step peak (ratio 2), and at the estimate exactly (ratio 1).
+    const c = compareMeasured(e, {
+      ...run(stepPeak / 2, stepPeak, null),
+      phases: {
+        step: { allocated: stepPeak / 2, reserved: null },
+        forward: { allocated: null, reserved: null },
+      },
+    });
+    const step = c.phases.find((p) => p.phase === 'step')!;
+    assert.equal(step.ratio, 2);
+    assert.ok(step.terms && step.terms.length > 0 && step.terms.length <= 4);
+    const peak = e.timeline!.events.find((ev) => ev.total === stepPeak)!;
+    const all = peakFigure(peak.live, e.setup)
+      .terms.map((t) => t.bytes)
+      .sort((a, b) => b - a);
+    assert.deepEqual(
+      step.terms.map((t) => t.bytes),
+      all.filter((b) => b > 0).slice(0, 4),
+    );
+    const same = compareMeasured(e, {
+      ...run(stepPeak, stepPeak, null),
+      phases: { step: { allocated: stepPeak, reserved: null } },
+    });
+    assert.equal(same.phases[0]!.ratio, 1);
+    assert.equal(same.phases[0]!.terms, undefined);
   });
 });

@@ -107,11 +107,18 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
   const b = (n: number | null) => (n === null ? 'not measured' : fmtBytes(n));
   const row = (p: PhaseComparison) =>
     `  ${p.phase.padEnd(20)} estimated ${b(p.estimatedBytes).padStart(9)}  measured ${b(p.measuredBytes).padStart(12)}  ${p.ratio === null ? '' : `ratio ${p.ratio.toFixed(2)}`}`;
+  // Where they part, what the estimate holds then: the terms a difference must be in.
+  const parted = (p: PhaseComparison) =>
+    p.terms?.length
+      ? [
+          `      ${p.ratio! > 1 ? 'above' : 'below'} the run by ${fmtBytes(Math.abs(p.estimatedBytes! - p.measuredBytes!))}; the estimate's largest terms then: ${p.terms.map((t) => `${t.name} ${fmtBytes(t.bytes)}`).join(', ')}`,
+        ]
+      : [];
   const lines = [
     `Estimate: ${e.mesh.worldSize} x ${e.gpu.name}, micro-batch ${e.setup.microBatch}, sequence ${e.setup.seqLen}`,
     runLine(run, e.mesh.worldSize),
     'Allocated peak by phase:',
-    ...c.phases.map(row),
+    ...c.phases.flatMap((p) => [row(p), ...parted(p)]),
     row(c.reserved),
   ];
   if (c.unknownPhases.length)

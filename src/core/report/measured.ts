@@ -4,7 +4,8 @@
  * peak of the same phase (allocated against allocated) and its reserved estimate (reserved against reserved), with
  * the ratio of each.
  */
-import type { Estimate } from '../estimator/types';
+import type { Estimate, TimelineEvent } from '../estimator/types';
+import { peakFigure } from '../estimator/words';
 import type { Phase } from '../vocabulary/fsdp';
 
 export interface MeasuredRun {
@@ -98,7 +99,15 @@ export interface PhaseComparison {
   measuredBytes: number | null;
   /** estimated / measured, when both are known. */
   ratio: number | null;
+  /**
+   * Where the estimate and the measurement part by more than `AGREE` either way: the estimate's largest terms at
+   * that phase's peak (what the difference is in), biggest first.
+   */
+  terms?: { name: string; bytes: number }[];
 }
+
+/** Within this factor either way, estimate and measurement agree (the terms are not listed). */
+export const AGREE = 1.25;
 
 /** The estimate's phases a probe's phase name stands for: a forward that computes the loss holds the loss too. */
 const PHASES: Record<string, Phase[]> = {
@@ -114,9 +123,11 @@ export function compareMeasured(
   e: Estimate,
   run: MeasuredRun,
 ): { phases: PhaseComparison[]; reserved: PhaseComparison; unknownPhases: string[] } {
+  // The event at a phase's peak: its total, and its live set as the peak's terms.
   const peakOf = (phases: Phase[]) => {
-    let m: number | null = null;
-    for (const ev of e.timeline?.events ?? []) if (phases.includes(ev.phase)) m = Math.max(m ?? 0, ev.total);
+    let m: TimelineEvent | null = null;
+    for (const ev of e.timeline?.events ?? [])
+      if (phases.includes(ev.phase) && ev.total > (m?.total ?? -1)) m = ev;
     return m;
   };
   const ratio = (a: number | null, b: number | null) => (a !== null && b ? a / b : null);
@@ -128,12 +139,24 @@ export function compareMeasured(
       unknownPhases.push(name);
       continue;
     }
-    const est = peakOf(mapped);
+    const ev = peakOf(mapped);
+    const est = ev?.total ?? null;
+    const r = ratio(est, m.allocated);
+    const parted = r !== null && (r > AGREE || r < 1 / AGREE);
     phases.push({
       phase: name,
       estimatedBytes: est,
       measuredBytes: m.allocated,
-      ratio: ratio(est, m.allocated),
+      ratio: r,
+      ...(parted && ev
+        ? {
+            terms: peakFigure(ev.live, e.setup)
+              .terms.filter((t) => t.bytes > 0)
+              .sort((a, b) => b.bytes - a.bytes)
+              .slice(0, 4)
+              .map((t) => ({ name: t.name, bytes: t.bytes })),
+          }
+        : {}),
     });
   }
   const measuredReserved = Object.values(run.phases).reduce<number | null>(
