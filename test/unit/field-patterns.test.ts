@@ -2872,3 +2872,47 @@ describe('a config dataclass read through the class itself', () => {
     );
   });
 });
+
+describe('a model made by a helper of another package, from a name without an organisation', () => {
+  it('is followed through the package re-exports and the returned tuple to the Hub id', async () => {
+    // pytorch/examples' FSDP T5 shape: `model, tokenizer = setup_model(train_config.model_name)`, the helper and
+    // the config dataclass each re-exported by a package's __init__.py, and a legacy id ("t5-base") with no org.
+    const dir = projectDir('fsdp-lens-t5-helper-');
+    const write = (f: string, lines: string[]) => {
+      fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+      fs.writeFileSync(path.join(dir, f), lines.join('\n'));
+    };
+    write('loaders/build.py', [
+      'from transformers import T5ForConditionalGeneration, T5Tokenizer',
+      '',
+      'def build_model(name):',
+      '        net = T5ForConditionalGeneration.from_pretrained(name)',
+      '        tok = T5Tokenizer.from_pretrained(name)',
+      '        return net, tok',
+    ]);
+    write('loaders/__init__.py', ['from .build import build_model']);
+    write('settings/run.py', [
+      'from dataclasses import dataclass',
+      '',
+      '@dataclass',
+      'class run_config:',
+      '    name: str = "t5-base"',
+    ]);
+    write('settings/__init__.py', ['from .run import run_config']);
+    write('train.py', [
+      'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+      'from settings import run_config',
+      'from loaders import build_model',
+      '',
+      'def main():',
+      '    model, tokenizer = build_model(run_config.name)',
+      '    model = FSDP(model)',
+    ]);
+    const r = await cli('estimate', path.join(dir, 'train.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const data = JSON.parse(r.out);
+    // t5-base: 222,903,552 parameters, what PyTorch counts for T5ForConditionalGeneration (the widely quoted figure).
+    assert.equal(data.model.params, 222_903_552);
+    assert.match(data.model.name, /t5-base/);
+  });
+});

@@ -124,7 +124,7 @@ export function modelFromScript(
           x.v.k === 'call' &&
           /\.from_pretrained$/.test(x.v.callee) &&
           x.v.args[0]?.k === 'str' &&
-          /^[\w.-]+\/[\w.-]+$/.test(x.v.args[0].v),
+          /^[\w.-]+(\/[\w.-]+)?$/.test(x.v.args[0].v),
       );
       const id = byId?.v.k === 'call' && byId.v.args[0]?.k === 'str' ? byId.v.args[0].v : undefined;
       // Other callers that load another model: named, since the figures are this caller's.
