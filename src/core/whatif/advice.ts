@@ -140,7 +140,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
       const o = option(
         run(ch),
         'CPU offload',
-        'sharded state in host memory: copies over PCIe each step and the optimizer step on the CPU',
+        'sharded parameters, gradients and optimizer state in host memory',
         ch,
       );
       if (o) o.unmodelledCost = OFFLOAD_COST;
