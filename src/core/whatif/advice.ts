@@ -12,7 +12,6 @@ import { requiredBytes } from '../estimator/fit';
 import { certainPeakBytes } from '../estimator/estimate';
 import { GPUS, findLink, gpuBytes } from '../hardware/catalog';
 import { applyFineTune } from '../model/finetune';
-import { MeshError } from '../estimator/mesh';
 
 /** Changes that fit first, then those that may, then those that do not. */
 const RANK: Record<Verdict, number> = { fits: 2, undecided: 1, short: 0 };
@@ -89,14 +88,7 @@ export function advise(model: WhatIfModel, w: WhatIf, e: Estimate, units: ByteUn
   const b = (n: number) => fmtBytes(n, units);
   const out: Advice[] = [];
   const mine = e.targetFit;
-  const run = (change: WhatIf): Estimate | undefined => {
-    try {
-      return model.run({ ...w, ...change });
-    } catch (err) {
-      if (err instanceof MeshError) return undefined;
-      throw err;
-    }
-  };
+  const run = (change: WhatIf): Estimate | undefined => model.tryRun({ ...w, ...change });
   const add = (options: AdviceOption[], o: AdviceOption | undefined) => {
     if (o) options.push(o);
   };

@@ -7,7 +7,6 @@ import type { Estimate } from '../estimator/types';
 import { GPUS, gpuBytes } from '../hardware/catalog';
 import type { Verdict } from '../vocabulary/fsdp';
 import { advise } from './advice';
-import { MeshError } from '../estimator/mesh';
 import type { WhatIf, WhatIfModel } from './model';
 import { checkedMinGpus, largestFittingOn, stepSeconds, type LargestOn, type SmallestOn } from './solve';
 
@@ -59,14 +58,7 @@ const tokens = (e: Estimate) => e.setup.microBatch * e.setup.seqLen * e.setup.gr
 
 /** The answers for the estimate `e` of `model` under the what-if `w` (the panel's values; none for the file's). */
 export function fitReport(model: WhatIfModel, e: Estimate, w: WhatIf = {}): FitReport {
-  const run = (change: WhatIf): Estimate | undefined => {
-    try {
-      return model.run({ ...w, ...change });
-    } catch (err) {
-      if (err instanceof MeshError) return undefined;
-      throw err;
-    }
-  };
+  const run = (change: WhatIf): Estimate | undefined => model.tryRun({ ...w, ...change });
   const gpus = [...GPUS].sort((a, b) => gpuBytes(a) - gpuBytes(b) || a.id.localeCompare(b.id));
   const ids = gpus.map((g) => g.id);
   const micros = largestFittingOn(run, 'microBatch', e.setup.microBatch, MAX_MICRO_BATCH, ids);

@@ -118,6 +118,16 @@ export class WhatIfModel {
     return estimate({ ...this.input, plan: c.plan, setup: c.setup }, c.ownership);
   }
 
+  /** The estimate under a what-if, or undefined where it makes a mesh PyTorch refuses. */
+  tryRun(w: WhatIf = {}): Estimate | undefined {
+    try {
+      return this.run(w);
+    } catch (err) {
+      if (err instanceof MeshError) return undefined;
+      throw err;
+    }
+  }
+
   /** Shard groups of one node each, derived from the world size (FSDP1's hybrid strategies without a mesh). */
   private perNodeGroups(w: WhatIf): number | null {
     const c = this.changed(w);
