@@ -423,6 +423,205 @@ describe('FSDP1 calls around the wrap, in their FSDP2 forms', () => {
   });
 });
 
+/** The FSDP1 calls a scan of `text` still finds, as `method line`. */
+function fsdp1Left(facts: { fsdp1Calls?: { method: string; line: number }[] }): string[] {
+  return (facts.fsdp1Calls ?? []).map((c) => `${c.method} ${c.line}`);
+}
+
+describe('a file without wraps: helpers handed the wrapped model', () => {
+  it('rewrites the state-dict calls on the modules FSDP1 class calls name, and says what it assumes', async () => {
+    const text = fixture('migrate/fsdp1_checkpoint_helpers.py');
+    const m = migrateToFsdp2(await scanSource(text, 'checkpointing.py'), text);
+    assert.deepEqual(m.skipped, []);
+    const after = applyEdits(text, m.edits);
+    assert.equal(after, fixture('migrate/fsdp1_checkpoint_helpers.fsdp2.py'));
+    // The file's own wrap-free shape: nothing to wrap, the old imports kept for the calls left.
+    assert.doesNotMatch(after, /fully_shard/);
+    assert.match(after, /^from torch\.distributed\.fsdp import FullyShardedDataParallel as FSDP$/m);
+    // torch.distributed.checkpoint's load into the state dict of the DTensors, between the get and the set: kept.
+    assert.match(
+      after,
+      /\n {4}bundle = \{"model": get_model_state_dict\(net\)\}\n {4}dist_cp\.load_state_dict\(state_dict=bundle, storage_reader=FileSystemReader\(shard_dir\)\)\n {4}set_model_state_dict\(net, bundle\["model"\]\)\n/,
+    );
+    assert.equal(
+      m.notes[0],
+      'the file holds no FSDP1 wrap (FullyShardedDataParallel), so its rewrites assume the modules they act on are ' +
+        "moved to fully_shard where they are wrapped, and FSDP1's calls on them rewritten everywhere: net in " +
+        'export_weights(), export_optimizer(), write_shards() and read_shards()',
+    );
+    const at = (line: number) => m.notes.filter((n) => n.startsWith(`line ${line}: `));
+    assert.equal(m.notes.length, 5);
+    assert.match(
+      at(29)[0]!,
+      /^line 29: FSDP\.scatter_full_optim_state_dict\(\.\.\.\) has no FSDP2 form .*set_optimizer_state_dict\(net, optim, full, options=StateDictOptions\(full_state_dict=True, broadcast_from_rank0=True\)\) loads the full optimizer state that rank 0 holds into the optimizer itself/,
+    );
+    assert.match(at(34)[0]!, /sharded state dicts' values are DTensors/);
+    assert.match(at(41)[0]!, /sharded state dicts' values are DTensors/);
+    assert.match(at(48)[0]!, /LOCAL_STATE_DICT .* has no FSDP2 form/);
+    // Read again: only the calls left stay FSDP1's.
+    const facts = await scanSource(after, 'checkpointing.py');
+    assert.deepEqual(fsdp1Left(facts), [
+      'scatter_full_optim_state_dict 29',
+      'state_dict_type 46',
+      'state_dict 47',
+    ]);
+    assert.equal(facts.fsdp1Calls![0]!.module, 'net');
+    // Migrated again: nothing more to rewrite; the notes on what stays.
+    const again = migrateToFsdp2(facts, after);
+    assert.deepEqual(again.edits, []);
+    assert.deepEqual(
+      again.notes.map((n) => n.replace(/^line \d+: /, '').slice(0, 40)),
+      [at(29)[0]!, at(48)[0]!].map((n) => n.replace(/^line \d+: /, '').slice(0, 40)),
+    );
+  });
+
+  it('keeps CRLF line ends', async () => {
+    const crlf = fixture('migrate/fsdp1_checkpoint_helpers.py').replace(/\n/g, '\r\n');
+    const m = migrateToFsdp2(await scanSource(crlf, 'checkpointing.py'), crlf);
+    const after = applyEdits(crlf, m.edits);
+    assert.equal(after.replace(/\r\n/g, '').includes('\n'), false, 'a bare LF in the CRLF result');
+    assert.equal(after, fixture('migrate/fsdp1_checkpoint_helpers.fsdp2.py').replace(/\n/g, '\r\n'));
+    assert.deepEqual(migrateToFsdp2(await scanSource(after, 'checkpointing.py'), after).edits, []);
+  });
+
+  it('no_sync and clip_grad_norm_ on a parameter: a note, unless a class call there names the module', async () => {
+    const lines = [
+      'import torch',
+      'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+      '',
+      '',
+      'def run_epoch(model, batches, optimizer):',
+      '    for batch in batches:',
+      '        with model.no_sync():',
+      '            model(**batch).loss.backward()',
+      '        model.clip_grad_norm_(1.0, norm_type=2.0)',
+      '        optimizer.step()',
+      '',
+      '',
+      'def run_epoch_clipped(model, batches, optimizer):',
+      '    for batch in batches:',
+      '        with model.no_sync():',
+      '            model(**batch).loss.backward()',
+      '        FSDP.clip_grad_norm_(model, 0.5)',
+      '        optimizer.step()',
+      '',
+    ];
+    const text = lines.join('\n');
+    const m = migrateToFsdp2(await scanSource(text, 'loop.py'), text);
+    const after = applyEdits(text, m.edits);
+    // run_epoch: as it was. run_epoch_clipped: FSDP.clip_grad_norm_ says `model` is FSDP1's there.
+    assert.equal(
+      after,
+      [
+        ...lines.slice(0, 14),
+        '        model.set_requires_gradient_sync(False)',
+        '        model(**batch).loss.backward()',
+        '        model.set_requires_gradient_sync(True)',
+        '        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)',
+        '        optimizer.step()',
+        '',
+      ].join('\n'),
+    );
+    assert.match(m.notes[0]!, /^the file holds no FSDP1 wrap .*: model in run_epoch_clipped\(\)$/);
+    assert.match(
+      m.notes[1]!,
+      /^line 7: model\.no_sync\(\) is left: the file holds no FSDP1 wrap, and run_epoch\(\) makes no FSDP1 class call on model .*; if it is, and its wrap moves to fully_shard, the block becomes model\.set_requires_gradient_sync\(False\) before its body and model\.set_requires_gradient_sync\(True\) after it/,
+    );
+    assert.match(
+      m.notes[2]!,
+      /^line 9: model\.clip_grad_norm_\(\.\.\.\) is left: .*it becomes torch\.nn\.utils\.clip_grad_norm_\(model\.parameters\(\), 1\.0, norm_type=2\.0\)/,
+    );
+    assert.match(m.notes[3]!, /^line 15: no_sync\(\) rewritten as set_requires_gradient_sync\(False\)/);
+    assert.equal(m.notes.length, 4);
+    const facts = await scanSource(after, 'loop.py');
+    assert.deepEqual(fsdp1Left(facts), ['no_sync 7', 'clip_grad_norm_ 9']);
+    assert.deepEqual(migrateToFsdp2(facts, after).edits, []);
+  });
+
+  it('says nothing on no_sync in a file that does not use FSDP1 (DDP has no_sync too)', async () => {
+    const text = [
+      'def run_epoch(model, batches):',
+      '    for batch in batches:',
+      '        with model.no_sync():',
+      '            model(**batch).loss.backward()',
+      '',
+    ].join('\n');
+    assert.deepEqual(migrateToFsdp2(await scanSource(text, 'loop.py'), text), {
+      edits: [],
+      notes: [],
+      skipped: [],
+    });
+  });
+
+  it('reads the module where FSDP1 takes it: second for scatter and shard, third for rekey', async () => {
+    const text = [
+      'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+      '',
+      'def load(net, opt, full, key_type):',
+      '    a = FSDP.scatter_full_optim_state_dict(full, net)',
+      '    b = FSDP.shard_full_optim_state_dict(full, model=net, optim=opt)',
+      '    c = FSDP.rekey_optim_state_dict(full, key_type, net)',
+      '    d = FSDP.optim_state_dict_to_load(net, opt, full)',
+      '',
+    ].join('\n');
+    const facts = await scanSource(text, 'load.py');
+    assert.deepEqual(
+      facts.fsdp1Calls!.map((c) => [c.method, c.module, c.args.map((a) => a.text)]),
+      [
+        ['scatter_full_optim_state_dict', 'net', ['full']],
+        ['shard_full_optim_state_dict', 'net', ['full', 'opt']],
+        ['rekey_optim_state_dict', 'net', ['full', 'key_type']],
+        ['optim_state_dict_to_load', 'net', ['opt', 'full']],
+      ],
+    );
+    const m = migrateToFsdp2(facts, text);
+    assert.deepEqual(m.edits, []);
+    assert.match(
+      m.notes[1]!,
+      /^line 5: .*set_optimizer_state_dict\(net, opt, full, options=StateDictOptions\(full_state_dict=True\)\) loads the full optimizer state into the optimizer itself/,
+    );
+  });
+
+  it('`fsdp-lens migrate` on the helpers: the diff in whole lines, the notes, and no estimate', async () => {
+    const dir = projectDir('fsdp-lens-migrate-helpers-');
+    const file = path.join(dir, 'checkpointing.py');
+    fs.writeFileSync(file, fixture('migrate/fsdp1_checkpoint_helpers.py'));
+    const r = await cli('migrate', file);
+    assert.equal(r.code, 0, r.err);
+    // A call rewritten inside its line shows as the whole line.
+    assert.match(
+      r.out,
+      /^@@ -22,1 \+22,1 @@\n- {4}gathered = FSDP\.full_optim_state_dict\(net, opt\)\n\+ {4}gathered = get_optimizer_state_dict\(net, opt, options=StateDictOptions\(full_state_dict=True, cpu_offload=True\)\)$/m,
+    );
+    assert.match(r.out, /^note: the file holds no FSDP1 wrap/m);
+    assert.match(r.out, /^estimate: none: the file wraps no model/m);
+    assert.doesNotMatch(r.out, /^before:/m);
+    assert.equal(fs.readFileSync(file, 'utf8'), fixture('migrate/fsdp1_checkpoint_helpers.py'));
+    assert.equal((await cli('migrate', file, '--write')).code, 0);
+    assert.equal(fs.readFileSync(file, 'utf8'), fixture('migrate/fsdp1_checkpoint_helpers.fsdp2.py'));
+    // Only notes: printed, and nothing to carry over.
+    const loop = path.join(dir, 'loop.py');
+    fs.writeFileSync(
+      loop,
+      [
+        'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+        'def run_epoch(model, batches):',
+        '    for batch in batches:',
+        '        with model.no_sync():',
+        '            model(**batch).loss.backward()',
+        '',
+      ].join('\n'),
+    );
+    const notes = await cli('migrate', loop);
+    assert.equal(notes.code, 2);
+    assert.match(notes.out, /^note: line 4: model\.no_sync\(\) is left: the file holds no FSDP1 wrap/m);
+    assert.match(
+      notes.err,
+      /no FSDP1 wrap \(FullyShardedDataParallel\) and no FSDP1 call the rewrite can carry over/,
+    );
+  });
+});
+
 describe('where new imports go', () => {
   it('after the last top-level import, past a module docstring over several lines', () => {
     const text = [

@@ -267,9 +267,12 @@ export interface WrapCall {
 export interface Fsdp1CallFact {
   /** The method (`no_sync`, `clip_grad_norm_`, `state_dict_type`, `optim_state_dict`, `state_dict` ...). */
   method: string;
-  /** Called through the class (`FSDP.optim_state_dict(model, optim)`): the module is its first argument. */
+  /**
+   * Called through the class (`FSDP.optim_state_dict(model, optim)`): the module is the argument FSDP1's signature
+   * puts it at (the first; the second of `scatter_full_optim_state_dict(full_osd, model)` and its kin).
+   */
   onClass: boolean;
-  /** The module it acts on as written (the receiver, or a class call's first argument), and where; null if none. */
+  /** The module it acts on as written (the receiver, or a class call's module argument), and where; null if none. */
   module: string | null;
   moduleRange: Range | null;
   /** The callee as written (`model.no_sync`, `FSDP.state_dict_type`), and where. */

@@ -27,8 +27,24 @@ const FSDP1_METHODS = [
   'flatten_sharded_optim_state_dict',
   'rekey_optim_state_dict',
 ];
-/** `nn.Module` methods whose result FSDP1's state-dict type decides: read on the modules the file wraps. */
+/**
+ * `nn.Module` methods whose result FSDP1's state-dict type decides: read on the modules the file wraps, and on a
+ * module an FSDP1 class call names in the same function (`FSDP.state_dict_type(model, ...)` in a helper that is
+ * handed the wrapped model).
+ */
 const MODULE_METHODS = ['state_dict', 'load_state_dict'];
+/**
+ * Class methods whose module is not their first argument (torch/distributed/fsdp/fully_sharded_data_parallel.py):
+ * `shard_full_optim_state_dict(full_optim_state_dict, model, ...)`, `scatter_full_optim_state_dict(full_optim_state_dict,
+ * model, ...)`, `flatten_sharded_optim_state_dict(sharded_optim_state_dict, model, ...)` and
+ * `rekey_optim_state_dict(optim_state_dict, optim_state_key_type, model, ...)`.
+ */
+const MODULE_POSITION: Record<string, number> = {
+  shard_full_optim_state_dict: 1,
+  scatter_full_optim_state_dict: 1,
+  flatten_sharded_optim_state_dict: 1,
+  rekey_optim_state_dict: 2,
+};
 
 /** Calls read at most (a file with more is not one a migration rewrites by hand anyway). */
 const MAX_CALLS = 256;
@@ -43,7 +59,8 @@ const LOOPS = ['for_statement', 'while_statement'];
 /**
  * The calls, in file order. `isFsdpClass` says whether an expression names FSDP1's class (as the scan resolves
  * imports); `wraps` are the file's wrap calls, whose `FullyShardedDataParallel` targets and results name the
- * modules whose `state_dict()` / `load_state_dict()` are read.
+ * modules whose `state_dict()` / `load_state_dict()` are read, as do the modules FSDP1's class calls name in the
+ * function that makes them.
  */
 export function fsdp1Calls(
   file: SourceFile,
@@ -57,27 +74,20 @@ export function fsdp1Calls(
     if (w.api === 'FSDP')
       for (const n of [w.target, w.assignedTo])
         if (n && /^[\w.\s]+$/.test(n)) wrapped.add(n.replace(/\s+/g, ''));
-  const words = wrapped.size ? [...FSDP1_METHODS, ...MODULE_METHODS] : FSDP1_METHODS;
-  file.prefetchWords(words);
+  file.prefetchWords([...FSDP1_METHODS, ...MODULE_METHODS]);
   const found: { call: Node; fact: Fsdp1CallFact }[] = [];
-  for (const word of words) {
-    for (const id of file.identifiers(word)) {
-      if (found.length >= MAX_CALLS) break;
-      const attr = up(id);
-      if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
-      const call = up(attr);
-      if (call?.type !== 'call' || call.childForFieldName('function')?.id !== attr.id) continue;
-      const object = attr.childForFieldName('object');
-      if (!object) continue;
-      const onClass = (object.type === 'identifier' || object.type === 'attribute') && isFsdpClass(object);
-      if (!onClass) {
-        const receiver = dottedText(object);
-        if (MODULE_METHODS.includes(word) ? !wrapped.has(receiver) : moduleFunction(object, imports))
-          continue;
-      }
-      found.push({ call, fact: callFact(file, ev, call, attr, object, word, onClass) });
-    }
-  }
+  for (const word of FSDP1_METHODS) collect(file, ev, imports, word, isFsdpClass, found, () => true);
+  // The modules FSDP1's class calls name, by function: `FSDP.state_dict_type(model, ...)` makes `model` FSDP1's there.
+  const named = new Set(
+    found.filter((f) => f.fact.onClass && f.fact.module).map((f) => scoped(f.fact.function, f.fact.module!)),
+  );
+  if (wrapped.size || named.size)
+    for (const word of MODULE_METHODS)
+      collect(file, ev, imports, word, isFsdpClass, found, (receiver, call) => {
+        if (wrapped.has(receiver)) return true;
+        const fn = enclosingFunction(call);
+        return named.has(scoped(fn ? qualifiedName(fn) : null, receiver));
+      });
   found.sort((a, b) => a.call.startIndex - b.call.startIndex);
   // Which block holds each call: the nearest `with` body around it whose item is one of these calls.
   const byStatement = new Map<number, number>();
@@ -96,6 +106,38 @@ export function fsdp1Calls(
     }
   });
   return found.map((f) => f.fact);
+}
+
+/** Appends the calls of `word` as a method (`accept` says which receivers count for MODULE_METHODS). */
+function collect(
+  file: SourceFile,
+  ev: Evaluator,
+  imports: ImportTable,
+  word: string,
+  isFsdpClass: (node: Node) => boolean,
+  found: { call: Node; fact: Fsdp1CallFact }[],
+  accept: (receiver: string, call: Node) => boolean,
+): void {
+  for (const id of file.identifiers(word)) {
+    if (found.length >= MAX_CALLS) return;
+    const attr = up(id);
+    if (attr?.type !== 'attribute' || attr.childForFieldName('attribute')?.id !== id.id) continue;
+    const call = up(attr);
+    if (call?.type !== 'call' || call.childForFieldName('function')?.id !== attr.id) continue;
+    const object = attr.childForFieldName('object');
+    if (!object) continue;
+    const onClass = (object.type === 'identifier' || object.type === 'attribute') && isFsdpClass(object);
+    if (!onClass) {
+      if (MODULE_METHODS.includes(word) ? !accept(dottedText(object), call) : moduleFunction(object, imports))
+        continue;
+    }
+    found.push({ call, fact: callFact(file, ev, call, attr, object, word, onClass) });
+  }
+}
+
+/** A module name within its function (null: module level). */
+function scoped(fn: string | null, module: string): string {
+  return `${fn ?? ''}\0${module.replace(/\s+/g, '')}`;
 }
 
 /** `torch.nn.utils.clip_grad_norm_(...)`: a function of an imported module, not a method of a module object. */
@@ -118,6 +160,9 @@ function callFact(
   const items = list?.type === 'argument_list' ? list.namedChildren.filter((c) => c.type !== 'comment') : [];
   let moduleNode: Node | null = onClass ? null : object;
   const args: Fsdp1ArgumentFact[] = [];
+  // A class call's module: at its place among the positional arguments, or `module=` / `model=`.
+  const position = MODULE_POSITION[method] ?? 0;
+  let positional = 0;
   for (const a of items) {
     let name: string | null = null;
     let value: Node = a;
@@ -126,8 +171,8 @@ function callFact(
       value = a.childForFieldName('value') ?? a;
     } else if (a.type === 'list_splat') name = '*';
     else if (a.type === 'dictionary_splat') name = '**';
-    // A class call's module: its first positional argument, or `module=` / `model=`.
-    if (onClass && !moduleNode && (name === null || name === 'module' || name === 'model')) {
+    const at = name === null ? positional++ : -1;
+    if (onClass && !moduleNode && (at === position || name === 'module' || name === 'model')) {
       moduleNode = value;
       continue;
     }

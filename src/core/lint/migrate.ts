@@ -5,6 +5,8 @@
  * faithfully (a size or custom policy, NO_SHARD, options it does not know) is left as it is, with the reason.
  * The FSDP1 calls the file makes on the modules it moves (`no_sync`, `clip_grad_norm_`, the state-dict functions)
  * are rewritten in their FSDP2 forms where the rewrite keeps their meaning, and named with what to do where not.
+ * A file without wraps (helpers handed the wrapped model) gets the same rewrites on the modules FSDP1's class calls
+ * name in each function, on the assumption that the wrap they come from moves to fully_shard too.
  */
 import type {
   FileFacts,
@@ -49,8 +51,9 @@ const DROPPED: Record<string, string> = {
 /** The FSDP1 wraps of `facts` rewritten for FSDP2, or why each is left. Text only: the user applies the edits. */
 export function migrateToFsdp2(facts: FileFacts, text: string): Migration {
   const index = new TextIndex(text);
-  const eol = index.eol();
   const out: Migration = { edits: [], notes: [], skipped: [] };
+  // A file without wraps (the checkpoint or training helpers a script hands its wrapped model to): its FSDP1 calls.
+  if (!facts.calls.length) return withoutWraps(facts, index, out);
   const used = new Set<string>();
   const moved: Moved[] = [];
   let mesh = false;
@@ -67,23 +70,85 @@ export function migrateToFsdp2(facts: FileFacts, text: string): Migration {
   }
   if (!out.edits.length) return out;
   // The FSDP1 calls the file makes on the modules it moves, in their FSDP2 forms or named.
-  const runtime = new RuntimeCalls(facts.fsdp1Calls ?? [], index, moved, out.edits).run();
+  const runtime = new RuntimeCalls(facts.fsdp1Calls ?? [], index, moved, out.edits, null).run();
   out.edits.push(...runtime.edits);
   out.notes.push(...runtime.notes);
-  // The new names, imported after the file's last top-level import (the old ones stay for code that still uses them).
   const lines = [`from torch.distributed.fsdp import ${[...used].sort().join(', ')}`];
   if (mesh) lines.push('from torch.distributed.device_mesh import init_device_mesh');
+  out.edits.push(importEdit(facts, index, lines, runtime.imports, out.edits)!);
+  return out;
+}
+
+/**
+ * The FSDP1 calls of a file that wraps nothing, on the modules FSDP1's class calls name: `FSDP.state_dict_type(model,
+ * ...)` and its kin take an FSDP module (or one holding FSDP modules), so in the function that makes one, that name
+ * is FSDP1's module. They are rewritten as where the file wraps it, on the assumption that the caller's wrap moves to
+ * fully_shard too. A method call (`model.no_sync()`, `model.clip_grad_norm_()`) on a name no class call names there
+ * may be any module's (DDP has no_sync too): left, with its FSDP2 form should the module be FSDP1's.
+ */
+function withoutWraps(facts: FileFacts, index: TextIndex, out: Migration): Migration {
+  const calls = facts.fsdp1Calls ?? [];
+  const named = new Set(calls.filter((c) => c.onClass && c.module).map((c) => scoped(c.function, c.module!)));
+  // Notes on method calls only in a file that imports FSDP1's class or calls it: elsewhere `no_sync` is DDP's.
+  const usesFsdp1 = calls.some((c) => c.onClass) || facts.imports.some((i) => FSDP1_CLASS.test(i.qualified));
+  const runtime = new RuntimeCalls(calls, index, [], [], { named, usesFsdp1 }).run();
+  out.notes.push(...runtime.notes);
+  if (!runtime.edits.length) return out;
+  out.edits.push(...runtime.edits);
+  // Which modules the rewrites take to be FSDP2's, and where.
+  const where = new Map<string, string[]>();
+  for (const c of runtime.rewrote) {
+    const fns = where.get(c.module) ?? [];
+    const fn = c.function ? `${c.function}()` : 'the module-level code';
+    if (!fns.includes(fn)) fns.push(fn);
+    where.set(c.module, fns);
+  }
+  const said = [...where].map(([m, fns]) => `${m} in ${listed(fns)}`);
+  out.notes.unshift(
+    'the file holds no FSDP1 wrap (FullyShardedDataParallel), so its rewrites assume the modules they act on are ' +
+      `moved to fully_shard where they are wrapped, and FSDP1's calls on them rewritten everywhere: ${listed(said)}`,
+  );
+  const imports = importEdit(facts, index, [], runtime.imports, out.edits);
+  if (imports) out.edits.push(imports);
+  return out;
+}
+
+/** `torch.distributed.fsdp.FullyShardedDataParallel` as imported (or its module's path). */
+const FSDP1_CLASS = /^torch\.distributed\.fsdp(\.fully_sharded_data_parallel)?\.FullyShardedDataParallel$/;
+
+/** At most this many names in one list of a note. */
+const MAX_LISTED = 8;
+
+/** `a`, `a and b`, `a, b and c`; past MAX_LISTED, `and N more`. */
+function listed(items: string[]): string {
+  const shown = items.slice(0, MAX_LISTED);
+  if (items.length > shown.length) shown.push(`${items.length - MAX_LISTED} more`);
+  return shown.length > 1
+    ? `${shown.slice(0, -1).join(', ')} and ${shown[shown.length - 1]}`
+    : (shown[0] ?? '');
+}
+
+/**
+ * The new names, imported after the file's last top-level import: `lines`, then the checkpoint functions the edits
+ * call, then `import torch` where the new code needs the name. The old imports stay, for code that still uses them.
+ */
+function importEdit(
+  facts: FileFacts,
+  index: TextIndex,
+  lines: string[],
+  names: Set<string>,
+  edits: TextEdit[],
+): TextEdit | null {
   const have = new Set(facts.imports.filter((i) => i.topLevel).map((i) => `${i.qualified} as ${i.local}`));
-  const checkpoint = [...runtime.imports]
-    .filter((n) => !have.has(`${STATE_DICT_MODULE}.${n} as ${n}`))
-    .sort();
-  if (checkpoint.length) lines.push(`from ${STATE_DICT_MODULE} import ${checkpoint.join(', ')}`);
+  const checkpoint = [...names].filter((n) => !have.has(`${STATE_DICT_MODULE}.${n} as ${n}`)).sort();
+  const all = [...lines];
+  if (checkpoint.length) all.push(`from ${STATE_DICT_MODULE} import ${checkpoint.join(', ')}`);
   // `torch.` in the new code needs the name `torch` (`import torch.distributed as dist` does not bind it).
   const torch = facts.imports.some((i) => i.topLevel && i.local === 'torch' && i.qualified === 'torch');
-  if (/\btorch\./.test(out.edits.map((e) => e.newText).join('')) && !torch) lines.push('import torch');
+  if (/\btorch\./.test(edits.map((e) => e.newText).join('')) && !torch) all.push('import torch');
+  if (!all.length) return null;
   const at = { line: lastImportLine(index) + 1, character: 0 };
-  out.edits.push({ range: { start: at, end: at }, newText: lines.map((l) => l + eol).join('') });
-  return out;
+  return { range: { start: at, end: at }, newText: all.map((l) => l + index.eol()).join('') };
 }
 
 function rewrite(
@@ -287,11 +352,18 @@ class RuntimeCalls {
     private readonly index: TextIndex,
     private readonly moved: Moved[],
     private readonly taken: TextEdit[],
+    /** In a file without wraps: the modules FSDP1's class calls name, by function (`scoped`); else null. */
+    private readonly unwrapped: { named: Set<string>; usesFsdp1: boolean } | null,
   ) {
     this.names = new Set(moved.flatMap((m) => m.names.map(compact)));
   }
 
-  run(): { edits: TextEdit[]; notes: string[]; imports: Set<string> } {
+  run(): {
+    edits: TextEdit[];
+    notes: string[];
+    imports: Set<string>;
+    rewrote: (Fsdp1CallFact & { module: string })[];
+  } {
     this.calls.forEach((c, i) => {
       if (c.method === 'clip_grad_norm_') this.site(i, this.clip(c));
       else if (c.method === 'full_optim_state_dict') this.site(i, this.fullOptim(c));
@@ -327,11 +399,26 @@ class RuntimeCalls {
       notes: this.notes.map((n) => `line ${n.line}: ${n.text}`),
       // The checkpoint functions the kept edits call (a block left whole takes its calls' names with it).
       imports: new Set(CHECKPOINT_NAMES.filter((n) => this.edits.some((e) => e.newText.includes(`${n}(`)))),
+      rewrote: [...this.done]
+        .sort((a, b) => a - b)
+        .map((i) => this.calls[i]!)
+        .filter((c): c is Fsdp1CallFact & { module: string } => c.module !== null),
     };
   }
 
-  private moves(module: string | null): module is string {
-    return module !== null && this.names.has(compact(module));
+  /** The call acts on a module the migration moves (a file without wraps: one a class call names in its function). */
+  private moves(c: Fsdp1CallFact): c is Fsdp1CallFact & { module: string } {
+    if (c.module === null) return false;
+    return this.unwrapped
+      ? this.unwrapped.named.has(scoped(c.function, c.module))
+      : this.names.has(compact(c.module));
+  }
+
+  /** The names that hold a module the migration moves, where `c` runs. */
+  private namesAt(c: Fsdp1CallFact): string[] {
+    if (!this.unwrapped) return [...this.names];
+    const prefix = scoped(c.function, '');
+    return [...this.unwrapped.named].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
   }
 
   private site(i: number, r: Rewritten): void {
@@ -352,7 +439,7 @@ class RuntimeCalls {
    * signatures go on `max_norm, norm_type=2.0`).
    */
   private clip(c: Fsdp1CallFact): Rewritten {
-    if (!this.moves(c.module)) return { left: this.foreign(c) };
+    if (!this.moves(c)) return { left: this.foreign(c) };
     const M = c.module;
     if (!c.args.length) return { left: 'clip_grad_norm_() without max_norm is left as it is' };
     const callee = { range: c.calleeRange, newText: 'torch.nn.utils.clip_grad_norm_' };
@@ -387,7 +474,7 @@ class RuntimeCalls {
    * rank 0 only (`ranks_only=(0,)`), offloaded to CPU.
    */
   private fullOptim(c: Fsdp1CallFact): Rewritten {
-    if (!this.moves(c.module) || !c.onClass) return { left: this.foreign(c) };
+    if (!this.moves(c) || !c.onClass) return { left: this.foreign(c) };
     const optim = arg(c, 0, 'optim');
     const rank0 = arg(c, 2, 'rank0_only');
     const extra = c.args.find(
@@ -418,7 +505,7 @@ class RuntimeCalls {
   /** Rewrites the `with` block call `i` opens, or says why not. */
   private block(c: Fsdp1CallFact, i: number): string | undefined {
     const what = `${c.callee}()`;
-    if (!this.moves(c.module)) return undefined;
+    if (!this.moves(c)) return undefined;
     const b = c.block;
     if (!b)
       return c.method === 'no_sync'
@@ -521,7 +608,7 @@ class RuntimeCalls {
     if (!takes) return `${what} is left: its body takes no state dict of ${M} this rewrite maps`;
     if (b.readsCut)
       return `${what} is left: its body uses ${M} or the names around it more often than the rewrite reads`;
-    const escape = b.reads.find((r) => !claimed.some((x) => inside(r.range, x)) && this.reaches(r, M));
+    const escape = b.reads.find((r) => !claimed.some((x) => inside(r.range, x)) && this.reaches(r, M, c));
     if (escape)
       return (
         `${what} is left: its body uses ${escape.text}${escape.called ? '()' : ''} at line ${escape.range.start.line + 1} ` +
@@ -648,13 +735,13 @@ class RuntimeCalls {
   }
 
   /** A read of the body that may hand the module on: the module (or an object holding it) used or called. */
-  private reaches(r: WithBlockFact['reads'][number], M: string): boolean {
+  private reaches(r: WithBlockFact['reads'][number], M: string, c: Fsdp1CallFact): boolean {
     const subject = r.called
       ? r.text.includes('.')
         ? r.text.slice(0, r.text.lastIndexOf('.'))
         : r.text
       : r.text;
-    return [M, ...this.names].some((n) => related(compact(subject), compact(n)));
+    return [M, ...this.namesAt(c)].some((n) => related(compact(subject), compact(n)));
   }
 
   private regionRange(b: WithBlockFact): Range {
@@ -732,7 +819,7 @@ class RuntimeCalls {
   /** The note of a call no rewrite took, or null where none is due. */
   private leftAlone(c: Fsdp1CallFact): string {
     const M = c.module ?? 'the module';
-    const mine = this.moves(c.module);
+    const mine = this.moves(c);
     // The state-dict calls of a state_dict_type block left whole: its note says why.
     if (['state_dict', 'load_state_dict', 'optim_state_dict'].includes(c.method))
       for (let h = c.heldBy, n = 0; h !== undefined && n < this.calls.length; h = this.calls[h]!.heldBy, n++)
@@ -775,9 +862,10 @@ class RuntimeCalls {
           `${c.callee}(...) has no FSDP2 form (an FSDP2 module's state_dict() holds DTensor shards): take state ` +
           'dicts with get_model_state_dict / get_optimizer_state_dict and the StateDictOptions of that type'
         );
-      case 'optim_state_dict_to_load':
       case 'shard_full_optim_state_dict':
       case 'scatter_full_optim_state_dict':
+        return this.fullOptimLoad(c, M);
+      case 'optim_state_dict_to_load':
         return (
           `${c.callee}(...) has no FSDP2 form: set_optimizer_state_dict(${M}, optim, optim_state_dict, ` +
           'options=StateDictOptions(...)) loads an optimizer state dict into the optimizer itself ' +
@@ -794,12 +882,58 @@ class RuntimeCalls {
     }
   }
 
-  /** The note of a call on a module the migration does not move: FSDP1's class calls only (a module's may be DDP's). */
+  /**
+   * `FSDP.scatter_full_optim_state_dict(full_osd, model)` (the full optimizer state read on rank 0, each rank's part
+   * sent to it) and `FSDP.shard_full_optim_state_dict(full_osd, model)` (the full state on every rank, each taking its
+   * part), both keyed by parameter name as full_optim_state_dict gives it, return a sharded optimizer state dict for
+   * `optim.load_state_dict`. FSDP2 has no such dict to hand back: set_optimizer_state_dict
+   * (torch/distributed/checkpoint/state_dict.py) loads the full state into the optimizer itself, with
+   * `full_state_dict=True` (`_distribute_state_dict`, every rank holding it) and `broadcast_from_rank0=True`
+   * (`_broadcast_state_dict`, from rank 0's copy; it needs full_state_dict=True).
+   */
+  private fullOptimLoad(c: Fsdp1CallFact, M: string): string {
+    const full = arg(c, 0, 'full_optim_state_dict');
+    const optim = arg(c, 2, 'optim');
+    const scatter = c.method === 'scatter_full_optim_state_dict';
+    const options = scatter ? 'full_state_dict=True, broadcast_from_rank0=True' : 'full_state_dict=True';
+    return (
+      `${c.callee}(...) has no FSDP2 form (FSDP2 has no sharded optimizer state dict to hand back): ` +
+      `set_optimizer_state_dict(${M}, ${optim?.name === null || optim?.name === 'optim' ? optim.text : 'optim'}, ` +
+      `${full && full.name !== '*' && full.name !== '**' ? full.text : 'full_osd'}, options=StateDictOptions(${options})) ` +
+      `loads the full optimizer state${scatter ? ' that rank 0 holds' : ''} into the optimizer itself, in place of this ` +
+      "call and the optimizer's load_state_dict of its result"
+    );
+  }
+
+  /**
+   * The note of a call on a module the migration does not move: FSDP1's class calls only (a module's may be DDP's);
+   * in a file without wraps that uses FSDP1, `no_sync` and `clip_grad_norm_` with the form they take should the
+   * module be FSDP1's.
+   */
   private foreign(c: Fsdp1CallFact): string {
     const M = c.module ?? 'its module';
-    return c.onClass
-      ? `${c.callee}(${M}, ...) stays FSDP1: ${M} is not a module this migration moves to fully_shard`
-      : '';
+    if (c.onClass)
+      return `${c.callee}(${M}, ...) stays FSDP1: ${M} is not a module this migration moves to fully_shard`;
+    if (!this.unwrapped?.usesFsdp1 || c.module === null) return '';
+    const unsure =
+      `the file holds no FSDP1 wrap, and ${c.function ? `${c.function}()` : 'the module-level code'} makes no ` +
+      `FSDP1 class call on ${M} (FSDP.state_dict_type(${M}, ...) and the like) to show it is an FSDP1 module; if it is, ` +
+      'and its wrap moves to fully_shard';
+    if (c.method === 'no_sync' && c.use === 'with')
+      return (
+        `${c.callee}() is left: ${unsure}, the block becomes ${M}.set_requires_gradient_sync(False) before its body ` +
+        `and ${M}.set_requires_gradient_sync(True) after it (FSDPModule.set_requires_gradient_sync)`
+      );
+    if (c.method === 'clip_grad_norm_' && c.args.length) {
+      const args = c.args.map((a) =>
+        a.name && a.name !== '*' && a.name !== '**' ? `${a.name}=${a.text}` : a.text,
+      );
+      return (
+        `${c.callee}(...) is left: ${unsure}, it becomes torch.nn.utils.clip_grad_norm_(${M}.parameters(), ` +
+        `${args.join(', ')}) (FSDP2's gradients are DTensors, so its norm is the global one)`
+      );
+    }
+    return '';
   }
 
   /** Called on the module before the wrap, in the same function: a plain module's call, not FSDP1's. */
@@ -863,6 +997,11 @@ function asBool(text: string, isBool: boolean): string {
 
 function compact(s: string): string {
   return s.replace(/\s+/g, '');
+}
+
+/** A module's name within the function that uses it (null: module level). */
+function scoped(fn: string | null, module: string): string {
+  return `${fn ?? ''}\0${compact(module)}`;
 }
 
 /** One dotted name is the other, or holds it, or is held by it (`self` and `self.model`, `model.config`). */
