@@ -3,6 +3,7 @@ export const COMMANDS = {
   estimateFootprint: 'fsdpLens.estimateFootprint',
   measureExactly: 'fsdpLens.measureExactly',
   chooseModel: 'fsdpLens.chooseModel',
+  compareMeasuredRun: 'fsdpLens.compareMeasuredRun',
   chooseWhatToEstimate: 'fsdpLens.chooseWhatToEstimate',
   setWorldSize: 'fsdpLens.setWorldSize',
   setGpu: 'fsdpLens.setGpu',

@@ -84,6 +84,9 @@ export function activate(context: vscode.ExtensionContext): FsdpLensApi {
     vscode.commands.registerCommand(COMMANDS.chooseWhatToEstimate, (uri?: vscode.Uri) =>
       chooseWhatToEstimate(analyses, uri),
     ),
+    vscode.commands.registerCommand(COMMANDS.compareMeasuredRun, (uri?: vscode.Uri) =>
+      compareMeasuredRun(context, analyses, uri),
+    ),
     // A project file changed (an imported model, pyproject.toml, a launch script): re-analyse open scripts.
     projects.onDidChange(() => {
       if (refresh) clearTimeout(refresh);
@@ -193,6 +196,46 @@ async function estimateFootprint(
   );
   if (!analysis) return;
   FootprintPanel.show(context.extensionUri, analyses, analysis, typeof unit === 'number' ? unit : null);
+}
+
+/**
+ * "Compare with a measured run…": a file the user picks (the JSON fsdp_lens_probe.py writes, a PyTorch memory
+ * snapshot, a training log) put beside the footprint panel's estimate; the panel opens first where it is not open
+ * on the file.
+ */
+async function compareMeasuredRun(
+  context: vscode.ExtensionContext,
+  analyses: DocumentAnalyses,
+  uri?: vscode.Uri,
+): Promise<void> {
+  // The file asked about, else the one being edited (none while the panel has the focus: then the panel's file).
+  const editor = vscode.window.activeTextEditor;
+  const target = uri ?? (editor && isAnalysable(editor.document) ? editor.document.uri : undefined);
+  let panel = FootprintPanel.active;
+  if (!panel || (target && panel.uri !== target.toString())) {
+    await estimateFootprint(context, analyses, target);
+    panel = FootprintPanel.active;
+  }
+  if (!panel) return;
+  const picked = await vscode.window.showOpenDialog({
+    canSelectMany: false,
+    canSelectFolders: false,
+    openLabel: 'Compare',
+    title: "A measured run: fsdp_lens_probe.py's JSON, a PyTorch memory snapshot, or a training log",
+    filters: {
+      JSON: ['json'],
+      'Memory snapshots (pickle)': ['pickle', 'pkl'],
+      Logs: ['log', 'txt', 'out'],
+      'All files': ['*'],
+    },
+  });
+  const file = picked?.[0];
+  if (!file) return;
+  if (file.scheme !== 'file') {
+    void vscode.window.showErrorMessage('FSDP: a measured run is read from a file on this machine.');
+    return;
+  }
+  await panel.setMeasured(file.fsPath);
 }
 
 export function deactivate(): void {}

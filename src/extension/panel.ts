@@ -13,6 +13,12 @@ import { toRange } from './convert';
 
 export const PANEL_VIEW_TYPE = 'fsdpLens.footprint';
 
+/**
+ * How long the panel waits for the worker to read a measured run's file: past the worker's own limit on it
+ * (`PANEL_READ_MS` of src/host/measuredRun.ts, ten minutes), which ends the read with a message first.
+ */
+const RUN_READ_TIMEOUT_MS = 11 * 60_000;
+
 /** What the webview saves with `setState` and VS Code hands back when it restores the panel. */
 export interface PanelState {
   data?: PanelData;
@@ -36,6 +42,10 @@ export class FootprintPanel implements vscode.Disposable {
   private fitOpen = false;
   /** What the panel compares the file with: 'HEAD', an open document's URI, or '' for nothing. */
   private comparing = '';
+  /** The path of the measured run the panel puts beside the file's estimate, or '' for none. */
+  private measured = '';
+  /** The measured run whose reading the panel waits for, to show it when it is read. */
+  private awaitingRun = '';
   /** The last data posted (tests read it through the `fsdpLens.panelData` command). */
   lastData: PanelData | undefined;
 
@@ -67,7 +77,11 @@ export class FootprintPanel implements vscode.Disposable {
       p = new FootprintPanel(panel, extensionUri, analyses);
       FootprintPanel.current = p;
     } else p.panel.reveal(vscode.ViewColumn.Beside, true);
-    if (p.uri !== analysis.uri) p.whatIf = {};
+    // Another document: another job, whose what-if values and measured run are its own.
+    if (p.uri !== analysis.uri) {
+      p.whatIf = {};
+      p.measured = '';
+    }
     p.focusUnit = focusUnit;
     void p.update(analysis);
     return p;
@@ -88,6 +102,7 @@ export class FootprintPanel implements vscode.Disposable {
       p.uri = data.uri;
       p.focusUnit = data.focusUnit;
       if (data.whatIf) p.whatIf = changedValues(data.whatIf.values, data.whatIf.base);
+      if (typeof data.measured?.file === 'string') p.measured = data.measured.file;
       void vscode.workspace.openTextDocument(vscode.Uri.parse(data.uri)).then(
         async (doc) => {
           const a = await analyses.analyze(doc);
@@ -123,6 +138,7 @@ export class FootprintPanel implements vscode.Disposable {
                 whatIf: this.whatIf,
                 ...(this.fitOpen ? { fit: true } : {}),
                 ...(compare && !('error' in compare) ? { compare } : {}),
+                ...(this.measured ? { measured: this.measured } : {}),
               },
               20_000,
             )
@@ -130,6 +146,7 @@ export class FootprintPanel implements vscode.Disposable {
     // A later update (a newer analysis, other what-if values) has the say.
     if (asked !== this.asked) return data;
     if (compare && 'error' in compare) data.compare = { label: compare.label, reason: compare.error };
+    if (data.measured && 'reading' in data.measured) this.awaitRun(data.measured.file);
     data.compareChoices = compareChoices(analysis.uri);
     data.comparing = this.comparing;
     for (const c of data.whatIf?.changed ?? []) {
@@ -181,6 +198,28 @@ export class FootprintPanel implements vscode.Disposable {
   async setComparing(against: string): Promise<PanelData | undefined> {
     this.comparing = against;
     return this.refresh();
+  }
+
+  /**
+   * Puts a measured run (the probe's JSON, a memory snapshot, a training log; '' for none) beside the file's own
+   * estimate, as the command "Compare with a measured run…" does.
+   */
+  async setMeasured(file: string): Promise<PanelData | undefined> {
+    this.measured = file;
+    return this.refresh();
+  }
+
+  /** Waits for the worker to finish reading a run's file, then shows it (while the panel still compares with it). */
+  private awaitRun(file: string): void {
+    if (this.awaitingRun === file) return;
+    this.awaitingRun = file;
+    void this.analyses.worker
+      .request<boolean>({ kind: 'measuredRun', file }, RUN_READ_TIMEOUT_MS)
+      .catch(() => false)
+      .then(() => {
+        if (this.awaitingRun === file) this.awaitingRun = '';
+        if (this.measured === file) void this.refresh();
+      });
   }
 
   /**
@@ -260,8 +299,17 @@ export class FootprintPanel implements vscode.Disposable {
         });
         return;
       }
+      case 'clearMeasured':
+        this.measured = '';
+        void this.refresh();
+        return;
       case 'command': {
-        const id = m.command === 'measureExactly' ? COMMANDS.measureExactly : COMMANDS.chooseModel;
+        const id =
+          m.command === 'measureExactly'
+            ? COMMANDS.measureExactly
+            : m.command === 'compareMeasured'
+              ? COMMANDS.compareMeasuredRun
+              : COMMANDS.chooseModel;
         if (this.uri) void vscode.commands.executeCommand(id, vscode.Uri.parse(this.uri));
         return;
       }

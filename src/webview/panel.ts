@@ -710,6 +710,161 @@ function renderCompare(data: PanelData): HTMLElement | undefined {
   return s;
 }
 
+type Measured = NonNullable<PanelData['measured']>;
+type MeasuredRow = Extract<Measured, { phases: unknown }>['phases'][number];
+
+/** Where a measured run comes from, in words. */
+function runWords(m: Extract<Measured, { source: unknown }>): string {
+  const kind =
+    m.source === 'probe'
+      ? "fsdp_lens_probe.py's JSON"
+      : m.source === 'snapshot'
+        ? 'a PyTorch memory snapshot'
+        : `a training log${m.framework ? ` (${m.framework})` : ''}`;
+  const rank = m.rank === null ? '' : `, rank ${m.rank}${m.worldSize === null ? '' : ` of ${m.worldSize}`}`;
+  return `${kind}${rank}${m.device ? ` on ${m.device}` : ''}`;
+}
+
+/**
+ * What a phase far from its estimate holds in the estimate: the difference, and the estimate's largest terms at
+ * that phase's peak; the difference alone where the comparison names no terms.
+ */
+function farLine(p: MeasuredRow, b: (n: number) => string): string {
+  const diff = p.estimatedBytes! - p.measuredBytes!;
+  const head = `${p.phase}: the estimate is ${b(Math.abs(diff))} ${diff > 0 ? 'above' : 'below'} the ${b(p.measuredBytes!)} measured (ratio ${p.ratio!.toFixed(2)}).`;
+  if (!p.terms?.length) return head;
+  return `${head} The estimate's largest terms at this phase's peak: ${p.terms.map((t) => `${t.name} ${b(t.bytes)}`).join(', ')}.`;
+}
+
+/** The reserved row's line when far from 1: the difference, and the pools the estimate's reserve adds up. */
+function farReservedLine(
+  r: Extract<Measured, { source: unknown }>['reserved'],
+  b: (n: number) => string,
+): string {
+  const diff = r.estimatedBytes! - r.measuredBytes!;
+  const head = `Reserved: the estimate is ${b(Math.abs(diff))} ${diff > 0 ? 'above' : 'below'} the ${b(r.measuredBytes!)} measured (ratio ${r.ratio!.toFixed(2)}).`;
+  const pools = r.pools;
+  if (!pools) return head;
+  return (
+    `${head} It adds up the compute stream's ${b(pools.compute)} with the allocator's allowance` +
+    (pools.gather + pools.reduce > 0
+      ? `, and the blocks kept for FSDP's all-gather stream (${b(pools.gather)}) and reduce-scatter stream (${b(pools.reduce)}).`
+      : '.')
+  );
+}
+
+/**
+ * "Measured against estimated": a run's peaks (the probe's JSON, a memory snapshot, a training log) beside the
+ * file's own estimate, phase by phase, with the ratio of each; the button that picks a run, and one that clears it.
+ */
+function renderMeasured(data: PanelData): HTMLElement {
+  const s = section('Measured against estimated', 'measured');
+  const b = (n: number) => fmtBytes(n, data.units);
+  const m = data.measured;
+  const actions = el('div', undefined, 'try');
+  const pick = custom(
+    'vscode-button',
+    { secondary: true },
+    m ? 'Compare with another measured run…' : 'Compare with a measured run…',
+  );
+  pick.id = 'compare-measured';
+  pick.addEventListener('click', () => post({ type: 'command', command: 'compareMeasured' }));
+  actions.append(pick);
+  if (m) {
+    const clear = custom('vscode-button', { secondary: true }, 'Clear');
+    clear.id = 'clear-measured';
+    clear.title = 'Stop comparing with this run';
+    clear.addEventListener('click', () => post({ type: 'clearMeasured' }));
+    actions.append(clear);
+  }
+  if (!m) {
+    s.append(
+      el(
+        'p',
+        'Put what a run measured beside this estimate: the JSON fsdp_lens_probe.py writes on a rank, a PyTorch memory snapshot, or a training log with memory lines (torchtitan, torchtune, the Hugging Face Trainer).',
+        'muted',
+      ),
+      actions,
+    );
+    return s;
+  }
+  const name = m.file.split(/[\\/]/).pop() ?? m.file;
+  if ('error' in m) {
+    s.append(el('p', `No comparison with ${name}: ${m.error}.`, 'notice'), actions);
+    return s;
+  }
+  if ('reading' in m) {
+    s.append(
+      el('p', `Reading ${name} (${b(m.reading.size)})… The comparison shows here once it is read.`, 'muted'),
+      actions,
+    );
+    return s;
+  }
+  const source = el('p');
+  source.append(el('span', name, 'strong code'), document.createTextNode(`: ${runWords(m)}.`));
+  s.append(source);
+  const a = m.against;
+  s.append(
+    el(
+      'p',
+      `Against the file's own estimate (${a.worldSize} x ${shortGpu(a.gpu)}, micro-batch ${a.microBatch}, sequence ${fmtCount(a.seqLen)}), not the what-if values. Each ratio is estimated / measured: above 1 the estimate counts more than the run held.`,
+      'muted',
+    ),
+  );
+  if (m.worldSize !== null && m.worldSize !== a.worldSize)
+    s.append(
+      el(
+        'p',
+        `The run had ${m.worldSize} GPUs, the estimate is for ${a.worldSize}: set the file's world size to the run's to compare like with like.`,
+        'notice',
+      ),
+    );
+  const far = (p: { ratio: number | null }) =>
+    p.ratio !== null && (p.ratio > m.agree || p.ratio < 1 / m.agree);
+  const cell = (n: number | null) => (n === null ? { text: 'not measured', cls: 'muted' } : b(n));
+  const row = (p: {
+    phase: string;
+    estimatedBytes: number | null;
+    measuredBytes: number | null;
+    ratio: number | null;
+  }): Cell[] => [
+    { text: p.phase, cls: 'strong' },
+    p.estimatedBytes === null ? { text: 'none', cls: 'muted' } : b(p.estimatedBytes),
+    cell(p.measuredBytes),
+    p.ratio === null ? { text: '–', cls: 'muted' } : { text: p.ratio.toFixed(2), cls: far(p) ? 'bad' : '' },
+  ];
+  s.append(
+    table(['Phase', 'Estimated', 'Measured', 'Ratio'], [...m.phases.map(row), row(m.reserved)], {
+      numeric: [1, 2, 3],
+    }),
+  );
+  const lines = [
+    ...m.phases.filter(far).map((p) => farLine(p, b)),
+    ...(far(m.reserved) ? [farReservedLine(m.reserved, b)] : []),
+  ];
+  if (lines.length) {
+    const ul = el('ul', undefined, 'notes');
+    ul.id = 'measured-far';
+    for (const l of lines) ul.append(el('li', l));
+    s.append(el('h3', `Far from the estimate (ratio outside ${(1 / m.agree).toFixed(2)}–${m.agree})`), ul);
+  }
+  if (m.unknownPhases.length)
+    s.append(
+      el(
+        'p',
+        `Phases with no counterpart in the estimate: ${m.unknownPhases.join(', ')} (name them forward, loss, backward, optimizer or step).`,
+        'muted',
+      ),
+    );
+  if (m.notes.length) {
+    const ul = el('ul', undefined, 'notes');
+    for (const n of m.notes) ul.append(el('li', n));
+    s.append(el('h3', 'Notes on the measured figures'), ul);
+  }
+  s.append(actions);
+  return s;
+}
+
 /** Whether the panel last asked the extension to solve for what fits (the section is open). */
 let fitAsked = false;
 
@@ -918,6 +1073,7 @@ function render(data: PanelData): void {
     parts.push(controlsHost, renderChart(data, e), renderAdvice(data));
     const compare = renderCompare(data);
     if (compare) parts.push(compare);
+    parts.push(renderMeasured(data));
     parts.push(renderUnits(data, e));
     const pipeline = renderPipeline(data, e);
     if (pipeline) parts.push(pipeline);
@@ -938,6 +1094,8 @@ function render(data: PanelData): void {
     const choose = custom('vscode-button', {}, 'Choose the model');
     choose.addEventListener('click', () => post({ type: 'command', command: 'chooseModel' }));
     parts.push(choose);
+    // A run chosen before the figures went away stays in sight, with the way to clear it.
+    if (data.measured) parts.push(renderMeasured(data));
   }
   if (data.calls.length) parts.push(renderCalls(data));
   else if (data.framework)

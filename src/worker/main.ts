@@ -37,6 +37,7 @@ async function main(): Promise<void> {
         value = service.analyze(m, () => Atomics.load(cancelled, m.id % cancelled.length) === m.id);
       else if (m.kind === 'panel') value = await service.panel(m);
       else if (m.kind === 'models') value = service.models(m.uri);
+      else if (m.kind === 'measuredRun') value = await service.measuredRunRead(m.file);
       else {
         const abort = new AbortController();
         aborts.set(m.id, abort);

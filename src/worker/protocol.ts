@@ -60,6 +60,14 @@ export interface PanelRequestMessage {
   fit?: boolean;
   /** Another version of the job to compare the document with (the last commit, another open file). */
   compare?: CompareSource;
+  /** The path of a measured run (the probe's JSON, a memory snapshot, a training log) to put beside the estimate. */
+  measured?: string;
+}
+
+/** Answered (true) when the read of a measured run's file under way ends: the panel then asks for its data again. */
+export interface MeasuredRunRequest {
+  kind: 'measuredRun';
+  file: string;
 }
 
 /**
@@ -94,7 +102,8 @@ export type ExactReply =
   | { ok: true; className: string; params: number; staticParams: number | null }
   | { ok: false; error: string; detail?: string };
 
-export type Request = AnalyzeRequest | PanelRequestMessage | ModelsRequest | ExactRequest;
+export type Request =
+  AnalyzeRequest | PanelRequestMessage | ModelsRequest | ExactRequest | MeasuredRunRequest;
 
 /** Messages that need no answer: a closed document, a changed file, a new set of workspace folders. */
 export type Notice =

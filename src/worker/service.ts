@@ -17,11 +17,12 @@ import type { PythonGrammar } from '../core/parsing/python';
 import { confine, huggingFaceRoots } from '../core/project/boundary';
 import { Project } from '../core/project/project';
 import { sitePackages } from '../core/project/environments';
-import { buildPanelData } from '../core/report/panelData';
+import { buildPanelData, type PanelInput } from '../core/report/panelData';
 import type { EstimateResult } from '../core/resolve/analyze';
 import type { FileSystem, Host } from '../core/vocabulary/host';
 import { diskFS, nodeHost } from '../host/disk';
 import { runExactHelper } from '../host/exact';
+import { MeasuredRuns } from '../host/measuredRun';
 import {
   EDITOR_CALLS,
   type AnalyzeRequest,
@@ -53,6 +54,9 @@ interface OpenDocument {
   settings?: AnalyzeRequest['settings'];
 }
 
+/** How long the panel's data waits for a measured run's file to be read before it says the read goes on. */
+const PANEL_RUN_WAIT_MS = 2_000;
+
 /** The estimate as the editor receives it: without the model tree and the what-if engine. */
 export function plainEstimate(r: EstimateResult): PlainEstimate {
   const helpers = {
@@ -83,6 +87,8 @@ export class AnalysisService {
   private readonly projects = new Map<string, Project>();
   private readonly exact = new Map<string, ExactModel>();
   private readonly machine = nodeHost();
+  /** The measured runs the panel compares with, each read once per version of its file. */
+  private readonly runs = new MeasuredRuns();
 
   constructor(private readonly grammar: PythonGrammar) {}
 
@@ -228,6 +234,8 @@ export class AnalysisService {
     const open = this.docs.get(req.uri);
     const a = open?.analysis;
     if (!open || !a) return undefined;
+    const compare = req.compare ? await this.compared(open, req.compare) : undefined;
+    const measured = req.measured ? await this.measured(req.measured) : undefined;
     return buildPanelData({
       facts: a.facts,
       uri: req.uri,
@@ -236,8 +244,28 @@ export class AnalysisService {
       ...(a.estimate ? { estimate: a.estimate } : {}),
       whatIf: req.whatIf,
       ...(req.fit ? { fit: true } : {}),
-      ...(req.compare ? { compare: await this.compared(open, req.compare) } : {}),
+      ...(compare ? { compare } : {}),
+      ...(measured ? { measured } : {}),
     });
+  }
+
+  /**
+   * The measured run in `file` (a read of its whole file is kept while the file stays the same), or why it cannot
+   * be read; while a long read goes on, how far it is, and the panel shows the rest meanwhile.
+   */
+  private async measured(file: string): Promise<NonNullable<PanelInput['measured']>> {
+    const r = await this.runs.get(file, PANEL_RUN_WAIT_MS);
+    return 'reading' in r
+      ? { file, reading: r.reading }
+      : 'error' in r
+        ? { file, error: r.error }
+        : { file, run: r };
+  }
+
+  /** Resolves when the read of a measured run's file under way ends. */
+  async measuredRunRead(file: string): Promise<boolean> {
+    await this.runs.settled(file);
+    return true;
   }
 
   /** The last comparison's analysis, kept while the other version's text stays the same. */
@@ -350,6 +378,7 @@ export class AnalysisService {
 
   dispose(): void {
     this.reset();
+    this.runs.dispose();
     for (const d of this.docs.values()) d.doc.dispose();
     this.docs.clear();
   }

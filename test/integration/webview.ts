@@ -37,6 +37,44 @@ async function data(
   });
 }
 
+/**
+ * The panel's data with a measured run beside it: a probe's JSON of rank 0 whose forward is the estimate's own
+ * forward peak (ratio 1) and whose backward is twice the estimate's (ratio 0.5, far enough to say why).
+ */
+async function measuredData(file: string): Promise<PanelData> {
+  const grammar = await loadPython(path.join(ROOT, 'out', 'test'));
+  const facts = scanText(grammar, 'train_70b.py', LLAMA);
+  const estimate = estimateFile(facts);
+  assert.ok(estimate.ok);
+  const events = estimate.estimate.timeline!.events;
+  const peak = (phases: string[]) =>
+    Math.max(...events.filter((e) => phases.includes(e.phase)).map((e) => e.total));
+  return buildPanelData({
+    facts,
+    uri: 'file:///ws/train_70b.py',
+    focusUnit: null,
+    units: 'GB',
+    estimate,
+    whatIf: {},
+    measured: {
+      file,
+      run: {
+        source: 'probe',
+        rank: 0,
+        worldSize: 8,
+        device: 'NVIDIA H100 80GB HBM3',
+        phases: {
+          forward: { allocated: peak(['forward', 'loss']), reserved: 70e9 },
+          backward: { allocated: 2 * peak(['backward']), reserved: 78e9 },
+          warmup: { allocated: 1e9, reserved: 2e9 },
+        },
+        settings: {},
+        notes: ['The probe recorded torch.cuda.max_memory_allocated() at the end of each phase.'],
+      },
+    },
+  });
+}
+
 /** The panel's page as the extension writes it, with the script and stylesheet inlined under a nonce. */
 type Theme = 'dark' | 'light' | 'high-contrast';
 
@@ -326,6 +364,91 @@ const CHECKS: Check[] = [
     },
   },
   {
+    name: 'puts a measured run beside the estimate at 525 px; its buttons pick a run and clear it',
+    async run(page, theme) {
+      await page.setViewportSize({ width: 525, height: 900 });
+      // Before any run: the section says what it takes, and its button asks the extension for one.
+      await show(page, await data(LLAMA, 'train_70b.py'));
+      assert.match((await page.textContent('#measured')) ?? '', /fsdp_lens_probe\.py writes/);
+      await page.evaluate(() => ((globalThis as unknown as W).__posted = []));
+      await page.locator('#measured vscode-button', { hasText: 'Compare with a measured run…' }).click();
+      assert.deepEqual((await page.evaluate(() => (globalThis as unknown as W).__posted)).at(-1), {
+        type: 'command',
+        command: 'compareMeasured',
+      });
+      const d = await measuredData('/runs/<i>run.rank0.json');
+      await show(page, d);
+      const text = (await page.textContent('#measured')) ?? '';
+      assert.match(
+        text,
+        /<i>run\.rank0\.json: fsdp_lens_probe\.py's JSON, rank 0 of 8 on NVIDIA H100 80GB HBM3/,
+      );
+      assert.match(text, /Against the file's own estimate \(8 x H100 SXM 80GB, .*\), not the what-if values/);
+      // Forward, backward and the reserved row; the phase with no counterpart is named.
+      const rows = await page.$$eval('#measured tbody tr', (trs) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+      );
+      assert.deepEqual(
+        rows.map((r) => [r[0], r[3]]),
+        [
+          ['forward', '1.00'],
+          ['backward', '0.50'],
+          [
+            'reserved (the step)',
+            d.measured && 'reserved' in d.measured ? d.measured.reserved.ratio!.toFixed(2) : '',
+          ],
+        ],
+      );
+      assert.match(text, /Phases with no counterpart in the estimate: warmup/);
+      assert.match(text, /The probe recorded torch\.cuda\.max_memory_allocated\(\)/);
+      // The backward is far from its estimate: the difference, and the estimate's largest terms at its peak.
+      const far = (await page.textContent('#measured-far')) ?? '';
+      assert.match(far, /backward: the estimate is [\d.]+ GB below the [\d.]+ GB measured \(ratio 0\.50\)/);
+      assert.match(far, /The estimate's largest terms at this phase's peak: [a-z ]+ [\d.]+ GB/);
+      assert.doesNotMatch(far, /forward:/);
+      assert.equal(await page.$$eval('#app img, #app i, #app script', (els) => els.length), 0);
+      const overflow = await page.evaluate(() => {
+        const doc = (
+          globalThis as unknown as {
+            document: { documentElement: { scrollWidth: number; clientWidth: number } };
+          }
+        ).document;
+        return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
+      });
+      assert.ok(overflow <= 0, `the page is ${overflow} px wider than the panel`);
+      assert.deepEqual(await page.evaluate(() => (globalThis as unknown as W).__errors), []);
+      await page.$eval('#measured', (s) => (s as unknown as { scrollIntoView(): void }).scrollIntoView());
+      await page.screenshot({ path: path.join(ARTIFACTS, `panel-measured-525-${theme}.png`) });
+      await page.evaluate(() => ((globalThis as unknown as W).__posted = []));
+      await page
+        .locator('#measured vscode-button', { hasText: 'Compare with another measured run…' })
+        .click();
+      await page.locator('#measured vscode-button', { hasText: 'Clear' }).click();
+      assert.deepEqual(await page.evaluate(() => (globalThis as unknown as W).__posted), [
+        { type: 'command', command: 'compareMeasured' },
+        { type: 'clearMeasured' },
+      ]);
+      // A snapshot still being read says so.
+      await show(page, {
+        ...d,
+        measured: { file: '/runs/snapshot.pickle', reading: { bytes: 3e8, size: 1.2e9 } },
+      });
+      assert.match((await page.textContent('#measured')) ?? '', /Reading snapshot\.pickle \(1\.20 GB\)…/);
+      // A run that could not be read says why.
+      await show(page, {
+        ...d,
+        measured: {
+          file: '/runs/notes.txt',
+          error: 'no memory line of torchtitan, torchtune or the Trainer',
+        },
+      });
+      assert.match(
+        (await page.textContent('#measured')) ?? '',
+        /No comparison with notes\.txt: no memory line of torchtitan/,
+      );
+    },
+  },
+  {
     name: 'reads in a 525 px side panel: no sideways scrolling',
     async run(page, theme) {
       await page.setViewportSize({ width: 525, height: 900 });
@@ -376,6 +499,7 @@ const CHECKS: Check[] = [
       for (const d of [
         await data(LLAMA, 'train_70b.py'),
         await data(LLAMA, 'train_70b.py', { worldSize: 64, checkpointing: 'full' }),
+        await measuredData('/runs/run.rank0.json'),
       ]) {
         await show(page, d);
         // Every coloured text of the verdicts and figures, with the first opaque background behind it.

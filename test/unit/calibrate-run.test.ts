@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { readRunFile } from '../../src/cli/measuredRun';
+import { readRunFile } from '../../src/host/measuredRun';
 import { readMeasuredRun } from '../../src/core/report/measured';
 import { skipUnless, tools } from '../tools';
 import { cli, projectDir, ROOT, writeFiles } from './helpers';

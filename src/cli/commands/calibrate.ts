@@ -15,7 +15,7 @@ import { parseOptions } from '../args';
 import { estimateOnDisk } from '../analyzeFile';
 import { EXIT_TEXT } from '../help';
 import { EXIT, UsageError, type Streams } from '../io';
-import { readRunFile } from '../measuredRun';
+import { readRunFile } from '../../host/measuredRun';
 import type { CommandSpec } from '../spec';
 
 export const calibrateSpec = {

@@ -18,7 +18,8 @@ import { fitReport } from '../whatif/fitReport';
 import { estimateDelta } from '../whatif/delta';
 import type { WhatIf } from '../whatif/model';
 import { estimateJson } from './json';
-import type { PanelData } from './panelProtocol';
+import { AGREE, compareMeasured, type MeasuredRun } from './measured';
+import type { MeasuredComparison, PanelData, ReadProgress } from './panelProtocol';
 import { lensTitle, unitsOfCall } from './summary';
 
 export type { PanelData, PanelRequest, PanelUpdate, WhatIfValues } from './panelProtocol';
@@ -37,6 +38,8 @@ export interface PanelInput {
   fit?: boolean;
   /** Another version of the job (the last commit, another file) and its estimate, to explain the change from it. */
   compare?: { label: string; estimate?: EstimateResult; error?: string };
+  /** A measured run (read by the caller from `file`), or why it could not be read, or how far its reading is. */
+  measured?: { file: string } & ({ run: MeasuredRun } | { error: string } | { reading: ReadProgress });
 }
 
 /** Everything the footprint panel shows, from one analysis. */
@@ -50,6 +53,7 @@ export function buildPanelData(input: PanelInput): PanelData {
     calls: [],
   };
   if (input.notice) data.notice = input.notice;
+  if (input.measured) data.measured = measuredData(input.measured, r);
   // A script that wraps through a helper of another file: the helper's wraps, placed at its calls of it.
   const calls = input.facts.calls.length ? input.facts.calls : (r?.helperCalls ?? []);
   const callsOf = (e: Parameters<typeof lensTitle>[1]) =>
@@ -121,4 +125,43 @@ function comparison(
     }
   };
   return { label: c.label, delta: estimateDelta(other.estimate, r.estimate, run) };
+}
+
+/**
+ * A measured run beside the file's own estimate (its inputs, not the what-if values: the run ran the file), phase
+ * by phase as `compareMeasured` puts them.
+ */
+function measuredData(
+  m: NonNullable<PanelInput['measured']>,
+  r: EstimateResult | undefined,
+): NonNullable<PanelData['measured']> {
+  if ('error' in m) return { file: m.file, error: m.error };
+  if ('reading' in m) return { file: m.file, reading: m.reading };
+  if (!r?.ok) return { file: m.file, error: 'the file has no estimate to compare it with' };
+  const e = r.estimate;
+  const run = m.run;
+  const c = compareMeasured(e, run);
+  const pools = e.timeline?.pools;
+  const out: MeasuredComparison = {
+    file: m.file,
+    source: run.source,
+    ...(typeof run.settings.framework === 'string' ? { framework: run.settings.framework } : {}),
+    rank: run.rank,
+    worldSize: run.worldSize,
+    device: run.device,
+    notes: run.notes,
+    phases: c.phases,
+    reserved: pools
+      ? { ...c.reserved, pools: { compute: pools.compute, gather: pools.gather, reduce: pools.reduce } }
+      : c.reserved,
+    unknownPhases: c.unknownPhases,
+    agree: AGREE,
+    against: {
+      worldSize: e.mesh.worldSize,
+      gpu: e.gpu.name,
+      microBatch: e.setup.microBatch,
+      seqLen: e.setup.seqLen,
+    },
+  };
+  return out;
 }

@@ -9,6 +9,7 @@ import type { FitMatrix, GranularityPoint } from '../whatif/model';
 import type { FitReport } from '../whatif/fitReport';
 import type { EstimateDelta } from '../whatif/delta';
 import type { estimateJson } from './json';
+import type { MeasuredRun, PhaseComparison } from './measured';
 
 export type { ControlDescription, WhatIfValues };
 
@@ -47,6 +48,43 @@ export interface PanelData {
   comparing?: string;
   /** The framework whose configuration made the plan (when the file has no wrap calls of its own). */
   framework?: { name: string; file: string; line: number };
+  /**
+   * A measured run beside the file's own estimate (not the what-if values), when the panel compares with one: phase
+   * by phase; or why there is none; or, while its file is still being read, how far.
+   */
+  measured?: MeasuredComparison | { file: string; error: string } | { file: string; reading: ReadProgress };
+}
+
+/** How far a measured run's file has been read. */
+export interface ReadProgress {
+  bytes: number;
+  size: number;
+}
+
+/** A measured run against the file's own estimate (`compareMeasured`), as the panel shows it. */
+export interface MeasuredComparison {
+  /** The run's path. */
+  file: string;
+  source: MeasuredRun['source'];
+  /** The training framework whose log it is, where the log says. */
+  framework?: string;
+  rank: number | null;
+  worldSize: number | null;
+  device: string | null;
+  notes: string[];
+  /** Each phase beside the estimate's peak of it; where they part, the estimate's largest terms there. */
+  phases: PhaseComparison[];
+  /** The estimate's reserved bytes against the highest reserved peak measured. */
+  reserved: PhaseComparison & {
+    /** The pools the estimate's reserve adds up (the compute stream's before its allowance), when it has a timeline. */
+    pools?: { compute: number; gather: number; reduce: number };
+  };
+  /** The run's phases with no counterpart in the estimate. */
+  unknownPhases: string[];
+  /** Within this factor either way estimate and measurement agree (`AGREE`). */
+  agree: number;
+  /** The estimate compared with: the file's own inputs. */
+  against: { worldSize: number; gpu: string; microBatch: number; seqLen: number };
 }
 
 /** A control whose value differs from the file's: what it shows, what the file gives, and if a `# fsdp:` key can say it. */
@@ -75,7 +113,9 @@ export type PanelRequest =
   | { type: 'fit'; on: boolean }
   /** Compare with another version of the job: 'HEAD', an open document's URI, or '' for none. */
   | { type: 'compare'; against: string }
-  | { type: 'command'; command: 'measureExactly' | 'chooseModel' };
+  /** Stop comparing with a measured run. */
+  | { type: 'clearMeasured' }
+  | { type: 'command'; command: 'measureExactly' | 'chooseModel' | 'compareMeasured' };
 
 /** Messages from the extension to the panel's webview. */
 export type PanelUpdate = { type: 'update'; data: PanelData };

@@ -478,6 +478,47 @@ export function measuredFromSnapshot(s: SnapshotSummary): MeasuredRun | { error:
 }
 
 /**
+ * A memory snapshot read as its bytes come, a chunk at a time (`write` until it says to stop, then `finish`), for
+ * a caller that reads the file asynchronously; `readSnapshot` is the same over an iterable of chunks.
+ */
+export class SnapshotReader {
+  private readonly reader: PickleReader;
+  private failed: string | undefined;
+
+  constructor(limits: Partial<PickleLimits> = {}) {
+    this.reader = new PickleReader(new SnapshotFold().fold, limits);
+  }
+
+  /** Parses the next chunk (not kept: the caller may reuse it); true once the pickle ended or cannot be read on. */
+  write(chunk: Uint8Array): boolean {
+    if (this.failed !== undefined) return true;
+    try {
+      return this.reader.write(chunk);
+    } catch (e) {
+      if (!(e instanceof PickleError)) throw e;
+      this.failed = `not a memory snapshot this reader takes: ${e.message}`;
+      return true;
+    }
+  }
+
+  /** The measured run and the summary it came from, or an error in words. */
+  finish(): { run: MeasuredRun; summary: SnapshotSummary } | { error: string } {
+    if (this.failed !== undefined) return { error: this.failed };
+    let root: unknown;
+    try {
+      root = this.reader.result();
+    } catch (e) {
+      if (e instanceof PickleError) return { error: `not a memory snapshot this reader takes: ${e.message}` };
+      throw e;
+    }
+    const summary = summarize(root);
+    if ('error' in summary) return summary;
+    const run = measuredFromSnapshot(summary);
+    return 'error' in run ? run : { run, summary };
+  }
+}
+
+/**
  * A memory snapshot read from its chunks of bytes in order (it stops reading at the pickle's end): the measured
  * run and the summary it came from, or an error in words.
  */
@@ -485,17 +526,7 @@ export function readSnapshot(
   chunks: Iterable<Uint8Array>,
   limits: Partial<PickleLimits> = {},
 ): { run: MeasuredRun; summary: SnapshotSummary } | { error: string } {
-  const reader = new PickleReader(new SnapshotFold().fold, limits);
-  let root: unknown;
-  try {
-    for (const chunk of chunks) if (reader.write(chunk)) break;
-    root = reader.result();
-  } catch (e) {
-    if (e instanceof PickleError) return { error: `not a memory snapshot this reader takes: ${e.message}` };
-    throw e;
-  }
-  const summary = summarize(root);
-  if ('error' in summary) return summary;
-  const run = measuredFromSnapshot(summary);
-  return 'error' in run ? run : { run, summary };
+  const reader = new SnapshotReader(limits);
+  for (const chunk of chunks) if (reader.write(chunk)) break;
+  return reader.finish();
 }

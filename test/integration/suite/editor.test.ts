@@ -1,4 +1,7 @@
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { FsdpLensApi } from '../../../src/extension/extension';
 import type { PanelData } from '../../../src/core/report/panelData';
@@ -281,6 +284,63 @@ describe('lenses, hovers and the footprint panel', () => {
     } finally {
       await p.setFitOpen(false);
       await p.setComparing('');
+    }
+  });
+
+  it("the panel puts a measured run beside the file's own estimate, phase by phase", async () => {
+    const d = await openPanel('train_fsdp2.py');
+    const events = d.estimate!.timeline;
+    const peak = (phases: string[]) =>
+      Math.max(...events.filter((e) => phases.includes(e.phase)).map((e) => e.totalBytes));
+    // What fsdp_lens_probe.py writes on rank 0: its forward is the estimate's forward peak (forward and loss), its
+    // backward twice the estimate's.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fsdp-lens-run-'));
+    const file = path.join(dir, 'run.rank0.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        fsdpLensProbe: 1,
+        rank: 0,
+        worldSize: 8,
+        device: 'NVIDIA H100 80GB HBM3',
+        phases: {
+          forward: { allocated: peak(['forward', 'loss']), reserved: 40e9 },
+          backward: { allocated: 2 * peak(['backward']), reserved: 50e9 },
+        },
+        settings: { micro_batch: 1 },
+      }),
+    );
+    const p = (await api()).panel()!;
+    try {
+      const m = (await p.setMeasured(file))!.measured;
+      assert.ok(m && 'phases' in m, JSON.stringify(m));
+      assert.equal(m.file, file);
+      assert.equal(m.source, 'probe');
+      assert.deepEqual(
+        m.phases.map((x) => [x.phase, x.ratio]),
+        [
+          ['forward', 1],
+          ['backward', 0.5],
+        ],
+      );
+      assert.equal(m.reserved.measuredBytes, 50e9);
+      assert.equal(m.reserved.ratio, d.estimate!.perGpu.reservedBytes / 50e9);
+      // A what-if changes the panel's figures, not the estimate the run is compared with.
+      const w = (await p.setWhatIf({ ...d.whatIf!.values, worldSize: 16 }))!;
+      assert.notEqual(w.estimate!.perGpu.peakBytes, d.estimate!.perGpu.peakBytes);
+      assert.deepEqual(w.measured, m);
+      await p.setWhatIf({});
+      // A file that is no run says why.
+      const notes = path.join(dir, 'notes.txt');
+      fs.writeFileSync(notes, 'epoch 1 done\n');
+      const bad = (await p.setMeasured(notes))!.measured;
+      assert.ok(bad && 'error' in bad);
+      assert.match(bad.error, /no memory line/);
+      assert.equal((await p.setMeasured(''))!.measured, undefined);
+    } finally {
+      await p.setWhatIf({});
+      await p.setMeasured('');
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
