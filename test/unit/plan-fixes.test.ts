@@ -161,6 +161,56 @@ describe("FSDP015 checkpoints an FSDP1 model of the project's own classes", () =
   });
 });
 
+describe('FSDP015 writes checkpointing with the wrapper the file already names', () => {
+  it("the file's non-reentrant partial of checkpoint_wrapper, as checkpoint_wrapper_fn", async () => {
+    const analyse = await analyser();
+    const text = [
+      '# fsdp: world_size=8 gpu=a100-40gb seq_len=8192 micro_batch=2',
+      'import functools',
+      'from functools import partial',
+      'import torch',
+      'from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (',
+      '    CheckpointImpl,',
+      '    checkpoint_wrapper,',
+      ')',
+      'from torch.distributed.fsdp import FullyShardedDataParallel as FSDP',
+      'from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy',
+      '',
+      'from model import GPT, Block, GPTConfig',
+      '',
+      'no_reentrant = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)',
+      '',
+      'config = GPTConfig(n_layer=48, n_head=16, n_embd=2048, block_size=8192)',
+      'model = GPT(config)',
+      'policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={Block})',
+      'model = FSDP(model, auto_wrap_policy=policy)',
+      '',
+    ].join('\n');
+    const f = analyse(text).findings.find((x) => x.rule === 'FSDP015');
+    assert.ok(f);
+    const fix = f.fixes.find((x) => x.title.startsWith('Enable activation checkpointing'));
+    assert.ok(fix, f.fixes.map((x) => x.title).join('; '));
+    const after = applyEdits(text, fix.edits);
+    assert.match(
+      after,
+      /\nmodel = FSDP\(model, auto_wrap_policy=policy\)\napply_activation_checkpointing\(model, checkpoint_wrapper_fn=no_reentrant, check_fn=lambda m: isinstance\(m, Block\)\)\n/,
+    );
+    const again = analyse(after);
+    assert.ok(again.estimate?.ok);
+    assert.equal(again.estimate.estimate.setup.checkpointing, 'full');
+    assert.equal(again.estimate.estimate.targetFit?.verdict, 'fits');
+    // A reentrant partial is not taken: the preview is of the default, non-reentrant wrapper.
+    const reentrant = text.replace('CheckpointImpl.NO_REENTRANT', 'CheckpointImpl.REENTRANT');
+    const g = analyse(reentrant).findings.find((x) => x.rule === 'FSDP015');
+    const plain = g?.fixes.find((x) => x.title.startsWith('Enable activation checkpointing'));
+    assert.ok(plain);
+    assert.match(
+      plain.title,
+      /apply_activation_checkpointing\(model, checkpoint_wrapper_fn=checkpoint_wrapper, check_fn=/,
+    );
+  });
+});
+
 describe('The sharding strategy written into the wraps', () => {
   it('FSDP1: the inline strategy replaced; appended with its import where none is written', async () => {
     const analyse = await analyser();

@@ -28,7 +28,8 @@ smaller micro-batch). Its quick fixes change the code, each titled with the esti
 checkpointing enabled where a Transformers model is made (\`model.gradient_checkpointing_enable()\`), for a model
 of the project's own classes under FSDP2 as \`apply_activation_checkpointing(model, check_fn=lambda m:
 isinstance(m, Block))\` before \`fully_shard\` (with its import), under FSDP1 the same call after the root
-\`FullyShardedDataParallel\` wrap (as PyTorch's FSDP tutorials place it), or at the
+\`FullyShardedDataParallel\` wrap (as PyTorch's FSDP tutorials place it), each with the checkpoint wrapper the file
+already names (a non-reentrant \`partial(checkpoint_wrapper, ...)\` as \`checkpoint_wrapper_fn\`), or at the
 framework configuration's own key (Accelerate's \`fsdp_activation_checkpointing\`, torchtune's
 \`enable_activation_checkpointing\`, axolotl's \`gradient_checkpointing\`, llm-foundry's
 \`fsdp_config.activation_checkpointing\`, torchtitan's \`[activation_checkpoint] mode\`, an argument file's
@@ -320,7 +321,8 @@ function codeCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
     place = afterStatement(ctx, name.replace(/\./g, '\\.'), root.range);
   }
   if (!place) return null;
-  const call = `apply_activation_checkpointing(${name}, check_fn=lambda m: isinstance(m, ${block}))`;
+  const wrapper = checkpointWrapperOf(ctx.text);
+  const call = `apply_activation_checkpointing(${name}${wrapper ? `, checkpoint_wrapper_fn=${wrapper}` : ''}, check_fn=lambda m: isinstance(m, ${block}))`;
   const edits: TextEdit[] = [insertAfter(ctx, place, [call])];
   if (!/\bapply_activation_checkpointing\b/.test(ctx.text)) {
     const imp = importPlace(index);
@@ -332,6 +334,25 @@ function codeCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
     });
   }
   return { title: `Enable activation checkpointing: ${call} (${shown})`, edits, preferred: true };
+}
+
+/**
+ * The checkpoint wrapper the file already names, for the fix to write in its words: a module-level
+ * `name = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)` (the FSDP tutorials'
+ * `non_reentrant_wrapper`), else `checkpoint_wrapper` itself when the file imports it. A partial of the reentrant
+ * implementation is not taken: the fix's preview is of the default, non-reentrant one (`checkpoint_wrapper`'s
+ * `checkpoint_impl=CheckpointImpl.NO_REENTRANT`).
+ */
+function checkpointWrapperOf(text: string): string | null {
+  const partial =
+    /^([A-Za-z_]\w*)\s*=\s*(?:functools\.)?partial\(\s*checkpoint_wrapper\s*,\s*checkpoint_impl\s*=\s*CheckpointImpl\.NO_REENTRANT\s*,?\s*\)/m.exec(
+      text,
+    );
+  if (partial) return partial[1]!;
+  // Imported by its own name, on one line or in a parenthesised list.
+  for (const m of text.matchAll(/^\s*from\s+\S+\s+import\s*(\([^)]*\)|[^\n]*)/gm))
+    if (/\bcheckpoint_wrapper\b(?!\s+as\b)/.test(m[1]!)) return 'checkpoint_wrapper';
+  return null;
 }
 
 /** The start of the line after the file's last top-level import statement, before any code. */
