@@ -174,6 +174,20 @@ describe('footprint panel data', () => {
     assert.deepEqual(none.compare, { label: 'x.py', reason: 'it has nothing to estimate' });
   });
 
+  it("names an FSDP2 file's kept units as SHARD_GRAD_OP, and reshards them when FULL_SHARD is chosen", async () => {
+    const text = fixture('workspace/train_fsdp2.py').replace(
+      'fully_shard(layer, mp_policy=mp)',
+      'fully_shard(layer, mp_policy=mp, reshard_after_forward=False)',
+    );
+    const kept = await panelFor({}, text);
+    assert.equal(kept.whatIf!.base.strategy, 'SHARD_GRAD_OP');
+    const resharded = await panelFor({ strategy: 'FULL_SHARD' }, text);
+    const plain = await panelFor();
+    // Every block resharded after forward: the file's figures as if it said nothing of reshard.
+    assert.equal(resharded.estimate!.perGpu.peakBytes, plain.estimate!.perGpu.peakBytes);
+    assert.equal(traffic(resharded), traffic(plain));
+  });
+
   it('control values equal to the file change nothing', () => {
     const base: WhatIfValues = {
       worldSize: 8,

@@ -45,9 +45,22 @@ export function controlValues(e: Estimate, blocksPerUnit: number): WhatIfValues 
   const out: WhatIfValues = {};
   for (const k of CONTROL_INPUTS) out[k] = shown(k, e.setup[k]);
   out.blocksPerUnit = blocksPerUnit;
-  out.strategy = e.mesh.hsdp ? 'HYBRID_SHARD' : e.plan.strategy;
+  out.strategy = strategyOf(e);
   out.offload = offloadValue(e);
   return out;
+}
+
+/**
+ * The plan's sharding as the control names it: HYBRID_SHARD on a 2-D mesh, and for FSDP2, whose plans are all
+ * FULL_SHARD by name, SHARD_GRAD_OP where every unit but the root stays gathered from forward to backward
+ * (`reshard_after_forward=False` on each).
+ */
+function strategyOf(e: Estimate): string {
+  if (e.mesh.hsdp) return 'HYBRID_SHARD';
+  const blocks = e.units.filter((u) => !u.isRoot && u.params > 0);
+  if (e.plan.api === 'fsdp2' && blocks.length && blocks.every((u) => u.residency.kind === 'keep'))
+    return 'SHARD_GRAD_OP';
+  return e.plan.strategy;
 }
 
 /** Whether the plan's units keep their shards in host memory: every unit, none, or some (as the file says). */

@@ -96,7 +96,13 @@ export class WhatIfModel {
     }
     // Every unit but the root resharded after forward (FSDP2 `reshard_after_forward=True` where the code keeps some
     // gathered); the units' parameters are unchanged.
-    if (reshardAll && plan.api === 'fsdp2') {
+    // FSDP2's FULL_SHARD chosen for a plan whose wraps keep every unit gathered (what the controls call
+    // SHARD_GRAD_OP): each of them resharded after forward. A plan that keeps some units only is left as it is.
+    const keepsAll = (units: readonly Unit[]) => {
+      const blocks = units.filter((u) => !u.isRoot && u.params > 0);
+      return blocks.length > 0 && blocks.every((u) => u.reshardAfterForward === false);
+    };
+    if (plan.api === 'fsdp2' && (reshardAll || (strategy === 'FULL_SHARD' && keepsAll(ownership.units)))) {
       const resharded = <T extends { isRoot: boolean }>(u: T): T =>
         u.isRoot ? u : { ...u, reshardAfterForward: true };
       plan = { ...plan, units: plan.units.map(resharded) };

@@ -344,6 +344,48 @@ describe('lenses, hovers and the footprint panel', () => {
     }
   });
 
+  it('"Apply to file" writes the sharding and CPU offload into the wraps, and the file then says them', async () => {
+    const d = await openPanel('train_fsdp2.py');
+    const editor = vscode.window.visibleTextEditors.find((x) => x.document.uri.toString() === d.uri)!;
+    const p = (await api()).panel()!;
+    try {
+      const w = (await p.setWhatIf({ ...d.whatIf!.values, strategy: 'SHARD_GRAD_OP', offload: 'on' }))!;
+      // No annotation says either: each is a change of the code, with the fix that writes it.
+      assert.deepEqual(
+        w.whatIf!.changed.map((c) => [c.key, c.annotation, c.codeFix]),
+        [
+          ['strategy', null, 'Write reshard_after_forward=False'],
+          ['offload', null, 'Write offload_policy=CPUOffloadPolicy()'],
+        ],
+      );
+      assert.ok(await p.applyWhatIf());
+      const text = editor.document.getText();
+      // Every block's wrap keeps its units gathered and offloads; the root keeps its default reshard.
+      assert.match(
+        text,
+        /\n {8}fully_shard\(layer, mp_policy=mp, reshard_after_forward=False, offload_policy=CPUOffloadPolicy\(\)\)\n/,
+      );
+      assert.match(text, /\n {4}fully_shard\(model, mp_policy=mp, offload_policy=CPUOffloadPolicy\(\)\)\n/);
+      assert.match(text, /^from torch\.distributed\.fsdp import CPUOffloadPolicy$/m);
+      // Analysed again, the file itself now keeps the blocks gathered and offloads every unit.
+      const after = await eventually(
+        async () => (await p.setWhatIf({})) ?? undefined,
+        (x) => !!x && x.whatIf!.base.offload === 'on',
+        'the panel to show the rewritten file',
+      );
+      assert.equal(after!.whatIf!.base.strategy, 'SHARD_GRAD_OP');
+      assert.ok(
+        after!.estimate!.units.filter((u) => !u.isRoot).every((u) => u.residency.kind === 'keep'),
+        'the blocks are kept gathered from forward to backward',
+      );
+      assert.deepEqual(after!.whatIf!.changed, []);
+    } finally {
+      await vscode.window.showTextDocument(editor.document);
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await p.setWhatIf({});
+    }
+  });
+
   it('a what-if says it is one, and "Apply to file" writes it as annotations', async () => {
     const d = await openPanel('train_fsdp2.py');
     const editor = vscode.window.visibleTextEditors.find((x) => x.document.uri.toString() === d.uri)!;
