@@ -209,6 +209,8 @@ export function prepareWorkspace(
         'security.workspace.trust.enabled': false,
         'extensions.ignoreRecommendations': true,
         'fsdpLens.analysisDelayMs': 50,
+        // VS Code for the web saves after a delay by default: a test's edit would reach the disk before its revert.
+        'files.autoSave': 'off',
         ...settings,
       },
       null,

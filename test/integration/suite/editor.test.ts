@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { FsdpLensApi } from '../../../src/extension/extension';
 import type { PanelData } from '../../../src/core/report/panelData';
-import { codeLenses, eventually, EXTENSION_ID, open, sleep, workspaceFile } from './util';
+import { codeLenses, eventually, EXTENSION_ID, open, sleep, workspaceFile, revertFile } from './util';
 
 // Llama 3.1 8B (its config.json): hidden 4096, 32 layers, 32 heads / 8 KV heads of 128, intermediate 14336,
 // vocab 128256, untied head. One decoder layer: attention 4096 x (4096 + 1024 + 1024 + 4096) = 41,943,040, MLP
@@ -380,9 +380,13 @@ describe('lenses, hovers and the footprint panel', () => {
       );
       assert.deepEqual(after!.whatIf!.changed, []);
     } finally {
-      await vscode.window.showTextDocument(editor.document);
-      await vscode.commands.executeCommand('workbench.action.files.revert');
-      await p.setWhatIf({});
+      await revertFile(editor.document);
+      // The panel back on the file as it was, for the tests after this one.
+      await eventually(
+        async () => (await p.setWhatIf({})) ?? undefined,
+        (x) => !!x && x.whatIf!.base.offload === 'off',
+        'the panel to show the reverted file',
+      );
     }
   });
 
@@ -413,8 +417,7 @@ describe('lenses, hovers and the footprint panel', () => {
       assert.equal(after!.whatIf!.base.checkpointing, 'full');
       assert.deepEqual(after!.whatIf!.changed, []);
     } finally {
-      await vscode.window.showTextDocument(editor.document);
-      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await revertFile(editor.document);
       await p.setWhatIf({});
     }
   });
@@ -443,8 +446,7 @@ describe('lenses, hovers and the footprint panel', () => {
       assert.equal(after!.estimate!.targetFit!.verdict, 'fits');
       assert.deepEqual(after!.whatIf!.changed, []);
     } finally {
-      await vscode.window.showTextDocument(editor.document);
-      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await revertFile(editor.document);
       await p.setWhatIf({});
     }
   });
@@ -467,8 +469,7 @@ describe('lenses, hovers and the footprint panel', () => {
       );
       assert.deepEqual(after!.whatIf!.changed, []);
     } finally {
-      await vscode.window.showTextDocument(editor.document);
-      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await revertFile(editor.document);
       await p.setWhatIf({});
     }
   });

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { FsdpLensApi } from '../../../src/extension/extension';
-import { codeLenses, eventually, EXTENSION_ID, open, sleep } from './util';
+import { codeLenses, eventually, EXTENSION_ID, open, sleep, revertFile } from './util';
 
 describe('extension', () => {
   it('activates on a Python file and contributes its commands in the FSDP category', async () => {
@@ -99,8 +99,7 @@ describe('extension', () => {
       'the lens to follow the edit',
     );
     assert.ok(lenses.length >= 2);
-    await vscode.commands.executeCommand('workbench.action.files.revert');
-    await sleep(100);
+    await revertFile(doc);
   });
 
   it('analyses a burst of edits once, at its last version', async () => {
@@ -137,7 +136,7 @@ describe('extension', () => {
     } finally {
       sub.dispose();
       await config.update('analysisDelayMs', undefined, vscode.ConfigurationTarget.Workspace);
-      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await revertFile(doc);
       await sleep(100);
     }
   });

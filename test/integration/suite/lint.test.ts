@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
-import { codeLenses, eventually, open, workspaceFile } from './util';
+import { codeLenses, eventually, open, workspaceFile, revertFile } from './util';
 
 function fsdpDiagnostics(uri: vscode.Uri): vscode.Diagnostic[] {
   return vscode.languages.getDiagnostics(uri).filter((d) => d.source === 'fsdp-lens');
@@ -49,8 +49,7 @@ async function applyPreferredFix(editor: vscode.TextEditor, d: vscode.Diagnostic
 }
 
 async function revert(editor: vscode.TextEditor): Promise<void> {
-  await vscode.window.showTextDocument(editor.document);
-  await vscode.commands.executeCommand('workbench.action.files.revert');
+  await revertFile(editor.document);
 }
 
 describe('lint in the editor', () => {

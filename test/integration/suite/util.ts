@@ -42,3 +42,21 @@ export async function codeLenses(uri: vscode.Uri): Promise<vscode.CodeLens[]> {
     []
   );
 }
+
+/**
+ * Puts a document back to its file on disk and waits until it is: the revert command acts on the active editor,
+ * so the document is shown first, and asked again while it is still dirty (a test after it must not see the
+ * edits of this one).
+ */
+export async function revertFile(doc: vscode.TextDocument): Promise<void> {
+  await eventually(
+    async () => {
+      if (!doc.isDirty) return true;
+      await vscode.window.showTextDocument(doc);
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+      return !doc.isDirty;
+    },
+    (x) => x,
+    `${doc.uri.path} to revert to its file`,
+  );
+}
