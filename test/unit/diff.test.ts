@@ -38,7 +38,7 @@ describe('fsdp-lens diff', () => {
     const d = JSON.parse(r.out) as EstimateDelta;
     assert.deepEqual(
       d.causes.map((c) => c.cause),
-      ['checkpointing', 'batch', 'sequence', 'the plan'],
+      ['checkpointing', 'batch', 'sequence', 'reshard'],
     );
     // The causes telescope: their sum is B minus A, for the peak, the state and the traffic.
     for (const k of ['peakBytes', 'persistentBytes', 'trafficBytes'] as const)
@@ -49,14 +49,54 @@ describe('fsdp-lens diff', () => {
       );
     // Keeping the 32 blocks gathered after forward skips their backward all-gathers: each block's 218,112,000
     // parameters in bf16, of which a GPU receives 7/8 over 8 GPUs: 32 x 218,112,000 x 2 B x 7/8.
-    const plan = d.causes.find((c) => c.cause === 'the plan')!;
-    assert.equal(plan.trafficBytes, -((32 * 218_112_000 * 2 * 7) / 8));
+    // The plan's own change is named as its cause: nothing is left to "the plan".
+    const reshard = d.causes.find((c) => c.cause === 'reshard')!;
+    assert.equal(reshard.trafficBytes, -((32 * 218_112_000 * 2 * 7) / 8));
     assert.deepEqual(
-      plan.changes.map((c) => [c.label, c.from, c.to]),
-      [['units kept gathered after forward', '1', '33']],
+      reshard.changes.map((c) => [c.label, c.from, c.to]),
+      [['units kept gathered after forward', '0', '32']],
     );
     // Neither the batch nor the sequence moves the sharded state.
     assert.equal(d.causes.find((c) => c.cause === 'sequence')!.persistentBytes, 0);
+  });
+
+  it('names CPU offload as a cause of its own, with its bytes', async () => {
+    const dir = projectDir('fsdp-lens-diff-plan-');
+    // B2: every wrap offloads.
+    const offloaded = A.map((l) =>
+      l
+        .replace(
+          'fully_shard(layer, mp_policy=mp)',
+          'fully_shard(layer, mp_policy=mp, offload_policy=CPUOffloadPolicy())',
+        )
+        .replace(
+          'fully_shard(model, mp_policy=mp)',
+          'fully_shard(model, mp_policy=mp, offload_policy=CPUOffloadPolicy())',
+        )
+        .replace(
+          'import fully_shard, MixedPrecisionPolicy',
+          'import fully_shard, MixedPrecisionPolicy, CPUOffloadPolicy',
+        ),
+    );
+    writeFiles(dir, { 'a.py': A, 'b.py': offloaded });
+    const r = await cli('diff', path.join(dir, 'a.py'), path.join(dir, 'b.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const d = JSON.parse(r.out) as EstimateDelta;
+    assert.deepEqual(
+      d.causes.map((c) => c.cause),
+      ['offload'],
+    );
+    // fp32 parameters and gradients and Adam's two states, 16 B per parameter of Llama 3.1 8B over 8 GPUs, move
+    // from each GPU to its process's host memory.
+    const moved = (8_030_261_248 * 16) / 8;
+    assert.equal(d.causes[0]!.persistentBytes, -moved);
+    assert.equal(d.causes[0]!.hostBytes, moved);
+    for (const k of ['peakBytes', 'persistentBytes', 'trafficBytes', 'hostBytes'] as const)
+      assert.equal(
+        d.causes.reduce((s, c) => s + c[k], 0),
+        d.after[k] - d.before[k],
+        k,
+      );
   });
 
   it('fails a CI job when the peak rises past the threshold, and says so in text', async () => {

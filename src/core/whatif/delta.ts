@@ -135,7 +135,87 @@ export function estimateDelta(
     });
     prev = next;
   }
-  // What the inputs do not explain: the plan itself.
+  // Then the plan's own changes that the what-if model can make on the first plan, each a cause of its own.
+  const plan: WhatIf = {};
+  const planSteps: [string, WhatIf, DeltaChange][] = [];
+  const kept = (e: Estimate) => e.units.filter((u) => !u.isRoot && u.residency.kind === 'keep').length;
+  const blocks = (e: Estimate) => e.units.filter((u) => !u.isRoot).length;
+  // Units of k consecutive blocks: the second plan has 1/k of the first's.
+  const nA = blocks(before);
+  const nB = blocks(after);
+  if (before.plan.api === after.plan.api && nB > 0 && nB < nA && nA % nB === 0)
+    planSteps.push([
+      'unit granularity',
+      { blocksPerUnit: nA / nB },
+      {
+        key: 'units' as InputKey,
+        label: 'units',
+        from: String(before.units.length),
+        to: String(after.units.length),
+      },
+    ]);
+  // Every unit kept gathered from forward to backward, or none.
+  if (before.plan.api === after.plan.api && kept(before) !== kept(after)) {
+    const all = (e: Estimate) => kept(e) === blocks(e);
+    if (kept(before) === 0 && all(after))
+      planSteps.push([
+        'reshard',
+        { strategy: 'SHARD_GRAD_OP' },
+        {
+          key: 'reshard' as InputKey,
+          label: 'units kept gathered after forward',
+          from: '0',
+          to: String(kept(after)),
+        },
+      ]);
+    else if (all(before) && kept(after) === 0)
+      planSteps.push([
+        'reshard',
+        before.plan.api === 'fsdp2' ? { reshardAll: true } : { strategy: 'FULL_SHARD' },
+        {
+          key: 'reshard' as InputKey,
+          label: 'units kept gathered after forward',
+          from: String(kept(before)),
+          to: '0',
+        },
+      ]);
+  }
+  // Every unit's state in host memory, or none.
+  const offloaded = (e: Estimate) => e.units.filter((u) => u.offload).length;
+  if (offloaded(before) !== offloaded(after)) {
+    const toAll = offloaded(before) === 0 && offloaded(after) === after.units.length;
+    const toNone = offloaded(before) === before.units.length && offloaded(after) === 0;
+    if (toAll || toNone)
+      planSteps.push([
+        'offload',
+        { offload: toAll },
+        {
+          key: 'offload' as InputKey,
+          label: 'units offloaded to the CPU',
+          from: String(offloaded(before)),
+          to: String(offloaded(after)),
+        },
+      ]);
+  }
+  const attributed = new Set<string>();
+  for (const [cause, step, said] of out.unattributed ? [] : planSteps) {
+    const next = run({ ...change, ...plan, ...step });
+    // A step that does not make the second plan's units is left to the plan's remainder.
+    if (!next || (cause === 'unit granularity' && next.units.length !== after.units.length)) continue;
+    Object.assign(plan, step);
+    attributed.add(said.key);
+    if (step.strategy) attributed.add('strategy');
+    out.causes.push({
+      cause,
+      changes: [said],
+      peakBytes: next.perGpu.peakBytes - prev.perGpu.peakBytes,
+      persistentBytes: next.perGpu.persistentBytes - prev.perGpu.persistentBytes,
+      trafficBytes: next.comms.traffic.bytes - prev.comms.traffic.bytes,
+      hostBytes: next.perGpu.hostBytes - prev.perGpu.hostBytes,
+    });
+    prev = next;
+  }
+  // What the inputs and those changes do not explain: the plan itself.
   const rest = {
     peakBytes: after.perGpu.peakBytes - prev.perGpu.peakBytes,
     persistentBytes: after.perGpu.persistentBytes - prev.perGpu.persistentBytes,
@@ -143,21 +223,16 @@ export function estimateDelta(
     hostBytes: after.perGpu.hostBytes - prev.perGpu.hostBytes,
   };
   const planChanges: DeltaChange[] = [];
-  const plan = (key: string, label: string, a: unknown, b: unknown) => {
-    if (!same(a, b)) planChanges.push({ key: key as InputKey, label, from: String(a), to: String(b) });
+  const left = (key: string, label: string, a: unknown, b: unknown) => {
+    if (!same(a, b) && !attributed.has(key))
+      planChanges.push({ key: key as InputKey, label, from: String(a), to: String(b) });
   };
-  plan('api', 'wrap API', before.plan.api, after.plan.api);
-  plan('units', 'units', before.units.length, after.units.length);
-  plan('strategy', 'sharding strategy', before.plan.strategy, after.plan.strategy);
-  const kept = (e: Estimate) => e.units.filter((u) => u.residency.kind === 'keep').length;
-  plan('reshard', 'units kept gathered after forward', kept(before), kept(after));
-  plan(
-    'offload',
-    'units offloaded to the CPU',
-    before.units.filter((u) => u.offload).length,
-    after.units.filter((u) => u.offload).length,
-  );
-  plan('trainable', 'trainable parameters', before.model.trainableParams, after.model.trainableParams);
+  left('api', 'wrap API', before.plan.api, after.plan.api);
+  left('units', 'units', before.units.length, after.units.length);
+  left('strategy', 'sharding strategy', before.plan.strategy, after.plan.strategy);
+  left('reshard', 'units kept gathered after forward', kept(before), kept(after));
+  left('offload', 'units offloaded to the CPU', offloaded(before), offloaded(after));
+  left('trainable', 'trainable parameters', before.model.trainableParams, after.model.trainableParams);
   if (planChanges.length || rest.peakBytes || rest.persistentBytes || rest.trafficBytes || rest.hostBytes)
     out.causes.push({
       cause: 'the plan',
