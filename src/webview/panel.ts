@@ -753,6 +753,57 @@ function farReservedLine(
   );
 }
 
+type CategoryRows = NonNullable<MeasuredRow['categories']>;
+
+/**
+ * A memory snapshot's step peak by category beside the estimate's terms at its own: a table (which reflows in a
+ * narrow panel), what each row is made of where it has several parts, and the rows that differ most.
+ */
+function renderCategories(rows: CategoryRows, b: (n: number) => string): HTMLElement[] {
+  const signed = (n: number) => `${n > 0 ? '+' : n < 0 ? '−' : '±'}${b(Math.abs(n))}`;
+  const head = el('h3', 'By category at the peak');
+  const intro = el(
+    'p',
+    "The estimate's terms at its step peak beside the run's allocations live at its allocated peak, each placed by the frames of its stack (see the notes); what the frames do not place is unknown.",
+    'muted',
+  );
+  const t = table(
+    ['Category', 'Estimated', 'Measured', 'Difference'],
+    rows.map((r): Cell[] => [
+      { text: r.name, cls: 'strong' },
+      r.estimatedBytes === null ? { text: 'none', cls: 'muted' } : b(r.estimatedBytes),
+      r.measuredBytes === null
+        ? { text: 'not told', cls: 'muted', title: 'The frames do not tell these apart' }
+        : b(r.measuredBytes),
+      r.difference === null ? { text: '–', cls: 'muted' } : signed(r.difference),
+    ]),
+    { numeric: [1, 2, 3] },
+  );
+  t.id = 'measured-categories';
+  const parts = (xs: { name: string; bytes: number }[]) =>
+    xs.map((x) => `${x.name} ${b(x.bytes)}`).join(', ');
+  const ul = el('ul', undefined, 'notes');
+  ul.id = 'measured-category-parts';
+  for (const r of rows) {
+    const said = [
+      ...(r.estimated.length > 1 ? [`the estimate counts ${parts(r.estimated)}`] : []),
+      ...(r.measured.length > 1 || (r.name === 'unknown' && r.measured.length)
+        ? [`the run holds ${parts(r.measured)}`]
+        : []),
+    ];
+    if (said.length) ul.append(el('li', `${r.name}: ${said.join('; ')}.`));
+  }
+  const apart = rows
+    .filter((r) => r.difference !== null && r.difference !== 0)
+    .sort((x, y) => Math.abs(y.difference!) - Math.abs(x.difference!))
+    .slice(0, 3);
+  if (apart.length)
+    ul.append(
+      el('li', `Largest differences: ${apart.map((r) => `${r.name} ${signed(r.difference!)}`).join(', ')}.`),
+    );
+  return ul.childElementCount ? [head, intro, t, ul] : [head, intro, t];
+}
+
 /**
  * "Measured against estimated": a run's peaks (the probe's JSON, a memory snapshot, a training log) beside the
  * file's own estimate, phase by phase, with the ratio of each; the button that picks a run, and one that clears it.
@@ -838,6 +889,8 @@ function renderMeasured(data: PanelData): HTMLElement {
       numeric: [1, 2, 3],
     }),
   );
+  const byCategory = m.phases.find((p) => p.phase === 'step')?.categories;
+  if (byCategory?.length) s.append(...renderCategories(byCategory, b));
   const lines = [
     ...m.phases.filter(far).map((p) => farLine(p, b)),
     ...(far(m.reserved) ? [farReservedLine(m.reserved, b)] : []),

@@ -94,6 +94,89 @@ const SNAPSHOT = {
   ],
 };
 
+const SITE = '/usr/lib/python3/site-packages/torch/';
+
+/**
+ * The same job's step as a snapshot with FSDP2's and AdamW's frames, in GiB: +4 sharded parameters
+ * (FSDPParam._init_sharded_param), +8 AdamW state (_init_group), +2 gathered in forward (the all-gather's copy-out),
+ * +40 and +10 activations (a module's forward, the loss), +3 recorded with no frame (autograd's thread): the peak,
+ * 67 GiB; then all but the parameters and the state freed.
+ */
+const CATEGORY_SNAPSHOT = {
+  protocol: 4,
+  frames: {
+    init: {
+      filename: `${SITE}distributed/fsdp/_fully_shard/_fsdp_param.py`,
+      name: '_init_sharded_param',
+      line: 240,
+    },
+    shard: {
+      filename: `${SITE}distributed/fsdp/_fully_shard/_fully_shard.py`,
+      name: 'fully_shard',
+      line: 200,
+    },
+    state: { filename: `${SITE}optim/adamw.py`, name: '_init_group', line: 110 },
+    step: { filename: `${SITE}optim/adamw.py`, name: 'step', line: 190 },
+    out: {
+      filename: `${SITE}distributed/fsdp/_fully_shard/_fsdp_param.py`,
+      name: 'alloc_all_gather_outputs',
+      line: 600,
+    },
+    wait: {
+      filename: `${SITE}distributed/fsdp/_fully_shard/_fsdp_param_group.py`,
+      name: 'wait_for_unshard',
+      line: 330,
+    },
+    call: { filename: `${SITE}nn/modules/module.py`, name: '_call_impl', line: 1750 },
+    fwd: { filename: '/work/model.py', name: 'forward', line: 40 },
+    loss: { filename: `${SITE}nn/functional.py`, name: 'cross_entropy', line: 3400 },
+    loop: { filename: '/work/train.py', name: 'main', line: 90 },
+  },
+  stacks: {
+    P: ['init', 'shard', 'loop'],
+    S: ['state', 'step', 'loop'],
+    G: ['out', 'wait', 'call', 'loop'],
+    A: ['fwd', 'call', 'loop'],
+    L: ['loss', 'loop'],
+    E: [],
+  },
+  segments: [
+    {
+      device: 0,
+      address: 0x7f0000000000,
+      total_size: 80 * GiB,
+      blocks: [
+        { size: 4 * GiB, requested_size: 4 * GiB, state: 'active_allocated', stack: 'P' },
+        { size: 8 * GiB, requested_size: 8 * GiB, state: 'active_allocated', stack: 'S' },
+        { size: 68 * GiB, requested_size: 0, state: 'inactive' },
+      ],
+    },
+  ],
+  traces: [
+    [
+      { action: 'alloc', addr: 0x7f0000000000, size: 4 * GiB, stack: 'P' },
+      { action: 'alloc', addr: 0x7f0000000000 + 4 * GiB, size: 8 * GiB, stack: 'S' },
+      { action: 'alloc', addr: 1, size: 2 * GiB, stack: 'G' },
+      { action: 'alloc', addr: 2, size: 40 * GiB, stack: 'A' },
+      { action: 'alloc', addr: 3, size: 10 * GiB, stack: 'L' },
+      { action: 'alloc', addr: 4, size: 3 * GiB, stack: 'E' },
+      { action: 'free_completed', addr: 4, size: 3 * GiB, stack: 'E' },
+      { action: 'free_completed', addr: 3, size: 10 * GiB, stack: 'L' },
+      { action: 'free_completed', addr: 2, size: 40 * GiB, stack: 'A' },
+      { action: 'free_completed', addr: 1, size: 2 * GiB, stack: 'G' },
+    ],
+  ],
+};
+
+interface CategoryRowJson {
+  name: string;
+  estimated: { name: string; bytes: number }[];
+  measured: { name: string; bytes: number }[];
+  estimatedBytes: number | null;
+  measuredBytes: number | null;
+  difference: number | null;
+}
+
 describe('fsdp-lens calibrate', () => {
   it('puts each measured phase beside the same phase of the estimate, allocated and reserved apart', async () => {
     const dir = projectDir('fsdp-lens-calibrate-');
@@ -160,6 +243,100 @@ describe('fsdp-lens calibrate', () => {
         text.out,
         /^Notes on the measured figures:\n {2}- memory snapshot of cuda:0: 6 trace events/m,
       );
+    },
+  );
+
+  it(
+    "pairs a snapshot's categories at its peak with the estimate's terms at its step peak",
+    { skip: skipUnless('python3') },
+    async () => {
+      const dir = projectDir('fsdp-lens-calibrate-');
+      writeFiles(dir, { 'train.py': SCRIPT });
+      const { file } = makeSnapshot(CATEGORY_SNAPSHOT);
+      const r = await cli('calibrate', path.join(dir, 'train.py'), file, '--json');
+      assert.equal(r.code, 0, r.err);
+      const c = JSON.parse(r.out) as {
+        phases: { phase: string; measuredBytes: number; categories?: CategoryRowJson[] }[];
+      };
+      const step = c.phases.find((p) => p.phase === 'step')!;
+      assert.equal(step.measuredBytes, 67 * GiB);
+      // The estimate's step peak (the first event of its largest total), as compareMeasured takes it.
+      const est = JSON.parse((await cli('estimate', path.join(dir, 'train.py'), '--json')).out) as {
+        timeline: { totalBytes: number; live: Record<string, number> }[];
+      };
+      let at = est.timeline[0]!;
+      for (const ev of est.timeline) if (ev.totalBytes > at.totalBytes) at = ev;
+      const l = at.live;
+      const row = (name: string) => step.categories!.find((x) => x.name === name)!;
+      // Rows where the estimate and the run both hold nothing (gradients and the optimizer step at a forward peak,
+      // pipeline buffers) are left out; unknown is always there.
+      assert.deepEqual(
+        step.categories!.map((x) => x.name),
+        [
+          'parameters and optimizer state',
+          'gathered parameters and all-gather buffers',
+          'activations',
+          'unknown',
+        ],
+      );
+      assert.deepEqual(row('parameters and optimizer state'), {
+        name: 'parameters and optimizer state',
+        estimated: [{ name: 'sharded state', bytes: l.state }],
+        measured: [
+          { name: 'parameters and buffers', bytes: 4 * GiB },
+          { name: 'optimizer state', bytes: 8 * GiB },
+        ],
+        estimatedBytes: l.state,
+        measuredBytes: 12 * GiB,
+        difference: l.state! - 12 * GiB,
+      });
+      const gathered = l.gathered! + l.gatherBuffers!;
+      assert.equal(row('gathered parameters and all-gather buffers').estimatedBytes, gathered);
+      assert.equal(row('gathered parameters and all-gather buffers').measuredBytes, 2 * GiB);
+      const activations = l.activations! + l.working! + l.logits! + l.heldOutput!;
+      assert.deepEqual(
+        [row('activations').estimatedBytes, row('activations').measuredBytes, row('activations').difference],
+        [activations, 50 * GiB, activations - 50 * GiB],
+      );
+      // The estimate's terms in it, as its figures name them: its saved activations and its logits.
+      assert.deepEqual(
+        row('activations').estimated.map((t) => t.name),
+        ['saved activations', 'logits and loss'].filter((_, i) => [l.activations, l.logits][i]! > 0),
+      );
+      assert.deepEqual(row('unknown'), {
+        name: 'unknown',
+        estimated: [],
+        measured: [{ name: 'no frame recorded', bytes: 3 * GiB }],
+        estimatedBytes: null,
+        measuredBytes: 3 * GiB,
+        difference: null,
+      });
+      // Each side adds up to its own peak.
+      assert.equal(
+        step.categories!.reduce((s, x) => s + (x.measuredBytes ?? 0), 0),
+        67 * GiB,
+      );
+      assert.equal(
+        step.categories!.reduce((s, x) => s + (x.estimatedBytes ?? 0), 0),
+        at.totalBytes,
+      );
+      const text = await cli('calibrate', path.join(dir, 'train.py'), file);
+      assert.equal(text.code, 0, text.err);
+      assert.match(text.out, /^Allocated peak by phase:\n(.*\n)+By category at the peak \(/m);
+      assert.match(
+        text.out,
+        /^ {2}activations +estimated +[\d.]+ GB {2}measured +53\.7 GB {2}difference [+-][\d.]+ GB$/m,
+      );
+      assert.match(text.out, /^ {6}measured: parameters and buffers 4\.29 GB, optimizer state 8\.59 GB$/m);
+      assert.match(
+        text.out,
+        /^ {2}unknown +estimated +none {2}measured +3\.22 GB\n {6}measured: no frame recorded 3\.22 GB$/m,
+      );
+      assert.match(text.out, /^ {2}Largest differences \(estimated - measured\): activations [+-]/m);
+      // A probe's run has no categories: no such table.
+      writeFiles(dir, { 'run.json': [JSON.stringify(RUN)] });
+      const probe = await cli('calibrate', path.join(dir, 'train.py'), path.join(dir, 'run.json'));
+      assert.doesNotMatch(probe.out, /By category/);
     },
   );
 

@@ -117,6 +117,74 @@ describe('footprint panel: a measured run beside the estimate', () => {
     );
   });
 
+  it("pairs a snapshot's categories at its peak with the estimate's terms at its step peak", async () => {
+    const { estimate } = await fileEstimate();
+    const events = estimate.estimate.timeline!.events;
+    // The estimate's step peak: the first event of the largest total, as compareMeasured takes it.
+    let at = events[0]!;
+    for (const ev of events) if (ev.total > at.total) at = ev;
+    const l = at.live;
+    // A snapshot's step peak of 30 GiB: 6 of parameters, 12 of optimizer state, 2 gathered, 1 of all-gather
+    // buffers, 7 of activations, 2 unknown (1.5 with no frame, 0.5 before the trace).
+    const bytes = {
+      parameters: 6 * GiB,
+      optimizerState: 12 * GiB,
+      gathered: 2 * GiB,
+      gatherBuffers: 1 * GiB,
+      gradients: 0,
+      activations: 7 * GiB,
+      optimizerStep: 0,
+      unknown: 2 * GiB,
+    };
+    const snapshot: MeasuredRun = {
+      ...run({ step: { allocated: 30 * GiB, reserved: 34 * GiB } }),
+      source: 'snapshot',
+      rank: null,
+      worldSize: null,
+      device: 'cuda:0',
+      categories: {
+        step: { bytes, unknown: { withoutFrames: 1.5 * GiB, undecided: 0, beforeTrace: 0.5 * GiB } },
+      },
+    };
+    const m = comparison(await panelWith({ file: '/runs/snapshot.pickle', run: snapshot }));
+    const rows = m.phases[0]!.categories!;
+    const gathered = l.gathered + l.gatherBuffers;
+    const activations = l.activations + l.working + l.logits + l.heldOutput;
+    const grads = l.shardGrads + l.gradients;
+    assert.deepEqual(
+      rows.map((r) => [r.name, r.estimatedBytes, r.measuredBytes, r.difference]),
+      [
+        ['parameters and optimizer state', l.state, 18 * GiB, l.state - 18 * GiB],
+        ['gathered parameters and all-gather buffers', gathered, 3 * GiB, gathered - 3 * GiB],
+        ...(grads ? [['gradients', grads, 0, grads]] : []),
+        ['activations', activations, 7 * GiB, activations - 7 * GiB],
+        ...(l.optimizer ? [['optimizer step', l.optimizer, 0, l.optimizer]] : []),
+        ['unknown', null, 2 * GiB, null],
+      ],
+    );
+    assert.deepEqual(rows[0]!.measured, [
+      { name: 'parameters and buffers', bytes: 6 * GiB },
+      { name: 'optimizer state', bytes: 12 * GiB },
+    ]);
+    assert.deepEqual(rows.at(-1)!.measured, [
+      { name: 'no frame recorded', bytes: 1.5 * GiB },
+      { name: 'allocated before the trace, not placed', bytes: 0.5 * GiB },
+    ]);
+    // The estimate's side adds up to its step peak.
+    assert.equal(
+      rows.reduce((s, r) => s + (r.estimatedBytes ?? 0), 0),
+      at.total,
+    );
+    // A probe's run has no categories.
+    const probe = comparison(
+      await panelWith({
+        file: '/runs/run.json',
+        run: run({ step: { allocated: 30 * GiB, reserved: null } }),
+      }),
+    );
+    assert.equal(probe.phases[0]!.categories, undefined);
+  });
+
   it("compares with the file's own estimate, not the what-if values", async () => {
     const measured = { file: '/runs/run.json', run: run({ step: { allocated: 40e9, reserved: 50e9 } }) };
     const own = comparison(await panelWith(measured));

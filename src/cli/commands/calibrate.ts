@@ -6,6 +6,7 @@ import { calibrationWithEntry, CALIBRATION_FILE } from '../../core/project/calib
 import {
   compareMeasured,
   reserveOfRun,
+  type CategoryRow,
   type MeasuredRun,
   type PhaseComparison,
 } from '../../core/report/measured';
@@ -121,6 +122,8 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
     ...c.phases.flatMap((p) => [row(p), ...parted(p)]),
     row(c.reserved),
   ];
+  const step = c.phases.find((p) => p.phase === 'step');
+  if (step?.categories?.length) lines.push(...categoryLines(step.categories));
   if (c.unknownPhases.length)
     lines.push(
       `Phases with no estimate counterpart: ${c.unknownPhases.join(', ')} (name them forward, loss, backward, optimizer or step)`,
@@ -129,6 +132,43 @@ export async function calibrateCommand(argv: string[], io: Streams): Promise<num
   if (saved) lines.push(saved.said);
   io.out.write(`${lines.join('\n')}\n`);
   return EXIT.ok;
+}
+
+/**
+ * The step's peak by category (a memory snapshot's): each row's estimate beside what was live at the run's peak,
+ * the terms and categories of each, and the rows that differ most.
+ */
+function categoryLines(rows: CategoryRow[]): string[] {
+  const b = (n: number | null, none: string) => (n === null ? none : fmtBytes(n));
+  const signed = (n: number) => `${n > 0 ? '+' : n < 0 ? '-' : ''}${fmtBytes(Math.abs(n))}`;
+  const parts = (xs: { name: string; bytes: number }[]) =>
+    xs.map((x) => `${x.name} ${fmtBytes(x.bytes)}`).join(', ');
+  const lines = [
+    "By category at the peak (the estimate's terms at its step peak; the run's allocations live at its allocated peak, by their stacks):",
+  ];
+  const width = Math.max(20, ...rows.map((r) => r.name.length));
+  for (const r of rows) {
+    lines.push(
+      `  ${r.name.padEnd(width)} estimated ${b(r.estimatedBytes, 'none').padStart(9)}  measured ${b(r.measuredBytes, 'not told').padStart(9)}${r.difference === null ? '' : `  difference ${signed(r.difference)}`}`,
+    );
+    const said = [
+      ...(r.estimated.length > 1 ? [`estimate: ${parts(r.estimated)}`] : []),
+      ...(r.measured.length > 1 || (r.name === 'unknown' && r.measured.length)
+        ? [`measured: ${parts(r.measured)}`]
+        : []),
+    ];
+    if (said.length) lines.push(`      ${said.join('; ')}`);
+  }
+  const apart = rows
+    .filter((r) => r.difference !== null && r.difference !== 0)
+    .sort((x, y) => Math.abs(y.difference!) - Math.abs(x.difference!))
+    .slice(0, 3);
+  const unknown = rows.find((r) => r.name === 'unknown')?.measuredBytes ?? 0;
+  if (apart.length)
+    lines.push(
+      `  Largest differences (estimated - measured): ${apart.map((r) => `${r.name} ${signed(r.difference!)}`).join(', ')}${unknown ? `; ${fmtBytes(unknown)} of the run is in no category (unknown: see the notes)` : ''}`,
+    );
+  return lines;
 }
 
 /** Names a cluster may have: short, and safe in a file and a message. */

@@ -4,7 +4,7 @@
  * peak of the same phase (allocated against allocated) and its reserved estimate (reserved against reserved), with
  * the ratio of each.
  */
-import type { Estimate, TimelineEvent } from '../estimator/types';
+import type { Estimate, LiveSet, TimelineEvent } from '../estimator/types';
 import { peakFigure } from '../estimator/words';
 import type { Phase } from '../vocabulary/fsdp';
 
@@ -25,6 +25,56 @@ export interface MeasuredRun {
    * other processes on the GPU. Absent where the source does not record it.
    */
   outsideAllocatorBytes?: number;
+  /**
+   * A memory snapshot's allocations live at a phase's allocated peak (`step`, `forward`, `backward`, `optimizer`),
+   * by what their stacks show (snapshot.ts `frameCategory`). Absent where the source records no stacks (the probe, a
+   * log) and where the snapshot's trace cannot be replayed allocation by allocation.
+   */
+  categories?: Record<string, MeasuredCategories>;
+}
+
+/**
+ * What a memory snapshot's stacks can say an allocation is (snapshot.ts `frameCategory` says which frames decide
+ * each); `unknown` where they say none of these.
+ */
+export const MEASURED_CATEGORIES = [
+  'parameters',
+  'optimizerState',
+  'gathered',
+  'gatherBuffers',
+  'gradients',
+  'activations',
+  'optimizerStep',
+  'unknown',
+] as const;
+
+export type MeasuredCategory = (typeof MEASURED_CATEGORIES)[number];
+
+/** Each measured category in words. */
+export const MEASURED_CATEGORY_WORDS: Record<MeasuredCategory, string> = {
+  parameters: 'parameters and buffers',
+  optimizerState: 'optimizer state',
+  gathered: 'gathered parameters',
+  gatherBuffers: 'all-gather buffers',
+  gradients: 'gradients and reduce-scatter buffers',
+  activations: 'activations',
+  optimizerStep: 'optimizer step temporaries',
+  unknown: 'unknown',
+};
+
+/** The allocations live at one peak of a snapshot's trace, by category. */
+export interface MeasuredCategories {
+  /** Bytes (requested) by category: they add up to the peak's allocated bytes. */
+  bytes: Record<MeasuredCategory, number>;
+  /** `unknown`, by why the stacks do not place it. */
+  unknown: {
+    /** Allocations of the trace recorded with no stack, or with an empty one (no Python frame, stacks="python"). */
+    withoutFrames: number;
+    /** Allocations whose frames decide no category (the training loop's own, autograd's engine, C++ only). */
+    undecided: number;
+    /** Allocated before the trace began: blocks the snapshot records with no stack, or freed after the peak. */
+    beforeTrace: number;
+  };
 }
 
 /** The probe's JSON, checked; an error in words when it is not one. */
@@ -104,6 +154,100 @@ export interface PhaseComparison {
    * that phase's peak (what the difference is in), biggest first.
    */
   terms?: { name: string; bytes: number }[];
+  /**
+   * Where the run records its allocations by category (a memory snapshot): the estimate's live set at this phase's
+   * peak beside the allocations live at the run's peak of it, row by row of `CATEGORY_ROWS`.
+   */
+  categories?: CategoryRow[];
+}
+
+/** One row of the comparison by category: estimate terms and measured categories that stand for the same memory. */
+export interface CategoryRow {
+  /** What the row holds, in words. */
+  name: string;
+  /** The estimate's terms at the peak in this row (as `peakFigure` names them), those above zero. */
+  estimated: { name: string; bytes: number }[];
+  /** The measured categories in this row (for `unknown`, why the stacks do not place it), those above zero. */
+  measured: { name: string; bytes: number }[];
+  /** Null where the estimate has no term for it (`unknown`). */
+  estimatedBytes: number | null;
+  /** Null where the stacks do not tell it apart (pipeline buffers: counted in what their frames show). */
+  measuredBytes: number | null;
+  /** estimatedBytes - measuredBytes, when both are known: above zero the estimate counts more. */
+  difference: number | null;
+}
+
+/**
+ * Which terms of the estimate's live set (`LiveSet`) a snapshot's categories stand for, row by row: each field and
+ * each category in exactly one row. The estimate's `state` is parameters, optimizer state and buffers together,
+ * which the stacks tell apart (and the row shows); the gradients the autograd engine makes in backward have no
+ * frame of their own that says so, and are counted as unknown, not here.
+ */
+export const CATEGORY_ROWS: readonly {
+  name: string;
+  fields: readonly (keyof LiveSet)[];
+  categories: readonly MeasuredCategory[];
+}[] = [
+  { name: 'parameters and optimizer state', fields: ['state'], categories: ['parameters', 'optimizerState'] },
+  {
+    name: 'gathered parameters and all-gather buffers',
+    fields: ['gathered', 'gatherBuffers'],
+    categories: ['gathered', 'gatherBuffers'],
+  },
+  { name: 'gradients', fields: ['shardGrads', 'gradients'], categories: ['gradients'] },
+  {
+    name: 'activations',
+    fields: ['activations', 'working', 'logits', 'heldOutput'],
+    categories: ['activations'],
+  },
+  { name: 'optimizer step', fields: ['optimizer'], categories: ['optimizerStep'] },
+  { name: 'pipeline buffers', fields: ['pipeline'], categories: [] },
+  { name: 'unknown', fields: [], categories: ['unknown'] },
+];
+
+/** Why a snapshot's unknown bytes are unknown, in words. */
+const UNKNOWN_WORDS: Record<keyof MeasuredCategories['unknown'], string> = {
+  withoutFrames: 'no frame recorded',
+  undecided: 'frames that tell none',
+  beforeTrace: 'allocated before the trace, not placed',
+};
+
+/**
+ * The estimate's live set `live` beside the measured categories `m` of the same peak, row by row of
+ * `CATEGORY_ROWS` (rows where both are zero are left out, the unknown row never).
+ */
+export function compareCategories(
+  live: LiveSet,
+  m: MeasuredCategories,
+  setup: Estimate['setup'],
+): CategoryRow[] {
+  // Each field's name as the estimate's figures name it: peakFigure of that field alone.
+  const zero = Object.fromEntries(Object.keys(live).map((k) => [k, 0])) as unknown as LiveSet;
+  const termName = (k: keyof LiveSet) => peakFigure({ ...zero, [k]: 1 }, setup).terms[0]?.name ?? k;
+  const rows: CategoryRow[] = [];
+  for (const r of CATEGORY_ROWS) {
+    const estimated = r.fields.filter((k) => live[k] > 0).map((k) => ({ name: termName(k), bytes: live[k] }));
+    const estimatedBytes = r.fields.length ? r.fields.reduce((s, k) => s + live[k], 0) : null;
+    const measuredBytes = r.categories.length ? r.categories.reduce((s, c) => s + m.bytes[c], 0) : null;
+    const measured =
+      r.categories.length === 1 && r.categories[0] === 'unknown'
+        ? (Object.keys(UNKNOWN_WORDS) as (keyof MeasuredCategories['unknown'])[])
+            .filter((k) => m.unknown[k] > 0)
+            .map((k) => ({ name: UNKNOWN_WORDS[k], bytes: m.unknown[k] }))
+        : r.categories
+            .filter((c) => m.bytes[c] > 0)
+            .map((c) => ({ name: MEASURED_CATEGORY_WORDS[c], bytes: m.bytes[c] }));
+    if (!estimatedBytes && !measuredBytes && r.name !== 'unknown') continue;
+    rows.push({
+      name: r.name,
+      estimated,
+      measured,
+      estimatedBytes,
+      measuredBytes,
+      difference: estimatedBytes !== null && measuredBytes !== null ? estimatedBytes - measuredBytes : null,
+    });
+  }
+  return rows;
 }
 
 /** Within this factor either way, estimate and measurement agree (the terms are not listed). */
@@ -143,6 +287,7 @@ export function compareMeasured(
     const est = ev?.total ?? null;
     const r = ratio(est, m.allocated);
     const parted = r !== null && (r > AGREE || r < 1 / AGREE);
+    const cats = run.categories && Object.hasOwn(run.categories, name) ? run.categories[name] : undefined;
     phases.push({
       phase: name,
       estimatedBytes: est,
@@ -157,6 +302,7 @@ export function compareMeasured(
               .map((t) => ({ name: t.name, bytes: t.bytes })),
           }
         : {}),
+      ...(cats && ev ? { categories: compareCategories(ev.live, cats, e.setup) } : {}),
     });
   }
   const measuredReserved = Object.values(run.phases).reduce<number | null>(
