@@ -99,6 +99,59 @@ describe('fsdp-lens diff', () => {
       );
   });
 
+  it('names FSDP1 to FSDP2 as a cause: the bundled FSDP1 example against its migration', async () => {
+    const dir = projectDir('fsdp-lens-diff-api-');
+    const example = fs.readFileSync(
+      path.join(__dirname, '..', '..', '..', 'examples', 'train_fsdp1_auto_wrap.py'),
+      'utf8',
+    );
+    fs.writeFileSync(path.join(dir, 'a.py'), example);
+    fs.writeFileSync(path.join(dir, 'b.py'), example);
+    const m = await cli('migrate', path.join(dir, 'b.py'), '--write');
+    assert.equal(m.code, 0, m.err);
+    const r = await cli('diff', path.join(dir, 'a.py'), path.join(dir, 'b.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const d = JSON.parse(r.out) as EstimateDelta;
+    // The same units and precision: the wrap API is the one change, named with its own bytes.
+    assert.deepEqual(
+      d.causes.map((c) => c.cause),
+      ['FSDP1 to FSDP2'],
+    );
+    assert.deepEqual(
+      d.causes[0]!.changes.map((c) => [c.label, c.from, c.to]),
+      [['wrap API', 'fsdp1', 'fsdp2']],
+    );
+    for (const k of ['peakBytes', 'persistentBytes', 'trafficBytes', 'hostBytes'] as const)
+      assert.equal(d.causes[0]![k], d.after[k] - d.before[k], k);
+  });
+
+  it('names LoRA as a cause: the same model with adapters, estimated on the first plan', async () => {
+    const dir = projectDir('fsdp-lens-diff-lora-');
+    // B3: LoRA of rank 16 on q_proj and v_proj, the base frozen.
+    const lora = [...A];
+    lora.splice(
+      5,
+      0,
+      'from peft import LoraConfig, get_peft_model',
+      'model = get_peft_model(model, LoraConfig(r=16, target_modules=["q_proj", "v_proj"]))',
+    );
+    writeFiles(dir, { 'a.py': A, 'b.py': lora });
+    const r = await cli('diff', path.join(dir, 'a.py'), path.join(dir, 'b.py'), '--json');
+    assert.equal(r.code, 0, r.err);
+    const d = JSON.parse(r.out) as EstimateDelta;
+    assert.deepEqual(
+      d.causes.map((c) => c.cause),
+      ['LoRA'],
+    );
+    // Llama 3.1 8B's 32 layers each get q_proj's 16 x (4096 + 4096) and v_proj's 16 x (4096 + 1024) adapter
+    // parameters: 6,815,744 trained at 16 B each; the 8,030,261,248 base parameters keep only their fp32 4 B.
+    const base = 8_030_261_248;
+    const adapters = 32 * (16 * (4096 + 4096) + 16 * (4096 + 1024));
+    assert.equal(d.causes[0]!.persistentBytes, (base * 4 + adapters * 16 - base * 16) / 8);
+    for (const k of ['peakBytes', 'persistentBytes', 'trafficBytes', 'hostBytes'] as const)
+      assert.equal(d.causes[0]![k], d.after[k] - d.before[k], k);
+  });
+
   it('fails a CI job when the peak rises past the threshold, and says so in text', async () => {
     const dir = projectDir('fsdp-lens-diff-');
     writeFiles(dir, { 'a.py': A, 'b.py': B });

@@ -1,7 +1,7 @@
 /** `fsdp-lens diff A B`: why the peak, the state and the traffic differ between two versions of a job. */
 import * as fs from 'node:fs';
 import type { EstimateResult } from '../../core/resolve/analyze';
-import { estimateDelta, type EstimateDelta } from '../../core/whatif/delta';
+import { estimateDelta, onModelOf, type EstimateDelta } from '../../core/whatif/delta';
 import { fmtBytes } from '../../core/vocabulary/bytes';
 import { loadPython } from '../../host/grammar';
 import { fileAtRevision } from '../../host/gitRevision';
@@ -68,7 +68,7 @@ export async function diffCommand(argv: string[], io: Streams): Promise<number> 
     results.push(r.result);
   }
   const [a, b] = results as [(typeof results)[0], (typeof results)[0]];
-  const delta = estimateDelta(a.estimate, b.estimate, whatIfOf(a));
+  const delta = estimateDelta(a.estimate, b.estimate, whatIfOf(a), onModelOf(a.input, b.input));
   if (values.json) io.out.write(`${JSON.stringify(delta, null, 2)}\n`);
   else io.out.write(deltaText(delta, [sides[0]!.label, sides[1]!.label]));
   if (limit === undefined) return EXIT.ok;

@@ -15,7 +15,7 @@ import {
 } from '../whatif/controls';
 import { explore } from '../whatif/explore';
 import { fitReport } from '../whatif/fitReport';
-import { estimateDelta } from '../whatif/delta';
+import { estimateDelta, onModelOf } from '../whatif/delta';
 import type { WhatIf } from '../whatif/model';
 import { estimateJson } from './json';
 import { AGREE, compareMeasured, type MeasuredRun } from './measured';
@@ -124,7 +124,10 @@ function comparison(
       return undefined;
     }
   };
-  return { label: c.label, delta: estimateDelta(other.estimate, r.estimate, run) };
+  return {
+    label: c.label,
+    delta: estimateDelta(other.estimate, r.estimate, run, onModelOf(other.input, r.input)),
+  };
 }
 
 /**

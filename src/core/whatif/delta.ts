@@ -6,7 +6,8 @@
  */
 import { INPUT_KEYS, inputSpec, type InputKey, type TrainingSetup } from '../inputs/table';
 import type { Estimate } from '../estimator/types';
-import type { WhatIf } from './model';
+import { WhatIfModel, type WhatIf } from './model';
+import type { EstimateInput } from '../estimator/types';
 
 /** The causes in the order they apply, and the inputs each is made of. */
 const CAUSES: [string, InputKey[]][] = [
@@ -96,9 +97,17 @@ export function estimateDelta(
   before: Estimate,
   after: Estimate,
   run: (change: WhatIf) => Estimate | undefined,
+  onSecondModel?: (change: WhatIf) => Estimate | undefined,
 ): EstimateDelta {
   const out: EstimateDelta = { before: side(before), after: side(after), causes: [] };
-  if (before.model.params !== after.model.params || before.model.name !== after.model.name) {
+  // The same model with adapters added (LoRA): attributed, the adapters last, when the first plan can be estimated
+  // on the second model (`onSecondModel`).
+  const adapters =
+    !!onSecondModel &&
+    before.model.name === after.model.name &&
+    after.model.params > before.model.params &&
+    after.model.trainableParams < after.model.params;
+  if (!adapters && (before.model.params !== after.model.params || before.model.name !== after.model.name)) {
     out.unattributed = `the models differ (${before.model.name}, ${after.model.name}): only the totals compare`;
     return out;
   }
@@ -197,6 +206,13 @@ export function estimateDelta(
         },
       ]);
   }
+  // FSDP1's units made FSDP2's, before the reshard and offload that follow from the second plan's own wraps.
+  if (before.plan.api === 'fsdp1' && after.plan.api === 'fsdp2')
+    planSteps.splice(nB > 0 && nB < nA ? 1 : 0, 0, [
+      'FSDP1 to FSDP2',
+      { api: 'fsdp2' },
+      { key: 'api' as InputKey, label: 'wrap API', from: 'fsdp1', to: 'fsdp2' },
+    ]);
   const attributed = new Set<string>();
   for (const [cause, step, said] of out.unattributed ? [] : planSteps) {
     const next = run({ ...change, ...plan, ...step });
@@ -214,6 +230,31 @@ export function estimateDelta(
       hostBytes: next.perGpu.hostBytes - prev.perGpu.hostBytes,
     });
     prev = next;
+  }
+  // The adapters: the first plan, with every change before, on the second model (its base frozen, LoRA trained).
+  if (adapters && !out.unattributed) {
+    const next = onSecondModel!({ ...change, ...plan });
+    if (next && next.model.params === after.model.params) {
+      attributed.add('trainable');
+      out.causes.push({
+        cause: 'LoRA',
+        changes: [
+          {
+            key: 'trainable' as InputKey,
+            label: 'trainable parameters',
+            from: String(before.model.trainableParams),
+            to: String(after.model.trainableParams),
+          },
+        ],
+        peakBytes: next.perGpu.peakBytes - prev.perGpu.peakBytes,
+        persistentBytes: next.perGpu.persistentBytes - prev.perGpu.persistentBytes,
+        trafficBytes: next.comms.traffic.bytes - prev.comms.traffic.bytes,
+        hostBytes: next.perGpu.hostBytes - prev.perGpu.hostBytes,
+      });
+      prev = next;
+    } else
+      out.unattributed =
+        'the first plan could not be estimated on the model with adapters: their bytes are counted with the plan';
   }
   // What the inputs and those changes do not explain: the plan itself.
   const rest = {
@@ -240,4 +281,28 @@ export function estimateDelta(
       ...rest,
     });
   return out;
+}
+
+/**
+ * The first job's plan and inputs estimated on the second job's model (its adapters added), for the adapters'
+ * cause of a delta; undefined where the first plan's modules are not the second model's.
+ */
+export function onModelOf(
+  first: EstimateInput,
+  second: EstimateInput,
+): (change: WhatIf) => Estimate | undefined {
+  let model: WhatIfModel | null | undefined;
+  return (change) => {
+    if (model === undefined)
+      try {
+        model = new WhatIfModel({ ...first, model: second.model });
+      } catch {
+        model = null;
+      }
+    try {
+      return model?.tryRun(change);
+    } catch {
+      return undefined;
+    }
+  };
 }

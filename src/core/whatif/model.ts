@@ -32,6 +32,12 @@ export interface PlanChanges {
    * optimizer step on the CPU.
    */
   offload?: boolean;
+  /**
+   * FSDP1's units made FSDP2's: the same modules wrapped by `fully_shard`, the same strategy (FSDP2 keeps units
+   * gathered or shards within a node as FSDP1's SHARD_GRAD_OP and HYBRID_SHARD did), what each API holds
+   * estimated as that API holds it.
+   */
+  api?: 'fsdp2';
 }
 
 /** A what-if: any inputs of the table changed, and changes of the plan. Everything else stays as the file says. */
@@ -70,7 +76,7 @@ export class WhatIfModel {
 
   /** The setup and plan a what-if makes, with the ownership to estimate them with. */
   private changed(w: WhatIf): { setup: TrainingSetup; plan: Plan; ownership: Ownership } {
-    const { blocksPerUnit, strategy, reshardAll, offload, ...inputs } = w;
+    const { blocksPerUnit, strategy, reshardAll, offload, api, ...inputs } = w;
     const setup: TrainingSetup = { ...this.input.setup };
     for (const [k, v] of Object.entries(inputs))
       if (v !== undefined) (setup as Record<string, unknown>)[k] = v;
@@ -84,6 +90,7 @@ export class WhatIfModel {
     const regrouped = k === 1 ? { plan: this.input.plan, ownership: this.base } : this.regrouped(k);
     let plan = regrouped.plan;
     let ownership = regrouped.ownership;
+    if (api === 'fsdp2' && plan.api === 'fsdp1') plan = { ...plan, api: 'fsdp2' };
     if (strategy) {
       const hybridNow = isHybrid(plan.strategy) || setup.replicas > 1;
       if (strategy === 'HYBRID_SHARD') {
