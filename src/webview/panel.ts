@@ -332,24 +332,27 @@ function renderAdvice(data: PanelData): HTMLElement {
         ),
       );
       const tryable = a.options.filter((o) => o.whatIf);
-      if (tryable.length) {
-        const row = el('div', undefined, 'try');
-        for (const o of tryable) {
-          const btn = custom('vscode-button', { secondary: true }, `Try ${o.label}`);
-          btn.addEventListener('click', () =>
-            post({
-              type: 'whatIf',
-              values: { ...readControls(), ...toValues(o.whatIf as Record<string, unknown>) },
-            }),
-          );
-          row.append(btn);
-        }
-        item.append(row);
-      }
+      if (tryable.length) item.append(tryButtons(tryable));
     }
     s.append(item);
   }
   return s;
+}
+
+/** A "Try" button per change, each sending the controls' values with that change applied as a what-if. */
+function tryButtons(changes: readonly { label: string; whatIf?: unknown }[]): HTMLElement {
+  const row = el('div', undefined, 'try');
+  for (const c of changes) {
+    const btn = custom('vscode-button', { secondary: true }, `Try ${c.label}`);
+    btn.addEventListener('click', () =>
+      post({
+        type: 'whatIf',
+        values: { ...readControls(), ...toValues(c.whatIf as Record<string, unknown>) },
+      }),
+    );
+    row.append(btn);
+  }
+  return row;
 }
 
 /** An advice option's change as control values (checkpointing as text, as the control shows it). */
@@ -989,18 +992,7 @@ function renderSolve(data: PanelData, e: Estimate): HTMLElement {
         'muted',
       ),
     );
-    const row = el('div', undefined, 'try');
-    for (const c of f.changes) {
-      const btn = custom('vscode-button', { secondary: true }, `Try ${c.label}`);
-      btn.addEventListener('click', () =>
-        post({
-          type: 'whatIf',
-          values: { ...readControls(), ...toValues(c.whatIf as Record<string, unknown>) },
-        }),
-      );
-      row.append(btn);
-    }
-    s.append(row);
+    s.append(tryButtons(f.changes));
   }
   return s;
 }

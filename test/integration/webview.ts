@@ -122,6 +122,16 @@ for layer in model.model.layers:
 fully_shard(model, mp_policy=mp)
 `;
 
+/** How many pixels the page is wider than the panel (0 or less: no sideways scrolling). */
+function overflowPx(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    const doc = (
+      globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
+    ).document;
+    return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
+  });
+}
+
 /** The test page's globals (set by its stub of the VS Code webview API). */
 interface W {
   __errors: string[];
@@ -297,14 +307,7 @@ const CHECKS: Check[] = [
         `${await page.evaluate(() => (globalThis as unknown as W).__errors.join('; '))} ${(await page.textContent('#solve'))?.slice(0, 300)}`,
       );
       assert.match((await page.textContent('#solve')) ?? '', /Changes that make it fit, cheapest first/);
-      const overflow = await page.evaluate(() => {
-        const doc = (
-          globalThis as unknown as {
-            document: { documentElement: { scrollWidth: number; clientWidth: number } };
-          }
-        ).document;
-        return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
-      });
+      const overflow = await overflowPx(page);
       assert.ok(overflow <= 0, `the page is ${overflow} px wider than the panel`);
       await page.$eval('#solve', (s) => (s as unknown as { scrollIntoView(): void }).scrollIntoView());
       await page.screenshot({ path: path.join(ARTIFACTS, `panel-solve-525-${theme}.png`) });
@@ -343,14 +346,7 @@ const CHECKS: Check[] = [
       assert.match(text, /world size/);
       // Two tables: the versions and their change, then the causes.
       assert.equal((await page.$$('#compare table')).length, 2);
-      const overflow = await page.evaluate(() => {
-        const doc = (
-          globalThis as unknown as {
-            document: { documentElement: { scrollWidth: number; clientWidth: number } };
-          }
-        ).document;
-        return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
-      });
+      const overflow = await overflowPx(page);
       assert.ok(overflow <= 0, `the page is ${overflow} px wider than the panel`);
       await page.$eval('#compare', (s) => (s as unknown as { scrollIntoView(): void }).scrollIntoView());
       await page.screenshot({ path: path.join(ARTIFACTS, `panel-compare-525-${theme}.png`) });
@@ -407,14 +403,7 @@ const CHECKS: Check[] = [
       assert.match(far, /The estimate's largest terms at this phase's peak: [a-z ]+ [\d.]+ GB/);
       assert.doesNotMatch(far, /forward:/);
       assert.equal(await page.$$eval('#app img, #app i, #app script', (els) => els.length), 0);
-      const overflow = await page.evaluate(() => {
-        const doc = (
-          globalThis as unknown as {
-            document: { documentElement: { scrollWidth: number; clientWidth: number } };
-          }
-        ).document;
-        return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
-      });
+      const overflow = await overflowPx(page);
       assert.ok(overflow <= 0, `the page is ${overflow} px wider than the panel`);
       assert.deepEqual(await page.evaluate(() => (globalThis as unknown as W).__errors), []);
       await page.$eval('#measured', (s) => (s as unknown as { scrollIntoView(): void }).scrollIntoView());
@@ -458,14 +447,7 @@ const CHECKS: Check[] = [
         [await data(`# fsdp: pp=4 world_size=16 batch=8 ac=full\n${LLAMA}`, 'train_pp.py'), 'pipeline'],
       ] as const) {
         await show(page, d);
-        const overflow = await page.evaluate(() => {
-          const doc = (
-            globalThis as unknown as {
-              document: { documentElement: { scrollWidth: number; clientWidth: number } };
-            }
-          ).document;
-          return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
-        });
+        const overflow = await overflowPx(page);
         const wide = await page.evaluate(() => {
           type E = {
             tagName: string;

@@ -130,3 +130,14 @@ export function lastImportLine(index: TextIndex, maxLines = 2000): number {
   }
   return after;
 }
+
+/**
+ * `line` inserted after the file's last top-level import statement (among its first 400 lines), with the file's
+ * line ending; null where the file imports nothing before its code, or ends with its imports.
+ */
+export function importAfterImports(index: TextIndex, line: string): TextEdit | null {
+  const after = lastImportLine(index, 400);
+  if (after < 0 || after + 1 >= index.lineCount()) return null;
+  const at = { line: after + 1, character: 0 };
+  return { range: { start: at, end: at }, newText: `${line}${index.eol()}` };
+}

@@ -1,7 +1,7 @@
 /** Edits of a file's wrap calls that change its plan: CPU offload on every unit, and the sharding strategy. */
 import type { WrapCall } from '../analysis/facts';
 import type { FsdpApi } from '../vocabulary/fsdp';
-import { lastImportLine, TextIndex } from './edits';
+import { importAfterImports, TextIndex } from './edits';
 import type { TextEdit } from './types';
 
 /** A change to the wrap calls: the edits, and what they write, in a few words for a fix's title. */
@@ -45,11 +45,7 @@ function importOf(text: string, module: string, name: string): TextEdit | null |
   // Imported under another name: the name written would not be bound.
   if (new RegExp(`\\b${name}\\s+as\\s+\\w`).test(text)) return null;
   if (new RegExp(`\\b${name}\\b`).test(text)) return undefined;
-  const index = new TextIndex(text);
-  const after = lastImportLine(index, 400);
-  if (after < 0 || after + 1 >= index.lineCount()) return null;
-  const at = { line: after + 1, character: 0 };
-  return { range: { start: at, end: at }, newText: `from ${module} import ${name}${index.eol()}` };
+  return importAfterImports(new TextIndex(text), `from ${module} import ${name}`);
 }
 
 /**

@@ -4,7 +4,7 @@ import { fmtBytes, fmtCount } from '../../vocabulary/bytes';
 import { requiredBytes } from '../../estimator/fit';
 import { certainPeakBytes } from '../../estimator/estimate';
 import { setAnnotation } from '../annotationEdits';
-import { lastImportLine, TextIndex } from '../edits';
+import { importAfterImports, TextIndex } from '../edits';
 import { configInputEdit } from '../configEdits';
 import { offloadEdit } from '../planEdits';
 import { inputSpec } from '../../inputs/table';
@@ -325,13 +325,12 @@ function codeCheckpointingFix(ctx: RuleContext, e: Estimate): Fix | null {
   const call = `apply_activation_checkpointing(${name}${wrapper ? `, checkpoint_wrapper_fn=${wrapper}` : ''}, check_fn=lambda m: isinstance(m, ${block}))`;
   const edits: TextEdit[] = [insertAfter(ctx, place, [call])];
   if (!/\bapply_activation_checkpointing\b/.test(ctx.text)) {
-    const imp = importPlace(index);
+    const imp = importAfterImports(
+      index,
+      'from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing',
+    );
     if (!imp) return null;
-    const eol = index.eol();
-    edits.push({
-      range: { start: imp, end: imp },
-      newText: `from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing${eol}`,
-    });
+    edits.push(imp);
   }
   return { title: `Enable activation checkpointing: ${call} (${shown})`, edits, preferred: true };
 }
@@ -353,12 +352,6 @@ function checkpointWrapperOf(text: string): string | null {
   for (const m of text.matchAll(/^\s*from\s+\S+\s+import\s*(\([^)]*\)|[^\n]*)/gm))
     if (/\bcheckpoint_wrapper\b(?!\s+as\b)/.test(m[1]!)) return 'checkpoint_wrapper';
   return null;
-}
-
-/** The start of the line after the file's last top-level import statement, before any code. */
-function importPlace(index: TextIndex): Position | null {
-  const after = lastImportLine(index, 400);
-  return after < 0 || after + 1 >= index.lineCount() ? null : { line: after + 1, character: 0 };
 }
 
 /**
